@@ -1,0 +1,60 @@
+"""Errors and small shared utilities (MXNet's ``mxnet.base``)."""
+from __future__ import annotations
+
+import os
+import sys
+
+__all__ = ['SymgraphError', 'MXNetError', 'ShapeError', 'TypeInferenceError',
+           'BindError', 'user_location', 'string_types', 'numeric_types']
+
+string_types = (str,)
+numeric_types = (float, int)
+
+
+class SymgraphError(Exception):
+    """Base error of symgraph; also exported as ``MXNetError``."""
+
+
+MXNetError = SymgraphError
+
+
+class ShapeError(SymgraphError, ValueError):
+    """Shapes that do not fit an operator (raised by shape inference and binding)."""
+
+
+class TypeInferenceError(SymgraphError, TypeError):
+    """Data types that do not fit an operator."""
+
+
+class BindError(SymgraphError, ValueError):
+    """Arrays given to ``bind`` that do not fit the symbol."""
+
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+_PKG_ROOT = os.path.dirname(_PKG_DIR)
+_INTERNAL_DIRS = None
+
+
+def _internal_dirs():
+    global _INTERNAL_DIRS
+    if _INTERNAL_DIRS is None:
+        dirs = [_PKG_DIR]
+        try:
+            import symgraph.ops as _ops  # noqa: F401  (path only)
+            dirs.append(os.path.dirname(os.path.abspath(_ops.__file__)))
+        except Exception:  # pragma: no cover - during bootstrap
+            pass
+        _INTERNAL_DIRS = tuple(dirs)
+    return _INTERNAL_DIRS
+
+
+def user_location():
+    """``'file:line'`` of the first frame outside symgraph: where the user made a node."""
+    f = sys._getframe(1)
+    dirs = _internal_dirs()
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not fn.startswith(dirs) and not fn.startswith('<frozen'):
+            return '%s:%d' % (fn, f.f_lineno)
+        f = f.f_back
+    return '<unknown>'

@@ -1,0 +1,434 @@
+"""The operator API: what ``symgraph.ops`` (and user code) builds operators with.
+
+An operator is one small class deriving :class:`Operator`. Its typed parameters are
+class attributes made with :class:`Param`; an instance holds parsed values and is a value
+(equality and hash over the parameters). The executor only ever calls the methods below,
+so it knows nothing about any particular operator.
+
+Contract (all shape and type functions are pure and never touch arrays):
+
+``list_arguments()`` / ``list_outputs()`` / ``list_auxiliary_states()``
+    names of inputs, outputs and auxiliary states. ``num_visible_outputs()`` may be smaller
+    than ``len(list_outputs())``: hidden outputs (e.g. BatchNorm's saved mean) are computed
+    and passed to backward but not shown to users.
+``infer_shape(in_shapes) -> (in_shapes, out_shapes, aux_shapes)``
+    ``in_shapes`` covers arguments followed by auxiliary states; an entry is ``None`` when
+    unknown, a tuple otherwise (a 0 dimension means "unknown dimension"). Return what is
+    known, filling inputs where possible. Raise :class:`ShapeError` naming the argument.
+``infer_type(in_types) -> (in_types, out_types, aux_types)``
+    the same with ``numpy.dtype`` objects or ``None``.
+``forward(xp, inputs, aux, is_train) -> list of arrays``
+    ``xp`` is numpy or cupy; ``aux`` arrays may be updated in place (moving statistics).
+    Must return one array per entry of ``list_outputs()`` (hidden ones included).
+``backward(xp, out_grads, inputs, outputs, aux, need) -> list of input gradients``
+    ``need[i]`` tells whether argument i's gradient is used; return ``None`` where not
+    needed or not defined. ``out_grads[i]`` is ``None`` for hidden outputs and for loss
+    operators (``is_loss``), which make their own head gradient.
+"""
+from __future__ import annotations
+
+import ast
+import numpy as np
+
+from .base import MXNetError, ShapeError, TypeInferenceError
+
+__all__ = ['Param', 'Operator', 'register', 'get_op', 'list_ops', 'ShapeError',
+           'TypeInferenceError', 'REQUIRED', 'elemwise_shape', 'same_type',
+           'unify_shape', 'dtype_name', 'np_dtype', 'shape_known', 'reduce_to_shape']
+
+REQUIRED = object()
+
+_DTYPE_NAMES = ('float16', 'float32', 'float64', 'uint8', 'int8', 'int32', 'int64', 'bool')
+
+
+# ----------------------------------------------------------------------------------
+# typed parameters
+# ----------------------------------------------------------------------------------
+def _parse_bool(v):
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (int, np.integer)):
+        return bool(v)
+    s = str(v).strip()
+    if s in ('True', 'true', '1'):
+        return True
+    if s in ('False', 'false', '0'):
+        return False
+    raise ValueError('expected a boolean, got %r' % (v,))
+
+
+def _literal(v):
+    if isinstance(v, str):
+        s = v.strip()
+        if s in ('None', ''):
+            return None
+        try:
+            return ast.literal_eval(s)
+        except (ValueError, SyntaxError):
+            raise ValueError('cannot parse %r' % (v,)) from None
+    return v
+
+
+def _parse_shape(v):
+    v = _literal(v)
+    if v is None:
+        return None
+    if isinstance(v, (int, np.integer)):
+        return (int(v),)
+    if isinstance(v, (list, tuple)):
+        return tuple(int(x) for x in v)
+    raise ValueError('expected a tuple of ints, got %r' % (v,))
+
+
+def _parse_int(v):
+    v = _literal(v)
+    if v is None:
+        return None
+    if isinstance(v, float) and v != int(v):
+        raise ValueError('expected an int, got %r' % (v,))
+    return int(v)
+
+
+def _parse_float(v):
+    v = _literal(v)
+    if v is None:
+        return None
+    return float(v)
+
+
+def _parse_axis(v):
+    """An int, a tuple of ints, or None."""
+    v = _literal(v)
+    if v is None:
+        return None
+    if isinstance(v, (list, tuple)):
+        return tuple(int(x) for x in v)
+    return int(v)
+
+
+def _parse_dtype(v):
+    v = _literal(v) if isinstance(v, str) and v.strip() == 'None' else v
+    if v is None:
+        return None
+    return np.dtype(v)
+
+
+def _parse_str(v):
+    return str(v)
+
+
+def _parse_float_tuple(v):
+    v = _literal(v)
+    if v is None:
+        return None
+    if isinstance(v, (int, float)):
+        return (float(v),)
+    return tuple(float(x) for x in v)
+
+
+_PARSERS = {
+    bool: _parse_bool, int: _parse_int, float: _parse_float, str: _parse_str,
+    'shape': _parse_shape, 'axis': _parse_axis, 'dtype': _parse_dtype,
+    'floats': _parse_float_tuple,
+}
+
+
+def _format_value(v):
+    """Format a value as MXNet writes parameters (``str(value)`` of the Python value)."""
+    if isinstance(v, np.dtype):
+        return v.name
+    if isinstance(v, type) and issubclass(v, np.generic):
+        return np.dtype(v).name
+    if isinstance(v, list):
+        v = tuple(v)
+    return str(v)
+
+
+class Param:
+    """A typed operator parameter.
+
+    Parameters
+    ----------
+    kind : bool, int, float, str, or one of 'shape', 'axis', 'dtype', 'floats'
+        how strings and Python values are parsed.
+    default : object
+        the value when not given; ``REQUIRED`` makes the parameter mandatory.
+    doc : str
+    choices : sequence of str, optional
+        the accepted values of a string parameter.
+    """
+
+    __slots__ = ('kind', 'default', 'doc', 'choices', 'name')
+
+    def __init__(self, kind, default=REQUIRED, doc='', choices=None):
+        self.kind = kind
+        self.default = default
+        self.doc = doc
+        self.choices = tuple(choices) if choices else None
+        self.name = None
+
+    def parse(self, value):
+        if value is None and self.default is None:
+            return None
+        try:
+            parsed = _PARSERS[self.kind](value)
+        except (ValueError, TypeError) as e:
+            raise ValueError('parameter %r: %s' % (self.name, e)) from None
+        if self.choices is not None and parsed not in self.choices:
+            raise ValueError('parameter %r must be one of %s, got %r'
+                             % (self.name, list(self.choices), value))
+        return parsed
+
+    def __repr__(self):
+        return 'Param(%s, default=%r)' % (getattr(self.kind, '__name__', self.kind),
+                                          self.default)
+
+
+# ----------------------------------------------------------------------------------
+# operator base and registry
+# ----------------------------------------------------------------------------------
+_REGISTRY = {}      # every name and alias -> class
+_CANONICAL = {}     # canonical name -> class
+
+
+class Operator:
+    """Base class of all operators. See the module docstring for the contract."""
+
+    #: canonical MXNet name (written to JSON)
+    name = None
+    #: other names the operator is reachable under (``mx.sym.<alias>``)
+    aliases = ()
+    #: the operator makes its own head gradient (loss layers); ``backward`` gets None
+    is_loss = False
+    #: backward needs these forward arrays (True: all, False: none, or a tuple of indices)
+    needs_inputs = True
+    needs_outputs = False
+    #: output i may reuse input j's storage: tuple of (j, i) pairs
+    inplace = ()
+    #: no gradient flows through this operator (BlockGrad, argmax, comparisons...)
+    no_grad = False
+    #: names of arguments that are optional inputs created as Variables when omitted
+    #: (weights, biases); other missing inputs are also created, MXNet does the same.
+    _params = {}
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        params = {}
+        for base in reversed(cls.__mro__[1:]):
+            params.update(getattr(base, '_params', {}))
+        for k, v in list(vars(cls).items()):
+            if isinstance(v, Param):
+                v.name = k
+                params[k] = v
+        cls._params = params
+
+    def __init__(self, **kwargs):
+        unknown = [k for k in kwargs if k not in self._params]
+        if unknown:
+            raise MXNetError('operator %s: unknown parameter %s; valid parameters are %s'
+                             % (self.name, ', '.join(repr(k) for k in unknown),
+                                sorted(self._params)))
+        values = {}
+        for k, p in self._params.items():
+            if k in kwargs:
+                try:
+                    values[k] = p.parse(kwargs[k])
+                except ValueError as e:
+                    raise MXNetError('operator %s: %s' % (self.name, e)) from None
+            elif p.default is REQUIRED:
+                raise MXNetError('operator %s: required parameter %r is missing'
+                                 % (self.name, k))
+            else:
+                values[k] = p.default
+        object.__setattr__(self, '_values', values)
+        for k, v in values.items():
+            object.__setattr__(self, k, v)
+        self.check()
+
+    def check(self):
+        """Validate parameter combinations; raise MXNetError. Override when needed."""
+
+    def __setattr__(self, k, v):
+        raise AttributeError('operator instances are immutable')
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self._values == other._values
+
+    def __hash__(self):
+        return hash((type(self), tuple(sorted((k, repr(v)) for k, v in self._values.items()))))
+
+    def __repr__(self):
+        return '%s(%s)' % (self.name, ', '.join('%s=%r' % kv for kv in self._values.items()))
+
+    @classmethod
+    def param_names(cls):
+        return list(cls._params)
+
+    @staticmethod
+    def format_value(v):
+        return _format_value(v)
+
+    # --- structure ---------------------------------------------------------------
+    def list_arguments(self):
+        return ['data']
+
+    def list_outputs(self):
+        return ['output']
+
+    def list_auxiliary_states(self):
+        return []
+
+    def num_visible_outputs(self):
+        return len(self.list_outputs())
+
+    def num_inputs(self):
+        return len(self.list_arguments()) + len(self.list_auxiliary_states())
+
+    def num_outputs(self):
+        return len(self.list_outputs())
+
+    def auto_input_names(self):
+        """Arguments that may be left out and become Variables named ``<node>_<arg>``.
+
+        MXNet creates a Variable for every omitted input; this list only decides the
+        order in which keyword composition fills positional gaps. Default: all.
+        """
+        return self.list_arguments()
+
+    # --- inference ---------------------------------------------------------------
+    def infer_shape(self, in_shapes):
+        s = elemwise_shape(self, in_shapes, self.num_outputs())
+        n = len(self.list_arguments())
+        return [s] * n, [s] * self.num_outputs(), [None] * (len(in_shapes) - n)
+
+    def infer_type(self, in_types):
+        t = same_type(self, in_types)
+        n = len(self.list_arguments())
+        return ([t] * n, [t] * self.num_outputs(),
+                [t] * (len(in_types) - n))
+
+    # --- compute -----------------------------------------------------------------
+    def forward(self, xp, inputs, aux, is_train):
+        raise NotImplementedError('operator %s has no forward' % self.name)
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        raise NotImplementedError('operator %s has no gradient' % self.name)
+
+    def make_forward(self, xp, is_train):
+        """Return ``f(*inputs, *aux) -> tuple of outputs`` bound once at compile time.
+
+        The default wraps :meth:`forward`. Simple operators override
+        :meth:`fast_forward` to return a bare function (e.g. ``xp.exp``) taking the
+        inputs and returning a single array, which the executor calls directly.
+        """
+        fast = self.fast_forward(xp, is_train)
+        if fast is not None:
+            return fast, True
+        n_args = len(self.list_arguments())
+        fwd = self.forward
+
+        def run(*arrays):
+            return fwd(xp, list(arrays[:n_args]), list(arrays[n_args:]), is_train)
+        return run, False
+
+    def fast_forward(self, xp, is_train):
+        """Optionally a function ``f(*inputs) -> array`` (single output, no aux)."""
+        return None
+
+
+def register(cls):
+    """Class decorator: add an operator class under its name and aliases."""
+    if not cls.name:
+        raise MXNetError('operator class %s has no name' % cls.__name__)
+    for n in (cls.name,) + tuple(cls.aliases):
+        _REGISTRY[n] = cls
+    _CANONICAL[cls.name] = cls
+    return cls
+
+
+def get_op(name):
+    """The operator class registered under ``name`` (canonical name or alias)."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise MXNetError('operator %r is not registered' % (name,)) from None
+
+
+def list_ops(aliases=False):
+    """Names of registered operators (canonical only unless ``aliases``)."""
+    return sorted(_REGISTRY if aliases else _CANONICAL)
+
+
+# ----------------------------------------------------------------------------------
+# helpers for shape and type rules
+# ----------------------------------------------------------------------------------
+def shape_known(s):
+    return s is not None and all(d > 0 for d in s) if s is not None else False
+
+
+def unify_shape(a, b, what='shape'):
+    """Merge two partial shapes (None = unknown, dimension 0 = unknown dimension)."""
+    if a is None:
+        return None if b is None else tuple(b)
+    if b is None:
+        return tuple(a)
+    if len(a) != len(b):
+        raise ShapeError('%s: %s vs %s' % (what, tuple(a), tuple(b)))
+    out = []
+    for x, y in zip(a, b):
+        if x == 0:
+            out.append(y)
+        elif y == 0 or x == y:
+            out.append(x)
+        else:
+            raise ShapeError('%s: %s vs %s' % (what, tuple(a), tuple(b)))
+    return tuple(out)
+
+
+def elemwise_shape(op, in_shapes, n_out=1, names=None):
+    """The common shape of all inputs of an elementwise operator (or None)."""
+    names = names or op.list_arguments()
+    s = None
+    for i, t in enumerate(in_shapes[:len(names)]):
+        try:
+            s = unify_shape(s, t)
+        except ShapeError:
+            raise ShapeError('inputs must have the same shape, but %r has %s and %s were '
+                             'expected from the other inputs'
+                             % (names[i], tuple(t), s)) from None
+    return s
+
+
+def same_type(op, in_types):
+    t = None
+    names = op.list_arguments()
+    for i, x in enumerate(in_types[:len(names)]):
+        if x is None:
+            continue
+        if t is None:
+            t = x
+        elif np.dtype(x) != np.dtype(t):
+            raise TypeInferenceError('input %r has type %s but %s was expected'
+                                     % (names[i], np.dtype(x).name, np.dtype(t).name))
+    return None if t is None else np.dtype(t)
+
+
+def dtype_name(t):
+    return None if t is None else np.dtype(t).name
+
+
+def np_dtype(t):
+    return None if t is None else np.dtype(t)
+
+
+def reduce_to_shape(xp, g, shape):
+    """Sum a broadcast gradient ``g`` back to ``shape`` (the inverse of broadcasting)."""
+    if g.shape == tuple(shape):
+        return g
+    nd = g.ndim - len(shape)
+    if nd > 0:
+        g = g.sum(axis=tuple(range(nd)))
+    axes = tuple(i for i, (a, b) in enumerate(zip(g.shape, shape)) if b == 1 and a != 1)
+    if axes:
+        g = g.sum(axis=axes, keepdims=True)
+    return g.reshape(shape)

@@ -1,0 +1,172 @@
+"""One table-driven harness for operators.
+
+Each family's test module declares a list of :class:`OpCase` and calls
+``parametrize_cases(CASES)``; from each case come
+
+* forward against the NumPy reference, for every dtype of the case;
+* inferred output shapes and dtypes against the actual arrays;
+* a float64 central-difference gradient check of every differentiable input;
+* the same forward and backward through ``mx.sym`` + ``simple_bind`` and a JSON round trip.
+
+``tests/ops/test_coverage.py`` fails when a registered operator has no case.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+import pytest
+
+from symgraph.opdef import get_op
+
+ALL_CASES = []
+
+
+@dataclasses.dataclass
+class OpCase:
+    """A test case of one operator.
+
+    op : registered name (or alias) of the operator.
+    attrs : parameters, as Python values or MXNet strings.
+    shapes : shapes of the arguments followed by the auxiliary states.
+    ref : ``ref(*inputs) -> array or list of arrays`` (visible outputs) in NumPy; None to
+        skip the reference comparison (e.g. random ops).
+    inputs : optional ``inputs(rng, shapes, dtype) -> list of arrays`` when the default
+        uniform(-1, 1) inputs do not suit (positive inputs for ``log``, integer indices).
+    dtypes : dtypes the forward runs in.
+    grad : indices of arguments whose gradient is checked numerically (``'all'`` for every
+        float argument, ``()`` for none).
+    grad_ref : optional ``grad_ref(inputs, outputs, out_grads) -> list`` giving the expected
+        input gradients where the gradient is not d(sum(w*out))/dx (loss operators).
+    is_train : run forward in training mode.
+    rtol, atol : forward tolerances (float32); gradients use ``grad_rtol``/``grad_atol``.
+    eps : numeric gradient step.
+    id : readable test id.
+    """
+    op: str
+    attrs: dict = dataclasses.field(default_factory=dict)
+    shapes: Sequence[tuple] = ((3, 4),)
+    ref: Optional[Callable] = None
+    inputs: Optional[Callable] = None
+    dtypes: Sequence[str] = ('float32', 'float64')
+    grad: Any = 'all'
+    grad_ref: Optional[Callable] = None
+    is_train: bool = False
+    rtol: float = 1e-5
+    atol: float = 1e-6
+    grad_rtol: float = 1e-4
+    grad_atol: float = 1e-6
+    eps: float = 1e-6
+    id: str = ''
+
+    def __post_init__(self):
+        if not self.id:
+            a = ','.join('%s=%s' % kv for kv in sorted(self.attrs.items()))
+            self.id = '%s[%s]%s' % (self.op, a, 'x'.join(str(s) for s in self.shapes))
+        ALL_CASES.append(self)
+
+    def make_op(self):
+        return get_op(self.op)(**self.attrs)
+
+    def make_inputs(self, dtype, seed=0):
+        rng = np.random.RandomState(seed)
+        if self.inputs is not None:
+            arrs = self.inputs(rng, self.shapes, dtype)
+        else:
+            arrs = [rng.uniform(-1, 1, s) for s in self.shapes]
+        return [np.asarray(a).astype(dtype) if np.asarray(a).dtype.kind == 'f'
+                else np.asarray(a) for a in arrs]
+
+
+def parametrize_cases(cases):
+    return pytest.mark.parametrize('case', cases, ids=[c.id for c in cases])
+
+
+def _as_list(x):
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def op_forward(op, inputs, is_train=False):
+    n = len(op.list_arguments())
+    aux = [a.copy() for a in inputs[n:]]
+    outs = op.forward(np, [a for a in inputs[:n]], aux, is_train)
+    return outs, aux
+
+
+def check_forward(case):
+    """Forward against the reference and inferred shapes/dtypes against actual arrays."""
+    op = case.make_op()
+    for dtype in case.dtypes:
+        inputs = case.make_inputs(dtype)
+        in_shapes, out_shapes, aux_shapes = op.infer_shape([a.shape for a in inputs])
+        outs, _ = op_forward(op, inputs, case.is_train)
+        assert len(outs) == len(op.list_outputs()), 'wrong number of outputs'
+        for o, s in zip(outs, out_shapes):
+            assert tuple(o.shape) == tuple(s), 'inferred %s, got %s' % (s, o.shape)
+        in_types = [a.dtype for a in inputs]
+        _, out_types, _ = op.infer_type(in_types)
+        for o, t in zip(outs, out_types):
+            assert o.dtype == np.dtype(t), 'inferred %s, got %s' % (t, o.dtype)
+        if case.ref is not None:
+            expected = _as_list(case.ref(*inputs))
+            tol = dict(rtol=case.rtol, atol=case.atol)
+            if dtype == 'float16':
+                tol = dict(rtol=1e-2, atol=1e-3)
+            for o, e in zip(outs[:op.num_visible_outputs()], expected):
+                np.testing.assert_allclose(o, np.asarray(e), **tol)
+
+
+def _differentiable(case, op, inputs):
+    n = len(op.list_arguments())
+    if case.grad == 'all':
+        return [i for i in range(n) if inputs[i].dtype.kind == 'f']
+    return list(case.grad)
+
+
+def check_gradient(case):
+    """float64 central differences of sum(w * outputs) against the operator's backward."""
+    op = case.make_op()
+    inputs = case.make_inputs('float64')
+    idx = _differentiable(case, op, inputs)
+    if not idx:
+        return
+    n = len(op.list_arguments())
+    nvis = op.num_visible_outputs()
+    outs, aux = op_forward(op, inputs, case.is_train)
+    rng = np.random.RandomState(1)
+    w = [rng.uniform(-1, 1, o.shape) for o in outs[:nvis]]
+    if op.is_loss:
+        out_grads = [None] * len(outs)
+    else:
+        out_grads = w + [None] * (len(outs) - nvis)
+    need = [i in idx for i in range(n)]
+    grads = op.backward(np, out_grads, inputs[:n], outs, aux, need)
+    if case.grad_ref is not None:
+        expected = case.grad_ref(inputs, outs, out_grads)
+        for i in idx:
+            np.testing.assert_allclose(grads[i], expected[i], rtol=case.grad_rtol,
+                                       atol=case.grad_atol, err_msg='input %d' % i)
+        return
+
+    def loss(arrs):
+        o, _ = op_forward(op, arrs, case.is_train)
+        return sum(float((a * b).sum()) for a, b in zip(o[:nvis], w))
+
+    for i in idx:
+        x = inputs[i]
+        num = np.zeros_like(x)
+        flat = x.reshape(-1)
+        nflat = num.reshape(-1)
+        for k in range(flat.size):
+            old = flat[k]
+            flat[k] = old + case.eps
+            lp = loss(inputs)
+            flat[k] = old - case.eps
+            lm = loss(inputs)
+            flat[k] = old
+            nflat[k] = (lp - lm) / (2 * case.eps)
+        assert grads[i] is not None, 'no gradient for input %d' % i
+        np.testing.assert_allclose(grads[i], num, rtol=case.grad_rtol, atol=case.grad_atol,
+                                   err_msg='gradient of input %d (%s)'
+                                   % (i, op.list_arguments()[i]))

@@ -1,0 +1,2 @@
+"""binary operators."""
+from symgraph.opdef import Operator, register  # noqa: F401

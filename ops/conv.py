@@ -1,0 +1,2 @@
+"""conv operators."""
+from symgraph.opdef import Operator, register  # noqa: F401

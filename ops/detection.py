@@ -1,0 +1,2 @@
+"""detection operators."""
+from symgraph.opdef import Operator, register  # noqa: F401

@@ -1,0 +1,2 @@
+"""loss operators."""
+from symgraph.opdef import Operator, register  # noqa: F401

@@ -1,0 +1,2 @@
+"""nn operators."""
+from symgraph.opdef import Operator, register  # noqa: F401

@@ -1,0 +1,2 @@
+"""norm operators."""
+from symgraph.opdef import Operator, register  # noqa: F401

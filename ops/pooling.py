@@ -1,0 +1,2 @@
+"""pooling operators."""
+from symgraph.opdef import Operator, register  # noqa: F401

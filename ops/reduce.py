@@ -1,0 +1,2 @@
+"""reduce operators."""
+from symgraph.opdef import Operator, register  # noqa: F401

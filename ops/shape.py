@@ -1,0 +1,2 @@
+"""shape operators."""
+from symgraph.opdef import Operator, register  # noqa: F401

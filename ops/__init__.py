@@ -1,12 +1,13 @@
 """Operator definitions (installed as ``symgraph.ops``).
 
-Importing this package registers every operator with ``symgraph.opdef``. Each module is
-one family; they use only ``symgraph.opdef`` and NumPy (CuPy arrives as ``xp``).
+Importing this package registers every operator with ``symgraph.opdef``: each module is
+one family and uses only ``symgraph.opdef`` and NumPy (CuPy arrives as ``xp``). Modules
+whose names start with an underscore are helpers, not families.
 """
 import importlib
+import pkgutil
 
-_FAMILIES = ('unary', 'binary', 'reduce', 'shape', 'nn', 'loss', 'conv', 'pooling', 'norm',
-             'detection')
+FAMILIES = sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith('_'))
 
-for _m in _FAMILIES:
+for _m in FAMILIES:
     importlib.import_module('.' + _m, __name__)

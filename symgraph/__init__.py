@@ -1,8 +1,22 @@
-"""symgraph: an MXNet 1.x compatible symbolic graph engine on NumPy and CuPy."""
+"""symgraph: an MXNet 1.x compatible symbolic graph engine on NumPy and CuPy.
+
+``import symgraph as mx`` and MXNet 1.x symbolic code runs unchanged.
+"""
 from . import base
 from .base import MXNetError, SymgraphError
 from . import opdef
+from . import name
+from .attribute import AttrScope
+from . import context
+from .context import Context, cpu, gpu, cpu_pinned, current_context
+from . import ndarray
+from . import ndarray as nd
+from . import symbol
+from . import symbol as sym
+from .executor import Executor
+from . import random
+from . import test_utils
 
-from . import ops  # noqa: E402  (registers the operators; must come last)
+from . import ops  # noqa: E402,F401  (registers the operators; must come last)
 
 __version__ = '0.1.0'

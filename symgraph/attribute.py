@@ -1,0 +1,74 @@
+"""Attribute scopes (MXNet's ``mx.AttrScope``)."""
+import threading
+
+from .base import MXNetError
+
+__all__ = ['AttrScope']
+
+#: plain (non-dunder) keys MXNet accepts in attributes; each is stored twice,
+#: as ``key`` and ``__key__``
+PLAIN_KEYS = ('ctx_group', 'lr_mult', 'wd_mult', 'force_mirroring', 'mirror_stage')
+
+
+def check_attrs(attrs):
+    """Validate user attributes and return them as MXNet stores them (strings)."""
+    out = {}
+    for k, v in (attrs or {}).items():
+        if not isinstance(k, str):
+            raise MXNetError('attribute names must be strings, got %r' % (k,))
+        if k.startswith('__') and k.endswith('__'):
+            out[k] = str(v)
+        elif k in PLAIN_KEYS:
+            out[k] = str(v)
+            out['__%s__' % k] = str(v)
+        else:
+            raise MXNetError('Attribute name=%s is not supported. Additional attributes '
+                             'must start and end with double underscores, e.g, '
+                             '__yourattr__ (or be one of %s)' % (k, list(PLAIN_KEYS)))
+    return out
+
+
+class AttrScope:
+    """Attributes given to every symbol created inside the scope.
+
+    >>> import symgraph as mx
+    >>> with mx.AttrScope(ctx_group='dev1'):
+    ...     mx.sym.var('w').attr('ctx_group')
+    'dev1'
+    """
+
+    _state = threading.local()
+
+    def __init__(self, **kwargs):
+        for v in kwargs.values():
+            if not isinstance(v, str):
+                raise ValueError('Attributes need to be string')
+        self._attr = check_attrs(kwargs)
+        self._old = None
+
+    def get(self, attr):
+        """Merge the scope's attributes with ``attr`` (``attr`` wins)."""
+        if not self._attr:
+            return dict(attr) if attr else {}
+        ret = dict(self._attr)
+        if attr:
+            ret.update(attr)
+        return ret
+
+    def __enter__(self):
+        self._old = AttrScope.current()
+        merged = dict(self._old._attr)
+        merged.update(self._attr)
+        self._attr = merged
+        AttrScope._state.value = self
+        return self
+
+    def __exit__(self, *exc):
+        AttrScope._state.value = self._old
+
+    @staticmethod
+    def current():
+        v = getattr(AttrScope._state, 'value', None)
+        if v is None:
+            v = AttrScope._state.value = AttrScope()
+        return v

@@ -1,0 +1,350 @@
+"""Executors: a symbol bound to arrays, running forward and backward through a Plan."""
+from __future__ import annotations
+
+import logging
+import warnings
+
+import numpy as np
+
+from .base import MXNetError, BindError
+from .context import Context, current_context
+from .infer import infer_shapes, infer_types, shape_complete
+from .ndarray import NDArray, _to_xp
+from .plan import Plan, check_error
+
+__all__ = ['Executor', 'simple_bind']
+
+log = logging.getLogger(__name__)
+_REQS = ('write', 'add', 'null', 'inplace')
+
+
+def _grad_reqs(grad_req, names):
+    if isinstance(grad_req, str):
+        reqs = [grad_req] * len(names)
+    elif isinstance(grad_req, (list, tuple)):
+        if len(grad_req) != len(names):
+            raise BindError('grad_req has %d entries for %d arguments %s'
+                            % (len(grad_req), len(names), names))
+        reqs = list(grad_req)
+    elif isinstance(grad_req, dict):
+        unknown = [k for k in grad_req if k not in names]
+        if unknown:
+            raise BindError('grad_req names %s, which are not arguments %s' % (unknown, names))
+        reqs = [grad_req.get(n, 'null') for n in names]
+    else:
+        raise TypeError('grad_req must be a str, a list or a dict')
+    for n, r in zip(names, reqs):
+        if r not in _REQS:
+            raise BindError('grad_req for %r is %r; use one of write, add, null' % (n, r))
+    return ['write' if r == 'inplace' else r for r in reqs]
+
+
+def _as_list(values, names, what, required=True):
+    """A list in ``names`` order from a list or dict; warns about extra dict keys."""
+    if values is None:
+        return [None] * len(names)
+    if isinstance(values, dict):
+        extra = [k for k in values if k not in names]
+        if extra:
+            warnings.warn('bind: %s %s are not %s of the symbol and are ignored (the '
+                          'symbol has %s)' % (what, extra, what, names), stacklevel=4)
+        out = [values.get(n) for n in names]
+        missing = [n for n, v in zip(names, out) if v is None]
+        if required and missing:
+            raise BindError('bind: %s %s are missing (the symbol needs %s)'
+                            % (what, missing, names))
+        return out
+    if isinstance(values, (list, tuple)):
+        if len(values) != len(names) and (required or values):
+            raise BindError('bind: %d %s given but the symbol has %d: %s'
+                            % (len(values), what, len(names), names))
+        return list(values) + [None] * (len(names) - len(values))
+    raise TypeError('bind: %s must be a list or a dict of NDArrays' % what)
+
+
+class Executor:
+    """A bound symbol. Create with :meth:`Symbol.bind` or :meth:`Symbol.simple_bind`."""
+
+    def __init__(self, symbol, ctx, args, args_grad=None, grad_req='write', aux_states=None,
+                 group2ctx=None):
+        self._symbol = symbol
+        self._ctx = Context(ctx) if ctx is not None else current_context()
+        order, arg_nodes, aux_nodes = symbol._arg_aux()
+        self._arg_names = [n.name for n in arg_nodes]
+        self._aux_names = [n.name for n in aux_nodes]
+        args = _as_list(args, self._arg_names, 'arguments')
+        for n, a in zip(self._arg_names, args):
+            if not isinstance(a, NDArray):
+                raise TypeError('bind: argument %r must be an NDArray, got %s'
+                                % (n, type(a).__name__))
+        aux = _as_list(aux_states, self._aux_names, 'auxiliary states')
+        if args_grad is None:
+            grads = [None] * len(args)
+            reqs = ['null'] * len(args)
+        else:
+            grads = _as_list(args_grad, self._arg_names, 'gradient arrays',
+                             required=False)
+            reqs = _grad_reqs(grad_req, self._arg_names)
+            for k, (g, r) in enumerate(zip(grads, reqs)):
+                if g is None and r != 'null':
+                    reqs[k] = 'null'
+        # shapes and dtypes of every entry, checked against the arrays
+        shape_known = {n: a.shape for n, a in zip(arg_nodes, args)}
+        shape_known.update({n: a.shape for n, a in zip(aux_nodes, aux) if a is not None})
+        type_known = {n: np.dtype(a.dtype) for n, a in zip(arg_nodes, args)}
+        type_known.update({n: np.dtype(a.dtype) for n, a in zip(aux_nodes, aux)
+                           if a is not None})
+        shapes = infer_shapes(order, shape_known)
+        dtypes = infer_types(order, type_known)
+        index = {id(n): k for k, n in enumerate(order)}
+        for n in order:
+            for i in range(n.num_outputs()):
+                s = shapes.get((index[id(n)], i))
+                if not shape_complete(s):
+                    raise BindError('bind: cannot infer the shape of %s output %d (got %s); '
+                                    'give the shapes of all inputs'
+                                    % (n.describe(), i, s))
+                if dtypes.get((index[id(n)], i)) is None:
+                    dtypes[(index[id(n)], i)] = np.dtype(np.float32)
+        xp = self._ctx.xp
+        with self._ctx.device_scope():
+            for k, (n, a) in enumerate(zip(aux_nodes, aux)):
+                if a is None:
+                    raise BindError('bind: auxiliary state %r is missing (the symbol needs %s)'
+                                    % (n.name, self._aux_names))
+            for n, g, r in zip(arg_nodes, grads, reqs):
+                if g is not None and r != 'null' and g.shape != shapes[(index[id(n)], 0)]:
+                    raise BindError('bind: gradient array of %r has shape %s but the argument '
+                                    'has shape %s' % (n.name, g.shape,
+                                                      shapes[(index[id(n)], 0)]))
+            heads = symbol._outputs
+            self.outputs = [NDArray(xp.zeros(shapes[(index[id(n)], i)],
+                                             dtype=dtypes[(index[id(n)], i)]), self._ctx)
+                            for n, i in heads]
+        self.arg_arrays = [self._on_ctx(a, n) for a, n in zip(args, self._arg_names)]
+        self.grad_arrays = [None if r == 'null' else self._on_ctx(g, n)
+                            for g, r, n in zip(grads, reqs, self._arg_names)]
+        self.aux_arrays = [self._on_ctx(a, n) for a, n in zip(aux, self._aux_names)]
+        self._grad_req = reqs
+        self._plan = Plan(order, arg_nodes, aux_nodes, heads, shapes, dtypes, reqs, xp)
+        self._saved = None
+        self._monitor = None
+        self._monitor_all = False
+        self._output_names = symbol.list_outputs()
+
+    def _on_ctx(self, arr, name):
+        if arr.context != self._ctx:
+            raise BindError('bind: array of %r lives on %s but the executor is on %s; copy it '
+                            'with as_in_context' % (name, arr.context, self._ctx))
+        return arr
+
+    # ------------------------------------------------------------------ dicts
+    @property
+    def arg_dict(self):
+        return dict(zip(self._arg_names, self.arg_arrays))
+
+    @property
+    def grad_dict(self):
+        return {n: g for n, g in zip(self._arg_names, self.grad_arrays) if g is not None}
+
+    @property
+    def aux_dict(self):
+        return dict(zip(self._aux_names, self.aux_arrays))
+
+    @property
+    def output_dict(self):
+        return dict(zip(self._output_names, self.outputs))
+
+    # ------------------------------------------------------------------ running
+    def forward(self, is_train=False, **kwargs):
+        """Run forward; keyword arguments are copied into the argument arrays first."""
+        for k, v in kwargs.items():
+            if k not in self._arg_names:
+                raise MXNetError('forward: unknown argument %r; arguments are %s'
+                                 % (k, self._arg_names))
+            dst = self.arg_arrays[self._arg_names.index(k)]
+            if tuple(np.shape(v)) != dst.shape:
+                raise MXNetError('forward: argument %r has shape %s, the executor was bound '
+                                 'with %s' % (k, tuple(np.shape(v)), dst.shape))
+            dst[:] = v
+        fn, fname, line_step = self._plan.forward_fn(is_train, self._monitor is not None)
+        A = [a._data for a in self.arg_arrays]
+        X = [a._data for a in self.aux_arrays]
+        with self._ctx.device_scope():
+            try:
+                if self._monitor is not None:
+                    heads, saved = fn(A, X, self._monitor_fn)
+                else:
+                    heads, saved = fn(A, X)
+            except Exception as e:
+                self._saved = None
+                err = check_error(e, fname, line_step, 'forward')
+                if err is None:
+                    raise
+                raise err from e
+            for out, h, (node, i) in zip(self.outputs, heads, self._plan.heads):
+                if h.shape != out.shape or h.dtype != out._data.dtype:
+                    raise MXNetError('%s produced output %d with shape %s %s but %s %s was '
+                                     'inferred' % (node.describe(), i, h.shape, h.dtype,
+                                                   out.shape, out._data.dtype))
+                out._data[...] = h
+        self._saved = saved if is_train else None
+        return self.outputs
+
+    def backward(self, out_grads=None, is_train=True):
+        """Run backward from the last training forward, honouring grad_req."""
+        if self._saved is None:
+            raise MXNetError('backward: call forward(is_train=True) first (the last forward '
+                             'was not a training forward, or it failed)')
+        plan = self._plan
+        if out_grads is None:
+            out_grads = []
+        elif isinstance(out_grads, (NDArray, np.ndarray)):
+            out_grads = [out_grads]
+        heads = plan.heads
+        og = []
+        for k, (node, i) in enumerate(heads):
+            g = out_grads[k] if k < len(out_grads) else None
+            op = node.op
+            if op is not None and (op.is_loss or op.no_grad):
+                og.append(None)
+                continue
+            if g is None:
+                if plan.requires[plan.head_entries[k]]:
+                    raise MXNetError(
+                        'backward: output %r is not a loss, so it needs a head gradient: pass '
+                        'out_grads, or wrap the output in MakeLoss to minimise it'
+                        % self._output_names[k])
+                og.append(None)
+                continue
+            arr = _to_xp(g._data if isinstance(g, NDArray) else np.asarray(g), self._ctx)
+            if tuple(arr.shape) != self.outputs[k].shape:
+                raise MXNetError('backward: head gradient %d has shape %s but output %r has '
+                                 'shape %s' % (k, tuple(arr.shape), self._output_names[k],
+                                               self.outputs[k].shape))
+            og.append(arr.astype(self.outputs[k]._data.dtype, copy=False))
+        fn, fname, line_step = plan.backward_fn()
+        G = [None if g is None else g._data for g in self.grad_arrays]
+        with self._ctx.device_scope():
+            try:
+                fn(self._saved, og, G)
+            except Exception as e:
+                err = check_error(e, fname, line_step, 'backward')
+                if err is None:
+                    raise
+                raise err from e
+
+    def set_monitor_callback(self, callback, monitor_all=False):
+        """Call ``callback(name, NDArray)`` on every intermediate output during forward."""
+        self._monitor = callback
+        self._monitor_all = monitor_all
+        names = {}
+        for e, (node, i) in enumerate(self._plan.entry_info):
+            names[e] = node.output_names()[i]
+        arg_entries = set(self._plan.arg_entries)
+
+        def fn(e, arr):
+            if e in arg_entries and not monitor_all:
+                return
+            callback(names[e], NDArray(arr, self._ctx))
+        self._monitor_fn = fn
+
+    # ------------------------------------------------------------------ helpers
+    def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):
+        """Copy values from dicts of arrays into the bound arguments and aux states."""
+        for params, names, arrays, what in ((arg_params, self._arg_names, self.arg_arrays,
+                                             'argument'),
+                                            (aux_params or {}, self._aux_names,
+                                             self.aux_arrays, 'auxiliary state')):
+            for k, v in params.items():
+                if k in names:
+                    dst = arrays[names.index(k)]
+                    if tuple(v.shape) != dst.shape:
+                        raise MXNetError('copy_params_from: %r has shape %s but the bound %s '
+                                         'has %s' % (k, tuple(v.shape), what, dst.shape))
+                    dst[:] = v
+                elif not allow_extra_params:
+                    raise ValueError('Find name "%s" that is not in the %ss' % (k, what))
+
+    def reshape(self, partial_shaping=False, allow_up_sizing=False, **kwargs):
+        """A new executor for new input shapes, sharing arrays whose shape is unchanged."""
+        arg_shapes, _, aux_shapes = self._symbol.infer_shape(**kwargs)
+        if arg_shapes is None:
+            raise MXNetError('reshape: cannot infer all shapes from %s' % kwargs)
+        xp = self._ctx.xp
+
+        def new(old, shape, name):
+            if old is None:
+                return None
+            if old.shape == tuple(shape):
+                return old
+            if name not in kwargs and not partial_shaping:
+                raise MXNetError('reshape: %r changes shape from %s to %s; pass '
+                                 'partial_shaping=True to allow it' % (name, old.shape, shape))
+            if np.prod(shape) > np.prod(old.shape) and not allow_up_sizing:
+                raise MXNetError('reshape: %r grows from %s to %s; pass allow_up_sizing=True'
+                                 % (name, old.shape, shape))
+            with self._ctx.device_scope():
+                return NDArray(xp.zeros(shape, dtype=old._data.dtype), self._ctx)
+        args = [new(a, s, n) for a, s, n in zip(self.arg_arrays, arg_shapes, self._arg_names)]
+        grads = [new(g, s, n) for g, s, n in zip(self.grad_arrays, arg_shapes,
+                                                 self._arg_names)]
+        aux = [new(a, s, n) for a, s, n in zip(self.aux_arrays, aux_shapes, self._aux_names)]
+        return Executor(self._symbol, self._ctx, args, grads, self._grad_req, aux)
+
+    def debug_str(self):
+        """The plan: every step with its shapes and storage, and planned vs naive bytes."""
+        plan = self._plan
+        assign, planned, naive = plan.memory_plan(is_train=True)
+        _, planned_inf, naive_inf = plan.memory_plan(is_train=False)
+        lines = ['Symbol outputs: %s' % ', '.join(self._output_names)]
+        for k, n in enumerate(plan.order):
+            if n.op is None:
+                e = plan._e(n, 0)
+                lines.append('Variable:%s %s %s' % (n.name, plan.shapes[e], plan.dtypes[e]))
+                continue
+            lines.append('--------------------')
+            lines.append('Op:%s, Name=%s  (created at %s)' % (n.op.name, n.name, n.location))
+            for j, e in enumerate(plan.in_entries(n)):
+                src, i = plan.entry_info[e]
+                lines.append('\targ[%d]=%s %s' % (j, src.output_names()[i], plan.shapes[e]))
+            for e in plan.out_entries(n):
+                lines.append('\tout %s %s %s storage=%s'
+                             % (plan.entry_info[e][0].output_names()[plan.entry_info[e][1]],
+                                plan.shapes[e], plan.dtypes[e], assign.get(e, '-')))
+        lines.append('Backward steps: %d (gradients only where needed)' % len(plan.bwd_steps))
+        lines.append('Total %d MB allocated (training plan; naive %d MB), inference plan %d '
+                     'bytes (naive %d bytes)' % (planned >> 20, naive >> 20, planned_inf,
+                                                 naive_inf))
+        lines.append('planned_bytes=%d naive_bytes=%d' % (planned, naive))
+        return '\n'.join(lines)
+
+
+def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
+                shared_exec=None, shapes=None):
+    """Allocate zeroed arrays from the input shapes and bind them."""
+    ctx = Context(ctx) if ctx is not None else current_context()
+    shapes = dict(shapes or {})
+    arg_shapes, _, aux_shapes = symbol.infer_shape(**shapes)
+    if arg_shapes is None:
+        partial = symbol.infer_shape_partial(**shapes)[0]
+        unknown = [n for n, s in zip(symbol.list_arguments(), partial) if not shape_complete(s)]
+        raise BindError('simple_bind: cannot infer the shapes of %s from %s; give them as '
+                        'keyword arguments' % (unknown, shapes))
+    types = dict(type_dict or {})
+    arg_types, _, aux_types = symbol.infer_type(**types) if types else (None, None, None)
+    if arg_types is None:
+        arg_types, _, aux_types = symbol.infer_type_partial(**types)
+    names = symbol.list_arguments()
+    reqs = _grad_reqs(grad_req, names)
+    xp = ctx.xp
+
+    def alloc(shape, t):
+        return NDArray(xp.zeros(shape, dtype=np.float32 if t is None else t), ctx)
+    with ctx.device_scope():
+        args = [alloc(s, t) for s, t in zip(arg_shapes, arg_types)]
+        grads = [None if r == 'null' else alloc(s, t)
+                 for s, t, r in zip(arg_shapes, arg_types, reqs)]
+        aux = [alloc(s, t) for s, t in zip(aux_shapes, aux_types)]
+    return Executor(symbol, ctx, args, grads, reqs, aux, group2ctx)
+

@@ -1,0 +1,112 @@
+"""Graph nodes and the traversals everything else is built on."""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ['Node', 'topo_order', 'aux_variable_ids', 'TYPE_CODE', 'CODE_TYPE']
+
+#: MXNet's type flags (``__dtype__`` attributes and ``.params`` files)
+TYPE_CODE = {'float32': 0, 'float64': 1, 'float16': 2, 'uint8': 3, 'int32': 4, 'int8': 5,
+             'int64': 6, 'bool': 7, 'int16': 8, 'uint16': 9, 'uint32': 10, 'uint64': 11}
+CODE_TYPE = {v: k for k, v in TYPE_CODE.items()}
+
+
+class Node:
+    """One node of a graph. Frozen after creation except for string attributes.
+
+    op : Operator instance, or None for a Variable.
+    name : the node's name (free text, kept unchanged through JSON).
+    attrs : dict of str -> str, everything MXNet writes under "attrs" (operator
+        parameters as the user gave them, plus ``__dunder__`` and scope attributes).
+    inputs : tuple of (Node, output index).
+    location : 'file:line' of the user code that created the node.
+    """
+
+    __slots__ = ('op', 'name', 'attrs', 'inputs', 'location')
+
+    def __init__(self, op, name, attrs, inputs, location='<unknown>'):
+        object.__setattr__(self, 'op', op)
+        object.__setattr__(self, 'name', name)
+        object.__setattr__(self, 'attrs', dict(attrs or {}))
+        object.__setattr__(self, 'inputs', tuple(inputs))
+        object.__setattr__(self, 'location', location)
+
+    def __setattr__(self, k, v):
+        raise AttributeError('graph nodes are immutable')
+
+    @property
+    def is_variable(self):
+        return self.op is None
+
+    def num_outputs(self):
+        return 1 if self.op is None else self.op.num_outputs()
+
+    def num_visible_outputs(self):
+        return 1 if self.op is None else self.op.num_visible_outputs()
+
+    def output_names(self):
+        """User-visible names of all outputs, hidden ones included."""
+        if self.op is None:
+            return [self.name]
+        return ['%s_%s' % (self.name, o) for o in self.op.list_outputs()]
+
+    def describe(self):
+        """'node <name> (operator <op>, created at <file:line>)' for error messages."""
+        if self.op is None:
+            return 'variable %r' % self.name
+        return 'node %r (operator %s, created at %s)' % (self.name, self.op.name, self.location)
+
+    def __repr__(self):
+        return '<Node %s %s>' % ('null' if self.op is None else self.op.name, self.name)
+
+
+def topo_order(head_nodes):
+    """Nodes reachable from ``head_nodes`` in MXNet's order: depth-first post-order over
+    inputs, heads in order. Iterative, so deep graphs need no recursion."""
+    visited = set()
+    order = []
+    for head in head_nodes:
+        if id(head) in visited:
+            continue
+        visited.add(id(head))
+        stack = [[head, 0]]
+        while stack:
+            top = stack[-1]
+            node, i = top
+            if i < len(node.inputs):
+                top[1] = i + 1
+                child = node.inputs[i][0]
+                if id(child) not in visited:
+                    visited.add(id(child))
+                    stack.append([child, 0])
+            else:
+                stack.pop()
+                order.append(node)
+    return order
+
+
+def aux_variable_ids(order):
+    """ids of Variables used as auxiliary states by some operator."""
+    aux = set()
+    for n in order:
+        if n.op is None:
+            continue
+        n_args = len(n.op.list_arguments())
+        for src, _ in n.inputs[n_args:]:
+            aux.add(id(src))
+    return aux
+
+
+def parse_shape_attr(s):
+    """``'(64, 0, 3, 3)'`` -> (64, 0, 3, 3); 0 means unknown."""
+    s = s.strip().strip('()[]')
+    if not s:
+        return ()
+    return tuple(int(x) for x in s.replace('L', '').split(',') if x.strip())
+
+
+def dtype_from_attr(s):
+    s = s.strip()
+    if s.lstrip('-').isdigit():
+        return np.dtype(CODE_TYPE[int(s)])
+    return np.dtype(s)

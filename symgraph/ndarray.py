@@ -1,0 +1,467 @@
+"""NDArray: a thin wrapper over a NumPy or CuPy array and its context (``mx.nd``).
+
+Operator functions (``mx.nd.exp``, ``mx.nd.contrib.box_nms``, ``mx.nd.Custom``) run the
+registered operator's forward imperatively.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import opdef
+from .base import MXNetError
+from .context import Context, current_context, cpu, context_of, array_module
+
+__all__ = ['NDArray', 'array', 'zeros', 'ones', 'empty', 'full', 'arange', 'save', 'load',
+           'concat', 'waitall', 'zeros_like', 'ones_like']
+
+
+class NDArray:
+    """An n-dimensional array on a device. ``_data`` is the NumPy/CuPy array."""
+
+    __slots__ = ('_data', '_ctx', '__weakref__')
+    __array_priority__ = 1000.0
+
+    def __init__(self, data, ctx=None):
+        self._data = data
+        self._ctx = ctx if ctx is not None else context_of(data)
+
+    # ----------------------------------------------------------------- properties
+    @property
+    def shape(self):
+        return tuple(self._data.shape)
+
+    @property
+    def dtype(self):
+        return self._data.dtype.type
+
+    @property
+    def size(self):
+        return int(self._data.size)
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    @property
+    def context(self):
+        return self._ctx
+
+    ctx = context
+
+    @property
+    def stype(self):
+        return 'default'
+
+    @property
+    def T(self):
+        return NDArray(self._data.T, self._ctx)
+
+    @property
+    def handle(self):
+        return self._data
+
+    def asnumpy(self):
+        """A NumPy copy of the data."""
+        d = self._data
+        if isinstance(d, np.ndarray):
+            return d.copy()
+        return d.get()
+
+    def asscalar(self):
+        if self.size != 1:
+            raise ValueError('The current array is not a scalar (shape %s)' % (self.shape,))
+        return self.asnumpy().reshape(-1)[0]
+
+    def wait_to_read(self):
+        return self
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.asnumpy()
+        return a if dtype is None else a.astype(dtype)
+
+    def __len__(self):
+        return self.shape[0]
+
+    def __repr__(self):
+        return '\n%s\n<NDArray %s @%s>' % (self.asnumpy(), 'x'.join(map(str, self.shape)),
+                                          self._ctx)
+
+    # ----------------------------------------------------------------- conversion
+    def copyto(self, other):
+        """Copy into another NDArray (same shape) or onto a Context (a new array)."""
+        if isinstance(other, NDArray):
+            if other.shape != self.shape:
+                raise ValueError('copyto: shape mismatch %s vs %s' % (self.shape, other.shape))
+            other._data[...] = _to_xp(self._data, other._ctx)
+            return other
+        if isinstance(other, Context):
+            with other.device_scope():
+                xp = other.xp
+                return NDArray(xp.array(_to_xp(self._data, other), copy=True), other)
+        raise TypeError('copyto does not support type %s' % type(other))
+
+    def as_in_context(self, context):
+        if context == self._ctx:
+            return self
+        return self.copyto(context)
+
+    def astype(self, dtype, copy=True):
+        dtype = np.dtype(dtype)
+        if not copy and dtype == self._data.dtype:
+            return self
+        return NDArray(self._data.astype(dtype), self._ctx)
+
+    def copy(self):
+        return NDArray(self._data.copy(), self._ctx)
+
+    def reshape(self, *shape, **kwargs):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        shape = kwargs.get('shape', shape)
+        return NDArray(self._data.reshape(shape), self._ctx)
+
+    def tostype(self, stype):
+        if stype != 'default':
+            raise MXNetError('sparse storage types are not supported')
+        return self
+
+    # ----------------------------------------------------------------- indexing
+    def __getitem__(self, key):
+        key = _unwrap(key)
+        return NDArray(self._data[key], self._ctx)
+
+    def __setitem__(self, key, value):
+        key = _unwrap(key)
+        if isinstance(value, NDArray):
+            value = _to_xp(value._data, self._ctx)
+        elif not isinstance(value, numbers.Number):
+            value = _to_xp(np.asarray(value), self._ctx) if isinstance(value, (list, tuple,
+                                                                               np.ndarray)) \
+                else _to_xp(value, self._ctx)
+        self._data[key] = value
+
+    # ----------------------------------------------------------------- arithmetic
+    def _binary(self, other, fn):
+        xp = array_module(self._data)
+        o = _to_xp(other._data, self._ctx) if isinstance(other, NDArray) else other
+        r = fn(xp, self._data, o)
+        if r.dtype != self._data.dtype and r.dtype.kind == self._data.dtype.kind:
+            r = r.astype(self._data.dtype)
+        return NDArray(r, self._ctx)
+
+    def __add__(self, o):
+        return self._binary(o, lambda xp, a, b: a + b)
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        return self._binary(o, lambda xp, a, b: a - b)
+
+    def __rsub__(self, o):
+        return self._binary(o, lambda xp, a, b: b - a)
+
+    def __mul__(self, o):
+        return self._binary(o, lambda xp, a, b: a * b)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, o):
+        return self._binary(o, lambda xp, a, b: a / b)
+
+    def __rtruediv__(self, o):
+        return self._binary(o, lambda xp, a, b: b / a)
+
+    def __mod__(self, o):
+        return self._binary(o, lambda xp, a, b: xp.mod(a, b))
+
+    def __pow__(self, o):
+        return self._binary(o, lambda xp, a, b: a ** b)
+
+    def __rpow__(self, o):
+        return self._binary(o, lambda xp, a, b: b ** a)
+
+    def __neg__(self):
+        return NDArray(-self._data, self._ctx)
+
+    def __abs__(self):
+        return NDArray(abs(self._data), self._ctx)
+
+    def _cmp(self, o, fn):
+        return self._binary(o, lambda xp, a, b: fn(a, b).astype(a.dtype))
+
+    def __eq__(self, o):
+        return self._cmp(o, lambda a, b: a == b)
+
+    def __ne__(self, o):
+        return self._cmp(o, lambda a, b: a != b)
+
+    def __gt__(self, o):
+        return self._cmp(o, lambda a, b: a > b)
+
+    def __ge__(self, o):
+        return self._cmp(o, lambda a, b: a >= b)
+
+    def __lt__(self, o):
+        return self._cmp(o, lambda a, b: a < b)
+
+    def __le__(self, o):
+        return self._cmp(o, lambda a, b: a <= b)
+
+    __hash__ = object.__hash__
+
+    def _inplace(self, o, fn):
+        o = _to_xp(o._data, self._ctx) if isinstance(o, NDArray) else o
+        fn(self._data, o)
+        return self
+
+    def __iadd__(self, o):
+        return self._inplace(o, lambda a, b: a.__iadd__(b))
+
+    def __isub__(self, o):
+        return self._inplace(o, lambda a, b: a.__isub__(b))
+
+    def __imul__(self, o):
+        return self._inplace(o, lambda a, b: a.__imul__(b))
+
+    def __itruediv__(self, o):
+        return self._inplace(o, lambda a, b: a.__itruediv__(b))
+
+    def __bool__(self):
+        if self.size != 1:
+            raise ValueError('The truth value of an NDArray with multiple elements is '
+                             'ambiguous.')
+        return bool(self.asscalar())
+
+    def __getattr__(self, name):
+        # fluent methods: x.sum(), x.exp(), x.reshape(...) through the operators
+        if name.startswith('_'):
+            raise AttributeError(name)
+        try:
+            opdef.get_op(name)
+        except MXNetError:
+            raise AttributeError("'NDArray' object has no attribute %r" % name) from None
+        fn = _op_function(name)
+        return lambda *a, **k: fn(self, *a, **k)
+
+
+def _unwrap(key):
+    if isinstance(key, NDArray):
+        return key._data
+    if isinstance(key, tuple):
+        return tuple(k._data if isinstance(k, NDArray) else k for k in key)
+    return key
+
+
+def _to_xp(data, ctx):
+    """``data`` as an array of ``ctx``'s array module (copying across devices)."""
+    if ctx is None or not ctx.is_gpu:
+        if isinstance(data, np.ndarray) or np.isscalar(data):
+            return data
+        if hasattr(data, 'get'):
+            return data.get()
+        return np.asarray(data)
+    with ctx.device_scope():
+        return ctx.xp.asarray(data)
+
+
+# ---------------------------------------------------------------------- creation
+def _ctx(ctx):
+    return current_context() if ctx is None else Context(ctx)
+
+
+def _alloc(ctx, fn):
+    ctx = _ctx(ctx)
+    with ctx.device_scope():
+        return NDArray(fn(ctx.xp), ctx)
+
+
+def array(source_array, ctx=None, dtype=None):
+    """An NDArray copied from an array-like. float64 NumPy input becomes float32 unless
+    ``dtype`` is given, as in MXNet.
+
+    >>> import symgraph as mx
+    >>> mx.nd.array([[1, 2], [3, 4]]).dtype
+    <class 'numpy.float32'>
+    """
+    if isinstance(source_array, NDArray):
+        src = source_array.asnumpy()
+        dtype = dtype or src.dtype
+    else:
+        src = source_array.get() if hasattr(source_array, 'get') and not isinstance(
+            source_array, np.ndarray) else np.asarray(source_array)
+    if dtype is None:
+        dtype = src.dtype if isinstance(source_array, np.ndarray) and \
+            src.dtype != np.float64 else np.float32
+    return _alloc(ctx, lambda xp: xp.array(src, dtype=dtype))
+
+
+def zeros(shape, ctx=None, dtype=None, **kwargs):
+    dtype = np.float32 if dtype is None else dtype
+    return _alloc(ctx, lambda xp: xp.zeros(shape, dtype=dtype))
+
+
+def empty(shape, ctx=None, dtype=None):
+    """Like :func:`zeros`: symgraph never hands out uninitialised memory."""
+    return zeros(shape, ctx, dtype)
+
+
+def ones(shape, ctx=None, dtype=None, **kwargs):
+    dtype = np.float32 if dtype is None else dtype
+    return _alloc(ctx, lambda xp: xp.ones(shape, dtype=dtype))
+
+
+def full(shape, val, ctx=None, dtype=None, out=None):
+    dtype = np.float32 if dtype is None else dtype
+    arr = _alloc(ctx, lambda xp: xp.full(shape, val, dtype=dtype))
+    if out is not None:
+        out[:] = arr
+        return out
+    return arr
+
+
+def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None,
+           dtype=None):
+    dtype = np.float32 if dtype is None else dtype
+
+    def make(xp):
+        a = xp.arange(start, stop, step, dtype=dtype) if stop is not None \
+            else xp.arange(0, start, step, dtype=dtype)
+        return xp.repeat(a, repeat) if repeat > 1 else a
+    return _alloc(ctx, make)
+
+
+def zeros_like(a):
+    return NDArray(array_module(a._data).zeros_like(a._data), a._ctx)
+
+
+def ones_like(a):
+    return NDArray(array_module(a._data).ones_like(a._data), a._ctx)
+
+
+def concat(*arrays, dim=1):
+    xp = array_module(arrays[0]._data)
+    return NDArray(xp.concatenate([a._data for a in arrays], axis=dim), arrays[0]._ctx)
+
+
+def waitall():
+    """All computation is synchronous on the CPU; on a GPU, wait for the device."""
+    try:
+        import cupy
+        cupy.cuda.Device().synchronize()
+    except Exception:
+        pass
+
+
+# ---------------------------------------------------------------------- files
+def save(fname, data):
+    """Save an NDArray, a list or a dict of NDArrays in MXNet's ``.params`` format."""
+    from .serialization import save_arrays
+    if isinstance(data, NDArray):
+        data = [data]
+    if isinstance(data, dict):
+        arrays = {}
+        for k, v in data.items():
+            if not isinstance(k, str) or not isinstance(v, NDArray):
+                raise TypeError('save only accepts dict str->NDArray or list of NDArray')
+            arrays[k] = v.asnumpy()
+    elif isinstance(data, (list, tuple)):
+        if any(not isinstance(v, NDArray) for v in data):
+            raise TypeError('save only accepts dict str->NDArray or list of NDArray')
+        arrays = [v.asnumpy() for v in data]
+    else:
+        raise TypeError('save only accepts dict str->NDArray or list of NDArray')
+    save_arrays(fname, arrays)
+
+
+def load(fname, ctx=None):
+    """Load a ``.params`` file written by MXNet or :func:`save`: a list or a dict."""
+    from .serialization import load_arrays
+    data = load_arrays(fname)
+    c = cpu() if ctx is None else ctx
+    if isinstance(data, dict):
+        return {k: array(v, c, dtype=v.dtype) for k, v in data.items()}
+    return [array(v, c, dtype=v.dtype) for v in data]
+
+
+# ---------------------------------------------------------------------- operators
+def invoke(func_name, args, kwargs):
+    """Run an operator imperatively on NDArrays (the body of ``mx.nd.<op>``)."""
+    cls = opdef.get_op(func_name)
+    kwargs = dict(kwargs)
+    out = kwargs.pop('out', None)
+    kwargs.pop('name', None)
+    nd_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, NDArray)}
+    params = {k: v for k, v in kwargs.items() if not isinstance(v, NDArray) and v is not None}
+    if 'num_args' in cls._params and 'num_args' not in params:
+        params['num_args'] = len(args) + len(nd_kwargs)
+    op = cls(**params)
+    names = op.list_arguments() + op.list_auxiliary_states()
+    inputs = list(args) + [None] * (len(names) - len(args))
+    for k, v in nd_kwargs.items():
+        if k not in names:
+            raise MXNetError('operator %s: unknown input %r; inputs are %s'
+                             % (cls.name, k, names))
+        inputs[names.index(k)] = v
+    missing = [n for n, v in zip(names, inputs) if v is None]
+    if missing:
+        raise MXNetError('operator %s: missing inputs %s' % (cls.name, missing))
+    for n, v in zip(names, inputs):
+        if not isinstance(v, NDArray):
+            raise TypeError('operator %s: input %r must be an NDArray, got %s'
+                            % (cls.name, n, type(v).__name__))
+    ctx = inputs[0]._ctx if inputs else current_context()
+    n_args = len(op.list_arguments())
+    with ctx.device_scope():
+        xp = ctx.xp
+        datas = [_to_xp(v._data, ctx) for v in inputs]
+        op.infer_shape([d.shape for d in datas])
+        outs = op.forward(xp, datas[:n_args], datas[n_args:], False)
+    res = [NDArray(o, ctx) for o in outs[:op.num_visible_outputs()]]
+    if out is not None:
+        outs_given = out if isinstance(out, (list, tuple)) else [out]
+        for dst, r in zip(outs_given, res):
+            dst[:] = r
+        return out
+    return res[0] if len(res) == 1 else res
+
+
+def _op_function(func_name):
+    cls = opdef.get_op(func_name)
+
+    def fn(*args, **kwargs):
+        return invoke(func_name, args, kwargs)
+    fn.__name__ = func_name
+    fn.__doc__ = cls.__doc__
+    return fn
+
+
+class _Namespace:
+    def __init__(self, prefix):
+        self._prefix = prefix
+
+    def __getattr__(self, name):
+        if name.startswith('__'):
+            raise AttributeError(name)
+        for cand in (self._prefix + name, name):
+            try:
+                opdef.get_op(cand)
+            except MXNetError:
+                continue
+            return _op_function(cand)
+        raise AttributeError('no operator %r%s' % (self._prefix, name))
+
+
+contrib = _Namespace('_contrib_')
+_internal = _Namespace('')
+
+
+def __getattr__(name):
+    if name.startswith('__'):
+        raise AttributeError(name)
+    try:
+        return _op_function(name)
+    except MXNetError:
+        raise AttributeError('module symgraph.ndarray has no attribute or operator %r'
+                             % name) from None

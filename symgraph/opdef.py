@@ -207,8 +207,10 @@ class Operator:
     inplace = ()
     #: no gradient flows through this operator (BlockGrad, argmax, comparisons...)
     no_grad = False
-    #: names of arguments that are optional inputs created as Variables when omitted
-    #: (weights, biases); other missing inputs are also created, MXNet does the same.
+    #: accept any parameter (Custom passes arbitrary kwargs on to the user's prop)
+    free_params = False
+    #: backward's ``need`` is a list of MXNet req strings ('write', 'add', 'null')
+    wants_req = False
     _params = {}
 
     def __init_subclass__(cls, **kw):

@@ -191,7 +191,15 @@ class Plan:
             out_list = ', '.join('v%d' % e if e in sel_out and e in saved else 'None'
                                  for e in outs)
             aux_list = ', '.join('v%d' % e for e in ins[n_args:])
-            env['b%d' % s] = _bind_backward(op, xp, need)
+            if getattr(op, 'wants_req', False):
+                # operators that follow MXNet's req protocol (Custom) see 'add' where an
+                # argument bound with grad_req='add' feeds them directly
+                arg_req = dict(zip(self.arg_entries, self.grad_reqs))
+                reqs = [('add' if arg_req.get(e) == 'add' else 'write') if nd else 'null'
+                        for e, nd in zip(ins[:n_args], need)]
+                env['b%d' % s] = _bind_backward(op, xp, reqs)
+            else:
+                env['b%d' % s] = _bind_backward(op, xp, need)
             line_step[len(lines) + 1] = n
             lines.append('    r = b%d([%s], [%s], [%s], [%s])'
                          % (s, ', '.join(og), in_list, out_list, aux_list))

@@ -37,6 +37,7 @@ import io
 import mmap
 import os
 import struct
+import sys
 
 import numpy as np
 
@@ -67,6 +68,8 @@ _STORAGE = {0: 'default', 1: 'row_sparse', 2: 'csr'}
 _NUM_AUX = {0: 0, 1: 1, 2: 2}
 # a legacy record starts with its ndim; anything larger is not a plausible legacy header
 _LEGACY_MAX_NDIM = 64
+# NumPy 2 arrays have at most 64 dimensions
+_MAX_NDIM = 64
 _CPU = 1
 
 
@@ -155,11 +158,17 @@ def _itemsize(r, flag, what):
 def _read_data(r, flag, shape, bfloat16):
     """Data of a dense array: one copy out of the file bytes."""
     itemsize = _itemsize(r, flag, 'type flag')
+    name = _FLAG_NAMES[flag]
+    if len(shape) > _MAX_NDIM:
+        r.fail('shape has %d dimensions; NumPy arrays have at most %d' % (len(shape), _MAX_NDIM))
     count = 1
+    extent = itemsize          # bytes spanned by the non-zero dims: NumPy needs it to fit intp
     for d in shape:
         count *= d
+        extent *= max(d, 1)
+    if extent > sys.maxsize:
+        r.fail('%s array of shape %s is too large to exist (%d bytes)' % (name, shape, extent))
     nbytes = count * itemsize
-    name = _FLAG_NAMES[flag]
     start = r.take(nbytes, 'data of %s array of shape %s' % (name, shape))
     if flag == _BFLOAT16:
         if bfloat16 == 'error':

@@ -1,2 +1,283 @@
-"""loss operators."""
-from symgraph.opdef import Operator, register  # noqa: F401
+"""Loss heads: ``SoftmaxOutput``, the regression outputs, ``MakeLoss`` and ``make_loss``.
+
+A loss head's forward is the prediction (softmax, identity, sigmoid); its backward ignores
+the head gradient and makes the gradient of the implied loss, scaled exactly as MXNet 1.9.1
+does (see MXNET_SEMANTICS.md). The ``label`` argument gets a zero gradient.
+"""
+import numpy as np
+
+from symgraph.opdef import Operator, Param, ShapeError, register, same_type
+
+
+def softmax(xp, x, axis):
+    e = xp.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _prod(s):
+    n = 1
+    for d in s:
+        n *= d
+    return n
+
+
+def _zeros_if(xp, need, x):
+    return xp.zeros_like(x) if need else None
+
+
+@register
+class SoftmaxOutput(Operator):
+    """Softmax forward; backward is the cross-entropy gradient ``softmax - onehot(label)``.
+
+    The softmax runs over all but the first axis, over axis 1 (``multi_output``) or over the
+    last axis (``preserve_shape``). A label of the data's shape is a probability target.
+    Gradients are scaled by ``grad_scale`` and divided per ``normalization``: ``batch`` by
+    the batch size, ``valid`` by the number of labels not equal to ``ignore_label``; with
+    ``multi_output``, ``null`` and ``batch`` also divide by the spatial size.
+    ``use_ignore`` zeroes the gradient where the label is ``ignore_label``;
+    ``smooth_alpha`` spreads that much target mass over the other classes. With
+    ``out_grad`` the head gradient multiplies the result (the operator then needs one).
+    """
+
+    name = 'SoftmaxOutput'
+    aliases = ('Softmax',)
+    grad_scale = Param(float, 1.0, doc='scale of the gradient')
+    ignore_label = Param(float, -1.0, doc='label ignored when use_ignore')
+    multi_output = Param(bool, False, doc='softmax over axis 1, one label per position')
+    use_ignore = Param(bool, False, doc='give ignore_label a zero gradient')
+    preserve_shape = Param(bool, False, doc='softmax over the last axis')
+    normalization = Param(str, 'null', doc='gradient normalisation',
+                          choices=('batch', 'null', 'valid'))
+    out_grad = Param(bool, False, doc='multiply the gradient by the head gradient')
+    smooth_alpha = Param(float, 0.0, doc='label smoothing mass')
+    needs_outputs = True
+
+    @property
+    def is_loss(self):
+        return not self.out_grad
+
+    def list_arguments(self):
+        return ['data', 'label']
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        d, lab = in_shapes[:2]
+        if d is None:
+            return [d, lab], [None], []
+        d = tuple(d)
+        if lab is not None and tuple(lab) == d:
+            return [d, d], [d], []
+        if self.multi_output:
+            if len(d) < 2:
+                raise ShapeError('SoftmaxOutput: multi_output needs data with an axis 1, '
+                                 'got %s' % (d,))
+            spatial = _prod(d[2:]) if all(d[2:]) else 0
+            flat = (d[0], spatial)
+            full = (d[0],) + d[2:]
+            ones = d[:1] + (1,) + d[2:]
+            if lab is None:
+                lab = flat
+            elif not any(_match(lab, s) for s in (flat, full, ones)):
+                raise ShapeError('SoftmaxOutput: argument %r has shape %s; expecting %s or %s'
+                                 % ('label', tuple(lab), flat, full))
+        else:
+            want = d[:-1]
+            if lab is not None and not _match(lab, want):
+                raise ShapeError('SoftmaxOutput: argument %r has shape %s, expected %s for '
+                                 'data %s' % ('label', tuple(lab), want, d))
+            lab = want if lab is None else tuple(a or b for a, b in zip(lab, want))
+        return [d, tuple(lab)], [d], []
+
+    def infer_type(self, in_types):
+        t = in_types[0]
+        return [t, in_types[1] if in_types[1] is not None else t], [t], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        if self.multi_output:
+            y = softmax(xp, x.reshape(x.shape[0], x.shape[1], -1), 1)
+        elif self.preserve_shape:
+            y = softmax(xp, x, x.ndim - 1)
+        else:
+            y = softmax(xp, x.reshape(x.shape[0], -1), 1)
+        return [y.reshape(x.shape)]
+
+    def _class_grad(self, xp, y, lab, k_axis):
+        """``y - target(label)`` with the class axis ``k_axis``; rows are not yet scaled."""
+        k = y.shape[k_axis]
+        shape = [1] * y.ndim
+        shape[k_axis] = k
+        cls = xp.arange(k).reshape(shape)
+        hit = xp.expand_dims(lab.astype(np.int64), k_axis) == cls
+        if self.smooth_alpha:
+            on, off = 1.0 - self.smooth_alpha, self.smooth_alpha / (k - 1)
+            target = xp.where(hit, y.dtype.type(on), y.dtype.type(off))
+        else:
+            target = hit.astype(y.dtype)
+        g = y - target
+        if self.use_ignore:
+            keep = xp.expand_dims(lab != lab.dtype.type(self.ignore_label), k_axis)
+            g = g * keep
+        return g
+
+    def _valid_count(self, xp, lab):
+        # MXNet compares int-cast labels with int(ignore_label), with or without use_ignore
+        n = int((lab.astype(np.int64) != int(self.ignore_label)).sum())
+        return max(n, 1)
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        x, lab = inputs
+        y = outputs[0]
+        dt = y.dtype
+        if lab.shape == y.shape:
+            g = (y - lab.astype(dt, copy=False)) * dt.type(self.grad_scale)
+        elif self.multi_output:
+            n, k = y.shape[0], y.shape[1]
+            y3 = y.reshape(n, k, -1)
+            lab2 = lab.reshape(n, -1)
+            g = self._class_grad(xp, y3, lab2, 1)
+            if self.normalization == 'valid':
+                scale = self.grad_scale / self._valid_count(xp, lab2)
+            else:
+                div = n if self.normalization == 'batch' else 1
+                scale = self.grad_scale / y3.shape[2] / div
+            g = g * dt.type(scale)
+        else:
+            # MXNet views the output as (label.size, rest) here, whatever mode forward used
+            lab1 = lab.reshape(-1)
+            y2 = y.reshape(lab1.size, -1)
+            g = self._class_grad(xp, y2, lab1, 1)
+            if self.normalization == 'valid':
+                div = self._valid_count(xp, lab1)
+            else:
+                div = lab1.size if self.normalization == 'batch' else 1
+            g = g * dt.type(self.grad_scale / div)
+        g = g.reshape(y.shape)
+        if self.out_grad:
+            g = g * out_grads[0]
+        return [g.astype(x.dtype, copy=False) if need[0] else None,
+                _zeros_if(xp, need[1], lab)]
+
+
+def _match(shape, want):
+    """Whether a partial shape agrees with ``want`` (0 = unknown on either side)."""
+    return len(shape) == len(want) and all(a == b or not a or not b
+                                           for a, b in zip(shape, want))
+
+
+class _Regression(Operator):
+    """Shared shape rules and scaling of the regression heads."""
+
+    grad_scale = Param(float, 1.0, doc='scale of the gradient')
+    is_loss = True
+    needs_outputs = True
+
+    def list_arguments(self):
+        return ['data', 'label']
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        d, lab = in_shapes[:2]
+        if d is None:
+            return [d, lab], [None], []
+        d = tuple(d)
+        if lab is None:
+            # a (N, 1) prediction takes a 1-D label by default
+            lab = (d[0],) if len(d) == 2 and d[1] == 1 else d
+        elif all(d) and all(lab) and (lab[0] != d[0] or _prod(lab) != _prod(d)):
+            raise ShapeError('%s: argument %r has shape %s but data has %s (need the same '
+                             'batch size and number of elements)'
+                             % (self.name, 'label', tuple(lab), d))
+        return [d, tuple(lab)], [d], []
+
+    def infer_type(self, in_types):
+        t = same_type(self, in_types)
+        return [t, t], [t], []
+
+    def fn(self, xp, x):
+        return x
+
+    def dloss(self, xp, y, lab):
+        return y - lab
+
+    def forward(self, xp, inputs, aux, is_train):
+        return [self.fn(xp, inputs[0])]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        x, lab = inputs
+        y = outputs[0]
+        # MXNet divides by the number of outputs per example
+        per_example = lab.size // lab.shape[0] if lab.ndim else 1
+        g = self.dloss(xp, y, lab.reshape(y.shape)) * (self.grad_scale / per_example)
+        return [g.astype(x.dtype, copy=False) if need[0] else None,
+                _zeros_if(xp, need[1], lab)]
+
+
+@register
+class LinearRegressionOutput(_Regression):
+    """Identity forward; gradient ``(out - label) * grad_scale / outputs_per_example``."""
+
+    name = 'LinearRegressionOutput'
+
+
+@register
+class LogisticRegressionOutput(_Regression):
+    """Sigmoid forward; gradient ``(out - label) * grad_scale / outputs_per_example``."""
+
+    name = 'LogisticRegressionOutput'
+
+    def fn(self, xp, x):
+        return 0.5 * (xp.tanh(0.5 * x) + 1.0)
+
+
+@register
+class MAERegressionOutput(_Regression):
+    """Identity forward; gradient ``sign(out - label) * grad_scale / outputs_per_example``."""
+
+    name = 'MAERegressionOutput'
+
+    def dloss(self, xp, y, lab):
+        return xp.sign(y - lab)
+
+
+@register
+class MakeLoss(Operator):
+    """Turn any symbol into a loss: identity forward, gradient ``grad_scale`` per element
+    divided by the batch size (``batch``) or the count of elements above ``valid_thresh``
+    (``valid``).
+    """
+
+    name = 'MakeLoss'
+    grad_scale = Param(float, 1.0, doc='scale of the gradient')
+    valid_thresh = Param(float, 0.0, doc='elements above this count as valid')
+    normalization = Param(str, 'null', doc='gradient normalisation',
+                          choices=('batch', 'null', 'valid'))
+    is_loss = True
+    inplace = ((0, 0),)
+
+    def forward(self, xp, inputs, aux, is_train):
+        return [inputs[0]]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        x = inputs[0]
+        scale = self.grad_scale
+        if self.normalization == 'batch':
+            scale /= x.shape[0]
+        elif self.normalization == 'valid':
+            scale /= max(int((x > self.valid_thresh).sum()), 1)
+        return [xp.full(x.shape, scale, dtype=x.dtype)]
+
+
+@register
+class MakeLossSimple(Operator):
+    """``make_loss``: identity forward, gradient 1 for every element (MXNet's own op,
+    distinct from ``MakeLoss`` and without parameters).
+    """
+
+    name = 'make_loss'
+    is_loss = True
+    inplace = ((0, 0),)
+
+    def forward(self, xp, inputs, aux, is_train):
+        return [inputs[0]]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        return [xp.ones_like(inputs[0])]

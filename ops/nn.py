@@ -1,2 +1,318 @@
-"""nn operators."""
-from symgraph.opdef import Operator, register  # noqa: F401
+"""Basic neural-network layers: ``FullyConnected``, ``Activation``, ``LeakyReLU``, ``Dropout``.
+
+Softmax-like operators live in :mod:`symgraph.ops.softmax`, matrix products in
+:mod:`symgraph.ops.dot`.
+"""
+import math
+
+import numpy as np
+
+from symgraph.opdef import (Operator, Param, ShapeError, register, same_type, unify_shape)
+
+
+def _prod(s):
+    n = 1
+    for d in s:
+        n *= d
+    return n
+
+
+def erf(xp, x):
+    """Vectorised error function (Numerical Recipes ``erfcc``, relative error < 1.2e-7).
+
+    NumPy has no ``erf`` and operators may not import SciPy; MXNet itself evaluates GELU
+    in float32, so this accuracy matches it.
+    """
+    z = xp.abs(x)
+    t = 1.0 / (1.0 + 0.5 * z)
+    poly = (-1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
+        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
+            -0.82215223 + t * 0.17087277)))))))))
+    erfc = t * xp.exp(-z * z + poly)
+    return xp.where(x >= 0, 1.0 - erfc, erfc - 1.0).astype(x.dtype, copy=False)
+
+
+@register
+class FullyConnected(Operator):
+    """``out = data @ weight.T + bias``; ``data`` is flattened to 2-D unless ``flatten=False``.
+
+    Shapes: ``weight`` (num_hidden, K) and ``bias`` (num_hidden,), filled from ``data``; K is
+    the product of data's trailing axes (``flatten=True``) or its last axis.
+    """
+
+    name = 'FullyConnected'
+    num_hidden = Param(int, doc='number of output units')
+    no_bias = Param(bool, False, doc='leave out the bias')
+    flatten = Param(bool, True, doc='collapse all but the first axis of data')
+
+    def list_arguments(self):
+        return ['data', 'weight'] if self.no_bias else ['data', 'weight', 'bias']
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        names = self.list_arguments()
+        shapes = list(in_shapes[:len(names)])
+        d = shapes[0]
+        o = out_shapes[0] if out_shapes else None
+        if d is None:
+            return shapes, [None], []
+        d = list(d)
+        w = shapes[1]
+        # a known weight gives the one input dimension it determines
+        if w is not None and len(w) == 2 and w[1]:
+            if not self.flatten and d[-1] == 0:
+                d[-1] = w[1]
+            elif self.flatten and len(d) == 2 and d[1] == 0:
+                d[1] = w[1]
+        trail = d[-1:] if not self.flatten else d[1:]
+        k = _prod(trail) if all(trail) else 0
+        h = self.num_hidden
+        try:
+            shapes[1] = unify_shape(w, (h, k))
+        except ShapeError:
+            raise ShapeError('FullyConnected: argument %r has shape %s, expected %s from '
+                             'num_hidden=%d and data %s' % ('weight', tuple(w), (h, k or '?'),
+                                                            h, tuple(d))) from None
+        if not self.no_bias:
+            b = shapes[2]
+            if b is not None and len(b) == 2:
+                ok = b[0] in (0, h) and b[1] in (0, 1)
+                shapes[2] = (h, 1)
+            else:
+                ok = b is None or (len(b) == 1 and b[0] in (0, h))
+                shapes[2] = (h,)
+            if not ok:
+                raise ShapeError('FullyConnected: argument %r has shape %s, expected (%d,)'
+                                 % ('bias', tuple(b), h))
+        if o is not None and len(o) and o[0] and not d[0]:
+            d[0] = o[0]
+        shapes[0] = tuple(d)
+        out = tuple(d[:-1]) + (h,) if not self.flatten else (d[0], h)
+        return shapes, [out], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x, w = inputs[0], inputs[1]
+        x2 = x.reshape(x.shape[0], -1) if self.flatten else x
+        out = xp.matmul(x2, w.T)
+        if not self.no_bias:
+            out += inputs[2].reshape(-1)
+        return [out]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        x, w = inputs[0], inputs[1]
+        g = out_grads[0]
+        g2 = g.reshape(-1, self.num_hidden)
+        x2 = x.reshape(x.shape[0], -1) if self.flatten else x.reshape(-1, x.shape[-1])
+        grads = [None] * len(inputs)
+        if need[0]:
+            grads[0] = xp.matmul(g2, w).reshape(x.shape)
+        if need[1]:
+            grads[1] = xp.matmul(g2.T, x2)
+        if not self.no_bias and need[2]:
+            grads[2] = g2.sum(axis=0).reshape(inputs[2].shape)
+        return grads
+
+
+def _softrelu(xp, x):
+    # log(1 + exp(x)) without overflow
+    return xp.maximum(x, 0.0) + xp.log1p(xp.exp(-xp.abs(x)))
+
+
+def _sigmoid(xp, x):
+    return 0.5 * (xp.tanh(0.5 * x) + 1.0)
+
+
+@register
+class Activation(Operator):
+    """Elementwise ``relu``, ``sigmoid``, ``tanh``, ``softrelu`` or ``softsign``."""
+
+    name = 'Activation'
+    act_type = Param(str, doc='activation function',
+                     choices=('relu', 'sigmoid', 'softrelu', 'softsign', 'tanh'))
+    inplace = ((0, 0),)
+
+    def _fn(self, xp):
+        return {
+            'relu': lambda x: xp.maximum(x, x.dtype.type(0)),
+            'sigmoid': lambda x: _sigmoid(xp, x),
+            'tanh': xp.tanh,
+            'softrelu': lambda x: _softrelu(xp, x),
+            'softsign': lambda x: x / (1.0 + xp.abs(x)),
+        }[self.act_type]
+
+    def forward(self, xp, inputs, aux, is_train):
+        return [self._fn(xp)(inputs[0])]
+
+    def fast_forward(self, xp, is_train):
+        return self._fn(xp)
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        x, g = inputs[0], out_grads[0]
+        a = self.act_type
+        if a == 'relu':
+            d = (x > 0).astype(g.dtype)
+        elif a == 'sigmoid':
+            s = _sigmoid(xp, x)
+            d = s * (1.0 - s)
+        elif a == 'tanh':
+            d = 1.0 - xp.tanh(x) ** 2
+        elif a == 'softrelu':
+            d = _sigmoid(xp, x)
+        else:
+            d = 1.0 / (1.0 + xp.abs(x)) ** 2
+        return [g * d]
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_LAMBDA = 1.0507009873554804934193349852946
+
+
+@register
+class LeakyReLU(Operator):
+    """Leaky rectifiers: ``leaky``, ``elu``, ``selu``, ``gelu`` (erf form), ``prelu``, ``rrelu``.
+
+    ``prelu`` has a learned ``gamma`` of shape (channels,) (axis 1) or (1,). ``rrelu`` draws
+    a slope in [lower_bound, upper_bound) per element in training and uses their mean
+    otherwise; its second (visible) output ``mask`` holds the drawn slopes (zeros when not
+    training, as in MXNet).
+    """
+
+    name = 'LeakyReLU'
+    act_type = Param(str, 'leaky', doc='activation function',
+                     choices=('elu', 'gelu', 'leaky', 'prelu', 'rrelu', 'selu'))
+    slope = Param(float, 0.25, doc='negative slope (leaky) or scale (elu)')
+    lower_bound = Param(float, 0.125, doc='lower bound of the random slope (rrelu)')
+    upper_bound = Param(float, 0.334, doc='upper bound of the random slope (rrelu)')
+    needs_outputs = True  # rrelu's backward reads the drawn slopes
+
+    def list_arguments(self):
+        return ['data', 'gamma'] if self.act_type == 'prelu' else ['data']
+
+    def list_outputs(self):
+        return ['output', 'mask'] if self.act_type == 'rrelu' else ['output']
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        d = in_shapes[0]
+        outs = [d] * len(self.list_outputs())
+        if self.act_type != 'prelu':
+            return [d], outs, []
+        g = in_shapes[1]
+        if d is None:
+            return [d, g], outs, []
+        if len(d) < 2:
+            raise ShapeError('LeakyReLU(prelu): input %r must have a channel axis 1, got %s'
+                             % ('data', tuple(d)))
+        if g is None or (len(g) == 1 and g[0] == 0):
+            g = (d[1],)
+        elif not (len(g) == 1 and g[0] in (1, d[1]) or d[1] == 0):
+            raise ShapeError('LeakyReLU(prelu): argument %r has shape %s, expected (%d,) or '
+                             '(1,) for data %s' % ('gamma', tuple(g), d[1], tuple(d)))
+        return [d, g], outs, []
+
+    def infer_type(self, in_types):
+        t = same_type(self, in_types)
+        n = len(self.list_arguments())
+        return [t] * n, [t] * len(self.list_outputs()), []
+
+    def _gamma(self, gamma, x):
+        # (C,) broadcasts along axis 1; (1,) everywhere
+        return gamma.reshape((1, -1) + (1,) * (x.ndim - 2))
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        a = self.act_type
+        if a == 'leaky':
+            return [xp.where(x > 0, x, x * self.slope)]
+        if a == 'elu':
+            return [xp.where(x > 0, x, self.slope * xp.expm1(xp.minimum(x, 0.0)))]
+        if a == 'selu':
+            neg = _SELU_ALPHA * xp.expm1(xp.minimum(x, 0.0))
+            return [_SELU_LAMBDA * xp.where(x > 0, x, neg)]
+        if a == 'gelu':
+            return [0.5 * x * (1.0 + erf(xp, x * (1.0 / math.sqrt(2.0))))]
+        if a == 'prelu':
+            return [xp.where(x > 0, x, x * self._gamma(inputs[1], x))]
+        # rrelu
+        if is_train:
+            u = xp.random.random_sample(x.shape).astype(x.dtype)
+            mask = self.lower_bound + (self.upper_bound - self.lower_bound) * u
+            return [xp.where(x > 0, x, x * mask), mask.astype(x.dtype, copy=False)]
+        mid = (self.lower_bound + self.upper_bound) / 2.0
+        return [xp.where(x > 0, x, x * mid), xp.zeros_like(x)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        x, g = inputs[0], out_grads[0]
+        a = self.act_type
+        pos = x > 0
+        one = g.dtype.type(1)
+        if a == 'leaky':
+            return [g * xp.where(pos, one, g.dtype.type(self.slope))]
+        if a == 'elu':
+            return [g * xp.where(pos, one, self.slope * xp.exp(xp.minimum(x, 0.0)))]
+        if a == 'selu':
+            d = _SELU_LAMBDA * xp.where(pos, one, _SELU_ALPHA * xp.exp(xp.minimum(x, 0.0)))
+            return [g * d]
+        if a == 'gelu':
+            cdf = 0.5 * (1.0 + erf(xp, x * (1.0 / math.sqrt(2.0))))
+            pdf = xp.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
+            return [g * (cdf + x * pdf)]
+        if a == 'prelu':
+            gamma = inputs[1]
+            gb = self._gamma(gamma, x)
+            dx = g * xp.where(pos, one, gb) if need[0] else None
+            dg = None
+            if need[1]:
+                t = xp.where(pos, g.dtype.type(0), g * x)
+                axes = tuple(i for i in range(x.ndim) if i != 1 or gamma.size == 1)
+                dg = t.sum(axis=axes).reshape(gamma.shape)
+            return [dx, dg]
+        # rrelu: the slopes drawn in training are the mask output (zeros when not training)
+        mid = g.dtype.type((self.lower_bound + self.upper_bound) / 2.0)
+        slope = xp.where(outputs[1] != 0, outputs[1], mid)
+        return [g * xp.where(pos, one, slope)]
+
+
+@register
+class Dropout(Operator):
+    """Zero elements with probability ``p`` and scale the rest by 1/(1-p).
+
+    Active in training, or always with ``mode='always'``; ``axes`` shares one draw along the
+    given axes (variational dropout). The hidden second output is the scaled mask.
+    """
+
+    name = 'Dropout'
+    p = Param(float, 0.5, doc='fraction of the input that is dropped')
+    mode = Param(str, 'training', doc='when dropout is active', choices=('always', 'training'))
+    axes = Param('shape', (), doc='axes along which one mask value is shared')
+    cudnn_off = Param(bool, False, doc='ignored (no cuDNN dropout here)')
+    needs_inputs = False
+    needs_outputs = True
+    inplace = ((0, 0),)
+
+    def list_outputs(self):
+        return ['output', 'mask']
+
+    def num_visible_outputs(self):
+        return 1
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        d = in_shapes[0]
+        return [d], [d, d], []
+
+    def infer_type(self, in_types):
+        t = in_types[0]
+        return [t], [t, t], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        if not (is_train or self.mode == 'always') or self.p <= 0:
+            return [x, xp.ones_like(x)]
+        shape = list(x.shape)
+        for a in self.axes:
+            shape[a] = 1
+        keep = xp.random.random_sample(tuple(shape)) >= self.p
+        scale = 1.0 / (1.0 - self.p) if self.p < 1 else 0.0
+        mask = (keep * scale).astype(x.dtype)
+        return [x * mask, xp.ascontiguousarray(xp.broadcast_to(mask, x.shape))]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        return [out_grads[0] * outputs[1]]

@@ -1,2 +1,415 @@
-"""norm operators."""
-from symgraph.opdef import Operator, register  # noqa: F401
+"""Normalisation: ``BatchNorm``, ``InstanceNorm``, ``LayerNorm``, ``L2Normalization``, ``LRN``.
+
+Every operator keeps what its backward needs (mean, inverse std, norm) as hidden outputs, as
+MXNet does, so backward never recomputes statistics. float16 data is normalised in float32
+(BatchNorm's parameters and running statistics are float32 then, like MXNet's).
+
+MXNet stores ``eps``, ``momentum``, ``alpha``... as C ``float`` (BatchNorm's ``eps`` is a
+``double`` set from the float ``1e-3f``); :func:`_f32` rounds them the same way.
+"""
+import numpy as np
+
+from symgraph.opdef import (MXNetError, Operator, Param, ShapeError, TypeInferenceError,
+                            register, same_type, unify_shape)
+
+
+def _f32(v):
+    """A parameter as MXNet's C ``float`` holds it (as a Python float)."""
+    return float(np.float32(v))
+
+
+def _acc(x):
+    """The array in its accumulation type (float16 is computed in float32)."""
+    return x.astype(np.float32) if x.dtype == np.float16 else x
+
+
+def _channel_param_shapes(op, in_shapes, axis, n_params):
+    """Data shape and the (C,) shape of ``n_params`` per-channel inputs along ``axis``.
+
+    Returns ``(data_shape, param_shape, axis)`` with the axis made non-negative; unknown
+    parts stay None or 0. The channel count may come from data or from any parameter.
+    """
+    data = in_shapes[0]
+    names = op.list_arguments() + op.list_auxiliary_states()
+    c = None
+    for i in range(1, 1 + n_params):
+        try:
+            c = unify_shape(c, in_shapes[i])
+        except ShapeError:
+            raise ShapeError('%r has shape %s but %s was expected from the other parameters'
+                             % (names[i], tuple(in_shapes[i]), c)) from None
+        if c is not None and len(c) != 1:
+            raise ShapeError('%r must be 1-D, got %s' % (names[i], c))
+    if data is None:
+        return None, c, None
+    ndim = len(data)
+    if not -ndim <= axis < ndim:
+        raise ShapeError('channel axis %d out of range for data of shape %s'
+                         % (axis, tuple(data)))
+    ax = axis % ndim
+    try:
+        c = unify_shape(c, (data[ax],))
+    except ShapeError:
+        raise ShapeError('parameters have shape %s but data %s has %d channels on axis %d'
+                         % (c, tuple(data), data[ax], ax)) from None
+    data = data[:ax] + (c[0],) + data[ax + 1:]
+    return data, c, ax
+
+
+def _bshape(ndim, ax, c):
+    """Shape that broadcasts a (C,) vector along axis ``ax`` of an ndim array."""
+    s = [1] * ndim
+    s[ax] = c
+    return tuple(s)
+
+
+def _normalize_grad(dxhat, xhat, inv, axes):
+    """d/dx of ``(x - mean(x)) * inv`` given d/dxhat, statistics over ``axes``."""
+    m1 = dxhat.mean(axis=axes, keepdims=True)
+    m2 = (dxhat * xhat).mean(axis=axes, keepdims=True)
+    return (dxhat - m1 - xhat * m2) * inv
+
+
+@register
+class BatchNorm(Operator):
+    """Batch normalisation over every axis but ``axis``, with running statistics."""
+
+    name = 'BatchNorm'
+    aliases = ('_npx_batch_norm',)
+    eps = Param(float, 1e-3, doc='added to the variance')
+    momentum = Param(float, 0.9, doc='running-statistics decay')
+    fix_gamma = Param(bool, True, doc='gamma acts as 1 and gets no gradient')
+    use_global_stats = Param(bool, False, doc='normalise with the running statistics')
+    output_mean_var = Param(bool, False, doc='also output the mean and the inverse std')
+    axis = Param(int, 1, doc='channel axis')
+    cudnn_off = Param(bool, False, doc='ignored')
+    min_calib_range = Param(float, None, doc='ignored (quantisation)')
+    max_calib_range = Param(float, None, doc='ignored (quantisation)')
+    needs_inputs = True
+    needs_outputs = True
+
+    def list_arguments(self):
+        return ['data', 'gamma', 'beta']
+
+    def list_outputs(self):
+        # 'var' is the inverse standard deviation, as in MXNet
+        return ['output', 'mean', 'var']
+
+    def list_auxiliary_states(self):
+        return ['moving_mean', 'moving_var']
+
+    def num_visible_outputs(self):
+        return 3 if self.output_mean_var else 1
+
+    def infer_shape(self, in_shapes):
+        data, c, _ = _channel_param_shapes(self, in_shapes, self.axis, 4)
+        return [data, c, c], [data, c, c], [c, c]
+
+    def infer_type(self, in_types):
+        t = in_types[0]
+        p = None
+        for x in in_types[1:]:
+            p = p if x is None else np.dtype(x)
+        if t is None:
+            return [None, p, p], [None, p, p], [p, p]
+        t = np.dtype(t)
+        p = np.dtype(np.float32) if t == np.float16 else t
+        return [t, p, p], [t, p, p], [p, p]
+
+    def _batch_stats(self, xp, x):
+        return self.axis % x.ndim, tuple(i for i in range(x.ndim) if i != self.axis % x.ndim)
+
+    def forward(self, xp, inputs, aux, is_train):
+        data, gamma, beta = inputs
+        moving_mean, moving_var = aux
+        x = _acc(data)
+        ax, axes = self._batch_stats(xp, x)
+        bs = _bshape(x.ndim, ax, x.shape[ax])
+        eps = _f32(self.eps)
+        if is_train and not self.use_global_stats:
+            mean = x.mean(axis=axes)
+            var = ((x - mean.reshape(bs)) ** 2).mean(axis=axes)
+            mom = _f32(self.momentum)
+            moving_mean[...] = moving_mean * mom + mean * (1.0 - mom)
+            moving_var[...] = moving_var * mom + var * (1.0 - mom)
+        else:
+            mean = moving_mean.astype(x.dtype, copy=False)
+            var = moving_var.astype(x.dtype, copy=False)
+        inv = 1.0 / xp.sqrt(var + eps)
+        g = xp.ones_like(gamma) if self.fix_gamma else gamma
+        scale = (g * inv).astype(x.dtype, copy=False)
+        shift = (beta - mean * scale).astype(x.dtype, copy=False)
+        out = x * scale.reshape(bs) + shift.reshape(bs)
+        pt = gamma.dtype
+        return [out.astype(data.dtype, copy=False), mean.astype(pt, copy=False),
+                inv.astype(pt, copy=False)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        # MXNet's executor always runs backward in training mode: without
+        # use_global_stats the gradient goes through the batch statistics saved by forward.
+        data, gamma, _ = inputs
+        x, dy = _acc(data), _acc(out_grads[0])
+        ax, axes = self._batch_stats(xp, x)
+        bs = _bshape(x.ndim, ax, x.shape[ax])
+        mean = outputs[1].astype(x.dtype, copy=False).reshape(bs)
+        inv = outputs[2].astype(x.dtype, copy=False).reshape(bs)
+        g = xp.ones_like(gamma) if self.fix_gamma else gamma
+        g = g.astype(x.dtype, copy=False).reshape(bs)
+        xhat = (x - mean) * inv
+        dx = None
+        if need[0]:
+            if self.use_global_stats:
+                dx = dy * g * inv
+            else:
+                dx = _normalize_grad(dy * g, xhat, inv, axes)
+            dx = dx.astype(data.dtype, copy=False)
+        dgamma = dbeta = None
+        if need[1]:
+            dgamma = (xp.zeros_like(gamma) if self.fix_gamma
+                      else (dy * xhat).sum(axis=axes).astype(gamma.dtype, copy=False))
+        if need[2]:
+            dbeta = dy.sum(axis=axes).astype(gamma.dtype, copy=False)
+        return [dx, dgamma, dbeta]
+
+
+@register
+class LayerNorm(Operator):
+    """Normalise along one axis: ``(x - mean) / sqrt(var + eps) * gamma + beta``."""
+
+    name = 'LayerNorm'
+    aliases = ('_npx_layer_norm',)
+    axis = Param(int, -1, doc='the normalised axis')
+    eps = Param(float, 1e-5, doc='added to the variance')
+    output_mean_var = Param(bool, False, doc='also output the mean and the std')
+    needs_inputs = True
+    needs_outputs = True
+
+    def list_arguments(self):
+        return ['data', 'gamma', 'beta']
+
+    def list_outputs(self):
+        return ['output', 'mean', 'std']
+
+    def num_visible_outputs(self):
+        return 3 if self.output_mean_var else 1
+
+    def infer_shape(self, in_shapes):
+        data, c, ax = _channel_param_shapes(self, in_shapes, self.axis, 2)
+        stat = None if data is None else data[:ax] + (1,) + data[ax + 1:]
+        return [data, c, c], [data, stat, stat], []
+
+    def infer_type(self, in_types):
+        t = same_type(self, in_types)
+        return [t] * 3, [t] * 3, []
+
+    def forward(self, xp, inputs, aux, is_train):
+        data, gamma, beta = inputs
+        x = _acc(data)
+        ax = self.axis % x.ndim
+        bs = _bshape(x.ndim, ax, x.shape[ax])
+        mean = x.mean(axis=ax, keepdims=True)
+        std = xp.sqrt(((x - mean) ** 2).mean(axis=ax, keepdims=True) + _f32(self.eps))
+        out = (x - mean) / std * gamma.reshape(bs) + beta.reshape(bs)
+        t = data.dtype
+        return [out.astype(t, copy=False), mean.astype(t, copy=False),
+                std.astype(t, copy=False)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        data, gamma, _ = inputs
+        x, dy = _acc(data), _acc(out_grads[0])
+        ax = self.axis % x.ndim
+        bs = _bshape(x.ndim, ax, x.shape[ax])
+        inv = 1.0 / _acc(outputs[2])
+        xhat = (x - _acc(outputs[1])) * inv
+        others = tuple(i for i in range(x.ndim) if i != ax)
+        dx = dgamma = dbeta = None
+        if need[0]:
+            dx = _normalize_grad(dy * _acc(gamma).reshape(bs), xhat, inv, ax)
+            dx = dx.astype(data.dtype, copy=False)
+        if need[1]:
+            dgamma = (dy * xhat).sum(axis=others).astype(gamma.dtype, copy=False)
+        if need[2]:
+            dbeta = dy.sum(axis=others).astype(gamma.dtype, copy=False)
+        return [dx, dgamma, dbeta]
+
+
+@register
+class InstanceNorm(Operator):
+    """Normalise each (sample, channel) over its spatial axes; data is (N, C, *spatial)."""
+
+    name = 'InstanceNorm'
+    eps = Param(float, 1e-3, doc='added to the variance')
+    needs_inputs = True
+    needs_outputs = True
+
+    def list_arguments(self):
+        return ['data', 'gamma', 'beta']
+
+    def list_outputs(self):
+        return ['output', 'mean', 'var']
+
+    def num_visible_outputs(self):
+        return 1
+
+    def infer_shape(self, in_shapes):
+        if in_shapes[0] is not None and len(in_shapes[0]) < 3:
+            raise ShapeError('InstanceNorm needs data of rank >= 3, got %s'
+                             % (tuple(in_shapes[0]),))
+        data, c, _ = _channel_param_shapes(self, in_shapes, 1, 2)
+        stat = None if data is None else data[:2]
+        return [data, c, c], [data, stat, stat], []
+
+    def infer_type(self, in_types):
+        t = same_type(self, in_types)
+        if t is not None and t == np.float16:
+            # MXNet's InstanceNorm is float32 only; float64 is a symgraph extension
+            raise TypeInferenceError('InstanceNorm does not support float16 data')
+        return [t] * 3, [t] * 3, []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x, gamma, beta = inputs
+        axes = tuple(range(2, x.ndim))
+        bs = _bshape(x.ndim, 1, x.shape[1])
+        mean = x.mean(axis=axes, keepdims=True)
+        var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
+        out = (x - mean) / xp.sqrt(var + _f32(self.eps)) * gamma.reshape(bs) + beta.reshape(bs)
+        return [out, mean.reshape(x.shape[:2]), var.reshape(x.shape[:2])]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        x, gamma, _ = inputs
+        dy = out_grads[0]
+        axes = tuple(range(2, x.ndim))
+        bs = _bshape(x.ndim, 1, x.shape[1])
+        st = x.shape[:2] + (1,) * (x.ndim - 2)
+        inv = 1.0 / xp.sqrt(outputs[2].reshape(st) + _f32(self.eps))
+        xhat = (x - outputs[1].reshape(st)) * inv
+        others = (0,) + axes
+        dx = dgamma = dbeta = None
+        if need[0]:
+            dx = _normalize_grad(dy * gamma.reshape(bs), xhat, inv, axes)
+        if need[1]:
+            dgamma = (dy * xhat).sum(axis=others)
+        if need[2]:
+            dbeta = dy.sum(axis=others)
+        return [dx, dgamma, dbeta]
+
+
+@register
+class L2Normalization(Operator):
+    """``x / sqrt(sum(x ** 2) + eps)``, the sum over one sample ('instance'), the channel
+    axis ('channel') or the spatial axes ('spatial')."""
+
+    name = 'L2Normalization'
+    eps = Param(float, 1e-10, doc='added to the sum of squares')
+    mode = Param(str, 'instance', doc='what the norm is taken over',
+                 choices=('channel', 'instance', 'spatial'))
+    needs_inputs = True
+    needs_outputs = True
+
+    def list_outputs(self):
+        return ['output', 'norm']
+
+    def num_visible_outputs(self):
+        return 1
+
+    def _axes(self, ndim):
+        if self.mode == 'instance':
+            return tuple(range(1, ndim))
+        if self.mode == 'channel':
+            return (1,)
+        return tuple(range(2, ndim))
+
+    def infer_shape(self, in_shapes):
+        s = in_shapes[0]
+        if s is None:
+            return [None], [None, None], []
+        need = 2 if self.mode == 'instance' else 3
+        if len(s) < need:
+            raise ShapeError('L2Normalization mode %r needs data of rank >= %d, got %s'
+                             % (self.mode, need, tuple(s)))
+        axes = self._axes(len(s))
+        norm = tuple(d for i, d in enumerate(s) if i not in axes)
+        return [s], [s, norm], []
+
+    def infer_type(self, in_types):
+        t = same_type(self, in_types)
+        return [t], [t, t], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        axes = self._axes(x.ndim)
+        xa = _acc(x)
+        norm = xp.sqrt((xa * xa).sum(axis=axes, keepdims=True) + _f32(self.eps))
+        out = (xa / norm).astype(x.dtype, copy=False)
+        keep = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+        return [out, norm.reshape(keep).astype(x.dtype, copy=False)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        x, dy = _acc(inputs[0]), _acc(out_grads[0])
+        axes = self._axes(x.ndim)
+        st = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+        norm = _acc(outputs[1]).reshape(st)
+        dot = (dy * x).sum(axis=axes, keepdims=True)
+        dx = dy / norm - x * dot / (norm * norm * norm)
+        return [dx.astype(inputs[0].dtype, copy=False)]
+
+
+def _channel_window_sum(xp, a, nsize):
+    """Sum over a centred window of ``nsize`` (odd) channels, zero past the edges."""
+    half = nsize // 2
+    c = a.shape[1]
+    pad = [(0, 0)] * a.ndim
+    pad[1] = (half + 1, half)
+    cs = xp.cumsum(xp.pad(a, pad), axis=1)
+    return cs[:, nsize:nsize + c] - cs[:, :c]
+
+
+@register
+class LRN(Operator):
+    """Local response normalisation across channels of (N, C, H, W) data:
+    ``x / (knorm + alpha / nsize * sum_window(x ** 2)) ** beta``."""
+
+    name = 'LRN'
+    alpha = Param(float, 1e-4, doc='variance scaling')
+    beta = Param(float, 0.75, doc='power')
+    knorm = Param(float, 2.0, doc='additive constant')
+    nsize = Param(int, doc='window width in channels (odd)')
+    needs_inputs = True
+    needs_outputs = True
+
+    def check(self):
+        if self.nsize is None or self.nsize < 1 or self.nsize % 2 != 1:
+            raise MXNetError('LRN only supports odd values for nsize, got %r' % (self.nsize,))
+
+    def list_outputs(self):
+        return ['output', 'tmp_norm']
+
+    def num_visible_outputs(self):
+        return 1
+
+    def infer_shape(self, in_shapes):
+        s = in_shapes[0]
+        if s is not None and len(s) != 4:
+            raise ShapeError('LRN needs 4-D data (N, C, H, W), got %s' % (tuple(s),))
+        return [s], [s, s], []
+
+    def infer_type(self, in_types):
+        t = same_type(self, in_types)
+        return [t], [t, t], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        xa = _acc(x)
+        scale = (_f32(self.knorm)
+                 + _f32(self.alpha) / self.nsize * _channel_window_sum(xp, xa * xa, self.nsize))
+        out = xa * scale ** -_f32(self.beta)
+        return [out.astype(x.dtype, copy=False), scale.astype(x.dtype, copy=False)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        x, dy, scale = _acc(inputs[0]), _acc(out_grads[0]), _acc(outputs[1])
+        beta = _f32(self.beta)
+        p = scale ** -beta
+        # the centred window is symmetric, so its adjoint is the same window sum
+        t = _channel_window_sum(xp, dy * x * p / scale, self.nsize)
+        dx = dy * p - (2.0 * beta * _f32(self.alpha) / self.nsize) * x * t
+        return [dx.astype(inputs[0].dtype, copy=False)]

@@ -1,2 +1,401 @@
-"""shape operators."""
-from symgraph.opdef import Operator, register  # noqa: F401
+"""Shape manipulation: ``Flatten``, ``Reshape``, ``transpose``, ``SwapAxis``, ``expand_dims``,
+``squeeze``, ``tile``, ``repeat``.
+
+None of these operators computes anything: forward is a view or a copy of the data in a new
+layout, and backward is the inverse rearrangement (summing over copies for ``tile`` and
+``repeat``). Joining and slicing live in :mod:`symgraph.ops.slicing`, index-driven gathers
+in :mod:`symgraph.ops.indexing`.
+
+Shape rules follow MXNet 1.9.1, including backward inference from a known output where
+MXNet does it (``infer_shape(in_shapes, out_shapes)``; ``out_shapes`` is optional).
+"""
+from symgraph.opdef import Operator, Param, ShapeError, register, unify_shape
+
+_UNKNOWN = 0
+
+
+def _known(s):
+    """Whether a partial shape is fully known (no None, no 0 dimension)."""
+    return s is not None and all(d > 0 for d in s)
+
+
+def _size(s):
+    n = 1
+    for d in s:
+        n *= d
+    return n
+
+
+def _norm_axis(axis, ndim, what='axis'):
+    """Map a possibly negative axis into [0, ndim); ShapeError when out of range."""
+    a = axis + ndim if axis < 0 else axis
+    if not 0 <= a < ndim:
+        raise ShapeError('%s %d is out of range for an array of %d dimensions'
+                         % (what, axis, ndim))
+    return a
+
+
+def _out(out_shapes, i=0):
+    return None if not out_shapes else out_shapes[i]
+
+
+class _Layout(Operator):
+    """Single-input, single-output rearrangement: subclasses give the shape map.
+
+    Backward uses only the input's shape, but the planner keeps the input either way.
+    """
+
+    def out_shape(self, s):
+        raise NotImplementedError
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        s = in_shapes[0]
+        out = None if s is None else self.out_shape(tuple(s))
+        return [s], [out], []
+
+
+@register
+class Flatten(_Layout):
+    """Collapse all axes but the first: ``(d0, d1, ..., dk) -> (d0, d1*...*dk)``."""
+
+    name = 'Flatten'
+    aliases = ('flatten',)
+
+    def out_shape(self, s):
+        if len(s) == 0:
+            return None
+        rest = _size(s[1:])
+        return (s[0], rest if all(d > 0 for d in s[1:]) else _UNKNOWN)
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        return [x.reshape(x.shape[0], -1)]
+
+    def fast_forward(self, xp, is_train):
+        return lambda x: x.reshape(x.shape[0], -1)
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        return [out_grads[0].reshape(inputs[0].shape)]
+
+
+def infer_reshape(spec, dshape, reverse=False):
+    """MXNet's ``Reshape`` special values applied to ``dshape`` (-1 marks unknown dims).
+
+    0 copies a dimension, -1 infers one, -2 copies all remaining, -3 merges two, -4 splits
+    one into the next two values. With ``reverse`` the special values are matched from
+    the right.
+    """
+    src = list(dshape)[::-1] if reverse else list(dshape)
+    spec = list(spec)[::-1] if reverse else list(spec)
+    out, j, inf, i = [], 0, -1, 0
+    while i < len(spec):
+        p = spec[i]
+        if p == 0:
+            if j >= len(src):
+                raise ShapeError('Reshape: shape %s copies a dimension the input %s lacks'
+                                 % (tuple(spec), tuple(dshape)))
+            out.append(src[j])
+            j += 1
+        elif p == -1:
+            if inf >= 0:
+                raise ShapeError('Reshape: one and only one dim can be inferred')
+            inf = len(out)
+            out.append(1)
+            j += 1
+        elif p == -2:
+            out.extend(src[j:])
+            j = len(src)
+        elif p == -3:
+            if j + 1 >= len(src):
+                raise ShapeError('Reshape: -3 needs two input dimensions, input is %s'
+                                 % (tuple(dshape),))
+            d1, d2 = src[j], src[j + 1]
+            out.append(-1 if d1 == -1 or d2 == -1 else d1 * d2)
+            j += 2
+        elif p == -4:
+            if i + 2 >= len(spec) or j >= len(src):
+                raise ShapeError('Reshape: -4 needs an input dimension and two values')
+            d0, d1, d2 = src[j], spec[i + 1], spec[i + 2]
+            j += 1
+            i += 2
+            if d1 == -1 and d2 == -1:
+                raise ShapeError('Reshape: split dims cannot both be -1')
+            if d0 != -1:
+                d1 = d0 // d2 if d1 == -1 else d1
+                d2 = d0 // d1 if d2 == -1 else d2
+                if d1 * d2 != d0:
+                    raise ShapeError('Reshape: split dims %d, %d do not divide original '
+                                     'dim %d' % (d1, d2, d0))
+            out += [d1, d2]
+        elif p > 0:
+            out.append(p)
+            j += 1
+        else:
+            raise ShapeError('Reshape: invalid shape value %d' % p)
+        i += 1
+    if inf >= 0:
+        if all(d > 0 for d in dshape) and all(d > 0 for d in out):
+            if _size(dshape) % _size(out):
+                raise ShapeError('Reshape: cannot infer -1: size %d is not a multiple of %d'
+                                 % (_size(dshape), _size(out)))
+            out[inf] = _size(dshape) // _size(out)
+        else:
+            out[inf] = -1
+    return tuple(out[::-1] if reverse else out)
+
+
+@register
+class Reshape(_Layout):
+    """Reshape with MXNet's special values (see :func:`infer_reshape`)."""
+
+    name = 'Reshape'
+    aliases = ('reshape',)
+    shape = Param('shape', (), doc='The target shape')
+    reverse = Param(bool, False, doc='match special values from right to left')
+    target_shape = Param('shape', (), doc='(Deprecated) target shape; one 0 is inferred')
+    keep_highest = Param(bool, False, doc='(Deprecated) keep the first input dimension')
+
+    def _target(self, dshape):
+        if self.shape:
+            return infer_reshape(self.shape, dshape, self.reverse)
+        if not self.target_shape:
+            raise ShapeError('Reshape: shape is not given')
+        t = list(self.target_shape)
+        if self.keep_highest:
+            t[0] = dshape[0]
+        if t.count(0) > 1:
+            raise ShapeError('Reshape: one and only one dim can be 0 in target_shape')
+        if 0 in t:
+            if any(d < 0 for d in dshape):
+                t[t.index(0)] = -1
+            else:
+                rest = _size([d for d in t if d != 0])
+                t[t.index(0)] = _size(dshape) // rest
+        return tuple(t)
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        d = in_shapes[0]
+        o = _out(out_shapes)
+        if d is None:
+            return [None], [o], []
+        dm = tuple(-1 if x == 0 else x for x in d)
+        om = list(self._target(dm))
+        if o is not None and len(o) == len(om):
+            om = [x if x > 0 else (y if y > 0 else -1) for x, y in zip(om, o)]
+        dm = list(dm)
+        # MXNet's ReverseReshapeInferShape: one unknown dimension on either side is
+        # deduced from the total size of the other.
+        if om.count(-1) == 0 and dm.count(-1) == 1:
+            rest = _size([x for x in dm if x > 0])
+            dm[dm.index(-1)] = _size(om) // rest
+        elif dm.count(-1) == 0 and om.count(-1) == 1:
+            rest = _size([x for x in om if x > 0])
+            om[om.index(-1)] = _size(dm) // rest
+        if -1 not in dm and -1 not in om and _size(dm) != _size(om):
+            raise ShapeError('Reshape: target shape %s has size %d but input %r has shape '
+                             '%s (size %d)' % (tuple(om), _size(om), 'data', tuple(dm),
+                                               _size(dm)))
+        fix = (lambda s: tuple(0 if x < 0 else x for x in s))
+        return [fix(dm)], [fix(om)], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        return [x.reshape(self._target(x.shape))]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        return [out_grads[0].reshape(inputs[0].shape)]
+
+
+@register
+class Transpose(_Layout):
+    """Permute axes; empty ``axes`` reverses them."""
+
+    name = 'transpose'
+    needs_inputs = False
+    axes = Param('shape', (), doc='target axis order; empty reverses the axes')
+
+    def _axes(self, ndim):
+        if not self.axes:
+            return tuple(range(ndim - 1, -1, -1))
+        if len(self.axes) != ndim or sorted(self.axes) != list(range(ndim)):
+            raise ShapeError('transpose: axes %s is not a permutation of the %d axes of '
+                             'input %r' % (self.axes, ndim, 'data'))
+        return self.axes
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        d, o = in_shapes[0], _out(out_shapes)
+        if d is None and o is None:
+            return [None], [None], []
+        ax = self._axes(len(d if d is not None else o))
+        inv = [0] * len(ax)
+        for i, a in enumerate(ax):
+            inv[a] = i
+        if o is not None:
+            d = unify_shape(d, tuple(o[i] for i in inv), 'transpose input %r' % 'data')
+        return [d], [tuple(d[a] for a in ax)], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        return [xp.transpose(x, self._axes(x.ndim))]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        g = out_grads[0]
+        ax = self._axes(g.ndim)
+        inv = [0] * len(ax)
+        for i, a in enumerate(ax):
+            inv[a] = i
+        return [xp.transpose(g, inv)]
+
+
+@register
+class SwapAxis(_Layout):
+    """Interchange two axes."""
+
+    name = 'SwapAxis'
+    aliases = ('swapaxes',)
+    needs_inputs = False
+    dim1 = Param(int, 0, doc='the first axis to be swapped')
+    dim2 = Param(int, 0, doc='the second axis to be swapped')
+
+    def _perm(self, ndim):
+        a, b = _norm_axis(self.dim1, ndim, 'dim1'), _norm_axis(self.dim2, ndim, 'dim2')
+        p = list(range(ndim))
+        p[a], p[b] = p[b], p[a]
+        return p
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        d, o = in_shapes[0], _out(out_shapes)
+        if d is None and o is None:
+            return [None], [None], []
+        p = self._perm(len(d if d is not None else o))
+        if o is not None:
+            d = unify_shape(d, tuple(o[i] for i in p), 'SwapAxis input %r' % 'data')
+        return [d], [tuple(d[i] for i in p)], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        return [xp.transpose(x, self._perm(x.ndim))]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        g = out_grads[0]
+        return [xp.transpose(g, self._perm(g.ndim))]
+
+
+@register
+class ExpandDims(_Layout):
+    """Insert a new axis of length 1 at ``axis`` (range [-ndim-1, ndim])."""
+
+    name = 'expand_dims'
+    axis = Param(int, doc='position of the new axis')
+
+    def _axis(self, ndim):
+        return _norm_axis(self.axis, ndim + 1)
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        d, o = in_shapes[0], _out(out_shapes)
+        if d is None and o is not None:
+            a = _norm_axis(self.axis, len(o))
+            d = tuple(o[:a]) + tuple(o[a + 1:])
+        if d is None:
+            return [None], [None], []
+        a = self._axis(len(d))
+        return [d], [tuple(d[:a]) + (1,) + tuple(d[a:])], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        return [xp.expand_dims(x, self._axis(x.ndim))]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        return [out_grads[0].reshape(inputs[0].shape)]
+
+
+@register
+class Squeeze(_Layout):
+    """Remove axes of length 1 (all of them, or those in ``axis``); never returns ()."""
+
+    name = 'squeeze'
+    axis = Param('axis', None, doc='axes to remove; each must have length 1')
+
+    def out_shape(self, s):
+        if self.axis is None:
+            if any(d == 0 for d in s):
+                return None
+            out = tuple(d for d in s if d != 1)
+        else:
+            axes = self.axis if isinstance(self.axis, tuple) else (self.axis,)
+            axes = {_norm_axis(a, len(s)) for a in axes}
+            for a in axes:
+                if s[a] not in (1, 0):
+                    raise ShapeError('squeeze: axis %d of input %r has length %d, not 1'
+                                     % (a, 'data', s[a]))
+            out = tuple(d for i, d in enumerate(s) if i not in axes)
+        # MXNet keeps at least one dimension
+        return out or (1,)
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        return [x.reshape(self.out_shape(x.shape))]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        return [out_grads[0].reshape(inputs[0].shape)]
+
+
+@register
+class Tile(_Layout):
+    """Repeat the whole array ``reps`` times along each axis (NumPy's ``tile``)."""
+
+    name = 'tile'
+    reps = Param('shape', doc='repetitions per axis')
+
+    def _full(self, ndim):
+        n = max(ndim, len(self.reps))
+        return (1,) * (n - len(self.reps)) + tuple(self.reps), n - ndim
+
+    def out_shape(self, s):
+        reps, pad = self._full(len(s))
+        s = (1,) * pad + tuple(s)
+        return tuple(d * r for d, r in zip(s, reps))
+
+    def forward(self, xp, inputs, aux, is_train):
+        return [xp.tile(inputs[0], self._full(inputs[0].ndim)[0])]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        x = inputs[0]
+        reps, pad = self._full(x.ndim)
+        s = (1,) * pad + tuple(x.shape)
+        # view the gradient as (r0, s0, r1, s1, ...) and sum over the copies
+        inter = []
+        for r, d in zip(reps, s):
+            inter += [r, d]
+        g = out_grads[0].reshape(inter).sum(axis=tuple(range(0, 2 * len(s), 2)))
+        return [g.reshape(x.shape)]
+
+
+@register
+class Repeat(_Layout):
+    """Repeat each element ``repeats`` times along ``axis`` (flattened when None)."""
+
+    name = 'repeat'
+    repeats = Param(int, doc='repetitions of each element')
+    axis = Param(int, None, doc='axis to repeat along; None repeats the flattened array')
+
+    def out_shape(self, s):
+        if self.axis is None:
+            return (_size(s) * self.repeats,) if _known(s) else (0,)
+        a = _norm_axis(self.axis, len(s))
+        return tuple(s[:a]) + (s[a] * self.repeats,) + tuple(s[a + 1:])
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        if self.axis is None:
+            return [xp.repeat(x.reshape(-1), self.repeats)]
+        return [xp.repeat(x, self.repeats, axis=_norm_axis(self.axis, x.ndim))]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        x = inputs[0]
+        g = out_grads[0]
+        if self.axis is None:
+            return [g.reshape(-1, self.repeats).sum(axis=1).reshape(x.shape)]
+        a = _norm_axis(self.axis, x.ndim)
+        g = g.reshape(x.shape[:a] + (x.shape[a], self.repeats) + x.shape[a + 1:])
+        return [g.sum(axis=a + 1)]

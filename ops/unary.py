@@ -1,21 +1,30 @@
-"""Unary elementwise math: ``exp``, ``log``, ``sqrt``, ``relu``, ``sigmoid`` ...
+"""Unary elementwise operators: ``exp``, ``log``, ``sqrt``, ``relu``, ``clip``, ``Cast`` ...
 
 Each operator is one small class: the forward function and its derivative, written once
 for NumPy and CuPy through ``xp``. Backward uses the forward output where that is
 cheaper (``exp``, ``sigmoid``, ``tanh``), which the class declares for the planner.
+
+MXNet keeps the input dtype for every math function (``exp`` of an int32 array is int32),
+so results are cast back where the array function would promote (NumPy turns integers
+into float64 for transcendental functions). Non-differentiable functions (``sign``,
+``floor``, ``round``...) give a zero gradient, as MXNet does.
 """
-from symgraph.opdef import Operator, register
+from symgraph.opdef import Operator, Param, register, np_dtype
 
 
 class _Unary(Operator):
-    """y = f(x); subclasses give ``fn(xp, x)`` and ``grad(xp, x, y, dy)``."""
+    """y = f(x); subclasses give ``fn(xp, x)`` (or ``ufunc``) and ``grad(xp, x, y, dy)``."""
 
     needs_inputs = True
     needs_outputs = False
     inplace = ((0, 0),)
+    #: name of the ``xp`` function computing the forward, when there is one
+    ufunc = None
+    #: the ``xp`` function keeps integer dtypes (no cast back needed)
+    keeps_dtype = False
 
     def fn(self, xp, x):
-        raise NotImplementedError
+        return getattr(xp, self.ufunc)(x).astype(x.dtype, copy=False)
 
     def grad(self, xp, x, y, dy):
         raise NotImplementedError
@@ -24,22 +33,37 @@ class _Unary(Operator):
         return [self.fn(xp, inputs[0])]
 
     def fast_forward(self, xp, is_train):
+        if self.ufunc is not None and type(self).fn is _Unary.fn:
+            f = getattr(xp, self.ufunc)
+            if self.keeps_dtype:
+                return f
+            return lambda x: f(x).astype(x.dtype, copy=False)
         fn = self.fn
         return lambda x: fn(xp, x)
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        if not need[0]:
+            return [None]
         x = inputs[0] if inputs else None
         y = outputs[0] if outputs else None
         return [self.grad(xp, x, y, out_grads[0])]
 
 
+class _ZeroGrad(_Unary):
+    """A piecewise-constant function: MXNet gives it a zero gradient."""
+
+    needs_inputs = False
+    no_grad = True
+
+    def grad(self, xp, x, y, dy):
+        return xp.zeros_like(dy)
+
+
+# --- exponentials and powers ------------------------------------------------------
 @register
 class Exp(_Unary):
-    name = 'exp'
+    name, ufunc = 'exp', 'exp'
     needs_inputs, needs_outputs = False, True
-
-    def fn(self, xp, x):
-        return xp.exp(x)
 
     def grad(self, xp, x, y, dy):
         return dy * y
@@ -47,10 +71,312 @@ class Exp(_Unary):
 
 @register
 class Log(_Unary):
-    name = 'log'
-
-    def fn(self, xp, x):
-        return xp.log(x)
+    name, ufunc = 'log', 'log'
 
     def grad(self, xp, x, y, dy):
         return dy / x
+
+
+@register
+class Log1p(_Unary):
+    name, ufunc = 'log1p', 'log1p'
+
+    def grad(self, xp, x, y, dy):
+        return dy / (x + 1.0)
+
+
+@register
+class Expm1(_Unary):
+    name, ufunc = 'expm1', 'expm1'
+    needs_inputs, needs_outputs = False, True
+
+    def grad(self, xp, x, y, dy):
+        return dy * (y + 1.0)
+
+
+@register
+class Sqrt(_Unary):
+    name, ufunc = 'sqrt', 'sqrt'
+    needs_inputs, needs_outputs = False, True
+
+    def grad(self, xp, x, y, dy):
+        return dy * 0.5 / y
+
+
+@register
+class Rsqrt(_Unary):
+    """1 / sqrt(x); d/dx = -y**3 / 2."""
+
+    name = 'rsqrt'
+    needs_inputs, needs_outputs = False, True
+
+    def fn(self, xp, x):
+        return (1.0 / xp.sqrt(x)).astype(x.dtype, copy=False)
+
+    def grad(self, xp, x, y, dy):
+        return dy * (-0.5 * y * y * y)
+
+
+@register
+class Square(_Unary):
+    name, ufunc, keeps_dtype = 'square', 'square', True
+
+    def grad(self, xp, x, y, dy):
+        return dy * (2.0 * x)
+
+
+@register
+class Reciprocal(_Unary):
+    name, ufunc = 'reciprocal', 'reciprocal'
+    needs_inputs, needs_outputs = False, True
+
+    def fn(self, xp, x):
+        # xp.reciprocal is integer division for integer arrays; MXNet computes 1/x
+        return (1.0 / x).astype(x.dtype, copy=False)
+
+    def grad(self, xp, x, y, dy):
+        return -dy * y * y
+
+
+# --- sign and magnitude -------------------------------------------------------------
+@register
+class Negative(_Unary):
+    name, ufunc, keeps_dtype = 'negative', 'negative', True
+    needs_inputs = False
+
+    def grad(self, xp, x, y, dy):
+        return -dy
+
+
+@register
+class Abs(_Unary):
+    name, ufunc, keeps_dtype = 'abs', 'abs', True
+
+    def grad(self, xp, x, y, dy):
+        return dy * xp.sign(x)
+
+
+@register
+class Sign(_ZeroGrad):
+    name, ufunc, keeps_dtype = 'sign', 'sign', True
+
+
+@register
+class Floor(_ZeroGrad):
+    name, ufunc = 'floor', 'floor'
+
+
+@register
+class Ceil(_ZeroGrad):
+    name, ufunc = 'ceil', 'ceil'
+
+
+@register
+class Round(_ZeroGrad):
+    """Round half away from zero (MXNet), not half to even (NumPy's ``round``)."""
+
+    name = 'round'
+
+    def fn(self, xp, x):
+        t = xp.trunc(x)
+        # x - trunc(x) is exact in floating point, so the halfway test is exact too
+        return t + xp.where(xp.abs(x - t) >= 0.5, xp.sign(x), 0).astype(x.dtype, copy=False)
+
+
+@register
+class Rint(_ZeroGrad):
+    """MXNet's ``rint``: floor(x) + 1 when the fraction is above one half (2.5 -> 2)."""
+
+    name = 'rint'
+
+    def fn(self, xp, x):
+        f = xp.floor(x)
+        return f + (x - f > 0.5).astype(x.dtype)
+
+
+@register
+class Trunc(_ZeroGrad):
+    name, ufunc = 'trunc', 'trunc'
+
+
+@register
+class Fix(_ZeroGrad):
+    name, ufunc = 'fix', 'fix'
+
+
+# --- trigonometric ---------------------------------------------------------------------
+@register
+class Sin(_Unary):
+    name, ufunc = 'sin', 'sin'
+
+    def grad(self, xp, x, y, dy):
+        return dy * xp.cos(x)
+
+
+@register
+class Cos(_Unary):
+    name, ufunc = 'cos', 'cos'
+
+    def grad(self, xp, x, y, dy):
+        return -dy * xp.sin(x)
+
+
+@register
+class Tan(_Unary):
+    name, ufunc = 'tan', 'tan'
+    needs_inputs, needs_outputs = False, True
+
+    def grad(self, xp, x, y, dy):
+        return dy * (y * y + 1.0)
+
+
+@register
+class Arctan(_Unary):
+    name, ufunc = 'arctan', 'arctan'
+
+    def grad(self, xp, x, y, dy):
+        return dy / (x * x + 1.0)
+
+
+# --- activations -----------------------------------------------------------------------
+@register
+class Relu(_Unary):
+    name = 'relu'
+    needs_inputs, needs_outputs = False, True
+
+    def fn(self, xp, x):
+        return xp.maximum(x, 0)
+
+    def fast_forward(self, xp, is_train):
+        maximum = xp.maximum
+        return lambda x: maximum(x, 0)
+
+    def grad(self, xp, x, y, dy):
+        return dy * (y > 0)
+
+
+@register
+class Sigmoid(_Unary):
+    """1 / (1 + exp(-x)), evaluated through exp(-|x|) so that no exp overflows."""
+
+    name = 'sigmoid'
+    needs_inputs, needs_outputs = False, True
+
+    def fn(self, xp, x):
+        e = xp.exp(-xp.abs(x))
+        r = 1.0 / (e + 1.0)
+        return xp.where(x >= 0, r, e * r).astype(x.dtype, copy=False)
+
+    def grad(self, xp, x, y, dy):
+        return dy * y * (1.0 - y)
+
+
+@register
+class Tanh(_Unary):
+    name, ufunc = 'tanh', 'tanh'
+    needs_inputs, needs_outputs = False, True
+
+    def grad(self, xp, x, y, dy):
+        return dy * (1.0 - y * y)
+
+
+@register
+class Softsign(_Unary):
+    name = 'softsign'
+
+    def fn(self, xp, x):
+        return (x / (xp.abs(x) + 1.0)).astype(x.dtype, copy=False)
+
+    def grad(self, xp, x, y, dy):
+        d = xp.abs(x) + 1.0
+        return dy / (d * d)
+
+
+@register
+class Clip(_Unary):
+    """Clip to [a_min, a_max]; the gradient passes where a_min <= x <= a_max (MXNet)."""
+
+    name = 'clip'
+    a_min = Param(float, doc='Minimum value')
+    a_max = Param(float, doc='Maximum value')
+
+    def fn(self, xp, x):
+        return xp.clip(x, self.a_min, self.a_max).astype(x.dtype, copy=False)
+
+    def grad(self, xp, x, y, dy):
+        return dy * ((x >= self.a_min) & (x <= self.a_max))
+
+
+# --- copies, casts and constants -------------------------------------------------------
+@register
+class Copy(_Unary):
+    name, aliases = '_copy', ('identity',)
+    needs_inputs = False
+
+    def fn(self, xp, x):
+        return x.copy()
+
+    def grad(self, xp, x, y, dy):
+        return dy
+
+
+@register
+class BlockGrad(_ZeroGrad):
+    """Identity forward, zero gradient: stops back-propagation into its input."""
+
+    name, aliases = 'BlockGrad', ('stop_gradient',)
+
+    def fn(self, xp, x):
+        return x.copy()
+
+
+@register
+class ZerosLike(_ZeroGrad):
+    name = 'zeros_like'
+    inplace = ()
+
+    def fn(self, xp, x):
+        return xp.zeros_like(x)
+
+
+@register
+class OnesLike(_ZeroGrad):
+    name = 'ones_like'
+    inplace = ()
+
+    def fn(self, xp, x):
+        return xp.ones_like(x)
+
+
+@register
+class LogicalNot(_ZeroGrad):
+    """1 where x == 0 else 0, in the input's dtype."""
+
+    name = 'logical_not'
+
+    def fn(self, xp, x):
+        return (x == 0).astype(x.dtype)
+
+
+@register
+class Cast(_Unary):
+    """Cast to ``dtype``; the gradient is cast back to the input's dtype."""
+
+    name, aliases = 'Cast', ('cast',)
+    dtype = Param('dtype', doc='Output data type.',
+                  choices=[np_dtype(t) for t in ('float16', 'float32', 'float64', 'uint8',
+                                                 'int8', 'int32', 'int64', 'bool')])
+    inplace = ()
+
+    def fn(self, xp, x):
+        return x.astype(self.dtype)
+
+    def fast_forward(self, xp, is_train):
+        t = self.dtype
+        return lambda x: x.astype(t)
+
+    def infer_type(self, in_types):
+        return [in_types[0]], [self.dtype], []
+
+    def grad(self, xp, x, y, dy):
+        return dy.astype(x.dtype, copy=False)

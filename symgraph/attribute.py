@@ -11,21 +11,26 @@ PLAIN_KEYS = ('ctx_group', 'lr_mult', 'wd_mult', 'force_mirroring', 'mirror_stag
 
 
 def check_attrs(attrs):
-    """Validate user attributes and return them as MXNet stores them (strings)."""
+    """Validate user attributes and return them as MXNet stores them (strings).
+
+    ``__dunder__`` keys are kept as they are; the plain keys MXNet knows (``lr_mult``...)
+    are stored twice, as ``key`` and ``__key__``; other plain keys are kept once (an
+    operator node then rejects them as unknown parameters, as MXNet does).
+    """
     out = {}
     for k, v in (attrs or {}).items():
         if not isinstance(k, str):
             raise MXNetError('attribute names must be strings, got %r' % (k,))
-        if k.startswith('__') and k.endswith('__'):
-            out[k] = str(v)
-        elif k in PLAIN_KEYS:
-            out[k] = str(v)
+        out[k] = str(v)
+        if k in PLAIN_KEYS:
             out['__%s__' % k] = str(v)
-        else:
-            raise MXNetError('Attribute name=%s is not supported. Additional attributes '
-                             'must start and end with double underscores, e.g, '
-                             '__yourattr__ (or be one of %s)' % (k, list(PLAIN_KEYS)))
     return out
+
+
+def plain_keys(attrs):
+    """Attribute keys that are neither ``__dunder__`` nor one of MXNet's known plain keys."""
+    return [k for k in attrs if not (k.startswith('__') and k.endswith('__'))
+            and k not in PLAIN_KEYS]
 
 
 class AttrScope:

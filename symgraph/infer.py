@@ -71,7 +71,7 @@ class _Pass:
             raise self.err('%s: %s %s inferred as %s but %s was already known'
                            % (node.describe(), what, self.kind, self.fmt(value),
                               self.fmt(old))) from None
-        if new != old:
+        if old is None or new != old:   # (dtype('float64') == None is True)
             self.values[key] = new
             return True
         return False

@@ -28,14 +28,19 @@ Behaviours worth knowing (checked against MXNet 1.9.1):
 * A 0-d array is written as MXNet's legacy mode writes it (V2, ndim 0, followed by its data).
   MXNet 1.9.1 reads such a record back only under global np-shape semantics; its legacy-mode
   loader takes ndim 0 for "no array" and then fails; we read the data.
+* V3 records load whatever the caller's mode; MXNet loads them only under np-shape semantics.
+* The context a record names (e.g. gpu(1)) is ignored: arrays load onto the host.
+* Bytes after the names are ignored, as MXNet ignores them.
 * Sparse arrays, bfloat16 data (unless asked for) and uninitialised arrays are reported with the
-  array's name rather than loaded.
+  array's name rather than loaded. A truncated or corrupt record is reported by its index
+  (``array #3``): the names are stored after all the arrays.
 """
 from __future__ import annotations
 
 import io
 import mmap
 import os
+import stat
 import struct
 import sys
 
@@ -109,7 +114,7 @@ class _Reader:
         return vals if len(vals) > 1 else vals[0]
 
     def dims(self, ndim, fmt, what):
-        # ndim was checked against the remaining bytes by need(), so no huge allocation
+        # checked against the remaining bytes first: a corrupt ndim never allocates
         size = struct.calcsize(fmt)
         self.need(ndim * size, '%s (%d dims)' % (what, ndim))
         dims = struct.unpack_from('<%d%s' % (ndim, fmt), self.buf, self.pos)
@@ -166,20 +171,22 @@ def _read_data(r, flag, shape, bfloat16):
     for d in shape:
         count *= d
         extent *= max(d, 1)
+    start = r.take(count * itemsize, 'data of %s array of shape %s' % (name, shape))
     if extent > sys.maxsize:
-        r.fail('%s array of shape %s is too large to exist (%d bytes)' % (name, shape, extent))
-    nbytes = count * itemsize
-    start = r.take(nbytes, 'data of %s array of shape %s' % (name, shape))
+        # only a zero-size array gets here (its data fit): NumPy still cannot shape it
+        r.fail('%s array of shape %s cannot be made: its dimensions span %d bytes'
+               % (name, shape, extent))
     if flag == _BFLOAT16:
         if bfloat16 == 'error':
             return _Record(problem='has dtype bfloat16, which symgraph does not hold; '
                                    "load with bfloat16='float32' (exact widening) or "
                                    "bfloat16='raw' (the uint16 bit patterns)")
-        bits = np.frombuffer(r.buf, np.dtype('<u2'), count, start).astype(np.uint32)
+        bits = np.frombuffer(r.buf, np.dtype('<u2'), count, start)
         if bfloat16 == 'raw':
             return _Record(bits.astype(np.uint16).reshape(shape))
         # bfloat16 is the upper half of a float32
-        return _Record((bits << 16).view(np.float32).reshape(shape))
+        wide = bits.astype(np.uint32) << 16
+        return _Record(wide.view(np.float32).reshape(shape))
     dt = _FLAG_TO_DTYPE[flag]
     if count == 0:
         return _Record(np.empty(shape, dt.newbyteorder('=')))
@@ -192,7 +199,7 @@ def _read_dense_tail(r):
     return r.unpack('<i', 'type flag')
 
 
-def _read_v2(r, magic, bfloat16):
+def _read_v2(r, bfloat16):
     stype = r.unpack('<i', 'storage type')
     if stype not in _STORAGE:
         r.fail('unknown storage type %d (known: 0 default, 1 row_sparse, 2 csr)' % stype)
@@ -244,7 +251,7 @@ def _read_legacy(r, magic, bfloat16):
 def _read_record(r, bfloat16):
     magic = r.unpack('<I', 'record magic')
     if magic in (V2_MAGIC, V3_MAGIC):
-        return _read_v2(r, magic, bfloat16)
+        return _read_v2(r, bfloat16)
     return _read_legacy(r, magic, bfloat16)
 
 
@@ -366,9 +373,10 @@ def load_arrays(fname, bfloat16='error'):
         return loads_arrays(fname.read(), bfloat16, getattr(fname, 'name', '<file object>'))
     source = os.fspath(fname)
     with open(source, 'rb') as f:
-        size = os.fstat(f.fileno()).st_size
-        if size == 0:
-            return loads_arrays(b'', bfloat16, source)
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
+            # a pipe or device cannot be mapped (and reports size 0)
+            return loads_arrays(f.read(), bfloat16, source)
         # map the file rather than read it: each array is then copied once, straight out of
         # the page cache, and a large checkpoint does not sit in memory twice
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
@@ -449,8 +457,9 @@ def dumps_arrays(data, np_shape=False):
     Examples
     --------
     >>> import numpy as np
-    >>> len(dumps_arrays([np.zeros(3, np.float32)]))
-    80
+    >>> blob = dumps_arrays([np.zeros(3, np.float32)])
+    >>> len(blob)     # 24 list header + 32 record header + 12 data + 8 name count
+    76
     """
     buf = io.BytesIO()
     _write(buf, *_prepare(data, V3_MAGIC if np_shape else V2_MAGIC))

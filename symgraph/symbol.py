@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 
 from . import opdef
-from .attribute import AttrScope, check_attrs
+from .attribute import AttrScope, check_attrs, plain_keys
 from .base import MXNetError, user_location
 from .graph import Node, topo_order, aux_variable_ids, TYPE_CODE, parse_shape_attr, \
     dtype_from_attr
@@ -369,6 +369,9 @@ class Symbol:
         if name.startswith('_') or name not in _FLUENT:
             raise AttributeError(name)
         fn = _op_function(name)
+        if name == 'reshape':       # x.reshape((2, 3)) as well as x.reshape(shape=(2, 3))
+            return lambda *a, **k: fn(self, shape=a[0] if len(a) == 1 else a, **k) \
+                if a else fn(self, **k)
         return lambda *a, **k: fn(self, *a, **k)
 
     # attributes of MXNet's Symbol handled elsewhere
@@ -398,9 +401,9 @@ def Variable(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None
     if shape is not None:
         attrs['__shape__'] = str(tuple(shape))
     if lr_mult is not None:
-        attrs['__lr_mult__'] = str(lr_mult)
+        attrs['__lr_mult__'] = attrs['lr_mult'] = str(lr_mult)
     if wd_mult is not None:
-        attrs['__wd_mult__'] = str(wd_mult)
+        attrs['__wd_mult__'] = attrs['wd_mult'] = str(wd_mult)
     if dtype is not None:
         attrs['__dtype__'] = str(TYPE_CODE[np.dtype(dtype).name])
     if init is not None:
@@ -458,6 +461,11 @@ def _invoke(func_name, args, kwargs, hint=None):
     node_name = NameManager.current().get(name, hint)
     str_params = {k: opdef.Operator.format_value(v) for k, v in params.items()}
     attrs = AttrScope.current().get(check_attrs(attr))
+    bad = [k for k in plain_keys(attrs) if k not in cls._params]
+    if bad and not cls.free_params:
+        raise MXNetError('operator %s: unknown parameter %s given through attr/AttrScope; '
+                         'valid parameters are %s (other attributes must be __dunder__)'
+                         % (cls.name, bad, sorted(cls._params)))
     attrs.update(str_params)
     arg_names = op.list_arguments()
     in_names = arg_names + op.list_auxiliary_states()

@@ -124,6 +124,14 @@ def _differentiable(case, op, inputs):
     return list(case.grad)
 
 
+def _mask(flag, arrays):
+    if flag is True:
+        return list(arrays)
+    if not flag:
+        return [None] * len(arrays)
+    return [a if i in flag else None for i, a in enumerate(arrays)]
+
+
 def check_gradient(case):
     """float64 central differences of sum(w * outputs) against the operator's backward."""
     op = case.make_op()
@@ -141,7 +149,12 @@ def check_gradient(case):
     else:
         out_grads = w + [None] * (len(outs) - nvis)
     need = [i in idx for i in range(n)]
-    grads = op.backward(np, out_grads, inputs[:n], outs, aux, need)
+    # backward sees only the forward arrays the operator declares (as in the executor)
+    bw_in = _mask(op.needs_inputs, inputs[:n])
+    bw_out = _mask(op.needs_outputs, outs)
+    bw_out[nvis:] = outs[nvis:]
+    grads = op.backward(np, out_grads, bw_in, bw_out, aux, need)
+    assert len(grads) == n, 'backward must return one entry per argument'
     if case.grad_ref is not None:
         expected = case.grad_ref(inputs, outs, out_grads)
         for i in idx:

@@ -1,0 +1,229 @@
+"""Index-driven operators: ``take``, ``Embedding``, ``one_hot``, ``where``.
+
+Indices arrive as floating-point arrays (MXNet's default dtype) and are truncated toward
+zero, as MXNet's integer cast does. Gathers scatter their gradient back with accumulation
+over repeated indices (:func:`scatter_add`); index inputs get a zero gradient, as in MXNet.
+"""
+import numpy as np
+
+from symgraph.base import MXNetError
+from symgraph.opdef import (Operator, Param, ShapeError, TypeInferenceError, register,
+                            unify_shape)
+
+
+def scatter_add(xp, target, index, values):
+    """``target[index] += values`` accumulating repeated indices, for NumPy and CuPy.
+
+    NumPy and CuPy >= 13 have ``xp.add.at``; older CuPy has ``ndarray.scatter_add``.
+    """
+    at = getattr(xp.add, 'at', None)
+    if at is not None:
+        at(target, index, values)
+    else:
+        target.scatter_add(index, values)
+    return target
+
+
+def _as_index(xp, idx):
+    return idx if idx.dtype.kind in 'iu' else idx.astype(np.int64)
+
+
+def _norm_axis(axis, ndim):
+    a = axis + ndim if axis < 0 else axis
+    if not 0 <= a < ndim:
+        raise ShapeError('axis %d is out of range for an array of %d dimensions'
+                         % (axis, ndim))
+    return a
+
+
+@register
+class Take(Operator):
+    """Gather slices of ``a`` along ``axis`` at ``indices``."""
+
+    name = 'take'
+    axis = Param(int, 0, doc='the axis of `a` to index')
+    mode = Param(str, 'clip', doc='out-of-range indices: clip, wrap or raise',
+                 choices=('clip', 'raise', 'wrap'))
+
+    def list_arguments(self):
+        return ['a', 'indices']
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        a, idx = in_shapes[:2]
+        if a is None or idx is None:
+            return [a, idx], [None], []
+        ax = _norm_axis(self.axis, len(a))
+        return [a, idx], [tuple(a[:ax]) + tuple(idx) + tuple(a[ax + 1:])], []
+
+    def infer_type(self, in_types):
+        return [in_types[0], in_types[1]], [in_types[0]], []
+
+    def _index(self, xp, idx, n):
+        i = _as_index(xp, idx)
+        if self.mode == 'clip':
+            return xp.clip(i, 0, n - 1)
+        if self.mode == 'wrap':
+            return xp.mod(i, n)
+        if bool(((i < 0) | (i >= n)).any()):
+            raise MXNetError('take: index out of range for axis of length %d (mode=raise)'
+                             % n)
+        return i
+
+    def forward(self, xp, inputs, aux, is_train):
+        a, idx = inputs
+        ax = _norm_axis(self.axis, a.ndim)
+        return [xp.take(a, self._index(xp, idx, a.shape[ax]), axis=ax)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        a, idx = inputs
+        grads = [None, xp.zeros_like(idx) if need[1] else None]
+        if need[0]:
+            ax = _norm_axis(self.axis, a.ndim)
+            i = self._index(xp, idx, a.shape[ax]).reshape(-1)
+            # bring the indexed axis first so that one scatter covers every index
+            g = out_grads[0].reshape(a.shape[:ax] + (i.size,) + a.shape[ax + 1:])
+            g = xp.moveaxis(g, ax, 0)
+            ga = xp.zeros((a.shape[ax],) + a.shape[:ax] + a.shape[ax + 1:], dtype=g.dtype)
+            scatter_add(xp, ga, i, g)
+            grads[0] = xp.ascontiguousarray(xp.moveaxis(ga, 0, ax))
+        return grads
+
+
+@register
+class Embedding(Operator):
+    """Look up rows of ``weight`` (input_dim, output_dim) at integer-valued ``data``."""
+
+    name = 'Embedding'
+    input_dim = Param(int, doc='vocabulary size')
+    output_dim = Param(int, doc='embedding size')
+    dtype = Param('dtype', np.dtype('float32'), doc='dtype of weight and output')
+    sparse_grad = Param(bool, False, doc='row-sparse gradient (computed dense here)')
+
+    def list_arguments(self):
+        return ['data', 'weight']
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        d, w = in_shapes[:2]
+        want = (self.input_dim, self.output_dim)
+        try:
+            w = unify_shape(w, want)
+        except ShapeError:
+            raise ShapeError('Embedding: argument %r has shape %s but (input_dim, output_dim) '
+                             '= %s' % ('weight', tuple(w), want)) from None
+        out = None if d is None else tuple(d) + (self.output_dim,)
+        return [d, w], [out], []
+
+    def infer_type(self, in_types):
+        t = np.dtype(self.dtype)
+        if in_types[1] is not None and np.dtype(in_types[1]) != t:
+            raise TypeInferenceError('Embedding: weight has type %s but dtype=%s'
+                             % (np.dtype(in_types[1]).name, t.name))
+        return [in_types[0], t], [t], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        d, w = inputs
+        # MXNet clips out-of-range indices to the table
+        i = xp.clip(_as_index(xp, d), 0, self.input_dim - 1)
+        return [xp.take(w, i, axis=0)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        d, w = inputs
+        grads = [xp.zeros_like(d) if need[0] else None, None]
+        if need[1]:
+            i = xp.clip(_as_index(xp, d), 0, self.input_dim - 1).reshape(-1)
+            gw = xp.zeros(w.shape, dtype=out_grads[0].dtype)
+            grads[1] = scatter_add(xp, gw, i, out_grads[0].reshape(-1, self.output_dim))
+        return grads
+
+
+@register
+class OneHot(Operator):
+    """``out[..., k] = on_value if indices[...] == k else off_value`` (k < depth)."""
+
+    name = 'one_hot'
+    depth = Param(int, doc='length of the one-hot axis')
+    on_value = Param(float, 1.0, doc='value at the index')
+    off_value = Param(float, 0.0, doc='value elsewhere')
+    dtype = Param('dtype', np.dtype('float32'), doc='dtype of the output')
+    no_grad = True
+
+    def list_arguments(self):
+        return ['indices']
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        d = in_shapes[0]
+        return [d], [None if d is None else tuple(d) + (self.depth,)], []
+
+    def infer_type(self, in_types):
+        return [in_types[0]], [np.dtype(self.dtype)], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        i = _as_index(xp, inputs[0])
+        # out-of-range indices (negative too) match no position: a row of off_value
+        hit = i[..., None] == xp.arange(self.depth)
+        dt = np.dtype(self.dtype)
+        return [xp.where(hit, dt.type(self.on_value), dt.type(self.off_value)).astype(dt)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        return [xp.zeros_like(inputs[0]) if need[0] else None]
+
+
+@register
+class Where(Operator):
+    """``x`` where ``condition`` is non-zero, else ``y``.
+
+    ``condition`` has the shape of ``x`` or is 1-D over the first axis of ``x``.
+    """
+
+    name = 'where'
+
+    def list_arguments(self):
+        return ['condition', 'x', 'y']
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        c, x, y = in_shapes[:3]
+        try:
+            s = unify_shape(x, y)
+        except ShapeError:
+            raise ShapeError('where: %r has shape %s but %r has %s'
+                             % ('x', tuple(x), 'y', tuple(y))) from None
+        if c is not None and s is not None:
+            if len(c) == 1 and len(s) > 1:
+                if c[0] and s[0] and c[0] != s[0]:
+                    raise ShapeError('where: 1-D %r has length %d but %r has shape %s'
+                                     % ('condition', c[0], 'x', s))
+            else:
+                try:
+                    s = unify_shape(s, c)
+                except ShapeError:
+                    raise ShapeError('where: %r has shape %s but %r has %s'
+                                     % ('condition', tuple(c), 'x', s)) from None
+                c = s
+        return [c, s, s], [s], []
+
+    def infer_type(self, in_types):
+        c, x, y = in_types[:3]
+        if x is not None and y is not None and np.dtype(x) != np.dtype(y):
+            raise TypeInferenceError('where: %r has type %s but %r has %s'
+                             % ('x', np.dtype(x).name, 'y', np.dtype(y).name))
+        t = x if x is not None else y
+        return [c, t, t], [t], []
+
+    def _mask(self, xp, c, x):
+        m = c != 0
+        if m.ndim != x.ndim:
+            m = m.reshape(m.shape + (1,) * (x.ndim - m.ndim))
+        return m
+
+    def forward(self, xp, inputs, aux, is_train):
+        c, x, y = inputs
+        return [xp.where(self._mask(xp, c, x), x, y)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        c, x, _ = inputs
+        g = out_grads[0]
+        m = self._mask(xp, c, x)
+        zero = xp.zeros((), dtype=g.dtype)
+        return [xp.zeros_like(c) if need[0] else None,
+                xp.where(m, g, zero) if need[1] else None,
+                xp.where(m, zero, g) if need[2] else None]

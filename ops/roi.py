@@ -1,0 +1,145 @@
+"""Region-of-interest pooling: ``ROIPooling`` (max) and ``_contrib_ROIAlign`` (bilinear).
+
+``rois`` is (R, 5): batch index, x1, y1, x2, y2 in image coordinates, scaled onto the
+feature map by ``spatial_scale``. Both operators gather every sample of every bin at once
+(in chunks of ROIs that bound the temporary memory) and scatter the gradient back with
+``bincount``; the ROIs get a zero gradient, as in MXNet.
+"""
+import numpy as np
+
+from symgraph.opdef import MXNetError, Operator, Param, ShapeError, register, same_type
+
+_CHUNK_ELEMENTS = 1 << 24       # temporaries per chunk of ROIs
+
+
+def _chunks(n_rois, per_roi):
+    step = max(1, _CHUNK_ELEMENTS // max(1, per_roi))
+    return [slice(s, min(n_rois, s + step)) for s in range(0, n_rois, step)]
+
+
+def _c_round(xp, v):
+    """C ``round``: halves away from zero (NumPy rounds them to even)."""
+    return xp.sign(v) * xp.floor(xp.abs(v) + 0.5)
+
+
+def _roi_shapes(op, in_shapes, out_channels):
+    data, rois = in_shapes
+    if data is not None and len(data) != 4:
+        raise ShapeError('%s data must be 4-D (N, C, H, W), got %s' % (op.name, tuple(data)))
+    if rois is not None and (len(rois) != 2 or rois[1] not in (0, 5)):
+        raise ShapeError('%s rois must be (R, 5), got %s' % (op.name, tuple(rois)))
+    if data is None or rois is None:
+        return [data, rois], [None, None], []
+    out = (rois[0], out_channels(data[1])) + tuple(op.pooled_size)
+    return [data, rois], [out, out], []
+
+
+def _scatter_add(xp, shape, index, weights, dtype):
+    """Dense gradient of shape ``shape`` from flat ``index`` and ``weights``."""
+    size = int(np.prod(shape))
+    g = xp.bincount(index.reshape(-1), weights=weights.reshape(-1), minlength=size)
+    return g[:size].astype(dtype, copy=False).reshape(shape)
+
+
+class _ROIBase(Operator):
+    needs_inputs = True
+    needs_outputs = True
+
+    def check(self):
+        if self.pooled_size is None or len(self.pooled_size) != 2 or min(self.pooled_size) < 1:
+            raise MXNetError('%s: pooled_size must be two positive ints, got %r'
+                             % (self.name, self.pooled_size))
+
+    def list_arguments(self):
+        return ['data', 'rois']
+
+    def num_visible_outputs(self):
+        return 1
+
+    def infer_type(self, in_types):
+        t = same_type(self, in_types)
+        return [t, t], [t, t], []
+
+
+@register
+class ROIPooling(_ROIBase):
+    """Max pooling of each ROI into a ``pooled_size`` grid of bins (Fast R-CNN)."""
+
+    name = 'ROIPooling'
+    aliases = ('_npx_roi_pooling',)
+    pooled_size = Param('shape', doc='(height, width) of the output')
+    spatial_scale = Param(float, doc='feature-map size / image size')
+
+    def list_outputs(self):
+        return ['output', 'maxidx']
+
+    def infer_shape(self, in_shapes):
+        return _roi_shapes(self, in_shapes, lambda c: c)
+
+    def _bins(self, xp, rois, size, axis, dtype):
+        """Clipped [start, end) of every bin along one axis, shape (R, P)."""
+        scale = float(np.float32(self.spatial_scale))
+        lo = _c_round(xp, rois[:, 1 + axis] * scale).astype(np.int64)
+        hi = _c_round(xp, rois[:, 3 + axis] * scale).astype(np.int64)
+        p = self.pooled_size[1 - axis]
+        length = xp.maximum(hi - lo + 1, 1).astype(dtype)
+        binsz = length / dtype.type(p)
+        k = xp.arange(p, dtype=dtype)
+        start = xp.floor(k * binsz[:, None]).astype(np.int64) + lo[:, None]
+        end = xp.ceil((k + 1) * binsz[:, None]).astype(np.int64) + lo[:, None]
+        return xp.clip(start, 0, size), xp.clip(end, 0, size)
+
+    def forward(self, xp, inputs, aux, is_train):
+        data, rois = inputs
+        n, c, h, w = data.shape
+        ph, pw = self.pooled_size
+        r = rois.shape[0]
+        out = xp.zeros((r, c, ph, pw), data.dtype)
+        idx = xp.full((r, c, ph, pw), -1, np.int64)
+        if r == 0:
+            return [out, idx.astype(data.dtype)]
+        hs, he = self._bins(xp, rois, h, 1, data.dtype)
+        ws, we = self._bins(xp, rois, w, 0, data.dtype)
+        kh = max(1, int((he - hs).max()))
+        kw = max(1, int((we - ws).max()))
+        batch = rois[:, 0].astype(np.int64)
+        good = (batch >= 0) & (batch < n)
+        flat_data = data.reshape(-1)
+        for sl in _chunks(r, c * ph * pw * kh * kw):
+            yy = hs[sl, :, None] + xp.arange(kh)                        # (r, ph, kh)
+            xx = ws[sl, :, None] + xp.arange(kw)                        # (r, pw, kw)
+            vy = yy < he[sl, :, None]
+            vx = xx < we[sl, :, None]
+            pos = (xp.minimum(yy, h - 1)[:, :, None, :, None] * w
+                   + xp.minimum(xx, w - 1)[:, None, :, None, :])        # (r, ph, pw, kh, kw)
+            valid = vy[:, :, None, :, None] & vx[:, None, :, None, :]
+            valid = valid & good[sl, None, None, None, None]
+            base = (xp.clip(batch[sl], 0, n - 1)[:, None] * c + xp.arange(c)) * (h * w)
+            pos = pos.reshape(pos.shape[:3] + (kh * kw,))
+            valid = valid.reshape(pos.shape)
+            vals = flat_data[base[:, :, None, None, None] + pos[:, None]]  # (r,c,ph,pw,k)
+            vals = xp.where(valid[:, None], vals, -xp.inf)
+            # argmax takes the first maximum in row-major order, as MXNet's strict '>'
+            am = xp.argmax(vals, axis=-1)
+            best = xp.take_along_axis(vals, am[..., None], axis=-1)[..., 0]
+            hit = valid.any(axis=-1)[:, None]
+            out[sl] = xp.where(hit, best, 0)
+            where = xp.take_along_axis(xp.broadcast_to(pos[:, None], vals.shape),
+                                       am[..., None], axis=-1)[..., 0]
+            idx[sl] = xp.where(hit, where, -1)
+        return [out, idx.astype(data.dtype)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        data, rois = inputs
+        n, c, h, w = data.shape
+        dx = drois = None
+        if need[0]:
+            idx = outputs[1].astype(np.int64)
+            batch = xp.clip(rois[:, 0].astype(np.int64), 0, n - 1)
+            base = (batch[:, None] * c + xp.arange(c)) * (h * w)
+            flat = base[:, :, None, None] + xp.maximum(idx, 0)
+            dx = _scatter_add(xp, data.shape, flat, xp.where(idx >= 0, out_grads[0], 0),
+                              data.dtype)
+        if need[1]:
+            drois = xp.zeros_like(rois)
+        return [dx, drois]

@@ -1,0 +1,299 @@
+"""Joining and slicing: ``Concat``, ``stack``, ``SliceChannel``, ``slice``, ``slice_axis``.
+
+``Concat`` and ``stack`` take a variable number of inputs named ``arg0 ... argN-1``; their
+``num_args`` parameter is MXNet's ``key_var_num_args`` (the symbol front end sets it from
+the number of positional inputs). ``SliceChannel`` has one output per piece, named
+``output0 ... outputN-1``.
+"""
+import ast
+import functools
+
+from symgraph.opdef import Operator, Param, ShapeError, register, unify_shape
+
+
+def _norm_axis(axis, ndim, what='axis'):
+    a = axis + ndim if axis < 0 else axis
+    if not 0 <= a < ndim:
+        raise ShapeError('%s %d is out of range for an array of %d dimensions'
+                         % (what, axis, ndim))
+    return a
+
+
+class _VarArgs(Operator):
+    """Operators whose inputs are ``arg0 ... arg{num_args-1}``."""
+
+    key_var_num_args = 'num_args'
+    needs_inputs = False
+
+    def check(self):
+        if self.num_args < 1:
+            raise ValueError('%s: num_args must be at least 1' % self.name)
+
+    def list_arguments(self):
+        return ['arg%d' % i for i in range(self.num_args)]
+
+
+@register
+class Concat(_VarArgs):
+    """Join arrays along an existing axis ``dim``."""
+
+    name = 'Concat'
+    aliases = ('concat',)
+    num_args = Param(int, doc='number of inputs to concatenate')
+    needs_inputs = True  # backward needs the inputs' sizes along dim
+    dim = Param(int, 1, doc='the axis to concatenate along')
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        names = self.list_arguments()
+        shapes = list(in_shapes[:self.num_args])
+        out = out_shapes[0] if out_shapes else None
+        ref = next((s for s in shapes + [out] if s is not None), None)
+        if ref is None:
+            return shapes, [None], []
+        nd = len(ref)
+        ax = _norm_axis(self.dim, nd, 'dim')
+        # the dimensions other than `dim` agree across inputs and output
+        common = tuple(0 if i == ax else d for i, d in enumerate(ref))
+        for i, s in enumerate(shapes + [out]):
+            if s is None:
+                continue
+            masked = tuple(0 if j == ax else d for j, d in enumerate(s))
+            try:
+                common = unify_shape(common, masked)
+            except ShapeError:
+                what = names[i] if i < len(names) else 'output'
+                raise ShapeError('Concat: input %r has shape %s, incompatible with %s '
+                                 '(all dimensions but dim=%d must agree)'
+                                 % (what, tuple(s), common, ax)) from None
+        for i, s in enumerate(shapes):
+            shapes[i] = common[:ax] + ((s[ax],) if s is not None else (0,)) + common[ax + 1:]
+        sizes = [s[ax] for s in shapes]
+        total = sum(sizes) if all(sizes) else 0
+        if out is not None and out[ax]:
+            if total and total != out[ax]:
+                raise ShapeError('Concat: inputs sum to %d along dim %d but the output has %d'
+                                 % (total, ax, out[ax]))
+            unknown = [i for i, d in enumerate(sizes) if d == 0]
+            if len(unknown) == 1:
+                i = unknown[0]
+                s = list(shapes[i])
+                s[ax] = out[ax] - sum(sizes)
+                if s[ax] <= 0:
+                    raise ShapeError('Concat: output has %d along dim %d, the other inputs '
+                                     'already %d' % (out[ax], ax, sum(sizes)))
+                shapes[i] = tuple(s)
+                total = out[ax]
+        return shapes, [common[:ax] + (total,) + common[ax + 1:]], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        return [xp.concatenate(inputs, axis=_norm_axis(self.dim, inputs[0].ndim))]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        g = out_grads[0]
+        ax = _norm_axis(self.dim, g.ndim)
+        return _split_sizes(g, ax, [x.shape[ax] for x in inputs], need)
+
+
+def _split_sizes(g, axis, sizes, need):
+    """Slices of ``g`` along ``axis`` of the given sizes (None where not needed)."""
+    out, start = [], 0
+    for size, n in zip(sizes, need):
+        idx = [slice(None)] * g.ndim
+        idx[axis] = slice(start, start + size)
+        out.append(g[tuple(idx)] if n else None)
+        start += size
+    return out
+
+
+@register
+class Stack(_VarArgs):
+    """Join arrays of equal shape along a new axis."""
+
+    name = 'stack'
+    num_args = Param(int, doc='number of inputs to stack')
+    axis = Param(int, 0, doc='position of the new axis in the result')
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        names = self.list_arguments()
+        shapes = list(in_shapes[:self.num_args])
+        s = None
+        for i, t in enumerate(shapes):
+            try:
+                s = unify_shape(s, t)
+            except ShapeError:
+                raise ShapeError('stack: input %r has shape %s but %s was expected from the '
+                                 'other inputs' % (names[i], tuple(t), s)) from None
+        if s is None:
+            return shapes, [None], []
+        ax = _norm_axis(self.axis, len(s) + 1)
+        return [s] * self.num_args, [s[:ax] + (self.num_args,) + s[ax:]], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        return [xp.stack(inputs, axis=_norm_axis(self.axis, inputs[0].ndim + 1))]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        g = out_grads[0]
+        ax = _norm_axis(self.axis, g.ndim)
+        return [xp.take(g, i, axis=ax) if n else None for i, n in enumerate(need)]
+
+
+@register
+class SliceChannel(Operator):
+    """Split an array into ``num_outputs`` equal pieces along ``axis``."""
+
+    name = 'SliceChannel'
+    aliases = ('split',)
+    num_outputs = Param(int, doc='number of pieces; must divide the axis length')
+    axis = Param(int, 1, doc='the axis to split')
+    squeeze_axis = Param(bool, False, doc='remove the split axis (its pieces have length 1)')
+    needs_inputs = False
+
+    def list_outputs(self):
+        return ['output%d' % i for i in range(self.num_outputs)]
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        d = in_shapes[0]
+        n = self.num_outputs
+        if d is None:
+            return [None], [None] * n, []
+        ax = _norm_axis(self.axis, len(d))
+        if d[ax] and d[ax] % n:
+            raise ShapeError('SliceChannel: num_outputs=%d does not divide length %d of '
+                             'axis %d of input %r %s' % (n, d[ax], ax, 'data', tuple(d)))
+        if self.squeeze_axis:
+            if d[ax] and d[ax] != n:
+                raise ShapeError('SliceChannel: squeeze_axis needs input %r to have length '
+                                 '%d on axis %d, got %s' % ('data', n, ax, tuple(d)))
+            piece = tuple(d[:ax]) + tuple(d[ax + 1:])
+        else:
+            piece = tuple(d[:ax]) + (d[ax] // n,) + tuple(d[ax + 1:])
+        return [d], [piece] * n, []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        ax = _norm_axis(self.axis, x.ndim)
+        parts = xp.split(x, self.num_outputs, axis=ax)
+        if self.squeeze_axis:
+            parts = [p.reshape(p.shape[:ax] + p.shape[ax + 1:]) for p in parts]
+        return list(parts)
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        ref = next(g for g in out_grads if g is not None)
+        ax = _norm_axis(self.axis, ref.ndim + (1 if self.squeeze_axis else 0))
+        grads = [xp.zeros_like(ref) if g is None else g for g in out_grads]
+        if self.squeeze_axis:
+            return [xp.stack(grads, axis=ax)]
+        return [xp.concatenate(grads, axis=ax)]
+
+
+@functools.lru_cache(maxsize=None)
+def _opt_tuple(text):
+    """Parse '(1, None, -2)' into a tuple of ints and Nones."""
+    v = ast.literal_eval(text) if text.strip() not in ('', 'None') else ()
+    if isinstance(v, (int, type(None))):
+        v = (v,)
+    return tuple(None if e is None else int(e) for e in v)
+
+
+def _slices(begin, end, step, shape):
+    """Python slices from MXNet's begin/end/step (None entries allowed, step may be short)."""
+    if len(begin) != len(end):
+        raise ShapeError('slice: begin %s and end %s have different lengths' % (begin, end))
+    if len(begin) > len(shape):
+        raise ShapeError('slice: begin %s has more entries than input %r has dims %s'
+                         % (begin, 'data', tuple(shape)))
+    if step and len(step) != len(begin):
+        raise ShapeError('slice: step %s must have the length of begin %s' % (step, begin))
+    out = []
+    for i, (b, e) in enumerate(zip(begin, end)):
+        s = step[i] if step and step[i] is not None else 1
+        if s == 0:
+            raise ShapeError('slice: step cannot be 0')
+        out.append(slice(b, e, s))
+    return tuple(out)
+
+
+def _sliced_len(sl, n):
+    return len(range(*sl.indices(n))) if n else 0
+
+
+@register
+class Slice(Operator):
+    """Basic slicing ``data[b0:e0:s0, b1:e1:s1, ...]``; None entries take the default."""
+
+    name = 'slice'
+    aliases = ('crop',)
+    begin = Param(str, doc='start indices, e.g. (0, None); negative counts from the end')
+    end = Param(str, doc='end indices (exclusive), e.g. (2, None)')
+    step = Param(str, '()', doc='steps, default 1; negative steps walk backwards')
+    needs_inputs = True
+
+    def _sl(self, shape):
+        return _slices(_opt_tuple(self.begin), _opt_tuple(self.end), _opt_tuple(self.step),
+                       shape)
+
+    def check(self):
+        for p in ('begin', 'end', 'step'):
+            try:
+                _opt_tuple(getattr(self, p))
+            except (ValueError, SyntaxError, TypeError):
+                raise ValueError('slice: cannot parse %s=%r' % (p, getattr(self, p))) from None
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        d = in_shapes[0]
+        if d is None:
+            return [None], [None], []
+        sl = self._sl(d)
+        out = tuple(_sliced_len(s, n) for s, n in zip(sl, d)) + tuple(d[len(sl):])
+        if any(x == 0 for x, n in zip(out, d) if n):
+            raise ShapeError('slice: begin=%s end=%s step=%s gives an empty slice of input %r '
+                             '%s' % (self.begin, self.end, self.step, 'data', tuple(d)))
+        return [d], [out], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        return [xp.ascontiguousarray(x[self._sl(x.shape)])]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        x = inputs[0]
+        g = xp.zeros(x.shape, dtype=out_grads[0].dtype)
+        g[self._sl(x.shape)] = out_grads[0]
+        return [g]
+
+
+@register
+class SliceAxis(Operator):
+    """Slice along one axis: ``data[..., begin:end, ...]``."""
+
+    name = 'slice_axis'
+    axis = Param(int, doc='the axis to slice; negative counts from the end')
+    begin = Param(int, doc='start index; negative counts from the end')
+    end = Param(int, doc='end index (exclusive) or None for the end of the axis')
+    needs_inputs = True
+
+    def _sl(self, ndim):
+        ax = _norm_axis(self.axis, ndim)
+        idx = [slice(None)] * ndim
+        idx[ax] = slice(self.begin, self.end)
+        return ax, tuple(idx)
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        d = in_shapes[0]
+        if d is None:
+            return [None], [None], []
+        ax, idx = self._sl(len(d))
+        n = _sliced_len(idx[ax], d[ax])
+        if d[ax] and n == 0:
+            raise ShapeError('slice_axis: begin=%s end=%s is empty on axis %d of input %r %s'
+                             % (self.begin, self.end, ax, 'data', tuple(d)))
+        return [d], [tuple(d[:ax]) + (n,) + tuple(d[ax + 1:])], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        return [xp.ascontiguousarray(x[self._sl(x.ndim)[1]])]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        x = inputs[0]
+        g = xp.zeros(x.shape, dtype=out_grads[0].dtype)
+        g[self._sl(x.ndim)[1]] = out_grads[0]
+        return [g]

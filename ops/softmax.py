@@ -1,0 +1,163 @@
+"""Softmax family: ``softmax``, ``log_softmax``, ``SoftmaxActivation``.
+
+The loss head ``SoftmaxOutput`` is in :mod:`symgraph.ops.loss`.
+"""
+import numpy as np
+
+from symgraph.opdef import Operator, Param, ShapeError, register
+
+
+def softmax(xp, x, axis):
+    """Numerically stable softmax along ``axis``."""
+    e = xp.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def log_softmax(xp, x, axis):
+    """Numerically stable log-softmax along ``axis``."""
+    s = x - x.max(axis=axis, keepdims=True)
+    return s - xp.log(xp.exp(s).sum(axis=axis, keepdims=True))
+
+
+def _norm_axis(axis, ndim):
+    a = axis + ndim if axis < 0 else axis
+    if not 0 <= a < ndim:
+        raise ShapeError('axis %d is out of range for an array of %d dimensions'
+                         % (axis, ndim))
+    return a
+
+
+class _SoftmaxBase(Operator):
+    axis = Param(int, -1, doc='the axis to normalise over')
+    temperature = Param(float, None, doc='divide the input by this before normalising')
+    dtype = Param('dtype', None, doc='output dtype (default: the input dtype)')
+    use_length = Param(bool, False, doc='mask positions at or beyond `length` along axis')
+    needs_inputs = False
+    needs_outputs = True
+
+    def check(self):
+        if self.dtype is not None and np.dtype(self.dtype).name not in (
+                'float16', 'float32', 'float64'):
+            raise ValueError('%s: dtype must be float16, float32 or float64' % self.name)
+
+    def infer_type(self, in_types):
+        t = in_types[0]
+        out = np.dtype(self.dtype) if self.dtype is not None else t
+        return list(in_types[:len(self.list_arguments())]), [out], []
+
+    def _scaled(self, x, dtype):
+        x = x.astype(dtype, copy=False)
+        if self.temperature is not None and self.temperature != 1.0:
+            x = x / dtype.type(self.temperature)
+        return x
+
+    def _scale_grad(self, d, x):
+        if self.temperature is not None and self.temperature != 1.0:
+            d = d / self.temperature
+        return d.astype(x.dtype, copy=False)
+
+
+@register
+class Softmax(_SoftmaxBase):
+    """``exp(x / T) / sum(exp(x / T), axis)``; with ``use_length`` only the first
+    ``length`` positions along ``axis`` take part and the others are 0.
+    """
+
+    name = 'softmax'
+    needs_inputs = True
+
+    def list_arguments(self):
+        return ['data', 'length'] if self.use_length else ['data']
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        d = in_shapes[0]
+        if not self.use_length:
+            return [d], [d], []
+        ln = in_shapes[1]
+        if d is not None:
+            ax = _norm_axis(self.axis, len(d))
+            want = tuple(d[:ax]) + tuple(d[ax + 1:])
+            if ln is not None and (len(ln) != len(want) or any(
+                    a and b and a != b for a, b in zip(ln, want))):
+                raise ShapeError('softmax: argument %r has shape %s, expected %s for data %s'
+                                 % ('length', tuple(ln), want, tuple(d)))
+            ln = want
+        return [d, ln], [d], []
+
+    def _mask(self, xp, length, x, ax):
+        pos = xp.arange(x.shape[ax]).reshape((-1,) + (1,) * (x.ndim - ax - 1))
+        return pos < xp.expand_dims(length, ax)
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        dt = np.dtype(self.dtype) if self.dtype is not None else x.dtype
+        ax = _norm_axis(self.axis, x.ndim)
+        z = self._scaled(x, dt)
+        if not self.use_length:
+            return [softmax(xp, z, ax)]
+        m = self._mask(xp, inputs[1], x, ax)
+        z = xp.where(m, z, dt.type(-np.inf))
+        e = xp.where(m, xp.exp(z - z.max(axis=ax, keepdims=True)), dt.type(0))
+        s = e.sum(axis=ax, keepdims=True)
+        # a row of length 0 is all zeros, not NaN
+        return [e / xp.where(s > 0, s, dt.type(1))]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        y = outputs[0]
+        g = out_grads[0].astype(y.dtype, copy=False)
+        ax = _norm_axis(self.axis, y.ndim)
+        d = y * (g - (g * y).sum(axis=ax, keepdims=True))
+        grads = [self._scale_grad(d, inputs[0]) if need[0] else None]
+        if self.use_length:
+            grads.append(xp.zeros_like(inputs[1]) if need[1] else None)
+        return grads
+
+
+@register
+class LogSoftmax(_SoftmaxBase):
+    """``log(softmax(x / T))`` along ``axis``."""
+
+    name = 'log_softmax'
+    needs_inputs = True
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        if self.use_length:
+            # MXNet accepts the flag but gives log_softmax no `length` input, then fails
+            raise ShapeError('log_softmax: use_length=True needs a length input, which '
+                             'log_softmax does not take')
+        return [in_shapes[0]], [in_shapes[0]], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        dt = np.dtype(self.dtype) if self.dtype is not None else x.dtype
+        return [log_softmax(xp, self._scaled(x, dt), _norm_axis(self.axis, x.ndim))]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        y = outputs[0]
+        g = out_grads[0].astype(y.dtype, copy=False)
+        ax = _norm_axis(self.axis, y.ndim)
+        d = g - xp.exp(y) * g.sum(axis=ax, keepdims=True)
+        return [self._scale_grad(d, inputs[0])]
+
+
+@register
+class SoftmaxActivation(Operator):
+    """Softmax over all but the first axis (``instance``) or over axis 1 (``channel``)."""
+
+    name = 'SoftmaxActivation'
+    mode = Param(str, 'instance', doc='instance or channel', choices=('channel', 'instance'))
+    needs_inputs = False
+    needs_outputs = True
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        if self.mode == 'channel':
+            return [softmax(xp, x, 1)]
+        return [softmax(xp, x.reshape(x.shape[0], -1), 1).reshape(x.shape)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        y, g = outputs[0], out_grads[0]
+        if self.mode == 'instance':
+            y2, g2 = y.reshape(y.shape[0], -1), g.reshape(g.shape[0], -1)
+            return [(y2 * (g2 - (g2 * y2).sum(axis=1, keepdims=True))).reshape(y.shape)]
+        return [y * (g - (g * y).sum(axis=1, keepdims=True))]

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Install symgraph with what the test suite needs, then run the whole suite.
+# Used by the README and by CI (.ci/run). Works on a fresh Debian machine with Python >= 3.10.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+
+# Graphviz's `dot` renders the visualisation tests' SVG/PNG/PDF files.
+if ! command -v dot >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null
+    else
+        echo "warning: graphviz 'dot' is missing; rendering tests will be skipped" >&2
+    fi
+fi
+
+# The package (editable, so tests see this checkout), pytest, and CuPy's NVRTC so that
+# every CUDA kernel is compiled in CI exactly as CuPy compiles it on a GPU.
+"$PY" -m pip install -q --disable-pip-version-check -e '.[test]'
+"$PY" -m pip install -q --disable-pip-version-check cupy-cuda12x nvidia-cuda-nvrtc-cu12 \
+    || echo "warning: CuPy/NVRTC could not be installed; kernel compile tests will be skipped" >&2
+
+exec "$PY" -m pytest -q -p no:cacheprovider tests "$@"

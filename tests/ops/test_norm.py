@@ -1,0 +1,329 @@
+"""BatchNorm, LayerNorm, InstanceNorm, L2Normalization and LRN against naive references.
+
+References loop over channels / samples / windows on purpose: they share no code with the
+vectorised operators.
+"""
+import numpy as np
+import pytest
+
+from harness import OpCase, check_forward, check_gradient, parametrize_cases
+from symgraph.opdef import MXNetError, ShapeError, get_op
+
+F32 = lambda v: float(np.float32(v))  # noqa: E731  (MXNet's float parameters)
+
+
+def _bn_inputs(rng, shapes, dtype):
+    """data, gamma, beta, moving_mean, moving_var (positive)."""
+    data, c = shapes[0], shapes[1]
+    return [rng.uniform(-1, 1, data) * 2 + 0.5, rng.uniform(0.5, 1.5, c),
+            rng.uniform(-1, 1, c), rng.uniform(-0.5, 0.5, c), rng.uniform(0.5, 1.5, c)]
+
+
+def bn_ref(axis=1, eps=1e-3, fix_gamma=True, train=False, use_global_stats=False,
+           output_mean_var=False):
+    def ref(x, g, b, mm, mv):
+        x = x.astype(np.float64)
+        ax = axis % x.ndim
+        out = np.empty_like(x)
+        means, invs = [], []
+        for c in range(x.shape[ax]):
+            xc = np.take(x, c, axis=ax)
+            if train and not use_global_stats:
+                m = xc.sum() / xc.size
+                v = ((xc - m) ** 2).sum() / xc.size
+            else:
+                m, v = float(mm[c]), float(mv[c])
+            inv = 1.0 / np.sqrt(v + F32(eps))
+            gc = 1.0 if fix_gamma else float(g[c])
+            idx = [slice(None)] * x.ndim
+            idx[ax] = c
+            out[tuple(idx)] = (xc - m) * inv * gc + float(b[c])
+            means.append(m)
+            invs.append(inv)
+        return [out, np.array(means), np.array(invs)] if output_mean_var else out
+    return ref
+
+
+def bn_executor_grad_ref(axis=1, eps=1e-3, fix_gamma=True):
+    """MXNet's executor runs BatchNorm's backward in training mode even after an inference
+    forward: the batch-statistics formula, applied with the moving statistics."""
+    def grad_ref(inputs, outputs, out_grads):
+        x, g, b, mm, mv = inputs
+        dy = out_grads[0]
+        ax = axis % x.ndim
+        dx = np.empty_like(x)
+        dg = np.zeros(x.shape[ax])
+        db = np.zeros(x.shape[ax])
+        for c in range(x.shape[ax]):
+            xc, dyc = np.take(x, c, axis=ax), np.take(dy, c, axis=ax)
+            inv = 1.0 / np.sqrt(mv[c] + F32(eps))
+            xhat = (xc - mm[c]) * inv
+            gc = 1.0 if fix_gamma else g[c]
+            d = dyc * gc
+            idx = [slice(None)] * x.ndim
+            idx[ax] = c
+            dx[tuple(idx)] = inv * (d - d.mean() - xhat * (d * xhat).mean())
+            dg[c] = 0.0 if fix_gamma else (dyc * xhat).sum()
+            db[c] = dyc.sum()
+        return [dx, dg, db]
+    return grad_ref
+
+
+def numeric_grad_of_first_output(ref, n_args, eps=1e-6):
+    """grad_ref for operators whose extra visible outputs (mean, var) get no gradient in
+    MXNet: central differences of sum(dy * ref(...)[0]) only."""
+    def grad_ref(inputs, outputs, out_grads):
+        w = out_grads[0]
+        res = []
+        for i in range(n_args):
+            x = inputs[i].copy()
+            g = np.zeros_like(x)
+            args = [a.copy() for a in inputs]
+            for k in range(x.size):
+                for sgn in (1, -1):
+                    xx = x.copy().reshape(-1)
+                    xx[k] += sgn * eps
+                    args[i] = xx.reshape(x.shape)
+                    g.reshape(-1)[k] += sgn * float((ref(*args)[0] * w).sum()) / (2 * eps)
+            res.append(g)
+        return res
+    return grad_ref
+
+
+def _bn_case(data, axis=1, train=False, grad_ref=None, **attrs):
+    c = data[axis % len(data)]
+    kw = dict(attrs)
+    if axis != 1:
+        kw['axis'] = axis
+    ref = bn_ref(axis=axis, train=train, **attrs)
+    if grad_ref == 'executor':
+        grad_ref = bn_executor_grad_ref(axis=axis, eps=attrs.get('eps', 1e-3),
+                                        fix_gamma=attrs.get('fix_gamma', True))
+    elif grad_ref == 'first':
+        grad_ref = numeric_grad_of_first_output(ref, 3)
+    return OpCase('BatchNorm', kw, shapes=[data, (c,), (c,), (c,), (c,)], ref=ref,
+                  inputs=_bn_inputs, grad=(0, 1, 2), grad_ref=grad_ref, is_train=train,
+                  rtol=1e-4, atol=1e-5, grad_rtol=1e-4, grad_atol=1e-6,
+                  id='BatchNorm[%s,train=%s]%s' % (kw, train, data))
+
+
+BN_CASES = [
+    _bn_case((4, 3, 2, 5), train=True, fix_gamma=False),
+    _bn_case((4, 3, 2, 5), train=True),                       # fix_gamma: zero gamma grad
+    _bn_case((5, 3), train=True, fix_gamma=False, eps=1e-5),
+    _bn_case((2, 3, 5, 4), axis=-1, train=True, fix_gamma=False),   # NHWC
+    _bn_case((2, 3, 5, 4), axis=3, train=True, fix_gamma=False),
+    _bn_case((3, 4, 5), axis=2, train=True, fix_gamma=False),
+    _bn_case((3, 4, 5), axis=0, train=True, fix_gamma=False),
+    _bn_case((4, 3, 2, 5), train=True, fix_gamma=False, use_global_stats=True),
+    _bn_case((4, 3, 2, 5), train=False, fix_gamma=False, use_global_stats=True),
+    _bn_case((4, 3, 2, 5), train=False, fix_gamma=False, grad_ref='executor'),
+    _bn_case((4, 3, 2), train=False, grad_ref='executor'),
+    _bn_case((4, 3, 2), train=True, fix_gamma=False, output_mean_var=True,
+             grad_ref='first'),
+    _bn_case((4, 3, 2), train=False, fix_gamma=False, output_mean_var=True,
+             use_global_stats=True, grad_ref='first'),
+]
+
+
+def _norm_inputs(rng, shapes, dtype):
+    return [rng.uniform(-1, 1, shapes[0]) * 2 + 0.3] + [rng.uniform(0.5, 1.5, s)
+                                                        for s in shapes[1:]]
+
+
+def ln_ref(axis=-1, eps=1e-5, output_mean_var=False):
+    def ref(x, g, b):
+        x = np.ascontiguousarray(np.moveaxis(x.astype(np.float64), axis, -1))
+        out = np.empty_like(x)
+        flat, fo = x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1])
+        means, stds = np.empty(len(flat)), np.empty(len(flat))
+        for i, row in enumerate(flat):
+            means[i] = row.sum() / row.size
+            stds[i] = np.sqrt(((row - means[i]) ** 2).sum() / row.size + F32(eps))
+            fo[i] = (row - means[i]) / stds[i] * g + b
+        keep = x.shape[:-1] + (1,)
+        res = [np.moveaxis(out, -1, axis), np.moveaxis(means.reshape(keep), -1, axis),
+               np.moveaxis(stds.reshape(keep), -1, axis)]
+        return res if output_mean_var else res[0]
+    return ref
+
+
+def _ln_case(data, axis=-1, **attrs):
+    kw = dict(attrs, axis=axis) if axis != -1 else dict(attrs)
+    c = data[axis]
+    ref = ln_ref(axis=axis, **attrs)
+    gref = numeric_grad_of_first_output(ref, 3) if attrs.get('output_mean_var') else None
+    return OpCase('LayerNorm', kw, shapes=[data, (c,), (c,)], ref=ref, inputs=_norm_inputs,
+                  grad_ref=gref, rtol=1e-4, atol=1e-5)
+
+
+LN_CASES = [
+    _ln_case((3, 5)),
+    _ln_case((2, 3, 4), axis=1),
+    _ln_case((2, 3, 4), axis=0, eps=1e-3),
+    _ln_case((4, 2, 3), axis=2, output_mean_var=True),
+]
+
+
+def in_ref(eps=1e-3):
+    def ref(x, g, b):
+        out = np.empty(x.shape)
+        for n in range(x.shape[0]):
+            for c in range(x.shape[1]):
+                v = x[n, c].astype(np.float64)
+                m = v.sum() / v.size
+                var = ((v - m) ** 2).sum() / v.size
+                out[n, c] = (v - m) / np.sqrt(var + F32(eps)) * g[c] + b[c]
+        return out
+    return ref
+
+
+IN_CASES = [
+    OpCase('InstanceNorm', {}, shapes=[(2, 3, 5), (3,), (3,)], ref=in_ref(),
+           inputs=_norm_inputs, rtol=1e-4, atol=1e-5),
+    OpCase('InstanceNorm', {'eps': 0.01}, shapes=[(3, 2, 4, 3), (2,), (2,)],
+           ref=in_ref(0.01), inputs=_norm_inputs, rtol=1e-4, atol=1e-5),
+]
+
+
+def l2_ref(mode='instance', eps=1e-10):
+    def ref(x):
+        x = x.astype(np.float64)
+        out = np.empty_like(x)
+        if mode == 'instance':
+            for n in range(x.shape[0]):
+                out[n] = x[n] / np.sqrt((x[n] ** 2).sum() + F32(eps))
+        elif mode == 'channel':
+            for n in range(x.shape[0]):
+                for idx in np.ndindex(*x.shape[2:]):
+                    v = x[(n, slice(None)) + idx]
+                    out[(n, slice(None)) + idx] = v / np.sqrt((v ** 2).sum() + F32(eps))
+        else:
+            for n in range(x.shape[0]):
+                for c in range(x.shape[1]):
+                    out[n, c] = x[n, c] / np.sqrt((x[n, c] ** 2).sum() + F32(eps))
+        return out
+    return ref
+
+
+L2_CASES = [
+    OpCase('L2Normalization', {}, shapes=[(3, 4)], ref=l2_ref()),
+    OpCase('L2Normalization', {}, shapes=[(2, 3, 4)], ref=l2_ref()),
+    OpCase('L2Normalization', {'mode': 'channel'}, shapes=[(2, 3, 4)], ref=l2_ref('channel')),
+    OpCase('L2Normalization', {'mode': 'channel', 'eps': 0.1}, shapes=[(2, 3, 2, 3)],
+           ref=l2_ref('channel', 0.1)),
+    OpCase('L2Normalization', {'mode': 'spatial'}, shapes=[(2, 3, 2, 3)],
+           ref=l2_ref('spatial')),
+    OpCase('L2Normalization', {'mode': 'spatial'}, shapes=[(3, 2, 5)], ref=l2_ref('spatial')),
+]
+
+
+def lrn_ref(nsize, alpha=1e-4, beta=0.75, knorm=2.0):
+    def ref(x):
+        x = x.astype(np.float64)
+        out = np.empty_like(x)
+        C = x.shape[1]
+        for c in range(C):
+            lo, hi = max(0, c - nsize // 2), min(C, c + nsize // 2 + 1)
+            s = (x[:, lo:hi] ** 2).sum(axis=1)
+            out[:, c] = x[:, c] / (F32(knorm) + F32(alpha) / nsize * s) ** F32(beta)
+        return out
+    return ref
+
+
+LRN_CASES = [
+    OpCase('LRN', {'nsize': 3}, shapes=[(2, 5, 3, 4)], ref=lrn_ref(3)),
+    OpCase('LRN', {'nsize': 5, 'alpha': 0.5, 'beta': 0.6, 'knorm': 1.5},
+           shapes=[(1, 7, 2, 3)], ref=lrn_ref(5, 0.5, 0.6, 1.5)),
+    OpCase('LRN', {'nsize': 1, 'alpha': 0.3}, shapes=[(2, 3, 1, 2)], ref=lrn_ref(1, 0.3)),
+    OpCase('LRN', {'nsize': 7, 'alpha': 0.3}, shapes=[(2, 3, 2, 2)], ref=lrn_ref(7, 0.3)),
+]
+
+CASES = BN_CASES + LN_CASES + IN_CASES + L2_CASES + LRN_CASES
+
+
+@parametrize_cases(CASES)
+def test_forward(case):
+    check_forward(case)
+
+
+@parametrize_cases(CASES)
+def test_gradient(case):
+    check_gradient(case)
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'float64'])
+@pytest.mark.parametrize('axis', [1, -1])
+def test_batchnorm_moving_stats_after_training_steps(dtype, axis):
+    rng = np.random.RandomState(3)
+    op = get_op('BatchNorm')(momentum=0.8, fix_gamma=False, axis=axis)
+    shape = (4, 3, 5) if axis == 1 else (4, 5, 3)
+    g, b = np.ones(3, dtype), np.zeros(3, dtype)
+    mm, mv = np.zeros(3, dtype), np.ones(3, dtype)
+    exp_m, exp_v = np.zeros(3), np.ones(3)
+    for _ in range(3):
+        x = rng.uniform(-2, 3, shape).astype(dtype)
+        op.forward(np, [x, g, b], [mm, mv], True)
+        xc = np.moveaxis(x.astype(np.float64), axis, 0).reshape(3, -1)
+        for c in range(3):
+            m = xc[c].mean()
+            v = ((xc[c] - m) ** 2).mean()             # biased (population) variance
+            exp_m[c] = exp_m[c] * F32(0.8) + m * (1 - F32(0.8))
+            exp_v[c] = exp_v[c] * F32(0.8) + v * (1 - F32(0.8))
+    tol = 1e-5 if dtype == 'float32' else 1e-12
+    np.testing.assert_allclose(mm, exp_m, rtol=tol)
+    np.testing.assert_allclose(mv, exp_v, rtol=tol)
+    # inference and use_global_stats leave the running statistics alone
+    before = mm.copy(), mv.copy()
+    op.forward(np, [x, g, b], [mm, mv], False)
+    get_op('BatchNorm')(use_global_stats=True, axis=axis).forward(np, [x, g, b], [mm, mv], True)
+    np.testing.assert_array_equal(mm, before[0])
+    np.testing.assert_array_equal(mv, before[1])
+
+
+def test_batchnorm_fix_gamma_ignores_gamma_values():
+    op = get_op('BatchNorm')()
+    x = np.random.RandomState(0).rand(4, 2).astype('f')
+    aux = [np.zeros(2, 'f'), np.ones(2, 'f')]
+    a = op.forward(np, [x, np.full(2, 5.0, 'f'), np.zeros(2, 'f')], aux, True)[0]
+    b = op.forward(np, [x, np.ones(2, 'f'), np.zeros(2, 'f')], aux, True)[0]
+    np.testing.assert_array_equal(a, b)
+
+
+def test_batchnorm_float16_uses_float32_parameters():
+    op = get_op('BatchNorm')(fix_gamma=False)
+    _, outs, aux = op.infer_shape([(2, 3, 4), None, None, None, None])
+    assert outs == [(2, 3, 4), (3,), (3,)] and aux == [(3,), (3,)]
+    args, outs, aux = op.infer_type([np.dtype('float16'), None, None, None, None])
+    assert args[1] == np.float32 and outs[0] == np.float16 and aux[0] == np.float32
+    x = np.random.RandomState(0).rand(2, 3, 4).astype(np.float16)
+    p = [np.ones(3, 'f'), np.zeros(3, 'f')]
+    out = op.forward(np, [x] + p, [np.zeros(3, 'f'), np.ones(3, 'f')], True)
+    assert out[0].dtype == np.float16 and out[1].dtype == np.float32
+    np.testing.assert_allclose(out[0], bn_ref(fix_gamma=False, train=True)(
+        x, p[0], p[1], None, None), atol=2e-3)
+
+
+def test_shape_inference_and_errors():
+    bn = get_op('BatchNorm')(axis=-1)
+    assert bn.infer_shape([(2, 0, 4), None, (4,), None, None])[0][0] == (2, 0, 4)
+    assert bn.infer_shape([(2, 3, 0), (4,), None, None, None])[0][0] == (2, 3, 4)
+    with pytest.raises(ShapeError):
+        get_op('BatchNorm')().infer_shape([(2,), None, None, None, None])
+    with pytest.raises(ShapeError):
+        get_op('BatchNorm')().infer_shape([(2, 3), (4,), None, None, None])
+    ln = get_op('LayerNorm')(axis=1, output_mean_var=True)
+    assert ln.infer_shape([(2, 5, 3), None, None]) == (
+        [(2, 5, 3), (5,), (5,)], [(2, 5, 3), (2, 1, 3), (2, 1, 3)], [])
+    assert ln.num_visible_outputs() == 3
+    assert get_op('LayerNorm')().num_visible_outputs() == 1
+    with pytest.raises(ShapeError):
+        get_op('InstanceNorm')().infer_shape([(2, 3), None, None])
+    with pytest.raises(ShapeError):
+        get_op('L2Normalization')(mode='channel').infer_shape([(2, 3)])
+    with pytest.raises(ShapeError):
+        get_op('LRN')(nsize=3).infer_shape([(2, 3, 4)])
+    with pytest.raises(MXNetError):
+        get_op('LRN')(nsize=4)
+    assert get_op('_npx_batch_norm') is get_op('BatchNorm')
+    assert get_op('BatchNorm')(output_mean_var=True).list_outputs() == ['output', 'mean', 'var']

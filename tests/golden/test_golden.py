@@ -113,6 +113,20 @@ def assert_same_graph(ours, theirs, what):
     assert a['heads'] == b['heads'], '%s: heads %r, MXNet %r' % (what, a['heads'], b['heads'])
 
 
+def assert_same_value(got, want, what):
+    """Equality with a short message: for dicts (``attr_dict``), only the differing keys."""
+    if got == want:
+        return
+    if isinstance(got, dict) and isinstance(want, dict):
+        missing = sorted(set(want) - set(got))
+        extra = sorted(set(got) - set(want))
+        differ = {k: (got[k], want[k]) for k in sorted(set(got) & set(want))
+                  if got[k] != want[k]}
+        raise AssertionError('%s differs: missing %r, extra %r, differing '
+                             '(symgraph, MXNet) %r' % (what, missing, extra, differ))
+    raise AssertionError('%s is %r, MXNet %r' % (what, got, want))
+
+
 def jsonable(obj):
     """Infer results as MXNet's were stored: tuples to lists, dtypes to names."""
     if obj is None or isinstance(obj, (bool, int, float, str)):
@@ -169,7 +183,7 @@ def test_names_and_json(case):
         'name': sym.name if len(sym.list_outputs()) == 1 else None,
     }
     for key, value in got.items():
-        assert value == rec[key], '%s: %s is %r, MXNet %r' % (case, key, value, rec[key])
+        assert_same_value(value, rec[key], '%s: %s' % (case, key))
     assert_same_graph(sym.tojson(), rec['json'], case + ' tojson')
 
 
@@ -181,8 +195,7 @@ def test_names_load_json(case):
                        ('aux', sym.list_auxiliary_states()),
                        ('attr_dict', sym.attr_dict()),
                        ('internals', sym.get_internals().list_outputs())]:
-        assert value == rec[key], '%s (loaded): %s is %r, MXNet %r' % (case, key, value,
-                                                                      rec[key])
+        assert_same_value(value, rec[key], '%s (loaded): %s' % (case, key))
     assert_same_graph(sym.tojson(), rec['json'], case + ' load_json/tojson round trip')
 
 

@@ -24,6 +24,8 @@ import threading
 
 import numpy
 
+from . import import_cupy
+
 __all__ = [
     'KERNEL_FILES', 'PREAMBLE_FILE', 'compile_options', 'source', 'get_kernel',
     'im2col', 'col2im', 'conv_output_shape',
@@ -112,8 +114,7 @@ def source(filename):
 
 def get_kernel(filename, name):
     """The ``cupy.RawKernel`` ``name`` of ``filename`` on the current device."""
-    import cupy
-
+    cupy = import_cupy()
     device = cupy.cuda.Device().id
     options = compile_options()
     key = (filename, device, options)
@@ -131,8 +132,7 @@ class _CupyBackend:
 
     @property
     def xp(self):
-        import cupy
-        return cupy
+        return import_cupy()
 
     def launch(self, filename, name, grid, block, args):
         get_kernel(filename, name)(grid, block, args)

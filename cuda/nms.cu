@@ -60,7 +60,7 @@ __device__ void nms_mask_impl(const T *__restrict__ boxes, const T *__restrict__
         for (int k = 0; k < 4; ++k) box[k] = boxes[i * 4 + k];
         const T id = ids ? ids[i] : (T)0;
         unsigned long long bits = 0ULL;
-        for (int j = (row == col) ? tid : 0; j < col_size; ++j) {
+        for (int j = (row == col) ? tid + 1 : 0; j < col_size; ++j) {
             if (s_id[j] == id && box_iou(box, s_box + j * 4) > thresh) bits |= 1ULL << j;
         }
         mask[i * blocks + col] = bits;

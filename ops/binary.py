@@ -39,10 +39,13 @@ class _Binary(Operator):
         return [self.fn(xp, inputs[0], inputs[1])]
 
     def fast_forward(self, xp, is_train):
-        if type(self).fn is _Binary.fn and self.keeps_dtype:
-            return getattr(xp, self.ufunc)
-        fn = self.fn
-        return lambda a, b: fn(xp, a, b)
+        if type(self).fn is not _Binary.fn:
+            fn = self.fn
+            return lambda a, b: fn(xp, a, b)
+        f = getattr(xp, self.ufunc)
+        if self.keeps_dtype:
+            return f
+        return lambda a, b: f(a, b).astype(a.dtype, copy=False)
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         a, b = inputs if inputs else (None, None)
@@ -58,6 +61,10 @@ class _Compare(_Binary):
 
     def fn(self, xp, a, b):
         return getattr(xp, self.ufunc)(a, b).astype(a.dtype)
+
+    def fast_forward(self, xp, is_train):
+        f = getattr(xp, self.ufunc)
+        return lambda a, b: f(a, b).astype(a.dtype)
 
     def grads(self, xp, a, b, y, dy):
         return xp.zeros_like(a), xp.zeros_like(b)

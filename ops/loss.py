@@ -35,8 +35,9 @@ class SoftmaxOutput(Operator):
     the batch size, ``valid`` by the number of labels not equal to ``ignore_label``; with
     ``multi_output``, ``null`` and ``batch`` also divide by the spatial size.
     ``use_ignore`` zeroes the gradient where the label is ``ignore_label``;
-    ``smooth_alpha`` spreads that much target mass over the other classes. With
-    ``out_grad`` the head gradient multiplies the result (the operator then needs one).
+    ``smooth_alpha`` spreads that much target mass over the other classes (not with
+    ``multi_output``). ``out_grad`` multiplies the gradient by the softmax output: that is
+    what MXNet 1.9.1 does (its head gradient is never read).
     """
 
     name = 'SoftmaxOutput'
@@ -48,13 +49,11 @@ class SoftmaxOutput(Operator):
     preserve_shape = Param(bool, False, doc='softmax over the last axis')
     normalization = Param(str, 'null', doc='gradient normalisation',
                           choices=('batch', 'null', 'valid'))
-    out_grad = Param(bool, False, doc='multiply the gradient by the head gradient')
+    out_grad = Param(bool, False, doc='multiply the gradient by the output (MXNet 1.9.1)')
     smooth_alpha = Param(float, 0.0, doc='label smoothing mass')
     needs_outputs = True
 
-    @property
-    def is_loss(self):
-        return not self.out_grad
+    is_loss = True
 
     def list_arguments(self):
         return ['data', 'label']
@@ -101,22 +100,19 @@ class SoftmaxOutput(Operator):
             y = softmax(xp, x.reshape(x.shape[0], -1), 1)
         return [y.reshape(x.shape)]
 
-    def _class_grad(self, xp, y, lab, k_axis):
-        """``y - target(label)`` with the class axis ``k_axis``; rows are not yet scaled."""
-        k = y.shape[k_axis]
-        shape = [1] * y.ndim
-        shape[k_axis] = k
-        cls = xp.arange(k).reshape(shape)
-        hit = xp.expand_dims(lab.astype(np.int64), k_axis) == cls
-        if self.smooth_alpha:
+    def _class_grad(self, xp, y, lab, smooth):
+        """``y - target(label)`` for rows of ``y`` (N, K, ...) with classes on axis 1."""
+        k = y.shape[1]
+        cls = xp.arange(k).reshape((1, k) + (1,) * (y.ndim - 2))
+        hit = xp.expand_dims(lab.astype(np.int64), 1) == cls
+        if smooth and self.smooth_alpha:
             on, off = 1.0 - self.smooth_alpha, self.smooth_alpha / (k - 1)
             target = xp.where(hit, y.dtype.type(on), y.dtype.type(off))
         else:
             target = hit.astype(y.dtype)
         g = y - target
         if self.use_ignore:
-            keep = xp.expand_dims(lab != lab.dtype.type(self.ignore_label), k_axis)
-            g = g * keep
+            g = g * xp.expand_dims(lab != lab.dtype.type(self.ignore_label), 1)
         return g
 
     def _valid_count(self, xp, lab):
@@ -131,10 +127,11 @@ class SoftmaxOutput(Operator):
         if lab.shape == y.shape:
             g = (y - lab.astype(dt, copy=False)) * dt.type(self.grad_scale)
         elif self.multi_output:
+            # MXNet applies no label smoothing on this path
             n, k = y.shape[0], y.shape[1]
             y3 = y.reshape(n, k, -1)
             lab2 = lab.reshape(n, -1)
-            g = self._class_grad(xp, y3, lab2, 1)
+            g = self._class_grad(xp, y3, lab2, False)
             if self.normalization == 'valid':
                 scale = self.grad_scale / self._valid_count(xp, lab2)
             else:
@@ -142,10 +139,12 @@ class SoftmaxOutput(Operator):
                 scale = self.grad_scale / y3.shape[2] / div
             g = g * dt.type(scale)
         else:
-            # MXNet views the output as (label.size, rest) here, whatever mode forward used
             lab1 = lab.reshape(-1)
-            y2 = y.reshape(lab1.size, -1)
-            g = self._class_grad(xp, y2, lab1, 1)
+            # MXNet's rows: (N, rest) as in forward, or (all but last, last) with
+            # preserve_shape; row i takes the i-th label, so with an N-D label and
+            # preserve_shape off only the first N labels act (as in MXNet).
+            y2 = y.reshape(-1, y.shape[-1]) if self.preserve_shape else y.reshape(y.shape[0], -1)
+            g = self._class_grad(xp, y2, lab1[:y2.shape[0]], True)
             if self.normalization == 'valid':
                 div = self._valid_count(xp, lab1)
             else:
@@ -153,7 +152,8 @@ class SoftmaxOutput(Operator):
             g = g * dt.type(self.grad_scale / div)
         g = g.reshape(y.shape)
         if self.out_grad:
-            g = g * out_grads[0]
+            # MXNet 1.9.1 multiplies by its output here, not by the head gradient
+            g = g * y
         return [g.astype(x.dtype, copy=False) if need[0] else None,
                 _zeros_if(xp, need[1], lab)]
 

@@ -182,7 +182,12 @@ class LeakyReLU(Operator):
     slope = Param(float, 0.25, doc='negative slope (leaky) or scale (elu)')
     lower_bound = Param(float, 0.125, doc='lower bound of the random slope (rrelu)')
     upper_bound = Param(float, 0.334, doc='upper bound of the random slope (rrelu)')
-    needs_outputs = True  # rrelu's backward reads the drawn slopes
+    needs_outputs = True  # rrelu reads the drawn slopes, selu the output
+
+    @property
+    def same_shape_io(self):
+        # a known output shape is the data shape (the core's backward inference)
+        return self.act_type != 'prelu'
 
     def list_arguments(self):
         return ['data', 'gamma'] if self.act_type == 'prelu' else ['data']
@@ -249,8 +254,10 @@ class LeakyReLU(Operator):
         if a == 'elu':
             return [g * xp.where(pos, one, self.slope * xp.exp(xp.minimum(x, 0.0)))]
         if a == 'selu':
-            d = _SELU_LAMBDA * xp.where(pos, one, _SELU_ALPHA * xp.exp(xp.minimum(x, 0.0)))
-            return [g * d]
+            # MXNet 1.9.1 uses lambda * (out + alpha) for x <= 0, where the true derivative
+            # is lambda * alpha * exp(x) = out + lambda * alpha: matched on purpose.
+            y = outputs[0]
+            return [g * _SELU_LAMBDA * xp.where(pos, one, y + _SELU_ALPHA)]
         if a == 'gelu':
             cdf = 0.5 * (1.0 + erf(xp, x * (1.0 / math.sqrt(2.0))))
             pdf = xp.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
@@ -287,6 +294,7 @@ class Dropout(Operator):
     needs_inputs = False
     needs_outputs = True
     inplace = ((0, 0),)
+    same_shape_io = True
 
     def list_outputs(self):
         return ['output', 'mask']

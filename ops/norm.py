@@ -95,6 +95,10 @@ class BatchNorm(Operator):
         # 'var' is the inverse standard deviation, as in MXNet
         return ['output', 'mean', 'var']
 
+    def input_init(self):
+        # MXNet marks the automatically created running statistics this way
+        return {'moving_mean': '["zero", {}]', 'moving_var': '["one", {}]'}
+
     def list_auxiliary_states(self):
         return ['moving_mean', 'moving_var']
 

@@ -80,7 +80,8 @@ class _ReduceBase(Operator):
         x = inputs[0]
         axes = self.axes(x.ndim)
         kshape = reduced_shape(x.shape, axes, True)
-        yk = outputs[0].reshape(kshape) if outputs else None
+        y = outputs[0] if outputs else None
+        yk = None if y is None else y.reshape(kshape)
         return [self.grad(xp, x, yk, out_grads[0].reshape(kshape), axes)]
 
 

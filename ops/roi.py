@@ -143,3 +143,128 @@ class ROIPooling(_ROIBase):
         if need[1]:
             drois = xp.zeros_like(rois)
         return [dx, drois]
+
+
+@register
+class ROIAlign(_ROIBase):
+    """Average of bilinear samples in each bin of each ROI (Mask R-CNN); optionally
+    position-sensitive (R-FCN) and center-aligned (Detectron2).
+
+    ``rois`` may be (R, 5) or (R, 4) (then every ROI is on image 0). A negative batch index
+    gives a zero output and no gradient.
+    """
+
+    name = '_contrib_ROIAlign'
+    pooled_size = Param('shape', doc='(height, width) of the output')
+    spatial_scale = Param(float, doc='feature-map size / image size')
+    sample_ratio = Param(int, -1, doc='samples per bin side (<= 0: adaptive)')
+    position_sensitive = Param(bool, False, doc='channel group per bin (PSRoIAlign)')
+    aligned = Param(bool, False, doc='shift by half a pixel (Detectron2)')
+
+    def list_outputs(self):
+        return ['output']
+
+    def infer_shape(self, in_shapes):
+        data, rois = in_shapes
+        if rois is not None and (len(rois) != 2 or rois[1] not in (0, 4, 5)):
+            raise ShapeError('ROIAlign rois must be (R, 5) or (R, 4), got %s' % (tuple(rois),))
+        ph, pw = self.pooled_size
+
+        def channels(c):
+            if not self.position_sensitive:
+                return c
+            if c % (ph * pw):
+                raise ShapeError('position-sensitive ROIAlign needs channels (%d) divisible '
+                                 'by pooled height x width (%d)' % (c, ph * pw))
+            return c // (ph * pw)
+        args, outs, aux = _roi_shapes(self, [data, None if rois is None else
+                                             (rois[0], 0)], channels)
+        return [data, rois], outs[:1], aux
+
+    def infer_type(self, in_types):
+        t = same_type(self, in_types)
+        return [t, t], [t], []
+
+    def _axis_samples(self, xp, start, size, n_bins, grid, gmax, limit, dtype):
+        """Per (roi, bin, sample): low/high index and their weights along one axis."""
+        binsz = size / dtype.type(n_bins)
+        k = xp.arange(n_bins, dtype=dtype)[None, :, None]
+        i = xp.arange(gmax, dtype=dtype)[None, None, :]
+        g = grid.astype(dtype)[:, None, None]
+        # same evaluation order as MXNet: start + p * bin + (i + .5) * bin / grid
+        v = (start[:, None, None] + k * binsz[:, None, None]) + (i + 0.5) * binsz[:, None, None] / g
+        inside = (v >= -1.0) & (v <= limit) & (i < g)
+        v = xp.maximum(v, 0)
+        low = xp.floor(v).astype(np.int64)
+        top = low >= limit - 1
+        low = xp.where(top, limit - 1, low)
+        high = xp.where(top, limit - 1, low + 1)
+        v = xp.where(top, low.astype(dtype), v)
+        lw = v - low.astype(dtype)
+        hw = 1.0 - lw
+        zero = xp.zeros_like(lw)
+        return low, high, xp.where(inside, hw, zero), xp.where(inside, lw, zero)
+
+    def _samples(self, xp, data, rois):
+        """Flat data indices (R, Cout, PH, PW, S) and weights (R, 1|Cout, PH, PW, S)."""
+        n, c, h, w = data.shape
+        ph, pw = self.pooled_size
+        dt = data.dtype
+        r = rois.shape[0]
+        if rois.shape[1] == 5:
+            batch = rois[:, 0].astype(np.int64)
+            box = rois[:, 1:]
+        else:
+            batch = xp.zeros(r, np.int64)
+            box = rois
+        off = 0.5 if self.aligned else 0.0
+        scale = dt.type(np.float32(self.spatial_scale))
+        x1, y1, x2, y2 = (box[:, k] * scale - dt.type(off) for k in range(4))
+        rw, rh = x2 - x1, y2 - y1
+        if self.aligned:
+            if bool(((rw <= 0) | (rh <= 0))[batch >= 0].any()):
+                raise MXNetError('ROIAlign with aligned=True needs ROIs of positive size')
+        else:
+            rw, rh = xp.maximum(rw, dt.type(1)), xp.maximum(rh, dt.type(1))
+        if self.sample_ratio > 0:
+            gh = gw = xp.full(r, self.sample_ratio, np.int64)
+        else:
+            gh = xp.ceil(rh / dt.type(ph)).astype(np.int64)
+            gw = xp.ceil(rw / dt.type(pw)).astype(np.int64)
+        ghm = max(1, int(gh.max())) if r else 1
+        gwm = max(1, int(gw.max())) if r else 1
+        yl, yh, wyl, wyh = self._axis_samples(xp, y1, rh, ph, gh, ghm, h, dt)
+        xl, xh, wxl, wxh = self._axis_samples(xp, x1, rw, pw, gw, gwm, w, dt)
+        ok = (batch >= 0).astype(dt) / (gh * gw).astype(dt)
+        # (r, ph, pw, gy, gx, 4) positions and weights of the four corners
+        ys = xp.stack([yl, yl, yh, yh], -1)[:, :, None, :, None, :]
+        xs = xp.stack([xl, xh, xl, xh], -1)[:, None, :, None, :, :]
+        wy = xp.stack([wyl, wyl, wyh, wyh], -1)[:, :, None, :, None, :]
+        wx = xp.stack([wxl, wxh, wxl, wxh], -1)[:, None, :, None, :, :]
+        pos = (ys * w + xs).reshape(r, ph, pw, -1)
+        wt = (wy * wx).reshape(r, ph, pw, -1) * ok[:, None, None, None]
+        cout = c // (ph * pw) if self.position_sensitive else c
+        chan = xp.arange(cout)[:, None, None]
+        if self.position_sensitive:
+            chan = (chan * ph + xp.arange(ph)[:, None]) * pw + xp.arange(pw)
+        base = (xp.clip(batch, 0, n - 1)[:, None, None, None] * c + chan[None]) * (h * w)
+        return base[..., None] + pos[:, None], wt[:, None]
+
+    def forward(self, xp, inputs, aux, is_train):
+        data, rois = inputs
+        idx, wt = self._samples(xp, data, rois)
+        flat = data.reshape(-1)
+        out = xp.empty(idx.shape[:4], data.dtype)
+        for sl in _chunks(idx.shape[0], int(np.prod(idx.shape[1:]))):
+            out[sl] = (flat[idx[sl]] * wt[sl]).sum(axis=-1)
+        return [out]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        data, rois = inputs
+        dx = None
+        if need[0]:
+            idx, wt = self._samples(xp, data, rois)
+            dx = _scatter_add(xp, data.shape, xp.broadcast_to(idx, idx.shape),
+                              xp.broadcast_to(out_grads[0][..., None] * wt, idx.shape),
+                              data.dtype)
+        return [dx, xp.zeros_like(rois) if need[1] else None]

@@ -36,9 +36,15 @@ class _Scalar(Operator):
         return [self.fn(xp, x, self.scalar).astype(x.dtype, copy=False)]
 
     def fast_forward(self, xp, is_train):
-        fn, s = self.fn, self.scalar
+        s = self.scalar
         # a Python float keeps float arrays' dtype (NumPy 2); integer arrays need the cast
-        return lambda x: fn(xp, x, s).astype(x.dtype, copy=False)
+        if type(self).fn is not _Scalar.fn:
+            fn = self.fn
+            return lambda x: fn(xp, x, s).astype(x.dtype, copy=False)
+        f = getattr(xp, self.ufunc)
+        if self.reverse:
+            return lambda x: f(s, x).astype(x.dtype, copy=False)
+        return lambda x: f(x, s).astype(x.dtype, copy=False)
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         if not need[0]:
@@ -53,9 +59,6 @@ class _ScalarCompare(_Scalar):
 
     no_grad = True
     needs_inputs = False
-
-    def fn(self, xp, x, s):
-        return getattr(xp, self.ufunc)(x, s)
 
     def grad(self, xp, x, y, dy, s):
         return xp.zeros_like(dy)

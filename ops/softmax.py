@@ -66,6 +66,10 @@ class Softmax(_SoftmaxBase):
     name = 'softmax'
     needs_inputs = True
 
+    @property
+    def same_shape_io(self):
+        return not self.use_length
+
     def list_arguments(self):
         return ['data', 'length'] if self.use_length else ['data']
 
@@ -119,6 +123,7 @@ class LogSoftmax(_SoftmaxBase):
 
     name = 'log_softmax'
     needs_inputs = True
+    same_shape_io = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         if self.use_length:
@@ -142,22 +147,36 @@ class LogSoftmax(_SoftmaxBase):
 
 @register
 class SoftmaxActivation(Operator):
-    """Softmax over all but the first axis (``instance``) or over axis 1 (``channel``)."""
+    """Softmax over the last axis (``instance``: MXNet views the input as 2-D with the last
+    axis as columns) or over axis 1 (``channel``, input of 3 or more dimensions).
+
+    As in MXNet 1.9.1, backward always normalises over axis 1, so ``instance`` mode has the
+    true gradient only for 2-D input.
+    """
 
     name = 'SoftmaxActivation'
     mode = Param(str, 'instance', doc='instance or channel', choices=('channel', 'instance'))
     needs_inputs = False
     needs_outputs = True
+    same_shape_io = True
 
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
-        if self.mode == 'channel':
-            return [softmax(xp, x, 1)]
-        return [softmax(xp, x.reshape(x.shape[0], -1), 1).reshape(x.shape)]
+        return [softmax(xp, x, self._axis(x.ndim))]
+
+    def _axis(self, ndim):
+        return 1 if self.mode == 'channel' and ndim > 1 else ndim - 1
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        d = in_shapes[0]
+        if self.mode == 'channel' and d is not None and len(d) < 3:
+            raise ShapeError('SoftmaxActivation: mode=channel needs input %r with at least 3 '
+                             'dimensions, got %s' % ('data', tuple(d)))
+        return [d], [d], []
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         y, g = outputs[0], out_grads[0]
-        if self.mode == 'instance':
-            y2, g2 = y.reshape(y.shape[0], -1), g.reshape(g.shape[0], -1)
-            return [(y2 * (g2 - (g2 * y2).sum(axis=1, keepdims=True))).reshape(y.shape)]
-        return [y * (g - (g * y).sum(axis=1, keepdims=True))]
+        # MXNet's backward reduces over axis 1 in both modes: for instance mode on N-D
+        # (N > 2) input this is not the derivative of forward, but it is what MXNet gives.
+        ax = 1 if y.ndim > 1 else 0
+        return [y * (g - (g * y).sum(axis=ax, keepdims=True))]

@@ -15,8 +15,12 @@ from . import symbol
 from . import symbol as sym
 from .executor import Executor
 from . import random
+from . import initializer
+from . import initializer as init
+from . import model
 from . import test_utils
 
+from . import operator
 from . import ops  # noqa: E402,F401  (registers the operators; must come last)
 
 __version__ = '0.1.0'

@@ -14,16 +14,24 @@ def check_attrs(attrs):
     """Validate user attributes and return them as MXNet stores them (strings).
 
     ``__dunder__`` keys are kept as they are; the plain keys MXNet knows (``lr_mult``...)
-    are stored twice, as ``key`` and ``__key__``; other plain keys are kept once (an
-    operator node then rejects them as unknown parameters, as MXNet does).
+    are stored as ``__key__`` (reading shows both spellings, see :func:`with_plain_copies`);
+    other plain keys are kept as given (an operator node then rejects them as unknown
+    parameters, as MXNet does).
     """
     out = {}
     for k, v in (attrs or {}).items():
         if not isinstance(k, str):
             raise MXNetError('attribute names must be strings, got %r' % (k,))
-        out[k] = str(v)
-        if k in PLAIN_KEYS:
-            out['__%s__' % k] = str(v)
+        out['__%s__' % k if k in PLAIN_KEYS else k] = str(v)
+    return out
+
+
+def with_plain_copies(attrs):
+    """``attrs`` plus ``key`` for every stored ``__key__`` of MXNet's plain keys."""
+    out = dict(attrs)
+    for k in PLAIN_KEYS:
+        if '__%s__' % k in attrs:
+            out[k] = attrs['__%s__' % k]
     return out
 
 

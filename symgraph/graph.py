@@ -39,7 +39,7 @@ class Node:
         return self.op is None
 
     def num_outputs(self):
-        return 1 if self.op is None else self.op.num_outputs()
+        return 1 if self.op is None else self.op.output_count()
 
     def num_visible_outputs(self):
         return 1 if self.op is None else self.op.num_visible_outputs()

@@ -81,7 +81,7 @@ class _Pass:
         n_args = len(op.list_arguments())
         in_keys = [self.key(s, i) for s, i in node.inputs]
         ins = [self.values.get(k) for k in in_keys]
-        outs = [self.values.get((self.index[id(node)], i)) for i in range(op.num_outputs())]
+        outs = [self.values.get((self.index[id(node)], i)) for i in range(op.output_count())]
         changed = False
         names = _input_names(node)
         same = getattr(op, 'same_shape_io', type(op).infer_shape is Operator.infer_shape)
@@ -108,7 +108,7 @@ class _Pass:
         for j, (k, v) in enumerate(zip(in_keys, filled)):
             changed |= self.merge(k, v, node, 'argument %r' % names[j])
         for i, v in enumerate(new_outs or []):
-            oname = op.list_outputs()[i] if i < op.num_outputs() else str(i)
+            oname = op.list_outputs()[i] if i < op.output_count() else str(i)
             changed |= self.merge((self.index[id(node)], i), v, node, 'output %r' % oname)
         return changed
 

@@ -103,9 +103,9 @@ def from_json(text, source='<json>'):
             op = cls(**params)
         except MXNetError as e:
             raise MXNetError('%s (%r): %s' % (where, d['name'], e)) from None
-        if len(inputs) != op.num_inputs():
+        if len(inputs) != op.input_count():
             _fail(source, 'node %d (%s, operator %s) has %d inputs but the operator takes '
-                  '%d: %s' % (k, d['name'], op.name, len(inputs), op.num_inputs(),
+                  '%d: %s' % (k, d['name'], op.name, len(inputs), op.input_count(),
                               op.list_arguments() + op.list_auxiliary_states()))
         built.append(Node(op, d['name'], attrs, inputs, loc))
     heads = []

@@ -283,30 +283,28 @@ class Operator:
     def num_visible_outputs(self):
         return len(self.list_outputs())
 
-    def num_inputs(self):
+    def input_count(self):
         return len(self.list_arguments()) + len(self.list_auxiliary_states())
 
-    def num_outputs(self):
+    def output_count(self):
+        # (not ``num_outputs``: that is a parameter name of SliceChannel)
         return len(self.list_outputs())
 
-    def auto_input_names(self):
-        """Arguments that may be left out and become Variables named ``<node>_<arg>``.
-
-        MXNet creates a Variable for every omitted input; this list only decides the
-        order in which keyword composition fills positional gaps. Default: all.
-        """
-        return self.list_arguments()
+    def input_init(self):
+        """``{input name: initializer JSON}`` written as ``__init__`` on inputs that are
+        created automatically (BatchNorm's moving_var gets '["one", {}]')."""
+        return {}
 
     # --- inference ---------------------------------------------------------------
     def infer_shape(self, in_shapes):
-        s = elemwise_shape(self, in_shapes, self.num_outputs())
+        s = elemwise_shape(self, in_shapes, self.output_count())
         n = len(self.list_arguments())
-        return [s] * n, [s] * self.num_outputs(), [None] * (len(in_shapes) - n)
+        return [s] * n, [s] * self.output_count(), [None] * (len(in_shapes) - n)
 
     def infer_type(self, in_types):
         t = same_type(self, in_types)
         n = len(self.list_arguments())
-        return ([t] * n, [t] * self.num_outputs(),
+        return ([t] * n, [t] * self.output_count(),
                 [t] * (len(in_types) - n))
 
     # --- compute -----------------------------------------------------------------

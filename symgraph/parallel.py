@@ -50,9 +50,12 @@ def ring_schedule(n_devices, length):
 
     Examples
     --------
-    >>> [tuple(s) for s in ring_schedule(2, 5)]
-    [('reduce', 0, 0, 1, 0, 2), ('reduce', 0, 1, 0, 2, 5), \
-('gather', 1, 0, 1, 2, 5), ('gather', 1, 1, 0, 0, 2)]
+    >>> for step in ring_schedule(2, 5):
+    ...     print(tuple(step))
+    ('reduce', 0, 0, 1, 0, 2)
+    ('reduce', 0, 1, 0, 2, 5)
+    ('gather', 1, 0, 1, 2, 5)
+    ('gather', 1, 1, 0, 0, 2)
     """
     n, length = int(n_devices), int(length)
     if n < 1 or length < 0:
@@ -116,8 +119,8 @@ class _CupyRing:
     """
 
     def run(self, flats, steps):
-        import cupy
-        from symgraph.cuda import loader
+        from symgraph.cuda import import_cupy, loader
+        cupy = import_cupy()
 
         devices = [a.device.id for a in flats]
         streams = {}

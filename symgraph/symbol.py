@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 
 from . import opdef
-from .attribute import AttrScope, check_attrs, plain_keys
+from .attribute import AttrScope, check_attrs, plain_keys, with_plain_copies
 from .base import MXNetError, user_location
 from .graph import Node, topo_order, aux_variable_ids, TYPE_CODE, parse_shape_attr, \
     dtype_from_attr
@@ -97,13 +97,13 @@ class Symbol:
         return Symbol(outs)
 
     def get_children(self):
-        """The inputs of the (single) head node as a group, or None for a variable."""
-        if len(self._outputs) != 1:
-            raise MXNetError('get_children needs a single-output symbol')
-        node = self._outputs[0][0]
-        if not node.inputs:
-            return None
-        return Symbol(node.inputs)
+        """The inputs of the head nodes as one group, or None for a variable."""
+        inputs, seen = [], set()
+        for node, _ in self._outputs:          # each head node once, as MXNet
+            if id(node) not in seen:
+                seen.add(id(node))
+                inputs.extend(node.inputs)
+        return Symbol(inputs) if inputs else None
 
     def __copy__(self):
         return Symbol(self._outputs)
@@ -127,20 +127,19 @@ class Symbol:
         """The string attribute ``key`` of the head node, or None."""
         if len(self._outputs) != 1:
             return None
-        return self._outputs[0][0].attrs.get(key)
+        return with_plain_copies(self._outputs[0][0].attrs).get(key)
 
     def list_attr(self, recursive=False):
         """Attributes of the head node (``recursive`` is deprecated, use attr_dict)."""
         if recursive:
             raise DeprecationWarning('list_attr(recursive=True) is deprecated; '
                                      'use attr_dict()')
-        if len(self._outputs) != 1:
-            return {}
-        return dict(self._outputs[0][0].attrs)
+        # as MXNet: the attributes of the first output's node
+        return with_plain_copies(self._outputs[0][0].attrs)
 
     def attr_dict(self):
         """``{node name: {key: value}}`` for every node that has attributes."""
-        return {n.name: dict(n.attrs) for n in self._order() if n.attrs}
+        return {n.name: with_plain_copies(n.attrs) for n in self._order() if n.attrs}
 
     def _set_attr(self, **kwargs):
         for k, v in kwargs.items():
@@ -233,6 +232,10 @@ class Symbol:
         out = [get(n, i) for n, i in self._outputs]
         aux = [get(n) for n in aux_nodes]
         if any(t is None for t in arg + out + aux):
+            warnings.warn('Cannot decide type for the following arguments. Consider '
+                          'providing them as input:\n\t' +
+                          '\n\t'.join('%s: %s' % (n.name, t) for n, t in zip(arg_nodes, arg)
+                                       if t is None), stacklevel=2)
             return None, None, None
         return arg, out, aux
 
@@ -401,9 +404,9 @@ def Variable(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None
     if shape is not None:
         attrs['__shape__'] = str(tuple(shape))
     if lr_mult is not None:
-        attrs['__lr_mult__'] = attrs['lr_mult'] = str(lr_mult)
+        attrs['__lr_mult__'] = str(lr_mult)
     if wd_mult is not None:
-        attrs['__wd_mult__'] = attrs['wd_mult'] = str(wd_mult)
+        attrs['__wd_mult__'] = str(wd_mult)
     if dtype is not None:
         attrs['__dtype__'] = str(TYPE_CODE[np.dtype(dtype).name])
     if init is not None:
@@ -449,7 +452,8 @@ def _invoke(func_name, args, kwargs, hint=None):
     name = kwargs.pop('name', None)
     attr = kwargs.pop('attr', None)
     sym_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, Symbol)}
-    params = {k: v for k, v in kwargs.items() if not isinstance(v, Symbol) and v is not None}
+    # an explicit None is kept: MXNet writes it as 'None' (e.g. axis=None)
+    params = {k: v for k, v in kwargs.items() if not isinstance(v, Symbol)}
     for a in args:
         if not isinstance(a, Symbol):
             raise TypeError('operator %s: positional inputs must be Symbols, got %s; give '
@@ -477,6 +481,7 @@ def _invoke(func_name, args, kwargs, hint=None):
             raise MXNetError('operator %s: unknown input %r; inputs are %s'
                              % (cls.name, k, in_names))
     location = user_location()
+    default_init = op.input_init()
     inputs = []
     for j, an in enumerate(in_names):
         if an in sym_kwargs:
@@ -485,7 +490,10 @@ def _invoke(func_name, args, kwargs, hint=None):
             inputs.append(_entry_of(args[j], cls.name, an))
         else:
             # MXNet creates the missing input, inheriting the node's attributes
-            v = Node(None, '%s_%s' % (node_name, an), dict(attrs), (), location)
+            v_attrs = dict(attrs)
+            if an in default_init:
+                v_attrs['__init__'] = default_init[an]
+            v = Node(None, '%s_%s' % (node_name, an), v_attrs, (), location)
             inputs.append((v, 0))
     node = Node(op, node_name, attrs, inputs, location)
     n = op.num_visible_outputs()

@@ -74,8 +74,7 @@ class Kernels:
         self.kind = kind
         self.backend = backend
         if kind == 'cupy':
-            import cupy
-            self._xp = cupy
+            self._xp = cuda.import_cupy()
         else:
             self._xp = numpy
 

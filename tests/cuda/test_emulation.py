@@ -348,8 +348,8 @@ def test_batchnorm_backward(kernels, shape, dtype, fix_gamma, use_global_stats):
         mean = rng.standard_normal(shape[1]).astype(dtype)
         var = rng.uniform(0.5, 2, shape[1]).astype(dtype)
     else:
-        mean, var, _ = (a.astype(dtype) for a in _bn_ref(x, gamma, np.zeros(shape[1]), 1e-3,
-                                                          fix_gamma))
+        stats = _bn_ref(x, gamma, np.zeros(shape[1]), 1e-3, fix_gamma)
+        mean, var = stats[0].astype(dtype), stats[1].astype(dtype)
     dx, dgamma, dbeta = kernels(loader.batchnorm_backward, dy, x, mean, var, gamma, 1e-3,
                                 fix_gamma, use_global_stats)
     ref = _bn_backward_ref(dy, x, mean, var, gamma, 1e-3, fix_gamma, use_global_stats)

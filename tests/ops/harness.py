@@ -183,3 +183,50 @@ def check_gradient(case):
         np.testing.assert_allclose(grads[i], num, rtol=case.grad_rtol, atol=case.grad_atol,
                                    err_msg='gradient of input %d (%s)'
                                    % (i, op.list_arguments()[i]))
+
+
+def check_symbolic(case):
+    """The case through ``mx.sym`` + ``bind`` + JSON round trip must match the direct call."""
+    import json
+    import symgraph as mx
+    op = case.make_op()
+    names = op.list_arguments() + op.list_auxiliary_states()
+    n = len(op.list_arguments())
+    nvis = op.num_visible_outputs()
+    variables = {k: mx.sym.var('in_' + k) for k in names}
+    sym = getattr(mx.sym, case.op)(name='node', **variables, **case.attrs)
+    assert sym.list_outputs()[:1] == ['node_' + op.list_outputs()[0]]
+    text = sym.tojson()
+    again = mx.sym.load_json(text)
+    assert json.loads(again.tojson()) == json.loads(text), 'JSON round trip changed the graph'
+    inputs = case.make_inputs('float64')
+    np.random.seed(7)
+    direct, _ = op_forward(op, inputs, case.is_train)
+    args = {'in_' + k: mx.nd.array(a, dtype=a.dtype) for k, a in zip(names[:n], inputs)}
+    aux = {'in_' + k: mx.nd.array(a, dtype=a.dtype) for k, a in zip(names[n:], inputs[n:])}
+    idx = _differentiable(case, op, inputs)
+    reqs = {'in_' + k: ('write' if i in idx else 'null') for i, k in enumerate(names[:n])}
+    grads = {k: mx.nd.zeros(v.shape, dtype=v.dtype) for k, v in args.items()}
+    exe = again.bind(mx.cpu(), args, args_grad=grads, grad_req=reqs, aux_states=aux)
+    np.random.seed(7)
+    outs = exe.forward(is_train=case.is_train)
+    for o, d in zip(outs, direct[:nvis]):
+        np.testing.assert_allclose(o.asnumpy(), d, rtol=1e-6, atol=1e-12)
+    if not idx or op.no_grad:
+        return
+    for k, a in zip(names[n:], inputs[n:]):      # training forward from the same aux state
+        exe.aux_dict['in_' + k][:] = a
+    np.random.seed(7)
+    outs = exe.forward(is_train=True)
+    rng = np.random.RandomState(3)
+    heads = [mx.nd.array(rng.uniform(-1, 1, o.shape), dtype=o.dtype) for o in outs]
+    exe.backward(None if op.is_loss else heads)
+    og = [None] * len(direct) if op.is_loss else \
+        [h.asnumpy() for h in heads] + [None] * (len(direct) - nvis)
+    # direct backward on the same (training) forward
+    np.random.seed(7)
+    direct, aux_after = op_forward(op, inputs, True)
+    expected = op.backward(np, og, inputs[:n], direct, aux_after, [i in idx for i in range(n)])
+    for i in idx:
+        np.testing.assert_allclose(exe.grad_dict['in_' + names[i]].asnumpy(), expected[i],
+                                   rtol=1e-6, atol=1e-12, err_msg='gradient of ' + names[i])

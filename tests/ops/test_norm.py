@@ -9,7 +9,10 @@ import pytest
 from harness import OpCase, check_forward, check_gradient, parametrize_cases
 from symgraph.opdef import MXNetError, ShapeError, get_op
 
-F32 = lambda v: float(np.float32(v))  # noqa: E731  (MXNet's float parameters)
+
+def F32(v):
+    """A parameter as MXNet's C float holds it."""
+    return float(np.float32(v))
 
 
 def _bn_inputs(rng, shapes, dtype):

@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from harness import OpCase, parametrize_cases, check_forward, check_gradient
+from harness import (OpCase, parametrize_cases, check_forward, check_gradient,
+                     check_symbolic)
 from symgraph.base import MXNetError
 from symgraph.opdef import get_op
 
@@ -125,6 +126,11 @@ def test_forward(case):
 @parametrize_cases(CASES)
 def test_gradient(case):
     check_gradient(case)
+
+
+@parametrize_cases(CASES)
+def test_symbolic(case):
+    check_symbolic(case)
 
 
 @parametrize_cases(CASES)

@@ -1,0 +1,294 @@
+"""CNN training steps and box NMS, against MXNet 1.9.1 in the same run.
+
+    python bench/bench_cnn.py                                   # symgraph only
+    python bench/bench_cnn.py --mxnet /work/mxvenv/bin/python   # + MXNet, MKLDNN on and off
+    python bench/bench_cnn.py --profile                         # + cProfile of symgraph
+
+Workloads (float32, CPU):
+
+1. LeNet training step, batch 64, 1x28x28: conv 5x5 20, tanh, max-pool 2, conv 5x5 50,
+   tanh, max-pool 2, FC 500, tanh, FC 10, SoftmaxOutput; forward(is_train=True),
+   backward and an SGD update of every parameter.
+2. A small ResNet on 32x32x3: 3x3 conv 16 + BatchNorm + relu, three stages of two basic
+   blocks (16, 32, 64 channels; stride 2 and a 1x1 projection shortcut at the start of
+   stages 2 and 3), global average pooling, FC 10, SoftmaxOutput. A training step at
+   batch 32 (as above) and inference (forward(is_train=False)) at batch 64.
+3. ``contrib.box_nms`` on 2,000 and 10,000 boxes (batch 1, rows [id, score, x1, y1, x2,
+   y2], overlap_thresh 0.5, per-class suppression with id_index=0): boxes cluster
+   around objects, as a detector's raw output does.
+
+The workload code below is written once against the MXNet 1.x API: with ``--mxnet`` the
+same file runs again under that interpreter (``--worker``, ``import mxnet as mx``), so
+graphs, shapes, parameters and data (NumPy ``RandomState``) are identical. Each
+workload also prints a check value (a gradient sum, the number of boxes kept) that must
+agree between the frameworks. Times are the best of several rounds after a warm-up;
+MXNet runs with OMP_NUM_THREADS set to the number of cores, once with its default
+oneDNN (MKLDNN) kernels and once with MXNET_MKLDNN_ENABLED=0.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+mx = None           # symgraph, or mxnet in a --worker process
+LR = 0.05
+
+
+def best_of(fn, repeat, rounds, sync):
+    """Seconds per call: best round of ``repeat`` calls, after one warm-up call."""
+    fn()
+    sync()
+    best = float('inf')
+    for _ in range(rounds):
+        t = time.perf_counter()
+        for _ in range(repeat):
+            fn()
+        sync()
+        best = min(best, (time.perf_counter() - t) / repeat)
+    return best
+
+
+# ------------------------------------------------------------------------- networks
+def lenet():
+    data = mx.sym.var('data')
+    h = mx.sym.Convolution(data, kernel=(5, 5), num_filter=20, name='conv1')
+    h = mx.sym.Activation(h, act_type='tanh', name='tanh1')
+    h = mx.sym.Pooling(h, pool_type='max', kernel=(2, 2), stride=(2, 2), name='pool1')
+    h = mx.sym.Convolution(h, kernel=(5, 5), num_filter=50, name='conv2')
+    h = mx.sym.Activation(h, act_type='tanh', name='tanh2')
+    h = mx.sym.Pooling(h, pool_type='max', kernel=(2, 2), stride=(2, 2), name='pool2')
+    h = mx.sym.Flatten(h, name='flatten')
+    h = mx.sym.FullyConnected(h, num_hidden=500, name='fc1')
+    h = mx.sym.Activation(h, act_type='tanh', name='tanh3')
+    h = mx.sym.FullyConnected(h, num_hidden=10, name='fc2')
+    return mx.sym.SoftmaxOutput(h, name='softmax')
+
+
+def _conv_bn(x, width, kernel, stride, name, relu=True):
+    pad = (kernel // 2, kernel // 2)
+    x = mx.sym.Convolution(x, kernel=(kernel, kernel), stride=(stride, stride), pad=pad,
+                           num_filter=width, no_bias=True, name=name + '_conv')
+    x = mx.sym.BatchNorm(x, fix_gamma=False, eps=2e-5, momentum=0.9, name=name + '_bn')
+    return mx.sym.Activation(x, act_type='relu', name=name + '_relu') if relu else x
+
+
+def resnet():
+    x = _conv_bn(mx.sym.var('data'), 16, 3, 1, 'stem')
+    width_in = 16
+    for stage, width in enumerate((16, 32, 64)):
+        for block in range(2):
+            name = 'stage%d_unit%d' % (stage + 1, block + 1)
+            stride = 2 if stage > 0 and block == 0 else 1
+            h = _conv_bn(x, width, 3, stride, name + '_a')
+            h = _conv_bn(h, width, 3, 1, name + '_b', relu=False)
+            if stride != 1 or width_in != width:
+                x = _conv_bn(x, width, 1, stride, name + '_proj', relu=False)
+            x = mx.sym.Activation(h + x, act_type='relu', name=name + '_relu')
+            width_in = width
+    x = mx.sym.Pooling(x, global_pool=True, pool_type='avg', kernel=(1, 1), name='pool')
+    x = mx.sym.FullyConnected(mx.sym.Flatten(x), num_hidden=10, name='fc')
+    return mx.sym.SoftmaxOutput(x, name='softmax')
+
+
+def bind(net, data_shape, grad_req='write'):
+    """Bind with deterministic parameters (He-uniform weights, BN statistics 0 and 1)."""
+    rng = np.random.RandomState(0)
+    exe = net.simple_bind(mx.cpu(), grad_req=grad_req, data=data_shape)
+    for name in net.list_arguments():
+        a = exe.arg_dict[name]
+        if name == 'data':
+            a[:] = rng.uniform(-1, 1, a.shape)
+        elif name == 'softmax_label':
+            a[:] = rng.randint(0, 10, a.shape)
+        elif name.endswith('gamma'):
+            a[:] = 1.0
+        elif name.endswith('weight'):
+            bound = np.sqrt(6.0 / int(np.prod(a.shape[1:])))
+            a[:] = rng.uniform(-bound, bound, a.shape)
+        else:
+            a[:] = 0.0
+    for name, a in exe.aux_dict.items():
+        a[:] = 1.0 if name.endswith('var') else 0.0
+    return exe
+
+
+def train_step_fn(exe, batch):
+    params = [(exe.arg_dict[k], g) for k, g in exe.grad_dict.items()
+              if k not in ('data', 'softmax_label')]
+    scale = LR / batch      # SoftmaxOutput's gradient is summed over the batch
+
+    def step():
+        exe.forward(is_train=True)
+        exe.backward()
+        for w, g in params:
+            w -= scale * g
+    return step
+
+
+def grad_check(exe, name):
+    """One forward/backward from the initial parameters: sum |d loss / d name|."""
+    exe.forward(is_train=True)
+    exe.backward()
+    return float(np.abs(exe.grad_dict[name].asnumpy()).sum())
+
+
+# ------------------------------------------------------------------------- boxes
+def make_boxes(n, seed=0):
+    """(1, n, 6) rows [id, score, x1, y1, x2, y2]: n boxes jittered around n / 20 objects
+    of 20 classes in a 1000x1000 image, scores uniform (a detector's raw output)."""
+    rng = np.random.RandomState(seed)
+    n_obj = max(1, n // 20)
+    centre = rng.uniform(0, 1000, (n_obj, 2))
+    size = rng.uniform(20, 200, (n_obj, 2))
+    cls = rng.randint(0, 20, n_obj)
+    obj = rng.randint(0, n_obj, n)
+    c = centre[obj] + rng.normal(0, 0.1, (n, 2)) * size[obj]
+    s = size[obj] * rng.uniform(0.8, 1.25, (n, 2))
+    rows = np.stack([cls[obj], rng.uniform(0, 1, n), c[:, 0] - s[:, 0] / 2,
+                     c[:, 1] - s[:, 1] / 2, c[:, 0] + s[:, 0] / 2, c[:, 1] + s[:, 1] / 2], 1)
+    return rows.astype(np.float32)[None]
+
+
+def nms_exe(n):
+    data = mx.sym.var('data')
+    net = mx.sym.contrib.box_nms(data, overlap_thresh=0.5, coord_start=2, score_index=1,
+                                 id_index=0, force_suppress=False, name='nms')
+    exe = net.simple_bind(mx.cpu(), grad_req='null', data=(1, n, 6))
+    exe.arg_dict['data'][:] = make_boxes(n)
+    return exe
+
+
+# ------------------------------------------------------------------------- runs
+def workloads(sync):
+    """name -> (description, zero-argument setup returning (fn, repeat, rounds, check))."""
+    def lenet_train():
+        exe = bind(lenet(), (64, 1, 28, 28))
+        check = grad_check(exe, 'conv1_weight')
+        return train_step_fn(exe, 64), 10, 5, check
+
+    def resnet_train():
+        exe = bind(resnet(), (32, 3, 32, 32))
+        check = grad_check(exe, 'stem_conv_weight')
+        return train_step_fn(exe, 32), 5, 5, check
+
+    def resnet_infer():
+        exe = bind(resnet(), (64, 3, 32, 32), grad_req='null')
+        out = exe.forward(is_train=False)[0].asnumpy()
+        return (lambda: exe.forward(is_train=False)), 10, 5, float(out[:, 0].sum())
+
+    def nms(n):
+        def setup():
+            exe = nms_exe(n)
+            out = exe.forward()[0].asnumpy()
+            return (lambda: exe.forward()), (20 if n <= 2000 else 5), 5, \
+                int((out[0, :, 0] != -1).sum())
+        return setup
+
+    return [('lenet_train', 'LeNet training step, batch 64', lenet_train),
+            ('resnet_train', 'ResNet-14 training step, batch 32', resnet_train),
+            ('resnet_infer', 'ResNet-14 inference, batch 64', resnet_infer),
+            ('nms_2000', 'box_nms, 2,000 boxes', nms(2000)),
+            ('nms_10000', 'box_nms, 10,000 boxes', nms(10000))]
+
+
+def run_all(sync):
+    res = {}
+    for key, _, setup in workloads(sync):
+        fn, repeat, rounds, check = setup()
+        res[key] = {'ms': 1e3 * best_of(fn, repeat, rounds, sync), 'check': check}
+    return res
+
+
+def run_mxnet(python, mkldnn):
+    env = dict(os.environ, OMP_NUM_THREADS=str(os.cpu_count()),
+               MXNET_MKLDNN_ENABLED='1' if mkldnn else '0')
+    out = subprocess.run([python, os.path.abspath(__file__), '--worker'], env=env,
+                         capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit('MXNet worker failed:\n' + out.stderr[-3000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def profile(top=14):
+    """cProfile each symgraph workload: where the time goes, by function."""
+    import cProfile
+    import pstats
+    for key, desc, setup in workloads(lambda: None):
+        fn, repeat, _, _ = setup()
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(repeat):
+            fn()
+        prof.disable()
+        st = pstats.Stats(prof)
+        total = st.total_tt
+        print('\n=== %s: %.1f ms per call under cProfile' % (desc, 1e3 * total / repeat))
+        rows = sorted(st.stats.items(), key=lambda kv: -kv[1][3])
+        print('  cumulative, symgraph functions (nested: fractions overlap)')
+        shown = 0
+        for (path, line, func), (_, _, tt, ct, _) in rows:
+            if shown >= top or ('/ops/' not in path and '/symgraph/' not in path
+                                and 'symgraph-plan' not in path):
+                continue
+            print('  %5.1f%%  %-30s %s:%d' % (100 * ct / total, func,
+                                              os.path.basename(path), line))
+            shown += 1
+        print('  own time, any function')
+        for (path, line, func), (_, _, tt, ct, _) in sorted(st.stats.items(),
+                                                            key=lambda kv: -kv[1][2])[:top]:
+            print('  %5.1f%%  %-30s %s:%d' % (100 * tt / total, func,
+                                              os.path.basename(path) or path, line))
+
+
+def main(argv=None):
+    global mx
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--mxnet', help='python interpreter with mxnet 1.9.1 for a reference')
+    ap.add_argument('--no-mkldnn-off', action='store_true',
+                    help='with --mxnet, skip the run with MXNET_MKLDNN_ENABLED=0')
+    ap.add_argument('--profile', action='store_true', help='cProfile the symgraph side')
+    ap.add_argument('--worker', action='store_true', help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:         # under the MXNet interpreter: same workloads, JSON out
+        import mxnet
+        mx = mxnet
+        res = run_all(mx.nd.waitall)
+        res['mkldnn'] = os.environ.get('MXNET_MKLDNN_ENABLED', '1') != '0'
+        print(json.dumps(res))
+        return
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+    import symgraph
+    mx = symgraph
+    print('%d cores; times are the best round, ms per call' % os.cpu_count())
+    ours = run_all(lambda: None)
+    refs = []
+    if args.mxnet:
+        refs.append(('MKLDNN on (default)', run_mxnet(args.mxnet, True)))
+        if not args.no_mkldnn_off:
+            refs.append(('MKLDNN off', run_mxnet(args.mxnet, False)))
+    head = '%-34s %10s' % ('workload', 'symgraph')
+    for name, _ in refs:
+        head += ' | %-29s' % ('MXNet 1.9.1, ' + name)
+    print(head)
+    for key, desc, _ in workloads(None):
+        line = '%-34s %7.2f ms' % (desc, ours[key]['ms'])
+        for _, ref in refs:
+            r = ref[key]
+            line += ' | %7.2f ms  ratio %5.2fx' % (r['ms'], ours[key]['ms'] / r['ms'])
+        print(line)
+    print('ratio = symgraph / MXNet time (below 1: symgraph is faster)')
+    print('check values (gradient sums, boxes kept; must agree):')
+    for key, _, _ in workloads(None):
+        print('  %-14s symgraph %-12.6g' % (key, ours[key]['check'])
+              + ''.join(' %s %-12.6g' % (name.split()[1], ref[key]['check'])
+                        for name, ref in refs))
+    if args.profile:
+        profile()
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,90 @@
+"""NDArray basics and mx.nd operator calls."""
+import numpy as np
+import pytest
+
+import symgraph as mx
+
+
+def test_array_dtype_rules():
+    assert mx.nd.array(np.zeros(3)).dtype == np.float32          # float64 -> float32
+    assert mx.nd.array(np.zeros(3), dtype='float64').dtype == np.float64
+    assert mx.nd.array(np.zeros(3, dtype=np.int32)).dtype == np.int32
+    assert mx.nd.array([1, 2]).dtype == np.float32
+
+
+def test_creation_and_context():
+    a = mx.nd.zeros((2, 3))
+    assert a.shape == (2, 3) and a.context == mx.cpu() and not a.asnumpy().any()
+    assert mx.nd.ones((2,)).asnumpy().tolist() == [1, 1]
+    assert mx.nd.full((2,), 7).asnumpy().tolist() == [7, 7]
+    assert not mx.nd.empty((4,)).asnumpy().any()                 # never uninitialised
+    np.testing.assert_allclose(mx.nd.arange(0, 6, 2).asnumpy(), [0, 2, 4])
+    assert mx.nd.arange(3, repeat=2).shape == (6,)
+
+
+def test_slicing_shares_memory_and_assignment():
+    a = mx.nd.zeros((3, 4))
+    b = a[1]
+    b[:] = 5
+    assert a.asnumpy()[1].tolist() == [5] * 4
+    a[0, 1:3] = mx.nd.array([1, 2])
+    assert a.asnumpy()[0].tolist() == [0, 1, 2, 0]
+    a[:] = np.ones((3, 4))
+    assert a.asnumpy().sum() == 12
+
+
+def test_arithmetic_and_inplace_keep_dtype():
+    a = mx.nd.array([1, 2, 3])
+    assert ((a + 1) * 2 - a / 2).asnumpy().tolist() == [3.5, 5.0, 6.5]
+    assert (a ** 2).dtype == np.float32
+    assert (1 - a).asnumpy().tolist() == [0, -1, -2]
+    assert (a > 1).asnumpy().tolist() == [0, 1, 1]
+    a += 1
+    assert a.asnumpy().tolist() == [2, 3, 4]
+    assert mx.nd.array([3.5]).asscalar() == 3.5
+    with pytest.raises(ValueError):
+        a.asscalar()
+
+
+def test_copyto_as_in_context_astype():
+    a = mx.nd.array([1, 2])
+    b = mx.nd.zeros((2,))
+    a.copyto(b)
+    assert b.asnumpy().tolist() == [1, 2]
+    c = a.copyto(mx.cpu())
+    c[:] = 0
+    assert a.asnumpy().tolist() == [1, 2]
+    assert a.as_in_context(mx.cpu()) is a
+    assert a.astype('int32').dtype == np.int32
+    with pytest.raises(ValueError):
+        a.copyto(mx.nd.zeros((3,)))
+
+
+def test_imperative_operators():
+    x = mx.nd.array([[1, -2], [3, -4]])
+    assert mx.nd.relu(x).asnumpy().tolist() == [[1, 0], [3, 0]]
+    assert mx.nd.sum(x, axis=1).asnumpy().tolist() == [-1, -1]
+    y = mx.nd.FullyConnected(x, mx.nd.ones((3, 2)), mx.nd.zeros((3,)), num_hidden=3)
+    assert y.shape == (2, 3)
+    out = mx.nd.zeros((2, 2))
+    mx.nd.abs(x, out=out)
+    assert out.asnumpy().tolist() == [[1, 2], [3, 4]]
+    assert x.exp().shape == (2, 2)
+
+
+def test_save_load_round_trip(tmp_path):
+    f = str(tmp_path / 'a.params')
+    mx.nd.save(f, {'arg:w': mx.nd.array([[1, 2]]), 'aux:m': mx.nd.array([3], dtype='float64')})
+    d = mx.nd.load(f)
+    assert d['arg:w'].asnumpy().tolist() == [[1, 2]] and d['aux:m'].dtype == np.float64
+    mx.nd.save(f, [mx.nd.ones((2,))])
+    assert isinstance(mx.nd.load(f), list)
+    with pytest.raises(TypeError):
+        mx.nd.save(f, {'a': np.ones(2)})
+
+
+def test_gpu_without_cupy_or_device_fails_clearly():
+    if mx.context.num_gpus() > 0:
+        pytest.skip('a GPU is present')
+    with pytest.raises(mx.MXNetError, match='GPU|CuPy|cupy'):
+        mx.nd.zeros((2,), ctx=mx.gpu(0))

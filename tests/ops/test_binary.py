@@ -1,0 +1,353 @@
+"""Binary, broadcasting and array-with-scalar operators (MXNet 1.9.1 semantics)."""
+import numpy as np
+import pytest
+
+from harness import (OpCase, parametrize_cases, check_forward, check_gradient,
+                     check_symbolic)
+from symgraph.base import MXNetError
+from symgraph.opdef import ShapeError, get_op
+
+
+# --- input makers ---------------------------------------------------------------------
+def apart(rng, shapes, dtype):
+    """lhs and rhs at least 0.05 apart (no ties for max/min)."""
+    a, b = [rng.uniform(-1, 1, s) for s in shapes]
+    close = np.abs(a - b) < 0.05
+    return [np.where(close, a + 0.1 * np.sign(a - b + 1e-3), a), b]
+
+
+def with_ties(rng, shapes, dtype):
+    """rhs equals lhs at about half the positions (broadcast shapes allowed)."""
+    a, b = [np.round(rng.uniform(-2, 2, s)) for s in shapes]
+    return [a, b]
+
+
+def divisor(rng, shapes, dtype):
+    a, b = [rng.uniform(-1, 1, s) for s in shapes]
+    return [a, np.sign(b + 1e-9) * rng.uniform(0.5, 1.5, np.shape(b))]
+
+
+def mod_inputs(rng, shapes, dtype):
+    """rhs away from 0 and lhs / rhs away from integers (no wrap-around nearby)."""
+    q = rng.uniform(-3, 3, shapes[0])   # lhs must have the output's shape
+    q = np.where(np.abs(q - np.round(q)) < 0.1, q + 0.25, q)
+    b = np.sign(rng.uniform(-1, 1, shapes[1]) + 1e-9) * rng.uniform(0.5, 1.5, shapes[1])
+    return [q * b, b]
+
+
+def power_inputs(rng, shapes, dtype):
+    return [rng.uniform(0.5, 2, shapes[0]), rng.uniform(-1.5, 1.5, shapes[1])]
+
+
+def logical(rng, shapes, dtype):
+    return [rng.choice([-1.5, 0.0, 0.5], s) for s in shapes]
+
+
+def pos(rng, shapes, dtype):
+    return [rng.uniform(0.5, 2, s) for s in shapes]
+
+
+def away0(rng, shapes, dtype):
+    return [np.sign(rng.uniform(-1, 1, s) + 1e-9) * rng.uniform(0.3, 1.5, s) for s in shapes]
+
+
+def ints(rng, shapes, dtype):
+    return [rng.randint(-7, 8, s).astype(np.int32) for s in shapes]
+
+
+def zero_grads(inputs, outputs, out_grads):
+    return [np.zeros_like(x) for x in inputs]
+
+
+# --- same-shape and broadcasting binary operators -------------------------------------------
+ARITH = [  # name, broadcast name, reference, input maker
+    ('elemwise_add', 'broadcast_add', np.add, None),
+    ('elemwise_sub', 'broadcast_sub', np.subtract, None),
+    ('elemwise_mul', 'broadcast_mul', np.multiply, None),
+    ('elemwise_div', 'broadcast_div', np.divide, divisor),
+    ('_mod', 'broadcast_mod', np.mod, mod_inputs),
+    ('_power', 'broadcast_power', np.power, power_inputs),
+    ('_maximum', 'broadcast_maximum', np.maximum, apart),
+    ('_minimum', 'broadcast_minimum', np.minimum, apart),
+    ('_hypot', 'broadcast_hypot', np.hypot, away0),
+]
+COMPARE = [
+    ('_equal', 'broadcast_equal', np.equal, with_ties),
+    ('_not_equal', 'broadcast_not_equal', np.not_equal, with_ties),
+    ('_greater', 'broadcast_greater', np.greater, with_ties),
+    ('_greater_equal', 'broadcast_greater_equal', np.greater_equal, with_ties),
+    ('_lesser', 'broadcast_lesser', np.less, with_ties),
+    ('_lesser_equal', 'broadcast_lesser_equal', np.less_equal, with_ties),
+    ('_logical_and', 'broadcast_logical_and', np.logical_and, logical),
+    ('_logical_or', 'broadcast_logical_or', np.logical_or, logical),
+    ('_logical_xor', 'broadcast_logical_xor', np.logical_xor, logical),
+]
+SAME_SHAPES = [[(3, 4), (3, 4)], [(2, 3, 5), (2, 3, 5)], [(7,), (7,)]]
+BROADCAST_SHAPES = [[(2, 3, 4), (1, 3, 1)], [(3, 1), (1, 4)], [(2, 3), (3,)],
+                    [(1,), (2, 3)], [(5,), (5,)]]
+
+
+def _as_dtype_of(f):
+    return lambda a, b: f(a, b).astype(a.dtype)
+
+
+CASES = []
+for _name, _bname, _f, _make in ARITH:
+    for _shapes in SAME_SHAPES[:2]:
+        CASES.append(OpCase(_name, shapes=_shapes, ref=_f, inputs=_make))
+    for _shapes in BROADCAST_SHAPES:
+        if _make is mod_inputs and np.broadcast_shapes(*_shapes) != _shapes[0]:
+            continue
+        CASES.append(OpCase(_bname, shapes=_shapes, ref=_f, inputs=_make))
+for _name, _bname, _f, _make in COMPARE:
+    # ties make a numeric gradient meaningless; MXNet's gradient is zero
+    CASES.append(OpCase(_name, shapes=SAME_SHAPES[0], ref=_as_dtype_of(_f), inputs=_make,
+                        grad_ref=zero_grads))
+    CASES.append(OpCase(_bname, shapes=BROADCAST_SHAPES[0], ref=_as_dtype_of(_f),
+                        inputs=_make, grad_ref=zero_grads))
+    CASES.append(OpCase(_bname, shapes=BROADCAST_SHAPES[2], ref=_as_dtype_of(_f),
+                        inputs=_make, grad_ref=zero_grads))
+
+CASES += [
+    # aliases
+    OpCase('_plus', shapes=SAME_SHAPES[2], ref=np.add),
+    OpCase('_Minus', shapes=SAME_SHAPES[2], ref=np.subtract),
+    OpCase('_Mul', shapes=SAME_SHAPES[2], ref=np.multiply),
+    OpCase('broadcast_plus', shapes=BROADCAST_SHAPES[1], ref=np.add),
+    OpCase('broadcast_minus', shapes=BROADCAST_SHAPES[2], ref=np.subtract),
+    # ties: the gradient goes to lhs where lhs >= rhs (max) or lhs <= rhs (min)
+    OpCase('_maximum', shapes=SAME_SHAPES[0], ref=np.maximum, inputs=with_ties,
+           grad_ref=lambda i, o, g: [g[0] * (i[0] >= i[1]), g[0] * (i[0] < i[1])]),
+    OpCase('_minimum', shapes=SAME_SHAPES[0], ref=np.minimum, inputs=with_ties,
+           grad_ref=lambda i, o, g: [g[0] * (i[0] <= i[1]), g[0] * (i[0] > i[1])]),
+    OpCase('broadcast_maximum', shapes=[(2, 3), (2, 1)], ref=np.maximum, inputs=with_ties,
+           grad_ref=lambda i, o, g: [g[0] * (i[0] >= i[1]),
+                                     (g[0] * (i[0] < i[1])).sum(1, keepdims=True)]),
+    # integer arrays: division truncates toward zero, comparisons stay int32
+    OpCase('elemwise_div', shapes=SAME_SHAPES[0], dtypes=('int32',),
+           inputs=lambda r, s, d: [r.randint(-9, 10, s[0]).astype(np.int32),
+                                   r.choice([-3, -2, 2, 3], s[1]).astype(np.int32)],
+           ref=lambda a, b: np.trunc(a / b).astype(np.int32)),
+    OpCase('broadcast_add', shapes=BROADCAST_SHAPES[0], dtypes=('int32',), inputs=ints,
+           ref=np.add),
+    OpCase('broadcast_greater', shapes=BROADCAST_SHAPES[1], dtypes=('int32',), inputs=ints,
+           ref=_as_dtype_of(np.greater)),
+]
+for _n in (1, 2, 3, 4):
+    CASES.append(OpCase('add_n', {'num_args': _n}, shapes=[(3, 5)] * _n,
+                        ref=lambda *xs: sum(xs[1:], xs[0])))
+CASES.append(OpCase('ElementWiseSum', {'num_args': '3'}, shapes=[(2, 3, 2)] * 3,
+                    ref=lambda a, b, c: a + b + c))
+
+# --- broadcasting one array to a shape ------------------------------------------------------
+CASES += [
+    OpCase('broadcast_to', {'shape': (2, 3, 4)}, shapes=[(1, 3, 1)],
+           ref=lambda x: np.broadcast_to(x, (2, 3, 4))),
+    OpCase('broadcast_to', {'shape': '(4, 0)'}, shapes=[(1, 5)],
+           ref=lambda x: np.broadcast_to(x, (4, 5))),
+    OpCase('broadcast_to', {'shape': (3, 2)}, shapes=[(3, 2)], ref=lambda x: x),
+    OpCase('broadcast_axis', {'axis': (0, 2), 'size': (2, 4)}, shapes=[(1, 3, 1)],
+           ref=lambda x: np.broadcast_to(x, (2, 3, 4))),
+    OpCase('broadcast_axes', {'axis': 1, 'size': 5}, shapes=[(2, 1)],
+           ref=lambda x: np.broadcast_to(x, (2, 5))),
+    OpCase('broadcast_axis', {'axis': -1, 'size': 3}, shapes=[(4, 1)],
+           ref=lambda x: np.broadcast_to(x, (4, 3))),
+    OpCase('broadcast_like', shapes=[(1, 3), (2, 3)], grad=(0,),
+           ref=lambda a, b: np.broadcast_to(a, b.shape)),
+    OpCase('broadcast_like', {'lhs_axes': (0, 2), 'rhs_axes': (1, 0)},
+           shapes=[(1, 3, 1), (5, 6)], ref=lambda a, b: np.broadcast_to(a, (6, 3, 5))),
+]
+
+# --- array with scalar ------------------------------------------------------------------------
+SCALAR = [  # name, scalar, reference, input maker
+    ('_plus_scalar', 2, lambda x: x + 2, None),
+    ('_PlusScalar', '-1.5', lambda x: x - 1.5, None),
+    ('_minus_scalar', 0.25, lambda x: x - 0.25, None),
+    ('_rminus_scalar', 3, lambda x: 3 - x, None),
+    ('_mul_scalar', -1.0, lambda x: -x, None),
+    ('_mul_scalar', 2.5, lambda x: x * 2.5, None),
+    ('_div_scalar', 4, lambda x: x / 4, None),
+    ('_rdiv_scalar', 2, lambda x: 2 / x, away0),
+    ('_mod_scalar', 0.7, lambda x: np.mod(x, 0.7),
+     lambda r, s, d: [0.7 * (np.floor(r.uniform(-3, 3, s[0])) + r.uniform(0.1, 0.9, s[0]))]),
+    ('_mod_scalar', -2, lambda x: np.mod(x, -2),
+     lambda r, s, d: [2 * (np.floor(r.uniform(-3, 3, s[0])) + r.uniform(0.1, 0.9, s[0]))]),
+    ('_rmod_scalar', 3.5, lambda x: np.mod(3.5, x),
+     lambda r, s, d: [3.5 / (r.choice([-3, -1, 1, 2], s[0]) + r.uniform(0.1, 0.9, s[0]))]),
+    ('_power_scalar', 2, lambda x: x ** 2, None),
+    ('_power_scalar', 3, lambda x: x ** 3, None),
+    ('_power_scalar', 0.5, np.sqrt, pos),
+    ('_rpower_scalar', 2, lambda x: 2 ** x, None),
+    ('_rpower_scalar', 0.5, lambda x: 0.5 ** x, None),
+    ('_maximum_scalar', 0.1, lambda x: np.maximum(x, 0.1), None),
+    ('_minimum_scalar', -0.2, lambda x: np.minimum(x, -0.2), None),
+    ('_hypot_scalar', 0.5, lambda x: np.hypot(x, 0.5), None),
+]
+for _name, _s, _f, _make in SCALAR:
+    CASES.append(OpCase(_name, {'scalar': _s}, shapes=[(3, 5)], ref=_f, inputs=_make))
+CASES.append(OpCase('_plus_scalar', {'scalar': 1, 'is_int': 'True'}, shapes=[(2, 3, 4)],
+                    ref=lambda x: x + 1))
+for _name, _f in [('_equal_scalar', np.equal), ('_not_equal_scalar', np.not_equal),
+                  ('_greater_scalar', np.greater), ('_greater_equal_scalar', np.greater_equal),
+                  ('_lesser_scalar', np.less), ('_lesser_equal_scalar', np.less_equal),
+                  ('_logical_and_scalar', np.logical_and),
+                  ('_logical_or_scalar', np.logical_or),
+                  ('_logical_xor_scalar', np.logical_xor)]:
+    CASES.append(OpCase(_name, {'scalar': 1}, shapes=[(4, 5)],
+                        ref=lambda x, f=_f: f(x, 1).astype(x.dtype), grad_ref=zero_grads,
+                        inputs=lambda r, s, d: [np.round(r.uniform(-2, 2, s[0]))]))
+CASES += [
+    OpCase('_logical_and_scalar', {'scalar': 0}, shapes=[(2, 3)], grad_ref=zero_grads,
+           ref=lambda x: np.zeros_like(x)),
+    # ties: the gradient passes where x >= scalar (max) and x <= scalar (min)
+    OpCase('_maximum_scalar', {'scalar': 0}, shapes=[(4,)], grad=(0,),
+           inputs=lambda r, s, d: [np.array([-1.0, 0.0, 0.0, 2.0])],
+           ref=lambda x: np.maximum(x, 0), grad_ref=lambda i, o, g: [g[0] * (i[0] >= 0)]),
+    OpCase('_minimum_scalar', {'scalar': 0}, shapes=[(4,)], grad=(0,),
+           inputs=lambda r, s, d: [np.array([-1.0, 0.0, 0.0, 2.0])],
+           ref=lambda x: np.minimum(x, 0), grad_ref=lambda i, o, g: [g[0] * (i[0] <= 0)]),
+    # integer arrays keep their dtype (MXNet: int32 + 2.5 is int32)
+    OpCase('_plus_scalar', {'scalar': 2.5}, shapes=[(3, 4)], dtypes=('int32',), inputs=ints,
+           ref=lambda x: (x + 2.5).astype(np.int32)),
+    OpCase('_div_scalar', {'scalar': 2}, shapes=[(3, 4)], dtypes=('int32',), inputs=ints,
+           ref=lambda x: np.trunc(x / 2).astype(np.int32)),
+    OpCase('_greater_scalar', {'scalar': 0}, shapes=[(5,)], dtypes=('int32',), inputs=ints,
+           ref=lambda x: (x > 0).astype(np.int32)),
+]
+
+
+@parametrize_cases(CASES)
+def test_forward(case):
+    check_forward(case)
+
+
+@parametrize_cases(CASES)
+def test_gradient(case):
+    check_gradient(case)
+
+
+@parametrize_cases(CASES)
+def test_symbolic(case):
+    check_symbolic(case)
+
+
+@parametrize_cases(CASES)
+def test_fast_forward_matches_forward(case):
+    op = case.make_op()
+    fast = op.fast_forward(np, False)
+    if fast is None:
+        assert op.name in ('broadcast_to', 'broadcast_axis', 'broadcast_like'), op.name
+        return
+    for dtype in case.dtypes:
+        inputs = case.make_inputs(dtype)
+        expected = op.forward(np, list(inputs), [], False)[0]
+        got = fast(*inputs)
+        assert got.dtype == expected.dtype
+        np.testing.assert_array_equal(got, expected)
+
+
+@parametrize_cases(CASES)
+def test_unknown_shapes_do_not_crash(case):
+    op = case.make_op()
+    op.infer_shape([None] * len(op.list_arguments()))
+    op.infer_type([None] * len(op.list_arguments()))
+
+
+# --- shape inference ----------------------------------------------------------------------------
+def test_elemwise_shape_mismatch_names_argument_and_shapes():
+    with pytest.raises(ShapeError, match=r"'rhs'.*\(3, 2\).*\(2, 3\)"):
+        get_op('elemwise_add')().infer_shape([(2, 3), (3, 2)])
+
+
+def test_add_n_shape_mismatch_names_argument():
+    with pytest.raises(ShapeError, match=r"'arg2'.*\(3, 2\)"):
+        get_op('add_n')(num_args=3).infer_shape([(2, 3), None, (3, 2)])
+
+
+def test_broadcast_mismatch_names_both_shapes():
+    with pytest.raises(ShapeError, match=r"'lhs'.*\(2, 3\).*'rhs'.*\(4, 3\)"):
+        get_op('broadcast_mul')().infer_shape([(2, 3), (4, 3)])
+
+
+def test_elemwise_fills_unknown_inputs():
+    op = get_op('elemwise_mul')()
+    assert op.infer_shape([None, (2, 3)]) == ([(2, 3), (2, 3)], [(2, 3)], [])
+    assert op.infer_shape([(2, 0), (0, 3)])[1] == [(2, 3)]
+    op = get_op('add_n')(num_args=3)
+    assert op.infer_shape([None, (4,), None])[0] == [(4,)] * 3
+
+
+@pytest.mark.parametrize('lhs, rhs, out', [
+    ((2, 3), (3,), (2, 3)),
+    ((2, 1, 4), (3, 1), (2, 3, 4)),
+    ((2, 0), (1, 3), (2, 0)),      # an unknown dimension stays unknown (MXNet)
+    ((2, 1), (0, 3), (0, 3)),
+    ((2, 3), None, None),          # MXNet does not guess the other input
+])
+def test_broadcast_shape_inference(lhs, rhs, out):
+    in_shapes, out_shapes, _ = get_op('broadcast_add')().infer_shape([lhs, rhs])
+    assert out_shapes == [out]
+    assert in_shapes == [lhs, rhs]
+
+
+@pytest.mark.parametrize('name, kwargs, shapes, match', [
+    ('broadcast_to', {'shape': (2, 3)}, [(3,)], 'number of dimensions'),
+    ('broadcast_to', {'shape': (4, 3)}, [(2, 3)], r'\(2, 3\).*\(4, 3\)'),
+    ('broadcast_axis', {'axis': 0, 'size': 4}, [(2, 3)], 'size 1'),
+    ('broadcast_axis', {'axis': 2, 'size': 4}, [(2, 3)], 'out of range'),
+    ('broadcast_like', {}, [(2, 3), (2, 3, 4)], 'ndim'),
+    ('broadcast_like', {}, [(2, 3), (4, 3)], r'\(2, 3\).*\(4, 3\)'),
+])
+def test_broadcast_to_errors(name, kwargs, shapes, match):
+    with pytest.raises(ShapeError, match=match):
+        get_op(name)(**kwargs).infer_shape(shapes)
+
+
+def test_broadcast_to_partial():
+    assert get_op('broadcast_to')(shape=(4, 0)).infer_shape([(1, 3)])[1] == [(4, 3)]
+    assert get_op('broadcast_to')(shape=(4, 3)).infer_shape([None])[1] == [None]
+
+
+def test_broadcast_axis_parameter_lengths():
+    with pytest.raises(MXNetError, match='differ in length'):
+        get_op('broadcast_axis')(axis=(0, 1), size=(2,))
+
+
+# --- structure and parameters -----------------------------------------------------------------
+def test_argument_names():
+    assert get_op('elemwise_add')().list_arguments() == ['lhs', 'rhs']
+    assert get_op('broadcast_like')().list_arguments() == ['lhs', 'rhs']
+    assert get_op('ElementWiseSum')(num_args=3).list_arguments() == ['arg0', 'arg1', 'arg2']
+    assert get_op('_plus_scalar')(scalar=1).list_arguments() == ['data']
+    with pytest.raises(MXNetError, match='num_args'):
+        get_op('add_n')()
+
+
+@pytest.mark.parametrize('alias, name', [
+    ('_plus', 'elemwise_add'), ('_Plus', 'elemwise_add'), ('_add', 'elemwise_add'),
+    ('_minus', 'elemwise_sub'), ('_sub', 'elemwise_sub'), ('_Div', 'elemwise_div'),
+    ('_Mod', '_mod'), ('_Power', '_power'), ('_Maximum', '_maximum'),
+    ('_Minimum', '_minimum'), ('_Equal', '_equal'), ('_Not_Equal', '_not_equal'),
+    ('_Greater_Equal', '_greater_equal'), ('_Lesser', '_lesser'), ('_Hypot', '_hypot'),
+    ('_Logical_And', '_logical_and'), ('ElementWiseSum', 'add_n'),
+    ('broadcast_plus', 'broadcast_add'), ('broadcast_minus', 'broadcast_sub'),
+    ('broadcast_axes', 'broadcast_axis'), ('_MinusScalar', '_minus_scalar'),
+    ('_RPowerScalar', '_rpower_scalar'), ('_NotEqualScalar', '_not_equal_scalar'),
+    ('_LesserEqualScalar', '_lesser_equal_scalar'), ('_LogicalXorScalar',
+                                                     '_logical_xor_scalar'),
+])
+def test_aliases(alias, name):
+    assert get_op(alias).name == name
+
+
+def test_broadcast_twins_do_not_steal_aliases():
+    assert get_op('_mul').name == 'elemwise_mul'
+    assert get_op('_maximum').name == '_maximum'
+
+
+def test_scalar_parameter_parses_mxnet_strings():
+    op = get_op('_plus_scalar')(scalar='2')
+    assert op.scalar == 2.0 and isinstance(op.scalar, float)
+    assert get_op('_mul_scalar')(scalar='-1.0').scalar == -1.0
+    x = np.ones((2, 2), np.float32)
+    assert op.fast_forward(np, False)(x).dtype == np.float32

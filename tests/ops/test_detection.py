@@ -1,0 +1,391 @@
+"""box_nms, box_iou, nms, ROIPooling and ROIAlign against naive loop references."""
+import math
+
+import numpy as np
+import pytest
+
+import symgraph.ops.roi  # noqa: F401  (registers ROIPooling / ROIAlign)
+from harness import OpCase, check_forward, check_gradient, parametrize_cases
+from symgraph.ops import nms_core as det
+from symgraph.opdef import get_op
+
+
+# ----------------------------------------------------------------------------------
+# naive references
+# ----------------------------------------------------------------------------------
+def naive_iou(a, b, fmt='corner'):
+    """MXNet's IoU of two boxes, element by element."""
+    def corners(v):
+        if fmt == 'corner':
+            return v[0], v[1], v[2], v[3], v[2] - v[0], v[3] - v[1]
+        return v[0] - v[2] / 2, v[1] - v[3] / 2, v[0] + v[2] / 2, v[1] + v[3] / 2, v[2], v[3]
+    ax1, ay1, ax2, ay2, aw, ah = corners(a)
+    bx1, by1, bx2, by2, bw, bh = corners(b)
+    w = max(min(ax2, bx2) - max(ax1, bx1), 0)
+    h = max(min(ay2, by2) - max(ay1, by1), 0)
+    inter = w * h
+    area_a = aw * ah if aw >= 0 and ah >= 0 else 0
+    area_b = bw * bh if bw >= 0 and bh >= 0 else 0
+    with np.errstate(invalid='ignore', divide='ignore'):
+        return np.divide(inter, area_a + area_b - inter)
+
+
+def naive_box_nms(data, overlap_thresh=0.5, valid_thresh=0.0, topk=-1, coord_start=2,
+                  score_index=1, id_index=-1, background_id=-1, force_suppress=False,
+                  in_format='corner', out_format='corner'):
+    """Returns (output, record): record[k] = flat input row of output row k, or -1."""
+    shape = data.shape
+    n, w = shape[-2], shape[-1]
+    flat = data.reshape(-1, n, w)
+    out = np.full_like(flat, -1)
+    rec = np.full(flat.shape[:2], -1)
+    thr = np.float32(overlap_thresh)
+    for b in range(flat.shape[0]):
+        rows = [i for i in range(n) if flat[b, i, score_index] > np.float32(valid_thresh)
+                and (id_index < 0 or flat[b, i, id_index] != background_id)]
+        rows.sort(key=lambda i: -flat[b, i, score_index])          # stable
+        if topk >= 0:
+            rows = rows[:topk]
+        kept = []
+        for i in rows:
+            ok = True
+            for k in kept:
+                if (id_index >= 0 and not force_suppress
+                        and int(flat[b, k, id_index]) != int(flat[b, i, id_index])):
+                    continue
+                c = coord_start
+                if naive_iou(flat[b, k, c:c + 4], flat[b, i, c:c + 4], in_format) > thr:
+                    ok = False
+                    break
+            if ok:
+                kept.append(i)
+        for pos, i in enumerate(kept):
+            out[b, pos] = flat[b, i]
+            rec[b, pos] = b * n + i
+            c = out[b, pos, coord_start:coord_start + 4].copy()
+            if in_format != out_format and c[0] >= 0:      # MXNet skips x < 0 rows
+                if out_format == 'center':
+                    c = [(c[0] + c[2]) / 2, (c[1] + c[3]) / 2, c[2] - c[0], c[3] - c[1]]
+                else:
+                    c = [c[0] - c[2] / 2, c[1] - c[3] / 2, c[0] + c[2] / 2, c[1] + c[3] / 2]
+                out[b, pos, coord_start:coord_start + 4] = c
+    if topk == 0:
+        return data.copy(), np.arange(data.size // w)
+    return out.reshape(shape), rec.reshape(-1)
+
+
+def _nms_grad_ref(attrs):
+    """MXNet copies each output row's gradient to the input row it came from."""
+    def grad_ref(inputs, outputs, out_grads):
+        data = inputs[0]
+        _, rec = naive_box_nms(data, **attrs)
+        w = data.shape[-1]
+        g = np.zeros((data.size // w, w))
+        dy = out_grads[0].reshape(-1, w)
+        for k, r in enumerate(rec):
+            if r >= 0:
+                g[r] = dy[k]
+        return [g.reshape(data.shape)]
+    return grad_ref
+
+
+def _boxes(n, seed=0, size=10.0, clusters=3, id_col=True, ties=False, fmt='corner'):
+    rng = np.random.RandomState(seed)
+    centres = rng.uniform(2, size - 2, (clusters, 2))
+    c = centres[rng.randint(0, clusters, n)] + rng.normal(0, 0.6, (n, 2))
+    wh = rng.uniform(1.0, 3.0, (n, 2))
+    score = rng.randint(0, 4, n) / 4.0 if ties else rng.permutation(n) / float(n) + 0.01
+    coords = np.concatenate([c, wh], 1) if fmt == 'center' else np.concatenate(
+        [c - wh / 2, c + wh / 2], 1)
+    ids = rng.randint(0, 3, (n, 1)).astype(float) if id_col else np.zeros((n, 1))
+    return np.concatenate([ids, score[:, None], coords], 1)
+
+
+def _nms_case(shape, attrs=None, seed=0, ties=False, numeric=False, **kw):
+    attrs = attrs or {}
+
+    def inputs(rng, shapes, dtype):
+        n = int(np.prod(shapes[0][:-1]))
+        return [_boxes(n, seed, ties=ties, fmt=attrs.get('in_format', 'corner'), **kw)
+                .reshape(shapes[0])]
+    return OpCase('_contrib_box_nms', attrs, shapes=[shape], inputs=inputs,
+                  ref=lambda d: naive_box_nms(d, **attrs)[0],
+                  grad_ref=None if numeric else _nms_grad_ref(attrs),
+                  id='box_nms[%s,seed=%d,ties=%s]%s' % (attrs, seed, ties, shape))
+
+
+NMS_CASES = [
+    _nms_case((12, 6), numeric=True),
+    _nms_case((12, 6), {'overlap_thresh': 0.3}, seed=1, numeric=True),
+    _nms_case((15, 6), ties=True, seed=2),
+    _nms_case((15, 6), {'valid_thresh': 0.5}, ties=True, seed=3),
+    _nms_case((15, 6), {'topk': 4}, seed=4, numeric=True),
+    _nms_case((9, 6), {'topk': 0}, seed=4, numeric=True),
+    _nms_case((15, 6), {'id_index': 0}, seed=5),
+    _nms_case((15, 6), {'id_index': 0, 'force_suppress': True}, seed=5),
+    _nms_case((15, 6), {'id_index': 0, 'background_id': 1}, seed=6),
+    _nms_case((15, 6), {'background_id': 1}, seed=6),   # no effect without id_index
+    _nms_case((15, 6), {'in_format': 'center', 'out_format': 'center'}, seed=7, numeric=True),
+    _nms_case((15, 6), {'in_format': 'center', 'out_format': 'corner'}, seed=8),
+    _nms_case((15, 6), {'out_format': 'center'}, seed=8),
+    _nms_case((2, 3, 7, 6), {'topk': 5, 'id_index': 0}, seed=9),
+    _nms_case((3, 8, 6), {'overlap_thresh': 0.0}, seed=10),
+    _nms_case((10, 6), {'overlap_thresh': -0.1}, seed=11),
+    _nms_case((10, 6), {'valid_thresh': 5.0}, seed=11),    # nothing valid
+]
+
+
+def _nms_dense_inputs(rng, shapes, dtype):
+    d = _boxes(shapes[0][0], seed=12)
+    return [d[:, 2:6], d[:, 1]]
+
+
+def naive_nms(boxes, scores, iou_threshold=0.5):
+    order = sorted(range(len(scores)), key=lambda i: -scores[i])
+    kept = []
+    for i in order:
+        if all(naive_iou(boxes[k], boxes[i]) <= iou_threshold
+               or np.isnan(naive_iou(boxes[k], boxes[i])) for k in kept):
+            kept.append(i)
+    return np.array(kept + [-1] * (len(scores) - len(kept)), np.int64)
+
+
+def naive_box_iou(fmt):
+    def ref(lhs, rhs):
+        l, r = lhs.reshape(-1, 4), rhs.reshape(-1, 4)
+        out = np.zeros((len(l), len(r)))
+        for i in range(len(l)):
+            for j in range(len(r)):
+                v = naive_iou(l[i], r[j], fmt)
+                out[i, j] = v if v > 0 else 0
+        return out.reshape(lhs.shape[:-1] + rhs.shape[:-1])
+    return ref
+
+
+def _iou_inputs(rng, shapes, dtype):
+    res = []
+    for s in shapes:
+        a = rng.uniform(0, 4, s)
+        a[..., 2:] = a[..., :2] + rng.uniform(-0.5, 3, s[:-1] + (2,))
+        res.append(a)
+    return res
+
+
+OTHER_CASES = [
+    OpCase('_contrib_nms', {}, shapes=[(30, 4), (30,)], inputs=_nms_dense_inputs,
+           ref=naive_nms, grad=()),
+    OpCase('_contrib_nms', {'iou_threshold': 0.2}, shapes=[(17, 4), (17,)],
+           inputs=_nms_dense_inputs, ref=lambda b, s: naive_nms(b, s, 0.2), grad=()),
+    OpCase('_contrib_box_iou', {}, shapes=[(2, 3, 4), (5, 4)], inputs=_iou_inputs,
+           ref=naive_box_iou('corner'), grad=()),
+    OpCase('_contrib_box_iou', {'format': 'center'}, shapes=[(3, 4), (2, 2, 4)],
+           inputs=_iou_inputs, ref=naive_box_iou('center'), grad=()),
+]
+
+
+# ----------------------------------------------------------------------------------
+# ROI pooling references: straight ports of MXNet's per-element loops
+# ----------------------------------------------------------------------------------
+def _c_round(v):
+    return math.floor(abs(v) + 0.5) * (1 if v >= 0 else -1)
+
+
+def naive_roi_pool(pooled_size, spatial_scale):
+    def ref(data, rois):
+        n, c, h, w = data.shape
+        ph_n, pw_n = pooled_size
+        out = np.zeros((len(rois), c, ph_n, pw_n))
+        s = float(np.float32(spatial_scale))
+        for r, roi in enumerate(rois):
+            b = int(roi[0])
+            x1, y1, x2, y2 = (_c_round(v * s) for v in roi[1:])
+            bh = max(y2 - y1 + 1, 1) / ph_n
+            bw = max(x2 - x1 + 1, 1) / pw_n
+            for ph in range(ph_n):
+                for pw in range(pw_n):
+                    hs = min(max(math.floor(ph * bh) + y1, 0), h)
+                    he = min(max(math.ceil((ph + 1) * bh) + y1, 0), h)
+                    ws = min(max(math.floor(pw * bw) + x1, 0), w)
+                    we = min(max(math.ceil((pw + 1) * bw) + x1, 0), w)
+                    if he > hs and we > ws:
+                        out[r, :, ph, pw] = data[b, :, hs:he, ws:we].max(axis=(1, 2))
+        return out
+    return ref
+
+
+def naive_roi_align(pooled_size, spatial_scale, sample_ratio=-1, position_sensitive=False,
+                    aligned=False):
+    def bilinear(img, y, x):
+        h, w = img.shape
+        if y < -1.0 or y > h or x < -1.0 or x > w:
+            return 0.0
+        y, x = max(y, 0.0), max(x, 0.0)
+        yl, xl = int(y), int(x)
+        if yl >= h - 1:
+            yh = yl = h - 1
+            y = float(yl)
+        else:
+            yh = yl + 1
+        if xl >= w - 1:
+            xh = xl = w - 1
+            x = float(xl)
+        else:
+            xh = xl + 1
+        ly, lx = y - yl, x - xl
+        return ((1 - ly) * (1 - lx) * img[yl, xl] + (1 - ly) * lx * img[yl, xh]
+                + ly * (1 - lx) * img[yh, xl] + ly * lx * img[yh, xh])
+
+    def ref(data, rois):
+        n, c, h, w = data.shape
+        ph_n, pw_n = pooled_size
+        cout = c // (ph_n * pw_n) if position_sensitive else c
+        out = np.zeros((len(rois), cout, ph_n, pw_n))
+        off = 0.5 if aligned else 0.0
+        for r, roi in enumerate(rois):
+            b = int(roi[0]) if len(roi) == 5 else 0
+            if b < 0:
+                continue
+            x1, y1, x2, y2 = (v * spatial_scale - off for v in roi[-4:])
+            rw, rh = x2 - x1, y2 - y1
+            if not aligned:
+                rw, rh = max(rw, 1.0), max(rh, 1.0)
+            gh = sample_ratio if sample_ratio > 0 else math.ceil(rh / ph_n)
+            gw = sample_ratio if sample_ratio > 0 else math.ceil(rw / pw_n)
+            for co in range(cout):
+                for ph in range(ph_n):
+                    for pw in range(pw_n):
+                        ci = (co * ph_n + ph) * pw_n + pw if position_sensitive else co
+                        acc = 0.0
+                        for iy in range(gh):
+                            y = y1 + ph * rh / ph_n + (iy + 0.5) * rh / ph_n / gh
+                            for ix in range(gw):
+                                x = x1 + pw * rw / pw_n + (ix + 0.5) * rw / pw_n / gw
+                                acc += bilinear(data[b, ci], y, x)
+                        out[r, co, ph, pw] = acc / (gh * gw)
+        return out
+    return ref
+
+
+def _roi_inputs(rois):
+    def make(rng, shapes, dtype):
+        return [rng.uniform(-1, 1, shapes[0]), np.array(rois, dtype)]
+    return make
+
+
+ROIS = [[0, 0.0, 0.0, 9.0, 7.0], [1, 2.5, 1.0, 6.4, 9.6], [0, -3.0, 4.0, 3.0, 30.0],
+        [1, 5.2, 5.1, 5.3, 5.2], [0, 10.0, 1.0, 14.0, 3.0]]
+ROIS4 = [r[1:] for r in ROIS]
+
+ROI_CASES = [
+    OpCase('ROIPooling', {'pooled_size': (2, 3), 'spatial_scale': 1.0}, shapes=[(2, 3, 7, 9),
+           (5, 5)], inputs=_roi_inputs(ROIS), ref=naive_roi_pool((2, 3), 1.0), grad=(0,)),
+    OpCase('ROIPooling', {'pooled_size': (3, 2), 'spatial_scale': 0.5}, shapes=[(2, 2, 5, 6),
+           (5, 5)], inputs=_roi_inputs(ROIS), ref=naive_roi_pool((3, 2), 0.5), grad=(0,)),
+    OpCase('_contrib_ROIAlign', {'pooled_size': (2, 3), 'spatial_scale': 1.0},
+           shapes=[(2, 3, 7, 9), (5, 5)], inputs=_roi_inputs(ROIS),
+           ref=naive_roi_align((2, 3), 1.0), grad=(0,)),
+    OpCase('_contrib_ROIAlign', {'pooled_size': (3, 2), 'spatial_scale': 0.5,
+                                 'sample_ratio': 2, 'aligned': True},
+           shapes=[(2, 2, 5, 6), (5, 5)], inputs=_roi_inputs(ROIS),
+           ref=naive_roi_align((3, 2), 0.5, 2, aligned=True), grad=(0,)),
+    OpCase('_contrib_ROIAlign', {'pooled_size': (2, 2), 'spatial_scale': 0.5,
+                                 'position_sensitive': True},
+           shapes=[(2, 8, 5, 6), (5, 5)], inputs=_roi_inputs(ROIS),
+           ref=naive_roi_align((2, 2), 0.5, position_sensitive=True), grad=(0,)),
+    OpCase('_contrib_ROIAlign', {'pooled_size': (1, 2), 'spatial_scale': 1.0,
+                                 'sample_ratio': 3},
+           shapes=[(1, 2, 6, 5), (5, 4)], inputs=_roi_inputs(ROIS4),
+           ref=naive_roi_align((1, 2), 1.0, 3), grad=(0,)),
+    OpCase('_contrib_ROIAlign', {'pooled_size': (2, 2), 'spatial_scale': 1.0},
+           shapes=[(2, 2, 5, 6), (2, 5)], inputs=_roi_inputs([[-1, 0, 0, 3, 3],
+                                                             [1, 1, 1, 4, 4]]),
+           ref=naive_roi_align((2, 2), 1.0), grad=(0,)),
+]
+
+CASES = NMS_CASES + OTHER_CASES + ROI_CASES
+
+
+@parametrize_cases(CASES)
+def test_forward(case):
+    check_forward(case)
+
+
+@parametrize_cases(CASES)
+def test_gradient(case):
+    check_gradient(case)
+
+
+# ----------------------------------------------------------------------------------
+# the fast NMS against the O(n^2) greedy loop
+# ----------------------------------------------------------------------------------
+def naive_greedy(boxes, scores, classes, thresh):
+    order = np.argsort(-scores, kind='stable')
+    kept = []
+    for i in order:
+        if all(classes[k] != classes[i] or not naive_iou(boxes[k], boxes[i]) > thresh
+               for k in kept):
+            kept.append(i)
+    return kept
+
+
+@pytest.mark.parametrize('seed', range(6))
+def test_fast_nms_equals_naive_greedy(seed):
+    rng = np.random.RandomState(seed)
+    n = 300
+    d = _boxes(n, seed, size=30.0, clusters=4 + seed, ties=seed % 2 == 0)
+    d[:20, 4:6] = d[:20, 2:4] + rng.uniform(10, 25, (20, 2))     # a few very large boxes
+    d[20:25, 4] = d[20:25, 2]                                     # zero-width boxes
+    d[25:30, 4] = d[25:30, 2] - 1                                 # negative width
+    boxes = d[:, 2:6].astype(np.float32)
+    scores = d[:, 1].astype(np.float32)
+    classes = d[:, 0].astype(int) if seed % 3 == 0 else np.zeros(n, int)
+    for thresh in (0.0, 0.3, 0.5, 0.8):
+        expected = naive_greedy(boxes, scores, classes, np.float32(thresh))
+        order = np.argsort(-scores, kind='stable')
+        x1, y1, x2, y2, area = det.box_corners(boxes[order], 'corner')
+        keep = det.greedy_nms_keep(x1, y1, x2, y2, area, classes[order].astype(np.int64),
+                                   float(np.float32(thresh)), first_block=16)
+        assert order[keep].tolist() == expected, thresh
+        if seed % 3 != 0:
+            got = det.nms_indices(np, boxes, scores, float(np.float32(thresh)))
+            assert got.tolist() == expected
+
+
+def test_resolve_greedy_long_chain():
+    # each box suppresses only the next one: 0 kept, 1 suppressed, 2 kept, ...
+    n = 200
+    src = np.arange(n - 1)
+    keep = det._resolve_greedy(n, src, src + 1, max_rounds=3)
+    assert keep.tolist() == [i % 2 == 0 for i in range(n)]
+
+
+def test_box_nms_structure_and_backward_zero_for_suppressed():
+    op = get_op('_contrib_box_non_maximum_suppression')(topk=2)
+    assert op.list_outputs() == ['output0', 'output1'] and op.num_visible_outputs() == 1
+    d = np.array([[0, .9, 0, 0, 1, 1], [0, .8, 0, 0, 1, 1], [0, .7, 2, 2, 3, 3]], 'f')
+    outs = op.forward(np, [d], [], True)
+    assert outs[1].ravel().tolist() == [0, -1, -1]
+    dx = op.backward(np, [np.ones_like(d), None], [d], outs, [], [True])[0]
+    assert dx.sum(axis=1).tolist() == [6, 0, 0]
+
+
+def test_box_iou_and_nms_have_zero_gradients():
+    lhs, rhs = np.random.RandomState(0).rand(3, 4), np.random.RandomState(1).rand(2, 4)
+    op = get_op('_contrib_box_iou')()
+    outs = op.forward(np, [lhs, rhs], [], True)
+    g = op.backward(np, [np.ones((3, 2))], [lhs, rhs], outs, [], [True, True])
+    assert not g[0].any() and not g[1].any()
+    assert get_op('_contrib_nms')().infer_type([np.dtype('f'), np.dtype('f')])[1] == [
+        np.dtype(np.int64)]
+
+
+@pytest.mark.parametrize('max_rounds', [0, 1, 2, 64])
+def test_resolve_greedy_random_edges(max_rounds):
+    rng = np.random.RandomState(max_rounds)
+    n = 120
+    a, b = rng.randint(0, n, 400), rng.randint(0, n, 400)
+    src, dst = np.minimum(a, b)[a != b], np.maximum(a, b)[a != b]
+    expected = np.zeros(n, bool)
+    for i in range(n):
+        expected[i] = not any(expected[s] for s in src[dst == i])
+    assert det._resolve_greedy(n, src, dst, max_rounds).tolist() == expected.tolist()

@@ -117,7 +117,7 @@ class Embedding(Operator):
         t = np.dtype(self.dtype)
         if in_types[1] is not None and np.dtype(in_types[1]) != t:
             raise TypeInferenceError('Embedding: weight has type %s but dtype=%s'
-                             % (np.dtype(in_types[1]).name, t.name))
+                                     % (np.dtype(in_types[1]).name, t.name))
         return [in_types[0], t], [t], []
 
     def forward(self, xp, inputs, aux, is_train):
@@ -205,7 +205,7 @@ class Where(Operator):
         c, x, y = in_types[:3]
         if x is not None and y is not None and np.dtype(x) != np.dtype(y):
             raise TypeInferenceError('where: %r has type %s but %r has %s'
-                             % ('x', np.dtype(x).name, 'y', np.dtype(y).name))
+                                     % ('x', np.dtype(x).name, 'y', np.dtype(y).name))
         t = x if x is not None else y
         return [c, t, t], [t], []
 

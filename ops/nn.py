@@ -5,8 +5,6 @@ Softmax-like operators live in :mod:`symgraph.ops.softmax`, matrix products in
 """
 import math
 
-import numpy as np
-
 from symgraph.opdef import (Operator, Param, ShapeError, register, same_type, unify_shape)
 
 

@@ -6,12 +6,10 @@ layout, and backward is the inverse rearrangement (summing over copies for ``til
 ``repeat``). Joining and slicing live in :mod:`symgraph.ops.slicing`, index-driven gathers
 in :mod:`symgraph.ops.indexing`.
 
-Shape rules follow MXNet 1.9.1, including backward inference from a known output where
-MXNet does it (``infer_shape(in_shapes, out_shapes)``; ``out_shapes`` is optional).
+Shape rules follow MXNet 1.9.1. Where MXNet also infers inputs from a known output, the
+rule takes an optional ``out_shapes`` (``infer_shape(in_shapes, out_shapes=None)``).
 """
 from symgraph.opdef import Operator, Param, ShapeError, register, unify_shape
-
-_UNKNOWN = 0
 
 
 def _known(s):
@@ -64,8 +62,7 @@ class Flatten(_Layout):
     def out_shape(self, s):
         if len(s) == 0:
             return None
-        rest = _size(s[1:])
-        return (s[0], rest if all(d > 0 for d in s[1:]) else _UNKNOWN)
+        return (s[0], _size(s[1:]) if all(d > 0 for d in s[1:]) else 0)
 
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]

@@ -178,7 +178,9 @@ class SliceChannel(Operator):
         return list(parts)
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
-        ref = next(g for g in out_grads if g is not None)
+        ref = next((g for g in out_grads if g is not None), None)
+        if ref is None:
+            return [None]
         ax = _norm_axis(self.axis, ref.ndim + (1 if self.squeeze_axis else 0))
         grads = [xp.zeros_like(ref) if g is None else g for g in out_grads]
         if self.squeeze_axis:
@@ -235,9 +237,12 @@ class Slice(Operator):
     def check(self):
         for p in ('begin', 'end', 'step'):
             try:
-                _opt_tuple(getattr(self, p))
+                text = str(_opt_tuple(getattr(self, p)))
             except (ValueError, SyntaxError, TypeError):
                 raise ValueError('slice: cannot parse %s=%r' % (p, getattr(self, p))) from None
+            # written back as MXNet writes a Python tuple: '(0, None)', '(1,)'
+            self._values[p] = text
+            object.__setattr__(self, p, text)
 
     def infer_shape(self, in_shapes, out_shapes=None):
         d = in_shapes[0]

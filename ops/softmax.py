@@ -101,7 +101,10 @@ class Softmax(_SoftmaxBase):
             return [softmax(xp, z, ax)]
         m = self._mask(xp, inputs[1], x, ax)
         z = xp.where(m, z, dt.type(-np.inf))
-        e = xp.where(m, xp.exp(z - z.max(axis=ax, keepdims=True)), dt.type(0))
+        # rows of length 0 have no finite maximum: shift them by 0 (exp(-inf) is 0)
+        top = xp.where(m.any(axis=ax, keepdims=True), z.max(axis=ax, keepdims=True),
+                       dt.type(0))
+        e = xp.exp(z - top)
         s = e.sum(axis=ax, keepdims=True)
         # a row of length 0 is all zeros, not NaN
         return [e / xp.where(s > 0, s, dt.type(1))]

@@ -21,6 +21,9 @@ from . import model
 from . import test_utils
 
 from . import operator
+from . import visualization
+from . import visualization as viz
+
 from . import ops  # noqa: E402,F401  (registers the operators; must come last)
 
 __version__ = '0.1.0'

@@ -139,8 +139,6 @@ def _format_value(v):
         return v.name
     if isinstance(v, type) and issubclass(v, np.generic):
         return np.dtype(v).name
-    if isinstance(v, list):
-        v = tuple(v)
     return str(v)
 
 

@@ -34,8 +34,8 @@ class Symbol:
     # ------------------------------------------------------------------ structure
     @property
     def name(self):
-        """The name of a single-output symbol (None for a group)."""
-        if len(self._outputs) != 1:
+        """The name of the head node (None for a group of several nodes)."""
+        if len({id(n) for n, _ in self._outputs}) != 1:
             return None
         return self._outputs[0][0].name
 

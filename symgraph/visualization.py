@@ -156,7 +156,11 @@ def summary(symbol, shape=None, count='mxnet'):
     """
     if count not in ('mxnet', 'all'):
         raise ValueError("count must be 'mxnet' or 'all', got %r" % (count,))
-    facts = _Facts(symbol, shape, partial=count == 'all' and shape is None)
+    if shape is None and count == 'all':
+        # no input shapes: still use what the graph knows (``__shape__`` attributes)
+        facts = _Facts(symbol, {}, partial=True)
+    else:
+        facts = _Facts(symbol, shape)
     order = facts.order
     head, head_out = symbol._outputs[0]
     # MXNet tests `input index in set(heads[0])`, i.e. {head node, its output index, 0}:
@@ -193,7 +197,7 @@ def _summary_shape(facts, node):
     else:
         names = node.op.list_outputs()[:node.num_visible_outputs()]
         s = facts.shape(node, names.index('output') if 'output' in names else 0)
-    return tuple(s[1:]) if s is not None else ()
+    return tuple(s[1:]) if shape_complete(s) else ()
 
 
 def _mxnet_params(facts, node, pre_filter):
@@ -311,6 +315,18 @@ def clusters(symbol, min_size=2):
     return _clusters([n for n in symbol._order() if n.op is not None], min_size)
 
 
+def _common_prefix(ops):
+    """The name tokens every operator's name starts with (Gluon's ``resnetv10``)."""
+    paths = [_name_path(n.name)[:-1] for n in ops]
+    common = paths[0] if paths else ()
+    for p in paths[1:]:
+        k = 0
+        while k < min(len(p), len(common)) and p[k] == common[k]:
+            k += 1
+        common = common[:k]
+    return common
+
+
 def _clusters(ops, min_size=2):
     members = {}
     for n in ops:
@@ -318,13 +334,7 @@ def _clusters(ops, min_size=2):
         for k in range(1, len(path)):
             members.setdefault(path[:k], []).append(n)
     everyone = len(ops)
-    common = ()
-    if ops:
-        first = _name_path(ops[0].name)
-        for k in range(len(first), 0, -1):
-            if len(members.get(first[:k], ())) == everyone:
-                common = first[:k]
-                break
+    common = _common_prefix(ops)
     formed = {}
     for prefix in sorted(members, key=len):
         group = members[prefix]
@@ -396,9 +406,11 @@ def _label(node):
 def _edge_label(facts, src, k, draw_shape, draw_type):
     label = ''
     if draw_shape:
-        label = _xjoin(facts.shape(src, k)[1:])
+        s = facts.shape(src, k)
+        label = '?' if s is None else _xjoin(s[1:])
     if draw_type:
-        label += '(%s)' % facts.dtype(src, k).name
+        t = facts.dtype(src, k)
+        label += '(%s)' % ('?' if t is None else t.name)
     return label
 
 
@@ -465,17 +477,16 @@ def plot_network(symbol, title='plot', save_format='pdf', shape=None, dtype=None
     for n in order:
         if id(n) in hidden:
             continue
-        if n.op is not None:
-            where[id(n)] = _deepest(_name_path(n.name)[:-1], formed)
-        else:
-            where[id(n)] = _deepest(_name_path(n.name)[:-1], formed)
+        # a node sits in the deepest cluster among its name's proper prefixes (weights
+        # shown with hide_weights=False join their layer's cluster)
+        where[id(n)] = _deepest(_name_path(n.name)[:-1], formed)
     collapsed = _collapsed(formed, collapse)
     rep = {}            # id(node) -> graphviz id of what stands for it
     for n in order:
         if id(n) in where:
             c = where[id(n)]
             top = _collapsed_ancestor(c, formed, collapsed)
-            rep[id(n)] = 'cluster:' + '_'.join(top) if top else ids[id(n)]
+            rep[id(n)] = _rep_id(top) if top else ids[id(n)]
 
     bodies = {None: []}     # cluster prefix -> list of (kind, args)
     for p in formed:
@@ -485,7 +496,8 @@ def plot_network(symbol, title='plot', save_format='pdf', shape=None, dtype=None
         attrs = dict(node_attr, shape='box3d', fixedsize='false', fillcolor='#d9d9d9',
                      tooltip='\n'.join(formed[p]['members']))
         bodies[formed[p]['parent']].append(
-            (rep_id(p), '%s\n%d operators' % (formed[p]['label'], n_ops), attrs))
+            (_rep_id(p), '%s\n%d operators' % (formed[p]['label'], n_ops), attrs))
+    common = _common_prefix(ops) if cluster else ()
     for n in order:
         if id(n) not in where or rep[id(n)] != ids[id(n)]:
             continue
@@ -493,12 +505,16 @@ def plot_network(symbol, title='plot', save_format='pdf', shape=None, dtype=None
         if n.op is None:
             attr['shape'] = 'oval'
             attr['fillcolor'] = _COLORS[0]
-            if facts.is_hidden_weight(n):
-                attr['fixedsize'] = 'false'
             label = n.name
         else:
             attr['fillcolor'] = _COLORS[_FAMILY.get(n.op.name, 7)]
             label = _label(n)
+        strip = where[id(n)] or common
+        if label == n.name and strip and _name_path(n.name)[:len(strip)] == strip:
+            # inside a cluster the cluster's prefix is said by its box: keep the rest
+            label = '_'.join(_name_path(n.name)[len(strip):]) or n.name
+        if 'fixedsize' not in node_attrs and max(map(len, label.split('\n'))) > 11:
+            attr['fixedsize'] = 'false'     # let long names widen the box, not overflow
         attr['tooltip'] = n.name if n.op is None else '%s (%s)' % (n.name, n.op.name)
         bodies[where[id(n)]].append((ids[id(n)], label, attr))
     _emit(dot, None, formed, collapsed, bodies)
@@ -521,8 +537,8 @@ def plot_network(symbol, title='plot', save_format='pdf', shape=None, dtype=None
     return dot
 
 
-def rep_id(prefix):
-    return 'cluster:' + '_'.join(prefix)
+def _rep_id(prefix):
+    return 'group#' + '_'.join(prefix)
 
 
 def _node_ids(order):
@@ -530,7 +546,7 @@ def _node_ids(order):
     ids, used = {}, set()
     for k, n in enumerate(order):
         name = n.name
-        if ':' in name or name in used or name.startswith('cluster:'):
+        if ':' in name or name in used or name.startswith('group#'):
             name = 'node%d' % k
         used.add(name)
         ids[id(n)] = name

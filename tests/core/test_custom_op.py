@@ -196,7 +196,8 @@ def test_infer_shape_asks_only_the_prop():
     assert y.infer_shape_partial() == ([(), (), ()], [(), ()], [])
     assert ('infer_shape', [[], [], []]) in LOG
     # the default infer_type gives outputs the first argument's type (MXNet's values)
-    assert y.infer_type(x='float64') == (None, None, None)
+    with pytest.warns(UserWarning, match='m_b'):
+        assert y.infer_type(x='float64') == (None, None, None)
     assert y.infer_type_partial(x='float64') == ([np.float64, None, None],
                                                   [np.float64, np.float64], [])
 
@@ -496,3 +497,49 @@ def test_gpu_forward_backward_match_cpu():
     assert any(e[:2] == ('create', 'gpu(0)') for e in LOG)
     for r_cpu, r_gpu in zip(*results):
         np.testing.assert_allclose(r_cpu, r_gpu, rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------
+# the examples (each registers its op once per session)
+
+_EXAMPLES = {}
+
+
+def _example(name):
+    import importlib.util
+    import os
+    if name not in _EXAMPLES:
+        path = os.path.join(os.path.dirname(__file__), '..', '..', 'examples', 'custom_op',
+                            name + '.py')
+        spec = importlib.util.spec_from_file_location('example_custom_' + name, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        _EXAMPLES[name] = mod
+    return _EXAMPLES[name]
+
+
+def test_example_proposal_target_samples_and_trains(capsys):
+    mod = _example('proposal_target')
+    history = mod.main(steps=12)
+    assert np.mean([h[0] for h in history[-3:]]) < np.mean([h[0] for h in history[:3]])
+    # the layer alone: 4 outputs, foreground labels/weights consistent with the IoUs
+    rng = np.random.RandomState(0)
+    img, rois, gt = mod.make_scene(rng)
+    outs = mx.nd.Custom(mx.nd.array(rois), mx.nd.array(gt), op_type='proposal_target',
+                        num_classes=4, batch_rois=16, seed=1)
+    r, label, target, weight = [o.asnumpy() for o in outs]
+    assert r.shape == (16, 5) and label.shape == (16,) and target.shape == (16, 16)
+    fg = label > 0
+    assert 0 < fg.sum() <= 4 and not fg[int(fg.sum()):].any()
+    iou = mod.box_iou(r[:, 1:], gt[0, :, :4]).max(axis=1)
+    assert (iou[fg] >= 0.5).all() and (iou[~fg] < 0.5).all()
+    cols = weight.reshape(16, 4, 4).sum(axis=2)
+    assert (cols[fg, label[fg].astype(int)] == 4).all() and cols.sum() == 4 * fg.sum()
+    assert (target[weight == 0] == 0).all()
+
+
+def test_example_softmax_matches_builtin(capsys):
+    results = _example('softmax').main()
+    assert abs(results['builtin'][1] - results['custom'][1]) <= 0.01
+    assert results['custom'][0][-1] < results['custom'][0][0]
+    assert 'custom softmax' in capsys.readouterr().out

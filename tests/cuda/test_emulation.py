@@ -8,6 +8,7 @@ project's own NumPy operators where they exist (convolution, greedy NMS).
 import numpy as np
 import pytest
 
+from symgraph import cuda
 from symgraph.cuda import loader
 from symgraph.ops import conv as conv_ops
 from symgraph.ops import detection
@@ -469,3 +470,20 @@ def test_ring_add_in_place_on_chunks(emu):
     np.testing.assert_array_equal(dst, [0, 1, 2, 4, 5, 6, 7, 7, 8, 9])
     with pytest.raises(ValueError, match='contiguous'):
         loader.ring_add(dst[::2], src[::2], backend=emu)
+
+
+# ---------------------------------------------------------------------------
+# the loader on a real GPU
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not cuda.available(), reason='needs CuPy and a CUDA GPU')
+def test_modules_compile_once_per_device():
+    for filename, names in loader.KERNEL_FILES.items():
+        for name in names:
+            assert loader.get_kernel(filename, name) is not None
+    device = cuda.import_cupy().cuda.Device().id
+    keys = [k for k in loader._modules if k[1] == device]
+    assert sorted(k[0] for k in keys) == sorted(loader.KERNEL_FILES)
+    loader.get_kernel('nms.cu', 'nms_sweep')
+    assert len([k for k in loader._modules if k[1] == device]) == len(keys)

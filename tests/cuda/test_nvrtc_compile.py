@@ -59,10 +59,10 @@ def test_kernels_compile(compiled, filename, arch):
 
 def test_no_fp64_in_float32_kernels(compiled):
     """float32 kernels must not silently compute in double (slow on most GPUs)."""
-    ptx = compiled['batchnorm.cu', 'compute_80'][0] + compiled['conv.cu', 'compute_80'][0]
+    ptx = ''.join(compiled[f, 'compute_80'][0] for f in sorted(loader.KERNEL_FILES))
     for body in re.split(r'\.entry\s+', ptx)[1:]:
         name = body.split('(')[0]
-        if name.endswith('_f32'):
+        if name.endswith(('_f32', '_f16')):
             assert not re.search(r'\.f64\b', body), name
 
 

@@ -9,7 +9,9 @@ Writes ``tests/golden/viz/``:
 * ``summary.json`` -- per case of ``viz_graphs.SUMMARY_CASES`` (and a few variants with
   other ``line_length``/``positions`` or no shape): the input shapes, the keyword
   arguments given to ``mx.viz.print_summary``, its printed text and the total it printed;
-  per case of ``viz_graphs.TOTAL_CASES`` the total only.
+  per case of ``viz_graphs.TOTAL_CASES`` the total only; under ``file:<name>`` the same
+  for the two JSON files below as ``mx.sym.load`` reads them.
+* ``plot.json`` -- per case of ``PLOT_CASES``: the DOT source of ``mx.viz.plot_network``.
 * ``resnet18_v1-symbol.json`` -- Gluon's ``model_zoo.vision.resnet18_v1`` hybridized and
   exported by MXNet (the ``.params`` file is deleted; the tests need only the graph).
 * ``resnet20-symbol.json`` -- the symbol-API ResNet of ``viz_graphs`` saved by
@@ -60,9 +62,6 @@ def gen_summaries():
     for name, (fn, shape) in viz_graphs.TOTAL_CASES.items():
         _, total = summary_text(fn(mx), shape)
         out[name] = {'builder': fn.__name__, 'shape': shape, 'total_params': total}
-    with open(os.path.join(OUT, 'summary.json'), 'w') as f:
-        json.dump(out, f, indent=1, sort_keys=True)
-        f.write('\n')
     return out
 
 
@@ -74,23 +73,54 @@ def gen_gluon_resnet():
     prefix = os.path.join(OUT, 'resnet18_v1')
     net.export(prefix)
     os.remove(prefix + '-0000.params')
-    sym = mx.sym.load(prefix + '-symbol.json')
-    _, outs, _ = sym.infer_shape(data=(1, 3, 224, 224))
-    return outs
 
 
 def gen_symbol_resnet():
     viz_graphs.resnet(mx).save(os.path.join(OUT, 'resnet20-symbol.json'))
 
 
+def gen_file_summaries(out):
+    """print_summary of the JSON files as MXNet loads them (the command line's golden)."""
+    for fname, shape in (('resnet18_v1-symbol.json', {'data': (1, 3, 224, 224)}),
+                         ('resnet20-symbol.json', {'data': (1, 3, 32, 32)})):
+        text, total = summary_text(mx.sym.load(os.path.join(OUT, fname)), shape)
+        out['file:' + fname] = {'file': fname, 'shape': shape, 'kwargs': {}, 'text': text,
+                                'total_params': total}
+
+
+#: name -> (builder, plot_network keyword arguments); MXNet's DOT source is stored
+PLOT_CASES = {
+    'mlp': (viz_graphs.mlp, {'shape': {'data': (1, 100)}}),
+    'mlp_weights': (viz_graphs.mlp, {'hide_weights': False}),
+    'lenet': (viz_graphs.lenet, {'shape': {'data': (1, 1, 28, 28)},
+                                 'dtype': {'data': 'float32'}}),
+    'resnet20': (viz_graphs.resnet, {'shape': {'data': (1, 3, 32, 32)}}),
+}
+
+
+def gen_plots():
+    out = {}
+    for name, (fn, kwargs) in PLOT_CASES.items():
+        dot = mx.viz.plot_network(fn(mx), **kwargs)
+        out[name] = {'builder': fn.__name__, 'kwargs': kwargs, 'source': dot.source}
+    with open(os.path.join(OUT, 'plot.json'), 'w') as f:
+        json.dump(out, f, indent=1, sort_keys=True)
+        f.write('\n')
+
+
 def main():
     if not os.path.isdir(OUT):
         os.makedirs(OUT)
-    out = gen_summaries()
-    for name, d in sorted(out.items()):
-        print('%-14s total params %d' % (name, d['total_params']))
-    print('resnet18_v1 output shapes', gen_gluon_resnet())
+    gen_gluon_resnet()
     gen_symbol_resnet()
+    out = gen_summaries()
+    gen_file_summaries(out)
+    with open(os.path.join(OUT, 'summary.json'), 'w') as f:
+        json.dump(out, f, indent=1, sort_keys=True)
+        f.write('\n')
+    gen_plots()
+    for name, d in sorted(out.items()):
+        print('%-32s total params %d' % (name, d['total_params']))
 
 
 if __name__ == '__main__':

@@ -30,7 +30,7 @@ def _split(n, axis, squeeze=False):
     return f
 
 
-def _indices(idx, grad_shape_first=True):
+def _indices(idx):
     """Input maker: a float array and fixed (float) indices."""
     def make(rng, shapes, dtype):
         return [rng.uniform(-1, 1, shapes[0]), np.asarray(idx, dtype='float64')]
@@ -252,6 +252,12 @@ def test_where_shapes():
     assert op.infer_shape([(3,), (3, 4), None]) == ([(3,), (3, 4), (3, 4)], [(3, 4)], [])
     with pytest.raises(ShapeError, match="'condition'"):
         op.infer_shape([(2, 4), (3, 4), (3, 4)])
+
+
+def test_slice_params_written_as_tuples():
+    op = get_op('slice')(begin=[1, None], end='(3, -1)')
+    assert (op.begin, op.end, op.step) == ('(1, None)', '(3, -1)', '()')
+    assert op == get_op('slice')(begin=(1, None), end=(3, -1))
 
 
 def test_take_raise_mode_out_of_range():

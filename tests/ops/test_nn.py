@@ -1,0 +1,313 @@
+"""Neural-network layers, softmax family and products (ops/nn.py, ops/softmax.py, ops/dot.py)."""
+import math
+
+import numpy as np
+import pytest
+
+import symgraph as mx
+from harness import OpCase, parametrize_cases, check_forward, check_gradient
+from symgraph.opdef import ShapeError, get_op
+from symgraph.ops.nn import erf
+
+SELU_A, SELU_L = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+_erf = np.vectorize(math.erf)
+
+
+def _fc(flatten=True, bias=True):
+    def f(x, w, b=None):
+        x2 = x.reshape(x.shape[0], -1) if flatten else x
+        out = x2 @ w.T
+        return out + b.reshape(-1) if bias else out
+    return f
+
+
+def _sm(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _scaled(k=3.0):
+    """Inputs spread over (-k, k) so both sides of kinks and saturations are exercised."""
+    def make(rng, shapes, dtype):
+        return [rng.uniform(-k, k, s) for s in shapes]
+    return make
+
+
+def _away_from_zero(rng, shapes, dtype):
+    # kinked activations: keep central differences off the kink at 0
+    x = rng.uniform(0.05, 2.0, shapes[0]) * rng.choice([-1, 1], shapes[0])
+    return [x] + [rng.uniform(0.1, 0.9, s) for s in shapes[1:]]
+
+
+def _act(kind):
+    return {
+        'relu': lambda x: np.maximum(x, 0),
+        'sigmoid': lambda x: 1 / (1 + np.exp(-x)),
+        'tanh': np.tanh,
+        'softrelu': lambda x: np.log1p(np.exp(x)),
+        'softsign': lambda x: x / (1 + np.abs(x)),
+    }[kind]
+
+
+def _selu_grad_ref(inputs, outputs, out_grads):
+    # MXNet 1.9.1's selu gradient for x <= 0 is lambda * (out + alpha) (not the derivative)
+    x, y, g = inputs[0], outputs[0], out_grads[0]
+    return [g * np.where(x > 0, SELU_L, SELU_L * (y + SELU_A))]
+
+
+def _prelu_ref(x, gamma):
+    gb = gamma.reshape((1, -1) + (1,) * (x.ndim - 2))
+    return np.where(x > 0, x, x * gb)
+
+
+def _length_inputs(length):
+    def make(rng, shapes, dtype):
+        return [rng.uniform(-1, 1, shapes[0]), np.asarray(length, dtype='int32')]
+    return make
+
+
+def _masked_softmax_ref(axis):
+    def f(x, length):
+        x = np.moveaxis(x, axis, -1)
+        pos = np.arange(x.shape[-1])
+        m = pos < length[..., None]
+        e = np.where(m, np.exp(x - np.where(m, x, -np.inf).max(-1, keepdims=True)), 0)
+        s = e.sum(-1, keepdims=True)
+        return np.moveaxis(e / np.where(s > 0, s, 1), -1, axis)
+    return f
+
+
+def _dot_ref(ta=False, tb=False):
+    def f(a, b):
+        a2 = a.reshape(a.shape[0], -1).T if ta and a.ndim > 1 else a
+        b2 = b.reshape(-1, b.shape[-1]).T if tb and b.ndim > 1 else b
+        if ta and a.ndim > 1:
+            out = np.tensordot(a2, b2, axes=1).reshape(a.shape[1:] + b2.shape[1:])
+        else:
+            out = np.tensordot(a2, b2, axes=1)
+        if tb and b.ndim > 1:
+            out = out.reshape(out.shape[:out.ndim - 1] + b.shape[:-1])
+        return out.reshape(out.shape or (1,))
+    return f
+
+
+def _bdot_ref(ta=False, tb=False):
+    def f(a, b):
+        a = np.swapaxes(a, -1, -2) if ta else a
+        b = np.swapaxes(b, -1, -2) if tb else b
+        return np.einsum('...ij,...jk->...ik', a, b)
+    return f
+
+
+CASES = [
+    OpCase('FullyConnected', dict(num_hidden=5), [(2, 3, 4), (5, 12), (5,)], ref=_fc()),
+    OpCase('FullyConnected', dict(num_hidden=5, flatten=False), [(2, 3, 4), (5, 4), (5,)],
+           ref=_fc(False)),
+    OpCase('FullyConnected', dict(num_hidden=3, no_bias=True), [(4, 7), (3, 7)],
+           ref=_fc(bias=False)),
+    OpCase('FullyConnected', dict(num_hidden=1), [(1, 2), (1, 2), (1, 1)], ref=_fc()),
+    OpCase('LeakyReLU', dict(act_type='leaky', slope=0.1), [(3, 5)], inputs=_away_from_zero,
+           ref=lambda x: np.where(x > 0, x, 0.1 * x)),
+    OpCase('LeakyReLU', {}, [(4,)], inputs=_away_from_zero,
+           ref=lambda x: np.where(x > 0, x, 0.25 * x)),
+    OpCase('LeakyReLU', dict(act_type='elu', slope=0.7), [(3, 5)], inputs=_away_from_zero,
+           ref=lambda x: np.where(x > 0, x, 0.7 * (np.exp(x) - 1))),
+    OpCase('LeakyReLU', dict(act_type='selu'), [(3, 5)], inputs=_away_from_zero,
+           ref=lambda x: SELU_L * np.where(x > 0, x, SELU_A * (np.exp(x) - 1)),
+           grad_ref=_selu_grad_ref),
+    OpCase('LeakyReLU', dict(act_type='gelu'), [(3, 5)], inputs=_scaled(3.0),
+           ref=lambda x: 0.5 * x * (1 + _erf(x / np.sqrt(2))), rtol=1e-5, atol=3e-7),
+    OpCase('LeakyReLU', dict(act_type='rrelu', lower_bound=0.1, upper_bound=0.3), [(3, 4)],
+           inputs=_away_from_zero,
+           ref=lambda x: [np.where(x > 0, x, 0.2 * x), np.zeros_like(x)]),
+    OpCase('LeakyReLU', dict(act_type='rrelu'), [(3, 4)], inputs=_away_from_zero,
+           is_train=True, grad=()),
+    OpCase('LeakyReLU', dict(act_type='prelu'), [(2, 3, 4), (3,)], inputs=_away_from_zero,
+           ref=_prelu_ref),
+    OpCase('LeakyReLU', dict(act_type='prelu'), [(2, 3), (1,)], inputs=_away_from_zero,
+           ref=_prelu_ref),
+    OpCase('Dropout', dict(p=0.3), [(3, 4)], ref=lambda x: x),
+    OpCase('Dropout', dict(p=0.5, mode='always', axes=(1,)), [(3, 4)], grad=()),
+    OpCase('Dropout', dict(p=0.4), [(3, 5)], is_train=True, grad=()),
+    OpCase('softmax', {}, [(2, 3, 4)], ref=_sm),
+    OpCase('softmax', dict(axis=0, temperature=2.5), [(2, 3, 4)],
+           ref=lambda x: _sm(x / 2.5, 0)),
+    OpCase('softmax', dict(dtype='float64'), [(3, 5)], ref=_sm),
+    OpCase('softmax', dict(axis=1, use_length=True), [(2, 4, 3), (2, 3)],
+           inputs=_length_inputs([[1, 3, 0], [2, 4, 3]]), ref=_masked_softmax_ref(1), grad=(0,)),
+    OpCase('log_softmax', {}, [(2, 3, 4)], ref=lambda x: np.log(_sm(x))),
+    OpCase('log_softmax', dict(axis=1, temperature=0.5), [(2, 3, 4)],
+           ref=lambda x: np.log(_sm(x / 0.5, 1))),
+    OpCase('SoftmaxActivation', {}, [(3, 5)], ref=_sm),
+    OpCase('SoftmaxActivation', dict(mode='channel'), [(2, 3, 2, 2)], ref=lambda x: _sm(x, 1)),
+    OpCase('dot', {}, [(2, 3, 4), (4, 5, 2)], ref=_dot_ref()),
+    OpCase('dot', dict(transpose_a=True), [(2, 3, 4), (2, 5)], ref=_dot_ref(True)),
+    OpCase('dot', dict(transpose_b=True), [(2, 3, 4), (5, 2, 4)], ref=_dot_ref(False, True)),
+    OpCase('dot', dict(transpose_a=True, transpose_b=True), [(3, 2), (4, 3)],
+           ref=lambda a, b: a.T @ b.T),
+    OpCase('dot', {}, [(4,), (4,)], ref=lambda a, b: np.array([a @ b])),
+    OpCase('dot', {}, [(4,), (4, 3)], ref=lambda a, b: a @ b),
+    OpCase('dot', dict(transpose_b=True), [(2, 4), (4,)], ref=lambda a, b: a @ b),
+    OpCase('batch_dot', {}, [(2, 3, 4), (2, 4, 5)], ref=_bdot_ref()),
+    OpCase('batch_dot', dict(transpose_a=True, transpose_b=True), [(2, 4, 3), (2, 5, 4)],
+           ref=_bdot_ref(True, True)),
+    OpCase('batch_dot', dict(transpose_b=True), [(2, 3, 3, 4), (2, 3, 5, 4)],
+           ref=_bdot_ref(False, True)),
+] + [OpCase('Activation', dict(act_type=a), [(3, 5)], inputs=_away_from_zero, ref=_act(a))
+     for a in ('relu', 'sigmoid', 'tanh', 'softrelu', 'softsign')]
+
+
+@parametrize_cases(CASES)
+def test_forward(case):
+    check_forward(case)
+
+
+@parametrize_cases(CASES)
+def test_gradient(case):
+    check_gradient(case)
+
+
+def test_erf_accuracy():
+    x = np.linspace(-6, 6, 2001)
+    np.testing.assert_allclose(erf(np, x), _erf(x), rtol=0, atol=2e-7)
+    assert erf(np, x.astype('float32')).dtype == np.float32
+
+
+def test_softrelu_does_not_overflow():
+    op = get_op('Activation')(act_type='softrelu')
+    y, = op.forward(np, [np.array([-800.0, 0.0, 800.0])], [], False)
+    np.testing.assert_allclose(y, [0.0, math.log(2), 800.0])
+
+
+def test_fully_connected_fills_weight_and_bias():
+    op = get_op('FullyConnected')(num_hidden=5)
+    ins, outs, _ = op.infer_shape([(4, 3, 2), None, None])
+    assert ins == [(4, 3, 2), (5, 6), (5,)] and outs == [(4, 5)]
+    op = get_op('FullyConnected')(num_hidden=5, flatten=False)
+    ins, outs, _ = op.infer_shape([(4, 3, 2), None, None])
+    assert ins == [(4, 3, 2), (5, 2), (5,)] and outs == [(4, 3, 5)]
+    # nothing is known without data (as in MXNet)
+    assert op.infer_shape([None, (5, 6), None])[1] == [None]
+
+
+def test_fully_connected_shape_errors_name_argument():
+    op = get_op('FullyConnected')(num_hidden=5)
+    with pytest.raises(ShapeError, match="'weight'"):
+        op.infer_shape([(4, 3), (5, 6), None])
+    with pytest.raises(ShapeError, match="'bias'"):
+        op.infer_shape([(4, 6), None, (4,)])
+    # (num_hidden, 1) bias is accepted, as in MXNet
+    assert op.infer_shape([(4, 6), None, (5, 1)])[0][2] == (5, 1)
+
+
+def test_fully_connected_names_and_symbol_inference():
+    x = mx.sym.var('x')
+    fc = mx.sym.FullyConnected(x, num_hidden=3, name='fc')
+    assert fc.list_arguments() == ['x', 'fc_weight', 'fc_bias']
+    assert mx.sym.FullyConnected(x, num_hidden=3, no_bias=True, name='fc').list_arguments() \
+        == ['x', 'fc_weight']
+    args, outs, _ = fc.infer_shape(x=(2, 5))
+    assert args == [(2, 5), (3, 5), (3,)] and outs == [(2, 3)]
+
+
+def test_prelu_gamma_inference():
+    op = get_op('LeakyReLU')(act_type='prelu')
+    assert op.list_arguments() == ['data', 'gamma']
+    assert op.infer_shape([(4, 3, 2), None])[0] == [(4, 3, 2), (3,)]
+    assert op.infer_shape([(4, 3), (1,)])[0] == [(4, 3), (1,)]
+    with pytest.raises(ShapeError, match="'gamma'"):
+        op.infer_shape([(4, 3, 2), (2,)])
+    assert get_op('LeakyReLU')().list_arguments() == ['data']
+
+
+def test_rrelu_training_draws_slopes_in_bounds():
+    op = get_op('LeakyReLU')(act_type='rrelu', lower_bound=0.2, upper_bound=0.4)
+    assert op.list_outputs() == ['output', 'mask'] and op.num_visible_outputs() == 2
+    x = -np.ones((50, 40))
+    np.random.seed(0)
+    y, mask = op.forward(np, [x], [], True)
+    assert 0.2 <= mask.min() and mask.max() < 0.4 and mask.std() > 0.03
+    np.testing.assert_allclose(y, -mask)
+    g, = op.backward(np, [np.ones_like(x), None], [x], [y, mask], [], [True])
+    np.testing.assert_allclose(g, mask)
+
+
+def test_dropout_training_mask():
+    op = get_op('Dropout')(p=0.25)
+    assert op.list_outputs() == ['output', 'mask'] and op.num_visible_outputs() == 1
+    x = np.random.RandomState(0).uniform(1, 2, (200, 50)).astype('float32')
+    np.random.seed(1)
+    y, mask = op.forward(np, [x], [], True)
+    assert y.dtype == np.float32 and mask.dtype == np.float32
+    assert set(np.unique(mask).tolist()) == {0.0, np.float32(1 / 0.75)}
+    assert abs((mask == 0).mean() - 0.25) < 0.02
+    np.testing.assert_allclose(y, x * mask)
+    g, = op.backward(np, [np.ones_like(x), None], [x], [y, mask], [], [True])
+    np.testing.assert_array_equal(g, mask)
+    # inference: identity; mode='always' drops in inference too
+    np.testing.assert_array_equal(op.forward(np, [x], [], False)[0], x)
+    y, _ = get_op('Dropout')(p=0.5, mode='always').forward(np, [x], [], False)
+    assert (y == 0).mean() > 0.4
+
+
+def test_dropout_axes_share_mask():
+    op = get_op('Dropout')(p=0.5, axes=(0, 2))
+    np.random.seed(2)
+    _, mask = op.forward(np, [np.ones((4, 30, 3))], [], True)
+    assert (mask == mask[:1, :, :1]).all() and 0 < (mask == 0).mean() < 1
+
+
+def test_softmax_length_argument():
+    x = mx.sym.var('x')
+    s = mx.sym.softmax(x, use_length=True, axis=1, name='s')
+    assert s.list_arguments() == ['x', 's_length']
+    assert get_op('softmax')(use_length=True, axis=1).infer_shape([(2, 3, 4), None])[0] == \
+        [(2, 3, 4), (2, 4)]
+    with pytest.raises(ShapeError, match="'length'"):
+        get_op('softmax')(use_length=True).infer_shape([(2, 3, 4), (2, 4)])
+    with pytest.raises(ShapeError):
+        get_op('log_softmax')(use_length=True).infer_shape([(2, 3)])
+
+
+def test_softmax_dtype():
+    op = get_op('softmax')(dtype='float64')
+    assert op.infer_type([np.dtype('float16')])[1] == [np.dtype('float64')]
+    y, = op.forward(np, [np.zeros((2, 4), dtype='float32')], [], False)
+    assert y.dtype == np.float64
+    g, = op.backward(np, [np.ones((2, 4))], [np.zeros((2, 4), dtype='float32')], [y], [],
+                     [True])
+    assert g.dtype == np.float32
+
+
+def test_softmax_activation_instance_backward_uses_axis_1():
+    # MXNet 1.9.1: forward over the last axis, backward normalised over axis 1
+    op = get_op('SoftmaxActivation')()
+    x = np.random.RandomState(0).uniform(-1, 1, (2, 3, 4))
+    y, = op.forward(np, [x], [], False)
+    np.testing.assert_allclose(y, _sm(x, -1))
+    g = np.random.RandomState(1).uniform(-1, 1, x.shape)
+    d, = op.backward(np, [g], [x], [y], [], [True])
+    np.testing.assert_allclose(d, y * (g - (g * y).sum(1, keepdims=True)))
+    with pytest.raises(ShapeError):
+        get_op('SoftmaxActivation')(mode='channel').infer_shape([(2, 3)])
+
+
+@pytest.mark.parametrize('a, b, ta, tb, out', [
+    ((2, 3, 4), (4, 5, 6), False, False, (2, 3, 5, 6)),
+    ((2, 3, 4), (2, 5, 6), True, False, (3, 4, 5, 6)),
+    ((2, 3, 4), (5, 6, 4), False, True, (2, 3, 5, 6)),
+    ((4,), (4,), False, False, (1,)),
+    ((4,), (4, 3), True, False, (3,)),
+    ((1, 4), (1, 3), True, False, (4, 3)),
+])
+def test_dot_shapes(a, b, ta, tb, out):
+    """Shapes observed on MXNet 1.9.1."""
+    op = get_op('dot')(transpose_a=ta, transpose_b=tb)
+    assert op.infer_shape([a, b])[1] == [out]
+
+
+def test_dot_shape_errors():
+    with pytest.raises(ShapeError, match="'lhs'"):
+        get_op('dot')().infer_shape([(2, 3), (4, 5)])
+    with pytest.raises(ShapeError, match="'lhs'"):
+        get_op('batch_dot')().infer_shape([(2, 3, 4), (3, 4, 5)])

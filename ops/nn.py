@@ -193,6 +193,10 @@ class LeakyReLU(Operator):
     def list_outputs(self):
         return ['output', 'mask'] if self.act_type == 'rrelu' else ['output']
 
+    def input_init(self):
+        # MXNet gives an automatically created gamma this initializer, whatever `slope` is
+        return {'gamma': '["Constant", {"value": 0.25}]'} if self.act_type == 'prelu' else {}
+
     def infer_shape(self, in_shapes, out_shapes=None):
         d = in_shapes[0]
         outs = [d] * len(self.list_outputs())

@@ -249,10 +249,9 @@ class Slice(Operator):
         if d is None:
             return [None], [None], []
         sl = self._sl(d)
+        # an empty slice is allowed and has length 0, as in MXNet (where 0 is then
+        # indistinguishable from an unknown dimension, as here)
         out = tuple(_sliced_len(s, n) for s, n in zip(sl, d)) + tuple(d[len(sl):])
-        if any(x == 0 for x, n in zip(out, d) if n):
-            raise ShapeError('slice: begin=%s end=%s step=%s gives an empty slice of input %r '
-                             '%s' % (self.begin, self.end, self.step, 'data', tuple(d)))
         return [d], [out], []
 
     def forward(self, xp, inputs, aux, is_train):
@@ -289,6 +288,7 @@ class SliceAxis(Operator):
         ax, idx = self._sl(len(d))
         n = _sliced_len(idx[ax], d[ax])
         if d[ax] and n == 0:
+            # unlike slice, MXNet's slice_axis requires begin < end
             raise ShapeError('slice_axis: begin=%s end=%s is empty on axis %d of input %r %s'
                              % (self.begin, self.end, ax, 'data', tuple(d)))
         return [d], [tuple(d[:ax]) + (n,) + tuple(d[ax + 1:])], []

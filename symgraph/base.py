@@ -48,13 +48,25 @@ def _internal_dirs():
     return _INTERNAL_DIRS
 
 
+_IS_INTERNAL = {}
+
+
+def _internal(filename):
+    """Whether code in ``filename`` belongs to symgraph (cached; paths normalised)."""
+    r = _IS_INTERNAL.get(filename)
+    if r is None:
+        real = os.path.realpath(filename)
+        r = filename.startswith('<frozen') or any(
+            real.startswith(os.path.realpath(d) + os.sep) for d in _internal_dirs())
+        _IS_INTERNAL[filename] = r
+    return r
+
+
 def user_location():
     """``'file:line'`` of the first frame outside symgraph: where the user made a node."""
     f = sys._getframe(1)
-    dirs = _internal_dirs()
     while f is not None:
-        fn = f.f_code.co_filename
-        if not fn.startswith(dirs) and not fn.startswith('<frozen'):
-            return '%s:%d' % (fn, f.f_lineno)
+        if not _internal(f.f_code.co_filename):
+            return '%s:%d' % (f.f_code.co_filename, f.f_lineno)
         f = f.f_back
     return '<unknown>'

@@ -243,16 +243,17 @@ def print_summary(symbol, shape=None, line_length=120, positions=(.44, .64, .74,
     --------
     >>> import symgraph as mx
     >>> fc = mx.sym.FullyConnected(mx.sym.var('data'), num_hidden=3, name='fc')
-    >>> mx.viz.print_summary(fc, shape={'data': (2, 5)}, line_length=60)
-    ____________________________________________________________
-    Layer (type)               Output Shape Param #  Previous Layer
-    ============================================================
-    data(null)                 5            0
-    ____________________________________________________________
-    fc(FullyConnected)         3            18       data
-    ============================================================
+    >>> mx.viz.print_summary(fc, shape={'data': (2, 5)}, line_length=80)
+    ... # doctest: +NORMALIZE_WHITESPACE
+    ________________________________________________________________________________
+    Layer (type)                       Output Shape    Param # Previous Layer
+    ================================================================================
+    data(null)                         5               0
+    ________________________________________________________________________________
+    fc(FullyConnected)                 3               18      data
+    ================================================================================
     Total params: 18
-    ____________________________________________________________
+    ________________________________________________________________________________
     """
     rows, total = summary(symbol, shape, count)
     positions = list(positions)
@@ -307,10 +308,10 @@ def clusters(symbol, min_size=2):
 
     >>> import symgraph as mx
     >>> x = mx.sym.var('data')
-    >>> for n in ('s1_u1_a', 's1_u1_b', 's1_u2_a', 's1_u2_b'):
+    >>> for n in ('stem', 's1_u1_a', 's1_u1_b', 's1_u2_a', 's1_u2_b'):
     ...     x = mx.sym.relu(x, name=n)
-    >>> sorted('/'.join(p) for p in clusters(x))
-    ['s1_u1', 's1_u2']
+    >>> sorted('_'.join(p) for p in clusters(x))
+    ['s1', 's1_u1', 's1_u2']
     """
     return _clusters([n for n in symbol._order() if n.op is not None], min_size)
 

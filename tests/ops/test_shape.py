@@ -128,6 +128,8 @@ CASES = [
     OpCase('crop', dict(begin=(0, None, 3), end=(2, None, 0), step=(1, 2, -2)), [(2, 5, 4)],
            ref=lambda x: x[0:2, ::2, 3:0:-2]),
     OpCase('slice', dict(begin='(1,)', end='(3,)'), [(4, 3)], ref=lambda x: x[1:3]),
+    OpCase('slice', dict(begin=(1, None, 0), end=(4, 5, None), step=(2, -1, None)),
+           [(5, 6, 4)], ref=lambda x: x[1:4:2, 5:5:-1, 0:]),     # empty, as in MXNet
     OpCase('slice_axis', dict(axis=-1, begin=-3, end=None), [X234], ref=lambda x: x[..., -3:]),
     OpCase('slice_axis', dict(axis=1, begin=0, end=2), [X234], ref=lambda x: x[:, 0:2]),
     # indexing.py

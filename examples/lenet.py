@@ -61,9 +61,10 @@ def main():
     ap.add_argument('--lr', type=float, default=0.05)
     ap.add_argument('--momentum', type=float, default=0.9)
     ap.add_argument('--wd', type=float, default=1e-4)
+    ap.add_argument('--seed', type=int, default=1, help='split, initialisation and order')
     args = ap.parse_args()
 
-    rng = np.random.RandomState(1)
+    rng = np.random.RandomState(args.seed)
     x, y = load_digits()
     perm = rng.permutation(len(x))
     train, test = perm[:1437], perm[1437:]

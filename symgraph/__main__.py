@@ -17,6 +17,10 @@ import sys
 _FORMATS = ('svg', 'png', 'pdf', 'gv', 'dot')
 
 
+class CommandError(Exception):
+    """A problem the command reports in one line (exit status 1)."""
+
+
 def _parse_shape(text):
     """``'data=1,3,224,224'`` (or ``data=(1,3,224,224)``) -> ``('data', (1, 3, 224, 224))``."""
     name, sep, dims = text.partition('=')
@@ -72,8 +76,8 @@ def _plot(sym, shapes, args):
         out = stem + '.' + (args.format or 'svg')
     fmt = args.format or os.path.splitext(out)[1].lstrip('.').lower()
     if fmt not in _FORMATS:
-        raise SystemExit('error: cannot tell the format of %r; use --format with one of %s'
-                         % (out, ', '.join(_FORMATS)))
+        raise CommandError('cannot tell the format of %r; use --format with one of %s'
+                           % (out, ', '.join(_FORMATS)))
     title = args.title or os.path.splitext(os.path.basename(out))[0]
     dot = plot_network(sym, title=title, shape=shapes or None,
                        hide_weights=not args.show_weights, cluster=not args.no_clusters,
@@ -85,9 +89,9 @@ def _plot(sym, shapes, args):
         try:
             data = dot.pipe(format=fmt)
         except graphviz.ExecutableNotFound:
-            raise SystemExit('error: the Graphviz "dot" program is needed for %s output '
-                             '(e.g. apt-get install graphviz); write .gv to get the DOT '
-                             'source instead' % fmt) from None
+            raise CommandError('the Graphviz "dot" program is needed for %s output (e.g. '
+                               'apt-get install graphviz); write .gv to get the DOT source '
+                               'instead' % fmt) from None
     with open(out, 'wb') as f:
         f.write(data)
     print('wrote %s' % out)
@@ -106,7 +110,7 @@ def main(argv=None):
                           count=args.count)
         else:
             _plot(sym, shapes, args)
-    except (OSError, MXNetError, ValueError) as e:
+    except (OSError, MXNetError, ValueError, CommandError) as e:
         print('error: %s' % e, file=sys.stderr)
         return 1
     return 0

@@ -38,13 +38,13 @@ _INTERNAL_DIRS = None
 def _internal_dirs():
     global _INTERNAL_DIRS
     if _INTERNAL_DIRS is None:
+        import importlib.util
         dirs = [_PKG_DIR]
-        try:
-            import symgraph.ops as _ops  # noqa: F401  (path only)
-            dirs.append(os.path.dirname(os.path.abspath(_ops.__file__)))
-        except Exception:  # pragma: no cover - during bootstrap
-            pass
-        _INTERNAL_DIRS = tuple(dirs)
+        for sub in ('symgraph.ops', 'symgraph.cuda'):   # located, not imported
+            spec = importlib.util.find_spec(sub)
+            if spec is not None and spec.submodule_search_locations:
+                dirs.extend(spec.submodule_search_locations)
+        _INTERNAL_DIRS = tuple(os.path.abspath(d) for d in dirs)
     return _INTERNAL_DIRS
 
 

@@ -216,7 +216,8 @@ class Worker:
 
     def __init__(self, python, mkldnn):
         env = dict(os.environ, OMP_NUM_THREADS=str(os.cpu_count()),
-                   MXNET_MKLDNN_ENABLED='1' if mkldnn else '0')
+                   MXNET_MKLDNN_ENABLED='1' if mkldnn else '0',
+                   MXNET_STORAGE_FALLBACK_LOG_VERBOSE='0', MXNET_SUBGRAPH_VERBOSE='0')
         self.proc = subprocess.Popen([python, os.path.abspath(__file__), '--worker'],
                                      env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      text=True)
@@ -291,8 +292,8 @@ def main(argv=None):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
     import symgraph
     mx = symgraph
-    print('%d cores; ms per call, best round of %d interleaved passes'
-          % (os.cpu_count(), args.passes))
+    print('%d cores, load average %.1f; ms per call, best round of %d interleaved passes'
+          % (os.cpu_count(), os.getloadavg()[0], args.passes))
     runners = [('symgraph', Runner(lambda: None))]
     if args.mxnet:
         runners.append(('MXNet 1.9.1, MKLDNN on (default)', Worker(args.mxnet, True)))
@@ -311,6 +312,8 @@ def main(argv=None):
                     res[(name, key)] = r
     for _, runner in runners[1:]:
         runner.close()
+    print('load average at the end %.1f (above the core count, times are noisy)'
+          % os.getloadavg()[0])
     head = '%-34s %10s' % ('workload', 'symgraph')
     for name, _ in runners[1:]:
         head += ' | %-29s' % name

@@ -87,9 +87,14 @@ def mlp_params(rng):
     return {k: (rng.uniform(-0.05, 0.05, s)).astype(np.float32) for k, s in shapes}
 
 
+#: parameters get gradients, the data and the labels do not (in every framework here)
+NO_INPUT_GRAD = {k: 'write' for k in ('fc1_weight', 'fc1_bias', 'fc2_weight', 'fc2_bias',
+                                      'fc3_weight', 'fc3_bias')}
+
+
 def bench_mlp_symgraph(batch=128, lr=0.1):
     rng = np.random.RandomState(0)
-    exe = mlp_symbol().simple_bind(mx.cpu(), data=(batch, 784))
+    exe = mlp_symbol().simple_bind(mx.cpu(), grad_req=NO_INPUT_GRAD, data=(batch, 784))
     for k, v in mlp_params(rng).items():
         exe.arg_dict[k][:] = v
     exe.arg_dict['data'][:] = rng.rand(batch, 784)
@@ -153,7 +158,8 @@ h = mx.sym.FullyConnected(h, num_hidden=512, name='fc2')
 h = mx.sym.Activation(h, act_type='relu')
 h = mx.sym.FullyConnected(h, num_hidden=10, name='fc3')
 net = mx.sym.SoftmaxOutput(h, name='softmax')
-exe = net.simple_bind(mx.cpu(), data=(128, 784))
+req = {k: 'write' for k in net.list_arguments() if k not in ('data', 'softmax_label')}
+exe = net.simple_bind(mx.cpu(), grad_req=req, data=(128, 784))
 rng = np.random.RandomState(0)
 for k, a in exe.arg_dict.items():
     a[:] = rng.uniform(-0.05, 0.05, a.shape)

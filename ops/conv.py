@@ -4,8 +4,9 @@ The arithmetic lives in a few pure functions over ``xp`` arrays of layout (N, C,
 :func:`conv_forward`, :func:`conv_backward_data` and :func:`conv_backward_weight`.
 Deconvolution is the same three functions with the roles of data and output swapped
 (its forward is the convolution's backward-data and so on). The only memory-layout
-transformation is :func:`_im2col` (and its adjoint :func:`_col2im`); a GPU kernel would
-replace those two and leave the rest unchanged.
+transformation is :func:`_im2col` (and its adjoint :func:`_col2im`); on CuPy arrays they
+call the CUDA kernels of ``symgraph.cuda.loader`` (1-D and 2-D, float32/float64) and the
+GEMMs go to cuBLAS through ``xp.matmul``; the array code stays the reference.
 
 Column matrices use layout (C, *kernel, N, *out): one GEMM of (F, C*K) by (C*K, N*P) then
 covers the whole batch. NumPy's batched ``matmul`` does not call BLAS when an operand is
@@ -73,8 +74,33 @@ def _windows(xp, x, kernel, stride, dilate, out, order):
     return xp.lib.stride_tricks.as_strided(x, shape=shape, strides=strides)
 
 
+def _use_kernels(xp, dtype, kernel, pad):
+    """Whether the CUDA im2col/col2im kernels take this case: CuPy arrays, 1-D or 2-D,
+    float32/float64, no cropping pad (everything else runs the array code below)."""
+    return (xp.__name__ == 'cupy' and len(kernel) in (1, 2) and min(pad) >= 0
+            and np.dtype(dtype) in (np.float32, np.float64))
+
+
+def _gpu_im2col(xp, x, kernel, stride, pad, dilate):
+    """The kernel's (N, C*K, P) columns in this module's (C*K, N*P) layout."""
+    from symgraph.cuda import loader
+    cols = loader.im2col(x, kernel, stride, pad, dilate)
+    n, ck, p = cols.shape
+    return xp.ascontiguousarray(xp.swapaxes(cols, 0, 1)).reshape(ck, n * p)
+
+
+def _gpu_col2im(xp, cols, shape, kernel, stride, pad, dilate):
+    """Columns in (C*K, N*P) layout folded by the kernel onto (N, C, *S)."""
+    from symgraph.cuda import loader
+    ck, n = cols.shape[0], shape[0]
+    cols = xp.ascontiguousarray(xp.swapaxes(cols.reshape(ck, n, -1), 0, 1))
+    return loader.col2im(cols, tuple(shape), kernel, stride, pad, dilate)
+
+
 def _im2col(xp, x, kernel, stride, pad, dilate, out):
     """(N, C, *S) -> contiguous columns (C * prod(kernel), N * prod(out))."""
+    if _use_kernels(xp, x.dtype, kernel, pad):
+        return _gpu_im2col(xp, x, kernel, stride, pad, dilate)
     xpad = _pad(xp, x, pad)
     cols = xp.ascontiguousarray(_windows(xp, xpad, kernel, stride, dilate, out, 'col'))
     return cols.reshape(x.shape[1] * int(np.prod(kernel)), -1)
@@ -86,6 +112,8 @@ def _col2im(xp, cols, shape, kernel, stride, pad, dilate, out):
     One strided accumulation per kernel offset; the result is built as (C, N, *S) so every
     accumulation reads a contiguous block of ``cols``.
     """
+    if _use_kernels(xp, cols.dtype, kernel, pad):
+        return _gpu_col2im(xp, cols, shape, kernel, stride, pad, dilate)
     n, c = shape[:2]
     spatial = shape[2:]
     nd = len(kernel)

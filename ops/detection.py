@@ -3,7 +3,10 @@
 The greedy NMS itself is in ``ops/nms_core.py`` (:func:`nms_indices`,
 :func:`greedy_nms_keep`): it never builds the n x n IoU matrix and reproduces MXNet's result
 exactly (IoU > threshold suppresses, equal scores keep input order, MXNet's IoU arithmetic in
-the data's dtype). On CuPy arrays the operators run it on a host copy for now.
+the data's dtype). On CuPy arrays the sorting and bookkeeping run on a host copy and the
+suppression itself -- the O(n^2) part -- runs the bitmask kernel of ``symgraph.cuda.loader``
+(:func:`_nms_keep`); IoUs are then recomputed from corners in the kernel, so a ``center``
+box whose IoU equals the threshold to the last bit may be decided differently.
 """
 import numpy as np
 
@@ -16,6 +19,36 @@ _FORMATS = ('center', 'corner')
 
 def _f32(v):
     return float(np.float32(v))
+
+
+def _nms_keep(xp, x1, y1, x2, y2, area, key, thresh):
+    """Keep mask of greedy NMS over host arrays in score order (within each key).
+
+    NumPy: :func:`greedy_nms_keep`. CuPy: the bitmask kernel, with the keys (batch and
+    class) renumbered densely so that they fit the kernel's float class ids exactly; the
+    kernel suppresses only within one id and walks the boxes in index order, which is
+    score order inside each key. Negative thresholds (where disjoint boxes suppress each
+    other) and float16 stay on the host.
+    """
+    if xp.__name__ != 'cupy' or thresh < 0 or x1.dtype not in (np.float32, np.float64):
+        return greedy_nms_keep(x1, y1, x2, y2, area, key, thresh)
+    from symgraph.cuda import loader
+    ids = None
+    if key.size and key.min() != key.max():
+        ids = xp.asarray(np.unique(key, return_inverse=True)[1].astype(x1.dtype))
+    boxes = xp.asarray(np.stack([x1, y1, x2, y2], axis=1))
+    return _host(loader.nms_keep(boxes, thresh, ids))
+
+
+def _nms_indices(xp, boxes, scores, thresh):
+    """:func:`nms_indices` with the suppression of :func:`_nms_keep` (host result)."""
+    if xp.__name__ != 'cupy':
+        return nms_indices(np, boxes, scores, thresh)
+    b, s = _host(boxes), _host(scores)
+    order = np.argsort(-s, kind='stable')
+    x1, y1, x2, y2, area = box_corners(b[order], 'corner')
+    keep = _nms_keep(xp, x1, y1, x2, y2, area, np.zeros(order.size, np.int64), thresh)
+    return order[keep].astype(np.int64)
 
 
 # ----------------------------------------------------------------------------------
@@ -115,7 +148,7 @@ class BoxNMS(Operator):
             key += cls + 2 ** 31
         coords = flat[rows, self.coord_start:self.coord_start + 4]
         x1, y1, x2, y2, area = box_corners(coords, self.in_format)
-        keep = greedy_nms_keep(x1, y1, x2, y2, area, key, _f32(self.overlap_thresh))
+        keep = _nms_keep(xp, x1, y1, x2, y2, area, key, _f32(self.overlap_thresh))
         rows, batch = rows[keep], batch[keep]
         pos = batch * n + np.arange(rows.size) - np.searchsorted(batch, batch)
         out = np.full_like(flat, -1)
@@ -214,7 +247,7 @@ class NMS(Operator):
 
     def forward(self, xp, inputs, aux, is_train):
         boxes, scores = inputs
-        kept = nms_indices(np, boxes, scores, self.iou_threshold)
+        kept = _nms_indices(xp, boxes, scores, self.iou_threshold)
         out = np.full(boxes.shape[0], -1, np.int64)
         out[:kept.size] = kept
         return [xp.asarray(out)]

@@ -70,6 +70,42 @@ def _normalize_grad(dxhat, xhat, inv, axes):
     return (dxhat - m1 - xhat * m2) * inv
 
 
+def _gpu_bn_ok(xp, op, x, *params):
+    """Whether BatchNorm's CUDA kernels take this case: CuPy, channel axis 1, float32 or
+    float64 with parameters of the same dtype (anything else runs the array code)."""
+    return (xp.__name__ == 'cupy' and x.ndim >= 2 and op.axis % x.ndim == 1
+            and x.dtype in (np.float32, np.float64) and all(p.dtype == x.dtype for p in params))
+
+
+def _gpu_bn_forward(xp, op, data, gamma, beta, moving_mean, moving_var, is_train):
+    """BatchNorm forward with the fused kernels: [out, mean, inv_std]."""
+    from symgraph.cuda import loader
+    n, c = data.shape[:2]
+    x3 = data.reshape(n, c, -1)
+    eps = _f32(op.eps)
+    if is_train and not op.use_global_stats:
+        mean, var = loader.batchnorm_stats(x3)
+        loader.batchnorm_update_moving(moving_mean, moving_var, mean, var, _f32(op.momentum))
+    else:
+        mean, var = moving_mean.copy(), moving_var
+    out = loader.batchnorm_forward(x3, mean, var, gamma, beta, eps, op.fix_gamma)
+    return [out.reshape(data.shape), mean, 1.0 / xp.sqrt(var + eps)]
+
+
+def _gpu_bn_backward(xp, op, dy, data, gamma, mean, inv):
+    """BatchNorm backward with the fused kernels: [dx, dgamma, dbeta].
+
+    The kernels use the variance only as ``var + eps``; forward saved the inverse std, so
+    they get ``1 / inv**2`` with eps 0.
+    """
+    from symgraph.cuda import loader
+    n, c = data.shape[:2]
+    dx, dgamma, dbeta = loader.batchnorm_backward(
+        dy.reshape(n, c, -1), data.reshape(n, c, -1), mean, 1.0 / (inv * inv), gamma, 0.0,
+        op.fix_gamma, op.use_global_stats)
+    return [dx.reshape(data.shape), dgamma, dbeta]
+
+
 @register
 class BatchNorm(Operator):
     """Batch normalisation over every axis but ``axis``, with running statistics."""
@@ -126,6 +162,9 @@ class BatchNorm(Operator):
     def forward(self, xp, inputs, aux, is_train):
         data, gamma, beta = inputs
         moving_mean, moving_var = aux
+        if _gpu_bn_ok(xp, self, data, gamma, beta, moving_mean, moving_var):
+            return _gpu_bn_forward(xp, self, data, gamma, beta, moving_mean, moving_var,
+                                   is_train)
         x = _acc(data)
         ax, axes = self._batch_stats(xp, x)
         bs = _bshape(x.ndim, ax, x.shape[ax])
@@ -152,6 +191,9 @@ class BatchNorm(Operator):
         # MXNet's executor always runs backward in training mode: without
         # use_global_stats the gradient goes through the batch statistics saved by forward.
         data, gamma, _ = inputs
+        if _gpu_bn_ok(xp, self, data, gamma, out_grads[0], outputs[1], outputs[2]):
+            return _gpu_bn_backward(xp, self, out_grads[0], data, gamma, outputs[1],
+                                    outputs[2])
         x, dy = _acc(data), _acc(out_grads[0])
         ax, axes = self._batch_stats(xp, x)
         bs = _bshape(x.ndim, ax, x.shape[ax])

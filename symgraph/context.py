@@ -57,7 +57,8 @@ class Context:
     def device_scope(self):
         """A context manager selecting this device for CuPy (a no-op on the CPU)."""
         if self.device_type == 'gpu':
-            return _cupy().cuda.Device(self.device_id)
+            cp = self.xp            # checks CuPy and the device first, with a clear error
+            return cp.cuda.Device(self.device_id)
         return _NullScope()
 
     def __eq__(self, other):

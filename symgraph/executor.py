@@ -100,7 +100,9 @@ class Executor:
         for n in order:
             for i in range(n.num_outputs()):
                 s = shapes.get((index[id(n)], i))
-                if not shape_complete(s):
+                # inputs are concrete arrays, so a 0 an operator computes is a real
+                # zero-size dimension (an empty slice), not an unknown one
+                if s is None or (n.op is None and not shape_complete(s)):
                     raise BindError('bind: cannot infer the shape of %s output %d (got %s); '
                                     'give the shapes of all inputs'
                                     % (n.describe(), i, s))

@@ -6,10 +6,23 @@ error with the node, the operator, the argument, the shapes and the user's file:
 """
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from .base import ShapeError, TypeInferenceError, MXNetError
 from .opdef import Operator, unify_shape
+
+_TAKES_OUTPUTS = {}
+
+
+def _takes_outputs(fn):
+    """Whether a rule accepts known output shapes as a second argument."""
+    key = getattr(fn, '__func__', fn)
+    r = _TAKES_OUTPUTS.get(key)
+    if r is None:
+        r = _TAKES_OUTPUTS[key] = len(inspect.signature(fn).parameters) >= 2
+    return r
 
 __all__ = ['infer_shapes', 'infer_types', 'shape_complete']
 
@@ -93,7 +106,10 @@ class _Pass:
             ins = [self.values.get(k) for k in in_keys]
         rule = op.infer_shape if self.kind == 'shape' else op.infer_type
         try:
-            new_ins, new_outs, new_aux = rule(list(ins))
+            if _takes_outputs(rule):     # rules that infer inputs from known outputs
+                new_ins, new_outs, new_aux = rule(list(ins), list(outs))
+            else:
+                new_ins, new_outs, new_aux = rule(list(ins))
         except (ShapeError, TypeInferenceError, MXNetError) as e:
             raise self.err('%s: %s (inputs: %s)'
                            % (node.describe(), e, _describe_inputs(node, ins, self.fmt))) \

@@ -11,10 +11,12 @@ Contract (all shape and type functions are pure and never touch arrays):
     names of inputs, outputs and auxiliary states. ``num_visible_outputs()`` may be smaller
     than ``len(list_outputs())``: hidden outputs (e.g. BatchNorm's saved mean) are computed
     and passed to backward but not shown to users.
-``infer_shape(in_shapes) -> (in_shapes, out_shapes, aux_shapes)``
+``infer_shape(in_shapes[, out_shapes]) -> (in_shapes, out_shapes, aux_shapes)``
     ``in_shapes`` covers arguments followed by auxiliary states; an entry is ``None`` when
     unknown, a tuple otherwise (a 0 dimension means "unknown dimension"). Return what is
-    known, filling inputs where possible. Raise :class:`ShapeError` naming the argument.
+    known, filling inputs where possible (a rule that takes ``out_shapes`` also gets the
+    outputs known so far, to infer inputs backwards). Raise :class:`ShapeError` naming the
+    argument. Elementwise rules may set ``same_shape_io`` instead.
 ``infer_type(in_types) -> (in_types, out_types, aux_types)``
     the same with ``numpy.dtype`` objects or ``None``.
 ``forward(xp, inputs, aux, is_train) -> list of arrays``

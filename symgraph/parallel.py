@@ -18,12 +18,29 @@ one chunk and receives another, so the steps of a round are independent.
 
 There is no small-size fallback: the ring is correct for every length,
 including lengths below N (some chunks are then empty and skipped).
+
+On top of the ring this module has what data parallelism needs:
+
+* :class:`Rendezvous` (:func:`rendezvous`): the meeting point where the ndev
+  copies of one operator (``contrib.SyncBatchNorm``, keyed by its ``key``)
+  exchange per-channel sums through :func:`allreduce`, with a timeout instead
+  of a deadlock;
+* :class:`DataParallelExecutor`: one executor per context with the batch split
+  along axis 0, forward and backward of all devices in threads (one per
+  device, as MXNet's executor group does), parameter gradients all-reduced.
 """
 import collections
+import threading
+import time
 
 import numpy
 
-__all__ = ['Step', 'ring_schedule', 'allreduce', 'NumpyRing']
+from .base import MXNetError
+from .context import Context
+from .ndarray import NDArray
+
+__all__ = ['Step', 'ring_schedule', 'allreduce', 'NumpyRing', 'Rendezvous', 'rendezvous',
+           'current_rank', 'DataParallelExecutor']
 
 #: One transfer: in round ``round`` of phase ``'reduce'`` (dst += src) or
 #: ``'gather'`` (dst = src), elements [start, stop) of the flat buffers.
@@ -215,3 +232,363 @@ def allreduce(arrays, backend=None):
     if steps:
         backend.run([a.reshape(-1) for a in arrays], steps)
     return arrays
+
+
+# ---------------------------------------------------------------------------
+# rendezvous of the devices of one data-parallel step
+
+#: Seconds a device waits at a :class:`Rendezvous` for the others before it
+#: gives up with an error (a missing device would otherwise hang forever).
+SYNC_TIMEOUT = 60.0
+
+_local = threading.local()
+_registry_lock = threading.Lock()
+_registry = {}
+
+
+def current_rank():
+    """Rank of the device whose work this thread runs, or None.
+
+    :class:`DataParallelExecutor` sets it in each worker thread, so that
+    operators meeting at a :class:`Rendezvous` take the slot of their device
+    rather than their arrival order (the exchanged sums are then combined in
+    the same order at every step).
+    """
+    return getattr(_local, 'rank', None)
+
+
+class _GroupState:
+    """Shared by the worker threads of one call; set when a worker fails."""
+
+    def __init__(self):
+        self.error = None
+
+
+class Rendezvous:
+    """Where ``ndev`` threads meet to sum one array each.
+
+    Every participant calls :meth:`allreduce` with an array of one shape and
+    dtype; the last to arrive runs :func:`allreduce` over all of them (in rank
+    order) and every participant gets its own array back holding the sum.  The
+    object is reused round after round.
+
+    Parameters
+    ----------
+    key : str
+        Name used in error messages (the operator's ``key``).
+    ndev : int
+        Number of participants per round.
+    """
+
+    def __init__(self, key, ndev):
+        if int(ndev) < 1:
+            raise ValueError('a rendezvous needs ndev >= 1, got %r' % (ndev,))
+        self.key = key
+        self.ndev = int(ndev)
+        self._cond = threading.Condition()
+        self._round = 0
+        self._pending = {}     # rank -> array of the round being gathered
+        self._done = {}        # round -> {rank: array} of finished rounds not yet collected
+        self._error = {}       # round -> exception raised by the all-reduce
+
+    def allreduce(self, array, rank=None, timeout=None):
+        """Contribute ``array`` and return the sum over all participants.
+
+        Parameters
+        ----------
+        array : array
+            NumPy or CuPy, C-contiguous; it is summed in place and returned.
+        rank : int, optional
+            The slot of this participant (0 .. ndev-1); by default
+            :func:`current_rank`, else the arrival order.
+        timeout : float, optional
+            Seconds to wait for the others; default :data:`SYNC_TIMEOUT`.
+
+        Raises
+        ------
+        MXNetError
+            When not all ``ndev`` participants arrive in time, naming the key
+            and how many did, or when another worker of the same
+            :class:`DataParallelExecutor` call failed.
+        """
+        timeout = SYNC_TIMEOUT if timeout is None else float(timeout)
+        group = getattr(_local, 'group', None)
+        with self._cond:
+            if rank is None:
+                rank = current_rank()
+            if rank is None:
+                rank = len(self._pending)
+            if not 0 <= rank < self.ndev:
+                raise MXNetError('rendezvous %r: rank %d is outside 0..%d (ndev=%d); the '
+                                 'operator runs on more devices than its ndev says'
+                                 % (self.key, rank, self.ndev - 1, self.ndev))
+            if rank in self._pending:
+                raise MXNetError('rendezvous %r: two participants claim rank %d in one round'
+                                 % (self.key, rank))
+            my_round = self._round
+            self._pending[rank] = array
+            if len(self._pending) == self.ndev:
+                self._finish()
+            deadline = time.monotonic() + timeout
+            while my_round not in self._done:
+                left = deadline - time.monotonic()
+                failed = group.error if group is not None else None
+                if left <= 0 or failed is not None:
+                    arrived = len(self._pending)
+                    del self._pending[rank]
+                    if failed is not None:
+                        raise MXNetError('rendezvous %r abandoned: another device failed (%s)'
+                                         % (self.key, failed))
+                    raise MXNetError(
+                        'rendezvous %r timed out after %g s: %d of %d devices arrived; every '
+                        'device must run the operator (is ndev right, and do all executors '
+                        'run forward/backward concurrently?)'
+                        % (self.key, timeout, arrived, self.ndev))
+                self._cond.wait(min(left, 0.05))
+            results = self._done[my_round]
+            out = results.pop(rank)
+            if not results:
+                del self._done[my_round]
+            error = self._error.get(my_round)
+            if error is not None and not results:
+                del self._error[my_round]
+        if error is not None:
+            raise MXNetError('rendezvous %r: all-reduce failed: %s' % (self.key, error))
+        return out
+
+    def _finish(self):
+        """All arrived (lock held): sum, publish the round, wake the others."""
+        ranks = sorted(self._pending)
+        arrays = [self._pending[r] for r in ranks]
+        try:
+            allreduce(arrays)
+        except Exception as e:  # every participant reports it, none hangs
+            self._error[self._round] = e
+        self._done[self._round] = dict(zip(ranks, arrays))
+        self._pending = {}
+        self._round += 1
+        self._cond.notify_all()
+
+
+def rendezvous(key, ndev):
+    """The process-wide :class:`Rendezvous` for ``key`` (created on first use).
+
+    Operators of one data-parallel step use the same ``key`` on every device;
+    a key reused with a different ``ndev`` is an error.
+    """
+    with _registry_lock:
+        r = _registry.get(key)
+        if r is None:
+            r = _registry[key] = Rendezvous(key, ndev)
+        elif r.ndev != int(ndev):
+            raise MXNetError('rendezvous key %r is in use with ndev=%d, asked with ndev=%d'
+                             % (key, r.ndev, int(ndev)))
+    return r
+
+
+def _run_on_devices(fns):
+    """Run ``fns[k]()`` in one thread per device k; re-raise the first failure."""
+    if len(fns) == 1:
+        _local.rank, _local.group = 0, None
+        try:
+            return [fns[0]()]
+        finally:
+            _local.rank = None
+    state = _GroupState()
+    results = [None] * len(fns)
+    errors = [None] * len(fns)
+
+    def work(k):
+        _local.rank, _local.group = k, state
+        try:
+            results[k] = fns[k]()
+        except BaseException as e:  # reported to the caller below
+            errors[k] = e
+            if state.error is None:
+                state.error = 'device %d: %s: %s' % (k, type(e).__name__, e)
+        finally:
+            _local.rank = _local.group = None
+    threads = [threading.Thread(target=work, args=(k,), name='symgraph-device-%d' % k,
+                                daemon=True) for k in range(len(fns))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    first = [e for e in errors if e is not None]
+    if first:
+        # the device that failed first, not the others' 'abandoned' errors
+        primary = [e for e in first if 'abandoned: another device failed' not in str(e)]
+        raise (primary or first)[0]
+    return results
+
+
+# ---------------------------------------------------------------------------
+# data-parallel executor group
+
+
+def _split_sizes(batch, n):
+    """Batch slice sizes: as even as possible, the first ones one larger."""
+    return [batch // n + (1 if k < batch % n else 0) for k in range(n)]
+
+
+class DataParallelExecutor:
+    """One executor per context, the batch split along axis 0 (MXNet's executor group).
+
+    Parameters
+    ----------
+    symbol : Symbol
+    contexts : list of Context
+        All CPU contexts (``mx.cpu(0), mx.cpu(1), ...``: logical devices in
+        one process) or all GPU contexts (several may name one GPU).
+    grad_req : str, list or dict
+        As for ``simple_bind``.
+    type_dict : dict, optional
+        As for ``simple_bind``.
+    **data_shapes
+        Full-batch shapes of the inputs split along axis 0 (data and labels).
+        Every other argument is a parameter, replicated on every device.
+
+    Notes
+    -----
+    ``forward`` and ``backward`` run every device's executor in its own
+    thread, so operators that meet at a :class:`Rendezvous`
+    (``contrib.SyncBatchNorm``) see all devices of the step.  After backward
+    the gradients of the parameters are summed over the devices with
+    :func:`allreduce`, so every device holds the gradient of the whole batch;
+    the gradients of the split inputs stay per device (see
+    :meth:`get_input_grads`).  A batch that the devices do not divide evenly
+    gives the first devices one sample more.
+
+    Examples
+    --------
+    >>> import symgraph as mx
+    >>> net = mx.sym.FullyConnected(mx.sym.var('data'), num_hidden=3, name='fc')
+    >>> group = DataParallelExecutor(net, [mx.cpu(0), mx.cpu(1)], data=(5, 4))
+    >>> [e.arg_dict['data'].shape for e in group.execs]
+    [(3, 4), (2, 4)]
+    """
+
+    def __init__(self, symbol, contexts, grad_req='write', type_dict=None, **data_shapes):
+        self.contexts = [Context(c) for c in contexts]
+        if not self.contexts:
+            raise MXNetError('DataParallelExecutor needs at least one context')
+        if len({c.is_gpu for c in self.contexts}) > 1:
+            raise MXNetError('DataParallelExecutor needs all-CPU or all-GPU contexts, got %s'
+                             % self.contexts)
+        if not data_shapes:
+            raise MXNetError('DataParallelExecutor needs the shapes of the batch inputs '
+                             '(e.g. data=(32, 3, 224, 224))')
+        batches = {tuple(s)[0] for s in data_shapes.values()}
+        if len(batches) != 1:
+            raise MXNetError('batch inputs disagree on the batch size: %s' % data_shapes)
+        self.batch_size = batches.pop()
+        n = len(self.contexts)
+        if self.batch_size < n:
+            raise MXNetError('a batch of %d cannot be split over %d devices'
+                             % (self.batch_size, n))
+        self.symbol = symbol
+        self.data_names = list(data_shapes)
+        self.slices = []
+        start = 0
+        for size in _split_sizes(self.batch_size, n):
+            self.slices.append(slice(start, start + size))
+            start += size
+        self.execs = []
+        for ctx, sl in zip(self.contexts, self.slices):
+            shapes = {k: (sl.stop - sl.start,) + tuple(s)[1:] for k, s in data_shapes.items()}
+            self.execs.append(symbol.simple_bind(ctx, grad_req=grad_req, type_dict=type_dict,
+                                                 **shapes))
+        names = symbol.list_arguments()
+        self.param_names = [k for k in names if k not in data_shapes]
+        reqs = self.execs[0]._grad_req
+        self._reqs = dict(zip(names, reqs))
+
+    # ------------------------------------------------------------------ values
+    def set_params(self, arg_params, aux_params=None, allow_extra=False):
+        """Copy parameters (dicts of NDArrays or NumPy arrays) onto every device."""
+        for exe in self.execs:
+            exe.copy_params_from({k: _nd(v) for k, v in arg_params.items()},
+                                 {k: _nd(v) for k, v in (aux_params or {}).items()},
+                                 allow_extra_params=allow_extra)
+
+    def forward(self, is_train=False, **data):
+        """Copy the full-batch inputs' slices to the devices, then run forward on all.
+
+        Keyword arguments are full-batch arrays of inputs named in
+        ``data_shapes``.
+        """
+        for k in data:
+            if k not in self.data_names:
+                raise MXNetError('forward: %r is not a batch input of the group (%s)'
+                                 % (k, self.data_names))
+        for exe, sl in zip(self.execs, self.slices):
+            for k, v in data.items():
+                v = v.asnumpy() if isinstance(v, NDArray) else numpy.asarray(v)
+                exe.arg_dict[k][:] = v[sl]
+        _run_on_devices([lambda exe=exe: exe.forward(is_train=is_train)
+                         for exe in self.execs])
+        return self.get_outputs()
+
+    def backward(self, out_grads=None):
+        """Backward on every device, then sum the parameter gradients over the devices.
+
+        ``out_grads``: full-batch head gradients (split like the outputs), or None for
+        loss outputs.
+        """
+        heads = [None] * len(self.execs)
+        if out_grads is not None:
+            og = out_grads if isinstance(out_grads, (list, tuple)) else [out_grads]
+            og = [g.asnumpy() if isinstance(g, NDArray) else numpy.asarray(g) for g in og]
+            heads = [[NDArray(numpy.ascontiguousarray(g[sl])) for g in og]
+                     for sl in self.slices]
+        before = {}
+        for k in self.param_names:
+            if self._reqs[k] == 'add':      # all-reduce only this step's contribution
+                before[k] = [exe.grad_dict[k]._data.copy() for exe in self.execs]
+        _run_on_devices([lambda exe=exe, h=h: exe.backward(h)
+                         for exe, h in zip(self.execs, heads)])
+        if len(self.execs) == 1:
+            return
+        for k in self.param_names:
+            if self._reqs[k] == 'null':
+                continue
+            grads = [exe.grad_dict[k]._data for exe in self.execs]
+            if k in before:
+                for g, old in zip(grads, before[k]):
+                    g -= old
+            allreduce(grads)
+            if k in before:
+                for g, old in zip(grads, before[k]):
+                    g += old
+
+    # ------------------------------------------------------------------ results
+    def get_outputs(self, merge=True):
+        """Outputs concatenated along axis 0 (``merge``) or per device."""
+        per = [[exe.outputs[i] for exe in self.execs] for i in range(len(self.execs[0].outputs))]
+        if not merge:
+            return per
+        return [NDArray(numpy.concatenate([o.asnumpy() for o in outs], axis=0))
+                for outs in per]
+
+    def get_input_grads(self, merge=True):
+        """Gradients of the batch inputs, concatenated along axis 0 (``merge``) or per device."""
+        per = [[exe.grad_dict[k] for exe in self.execs] for k in self.data_names
+               if k in self.execs[0].grad_dict]
+        if not merge:
+            return per
+        return [NDArray(numpy.concatenate([g.asnumpy() for g in grads], axis=0))
+                for grads in per]
+
+    @property
+    def grad_dict(self):
+        """Parameter gradients (summed over the devices: device 0's copy)."""
+        return {k: g for k, g in self.execs[0].grad_dict.items() if k in self.param_names}
+
+    @property
+    def aux_dict(self):
+        """Auxiliary states of device 0."""
+        return self.execs[0].aux_dict
+
+
+def _nd(v):
+    return v if isinstance(v, NDArray) else NDArray(numpy.asarray(v))

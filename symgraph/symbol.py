@@ -203,7 +203,8 @@ class Symbol:
         ([(2, 5), (3, 5), (3,)], [(2, 3)], [])
         """
         arg, out, aux = self._infer_shape_impl(args, kwargs)
-        if all(shape_complete(s) for s in arg + out + aux):
+        # with every input known, a 0 in an output is a real empty dimension (a slice)
+        if all(shape_complete(s) for s in arg + aux) and all(s is not None for s in out):
             return arg, out, aux
         missing = [n for n, s in zip(self.list_arguments(), arg) if not shape_complete(s)]
         warnings.warn('Cannot decide shape for the following arguments (0s in shape means '

@@ -59,6 +59,7 @@ class _Facts:
         self.order, args, aux = symbol._arg_aux()
         self.index = {id(n): k for k, n in enumerate(self.order)}
         self.aux_ids = {id(n) for n in aux}
+        self.param_ids = self._only_params()
         self.shapes = self._infer(shape, 'shape', partial) if shape is not None else {}
         self.dtypes = self._infer(dtype, 'type', partial) if dtype is not None else {}
 
@@ -106,18 +107,17 @@ class _Facts:
         if node.op is not None:
             return False
         return node.name.endswith(_WEIGHT_SUFFIXES) or id(node) in self.aux_ids or \
-            id(node) in self._param_ids()
+            id(node) in self.param_ids
 
-    def _param_ids(self):
-        if not hasattr(self, '_pids'):
-            pids = {id(v) for n in self.order for v in self.param_inputs(n)}
-            used_as_data = set()
-            for n in self.order:
-                if n.op is not None:
-                    params = {id(v) for v in self.param_inputs(n)}
-                    used_as_data.update(id(s) for s, _ in n.inputs if id(s) not in params)
-            self._pids = pids - used_as_data
-        return self._pids
+    def _only_params(self):
+        """ids of Variables read only as parameters (never as data by some layer)."""
+        params, data = set(), set()
+        for n in self.order:
+            if n.op is not None:
+                mine = {id(v) for v in self.param_inputs(n)}
+                params |= mine
+                data.update(id(s) for s, _ in n.inputs if id(s) not in mine)
+        return params - data
 
 
 def _size(shape):
@@ -470,72 +470,69 @@ def plot_network(symbol, title='plot', save_format='pdf', shape=None, dtype=None
     node_attr.update(node_attrs)
     dot = Digraph(name=title, format=save_format)
     ids = _node_ids(order)
-
-    hidden = {id(n) for n in order if hide_weights and facts.is_hidden_weight(n)}
+    shown = [n for n in order if not (hide_weights and facts.is_hidden_weight(n))]
     ops = [n for n in order if n.op is not None]
     formed = _clusters(ops) if cluster else {}
-    where = {}          # id(node) -> cluster prefix it is drawn in
-    for n in order:
-        if id(n) in hidden:
-            continue
-        # a node sits in the deepest cluster among its name's proper prefixes (weights
-        # shown with hide_weights=False join their layer's cluster)
-        where[id(n)] = _deepest(_name_path(n.name)[:-1], formed)
     collapsed = _collapsed(formed, collapse)
-    rep = {}            # id(node) -> graphviz id of what stands for it
-    for n in order:
-        if id(n) in where:
-            c = where[id(n)]
-            top = _collapsed_ancestor(c, formed, collapsed)
-            rep[id(n)] = _rep_id(top) if top else ids[id(n)]
+    # a node sits in the deepest cluster among its name's proper prefixes (weights shown
+    # with hide_weights=False join their layer's cluster); a collapsed cluster's node
+    # stands for everything inside it
+    where = {id(n): _deepest(_name_path(n.name)[:-1], formed) for n in shown}
+    rep = {}
+    for n in shown:
+        top = _collapsed_ancestor(where[id(n)], formed, collapsed)
+        rep[id(n)] = _rep_id(top) if top else ids[id(n)]
 
-    bodies = {None: []}     # cluster prefix -> list of (kind, args)
-    for p in formed:
-        bodies[p] = []
+    bodies = {p: [] for p in formed}        # cluster -> [(graphviz id, label, attrs)]
+    bodies[None] = []
     for p in collapsed:
-        n_ops = sum(1 for n in ops if id(n) in where and _within(where[id(n)], p))
+        c = formed[p]
         attrs = dict(node_attr, shape='box3d', fixedsize='false', fillcolor='#d9d9d9',
-                     tooltip='\n'.join(formed[p]['members']))
-        bodies[formed[p]['parent']].append(
-            (_rep_id(p), '%s\n%d operators' % (formed[p]['label'], n_ops), attrs))
+                     tooltip='\n'.join(c['members']))
+        bodies[c['parent']].append(
+            (_rep_id(p), '%s\n%d operators' % (c['label'], len(c['members'])), attrs))
     common = _common_prefix(ops) if cluster else ()
-    for n in order:
-        if id(n) not in where or rep[id(n)] != ids[id(n)]:
-            continue
-        attr = dict(node_attr)
-        if n.op is None:
-            attr['shape'] = 'oval'
-            attr['fillcolor'] = _COLORS[0]
-            label = n.name
-        else:
-            attr['fillcolor'] = _COLORS[_FAMILY.get(n.op.name, 7)]
-            label = _label(n)
-        strip = where[id(n)] or common
-        if label == n.name and strip and _name_path(n.name)[:len(strip)] == strip:
-            # inside a cluster the cluster's prefix is said by its box: keep the rest
-            label = '_'.join(_name_path(n.name)[len(strip):]) or n.name
-        if 'fixedsize' not in node_attrs and max(map(len, label.split('\n'))) > 11:
-            attr['fixedsize'] = 'false'     # let long names widen the box, not overflow
-        attr['tooltip'] = n.name if n.op is None else '%s (%s)' % (n.name, n.op.name)
-        bodies[where[id(n)]].append((ids[id(n)], label, attr))
+    for n in shown:
+        if rep[id(n)] == ids[id(n)]:
+            label, attrs = _node_style(n, facts, node_attr, node_attrs,
+                                       where[id(n)] or common)
+            bodies[where[id(n)]].append((ids[id(n)], label, attrs))
     _emit(dot, None, formed, collapsed, bodies)
 
-    draw_shape, draw_type = shape is not None, dtype is not None
+    # MXNet's edges run from a layer to its input with dir=back: inputs at the bottom
     seen = set()
-    for n in order:
-        if n.op is None or id(n) not in rep:
+    for n in ops:
+        if id(n) not in rep:
             continue
         inputs = n.inputs[:1] if n.op.name == '_contrib_BilinearResize2D' else n.inputs
         for src, k in inputs:
-            if id(src) not in rep or rep[id(src)] == rep[id(n)]:
-                continue
-            key = (rep[id(n)], rep[id(src)], id(src), k)
-            if key in seen:
+            key = (rep[id(n)], rep.get(id(src)), id(src), k)
+            if key[1] is None or key[0] == key[1] or key in seen:
                 continue
             seen.add(key)
-            dot.edge(rep[id(n)], rep[id(src)], dir='back', arrowtail='open',
-                     label=_edge_label(facts, src, k, draw_shape, draw_type))
+            dot.edge(key[0], key[1], dir='back', arrowtail='open',
+                     label=_edge_label(facts, src, k, shape is not None, dtype is not None))
     return dot
+
+
+def _node_style(n, facts, node_attr, user_attrs, strip):
+    """Label and Graphviz attributes of one drawn node."""
+    attr = dict(node_attr)
+    if n.op is None:
+        attr['shape'] = 'oval'
+        attr['fillcolor'] = _COLORS[0]
+        label = n.name
+    else:
+        attr['fillcolor'] = _COLORS[_FAMILY.get(n.op.name, 7)]
+        label = _label(n)
+    path = _name_path(n.name)
+    if label == n.name and strip and path[:len(strip)] == strip:
+        # inside a cluster the cluster's prefix is said by its box: keep the rest
+        label = '_'.join(path[len(strip):]) or n.name
+    if 'fixedsize' not in user_attrs and max(map(len, label.split('\n'))) > 11:
+        attr['fixedsize'] = 'false'     # let long names widen the box, not overflow it
+    attr['tooltip'] = n.name if n.op is None else '%s (%s)' % (n.name, n.op.name)
+    return label, attr
 
 
 def _rep_id(prefix):
@@ -568,10 +565,6 @@ def _collapsed(formed, collapse):
         raise ValueError('collapse: no cluster named %s; clusters are %s'
                          % (sorted(unknown), sorted('_'.join(p) for p in formed)))
     return picked
-
-
-def _within(c, p):
-    return c is not None and c[:len(p)] == p
 
 
 def _collapsed_ancestor(c, formed, collapsed):

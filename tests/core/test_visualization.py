@@ -69,10 +69,12 @@ def test_print_summary_totals_match_mxnet(case):
     assert total == sum(r['params'] for r in rows)
 
 
-def test_golden_totals_are_the_known_model_sizes():
-    # independent of MXNet: the published sizes of these networks
-    assert SUMMARY['lenet']['total_params'] == 431080
-    assert SUMMARY['resnet50']['total_params'] == 25549486   # 25.5M (+ bn_data's 6)
+def test_lenet_counts_by_hand():
+    rows, total = mx.viz.summary(build('lenet'), {'data': (1, 1, 28, 28)})
+    counts = {r['name']: r['params'] for r in rows if r['params']}
+    assert counts == {'conv1': 20 * 1 * 5 * 5 + 20, 'conv2': 50 * 20 * 5 * 5 + 50,
+                      'fc1': 500 * 800 + 500, 'fc2': 10 * 500 + 10}
+    assert total == sum(counts.values()) == SUMMARY['lenet']['total_params']
 
 
 def test_count_all_counts_every_parameter_once():
@@ -453,3 +455,18 @@ def test_core_imports_without_graphviz_and_networkx():
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert 'Total params: 18' in out.stdout
+
+
+@needs_dot
+def test_resnet50_collapsed_to_units_stays_small():
+    sym = build('resnet50')
+    dot = mx.viz.plot_network(sym, shape={'data': (1, 3, 224, 224)}, collapse=2)
+    nodes, edges, clusters = svg_facts(dot.pipe(format='svg'))
+    units = sorted(k for k in nodes if k.startswith('group#'))
+    assert len(units) == 3 + 4 + 6 + 3
+    assert nodes['group#stage3_unit6'] == ['unit6', '10 operators']
+    assert sorted(clusters) == ['stage1', 'stage2', 'stage3', 'stage4']
+    assert len(nodes) == 16 + 5 + 6 + 2          # units, stem, head, data and label
+    assert edges['group#stage4_unit1->group#stage3_unit6'] == ['1024x14x14']
+    w, h = png_size(dot.pipe(format='png'))
+    assert w < 600 and h < 6000

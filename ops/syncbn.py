@@ -1,0 +1,176 @@
+"""``_contrib_SyncBatchNorm``: batch normalisation with statistics over all devices.
+
+Each of the ``ndev`` copies of the operator (one per device of a data-parallel step, e.g.
+:class:`symgraph.parallel.DataParallelExecutor`) computes partial statistics of its slice of
+the batch and meets the others at the rendezvous named by ``key``, where the partials are
+summed with ``symgraph.parallel.allreduce``; every device then normalises with the mean and
+variance of the whole batch. Backward exchanges the two per-channel sums ``sum(dy)`` and
+``sum(dy * (x - mean))`` the same way. The outputs and input gradients are those of
+``BatchNorm`` over the concatenated batch; gamma's and beta's gradients are the device's
+share (the executor group sums them over the devices).
+
+As in MXNet 1.9.1:
+
+* the third output ``var`` is the (biased) batch variance, not BatchNorm's inverse std;
+* ``moving_mean``/``moving_var`` are updated in *backward* (a training forward alone leaves
+  them unchanged), with the global statistics;
+* the channel axis is 1.
+
+Forward exchanges, per device, (count, mean, M2 = sum of squared deviations) in one
+all-reduce of an (ndev, 3, C) buffer where device r fills row r (an all-gather); combining
+them with Chan's formula avoids the cancellation of ``E[x^2] - E[x]^2`` that MXNet's
+one-pass version suffers in float32, and gives the exact statistics when the devices hold
+unequal slices. ``ndev=1`` needs no rendezvous.
+"""
+import numpy as np
+
+from symgraph.opdef import Operator, Param, register
+
+from .norm import _acc, _bshape, _channel_param_shapes, _f32
+
+
+def _exchange(key, ndev, buf):
+    """Sum ``buf`` over the ``ndev`` devices meeting at ``key`` (returns the sum)."""
+    if ndev == 1:
+        return buf
+    from symgraph import parallel  # the rendezvous is runtime, not operator API
+    return parallel.rendezvous('SyncBatchNorm:' + key, ndev).allreduce(buf)
+
+
+def _rank():
+    from symgraph import parallel
+    return parallel.current_rank()
+
+
+@register
+class SyncBatchNorm(Operator):
+    """Batch normalisation whose statistics span the batches of ``ndev`` devices."""
+
+    name = '_contrib_SyncBatchNorm'
+    eps = Param(float, 1e-3, doc='added to the variance')
+    momentum = Param(float, 0.9, doc='running-statistics decay')
+    fix_gamma = Param(bool, True, doc='gamma acts as 1 and gets no gradient')
+    use_global_stats = Param(bool, False, doc='normalise with the running statistics')
+    output_mean_var = Param(bool, False, doc='also output the mean and the variance')
+    ndev = Param(int, 1, doc='number of devices whose batches are normalised together')
+    key = Param(str, doc='name of the rendezvous shared by the ndev copies')
+    needs_inputs = True
+    needs_outputs = True
+
+    def check(self):
+        if self.ndev < 1:
+            raise ValueError('SyncBatchNorm ndev must be >= 1, got %d' % self.ndev)
+
+    def list_arguments(self):
+        return ['data', 'gamma', 'beta']
+
+    def list_outputs(self):
+        return ['output', 'mean', 'var']
+
+    def list_auxiliary_states(self):
+        return ['moving_mean', 'moving_var']
+
+    def input_init(self):
+        return {'moving_mean': '["zero", {}]', 'moving_var': '["one", {}]'}
+
+    def num_visible_outputs(self):
+        return 3 if self.output_mean_var else 1
+
+    def infer_shape(self, in_shapes):
+        data, c, _ = _channel_param_shapes(self, in_shapes, 1, 4)
+        return [data, c, c], [data, c, c], [c, c]
+
+    def infer_type(self, in_types):
+        t = in_types[0]
+        p = None
+        for x in in_types[1:]:
+            p = p if x is None else np.dtype(x)
+        if t is None:
+            return [None, p, p], [None, p, p], [p, p]
+        t = np.dtype(t)
+        p = np.dtype(np.float32) if t == np.float16 else t
+        return [t, p, p], [t, p, p], [p, p]
+
+    def _global_stats(self, xp, x, axes):
+        """Mean and biased variance over the batches of all devices (float64)."""
+        c = x.shape[1]
+        count = x.size // c if c else 0
+        mean = x.mean(axis=axes) if count else xp.zeros((c,), x.dtype)
+        m2 = ((x - mean.reshape(_bshape(x.ndim, 1, c))) ** 2).sum(axis=axes)
+        ndev = self.ndev
+        rank = _rank() if ndev > 1 else 0
+        if rank is None:
+            raise RuntimeError('SyncBatchNorm with ndev=%d must run inside a data-parallel '
+                               'group (symgraph.parallel.DataParallelExecutor)' % ndev)
+        buf = xp.zeros((ndev, 3, c), dtype=np.float64)
+        # each device fills its own row: the all-reduce is an all-gather
+        buf[rank, 0] = float(count)
+        buf[rank, 1] = mean
+        buf[rank, 2] = m2
+        buf = _exchange(self.key, ndev, buf)
+        counts, means, m2s = buf[:, 0], buf[:, 1], buf[:, 2]
+        n = counts.sum(axis=0)
+        safe = xp.maximum(n, 1.0)
+        gmean = (counts * means).sum(axis=0) / safe
+        gm2 = m2s.sum(axis=0) + (counts * (means - gmean) ** 2).sum(axis=0)
+        return gmean, gm2 / safe
+
+    def forward(self, xp, inputs, aux, is_train):
+        data, gamma, beta = inputs
+        moving_mean, moving_var = aux
+        x = _acc(data)
+        axes = tuple(i for i in range(x.ndim) if i != 1)
+        bs = _bshape(x.ndim, 1, x.shape[1])
+        pt = gamma.dtype
+        if is_train and not self.use_global_stats:
+            mean, var = self._global_stats(xp, x, axes)
+            mean, var = mean.astype(x.dtype), var.astype(x.dtype)
+        else:
+            mean = moving_mean.astype(x.dtype, copy=False)
+            var = moving_var.astype(x.dtype, copy=False)
+        inv = 1.0 / xp.sqrt(var + _f32(self.eps))
+        g = xp.ones_like(gamma) if self.fix_gamma else gamma
+        scale = (g * inv).astype(x.dtype, copy=False)
+        shift = (beta - mean * scale).astype(x.dtype, copy=False)
+        out = x * scale.reshape(bs) + shift.reshape(bs)
+        return [out.astype(data.dtype, copy=False), mean.astype(pt), var.astype(pt)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        data, gamma, _ = inputs
+        x, dy = _acc(data), _acc(out_grads[0])
+        c = x.shape[1]
+        axes = tuple(i for i in range(x.ndim) if i != 1)
+        bs = _bshape(x.ndim, 1, c)
+        g = xp.ones_like(gamma) if self.fix_gamma else gamma
+        g = g.astype(x.dtype, copy=False).reshape(bs)
+        moving_mean, moving_var = aux
+        if self.use_global_stats:
+            mean = moving_mean.astype(x.dtype, copy=False).reshape(bs)
+            inv = (1.0 / xp.sqrt(moving_var + _f32(self.eps))).astype(x.dtype).reshape(bs)
+            xhat = (x - mean) * inv
+            dx = dy * g * inv
+        else:
+            mean = outputs[1].astype(x.dtype, copy=False)
+            var = outputs[2].astype(x.dtype, copy=False)
+            # MXNet updates the running statistics here, from the global batch statistics
+            mom = _f32(self.momentum)
+            moving_mean[...] = moving_mean * mom + outputs[1] * (1.0 - mom)
+            moving_var[...] = moving_var * mom + outputs[2] * (1.0 - mom)
+            inv = (1.0 / xp.sqrt(var + _f32(self.eps))).reshape(bs)
+            xhat = (x - mean.reshape(bs)) * inv
+            buf = xp.zeros((3, c), dtype=np.float64)
+            buf[0] = dy.sum(axis=axes)
+            buf[1] = (dy * xhat).sum(axis=axes)
+            buf[2] = float(x.size // c if c else 0)
+            buf = _exchange(self.key, self.ndev, buf)
+            n = max(float(buf[2, 0]) if c else 1.0, 1.0)
+            m1 = (buf[0] / n).astype(x.dtype).reshape(bs)
+            m2 = (buf[1] / n).astype(x.dtype).reshape(bs)
+            dx = (dy - m1 - xhat * m2) * g * inv
+        dgamma = dbeta = None
+        if need[1]:
+            dgamma = (xp.zeros_like(gamma) if self.fix_gamma
+                      else (dy * xhat).sum(axis=axes).astype(gamma.dtype, copy=False))
+        if need[2]:
+            dbeta = dy.sum(axis=axes).astype(gamma.dtype, copy=False)
+        return [dx.astype(data.dtype, copy=False) if need[0] else None, dgamma, dbeta]

@@ -1,0 +1,256 @@
+"""contrib.SyncBatchNorm: OpCases for one device, and ndev = 1, 2, 3 logical CPU devices
+through DataParallelExecutor against BatchNorm over the concatenated batch."""
+import threading
+
+import numpy as np
+import pytest
+
+import symgraph as mx
+from harness import OpCase, check_forward, check_gradient, parametrize_cases
+from symgraph import parallel
+from symgraph.opdef import MXNetError, get_op
+
+
+def F32(v):
+    return float(np.float32(v))
+
+
+def _inputs(rng, shapes, dtype):
+    data, c = shapes[0], shapes[1]
+    return [rng.uniform(-1, 1, data) * 2 + 0.5, rng.uniform(0.5, 1.5, c),
+            rng.uniform(-1, 1, c), rng.uniform(-0.5, 0.5, c), rng.uniform(0.5, 1.5, c)]
+
+
+def sync_ref(eps=1e-3, fix_gamma=True, train=False, use_global_stats=False,
+             output_mean_var=False):
+    """Per-channel loop; the third output is the variance (MXNet's SyncBatchNorm)."""
+    def ref(x, g, b, mm, mv):
+        x = x.astype(np.float64)
+        out = np.empty_like(x)
+        means, variances = [], []
+        for c in range(x.shape[1]):
+            xc = x[:, c]
+            if train and not use_global_stats:
+                m = xc.sum() / xc.size
+                v = ((xc - m) ** 2).sum() / xc.size
+            else:
+                m, v = float(mm[c]), float(mv[c])
+            gc = 1.0 if fix_gamma else float(g[c])
+            out[:, c] = (xc - m) / np.sqrt(v + F32(eps)) * gc + float(b[c])
+            means.append(m)
+            variances.append(v)
+        return [out, np.array(means), np.array(variances)] if output_mean_var else out
+    return ref
+
+
+CASES = []
+for data in [(3, 4, 2, 3), (5, 3), (4, 2, 5)]:
+    c = data[1]
+    for kw, train in [({'key': 'a'}, True), ({'key': 'a', 'fix_gamma': False}, True),
+                      ({'key': 'a', 'fix_gamma': False, 'output_mean_var': True}, True),
+                      ({'key': 'a', 'use_global_stats': True, 'fix_gamma': False}, True),
+                      ({'key': 'a', 'eps': 0.01, 'ndev': 1}, False)]:
+        ref_kw = {k: v for k, v in kw.items() if k not in ('key', 'ndev')}
+        # after an inference forward MXNet's backward has no meaningful statistics, and
+        # it ignores the head gradients of the mean and var outputs (not d/dx of them)
+        grad = (0, 1, 2) if train and not kw.get('output_mean_var') else ()
+        CASES.append(OpCase('_contrib_SyncBatchNorm', kw,
+                            shapes=[data, (c,), (c,), (c,), (c,)],
+                            ref=sync_ref(train=train, **ref_kw), inputs=_inputs,
+                            is_train=train, grad=grad, rtol=1e-5, atol=1e-5,
+                            grad_rtol=1e-5, grad_atol=1e-7,
+                            id='SyncBatchNorm[%s,train=%s]%s' % (kw, train, data)))
+
+
+@parametrize_cases(CASES)
+def test_forward(case):
+    check_forward(case)
+
+
+@parametrize_cases(CASES)
+def test_gradient(case):
+    check_gradient(case)
+
+
+def test_names_and_params_match_mxnet():
+    op = get_op('_contrib_SyncBatchNorm')(key='k')
+    assert op.list_arguments() == ['data', 'gamma', 'beta']
+    assert op.list_outputs() == ['output', 'mean', 'var']
+    assert op.list_auxiliary_states() == ['moving_mean', 'moving_var']
+    assert op.num_visible_outputs() == 1
+    assert (op.eps, op.momentum, op.fix_gamma, op.ndev) == (1e-3, 0.9, True, 1)
+    sym = mx.sym.contrib.SyncBatchNorm(mx.sym.var('x'), key='k', name='bn')
+    assert sym.list_arguments() == ['x', 'bn_gamma', 'bn_beta']
+    assert sym.list_auxiliary_states() == ['bn_moving_mean', 'bn_moving_var']
+    with pytest.raises(MXNetError):
+        get_op('_contrib_SyncBatchNorm')()          # key is required, as in MXNet
+
+
+def test_moving_statistics_are_updated_in_backward():
+    """MXNet 1.9.1 updates SyncBatchNorm's running statistics in backward, not forward."""
+    rng = np.random.RandomState(0)
+    x = rng.uniform(-1, 1, (4, 3, 2, 2))
+    op = get_op('_contrib_SyncBatchNorm')(key='m', momentum=0.8)
+    mm, mv = np.zeros(3), np.ones(3)
+    outs = op.forward(np, [x, np.ones(3), np.zeros(3)], [mm, mv], True)
+    np.testing.assert_array_equal(mm, 0)
+    np.testing.assert_array_equal(mv, 1)
+    op.backward(np, [np.ones_like(x), None, None], [x, np.ones(3), None], outs, [mm, mv],
+                [True, False, False])
+    np.testing.assert_allclose(mm, 0.2 * x.mean(axis=(0, 2, 3)), rtol=1e-6)
+    np.testing.assert_allclose(mv, 0.8 + 0.2 * x.var(axis=(0, 2, 3)), rtol=1e-6)
+
+
+# --------------------------------------------------------------------------------------
+# several logical devices
+# --------------------------------------------------------------------------------------
+def _net(sync, ndev, key):
+    data = mx.sym.var('data')
+    conv = mx.sym.Convolution(data, num_filter=4, kernel=(3, 3), pad=(1, 1), name='conv')
+    if sync:
+        bn = mx.sym.contrib.SyncBatchNorm(conv, fix_gamma=False, momentum=0.7, ndev=ndev,
+                                          key=key, name='bn')
+    else:
+        bn = mx.sym.BatchNorm(conv, fix_gamma=False, momentum=0.7, name='bn')
+    return mx.sym.Activation(bn, act_type='tanh', name='act')
+
+
+def _params(dtype):
+    rng = np.random.RandomState(1)
+    return ({'conv_weight': rng.uniform(-0.5, 0.5, (4, 3, 3, 3)).astype(dtype),
+             'conv_bias': rng.uniform(-1, 1, 4).astype(dtype),
+             'bn_gamma': rng.uniform(0.5, 1.5, 4).astype(dtype),
+             'bn_beta': rng.uniform(-1, 1, 4).astype(dtype)},
+            {'bn_moving_mean': rng.uniform(-0.5, 0.5, 4).astype(dtype),
+             'bn_moving_var': rng.uniform(0.5, 1.5, 4).astype(dtype)})
+
+
+@pytest.mark.parametrize('dtype,tol', [('float64', 1e-10), ('float32', 2e-5)])
+@pytest.mark.parametrize('ndev,batch', [(1, 4), (2, 6), (3, 7), (3, 3)])
+def test_sync_over_devices_equals_batchnorm_of_whole_batch(ndev, batch, dtype, tol):
+    shape = (batch, 3, 5, 4)
+    rng = np.random.RandomState(ndev * 10 + batch)
+    x = (rng.uniform(-1, 1, shape) * 3 + 1).astype(dtype)
+    dy = rng.uniform(-1, 1, (batch, 4, 5, 4)).astype(dtype)
+    args, aux = _params(dtype)
+    types = {'data': dtype}
+
+    ref = _net(False, 1, None).simple_bind(mx.cpu(), data=shape, type_dict=types)
+    ref.copy_params_from({k: mx.nd.array(v, dtype=dtype) for k, v in args.items()},
+                         {k: mx.nd.array(v, dtype=dtype) for k, v in aux.items()})
+    want = ref.forward(is_train=True, data=x)[0].asnumpy()
+    ref.backward([mx.nd.array(dy, dtype=dtype)])
+
+    key = 'test-%d-%d-%s' % (ndev, batch, dtype)
+    group = parallel.DataParallelExecutor(_net(True, ndev, key),
+                                          [mx.cpu(k) for k in range(ndev)],
+                                          type_dict=types, data=shape)
+    group.set_params(args, aux)
+    got = group.forward(is_train=True, data=x)[0].asnumpy()
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    group.backward([dy])
+    np.testing.assert_allclose(group.get_input_grads()[0].asnumpy(),
+                               ref.grad_dict['data'].asnumpy(), rtol=tol, atol=tol)
+    for k in args:
+        for exe in group.execs:     # every device holds the whole batch's gradient
+            np.testing.assert_allclose(exe.grad_dict[k].asnumpy(),
+                                       ref.grad_dict[k].asnumpy(), rtol=tol, atol=tol,
+                                       err_msg=k)
+    for k in aux:
+        for exe in group.execs:
+            np.testing.assert_allclose(exe.aux_dict[k].asnumpy(), ref.aux_dict[k].asnumpy(),
+                                       rtol=tol, atol=tol, err_msg=k)
+    # the devices share one set of statistics: mean and var outputs agree everywhere
+    per = group.get_outputs(merge=False)
+    assert len(per[0]) == ndev
+
+
+def test_sync_statistics_are_stable_for_a_large_mean():
+    """float32 data with mean 1e4 and spread 1: E[x^2] - E[x]^2 would lose every digit."""
+    rng = np.random.RandomState(5)
+    x = (rng.standard_normal((6, 2, 8, 8)) + 1e4).astype(np.float32)
+    sym = mx.sym.contrib.SyncBatchNorm(mx.sym.var('data'), ndev=2, key='stable',
+                                       output_mean_var=True, name='bn')
+    group = parallel.DataParallelExecutor(sym, [mx.cpu(0), mx.cpu(1)], data=x.shape)
+    group.forward(is_train=True, data=x)
+    var = group.get_outputs(merge=False)[2][0].asnumpy()
+    np.testing.assert_allclose(var, x.astype(np.float64).var(axis=(0, 2, 3)), rtol=1e-4)
+
+
+def test_uneven_slices_give_the_exact_global_statistics():
+    x = np.arange(5 * 2 * 3, dtype=np.float64).reshape(5, 2, 3) ** 1.5
+    sym = mx.sym.contrib.SyncBatchNorm(mx.sym.var('data'), ndev=2, key='uneven',
+                                       output_mean_var=True, name='bn')
+    group = parallel.DataParallelExecutor(sym, [mx.cpu(0), mx.cpu(1)], type_dict={
+        'data': 'float64'}, data=x.shape)
+    group.forward(is_train=True, data=x)
+    outs = group.get_outputs(merge=False)
+    for k in range(2):
+        np.testing.assert_allclose(outs[1][k].asnumpy(), x.mean(axis=(0, 2)), rtol=1e-13)
+        np.testing.assert_allclose(outs[2][k].asnumpy(), x.var(axis=(0, 2)), rtol=1e-13)
+
+
+def test_rendezvous_times_out_naming_key_and_arrivals():
+    r = parallel.Rendezvous('lonely', 3)
+    with pytest.raises(MXNetError, match=r"'lonely'.*1 of 3 devices arrived"):
+        r.allreduce(np.ones(2), rank=0, timeout=0.2)
+    # the failed round left nothing behind: a full round still works
+    results = [None] * 3
+
+    def go(k):
+        results[k] = r.allreduce(np.full(2, float(k + 1)), rank=k, timeout=10)
+    threads = [threading.Thread(target=go, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for res in results:
+        np.testing.assert_array_equal(res, [6.0, 6.0])
+
+
+def test_rendezvous_rejects_inconsistent_use():
+    parallel.rendezvous('ndev-check', 2)
+    with pytest.raises(MXNetError, match='ndev=2'):
+        parallel.rendezvous('ndev-check', 3)
+    with pytest.raises(MXNetError, match='rank 5'):
+        parallel.Rendezvous('r', 2).allreduce(np.ones(1), rank=5)
+
+
+def test_sync_batchnorm_with_ndev_above_one_needs_a_group():
+    sym = mx.sym.contrib.SyncBatchNorm(mx.sym.var('data'), ndev=2, key='nogroup', name='bn')
+    exe = sym.simple_bind(mx.cpu(), data=(2, 3))
+    with pytest.raises(MXNetError, match='DataParallelExecutor'):
+        exe.forward(is_train=True)
+
+
+def test_a_device_short_of_the_rendezvous_fails_fast(monkeypatch):
+    """ndev says 3 but the group has 2 devices: a clear timeout, not a hang."""
+    monkeypatch.setattr(parallel, 'SYNC_TIMEOUT', 0.3)
+    sym = mx.sym.contrib.SyncBatchNorm(mx.sym.var('data'), ndev=3, key='short', name='bn')
+    group = parallel.DataParallelExecutor(sym, [mx.cpu(0), mx.cpu(1)], data=(4, 2))
+    with pytest.raises(MXNetError, match=r"'SyncBatchNorm:short'.*2 of 3 devices"):
+        group.forward(is_train=True, data=np.ones((4, 2)))
+
+
+def test_group_splits_and_allreduces_plain_gradients():
+    net = mx.sym.FullyConnected(mx.sym.var('data'), num_hidden=3, name='fc')
+    net = mx.sym.MakeLoss(mx.sym.sum(net * net))
+    rng = np.random.RandomState(2)
+    x = rng.uniform(-1, 1, (5, 4))
+    params = {'fc_weight': rng.uniform(-1, 1, (3, 4)), 'fc_bias': rng.uniform(-1, 1, 3)}
+    ref = net.simple_bind(mx.cpu(), data=(5, 4))
+    ref.copy_params_from({k: mx.nd.array(v) for k, v in params.items()})
+    ref.forward(is_train=True, data=x)
+    ref.backward()
+    group = parallel.DataParallelExecutor(net, [mx.cpu(0), mx.cpu(1), mx.cpu(2)],
+                                          grad_req={'data': 'null', 'fc_weight': 'add',
+                                                    'fc_bias': 'write'}, data=(5, 4))
+    assert [e.arg_dict['data'].shape[0] for e in group.execs] == [2, 2, 1]
+    group.set_params(params)
+    for step in (1, 2):          # 'add' accumulates the all-reduced gradient once per step
+        group.forward(is_train=True, data=x)
+        group.backward()
+        np.testing.assert_allclose(group.grad_dict['fc_weight'].asnumpy(),
+                                   step * ref.grad_dict['fc_weight'].asnumpy(), rtol=1e-5)
+        np.testing.assert_allclose(group.grad_dict['fc_bias'].asnumpy(),
+                                   ref.grad_dict['fc_bias'].asnumpy(), rtol=1e-5)

@@ -312,8 +312,10 @@ def main(argv=None):
                     res[(name, key)] = r
     for _, runner in runners[1:]:
         runner.close()
-    print('load average at the end %.1f (above the core count, times are noisy)'
-          % os.getloadavg()[0])
+    load = os.getloadavg()[0]
+    print('load average at the end %.1f%s' % (load, ' (above the core count: other work '
+                                              'shares the CPU, times are noisy)'
+                                              if load > os.cpu_count() else ''))
     head = '%-34s %10s' % ('workload', 'symgraph')
     for name, _ in runners[1:]:
         head += ' | %-29s' % name

@@ -10,7 +10,8 @@ __all__ = ['Context', 'cpu', 'gpu', 'cpu_pinned', 'current_context', 'num_gpus']
 
 def _cupy():
     try:
-        import cupy
+        from symgraph.cuda import import_cupy   # copes with the checkout's cuda/ folder
+        cupy = import_cupy()
     except ImportError as e:
         raise MXNetError('GPU contexts need CuPy: pip install "symgraph[cuda12]" or '
                          '"symgraph[cuda13]" (import failed: %s)' % e) from None
@@ -112,9 +113,8 @@ def current_context():
 def num_gpus():
     """Number of visible CUDA GPUs (0 without CuPy or a driver)."""
     try:
-        import cupy
-        return cupy.cuda.runtime.getDeviceCount()
-    except Exception:
+        return _cupy().cuda.runtime.getDeviceCount()
+    except Exception:       # no CuPy, or CuPy without a driver/device
         return 0
 
 

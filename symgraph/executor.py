@@ -123,10 +123,17 @@ class Executor:
             self.outputs = [NDArray(xp.zeros(shapes[(index[id(n)], i)],
                                              dtype=dtypes[(index[id(n)], i)]), self._ctx)
                             for n, i in heads]
-        self.arg_arrays = [self._on_ctx(a, n) for a, n in zip(args, self._arg_names)]
-        self.grad_arrays = [None if r == 'null' else self._on_ctx(g, n)
-                            for g, r, n in zip(grads, reqs, self._arg_names)]
-        self.aux_arrays = [self._on_ctx(a, n) for a, n in zip(aux, self._aux_names)]
+        # arrays bound from another context stay bound (arg_dict shows them, as in MXNet);
+        # the executor runs on copies that are refreshed and written back around each run
+        self.arg_arrays = list(args)
+        self.grad_arrays = [None if r == 'null' else g for g, r in zip(grads, reqs)]
+        self.aux_arrays = list(aux)
+        self._dev_args = [self._on_ctx(a) for a in self.arg_arrays]
+        self._dev_grads = [self._on_ctx(g) for g in self.grad_arrays]
+        self._dev_aux = [self._on_ctx(a) for a in self.aux_arrays]
+        self._off_ctx = any(a is not d for a, d in zip(
+            self.arg_arrays + self.grad_arrays + self.aux_arrays,
+            self._dev_args + self._dev_grads + self._dev_aux))
         self._grad_req = reqs
         self._plan = Plan(order, arg_nodes, aux_nodes, heads, shapes, dtypes, reqs, xp)
         self._saved = None
@@ -134,11 +141,21 @@ class Executor:
         self._monitor_all = False
         self._output_names = symbol.list_outputs()
 
-    def _on_ctx(self, arr, name):
-        if arr.context != self._ctx:
-            raise BindError('bind: array of %r lives on %s but the executor is on %s; copy it '
-                            'with as_in_context' % (name, arr.context, self._ctx))
-        return arr
+    def _on_ctx(self, arr):
+        """``arr``, or a copy of it on the executor's context when it lives elsewhere.
+
+        MXNet binds arrays of other contexts by copying across devices on every run; so
+        does symgraph: see :meth:`_sync`.
+        """
+        if arr is None or arr.context == self._ctx:
+            return arr
+        return arr.copyto(self._ctx)
+
+    def _sync(self, src, dst, reqs=None):
+        """Copy ``src[k]`` into ``dst[k]`` where they differ (arrays of another context)."""
+        for k, (s, d) in enumerate(zip(src, dst)):
+            if s is not d and s is not None and (reqs is None or reqs[k] == 'add'):
+                d[:] = s
 
     # ------------------------------------------------------------------ dicts
     @property
@@ -170,8 +187,11 @@ class Executor:
                                  'with %s' % (k, tuple(np.shape(v)), dst.shape))
             dst[:] = v
         fn, fname, line_step = self._plan.forward_fn(is_train, self._monitor is not None)
-        A = [a._data for a in self.arg_arrays]
-        X = [a._data for a in self.aux_arrays]
+        if self._off_ctx:
+            self._sync(self.arg_arrays, self._dev_args)
+            self._sync(self.aux_arrays, self._dev_aux)
+        A = [a._data for a in self._dev_args]
+        X = [a._data for a in self._dev_aux]
         with self._ctx.device_scope():
             try:
                 if self._monitor is not None:
@@ -190,6 +210,8 @@ class Executor:
                                      'inferred' % (node.describe(), i, h.shape, h.dtype,
                                                    out.shape, out._data.dtype))
                 out._data[...] = h
+        if self._off_ctx:
+            self._sync(self._dev_aux, self.aux_arrays)
         self._saved = saved if is_train else None
         return self.outputs
 
@@ -226,7 +248,9 @@ class Executor:
                                                self.outputs[k].shape))
             og.append(arr.astype(self.outputs[k]._data.dtype, copy=False))
         fn, fname, line_step = plan.backward_fn()
-        G = [None if g is None else g._data for g in self.grad_arrays]
+        if self._off_ctx:
+            self._sync(self.grad_arrays, self._dev_grads, self._grad_req)
+        G = [None if g is None else g._data for g in self._dev_grads]
         with self._ctx.device_scope():
             try:
                 fn(self._saved, og, G)
@@ -235,6 +259,10 @@ class Executor:
                 if err is None:
                     raise
                 raise err from e
+        if self._off_ctx:
+            # backward may update auxiliary states too (SyncBatchNorm's running statistics)
+            self._sync(self._dev_grads, self.grad_arrays)
+            self._sync(self._dev_aux, self.aux_arrays)
 
     def set_monitor_callback(self, callback, monitor_all=False):
         """Call ``callback(name, NDArray)`` on every intermediate output during forward."""

@@ -263,7 +263,11 @@ def _to_xp(data, ctx):
             return data.get()
         return np.asarray(data)
     with ctx.device_scope():
-        return ctx.xp.asarray(data)
+        xp = ctx.xp
+        if isinstance(data, xp.ndarray) and data.device.id != ctx.device_id:
+            # asarray would keep the array on its own GPU; copy() lands on the current one
+            return data.copy()
+        return xp.asarray(data)
 
 
 # ---------------------------------------------------------------------- creation
@@ -347,11 +351,9 @@ def concat(*arrays, dim=1):
 
 def waitall():
     """All computation is synchronous on the CPU; on a GPU, wait for the device."""
-    try:
-        import cupy
-        cupy.cuda.Device().synchronize()
-    except Exception:
-        pass
+    from .context import num_gpus, _cupy
+    if num_gpus():
+        _cupy().cuda.Device().synchronize()
 
 
 # ---------------------------------------------------------------------- files

@@ -7,9 +7,6 @@ __all__ = ['seed']
 def seed(seed_state, ctx='all'):
     """Seed NumPy's (and, when present, CuPy's) global generators."""
     np.random.seed(seed_state)
-    try:
-        import cupy
-        if cupy.cuda.runtime.getDeviceCount() > 0:
-            cupy.random.seed(seed_state)
-    except Exception:
-        pass
+    from .context import num_gpus, _cupy
+    if num_gpus():
+        _cupy().random.seed(seed_state)

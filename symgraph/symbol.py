@@ -485,10 +485,13 @@ def _invoke(func_name, args, kwargs, hint=None):
     default_init = op.input_init()
     inputs = []
     for j, an in enumerate(in_names):
-        if an in sym_kwargs:
-            inputs.append(_entry_of(sym_kwargs[an], cls.name, an))
-        elif j < len(args):
-            inputs.append(_entry_of(args[j], cls.name, an))
+        if an in sym_kwargs or j < len(args):
+            entry = _entry_of(sym_kwargs[an] if an in sym_kwargs else args[j], cls.name, an)
+            src = entry[0]
+            if an in default_init and src.op is None and '__init__' not in src.attrs:
+                # MXNet gives the user's Variable the operator's initializer, in place
+                src.attrs['__init__'] = default_init[an]
+            inputs.append(entry)
         else:
             # MXNet creates the missing input, inheriting the node's attributes
             v_attrs = dict(attrs)

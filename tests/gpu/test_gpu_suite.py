@@ -1,0 +1,177 @@
+"""The operator suite again on a GPU context (run by ``bench/run_gpu.sh`` on a GPU machine).
+
+Every OpCase of ``tests/ops`` (collected as ``tests/ops/test_registry.py`` does) is bound
+with ``simple_bind`` on ``mx.gpu(0)`` and on the CPU with the same inputs and head
+gradients; outputs, input gradients and auxiliary states must agree. The operators are
+also called directly with ``xp = cupy`` against ``xp = numpy`` (NumPy-vs-CuPy consistency
+of the op bodies, kernels included), and SyncBatchNorm runs over logical devices sharing
+the GPU. Everything here is marked ``gpu`` and skipped without CuPy and a device.
+"""
+import glob
+import importlib
+import os
+
+import numpy as np
+import pytest
+
+import symgraph as mx
+from harness import ALL_CASES, _differentiable
+from symgraph import cuda, parallel
+
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not cuda.available(), reason='needs CuPy and a CUDA GPU')]
+
+_OPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'ops')
+for _path in sorted(glob.glob(os.path.join(_OPS, 'test_*.py'))):
+    _name = os.path.splitext(os.path.basename(_path))[0]
+    if _name != 'test_registry':
+        importlib.import_module(_name)
+
+CASES = list(ALL_CASES)
+#: forward/gradient tolerances per dtype (GPU reductions and cuBLAS sum in other orders)
+TOL = {'float16': dict(rtol=2e-2, atol=2e-3), 'float32': dict(rtol=1e-4, atol=1e-5),
+       'float64': dict(rtol=1e-9, atol=1e-11)}
+
+
+def _names(op):
+    return op.list_arguments(), op.list_auxiliary_states()
+
+
+def _bind(case, ctx, inputs, dtype):
+    op = case.make_op()
+    args, auxs = _names(op)
+    variables = {k: mx.sym.var('in_' + k) for k in args + auxs}
+    sym = getattr(mx.sym, case.op)(name='node', **variables, **case.attrs)
+    idx = _differentiable(case, op, inputs)
+    reqs = {'in_' + k: ('write' if i in idx and not op.no_grad else 'null')
+            for i, k in enumerate(args)}
+    shapes = {'in_' + k: a.shape for k, a in zip(args + auxs, inputs)}
+    types = {'in_' + k: a.dtype for k, a in zip(args + auxs, inputs)}
+    exe = sym.simple_bind(ctx, grad_req=reqs, type_dict=types, **shapes)
+    for k, a in zip(args, inputs):
+        exe.arg_dict['in_' + k][:] = a
+    for k, a in zip(auxs, inputs[len(args):]):
+        exe.aux_dict['in_' + k][:] = a
+    return exe, any(r == 'write' for r in reqs.values())
+
+
+def _compare(got, want, dtype, what):
+    assert got.shape == want.shape and got.dtype == want.dtype, \
+        '%s: %s %s on the GPU, %s %s on the CPU' % (what, got.shape, got.dtype, want.shape,
+                                                    want.dtype)
+    np.testing.assert_allclose(got, want, err_msg=what, **TOL.get(dtype, TOL['float32']))
+
+
+def _random_in_training(exe):
+    """Whether a training forward draws random numbers (the GPU draws other ones)."""
+    runs = []
+    for seed in (1, 2):
+        np.random.seed(seed)
+        runs.append([o.asnumpy() for o in exe.forward(is_train=True)])
+    return any(not np.array_equal(a, b, equal_nan=True) for a, b in zip(*runs))
+
+
+@pytest.mark.parametrize('case', CASES, ids=[c.id for c in CASES])
+def test_case_on_gpu_matches_cpu(case):
+    op = case.make_op()
+    for dtype in case.dtypes:
+        inputs = case.make_inputs(dtype)
+        cpu, grads = _bind(case, mx.cpu(), inputs, dtype)
+        gpu, _ = _bind(case, mx.gpu(0), inputs, dtype)
+        assert gpu.outputs[0].context == mx.gpu(0)
+        outs = [e.forward(is_train=case.is_train) for e in (cpu, gpu)]
+        for k, (c, g) in enumerate(zip(*outs)):
+            if case.ref is None:         # random operators: shapes and dtypes only
+                assert g.shape == c.shape and g.dtype == c.dtype
+            else:
+                _compare(g.asnumpy(), c.asnumpy(), dtype, 'output %d (%s)' % (k, dtype))
+        if not grads or op.no_grad or _random_in_training(cpu):
+            continue
+        # gradients from a training forward of both, from the same auxiliary states
+        for e in (cpu, gpu):
+            for k, a in zip(_names(op)[1], inputs[len(op.list_arguments()):]):
+                e.aux_dict['in_' + k][:] = a
+            outs = e.forward(is_train=True)
+        rng = np.random.RandomState(3)
+        heads = None if op.is_loss else [rng.uniform(-1, 1, o.shape).astype(o.dtype)
+                                         for o in outs]
+        for e in (cpu, gpu):
+            e.backward(None if heads is None else
+                       [mx.nd.array(h, ctx=e._ctx, dtype=h.dtype) for h in heads])
+        for k, g in gpu.grad_dict.items():
+            _compare(g.asnumpy(), cpu.grad_dict[k].asnumpy(), dtype,
+                     'gradient of %s (%s)' % (k, dtype))
+        for k, a in gpu.aux_dict.items():
+            _compare(a.asnumpy(), cpu.aux_dict[k].asnumpy(), dtype, 'aux %s (%s)' % (k, dtype))
+
+
+@pytest.mark.parametrize('case', CASES, ids=[c.id for c in CASES])
+def test_op_body_cupy_matches_numpy(case):
+    """The operator's forward and backward with xp=cupy against xp=numpy."""
+    cupy = cuda.import_cupy()
+    if case.ref is None:
+        pytest.skip('random operator')
+    op = case.make_op()
+    n = len(op.list_arguments())
+    for dtype in case.dtypes:
+        inputs = case.make_inputs(dtype)
+        res = {}
+        for xp in (np, cupy):
+            arrs = [xp.asarray(a) for a in inputs]
+            aux = arrs[n:]
+            outs = op.forward(xp, arrs[:n], aux, case.is_train)
+            res[xp.__name__] = [cupy.asnumpy(o) for o in outs] + \
+                [cupy.asnumpy(a) for a in aux]
+        for k, (g, c) in enumerate(zip(res['cupy'], res['numpy'])):
+            _compare(g, c, dtype, 'output/aux %d (%s)' % (k, dtype))
+
+
+@pytest.mark.parametrize('ndev', [1, 2, 4])
+def test_sync_batchnorm_over_logical_devices_on_one_gpu(ndev):
+    """SyncBatchNorm over ndev executors sharing gpu(0) equals BatchNorm of the whole batch
+    (the ring all-reduce then runs the CuPy backend with same-device chunks)."""
+    rng = np.random.RandomState(ndev)
+    x = rng.uniform(-1, 1, (8, 3, 6, 5)).astype(np.float32)
+    dy = rng.uniform(-1, 1, x.shape).astype(np.float32)
+    params = {'bn_gamma': rng.uniform(0.5, 1.5, 3).astype(np.float32),
+              'bn_beta': rng.uniform(-1, 1, 3).astype(np.float32)}
+    data = mx.sym.var('data')
+    ref = mx.sym.BatchNorm(data, fix_gamma=False, name='bn').simple_bind(mx.gpu(0),
+                                                                         data=x.shape)
+    ref.copy_params_from({k: mx.nd.array(v) for k, v in params.items()})
+    want = ref.forward(is_train=True, data=x)[0].asnumpy()
+    ref.backward([mx.nd.array(dy, ctx=mx.gpu(0))])
+    sym = mx.sym.contrib.SyncBatchNorm(data, fix_gamma=False, ndev=ndev,
+                                       key='gpu-suite-%d' % ndev, name='bn')
+    group = parallel.DataParallelExecutor(sym, [mx.gpu(0)] * ndev, data=x.shape)
+    group.set_params(params)
+    np.testing.assert_allclose(group.forward(is_train=True, data=x)[0].asnumpy(), want,
+                               rtol=1e-4, atol=1e-5)
+    group.backward([dy])
+    np.testing.assert_allclose(group.get_input_grads()[0].asnumpy(),
+                               ref.grad_dict['data'].asnumpy(), rtol=1e-4, atol=1e-5)
+    for k in params:
+        np.testing.assert_allclose(group.grad_dict[k].asnumpy(), ref.grad_dict[k].asnumpy(),
+                                   rtol=1e-4, atol=1e-5)
+    for k, a in group.aux_dict.items():
+        np.testing.assert_allclose(a.asnumpy(), ref.aux_dict[k].asnumpy(), rtol=1e-5,
+                                   atol=1e-6)
+
+
+def test_copies_between_cpu_and_gpu():
+    a = mx.nd.array(np.arange(6.0).reshape(2, 3))
+    g = a.as_in_context(mx.gpu(0))
+    assert g.context == mx.gpu(0) and type(g._data).__module__.startswith('cupy')
+    back = g.copyto(mx.cpu())
+    np.testing.assert_array_equal(back.asnumpy(), a.asnumpy())
+    dst = mx.nd.zeros((2, 3), ctx=mx.gpu(0))
+    a.copyto(dst)
+    np.testing.assert_array_equal(dst.asnumpy(), a.asnumpy())
+    # binding CPU arrays to a GPU executor copies them at every run
+    x = mx.sym.var('x')
+    exe = (x * 2).bind(mx.gpu(0), {'x': a}, args_grad={'x': mx.nd.zeros((2, 3))})
+    a[:] = 1.0
+    np.testing.assert_array_equal(exe.forward(is_train=True)[0].asnumpy(), 2.0)
+    exe.backward([mx.nd.ones((2, 3), ctx=mx.gpu(0))])
+    np.testing.assert_array_equal(exe.grad_dict['x'].asnumpy(), 2.0)
+    assert exe.grad_dict['x'].context == mx.cpu()

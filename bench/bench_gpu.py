@@ -237,9 +237,9 @@ def markdown(results):
               '| shape | ours ms | cuDNN ms | ratio |', '|---|---|---|---|']
     for r in results['batchnorm']:
         c = r.get('cudnn_ms')
-        lines.append('| %s | %.2f | %s | %s |' % ('x'.join(map(str, r['shape'])), r['ours_ms'],
-                                                 '%.2f' % c if c else '-',
-                                                 '%.1f' % (r['ours_ms'] / c) if c else '-'))
+        lines.append('| %s | %.2f | %s | %s |' % (
+            'x'.join(map(str, r['shape'])), r['ours_ms'], '%.2f' % c if c else '-',
+            '%.1f' % (r['ours_ms'] / c) if c else '-'))
     n = results['nms']
     lines += ['', '## NMS, %d boxes, IoU 0.5' % n['boxes'], '',
               '- bitmask kernel: %.2f ms; contrib.nms (host sort included): %.2f ms; kept %d'

@@ -563,7 +563,7 @@ class DataParallelExecutor:
 
     # ------------------------------------------------------------------ results
     def get_outputs(self, merge=True):
-        """Outputs concatenated along axis 0 (``merge``) or per device."""
+        """Outputs concatenated along axis 0 into CPU arrays (``merge``), or per device."""
         per = [[exe.outputs[i] for exe in self.execs] for i in range(len(self.execs[0].outputs))]
         if not merge:
             return per
@@ -571,7 +571,7 @@ class DataParallelExecutor:
                 for outs in per]
 
     def get_input_grads(self, merge=True):
-        """Gradients of the batch inputs, concatenated along axis 0 (``merge``) or per device."""
+        """Gradients of the batch inputs, concatenated on the CPU (``merge``) or per device."""
         per = [[exe.grad_dict[k] for exe in self.execs] for k in self.data_names
                if k in self.execs[0].grad_dict]
         if not merge:

@@ -50,7 +50,8 @@ def test_core_imports_optional_packages_lazily():
 
 
 def test_operators_use_only_the_operator_api():
-    allowed = ('numpy', 'symgraph.opdef', 'symgraph.base', 'symgraph.cuda')
+    # symgraph.cuda (kernels) and symgraph.parallel (SyncBatchNorm's all-reduce) only lazily
+    allowed = ('numpy', 'symgraph.opdef', 'symgraph.base', 'symgraph.cuda', 'symgraph.parallel')
     for path in _files('ops'):
         for mod, level, top in _imports(path):
             if level:            # relative imports between operator modules
@@ -58,8 +59,8 @@ def test_operators_use_only_the_operator_api():
             root = mod.split('.')[0]
             assert root in STDLIB_OK or mod.startswith(allowed), \
                 '%s imports %s; operators may use numpy and symgraph.opdef only' % (path, mod)
-            if mod.startswith('symgraph.cuda'):
-                assert not top, '%s must import symgraph.cuda lazily' % path
+            if mod.startswith(('symgraph.cuda', 'symgraph.parallel')):
+                assert not top, '%s must import %s lazily' % (path, mod)
 
 
 def test_cuda_loader_imports_cupy_lazily():

@@ -33,12 +33,12 @@ def _exchange(key, ndev, buf):
     """Sum ``buf`` over the ``ndev`` devices meeting at ``key`` (returns the sum)."""
     if ndev == 1:
         return buf
-    from symgraph import parallel  # the rendezvous is runtime, not operator API
+    import symgraph.parallel as parallel  # the rendezvous is runtime, not operator API
     return parallel.rendezvous('SyncBatchNorm:' + key, ndev).allreduce(buf)
 
 
 def _rank():
-    from symgraph import parallel
+    import symgraph.parallel as parallel
     return parallel.current_rank()
 
 

@@ -63,6 +63,17 @@ def _bshape(ndim, ax, c):
     return tuple(s)
 
 
+def _per_channel(xp, x, ax):
+    """``x`` as a (pre, C, post) view (C on axis ``ax``), for per-channel reductions."""
+    pre = int(np.prod(x.shape[:ax], dtype=np.int64))
+    return x.reshape(pre, x.shape[ax], -1)
+
+
+def _channel_dot(xp, a, b, ax):
+    """Per-channel sum of ``a * b`` without the elementwise temporary."""
+    return xp.einsum('ncs,ncs->c', _per_channel(xp, a, ax), _per_channel(xp, b, ax))
+
+
 def _normalize_grad(dxhat, xhat, inv, axes):
     """d/dx of ``(x - mean(x)) * inv`` given d/dxhat, statistics over ``axes``."""
     m1 = dxhat.mean(axis=axes, keepdims=True)
@@ -170,8 +181,10 @@ class BatchNorm(Operator):
         bs = _bshape(x.ndim, ax, x.shape[ax])
         eps = _f32(self.eps)
         if is_train and not self.use_global_stats:
-            mean = x.mean(axis=axes)
-            var = ((x - mean.reshape(bs)) ** 2).mean(axis=axes)
+            m = x.size // max(x.shape[ax], 1)
+            mean = _per_channel(xp, x, ax).sum(axis=(0, 2)) / max(m, 1)
+            xc = x - mean.reshape(bs)
+            var = _channel_dot(xp, xc, xc, ax) / max(m, 1)   # two-pass: no cancellation
             mom = _f32(self.momentum)
             moving_mean[...] = moving_mean * mom + mean * (1.0 - mom)
             moving_var[...] = moving_var * mom + var * (1.0 - mom)
@@ -202,19 +215,26 @@ class BatchNorm(Operator):
         g = xp.ones_like(gamma) if self.fix_gamma else gamma
         g = g.astype(x.dtype, copy=False).reshape(bs)
         xhat = (x - mean) * inv
+        # the two per-channel sums everything below is made of (one pass each)
+        sum_dy = _per_channel(xp, dy, ax).sum(axis=(0, 2))
+        sum_dy_xhat = _channel_dot(xp, dy, xhat, ax)
         dx = None
         if need[0]:
             if self.use_global_stats:
-                dx = dy * g * inv
+                dx = dy * (g * inv)
             else:
-                dx = _normalize_grad(dy * g, xhat, inv, axes)
+                # d/dx of g * xhat: g * inv * (dy - mean(dy) - xhat * mean(dy * xhat))
+                m = max(x.size // max(x.shape[ax], 1), 1)
+                a = (sum_dy / m).reshape(bs)
+                b = (sum_dy_xhat / m).reshape(bs)
+                dx = (dy - a - xhat * b) * (g * inv)
             dx = dx.astype(data.dtype, copy=False)
         dgamma = dbeta = None
         if need[1]:
             dgamma = (xp.zeros_like(gamma) if self.fix_gamma
-                      else (dy * xhat).sum(axis=axes).astype(gamma.dtype, copy=False))
+                      else sum_dy_xhat.astype(gamma.dtype, copy=False))
         if need[2]:
-            dbeta = dy.sum(axis=axes).astype(gamma.dtype, copy=False)
+            dbeta = sum_dy.astype(gamma.dtype, copy=False)
         return [dx, dgamma, dbeta]
 
 

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import logging
+import warnings
 
 from . import ndarray as nd
 from . import symbol as sym
 from .base import MXNetError
 
-__all__ = ['save_checkpoint', 'load_checkpoint', 'load_params']
+__all__ = ['save_checkpoint', 'load_checkpoint', 'load_params', 'check_params']
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +39,36 @@ def load_params(prefix, epoch):
     return arg_params, aux_params
 
 
+#: argument names that are parameters by MXNet's naming rules (initializers use the same)
+PARAM_SUFFIXES = ('_weight', '_bias', '_gamma', '_beta')
+
+
+def check_params(symbol, arg_params, aux_params, source='checkpoint'):
+    """Warn about parameters the symbol needs but ``source`` lacks, and about entries of
+    ``source`` the symbol does not use; MXNet accepts both silently."""
+    args, aux = symbol.list_arguments(), symbol.list_auxiliary_states()
+    missing = [n for n in args if n.endswith(PARAM_SUFFIXES) and n not in arg_params]
+    missing += [n for n in aux if n not in aux_params]
+    unused = [n for n in arg_params if n not in args] + \
+        [n for n in aux_params if n not in aux]
+    if missing:
+        warnings.warn('%s lacks parameters of the symbol: %s (they keep whatever the '
+                      'executor holds)' % (source, missing), stacklevel=3)
+    if unused:
+        warnings.warn('%s has entries the symbol does not use: %s' % (source, unused),
+                      stacklevel=3)
+    return missing, unused
+
+
 def load_checkpoint(prefix, epoch):
-    """``(symbol, arg_params, aux_params)`` of a checkpoint written by MXNet or symgraph."""
+    """``(symbol, arg_params, aux_params)`` of a checkpoint written by MXNet or symgraph.
+
+    Warns when the parameter file lacks a parameter or auxiliary state of the symbol
+    (``*_weight``, ``*_bias``, ``*_gamma``, ``*_beta`` and every auxiliary state), or holds
+    entries the symbol does not use.
+    """
     symbol = sym.load('%s-symbol.json' % prefix)
     arg_params, aux_params = load_params(prefix, epoch)
+    check_params(symbol, arg_params, aux_params,
+                 source='checkpoint %s-%04d.params' % (prefix, epoch))
     return symbol, arg_params, aux_params

@@ -195,3 +195,34 @@ def test_numeric_gradient_checker_catches_a_wrong_gradient():
         mx.test_utils.check_numeric_gradient(s, [np.random.rand(3, 2) + 0.5])
     mx.test_utils.check_numeric_gradient(mx.sym.square(mx.sym.var('x')),
                                          [np.random.rand(3, 2) + 0.5])
+
+
+def test_variable_and_repeated_heads():
+    x = mx.sym.var('x')
+    y = mx.sym.exp(x)
+    exe = mx.sym.Group([x, y, y]).simple_bind(mx.cpu(), x=(2,))
+    exe.arg_dict['x'][:] = [0, 1]
+    outs = exe.forward(is_train=True)
+    np.testing.assert_allclose(outs[0].asnumpy(), [0, 1])
+    exe.backward([mx.nd.ones((2,))] * 3)
+    np.testing.assert_allclose(exe.grad_dict['x'].asnumpy(), 1 + 2 * np.exp([0, 1]),
+                               rtol=1e-6)
+
+
+def test_inference_frees_intermediates_after_last_use():
+    import tracemalloc
+    x = mx.sym.var('x')
+    y = x
+    for _ in range(20):
+        y = mx.sym.relu(y + 1.0)
+    exe = y.simple_bind(mx.cpu(), grad_req='null', x=(1000, 1000))    # 4 MB per array
+    exe.forward()
+    tracemalloc.start()
+    exe.forward()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    # 40 intermediate arrays of 4 MB exist in turn; at most a few are alive at once
+    assert peak < 4 * 4_000_000, 'peak %d bytes: intermediates were kept alive' % peak
+    # training keeps what backward needs
+    _, planned, naive = exe._plan.memory_plan(is_train=False)
+    assert planned <= 3 * 4_000_000 < naive

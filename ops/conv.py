@@ -8,10 +8,15 @@ transformation is :func:`_im2col` (and its adjoint :func:`_col2im`); on CuPy arr
 call the CUDA kernels of ``symgraph.cuda.loader`` (1-D and 2-D, float32/float64) and the
 GEMMs go to cuBLAS through ``xp.matmul``; the array code stays the reference.
 
-Column matrices use layout (C, *kernel, N, *out): one GEMM of (F, C*K) by (C*K, N*P) then
+Column matrices use layout (C, *kernel, N, *grid): one GEMM of (F, C*K) by (C*K, N*P) then
 covers the whole batch. NumPy's batched ``matmul`` does not call BLAS when an operand is
-broadcast over the batch, so one large GEMM is an order of magnitude faster here.
+broadcast over the batch, so one large GEMM is an order of magnitude faster here. The grid
+is the output's spatial shape, or for unit strides on NumPy a slightly wider one that makes
+the im2col copy run over long contiguous rows (:func:`_wide_cols`).
 """
+import threading
+from math import prod
+
 import numpy as np
 
 from symgraph.opdef import (MXNetError, Operator, Param, ShapeError, register, same_type,
@@ -20,6 +25,34 @@ from symgraph.opdef import (MXNetError, Operator, Param, ShapeError, register, s
 _LAYOUTS = ('None', 'NCW', 'NCHW', 'NCDHW', 'NHWC', 'NDHWC')
 _TRANSPOSED_BWD = True
 _TUNE = ('None', 'fastest', 'limited_workspace', 'off')
+# largest grid / output size ratio for which unit-stride convolutions use the wide columns:
+# the extra columns cost GEMM time; measured on 2 cores, 3x3 pad 1 on 32x32 (1.06) and 16x16
+# (1.13) maps gain, on 8x8 maps (1.25) the extra GEMM work eats the faster copy
+_WIDE_MAX_RATIO = 1.15
+_WORKSPACE = threading.local()
+
+
+def _workspace(slot, shape, dtype):
+    """An uninitialised NumPy array in reused per-thread scratch memory ``slot``.
+
+    Like MXNet's convolution workspace: im2col buffers live only until the GEMM that reads
+    them, and a fresh multi-megabyte array costs the kernel a page-zeroing fault per (huge)
+    page, about as slow as the copy itself. Each slot keeps the largest size seen.
+    """
+    nbytes = prod(shape) * np.dtype(dtype).itemsize
+    slots = _WORKSPACE.__dict__.setdefault('slots', {})
+    if slots.get(slot) is None or slots[slot].size < nbytes:
+        slots[slot] = np.empty(nbytes, np.uint8)
+    return slots[slot][:nbytes].view(dtype).reshape(shape)
+
+
+def _columns(xp, view):
+    """A contiguous copy of the column ``view`` (on NumPy in workspace slot 0)."""
+    if xp.__name__ != 'numpy':
+        return xp.ascontiguousarray(view)
+    out = _workspace(0, view.shape, view.dtype)
+    np.copyto(out, view)
+    return out
 
 
 # ----------------------------------------------------------------------------------
@@ -97,13 +130,69 @@ def _gpu_col2im(xp, cols, shape, kernel, stride, pad, dilate):
     return loader.col2im(cols, tuple(shape), kernel, stride, pad, dilate)
 
 
-def _im2col(xp, x, kernel, stride, pad, dilate, out):
-    """(N, C, *S) -> contiguous columns (C * prod(kernel), N * prod(out))."""
-    if _use_kernels(xp, x.dtype, kernel, pad):
-        return _gpu_im2col(xp, x, kernel, stride, pad, dilate)
-    xpad = _pad(xp, x, pad)
-    cols = xp.ascontiguousarray(_windows(xp, xpad, kernel, stride, dilate, out, 'col'))
-    return cols.reshape(x.shape[1] * int(np.prod(kernel)), -1)
+def _wide_grid(xp, shape, kernel, stride, before, after, dilate, out):
+    """The wide grid (out[0], *padded[1:]) of :func:`_wide_cols`, or None where the exact
+    output grid is used: strides other than 1, CuPy, or too many extra columns."""
+    if xp.__name__ != 'numpy' or any(s != 1 for s in stride) or len(kernel) < 2:
+        return None
+    grid = (out[0],) + tuple(s + b + a for s, b, a in zip(shape[3:], before[1:], after[1:]))
+    if min(grid) <= 0 or prod(grid) > _WIDE_MAX_RATIO * prod(out):
+        return None
+    return grid
+
+
+def _wide_cols(xp, x, kernel, before, after, dilate, grid):
+    """Unit-stride columns (C * prod(kernel), N * prod(grid)) over the wide ``grid``.
+
+    The input is padded once into a flat buffer of layout (N, C, *padded) with a zero tail.
+    With unit stride, kernel offset k at grid position g reads the padded element at flat
+    index offset(k) + flat(g), and over the grid (out[0], *padded[1:]) these indices are
+    consecutive: each (channel, offset, sample) is one contiguous run instead of one short
+    run per output row, which is what makes NumPy's strided copy slow. Grid positions past
+    the output on the inner axes read wrapped-around (finite) values: the forward crops
+    them and the weight gradient multiplies them by the zeros :func:`_flat_grad` puts there.
+    """
+    n, c = x.shape[:2]
+    x = _pad(xp, x, [min(b, 0) for b in before], [min(a, 0) for a in after])   # crops only
+    before = [max(b, 0) for b in before]
+    padded = tuple(s + b + max(a, 0) for s, b, a in zip(x.shape[2:], before, after))
+    elem = [prod(padded[i + 1:]) for i in range(len(padded))]   # element strides
+    tail = sum((k - 1) * d * e for k, d, e in zip(kernel[1:], dilate[1:], elem[1:]))
+    size = prod(padded)
+    buf = _workspace(1, (n * c * size + tail,), x.dtype)
+    buf[n * c * size:] = 0
+    xpad = buf[:n * c * size].reshape((n, c) + padded)
+    for i, (b, s) in enumerate(zip(before, x.shape[2:])):     # zero only the borders
+        xpad[(Ellipsis, slice(0, b)) + (slice(None),) * (len(padded) - 1 - i)] = 0
+        xpad[(Ellipsis, slice(b + s, None)) + (slice(None),) * (len(padded) - 1 - i)] = 0
+    xpad[(Ellipsis,) + tuple(slice(b, b + s) for b, s in zip(before, x.shape[2:]))] = x
+    it = buf.itemsize
+    strides = ((size * it,) + tuple(d * e * it for d, e in zip(dilate, elem))
+               + (c * size * it, it))
+    view = xp.lib.stride_tricks.as_strided(
+        buf, shape=(c,) + tuple(kernel) + (n, prod(grid)), strides=strides)
+    return _columns(xp, view).reshape(c * prod(kernel), -1)
+
+
+def _im2col(xp, x, kernel, stride, pad, dilate, out, after=None):
+    """(N, C, *S) -> (contiguous columns (C * prod(kernel), N * prod(grid)), grid).
+
+    ``pad`` pads (or crops, if negative) before each spatial axis and ``after`` (default
+    ``pad``) after it. ``grid`` is ``out``, or the wider grid of :func:`_wide_cols`. On NumPy
+    the columns live in a workspace, valid until the next call in this thread.
+    """
+    after = pad if after is None else after
+    if _use_kernels(xp, x.dtype, kernel, (0,)):
+        # the kernels take one non-negative pad per axis: anything else is padded here
+        if tuple(after) != tuple(pad) or min(pad) < 0:
+            x, pad = _pad(xp, x, pad, after), (0,) * len(kernel)
+        return _gpu_im2col(xp, x, kernel, stride, pad, dilate), tuple(out)
+    grid = _wide_grid(xp, x.shape, kernel, stride, pad, after, dilate, out)
+    if grid is not None:
+        return _wide_cols(xp, x, kernel, pad, after, dilate, grid), grid
+    xpad = _pad(xp, x, pad, after)
+    cols = _columns(xp, _windows(xp, xpad, kernel, stride, dilate, out, 'col'))
+    return cols.reshape(x.shape[1] * prod(kernel), -1), tuple(out)
 
 
 def _col2im(xp, cols, shape, kernel, stride, pad, dilate, out):
@@ -127,9 +216,12 @@ def _col2im(xp, cols, shape, kernel, stride, pad, dilate, out):
     return xp.ascontiguousarray(xp.swapaxes(acc[(Ellipsis,) + crop], 0, 1))
 
 
-def _channels_first(xp, y2d, f, n, out):
-    """(F, N*P) GEMM result -> contiguous (N, F, *out)."""
-    return xp.ascontiguousarray(xp.swapaxes(y2d.reshape((f, n) + tuple(out)), 0, 1))
+def _channels_first(xp, y2d, f, n, grid, out):
+    """(F, N * prod(grid)) GEMM result -> contiguous (N, F, *out) (cropping the grid)."""
+    y = y2d.reshape((f, n) + tuple(grid))
+    if tuple(grid) != tuple(out):
+        y = y[(Ellipsis,) + tuple(slice(0, o) for o in out)]
+    return xp.ascontiguousarray(xp.swapaxes(y, 0, 1))
 
 
 def _grouped_matmul(xp, a, b, groups, trans_a=False, trans_b=False):
@@ -146,22 +238,33 @@ def _grouped_matmul(xp, a, b, groups, trans_a=False, trans_b=False):
     return r.reshape((-1,) + r.shape[2:])
 
 
-def conv_forward(xp, x, w, b, stride, pad, dilate, groups):
-    """Cross-correlation of x (N, C, *S) with w (F, C/groups, *K), plus bias b (F,) or None."""
+def conv_forward(xp, x, w, b, stride, pad, dilate, groups, after=None):
+    """Cross-correlation of x (N, C, *S) with w (F, C/groups, *K), plus bias b (F,) or None.
+
+    ``pad`` pads before each spatial axis and ``after`` (default ``pad``) after it; negative
+    values crop.
+    """
     kernel = w.shape[2:]
-    out = tuple(conv_out_size(s, k, t, p, d)
-                for s, k, t, p, d in zip(x.shape[2:], kernel, stride, pad, dilate))
-    cols = _im2col(xp, x, kernel, stride, pad, dilate, out)
+    after = pad if after is None else after
+    out = tuple(conv_out_size(s, k, t, p, d) if p == a else conv_out_size(s + p + a, k, t, 0, d)
+                for s, k, t, p, a, d in zip(x.shape[2:], kernel, stride, pad, after, dilate))
+    cols, grid = _im2col(xp, x, kernel, stride, pad, dilate, out, after)
     f = w.shape[0]
     y = _grouped_matmul(xp, w.reshape(f, -1), cols, groups)
     if b is not None:
         y += b.reshape(f, 1)
-    return _channels_first(xp, y, f, x.shape[0], out)
+    return _channels_first(xp, y, f, x.shape[0], grid, out)
 
 
-def _flat_grad(xp, dy):
-    """(N, F, *O) -> contiguous (F, N*P), the layout every GEMM here uses."""
-    return xp.ascontiguousarray(xp.swapaxes(dy, 0, 1)).reshape(dy.shape[1], -1)
+def _flat_grad(xp, dy, grid=None):
+    """(N, F, *O) -> contiguous (F, N * prod(grid)), the layout every GEMM here uses; grid
+    positions outside O (a wide grid, default O) are zero."""
+    f, n, out = dy.shape[1], dy.shape[0], dy.shape[2:]
+    if grid is None or tuple(grid) == tuple(out):
+        return xp.ascontiguousarray(xp.swapaxes(dy, 0, 1)).reshape(f, -1)
+    dyt = xp.zeros((f, n) + tuple(grid), dtype=dy.dtype)
+    dyt[(Ellipsis,) + tuple(slice(0, o) for o in out)] = xp.swapaxes(dy, 0, 1)
+    return dyt.reshape(f, -1)
 
 
 def conv_backward_data(xp, dy, w, shape, stride, pad, dilate, groups, dyt=None):
@@ -184,8 +287,7 @@ def conv_backward_data(xp, dy, w, shape, stride, pad, dilate, groups, dyt=None):
         # rows the forward never reached (larger input than the output needs) get zero
         after = [s - o - b + d * (k - 1) for s, o, b, k, d
                  in zip(shape[2:], out, before, kernel, dilate)]
-        dyp = _pad(xp, dy, before, after)
-        return conv_forward(xp, dyp, wt, None, stride, [0] * len(kernel), dilate, groups)
+        return conv_forward(xp, dy, wt, None, stride, before, dilate, groups, after)
     dyt = _flat_grad(xp, dy) if dyt is None else dyt
     cols = _grouped_matmul(xp, w.reshape(f, -1), dyt, groups, trans_a=True)
     return _col2im(xp, cols, shape, kernel, stride, pad, dilate, out)
@@ -194,8 +296,9 @@ def conv_backward_data(xp, dy, w, shape, stride, pad, dilate, groups, dyt=None):
 def conv_backward_weight(xp, x, dy, kernel, stride, pad, dilate, groups, dyt=None):
     """Gradient of :func:`conv_forward` with respect to w (F, C/groups, *kernel)."""
     out = dy.shape[2:]
-    dyt = _flat_grad(xp, dy) if dyt is None else dyt
-    cols = _im2col(xp, x, kernel, stride, pad, dilate, out)
+    cols, grid = _im2col(xp, x, kernel, stride, pad, dilate, out)
+    if dyt is None or dyt.shape[1] != cols.shape[1]:
+        dyt = _flat_grad(xp, dy, grid)
     # (C*K, NP) x (NP, F) is markedly faster in OpenBLAS than (F, NP) x (NP, C*K)
     dwt = _grouped_matmul(xp, cols, dyt, groups, trans_b=True)
     f = dy.shape[1]
@@ -277,8 +380,8 @@ class _ConvBase(Operator):
         t = same_type(self, in_types)
         return [t] * len(in_types), [t], []
 
-    def backward_bias(self, xp, dyt):
-        return dyt.sum(axis=1)
+    def backward_bias(self, xp, dy):
+        return dy.reshape(dy.shape[0], dy.shape[1], -1).sum(axis=(0, 2))
 
 
 @register
@@ -330,16 +433,16 @@ class Convolution(_ConvBase):
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         x, w = inputs[0], inputs[1]
         dy = out_grads[0]
-        dyt = _flat_grad(xp, dy)
         grads = [None] * len(inputs)
+        # each gradient lays dy out as its GEMM needs it (the weight's may be a wide grid)
         if need[0]:
             grads[0] = conv_backward_data(xp, dy, w, x.shape, self.st, self.pd, self.dl,
-                                          self.num_group, dyt)
+                                          self.num_group)
         if need[1]:
             grads[1] = conv_backward_weight(xp, x, dy, self.kernel, self.st, self.pd,
-                                            self.dl, self.num_group, dyt)
+                                            self.dl, self.num_group)
         if not self.no_bias and need[2]:
-            grads[2] = self.backward_bias(xp, dyt)
+            grads[2] = self.backward_bias(xp, dy)
         return grads
 
 

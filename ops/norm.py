@@ -7,6 +7,8 @@ MXNet does, so backward never recomputes statistics. float16 data is normalised 
 MXNet stores ``eps``, ``momentum``, ``alpha``... as C ``float`` (BatchNorm's ``eps`` is a
 ``double`` set from the float ``1e-3f``); :func:`_f32` rounds them the same way.
 """
+from math import prod
+
 import numpy as np
 
 from symgraph.opdef import (MXNetError, Operator, Param, ShapeError, TypeInferenceError,
@@ -65,7 +67,7 @@ def _bshape(ndim, ax, c):
 
 def _per_channel(xp, x, ax):
     """``x`` as a (pre, C, post) view (C on axis ``ax``), for per-channel reductions."""
-    pre = int(np.prod(x.shape[:ax], dtype=np.int64))
+    pre = prod(x.shape[:ax])
     return x.reshape(pre, x.shape[ax], -1)
 
 
@@ -189,13 +191,20 @@ class BatchNorm(Operator):
             moving_mean[...] = moving_mean * mom + mean * (1.0 - mom)
             moving_var[...] = moving_var * mom + var * (1.0 - mom)
         else:
+            xc = None
             mean = moving_mean.astype(x.dtype, copy=False)
             var = moving_var.astype(x.dtype, copy=False)
         inv = 1.0 / xp.sqrt(var + eps)
         g = xp.ones_like(gamma) if self.fix_gamma else gamma
-        scale = (g * inv).astype(x.dtype, copy=False)
-        shift = (beta - mean * scale).astype(x.dtype, copy=False)
-        out = x * scale.reshape(bs) + shift.reshape(bs)
+        scale = (g * inv).astype(x.dtype, copy=False).reshape(bs)
+        # in-place passes over one new array: these maps are memory-bound
+        if xc is None:
+            out = x * scale
+            out += (beta - mean * scale.ravel()).astype(x.dtype, copy=False).reshape(bs)
+        else:
+            out = xc        # (x - mean) * scale + beta, reusing the centred copy
+            out *= scale
+            out += beta.astype(x.dtype, copy=False).reshape(bs)
         pt = gamma.dtype
         return [out.astype(data.dtype, copy=False), mean.astype(pt, copy=False),
                 inv.astype(pt, copy=False)]
@@ -214,20 +223,25 @@ class BatchNorm(Operator):
         inv = outputs[2].astype(x.dtype, copy=False).reshape(bs)
         g = xp.ones_like(gamma) if self.fix_gamma else gamma
         g = g.astype(x.dtype, copy=False).reshape(bs)
-        xhat = (x - mean) * inv
+        xc = x - mean
         # the two per-channel sums everything below is made of (one pass each)
         sum_dy = _per_channel(xp, dy, ax).sum(axis=(0, 2))
-        sum_dy_xhat = _channel_dot(xp, dy, xhat, ax)
+        sum_dy_xhat = _channel_dot(xp, dy, xc, ax) * inv.ravel()
         dx = None
         if need[0]:
             if self.use_global_stats:
                 dx = dy * (g * inv)
             else:
-                # d/dx of g * xhat: g * inv * (dy - mean(dy) - xhat * mean(dy * xhat))
+                # d/dx of g * xhat: g * inv * (dy - mean(dy) - xhat * mean(dy * xhat)), with
+                # xhat = xc * inv; in-place passes over xc (memory-bound maps)
                 m = max(x.size // max(x.shape[ax], 1), 1)
                 a = (sum_dy / m).reshape(bs)
-                b = (sum_dy_xhat / m).reshape(bs)
-                dx = (dy - a - xhat * b) * (g * inv)
+                b = (sum_dy_xhat / m).reshape(bs) * inv
+                dx = xc
+                dx *= b
+                xp.subtract(dy, dx, out=dx)
+                dx -= a
+                dx *= g * inv
             dx = dx.astype(data.dtype, copy=False)
         dgamma = dbeta = None
         if need[1]:

@@ -119,9 +119,54 @@ def _gpu_bn_backward(xp, op, dy, data, gamma, mean, inv):
     return [dx.reshape(data.shape), dgamma, dbeta]
 
 
+class _BatchNormBase(Operator):
+    """What BatchNorm and SyncBatchNorm share: inputs, outputs, auxiliary states, types."""
+
+    needs_inputs = True
+    needs_outputs = True
+
+    def channel_axis(self):
+        return 1
+
+    def list_arguments(self):
+        return ['data', 'gamma', 'beta']
+
+    def list_outputs(self):
+        return ['output', 'mean', 'var']
+
+    def list_auxiliary_states(self):
+        return ['moving_mean', 'moving_var']
+
+    def input_init(self):
+        # MXNet marks the automatically created running statistics this way
+        return {'moving_mean': '["zero", {}]', 'moving_var': '["one", {}]'}
+
+    def num_visible_outputs(self):
+        return 3 if self.output_mean_var else 1
+
+    def infer_shape(self, in_shapes):
+        data, c, _ = _channel_param_shapes(self, in_shapes, self.channel_axis(), 4)
+        return [data, c, c], [data, c, c], [c, c]
+
+    def infer_type(self, in_types):
+        # float16 data keeps float32 parameters and statistics, as in MXNet
+        t = in_types[0]
+        p = None
+        for x in in_types[1:]:
+            p = p if x is None else np.dtype(x)
+        if t is None:
+            return [None, p, p], [None, p, p], [p, p]
+        t = np.dtype(t)
+        p = np.dtype(np.float32) if t == np.float16 else t
+        return [t, p, p], [t, p, p], [p, p]
+
+
 @register
-class BatchNorm(Operator):
-    """Batch normalisation over every axis but ``axis``, with running statistics."""
+class BatchNorm(_BatchNormBase):
+    """Batch normalisation over every axis but ``axis``, with running statistics.
+
+    The third output, 'var', is the inverse standard deviation, as in MXNet.
+    """
 
     name = 'BatchNorm'
     aliases = ('_npx_batch_norm',)
@@ -134,40 +179,9 @@ class BatchNorm(Operator):
     cudnn_off = Param(bool, False, doc='ignored')
     min_calib_range = Param(float, None, doc='ignored (quantisation)')
     max_calib_range = Param(float, None, doc='ignored (quantisation)')
-    needs_inputs = True
-    needs_outputs = True
 
-    def list_arguments(self):
-        return ['data', 'gamma', 'beta']
-
-    def list_outputs(self):
-        # 'var' is the inverse standard deviation, as in MXNet
-        return ['output', 'mean', 'var']
-
-    def input_init(self):
-        # MXNet marks the automatically created running statistics this way
-        return {'moving_mean': '["zero", {}]', 'moving_var': '["one", {}]'}
-
-    def list_auxiliary_states(self):
-        return ['moving_mean', 'moving_var']
-
-    def num_visible_outputs(self):
-        return 3 if self.output_mean_var else 1
-
-    def infer_shape(self, in_shapes):
-        data, c, _ = _channel_param_shapes(self, in_shapes, self.axis, 4)
-        return [data, c, c], [data, c, c], [c, c]
-
-    def infer_type(self, in_types):
-        t = in_types[0]
-        p = None
-        for x in in_types[1:]:
-            p = p if x is None else np.dtype(x)
-        if t is None:
-            return [None, p, p], [None, p, p], [p, p]
-        t = np.dtype(t)
-        p = np.dtype(np.float32) if t == np.float16 else t
-        return [t, p, p], [t, p, p], [p, p]
+    def channel_axis(self):
+        return self.axis
 
     def _batch_stats(self, xp, x):
         return self.axis % x.ndim, tuple(i for i in range(x.ndim) if i != self.axis % x.ndim)

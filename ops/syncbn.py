@@ -24,9 +24,9 @@ unequal slices. ``ndev=1`` needs no rendezvous.
 """
 import numpy as np
 
-from symgraph.opdef import Operator, Param, register
+from symgraph.opdef import Param, register
 
-from .norm import _acc, _bshape, _channel_param_shapes, _f32
+from .norm import _BatchNormBase, _acc, _bshape, _f32
 
 
 def _exchange(key, ndev, buf):
@@ -43,7 +43,7 @@ def _rank():
 
 
 @register
-class SyncBatchNorm(Operator):
+class SyncBatchNorm(_BatchNormBase):
     """Batch normalisation whose statistics span the batches of ``ndev`` devices."""
 
     name = '_contrib_SyncBatchNorm'
@@ -54,42 +54,10 @@ class SyncBatchNorm(Operator):
     output_mean_var = Param(bool, False, doc='also output the mean and the variance')
     ndev = Param(int, 1, doc='number of devices whose batches are normalised together')
     key = Param(str, doc='name of the rendezvous shared by the ndev copies')
-    needs_inputs = True
-    needs_outputs = True
 
     def check(self):
         if self.ndev < 1:
             raise ValueError('SyncBatchNorm ndev must be >= 1, got %d' % self.ndev)
-
-    def list_arguments(self):
-        return ['data', 'gamma', 'beta']
-
-    def list_outputs(self):
-        return ['output', 'mean', 'var']
-
-    def list_auxiliary_states(self):
-        return ['moving_mean', 'moving_var']
-
-    def input_init(self):
-        return {'moving_mean': '["zero", {}]', 'moving_var': '["one", {}]'}
-
-    def num_visible_outputs(self):
-        return 3 if self.output_mean_var else 1
-
-    def infer_shape(self, in_shapes):
-        data, c, _ = _channel_param_shapes(self, in_shapes, 1, 4)
-        return [data, c, c], [data, c, c], [c, c]
-
-    def infer_type(self, in_types):
-        t = in_types[0]
-        p = None
-        for x in in_types[1:]:
-            p = p if x is None else np.dtype(x)
-        if t is None:
-            return [None, p, p], [None, p, p], [p, p]
-        t = np.dtype(t)
-        p = np.dtype(np.float32) if t == np.float16 else t
-        return [t, p, p], [t, p, p], [p, p]
 
     def _global_stats(self, xp, x, axes):
         """Mean and biased variance over the batches of all devices (float64)."""

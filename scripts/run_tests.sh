@@ -20,4 +20,19 @@ fi
 "$PY" -m pip install -q --disable-pip-version-check cupy-cuda12x nvidia-cuda-nvrtc-cu12 \
     || echo "warning: CuPy/NVRTC could not be installed; kernel compile tests will be skipped" >&2
 
-exec "$PY" -m pytest -q -p no:cacheprovider tests "$@"
+"$PY" -m pytest -q -p no:cacheprovider tests "$@"
+
+# symgraph supports NumPy 1.26 as well as 2.x: run the suite again in a venv with NumPy 1.26
+# (set SYMGRAPH_SKIP_NUMPY1=1 to skip; skipped with a warning where no such NumPy installs).
+if [ "${SYMGRAPH_SKIP_NUMPY1:-0}" != 1 ]; then
+    venv="$(mktemp -d)/numpy1"
+    if "$PY" -m venv "$venv" \
+        && "$venv/bin/python" -m pip install -q --disable-pip-version-check \
+            "numpy>=1.26,<2" networkx graphviz pytest scipy wheel \
+        && "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e .; then
+        echo "--- again with NumPy $("$venv/bin/python" -c 'import numpy; print(numpy.__version__)')"
+        "$venv/bin/python" -m pytest -q -p no:cacheprovider tests "$@"
+    else
+        echo "warning: no NumPy 1.26 for this Python; the NumPy 1.x run was skipped" >&2
+    fi
+fi

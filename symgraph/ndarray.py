@@ -439,24 +439,8 @@ def _op_function(func_name):
     return fn
 
 
-class _Namespace:
-    def __init__(self, prefix):
-        self._prefix = prefix
-
-    def __getattr__(self, name):
-        if name.startswith('__'):
-            raise AttributeError(name)
-        for cand in (self._prefix + name, name):
-            try:
-                opdef.get_op(cand)
-            except MXNetError:
-                continue
-            return _op_function(cand)
-        raise AttributeError('no operator %r%s' % (self._prefix, name))
-
-
-contrib = _Namespace('_contrib_')
-_internal = _Namespace('')
+contrib = opdef.OpNamespace('_contrib_', lambda name, hint: _op_function(name))
+_internal = opdef.OpNamespace('', lambda name, hint: _op_function(name))
 
 
 def __getattr__(name):

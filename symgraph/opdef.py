@@ -34,7 +34,7 @@ import numpy as np
 
 from .base import MXNetError, ShapeError, TypeInferenceError
 
-__all__ = ['Param', 'Operator', 'register', 'get_op', 'list_ops', 'ShapeError',
+__all__ = ['Param', 'Operator', 'register', 'get_op', 'list_ops', 'OpNamespace', 'ShapeError',
            'TypeInferenceError', 'REQUIRED', 'elemwise_shape', 'same_type',
            'unify_shape', 'dtype_name', 'np_dtype', 'shape_known', 'reduce_to_shape']
 
@@ -352,6 +352,26 @@ def get_op(name):
         return _REGISTRY[name]
     except KeyError:
         raise MXNetError('operator %r is not registered' % (name,)) from None
+
+
+class OpNamespace:
+    """Operator functions under a name prefix (``mx.sym.contrib.box_nms`` is
+    ``_contrib_box_nms``); ``maker(op_name, hint)`` builds the function."""
+
+    def __init__(self, prefix, maker):
+        self._prefix = prefix
+        self._maker = maker
+
+    def __getattr__(self, name):
+        if name.startswith('__'):
+            raise AttributeError(name)
+        for cand in (self._prefix + name, name):
+            if cand in _REGISTRY:
+                return self._maker(cand, hint=name.lower())
+        raise AttributeError('no operator %r%s' % (self._prefix, name))
+
+    def __dir__(self):
+        return [n[len(self._prefix):] for n in _REGISTRY if n.startswith(self._prefix)]
 
 
 def list_ops(aliases=False):

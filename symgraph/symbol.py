@@ -504,11 +504,13 @@ def _invoke(func_name, args, kwargs, hint=None):
     return Symbol([(node, i) for i in range(n)])
 
 
-def _op_function(func_name):
+def _op_function(func_name, hint=None):
+    """The ``mx.sym.<func_name>`` function; nodes are named ``<hint><n>`` (default: the
+    function name in lower case, as MXNet does)."""
     cls = opdef.get_op(func_name)
 
     def fn(*args, **kwargs):
-        return _invoke(func_name, args, kwargs)
+        return _invoke(func_name, args, kwargs, hint=hint)
     fn.__name__ = func_name
     fn.__qualname__ = func_name
     fn.__doc__ = cls.__doc__
@@ -579,41 +581,8 @@ def load(fname):
     return from_json(text, source=fname)
 
 
-class _Namespace:
-    """``mx.sym.contrib`` / ``mx.sym._internal``: operator functions under a prefix."""
-
-    def __init__(self, prefix, maker):
-        self._prefix = prefix
-        self._maker = maker
-
-    def __getattr__(self, name):
-        if name.startswith('__'):
-            raise AttributeError(name)
-        for cand in (self._prefix + name, name):
-            try:
-                opdef.get_op(cand)
-            except MXNetError:
-                continue
-            return self._maker(cand, hint=name.lower())
-        raise AttributeError('no operator %r%s' % (self._prefix, name))
-
-    def __dir__(self):
-        return [n[len(self._prefix):] for n in opdef.list_ops(aliases=True)
-                if n.startswith(self._prefix)]
-
-
-def _make_with_hint(func_name, hint=None):
-    cls = opdef.get_op(func_name)
-
-    def fn(*args, **kwargs):
-        return _invoke(func_name, args, kwargs, hint=hint)
-    fn.__name__ = func_name
-    fn.__doc__ = cls.__doc__
-    return fn
-
-
-contrib = _Namespace('_contrib_', _make_with_hint)
-_internal = _Namespace('', _make_with_hint)
+contrib = opdef.OpNamespace('_contrib_', _op_function)
+_internal = opdef.OpNamespace('', _op_function)
 
 
 def __getattr__(name):

@@ -12,7 +12,8 @@ import math
 import numpy as np
 
 from symgraph.opdef import MXNetError, Operator, Param, ShapeError, register, same_type
-from .conv import Deconvolution, _pad, _windows
+from ._conv_impl import _pad, _windows
+from .conv import Deconvolution
 
 _LAYOUTS = ('None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC')
 

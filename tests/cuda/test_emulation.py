@@ -10,7 +10,7 @@ import pytest
 
 from symgraph import cuda
 from symgraph.cuda import loader
-from symgraph.ops import conv as conv_ops
+from symgraph.ops import _conv_impl as conv_ops
 from symgraph.ops import detection
 
 # ---------------------------------------------------------------------------
@@ -198,7 +198,7 @@ def test_group_channel_offsets(kernels):
 
 @pytest.mark.parametrize('groups', [1, 2])
 def test_im2col_matches_project_convolution(kernels, groups):
-    """im2col + a batched GEMM reproduces ops.conv.conv_forward."""
+    """im2col + a batched GEMM reproduces ops._conv_impl.conv_forward."""
     shape, kernel, stride, pad, dilate = CONV_CASES[3]
     rng = np.random.default_rng(6)
     x = rng.standard_normal(shape)

@@ -195,17 +195,17 @@ def test_deconvolution_defaults_and_shapes():
 
 def test_transposed_paths_agree():
     """The unit-stride backward (a convolution of dy) equals the col2im backward."""
-    from symgraph.ops import conv
+    from symgraph.ops import _conv_impl as impl
     rng = np.random.RandomState(3)
     x = rng.rand(2, 4, 6, 5)
     w = rng.rand(4, 2, 3, 3)
     dy = rng.rand(2, 4, 4, 5)
     args = (dy, w, x.shape, (1, 1), (0, 1), (1, 1), 2)
-    fast = conv.conv_backward_data(np, *args)
-    old = conv._TRANSPOSED_BWD
+    fast = impl.conv_backward_data(np, *args)
+    old = impl._TRANSPOSED_BWD
     try:
-        conv._TRANSPOSED_BWD = False
-        slow = conv.conv_backward_data(np, *args)
+        impl._TRANSPOSED_BWD = False
+        slow = impl.conv_backward_data(np, *args)
     finally:
-        conv._TRANSPOSED_BWD = old
+        impl._TRANSPOSED_BWD = old
     np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-12)

@@ -14,8 +14,8 @@ CASES = [c for c in test_conv.CASES if c.op in ('Convolution', 'Deconvolution')]
 
 @pytest.fixture(autouse=True)
 def wide_everywhere(monkeypatch):
-    from symgraph.ops import conv
-    monkeypatch.setattr(conv, '_WIDE_MAX_RATIO', 1e9)
+    from symgraph.ops import _conv_impl as impl
+    monkeypatch.setattr(impl, '_WIDE_MAX_RATIO', 1e9)
 
 
 @parametrize_cases(CASES)
@@ -34,9 +34,9 @@ def test_symbolic_wide(case):
 
 
 def test_the_wide_path_is_taken(monkeypatch):
-    from symgraph.ops import conv
+    from symgraph.ops import _conv_impl as impl
     calls = []
-    real = conv._wide_cols
-    monkeypatch.setattr(conv, '_wide_cols', lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = impl._wide_cols
+    monkeypatch.setattr(impl, '_wide_cols', lambda *a, **k: calls.append(1) or real(*a, **k))
     check_forward(next(c for c in CASES if c.op == 'Convolution'))
     assert calls, 'the wide im2col was not used'

@@ -1,0 +1,265 @@
+"""Normalisations other than BatchNorm: ``LayerNorm``, ``InstanceNorm``, ``L2Normalization``
+and ``LRN``.
+
+Every operator keeps what its backward needs (mean, std or variance, norm) as hidden outputs,
+as MXNet does, so backward never recomputes statistics. float16 data is normalised in float32
+(:func:`symgraph.ops.norm._acc`); parameters such as ``eps`` and ``alpha`` are rounded to
+MXNet's C ``float`` (:func:`symgraph.ops.norm._f32`). ``BatchNorm`` and the shared helpers
+are in :mod:`symgraph.ops.norm`.
+"""
+import numpy as np
+
+from symgraph.opdef import (MXNetError, Operator, Param, ShapeError, TypeInferenceError,
+                            register, same_type)
+
+from .norm import _acc, _bshape, _channel_param_shapes, _f32
+
+
+def _normalize_grad(dxhat, xhat, inv, axes):
+    """d/dx of ``(x - mean(x)) * inv`` given d/dxhat, statistics over ``axes``."""
+    m1 = dxhat.mean(axis=axes, keepdims=True)
+    m2 = (dxhat * xhat).mean(axis=axes, keepdims=True)
+    return (dxhat - m1 - xhat * m2) * inv
+
+
+@register
+class LayerNorm(Operator):
+    """Normalise along one axis: ``(x - mean) / sqrt(var + eps) * gamma + beta``."""
+
+    name = 'LayerNorm'
+    aliases = ('_npx_layer_norm',)
+    axis = Param(int, -1, doc='the normalised axis')
+    eps = Param(float, 1e-5, doc='added to the variance')
+    output_mean_var = Param(bool, False, doc='also output the mean and the std')
+    needs_inputs = True
+    needs_outputs = True
+
+    def list_arguments(self):
+        return ['data', 'gamma', 'beta']
+
+    def list_outputs(self):
+        return ['output', 'mean', 'std']
+
+    def num_visible_outputs(self):
+        return 3 if self.output_mean_var else 1
+
+    def infer_shape(self, in_shapes):
+        data, c, ax = _channel_param_shapes(self, in_shapes, self.axis, 2)
+        stat = None if data is None else data[:ax] + (1,) + data[ax + 1:]
+        return [data, c, c], [data, stat, stat], []
+
+    def infer_type(self, in_types):
+        t = same_type(self, in_types)
+        return [t] * 3, [t] * 3, []
+
+    def forward(self, xp, inputs, aux, is_train):
+        data, gamma, beta = inputs
+        x = _acc(data)
+        ax = self.axis % x.ndim
+        bs = _bshape(x.ndim, ax, x.shape[ax])
+        mean = x.mean(axis=ax, keepdims=True)
+        std = xp.sqrt(((x - mean) ** 2).mean(axis=ax, keepdims=True) + _f32(self.eps))
+        out = (x - mean) / std * gamma.reshape(bs) + beta.reshape(bs)
+        t = data.dtype
+        return [out.astype(t, copy=False), mean.astype(t, copy=False),
+                std.astype(t, copy=False)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        data, gamma, _ = inputs
+        x, dy = _acc(data), _acc(out_grads[0])
+        ax = self.axis % x.ndim
+        bs = _bshape(x.ndim, ax, x.shape[ax])
+        inv = 1.0 / _acc(outputs[2])
+        xhat = (x - _acc(outputs[1])) * inv
+        others = tuple(i for i in range(x.ndim) if i != ax)
+        dx = dgamma = dbeta = None
+        if need[0]:
+            dx = _normalize_grad(dy * _acc(gamma).reshape(bs), xhat, inv, ax)
+            dx = dx.astype(data.dtype, copy=False)
+        if need[1]:
+            dgamma = (dy * xhat).sum(axis=others).astype(gamma.dtype, copy=False)
+        if need[2]:
+            dbeta = dy.sum(axis=others).astype(gamma.dtype, copy=False)
+        return [dx, dgamma, dbeta]
+
+
+@register
+class InstanceNorm(Operator):
+    """Normalise each (sample, channel) over its spatial axes; data is (N, C, *spatial)."""
+
+    name = 'InstanceNorm'
+    eps = Param(float, 1e-3, doc='added to the variance')
+    needs_inputs = True
+    needs_outputs = True
+
+    def list_arguments(self):
+        return ['data', 'gamma', 'beta']
+
+    def list_outputs(self):
+        return ['output', 'mean', 'var']
+
+    def num_visible_outputs(self):
+        return 1
+
+    def infer_shape(self, in_shapes):
+        if in_shapes[0] is not None and len(in_shapes[0]) < 3:
+            raise ShapeError('InstanceNorm needs data of rank >= 3, got %s'
+                             % (tuple(in_shapes[0]),))
+        data, c, _ = _channel_param_shapes(self, in_shapes, 1, 2)
+        stat = None if data is None else data[:2]
+        return [data, c, c], [data, stat, stat], []
+
+    def infer_type(self, in_types):
+        t = same_type(self, in_types)
+        if t is not None and t == np.float16:
+            # MXNet's InstanceNorm is float32 only; float64 is a symgraph extension
+            raise TypeInferenceError('InstanceNorm does not support float16 data')
+        return [t] * 3, [t] * 3, []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x, gamma, beta = inputs
+        axes = tuple(range(2, x.ndim))
+        bs = _bshape(x.ndim, 1, x.shape[1])
+        mean = x.mean(axis=axes, keepdims=True)
+        var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
+        out = (x - mean) / xp.sqrt(var + _f32(self.eps)) * gamma.reshape(bs) + beta.reshape(bs)
+        return [out, mean.reshape(x.shape[:2]), var.reshape(x.shape[:2])]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        x, gamma, _ = inputs
+        dy = out_grads[0]
+        axes = tuple(range(2, x.ndim))
+        bs = _bshape(x.ndim, 1, x.shape[1])
+        st = x.shape[:2] + (1,) * (x.ndim - 2)
+        inv = 1.0 / xp.sqrt(outputs[2].reshape(st) + _f32(self.eps))
+        xhat = (x - outputs[1].reshape(st)) * inv
+        others = (0,) + axes
+        dx = dgamma = dbeta = None
+        if need[0]:
+            dx = _normalize_grad(dy * gamma.reshape(bs), xhat, inv, axes)
+        if need[1]:
+            dgamma = (dy * xhat).sum(axis=others)
+        if need[2]:
+            dbeta = dy.sum(axis=others)
+        return [dx, dgamma, dbeta]
+
+
+@register
+class L2Normalization(Operator):
+    """``x / sqrt(sum(x ** 2) + eps)``, the sum over one sample ('instance'), the channel
+    axis ('channel') or the spatial axes ('spatial')."""
+
+    name = 'L2Normalization'
+    eps = Param(float, 1e-10, doc='added to the sum of squares')
+    mode = Param(str, 'instance', doc='what the norm is taken over',
+                 choices=('channel', 'instance', 'spatial'))
+    needs_inputs = True
+    needs_outputs = True
+
+    def list_outputs(self):
+        return ['output', 'norm']
+
+    def num_visible_outputs(self):
+        return 1
+
+    def _axes(self, ndim):
+        if self.mode == 'instance':
+            return tuple(range(1, ndim))
+        if self.mode == 'channel':
+            return (1,)
+        return tuple(range(2, ndim))
+
+    def infer_shape(self, in_shapes):
+        s = in_shapes[0]
+        if s is None:
+            return [None], [None, None], []
+        need = 2 if self.mode == 'instance' else 3
+        if len(s) < need:
+            raise ShapeError('L2Normalization mode %r needs data of rank >= %d, got %s'
+                             % (self.mode, need, tuple(s)))
+        axes = self._axes(len(s))
+        norm = tuple(d for i, d in enumerate(s) if i not in axes)
+        return [s], [s, norm], []
+
+    def infer_type(self, in_types):
+        t = same_type(self, in_types)
+        return [t], [t, t], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        axes = self._axes(x.ndim)
+        xa = _acc(x)
+        norm = xp.sqrt((xa * xa).sum(axis=axes, keepdims=True) + _f32(self.eps))
+        out = (xa / norm).astype(x.dtype, copy=False)
+        keep = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+        return [out, norm.reshape(keep).astype(x.dtype, copy=False)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        x, dy = _acc(inputs[0]), _acc(out_grads[0])
+        axes = self._axes(x.ndim)
+        st = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+        norm = _acc(outputs[1]).reshape(st)
+        dot = (dy * x).sum(axis=axes, keepdims=True)
+        dx = dy / norm - x * dot / (norm * norm * norm)
+        return [dx.astype(inputs[0].dtype, copy=False)]
+
+
+def _channel_window_sum(xp, a, nsize):
+    """Sum over a centred window of ``nsize`` (odd) channels, zero past the edges."""
+    half = nsize // 2
+    c = a.shape[1]
+    pad = [(0, 0)] * a.ndim
+    pad[1] = (half + 1, half)
+    cs = xp.cumsum(xp.pad(a, pad), axis=1)
+    return cs[:, nsize:nsize + c] - cs[:, :c]
+
+
+@register
+class LRN(Operator):
+    """Local response normalisation across channels of (N, C, H, W) data:
+    ``x / (knorm + alpha / nsize * sum_window(x ** 2)) ** beta``."""
+
+    name = 'LRN'
+    alpha = Param(float, 1e-4, doc='variance scaling')
+    beta = Param(float, 0.75, doc='power')
+    knorm = Param(float, 2.0, doc='additive constant')
+    nsize = Param(int, doc='window width in channels (odd)')
+    needs_inputs = True
+    needs_outputs = True
+
+    def check(self):
+        if self.nsize is None or self.nsize < 1 or self.nsize % 2 != 1:
+            raise MXNetError('LRN only supports odd values for nsize, got %r' % (self.nsize,))
+
+    def list_outputs(self):
+        return ['output', 'tmp_norm']
+
+    def num_visible_outputs(self):
+        return 1
+
+    def infer_shape(self, in_shapes):
+        s = in_shapes[0]
+        if s is not None and len(s) != 4:
+            raise ShapeError('LRN needs 4-D data (N, C, H, W), got %s' % (tuple(s),))
+        return [s], [s, s], []
+
+    def infer_type(self, in_types):
+        t = same_type(self, in_types)
+        return [t], [t, t], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        xa = _acc(x)
+        scale = (_f32(self.knorm)
+                 + _f32(self.alpha) / self.nsize * _channel_window_sum(xp, xa * xa, self.nsize))
+        out = xa * scale ** -_f32(self.beta)
+        return [out.astype(x.dtype, copy=False), scale.astype(x.dtype, copy=False)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        x, dy, scale = _acc(inputs[0]), _acc(out_grads[0]), _acc(outputs[1])
+        beta = _f32(self.beta)
+        p = scale ** -beta
+        # the centred window is symmetric, so its adjoint is the same window sum
+        t = _channel_window_sum(xp, dy * x * p / scale, self.nsize)
+        dx = dy * p - (2.0 * beta * _f32(self.alpha) / self.nsize) * x * t
+        return [dx.astype(inputs[0].dtype, copy=False)]

@@ -396,8 +396,8 @@ def Variable(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None
 
     >>> import symgraph as mx
     >>> w = mx.sym.var('w', shape=(3, 4), lr_mult=2.0)
-    >>> sorted(w.list_attr().items())
-    [('__lr_mult__', '2.0'), ('__shape__', '(3, 4)')]
+    >>> sorted(w.list_attr().items())     # lr_mult is stored as __lr_mult__, shown both ways
+    [('__lr_mult__', '2.0'), ('__shape__', '(3, 4)'), ('lr_mult', '2.0')]
     """
     if not isinstance(name, str):
         raise TypeError('Expect a string for variable `name`')

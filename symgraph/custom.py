@@ -3,7 +3,8 @@
 One :class:`Custom` node holds an instance of the user's prop, built from the node's
 ``op_type`` and the remaining parameters as strings (MXNet passes every kwarg as ``str``).
 Structure and shape/type inference delegate to the prop; forward and backward create the
-user's ``CustomOp`` once per (context, shapes, dtypes) through ``create_operator`` and hand
+user's ``CustomOp`` once per executor and (context, shapes, dtypes) through ``create_operator``
+(as MXNet makes one per bind; the executor keeps it in the operator's per-bind state) and hand
 it NDArrays, MXNet style: outputs and input gradients are preallocated (zeroed, so nothing
 uninitialised can leak) and filled by the user through ``assign``.
 
@@ -247,9 +248,7 @@ class Custom(opdef.Operator):
         put(self, '_args', [str(a) for a in prop.list_arguments()])
         put(self, '_outs', [str(a) for a in prop.list_outputs()])
         put(self, '_aux', [str(a) for a in prop.list_auxiliary_states()])
-        put(self, '_states', {})
         put(self, '_memo', {})
-        put(self, '_last', {})
         n_in, n_out = len(self._args), len(self._outs)
         # MXNet's numbering of backward dependencies: out_grad, in_data, out_data
         og_ids = list(range(n_out))
@@ -304,12 +303,18 @@ class Custom(opdef.Operator):
                 [_type_from_mx(t, what % a) for t, a in zip(aux, self._aux)])
 
     # --- compute -----------------------------------------------------------------
-    def _state(self, ctx, arrays):
+    def create_state(self):
+        """Per executor: the user's CustomOp instances (one per context, shapes and dtypes,
+        made by ``create_operator`` on first use, as MXNet makes one per bind) and the key
+        of the latest forward, which backward continues."""
+        return {'ops': {}, 'last': None}
+
+    def _state(self, bind_state, ctx, arrays):
         """The user op and output shapes for these inputs (created on first use)."""
         shapes = tuple(tuple(a.shape) for a in arrays)
         dtypes = tuple(np.dtype(a.dtype) for a in arrays)
         key = (ctx, shapes, dtypes)
-        st = self._states.get(key)
+        st = bind_state['ops'].get(key)
         if st is None:
             n = len(self._args)
             sh_in, sh_out, _ = self.infer_shape(list(shapes))
@@ -325,13 +330,14 @@ class Custom(opdef.Operator):
                                      [list(s) for s in shapes],
                                      [TYPE_CODE.get(t.name, -1) for t in dtypes])
             st = _State(user_op, shapes, dtypes, [tuple(s) for s in sh_out], out_types)
-            self._states[key] = st
-        self._last[ctx] = key
+            bind_state['ops'][key] = st
+        bind_state['last'] = key
         return st
 
-    def forward(self, xp, inputs, aux, is_train):
+    def forward(self, xp, inputs, aux, is_train, state=None):
         ctx = _ctx_of(xp, list(inputs) + list(aux))
-        st = self._state(ctx, list(inputs) + list(aux))
+        state = self.create_state() if state is None else state
+        st = self._state(state, ctx, list(inputs) + list(aux))
         in_data = [_ReadOnly(a, ctx) for a in inputs]
         out_data = [NDArray(xp.zeros(s, dtype=t), ctx)
                     for s, t in zip(st.out_shapes, st.out_dtypes)]
@@ -342,35 +348,12 @@ class Custom(opdef.Operator):
                        aux=aux_nd)
         return [o._data for o in out_data]
 
-    def _backward_state(self, ctx, out_grads, inputs, outputs, aux):
-        """The state of the forward this backward belongs to.
-
-        Undeclared inputs are not kept for backward, so the state is found from what is
-        there; among equally good candidates the latest forward on ``ctx`` wins.
-        """
-        n = len(self._args)
-        cands = [(k, s) for k, s in self._states.items() if k[0] == ctx]
-
-        def fits(st):
-            ok = all(a is None or tuple(a.shape) == st.in_shapes[i]
-                     for i, a in enumerate(inputs))
-            ok = ok and all(a is None or tuple(a.shape) == st.in_shapes[n + i]
-                            for i, a in enumerate(aux))
-            return ok and all(a is None or tuple(a.shape) == st.out_shapes[i]
-                              for arrs in (out_grads, outputs) for i, a in enumerate(arrs))
-        cands = [(k, s) for k, s in cands if fits(s)]
-        if not cands:
-            raise MXNetError('custom operator %r: backward without a matching forward'
-                             % self.op_type)
-        last = self._last.get(ctx)
-        for k, s in cands:
-            if k == last:
-                return s
-        return cands[-1][1]
-
-    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+    def backward(self, xp, out_grads, inputs, outputs, aux, need, state=None):
+        if state is None or state['last'] is None:
+            raise MXNetError('custom operator %r: backward without a forward in this '
+                             'executor' % self.op_type)
         ctx = _ctx_of(xp, list(out_grads) + list(inputs) + list(outputs) + list(aux))
-        st = self._backward_state(ctx, out_grads, inputs, outputs, aux)
+        st = state['ops'][state['last']]
         who = 'custom operator %r' % self.op_type
 
         def avail(arrs, kind, names):

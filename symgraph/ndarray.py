@@ -419,7 +419,11 @@ def invoke(func_name, args, kwargs):
         xp = ctx.xp
         datas = [_to_xp(v._data, ctx) for v in inputs]
         op.infer_shape([d.shape for d in datas])
-        outs = op.forward(xp, datas[:n_args], datas[n_args:], False)
+        state = op.create_state()
+        if state is None:
+            outs = op.forward(xp, datas[:n_args], datas[n_args:], False)
+        else:
+            outs = op.forward(xp, datas[:n_args], datas[n_args:], False, state=state)
     res = [NDArray(o, ctx) for o in outs[:op.num_visible_outputs()]]
     if out is not None:
         outs_given = out if isinstance(out, (list, tuple)) else [out]

@@ -26,6 +26,9 @@ Contract (all shape and type functions are pure and never touch arrays):
     ``need[i]`` tells whether argument i's gradient is used; return ``None`` where not
     needed or not defined. ``out_grads[i]`` is ``None`` for hidden outputs and for loss
     operators (``is_loss``), which make their own head gradient.
+``create_state() -> object or None``
+    stateful operators (Custom) return a per-executor object, then passed to their
+    forward and backward as ``state=``.
 """
 from __future__ import annotations
 
@@ -314,18 +317,34 @@ class Operator:
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         raise NotImplementedError('operator %s has no gradient' % self.name)
 
-    def make_forward(self, xp, is_train):
+    def create_state(self):
+        """Per-executor state of a stateful operator, or None (the default).
+
+        An operator that returns an object here gets it as ``state=`` in every
+        :meth:`forward` and :meth:`backward` call of that executor (one object per bind,
+        shared by forward and backward; ``mx.nd`` calls get a fresh one each). Custom
+        operators keep the user's ``CustomOp`` instance there, as MXNet creates one per
+        bind.
+        """
+        return None
+
+    def make_forward(self, xp, is_train, state=None):
         """Return ``f(*inputs, *aux) -> tuple of outputs`` bound once at compile time.
 
         The default wraps :meth:`forward`. Simple operators override
         :meth:`fast_forward` to return a bare function (e.g. ``xp.exp``) taking the
         inputs and returning a single array, which the executor calls directly.
         """
+        n_args = len(self.list_arguments())
+        fwd = self.forward
+        if state is not None:
+            def run_stateful(*arrays):
+                return fwd(xp, list(arrays[:n_args]), list(arrays[n_args:]), is_train,
+                           state=state)
+            return run_stateful, False
         fast = self.fast_forward(xp, is_train)
         if fast is not None:
             return fast, True
-        n_args = len(self.list_arguments())
-        fwd = self.forward
 
         def run(*arrays):
             return fwd(xp, list(arrays[:n_args]), list(arrays[n_args:]), is_train)

@@ -47,6 +47,8 @@ class Plan:
         self.heads = heads
         self.grad_reqs = list(grad_reqs)
         self.steps = [n for n in order if n.op is not None]
+        # per-executor state of stateful operators (Custom), shared by forward and backward
+        self.op_state = {id(n): n.op.create_state() for n in self.steps}
         self._requires_grad()
         self._fwd_cache = {}
         self._bwd = None
@@ -127,7 +129,7 @@ class Plan:
             for j, e in enumerate(self.arg_entries):
                 lines.append('    M(%d, v%d)' % (e, e))
         for s, n in enumerate(self.steps):
-            fn, fast = n.op.make_forward(xp, is_train)
+            fn, fast = n.op.make_forward(xp, is_train, state=self.op_state[id(n)])
             env['f%d' % s] = fn
             ins = ', '.join('v%d' % e for e in self.in_entries(n))
             outs = self.out_entries(n)
@@ -197,9 +199,9 @@ class Plan:
                 arg_req = dict(zip(self.arg_entries, self.grad_reqs))
                 reqs = [('add' if arg_req.get(e) == 'add' else 'write') if nd else 'null'
                         for e, nd in zip(ins[:n_args], need)]
-                env['b%d' % s] = _bind_backward(op, xp, reqs)
+                env['b%d' % s] = _bind_backward(op, xp, reqs, self.op_state[id(n)])
             else:
-                env['b%d' % s] = _bind_backward(op, xp, need)
+                env['b%d' % s] = _bind_backward(op, xp, need, self.op_state[id(n)])
             line_step[len(lines) + 1] = n
             lines.append('    r = b%d([%s], [%s], [%s], [%s])'
                          % (s, ', '.join(og), in_list, out_list, aux_list))
@@ -307,8 +309,12 @@ def _select(flag, entries):
     return [entries[i] for i in flag if i < len(entries)]
 
 
-def _bind_backward(op, xp, need):
+def _bind_backward(op, xp, need, state=None):
     bwd = op.backward
+    if state is not None:
+        def run_stateful(out_grads, inputs, outputs, aux):
+            return bwd(xp, out_grads, inputs, outputs, aux, need, state=state)
+        return run_stateful
 
     def run(out_grads, inputs, outputs, aux):
         return bwd(xp, out_grads, inputs, outputs, aux, need)

@@ -543,3 +543,39 @@ def test_example_softmax_matches_builtin(capsys):
     assert abs(results['builtin'][1] - results['custom'][1]) <= 0.01
     assert results['custom'][0][-1] < results['custom'][0][0]
     assert 'custom softmax' in capsys.readouterr().out
+
+
+def test_one_user_op_per_executor_and_backward_uses_its_own_forward():
+    """MXNet creates the CustomOp per bind: two executors of one symbol keep separate
+    state, and backward pairs with the same executor's forward."""
+    made = []
+
+    class Counter(mx.operator.CustomOp):
+        def __init__(self):
+            self.calls = 0
+
+        def forward(self, is_train, req, in_data, out_data, aux):
+            self.calls += 1
+            self.assign(out_data[0], req[0], in_data[0] * self.calls)
+
+        def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+            self.assign(in_grad[0], req[0], out_grad[0] * self.calls)
+
+    @mx.operator.register('t_counter')
+    class CounterProp(mx.operator.CustomOpProp):
+        def create_operator(self, ctx, in_shapes, in_dtypes):
+            made.append(Counter())
+            return made[-1]
+
+    y = mx.sym.Custom(mx.sym.var('x'), op_type='t_counter', name='c')
+    e1 = y.simple_bind(mx.cpu(), x=(2,))
+    e2 = y.simple_bind(mx.cpu(), x=(2,))
+    e1.arg_dict['x'][:] = 1
+    e2.arg_dict['x'][:] = 1
+    e1.forward(is_train=True)
+    e1.forward(is_train=True)
+    out2 = e2.forward(is_train=True)[0].asnumpy()
+    assert len(made) == 2
+    assert out2.tolist() == [1, 1]                      # e2's op has seen one call
+    e1.backward([mx.nd.ones((2,))])
+    assert e1.grad_dict['x'].asnumpy().tolist() == [2, 2]   # e1's op has seen two

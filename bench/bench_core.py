@@ -148,7 +148,8 @@ def best_of(fn, repeat, rounds):
 y = mx.sym.var('x')
 for i in range(400):
     k = i % 4
-    y = mx.sym.tanh(y) if k == 0 else (y * 1.5 if k == 1 else (y + 0.1 if k == 2 else mx.sym.abs(y)))
+    y = (mx.sym.tanh(y) if k == 0 else y * 1.5 if k == 1 else y + 0.1 if k == 2
+         else mx.sym.abs(y))
 exe = y.simple_bind(mx.cpu(), grad_req='null', x=(16, 16))
 chain = best_of(lambda: exe.forward()[0].wait_to_read(), 300, 5)
 data = mx.sym.var('data')

@@ -209,7 +209,8 @@ for nm, shp, kw in [('flatten', (2, 3, 4), {}),
                     ('zeros_like', S23, {}), ('ones_like', S23, {}),
                     ('Cast', S23, {'dtype': 'float64'}),
                     ('Cast_int', S23, {'dtype': 'int32'})]:
-    opname = {'flatten': 'Flatten', 'slice_neg': 'slice', 'slice_empty': 'slice', 'slice_axis_0': 'slice_axis',
+    opname = {'flatten': 'Flatten', 'slice_neg': 'slice', 'slice_empty': 'slice',
+              'slice_axis_0': 'slice_axis',
               'repeat_flat': 'repeat', 'Cast_int': 'Cast', 'squeeze_axis': 'squeeze',
               'transpose_axes': 'transpose', 'expand_dims_neg': 'expand_dims',
               'reshape_m4_last': 'Reshape'}.get(nm, nm)

@@ -230,3 +230,35 @@ def check_symbolic(case):
     for i in idx:
         np.testing.assert_allclose(exe.grad_dict['in_' + names[i]].asnumpy(), expected[i],
                                    rtol=1e-6, atol=1e-12, err_msg='gradient of ' + names[i])
+
+
+def check_symbolic_numeric_gradient(case):
+    """``mx.test_utils.check_numeric_gradient`` on the case's symbol (float64, training
+    forward): the executor's gradients against central differences through the executor.
+
+    Skipped where the gradient is not d(projection . output)/dx: loss operators, cases
+    with a ``grad_ref``, inference-mode cases of operators with auxiliary state, and
+    operators whose training forward is random (Dropout, rrelu).
+    """
+    import symgraph as mx
+    op = case.make_op()
+    names = op.list_arguments() + op.list_auxiliary_states()
+    n = len(op.list_arguments())
+    inputs = case.make_inputs('float64')
+    idx = _differentiable(case, op, inputs)
+    if (not idx or op.no_grad or op.is_loss or case.grad_ref is not None
+            or (op.list_auxiliary_states() and not case.is_train)):
+        return 'not applicable'
+    first, _ = op_forward(op, inputs, True)
+    again, _ = op_forward(op, inputs, True)
+    if any(not np.array_equal(a, b) for a, b in zip(first, again)):
+        return 'random forward'
+    sym = getattr(mx.sym, case.op)(name='node', **{k: mx.sym.var(k) for k in names},
+                                   **case.attrs)
+    location = dict(zip(names[:n], inputs[:n]))
+    aux = dict(zip(names[n:], inputs[n:])) if n < len(names) else None
+    mx.test_utils.check_numeric_gradient(
+        sym, location, aux_states=aux, numeric_eps=case.eps, rtol=case.grad_rtol,
+        atol=max(case.grad_atol, 1e-6), grad_nodes=[names[i] for i in idx],
+        use_forward_train=True, dtype=np.float64)
+    return 'checked'

@@ -11,7 +11,7 @@ import os
 import pytest
 
 import symgraph as mx
-from harness import ALL_CASES, check_symbolic
+from harness import ALL_CASES, check_symbolic, check_symbolic_numeric_gradient
 from symgraph.opdef import get_op
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -31,6 +31,18 @@ TESTED_ELSEWHERE = {
 @pytest.mark.parametrize('case', CASES, ids=[c.id for c in CASES])
 def test_symbolic(case):
     check_symbolic(case)
+
+
+@pytest.mark.parametrize('case', CASES, ids=[c.id for c in CASES])
+def test_numeric_gradient_through_test_utils(case):
+    check_symbolic_numeric_gradient(case)
+
+
+def test_most_operators_have_their_gradient_checked_through_test_utils():
+    checked = {get_op(c.op).name for c in CASES
+               if check_symbolic_numeric_gradient(c) == 'checked'}
+    differentiable = {get_op(c.op).name for c in CASES if not c.make_op().no_grad}
+    assert len(checked) >= 0.8 * len(differentiable), sorted(differentiable - checked)
 
 
 def test_every_registered_operator_has_a_case():

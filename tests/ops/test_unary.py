@@ -2,8 +2,7 @@
 import numpy as np
 import pytest
 
-from harness import (OpCase, parametrize_cases, check_forward, check_gradient,
-                     check_symbolic)
+from harness import OpCase, parametrize_cases, check_forward, check_gradient
 from symgraph.base import MXNetError
 from symgraph.opdef import get_op
 
@@ -127,10 +126,6 @@ def test_forward(case):
 def test_gradient(case):
     check_gradient(case)
 
-
-@parametrize_cases(CASES)
-def test_symbolic(case):
-    check_symbolic(case)
 
 
 @parametrize_cases(CASES)

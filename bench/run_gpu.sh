@@ -35,7 +35,7 @@ if ! "$PY" -c "import sys, symgraph.cuda as c; sys.exit(0 if c.available() else 
 fi
 
 step "GPU test suite"
-"$PY" -m pytest -q -p no:cacheprovider -m gpu tests/gpu tests/cuda \
+"$PY" -m pytest -q -p no:cacheprovider -m gpu tests \
     --junitxml="$RESULTS/gpu_tests.xml" 2>&1 | tee "$RESULTS/gpu_tests.log"
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 

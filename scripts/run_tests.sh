@@ -22,6 +22,10 @@ fi
     || echo "warning: CuPy/NVRTC could not be installed; kernel compile tests will be skipped" >&2
 
 "$PY" -m pytest -q -p no:cacheprovider tests "$@"
+# The GPU tests (-m gpu) again, on the strict CPU stand-in for CuPy with four devices
+# (tests/cuda/strict_cupy.py): device scopes, copies, kernels' arguments, multi-GPU paths.
+echo "--- GPU tests on the strict CuPy stand-in (4 devices)"
+SYMGRAPH_STRICT_CUPY=4 "$PY" -m pytest -q -p no:cacheprovider -m gpu tests "$@"
 
 # symgraph supports NumPy 1.26 as well as 2.x: run the suite again in a venv with NumPy 1.26
 # (set SYMGRAPH_SKIP_NUMPY1=1 to skip; skipped with a warning where no such NumPy installs).
@@ -33,6 +37,8 @@ if [ "${SYMGRAPH_SKIP_NUMPY1:-0}" != 1 ]; then
         && "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e .; then
         echo "--- again with NumPy $("$venv/bin/python" -c 'import numpy; print(numpy.__version__)')"
         "$venv/bin/python" -m pytest -q -p no:cacheprovider tests "$@"
+        SYMGRAPH_STRICT_CUPY=4 "$venv/bin/python" -m pytest -q -p no:cacheprovider -m gpu \
+            tests "$@"
     else
         echo "warning: no NumPy 1.26 for this Python; the NumPy 1.x run was skipped" >&2
     fi

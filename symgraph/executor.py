@@ -246,7 +246,8 @@ class Executor:
                 raise MXNetError('backward: head gradient %d has shape %s but output %r has '
                                  'shape %s' % (k, tuple(arr.shape), self._output_names[k],
                                                self.outputs[k].shape))
-            og.append(arr.astype(self.outputs[k]._data.dtype, copy=False))
+            with self._ctx.device_scope():
+                og.append(arr.astype(self.outputs[k]._data.dtype, copy=False))
         fn, fname, line_step = plan.backward_fn()
         if self._off_ctx:
             self._sync(self.grad_arrays, self._dev_grads, self._grad_req)

@@ -94,7 +94,8 @@ class NDArray:
         if isinstance(other, NDArray):
             if other.shape != self.shape:
                 raise ValueError('copyto: shape mismatch %s vs %s' % (self.shape, other.shape))
-            other._data[...] = _to_xp(self._data, other._ctx)
+            with other._ctx.device_scope():
+                other._data[...] = _to_xp(self._data, other._ctx)
             return other
         if isinstance(other, Context):
             with other.device_scope():
@@ -111,10 +112,12 @@ class NDArray:
         dtype = np.dtype(dtype)
         if not copy and dtype == self._data.dtype:
             return self
-        return NDArray(self._data.astype(dtype), self._ctx)
+        with self._ctx.device_scope():
+            return NDArray(self._data.astype(dtype), self._ctx)
 
     def copy(self):
-        return NDArray(self._data.copy(), self._ctx)
+        with self._ctx.device_scope():
+            return NDArray(self._data.copy(), self._ctx)
 
     def reshape(self, *shape, **kwargs):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
@@ -130,7 +133,8 @@ class NDArray:
     # ----------------------------------------------------------------- indexing
     def __getitem__(self, key):
         key = _unwrap(key)
-        return NDArray(self._data[key], self._ctx)
+        with self._ctx.device_scope():       # advanced indexing runs a kernel
+            return NDArray(self._data[key], self._ctx)
 
     def __setitem__(self, key, value):
         key = _unwrap(key)
@@ -140,15 +144,17 @@ class NDArray:
             value = _to_xp(np.asarray(value), self._ctx) if isinstance(value, (list, tuple,
                                                                                np.ndarray)) \
                 else _to_xp(value, self._ctx)
-        self._data[key] = value
+        with self._ctx.device_scope():
+            self._data[key] = value
 
     # ----------------------------------------------------------------- arithmetic
     def _binary(self, other, fn):
         xp = array_module(self._data)
         o = _to_xp(other._data, self._ctx) if isinstance(other, NDArray) else other
-        r = fn(xp, self._data, o)
-        if r.dtype != self._data.dtype and r.dtype.kind == self._data.dtype.kind:
-            r = r.astype(self._data.dtype)
+        with self._ctx.device_scope():
+            r = fn(xp, self._data, o)
+            if r.dtype != self._data.dtype and r.dtype.kind == self._data.dtype.kind:
+                r = r.astype(self._data.dtype)
         return NDArray(r, self._ctx)
 
     def __add__(self, o):
@@ -183,10 +189,12 @@ class NDArray:
         return self._binary(o, lambda xp, a, b: b ** a)
 
     def __neg__(self):
-        return NDArray(-self._data, self._ctx)
+        with self._ctx.device_scope():
+            return NDArray(-self._data, self._ctx)
 
     def __abs__(self):
-        return NDArray(abs(self._data), self._ctx)
+        with self._ctx.device_scope():
+            return NDArray(abs(self._data), self._ctx)
 
     def _cmp(self, o, fn):
         return self._binary(o, lambda xp, a, b: fn(a, b).astype(a.dtype))
@@ -213,7 +221,8 @@ class NDArray:
 
     def _inplace(self, o, fn):
         o = _to_xp(o._data, self._ctx) if isinstance(o, NDArray) else o
-        fn(self._data, o)
+        with self._ctx.device_scope():
+            fn(self._data, o)
         return self
 
     def __iadd__(self, o):
@@ -337,16 +346,18 @@ def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None,
 
 
 def zeros_like(a):
-    return NDArray(array_module(a._data).zeros_like(a._data), a._ctx)
+    return _alloc(a._ctx, lambda xp: xp.zeros_like(a._data))
 
 
 def ones_like(a):
-    return NDArray(array_module(a._data).ones_like(a._data), a._ctx)
+    return _alloc(a._ctx, lambda xp: xp.ones_like(a._data))
 
 
 def concat(*arrays, dim=1):
-    xp = array_module(arrays[0]._data)
-    return NDArray(xp.concatenate([a._data for a in arrays], axis=dim), arrays[0]._ctx)
+    '''Join NDArrays along ``dim`` on the first one's context (others are copied there).'''
+    ctx = arrays[0]._ctx
+    return _alloc(ctx, lambda xp: xp.concatenate([_to_xp(a._data, ctx) for a in arrays],
+                                                 axis=dim))
 
 
 def waitall():

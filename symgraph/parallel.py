@@ -544,7 +544,10 @@ class DataParallelExecutor:
         before = {}
         for k in self.param_names:
             if self._reqs[k] == 'add':      # all-reduce only this step's contribution
-                before[k] = [exe.grad_dict[k]._data.copy() for exe in self.execs]
+                before[k] = []
+                for exe in self.execs:
+                    with exe._ctx.device_scope():
+                        before[k].append(exe.grad_dict[k]._data.copy())
         _run_on_devices([lambda exe=exe, h=h: exe.backward(h)
                          for exe, h in zip(self.execs, heads)])
         if len(self.execs) == 1:
@@ -554,12 +557,14 @@ class DataParallelExecutor:
                 continue
             grads = [exe.grad_dict[k]._data for exe in self.execs]
             if k in before:
-                for g, old in zip(grads, before[k]):
-                    g -= old
+                for exe, g, old in zip(self.execs, grads, before[k]):
+                    with exe._ctx.device_scope():
+                        g -= old
             allreduce(grads)
             if k in before:
-                for g, old in zip(grads, before[k]):
-                    g += old
+                for exe, g, old in zip(self.execs, grads, before[k]):
+                    with exe._ctx.device_scope():
+                        g += old
 
     # ------------------------------------------------------------------ results
     def get_outputs(self, merge=True):

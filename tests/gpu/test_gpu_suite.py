@@ -117,7 +117,8 @@ def test_op_body_cupy_matches_numpy(case):
         inputs = case.make_inputs(dtype)
         res = {}
         for xp in (np, cupy):
-            arrs = [xp.asarray(a) for a in inputs]
+            # copies: the NumPy pass must not move the aux states the CuPy pass starts from
+            arrs = [xp.array(a, copy=True) for a in inputs]
             aux = arrs[n:]
             outs = op.forward(xp, arrs[:n], aux, case.is_train)
             res[xp.__name__] = [cupy.asnumpy(o) for o in outs] + \

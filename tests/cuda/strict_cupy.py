@@ -1,0 +1,795 @@
+"""A strict CPU stand-in for CuPy, to run symgraph's GPU code paths without a GPU.
+
+The arrays live in host memory and the arithmetic is NumPy's, but the stand-in refuses
+what real CuPy refuses, so code that would only fail on a GPU fails here first:
+
+* only names that CuPy 14 has exist (``cupy_api.json``, written by ``make_cupy_api.py``
+  from the real package), and calls with a keyword CuPy does not take raise TypeError;
+* a device array never turns into a NumPy one implicitly (``np.asarray(x)``,
+  ``float(x)`` works, ``x[...] = numpy_array`` and ``cupy.add(x, numpy_array)`` raise);
+  ``numpy.f(x)`` dispatches to ``cupy.f`` through ``__array_function__`` as in CuPy, and
+  fails where CuPy has no ``f``;
+* reductions and scalar indexing give 0-d device arrays, not NumPy scalars; there is
+  no ``__index__``; ``ufunc.reduce``/``accumulate``/``at`` exist only where CuPy
+  implements them;
+* several devices: every array remembers the device it was made on, and a kernel
+  (any ufunc, routine or raw kernel) touching an array of another device than the
+  current one raises, as CuPy does without peer access; a stream can only be entered
+  and used on its own device;
+* ``empty`` memory is filled with NaN (integers with a 0x5A byte pattern), so a read
+  of memory nobody wrote shows up;
+* ``RawModule`` compiles the kernel text on the CPU emulator (``cuda_emu_harness``)
+  and its kernels take exactly what CuPy passes: device arrays of the parameter's dtype
+  on the current device, NumPy scalars of the parameter's exact C type, None for NULL.
+
+``install(ndev)`` puts the stand-in into ``sys.modules`` as ``cupy`` (and the few
+submodules symgraph imports); ``tests/conftest.py`` does so when the environment has
+``SYMGRAPH_STRICT_CUPY=<devices>``, and ``scripts/run_tests.sh`` runs the GPU suite
+that way.
+"""
+import contextlib
+import functools
+import json
+import os
+import sys
+import tempfile
+import threading
+import types
+
+
+import numpy as np
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(_HERE, 'cupy_api.json'), encoding='utf-8') as _f:
+    API = json.load(_f)
+
+__version__ = API['cupy_version']
+_NUMPY_MODULE = {'cupy': np, 'cupy.linalg': np.linalg, 'cupy.random': np.random,
+                 'cupy.lib.stride_tricks': np.lib.stride_tricks}
+#: ndarray methods that only make a view or read metadata (no kernel, no device check)
+_NO_KERNEL = {'reshape', 'view', 'transpose', 'swapaxes', 'squeeze', 'diagonal',
+              'tobytes'}
+_MAX_DEVICES = 8
+
+
+class CUDARuntimeError(RuntimeError):
+    pass
+
+
+class _State(threading.local):
+    def __init__(self):
+        self.device = 0
+        self.streams = {}          # device id -> current Stream
+
+
+_state = _State()
+_config = {'ndev': 1}
+
+
+def _current():
+    return _state.device
+
+
+# ---------------------------------------------------------------------------
+# devices, streams, events, memory pointers
+
+
+class Device:
+    def __init__(self, device=None):
+        self.id = _current() if device is None else int(device)
+        if not 0 <= self.id < _config['ndev']:
+            raise CUDARuntimeError('cudaErrorInvalidDevice: invalid device ordinal %d '
+                                   '(%d devices)' % (self.id, _config['ndev']))
+        self._saved = []
+
+    def __enter__(self):
+        self._saved.append(_state.device)
+        _state.device = self.id
+        return self
+
+    def __exit__(self, *exc):
+        _state.device = self._saved.pop()
+
+    def use(self):
+        _state.device = self.id
+
+    def synchronize(self):
+        pass
+
+    def __eq__(self, other):
+        return isinstance(other, Device) and other.id == self.id
+
+    def __hash__(self):
+        return hash(self.id)
+
+    def __repr__(self):
+        return '<CUDA Device %d>' % self.id
+
+
+class Event:
+    def __init__(self, block=False, disable_timing=False, interprocess=False):
+        self.device_id = _current()
+        self.recorded = False
+
+    def record(self, stream=None):
+        stream = stream if stream is not None else get_current_stream()
+        if stream.device_id != _current():
+            raise CUDARuntimeError('cudaErrorInvalidResourceHandle: recording on a stream '
+                                   'of device %d while device %d is current'
+                                   % (stream.device_id, _current()))
+        self.recorded = True
+
+    def synchronize(self):
+        pass
+
+    @property
+    def done(self):
+        return True
+
+
+class Stream:
+    def __init__(self, null=False, non_blocking=False, ptds=False, priority=None):
+        self.device_id = _current()
+        self.null = null
+        self._saved = []
+
+    def _check(self, what):
+        if self.device_id != _current():
+            raise RuntimeError('%s a stream of device %d while device %d is current'
+                               % (what, self.device_id, _current()))
+
+    def __enter__(self):
+        self._check('entering')
+        self._saved.append(_state.streams.get(self.device_id))
+        _state.streams[self.device_id] = self
+        return self
+
+    def __exit__(self, *exc):
+        _state.streams[self.device_id] = self._saved.pop()
+
+    def use(self):
+        self._check('using')
+        _state.streams[self.device_id] = self
+        return self
+
+    def record(self, event=None):
+        event = event if event is not None else Event()
+        event.record(self)
+        return event
+
+    def wait_event(self, event):
+        self._check('waiting on')
+        if not event.recorded:
+            raise RuntimeError('waiting on an event that was never recorded')
+
+    def synchronize(self):
+        pass
+
+
+_null_streams = {}
+
+
+def get_current_stream(device_id=None):
+    d = _current() if device_id is None else device_id
+    s = _state.streams.get(d)
+    if s is None:
+        if d not in _null_streams:
+            with Device(d):
+                _null_streams[d] = Stream(null=True)
+        s = _null_streams[d]
+    return s
+
+
+def _check_stream():
+    s = get_current_stream()
+    if s.device_id != _current():
+        raise CUDARuntimeError('cudaErrorInvalidResourceHandle')
+
+
+class MemoryPointer:
+    def __init__(self, arr):
+        self._arr = arr
+        self.device_id = arr._dev
+        self.ptr = arr._a.__array_interface__['data'][0] if arr._a.size else 0
+
+    def _bytes(self, size):
+        a = self._arr._a
+        if not a.flags.c_contiguous:
+            raise ValueError('stand-in: raw copies of a non-contiguous view')
+        flat = a.reshape(-1).view(np.uint8)
+        if size > flat.size:
+            raise CUDARuntimeError('cudaErrorInvalidValue: copy of %d bytes from a '
+                                   '%d-byte buffer' % (size, flat.size))
+        return flat[:size]
+
+    def copy_from_device_async(self, src, size, stream=None):
+        stream = stream if stream is not None else get_current_stream()
+        if stream.device_id != _current():
+            raise CUDARuntimeError('cudaErrorInvalidResourceHandle: copy on a stream of '
+                                   'device %d while device %d is current'
+                                   % (stream.device_id, _current()))
+        self._bytes(size)[...] = src._bytes(size)
+
+    def copy_from_device(self, src, size):
+        self.copy_from_device_async(src, size)
+
+
+# ---------------------------------------------------------------------------
+# arrays
+
+
+def _reject_numpy(value, where):
+    raise TypeError('Unsupported type %s (%s): CuPy takes no NumPy array here; '
+                    'move it with cupy.asarray first' % (type(value), where))
+
+
+def _check_device(arr, what):
+    if arr._dev != _current():
+        raise ValueError('The device where the array resides (%d) is different from the '
+                         'current device (%d). Peer access is unavailable between these '
+                         'devices. (%s)' % (arr._dev, _current(), what))
+
+
+def _unwrap(value, what, allow_numpy=False, check=True):
+    """Device arrays -> their NumPy storage (device-checked); NumPy arrays rejected."""
+    if isinstance(value, ndarray):
+        if check:
+            _check_device(value, what)
+        return value._a
+    if isinstance(value, np.ndarray):
+        if allow_numpy:
+            return value
+        _reject_numpy(value, what)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_unwrap(v, what, allow_numpy, check) for v in value)
+    return value
+
+
+def _wrap(value, dev=None):
+    dev = _current() if dev is None else dev
+    if isinstance(value, np.ndarray):
+        return ndarray._make(value, dev)
+    if isinstance(value, np.generic):
+        return ndarray._make(np.asarray(value), dev)
+    if isinstance(value, tuple):
+        return tuple(_wrap(v, dev) for v in value)
+    if isinstance(value, list):
+        return [_wrap(v, dev) for v in value]
+    return value
+
+
+def _check_kwargs(spec, name, args, kwargs):
+    if spec is None or 'params' not in spec:
+        return
+    params = spec['params']
+    if any(p.startswith('*') for p in params):
+        positional = params[:[p.startswith('*') for p in params].index(True)]
+        keywords = params[len(positional) + 1:]
+    else:
+        positional, keywords = params, params
+        if len(args) > len(params):
+            raise TypeError('%s() takes at most %d positional arguments in CuPy %s (%d '
+                            'given)' % (name, len(params), __version__, len(args)))
+    allowed = set(positional) | set(keywords)
+    bad = [k for k in kwargs if k not in allowed]
+    if bad and not spec.get('varkw'):
+        raise TypeError('%s() got unexpected keyword argument(s) %s: CuPy %s takes %s'
+                        % (name, ', '.join(bad), __version__, ', '.join(params)))
+
+
+def _poison(a):
+    if a.dtype.kind == 'f' or a.dtype.kind == 'c':
+        a.fill(np.nan)
+    elif a.size:
+        a.view(np.uint8).reshape(-1).fill(0x5A)
+    return a
+
+
+class ndarray:
+    """A device array of the stand-in: NumPy storage, CuPy's rules."""
+
+    __array_priority__ = 100.0
+    __hash__ = None
+
+    def __init__(self, shape, dtype=float, memptr=None, strides=None, order='C'):
+        self._a = _poison(np.empty(shape, dtype=dtype, order=order))
+        self._dev = _current()
+
+    @classmethod
+    def _make(cls, a, dev):
+        obj = cls.__new__(cls)
+        obj._a = a
+        obj._dev = dev
+        return obj
+
+    # conversions CuPy refuses or allows
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError('Implicit conversion to a NumPy array is not allowed. Please use '
+                        '`.get()` to construct a NumPy array explicitly.')
+
+    def get(self, stream=None, order='C', out=None, blocking=True):
+        return self._a.copy()
+
+    def set(self, arr, stream=None):
+        if not isinstance(arr, np.ndarray) or arr.shape != self._a.shape:
+            raise ValueError('set needs a NumPy array of shape %r' % (self._a.shape,))
+        self._a[...] = arr
+
+    def item(self):
+        return self._a.item()
+
+    def tolist(self):
+        return self._a.tolist()
+
+    def __float__(self):
+        return float(self._a)
+
+    def __int__(self):
+        return int(self._a)
+
+    def __complex__(self):
+        return complex(self._a)
+
+    def __bool__(self):
+        return bool(self._a)
+
+    def __len__(self):
+        return len(self._a)
+
+    def __iter__(self):
+        if self._a.ndim == 0:
+            raise TypeError('iteration over a 0-d array')
+        return (self[i] for i in range(len(self._a)))
+
+    def __repr__(self):
+        return repr(self._a).replace('array(', 'cupy_array(', 1)
+
+    __str__ = __repr__
+
+    # metadata
+    shape = property(lambda self: self._a.shape)
+    dtype = property(lambda self: self._a.dtype)
+    ndim = property(lambda self: self._a.ndim)
+    size = property(lambda self: self._a.size)
+    itemsize = property(lambda self: self._a.itemsize)
+    nbytes = property(lambda self: self._a.nbytes)
+    strides = property(lambda self: self._a.strides)
+    flags = property(lambda self: self._a.flags)
+    T = property(lambda self: ndarray._make(self._a.T, self._dev))
+    mT = property(lambda self: ndarray._make(np.swapaxes(self._a, -1, -2), self._dev))
+    real = property(lambda self: ndarray._make(self._a.real, self._dev))
+    imag = property(lambda self: ndarray._make(self._a.imag, self._dev))
+    base = property(lambda self: None if self._a.base is None else
+                    ndarray._make(self._a.base, self._dev))
+    device = property(lambda self: Device(self._dev))
+    data = property(lambda self: MemoryPointer(self))
+
+    @shape.setter
+    def shape(self, value):
+        self._a.shape = value
+
+    def __getattr__(self, name):
+        spec = API['ndarray'].get(name)
+        if spec is None or spec['kind'] != 'method' or not hasattr(self._a, name):
+            raise AttributeError("'cupy.ndarray' object has no attribute %r (CuPy %s)"
+                                 % (name, __version__))
+        method = getattr(self._a, name)
+
+        @functools.wraps(method)
+        def call(*args, **kwargs):
+            _check_kwargs(spec, 'ndarray.' + name, args, kwargs)
+            if name not in _NO_KERNEL:
+                _check_device(self, 'ndarray.%s' % name)
+            a2 = _unwrap(args, 'ndarray.%s' % name)
+            k2 = {k: _unwrap(v, 'ndarray.%s' % name) for k, v in kwargs.items()}
+            return _wrap(method(*a2, **k2), self._dev)
+        return call
+
+    def fill(self, value):
+        _check_device(self, 'ndarray.fill')
+        if isinstance(value, np.ndarray) and value.shape != ():
+            raise ValueError('non-scalar numpy.ndarray cannot be used for fill')
+        self._a.fill(_unwrap(value, 'fill', allow_numpy=True))
+
+    def astype(self, dtype, order='K', casting=None, subok=None, copy=True):
+        if not copy and np.dtype(dtype) == self._a.dtype:
+            return self                  # no kernel, as in CuPy
+        _check_device(self, 'ndarray.astype')
+        kw = {} if casting is None else {'casting': casting}
+        return ndarray._make(self._a.astype(dtype, order=order, copy=copy, **kw), self._dev)
+
+    # indexing
+    def _key(self, key):
+        key = key if isinstance(key, tuple) else (key,)
+        advanced = any(isinstance(k, (ndarray, np.ndarray, list)) for k in key)
+        return _unwrap(key, 'indexing', allow_numpy=True), advanced
+
+    def __getitem__(self, key):
+        k, advanced = self._key(key)
+        if advanced:
+            _check_device(self, 'advanced indexing')
+        return _wrap(self._a[k], self._dev)
+
+    def __setitem__(self, key, value):
+        _check_device(self, '__setitem__')
+        k, _ = self._key(key)
+        if isinstance(value, np.ndarray) and value.shape != ():
+            raise ValueError('non-scalar numpy.ndarray cannot be used for fill '
+                             '(x[...] = numpy_array: use cupy.asarray first)')
+        self._a[k] = _unwrap(value, '__setitem__', allow_numpy=True)
+
+    # NumPy's protocols: numpy.f(device_array) runs cupy.f, as in CuPy
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        fn = getattr(_MODULES['cupy'], ufunc.__name__, None)
+        if not isinstance(fn, _Ufunc):
+            return NotImplemented
+        return getattr(fn, method)(*inputs, **kwargs) if method != '__call__' \
+            else fn(*inputs, **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        modname = {'numpy': 'cupy', 'np.linalg': 'cupy.linalg'}.get(func.__module__)
+        try:
+            fn = getattr(_MODULES[modname], func.__name__)
+        except (KeyError, AttributeError):
+            return NotImplemented
+        return fn(*args, **kwargs)
+
+    def copy(self, order='C'):
+        """A copy on the current device (CuPy copies across devices here)."""
+        return ndarray._make(self._a.copy(order=order), _current())
+
+
+def _binop(name, reflected=False, inplace=False):
+    def op(self, other):
+        if isinstance(other, np.ndarray) and not inplace:
+            _reject_numpy(other, 'operator %s' % name)
+        fn = getattr(_MODULES['cupy'], name)
+        if inplace:
+            return fn(self, other, out=self)
+        return fn(other, self) if reflected else fn(self, other)
+    return op
+
+
+for _dunder, _ufunc_name in (('add', 'add'), ('sub', 'subtract'), ('mul', 'multiply'),
+                             ('truediv', 'true_divide'), ('floordiv', 'floor_divide'),
+                             ('mod', 'remainder'), ('pow', 'power'), ('and', 'bitwise_and'),
+                             ('or', 'bitwise_or'), ('xor', 'bitwise_xor'),
+                             ('lshift', 'left_shift'), ('rshift', 'right_shift'),
+                             ('matmul', 'matmul')):
+    setattr(ndarray, '__%s__' % _dunder, _binop(_ufunc_name))
+    setattr(ndarray, '__r%s__' % _dunder, _binop(_ufunc_name, reflected=True))
+    setattr(ndarray, '__i%s__' % _dunder, _binop(_ufunc_name, inplace=True))
+for _dunder, _ufunc_name in (('eq', 'equal'), ('ne', 'not_equal'), ('lt', 'less'),
+                             ('le', 'less_equal'), ('gt', 'greater'),
+                             ('ge', 'greater_equal')):
+    setattr(ndarray, '__%s__' % _dunder, _binop(_ufunc_name))
+for _dunder, _ufunc_name in (('neg', 'negative'), ('pos', 'positive'), ('abs', 'absolute'),
+                             ('invert', 'invert')):
+    setattr(ndarray, '__%s__' % _dunder,
+            (lambda n: lambda self: getattr(_MODULES['cupy'], n)(self))(_ufunc_name))
+ndarray.__module__ = 'cupy'
+
+
+# ---------------------------------------------------------------------------
+# functions and ufuncs
+
+
+def _loop_exists(spec, arrays):
+    """Whether CuPy has a type loop for these array operands (same-dtype case only)."""
+    dtypes = {a.dtype for a in arrays}
+    if len(arrays) != spec['nin'] or len(dtypes) != 1:
+        return True
+    dt = dtypes.pop()
+    for t in spec['types']:
+        ins = t.split('->')[0]
+        if len(ins) == spec['nin'] and all(np.can_cast(dt, np.dtype(c)) for c in ins):
+            return True
+    return False
+
+
+class _Ufunc:
+    def __init__(self, name, spec, npfunc):
+        self.__name__ = self.name = name
+        self._spec = spec
+        self._np = npfunc
+        self.nin, self.nout = spec['nin'], spec['nout']
+        self.types = spec['types']
+
+    def __call__(self, *args, **kwargs):
+        bad = set(kwargs) - {'out', 'dtype', 'casting'}
+        if bad:
+            raise TypeError('Wrong arguments %s (cupy.%s takes out, dtype, casting)'
+                            % ({k: kwargs[k] for k in bad}, self.name))
+        ins = _unwrap(args, 'cupy.%s' % self.name)
+        k2 = {k: _unwrap(v, 'cupy.%s' % self.name) for k, v in kwargs.items()}
+        arrays = [a for a in ins[:self.nin] if isinstance(a, np.ndarray)]
+        if 'dtype' not in kwargs and not _loop_exists(self._spec, arrays):
+            raise TypeError('Wrong type (%s) of arguments for cupy_%s'
+                            % (arrays[0].dtype, self.name))
+        bad_in = [a for a in args[:self.nin] if isinstance(a, (list, tuple))]
+        if bad_in:
+            raise TypeError('Unsupported type %s (cupy.%s takes arrays and scalars)'
+                            % (type(bad_in[0]), self.name))
+        out = kwargs.get('out')
+        res = self._np(*ins, **k2)
+        if out is not None:
+            return out[0] if isinstance(out, tuple) and self.nout == 1 else out
+        return _wrap(res if not isinstance(res, np.generic) else np.asarray(res))
+
+    def _method(self, method, array, *args, **kwargs):
+        if not self._spec.get(method):
+            raise NotImplementedError('`%s.%s` is not supported yet (CuPy %s)'
+                                      % (self.name, method, __version__))
+        ins = _unwrap((array,) + args, 'cupy.%s.%s' % (self.name, method))
+        k2 = {k: _unwrap(v, self.name) for k, v in kwargs.items()}
+        return _wrap(getattr(self._np, method)(*ins, **k2))
+
+    def reduce(self, array, axis=0, dtype=None, out=None, keepdims=False):
+        return self._method('reduce', array, axis=axis, dtype=dtype, keepdims=keepdims,
+                            **({} if out is None else {'out': out}))
+
+    def accumulate(self, array, axis=0, dtype=None, out=None):
+        return self._method('accumulate', array, axis=axis, dtype=dtype)
+
+    def at(self, a, indices, b=None):
+        if not self._spec.get('at'):
+            raise NotImplementedError('`%s.at` is not supported yet' % self.name)
+        _check_device(a, 'cupy.%s.at' % self.name)
+        idx = _unwrap(indices, 'at', allow_numpy=True)
+        self._np.at(a._a, idx, *(() if b is None else (_unwrap(b, 'at'),)))
+
+    def outer(self, A, B, **kwargs):
+        return _wrap(self._np.outer(*_unwrap((A, B), 'outer'), **kwargs))
+
+
+_CONVERTERS = {'array', 'asarray', 'asanyarray'}
+_EMPTY = {'empty', 'empty_like'}
+
+
+def _convert(name, npfunc, args, kwargs):
+    """cupy.array / asarray / asanyarray: host data is always copied to the current
+    device; a device array stays where it is unless ``array`` copies it (onto the
+    current device)."""
+    src = args[0] if args else kwargs.pop('obj', kwargs.pop('a', None))
+    rest = _unwrap(tuple(args[1:]), 'cupy.' + name, allow_numpy=True)
+    kw = {k: v for k, v in kwargs.items() if k != 'blocking'}
+    if isinstance(src, ndarray):
+        if name != 'array' or kw.get('copy') is False:
+            out = npfunc(src._a, *rest, **kw)
+            return _wrap(out, src._dev)
+        return _wrap(np.array(src._a, *rest, **kw))
+    host = _unwrap(src, 'cupy.' + name, allow_numpy=True, check=False)
+    kw.pop('copy', None)
+    return _wrap(np.array(host, *rest, copy=True, **kw))
+
+
+def _make_function(modname, name, spec, npfunc):
+    qual = '%s.%s' % (modname, name)
+
+    def fn(*args, **kwargs):
+        _check_kwargs(spec, qual, args, kwargs)
+        if modname == 'cupy' and name in _CONVERTERS:
+            return _convert(name, npfunc, args, dict(kwargs))
+        a2 = _unwrap(args, qual)
+        k2 = {k: _unwrap(v, qual) for k, v in kwargs.items()}
+        dtype = None
+        if modname == 'cupy.random' and 'dtype' in k2:
+            dtype = k2.pop('dtype')
+        res = npfunc(*a2, **k2)
+        if dtype is not None:
+            res = np.asarray(res).astype(dtype)
+        elif modname == 'cupy.random' and isinstance(res, (float, int)):
+            res = np.asarray(res)
+        if name in _EMPTY:
+            _poison(res)
+        return _wrap(res)
+    fn.__name__ = name
+    fn.__qualname__ = qual
+    return fn
+
+
+def _asnumpy(a, stream=None, order='C', out=None, blocking=True):
+    if isinstance(a, ndarray):
+        return a._a.copy()
+    return np.asarray(a)
+
+
+def get_array_module(*args):
+    return _MODULES['cupy'] if any(isinstance(a, ndarray) for a in args) else np
+
+
+# ---------------------------------------------------------------------------
+# raw kernels on the CPU emulator
+
+
+_emu_lock = threading.Lock()
+_launch_lock = threading.Lock()
+_emu_cache = {}
+
+
+def _emu_library(code):
+    import cuda_emu_harness
+    with _emu_lock:
+        lib = _emu_cache.get(code)
+        if lib is None:
+            workdir = tempfile.mkdtemp(prefix='strict_cupy_')
+            lib = cuda_emu_harness.build({'kernels.cu': code}, workdir)['kernels.cu']
+            _emu_cache[code] = lib
+    return lib
+
+
+class RawKernel:
+    def __init__(self, module, name):
+        self._module = module
+        self.name = name
+        if name not in module._lib.signatures:
+            raise CUDARuntimeError('CUDA_ERROR_NOT_FOUND: named symbol not found: %s' % name)
+
+    def __call__(self, grid, block, args, *, shared_mem=0, stream=None, enable_cooperative_groups=False):
+        if self._module._device != _current():
+            raise CUDARuntimeError('CUDA_ERROR_INVALID_HANDLE: kernel %s compiled for '
+                                   'device %d launched on device %d'
+                                   % (self.name, self._module._device, _current()))
+        _check_stream()
+        if not isinstance(args, tuple):
+            raise TypeError('kernel args must be a tuple, got %s' % type(args))
+        host = []
+        for a in args:
+            if isinstance(a, np.ndarray):
+                _reject_numpy(a, 'kernel %s' % self.name)
+            if isinstance(a, (int, float, bool)) and not isinstance(a, np.generic):
+                raise TypeError('kernel %s: Python %s argument %r (CuPy passes it as a '
+                                '64-bit value: give a NumPy scalar of the C type)'
+                                % (self.name, type(a).__name__, a))
+            host.append(_unwrap(a, 'kernel %s' % self.name))
+        grid = tuple(grid) + (1,) * (3 - len(grid))
+        block = tuple(block) + (1,) * (3 - len(block))
+        with _launch_lock:          # the emulator's scheduler is process-global
+            self._module._lib.launch(self.name, grid, block, host)
+        self._module.launches.append(self.name)
+
+
+class RawModule:
+    def __init__(self, code=None, path=None, options=(), backend='nvrtc', translate_cucomplex=False,
+                 enable_cooperative_groups=False, name_expressions=None, jitify=False):
+        if code is None:
+            raise NotImplementedError('stand-in RawModule takes code=')
+        if not isinstance(options, tuple):
+            raise TypeError('options must be a tuple of str, got %s' % type(options))
+        self.code = code
+        self.options = options
+        self._device = _current()
+        self._lib = _emu_library(code)
+        self.launches = []
+
+    def get_function(self, name):
+        return RawKernel(self, name)
+
+
+# ---------------------------------------------------------------------------
+# modules
+
+
+_MODULES = {}
+
+
+def _build_module(modname):
+    mod = types.ModuleType(modname)
+    api = API['modules'][modname]
+    if modname == 'cupyx.scipy.special':
+        import scipy.special as npmod
+    else:
+        npmod = _NUMPY_MODULE[modname]
+
+    def lookup(name):
+        spec = api.get(name)
+        if spec is None:
+            raise AttributeError('module %r has no attribute %r (not in CuPy %s, or a '
+                                 'submodule the stand-in does not emulate)'
+                                 % (modname, name, __version__))
+        kind = spec['kind']
+        target = getattr(npmod, name, None)
+        if kind == 'ufunc':
+            if target is None:
+                raise AttributeError('stand-in: no NumPy/SciPy twin for %s.%s'
+                                     % (modname, name))
+            return _Ufunc(name, spec, target)
+        if kind in ('numpy_type', 'constant'):
+            if target is None:
+                raise AttributeError('stand-in: no NumPy twin for %s.%s' % (modname, name))
+            return target
+        if kind == 'function':
+            if target is None:
+                raise AttributeError('stand-in: %s.%s has no NumPy twin' % (modname, name))
+            return _make_function(modname, name, spec, target)
+        raise AttributeError('stand-in: %s.%s (%s) is not emulated' % (modname, name, kind))
+
+    def module_getattr(name):
+        if name.startswith('__'):
+            raise AttributeError(name)
+        value = lookup(name)
+        setattr(mod, name, value)
+        return value
+    mod.__getattr__ = module_getattr
+    _MODULES[modname] = mod
+    return mod
+
+
+def _build():
+    cupy = _build_module('cupy')
+    linalg = _build_module('cupy.linalg')
+    random = _build_module('cupy.random')
+    special = _build_module('cupyx.scipy.special')
+    stride_tricks = _build_module('cupy.lib.stride_tricks')
+    lib = types.ModuleType('cupy.lib')
+    lib.stride_tricks = stride_tricks
+    cupy.lib = lib
+    cupy.__version__ = __version__
+    cupy.__file__ = __file__
+    cupy.ndarray = ndarray
+    cupy.asnumpy = _asnumpy
+    cupy.get_array_module = get_array_module
+    cupy.RawModule = RawModule
+    cupy.RawKernel = None
+    cupy.linalg = linalg
+    cupy.random = random
+    cupy.newaxis = None
+    cupy.matmul = _make_function('cupy', 'matmul', {'kind': 'function'}, np.matmul)
+    cupy.true_divide = cupy.divide
+
+    runtime = types.ModuleType('cupy.cuda.runtime')
+    runtime.getDeviceCount = lambda: _config['ndev']
+    runtime.getDevice = _current
+    runtime.deviceSynchronize = lambda: None
+    runtime.CUDARuntimeError = CUDARuntimeError
+    cuda_mod = types.ModuleType('cupy.cuda')
+    for name, value in (('Device', Device), ('Stream', Stream), ('Event', Event),
+                        ('MemoryPointer', MemoryPointer), ('runtime', runtime),
+                        ('get_current_stream', get_current_stream),
+                        ('get_device_id', _current), ('is_available', lambda: True),
+                        ('set_allocator', lambda allocator=None: None)):
+        setattr(cuda_mod, name, value)
+    cupy.cuda = cuda_mod
+
+    cupyx = types.ModuleType('cupyx')
+    scipy_mod = types.ModuleType('cupyx.scipy')
+    scipy_mod.special = special
+    cupyx.scipy = scipy_mod
+    return {'cupy': cupy, 'cupy.linalg': linalg, 'cupy.random': random, 'cupy.cuda': cuda_mod,
+            'cupy.cuda.runtime': runtime, 'cupy.lib': lib,
+            'cupy.lib.stride_tricks': stride_tricks, 'cupyx': cupyx, 'cupyx.scipy': scipy_mod,
+            'cupyx.scipy.special': special}
+
+
+_modules = _build()
+cupy = _modules['cupy']
+
+
+def install(ndev=1):
+    """Make ``import cupy`` give the stand-in with ``ndev`` devices."""
+    if not 1 <= ndev <= _MAX_DEVICES:
+        raise ValueError('ndev must be in [1, %d]' % _MAX_DEVICES)
+    _config['ndev'] = ndev
+    sys.modules.update(_modules)
+    return cupy
+
+
+def installed_names():
+    """The ``sys.modules`` keys that :func:`install` sets."""
+    return list(_modules)
+
+
+@contextlib.contextmanager
+def installed(ndev=1):
+    """``install`` for a ``with`` block, restoring ``sys.modules`` after."""
+    saved = {k: sys.modules.get(k) for k in _modules}
+    old = _config['ndev']
+    try:
+        yield install(ndev)
+    finally:
+        _config['ndev'] = old
+        for k, v in saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v

@@ -53,6 +53,10 @@ def _torch():
         if not torch.cuda.is_available():
             return None
         torch.backends.cudnn.benchmark = True
+        # the reference computes in true FP32, as we do: PyTorch lets cuDNN convolutions
+        # use TF32 tensor cores by default (timed separately as 'cudnn_tf32_ms')
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
         return torch
     except ImportError:
         return None
@@ -70,9 +74,10 @@ def timeit(fn, sync, repeat, warmup=3):
     return (time.perf_counter() - t0) / repeat
 
 
-def bench_conv(cp, torch, repeat, batch):
+def bench_conv(cp, torch, repeat, batch, shrink=1):
     rows = []
     for name, ci, co, k, s, p, hw in RESNET18:
+        ci, co, hw = max(1, ci // shrink), max(1, co // shrink), max(k, hw // shrink)
         rng = np.random.RandomState(0)
         x = rng.standard_normal((batch, ci, hw, hw)).astype(np.float32)
         w = (rng.standard_normal((co, ci, k, k)) * 0.05).astype(np.float32)
@@ -98,6 +103,9 @@ def bench_conv(cp, torch, repeat, batch):
                 y = torch.nn.functional.conv2d(tx, tw, stride=s, padding=p)
                 y.backward(tdy)
             row['cudnn_ms'] = 1e3 * timeit(ref, torch.cuda.synchronize, repeat)
+            torch.backends.cudnn.allow_tf32 = True
+            row['cudnn_tf32_ms'] = 1e3 * timeit(ref, torch.cuda.synchronize, repeat)
+            torch.backends.cudnn.allow_tf32 = False
             y = torch.nn.functional.conv2d(tx, tw, stride=s, padding=p)
             row['max_abs_diff'] = float(np.abs(y.detach().cpu().numpy()
                                                - out.asnumpy()).max())
@@ -106,9 +114,10 @@ def bench_conv(cp, torch, repeat, batch):
     return rows
 
 
-def bench_batchnorm(cp, torch, repeat):
+def bench_batchnorm(cp, torch, repeat, shrink=1):
     rows = []
     for shape in BN_SHAPES:
+        shape = (shape[0] // shrink or 1,) + tuple(max(1, d // shrink) for d in shape[1:])
         rng = np.random.RandomState(1)
         x = rng.standard_normal(shape).astype(np.float32)
         c = shape[1]
@@ -224,14 +233,17 @@ def markdown(results):
     lines = ['# GPU benchmark (%s)' % results['when'], '',
              'Device: %s; CuPy %s; PyTorch %s' % (results['device'], results['cupy'],
                                                   results['torch']), '']
-    lines += ['## Convolution forward + backward, batch %d' % results['batch'], '',
-              '| layer | input | ours ms | cuDNN ms | ratio | max abs diff |',
-              '|---|---|---|---|---|---|']
+    lines += ['## Convolution forward + backward, batch %d (FP32; cuDNN TF32 for reference)'
+              % results['batch'], '',
+              '| layer | input | ours ms | cuDNN ms | ratio | cuDNN TF32 ms | max abs diff |',
+              '|---|---|---|---|---|---|---|']
     for r in results['conv']:
         c = r.get('cudnn_ms')
-        lines.append('| %s | %s | %.2f | %s | %s | %s |' % (
+        t = r.get('cudnn_tf32_ms')
+        lines.append('| %s | %s | %.2f | %s | %s | %s | %s |' % (
             r['layer'], 'x'.join(map(str, r['input'])), r['ours_ms'],
             '%.2f' % c if c else '-', '%.1f' % (r['ours_ms'] / c) if c else '-',
+            '%.2f' % t if t else '-',
             '%.1e' % r['max_abs_diff'] if 'max_abs_diff' in r else '-'))
     lines += ['', '## BatchNorm training forward + backward', '',
               '| shape | ours ms | cuDNN ms | ratio |', '|---|---|---|---|']
@@ -254,18 +266,56 @@ def markdown(results):
               % (a['allreduce_ms'], a['bus_bandwidth_GBps'], a['copy_bandwidth_GBps'],
                  a['ring_vs_copy']),
               '- NCCL: %s' % (a['nccl'],), '']
+    lines += ['## Targets (issue 5)', '', '| target | measured | met |', '|---|---|---|']
+    lines += ['| %s | %s | %s |' % t for t in targets(results)]
     return '\n'.join(lines)
 
 
-def main():
+def _worst(rows, key):
+    ratios = [r['ours_ms'] / r[key] for r in rows if r.get(key)]
+    return max(ratios) if ratios else None
+
+
+def targets(results):
+    """(target, measured, met) rows; met is '-' where the reference is missing."""
+    out = []
+    conv = _worst(results['conv'], 'cudnn_ms')
+    out.append(('conv fwd+bwd within 3x of cuDNN (FP32), every ResNet-18 layer',
+                '-' if conv is None else 'worst %.2fx' % conv,
+                '-' if conv is None else ('yes' if conv <= 3 else 'NO')))
+    bn = _worst(results['batchnorm'], 'cudnn_ms')
+    out.append(('BatchNorm fwd+bwd within 1.5x of cuDNN, every shape',
+                '-' if bn is None else 'worst %.2fx' % bn,
+                '-' if bn is None else ('yes' if bn <= 1.5 else 'NO')))
+    n = results['nms']
+    tv = n.get('torchvision_ms')
+    out.append(('NMS on %d boxes no slower than torchvision' % n['boxes'],
+                '-' if tv is None else 'kernel %.2f ms, contrib.nms %.2f ms vs %.2f ms'
+                % (n['kernel_ms'], n['contrib_nms_ms'], tv),
+                '-' if tv is None else ('yes' if n['contrib_nms_ms'] <= tv else
+                                        'kernel only' if n['kernel_ms'] <= tv else 'NO')))
+    a = results['allreduce']
+    out.append(('ring all-reduce over %d logical devices >= 50%% of copy bandwidth'
+                % a['devices'], '%.2f of copy' % a['ring_vs_copy'],
+                'yes' if a['ring_vs_copy'] >= 0.5 else 'NO'))
+    return out
+
+
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--out', default=os.path.join(os.path.dirname(__file__), 'results_gpu'))
     ap.add_argument('--repeat', type=int, default=20)
     ap.add_argument('--batch', type=int, default=32)
     ap.add_argument('--quick', action='store_true', help='batch 4, 3 repeats (smoke test)')
-    args = ap.parse_args()
+    ap.add_argument('--smoke', action='store_true',
+                    help='tiny sizes, 1 repeat: checks the script end to end (CI runs it on '
+                         'the strict CuPy stand-in); the figures mean nothing')
+    args = ap.parse_args(argv)
+    shrink, boxes, mbytes = 1, 10000, 64
     if args.quick:
         args.batch, args.repeat = 4, 3
+    if args.smoke:
+        args.batch, args.repeat, shrink, boxes, mbytes = 2, 1, 16, 300, 1
     if not cuda.available():
         sys.exit('bench_gpu.py needs CuPy and a CUDA GPU')
     cp = cuda.import_cupy()
@@ -277,16 +327,17 @@ def main():
         'cupy': cp.__version__, 'torch': getattr(torch, '__version__', None),
         'batch': args.batch, 'repeat': args.repeat,
     }
-    results['conv'] = bench_conv(cp, torch, args.repeat, args.batch)
-    results['batchnorm'] = bench_batchnorm(cp, torch, args.repeat)
-    results['nms'] = bench_nms(cp, torch, args.repeat)
-    results['allreduce'] = bench_allreduce(cp, args.repeat)
+    results['conv'] = bench_conv(cp, torch, args.repeat, args.batch, shrink)
+    results['batchnorm'] = bench_batchnorm(cp, torch, args.repeat, shrink)
+    results['nms'] = bench_nms(cp, torch, args.repeat, boxes)
+    results['allreduce'] = bench_allreduce(cp, args.repeat, mbytes)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, 'results.json'), 'w') as f:
         json.dump(results, f, indent=1)
     with open(os.path.join(args.out, 'results.md'), 'w') as f:
         f.write(markdown(results))
     print(markdown(results))
+    return results
 
 
 if __name__ == '__main__':

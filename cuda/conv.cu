@@ -4,8 +4,10 @@
  * Layouts (all C-contiguous):
  *   x     (N, C_total, H, W); the kernels touch channels [c0, c0 + C) only,
  *         so grouped convolution calls them once per group with c0 = g * C.
- *   cols  (N, C * KH * KW, OH * OW); row k = (c * KH + kh) * KW + kw matches
- *         weight.reshape(F, C * KH * KW), so conv = weight2d @ cols (batched).
+ *   cols  (N, C * KH * KW, OH * OW) when KNL == 0, or (C * KH * KW, N, OH * OW)
+ *         when KNL == 1 (one GEMM for the whole batch, no transposing copy); row
+ *         k = (c * KH + kh) * KW + kw matches weight.reshape(F, C * KH * KW), so
+ *         conv = weight2d @ cols.
  * A 1-D convolution is the 2-D one with H = KH = 1.
  *
  * col2im runs one thread per input pixel, which sums every column entry that
@@ -17,7 +19,7 @@ template <typename T>
 __device__ void im2col_impl(const T *__restrict__ x, T *__restrict__ cols,
                             int N, int C_total, int c0, int C, int H, int W,
                             int KH, int KW, int SH, int SW, int PH, int PW,
-                            int DH, int DW, int OH, int OW) {
+                            int DH, int DW, int OH, int OW, int KNL) {
     const long long L = (long long)OH * OW;
     const long long K = (long long)C * KH * KW;
     const long long total = (long long)N * K * L;
@@ -26,8 +28,8 @@ __device__ void im2col_impl(const T *__restrict__ x, T *__restrict__ cols,
          i += step) {
         const long long l = i % L;
         const long long r = i / L;
-        const int k = (int)(r % K);
-        const long long n = r / K;
+        const int k = (int)(KNL ? r / N : r % K);
+        const long long n = KNL ? r % N : r / K;
         const int ow = (int)(l % OW), oh = (int)(l / OW);
         const int kw = k % KW, kh = (k / KW) % KH, c = k / (KW * KH);
         const int h = oh * SH - PH + kh * DH;
@@ -43,7 +45,7 @@ template <typename T>
 __device__ void col2im_impl(const T *__restrict__ cols, T *__restrict__ x,
                             int N, int C_total, int c0, int C, int H, int W,
                             int KH, int KW, int SH, int SW, int PH, int PW,
-                            int DH, int DW, int OH, int OW) {
+                            int DH, int DW, int OH, int OW, int KNL) {
     const long long L = (long long)OH * OW;
     const long long K = (long long)C * KH * KW;
     const long long total = (long long)N * C * H * W;
@@ -67,7 +69,8 @@ __device__ void col2im_impl(const T *__restrict__ cols, T *__restrict__ x,
                 const int ow = wp / SW;
                 if (ow >= OW) continue;
                 const long long k = ((long long)c * KH + kh) * KW + kw;
-                acc += cols[(n * K + k) * L + (long long)oh * OW + ow];
+                const long long row = KNL ? k * N + n : n * K + k;
+                acc += cols[row * L + (long long)oh * OW + ow];
             }
         }
         x[((n * C_total + c0 + c) * H + h) * (long long)W + w] = acc;
@@ -76,8 +79,8 @@ __device__ void col2im_impl(const T *__restrict__ cols, T *__restrict__ x,
 
 #define SG_CONV_ARGS                                                              \
     int N, int C_total, int c0, int C, int H, int W, int KH, int KW, int SH, int SW, \
-        int PH, int PW, int DH, int DW, int OH, int OW
-#define SG_CONV_PASS N, C_total, c0, C, H, W, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW
+        int PH, int PW, int DH, int DW, int OH, int OW, int KNL
+#define SG_CONV_PASS N, C_total, c0, C, H, W, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW, KNL
 
 extern "C" __global__ void im2col_f32(const float *__restrict__ x, float *__restrict__ cols,
                                       SG_CONV_ARGS) {

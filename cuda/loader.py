@@ -220,7 +220,11 @@ def conv_output_shape(x_shape, kernel, stride=None, pad=None, dilate=None):
     return out[1:] if len(kernel) == 1 else out
 
 
-def _conv_args(x_shape, channels, c0, kernel, stride, pad, dilate):
+#: Column layouts of im2col/col2im: batch-major (N, C*K, P) or channel-major (C*K, N, P).
+LAYOUTS = ('nkl', 'knl')
+
+
+def _conv_args(x_shape, channels, c0, kernel, stride, pad, dilate, layout='nkl'):
     (n, c_total), (h, w), (kh, kw), (sh, sw), (ph, pw), (dh, dw), (oh, ow) = \
         _conv_geometry(x_shape, kernel, stride, pad, dilate)
     if channels is None:
@@ -228,11 +232,16 @@ def _conv_args(x_shape, channels, c0, kernel, stride, pad, dilate):
     if c0 < 0 or channels < 0 or c0 + channels > c_total:
         raise ValueError('channels [%d, %d) outside the data\'s %d channels'
                          % (c0, c0 + channels, c_total))
-    ints = (n, c_total, c0, channels, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow)
-    return tuple(_i32(v) for v in ints), (n, channels * kh * kw, oh * ow)
+    if layout not in LAYOUTS:
+        raise ValueError('layout must be one of %s, got %r' % (LAYOUTS, layout))
+    knl = layout == 'knl'
+    ints = (n, c_total, c0, channels, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, knl)
+    k = channels * kh * kw
+    return tuple(_i32(v) for v in ints), ((k, n, oh * ow) if knl else (n, k, oh * ow))
 
 
-def im2col(x, kernel, stride=None, pad=None, dilate=None, c0=0, channels=None, backend=None):
+def im2col(x, kernel, stride=None, pad=None, dilate=None, c0=0, channels=None, layout='nkl',
+           backend=None):
     """Unfold convolution patches into columns.
 
     Parameters
@@ -244,20 +253,24 @@ def im2col(x, kernel, stride=None, pad=None, dilate=None, c0=0, channels=None, b
     c0, channels : int
         Unfold channels ``[c0, c0 + channels)`` only (one group of a grouped
         convolution); by default all of them.
+    layout : {'nkl', 'knl'}
+        ``'nkl'``: columns of shape (N, K, P); ``'knl'``: (K, N, P), so that
+        ``cols.reshape(K, N * P)`` is one GEMM operand for the whole batch.
     backend : object, optional
         See the module docstring; default CuPy.
 
     Returns
     -------
-    array, shape (N, channels * prod(kernel), prod(output spatial shape))
-        Row ``(c * KH + kh) * KW + kw`` holds tap (kh, kw) of channel c, so a
+    array, shape (N, K, P) or (K, N, P)
+        K = channels * prod(kernel), P = prod(output spatial shape).  Row
+        ``(c * KH + kh) * KW + kw`` holds tap (kh, kw) of channel c, so a
         convolution is ``weight.reshape(F, -1) @ cols``.
     """
     be = _backend(backend)
     xp = be.xp
     x = xp.ascontiguousarray(x)
     name = 'im2col_' + _suffix(x.dtype)
-    ints, shape = _conv_args(x.shape, channels, c0, kernel, stride, pad, dilate)
+    ints, shape = _conv_args(x.shape, channels, c0, kernel, stride, pad, dilate, layout)
     cols = xp.empty(shape, dtype=x.dtype)
     if cols.size:
         be.launch('conv.cu', name, _grid(cols.size), (BLOCK, 1, 1), (x, cols) + ints)
@@ -265,13 +278,14 @@ def im2col(x, kernel, stride=None, pad=None, dilate=None, c0=0, channels=None, b
 
 
 def col2im(cols, x_shape, kernel, stride=None, pad=None, dilate=None, c0=0, out=None,
-           backend=None):
+           layout='nkl', backend=None):
     """Fold columns back onto data: the adjoint of :func:`im2col`.
 
     Each data element receives the sum of the column entries that read it
     (summed in a fixed order, without atomics).  Channels ``[c0, c0 + C)`` of
-    ``out`` are overwritten, with C = ``cols.shape[1] // prod(kernel)``; the
-    other channels are left as they are (zero when ``out`` is None).
+    ``out`` are overwritten, with C = K // prod(kernel) (K is the columns'
+    axis 1 in the ``'nkl'`` layout, axis 0 in ``'knl'``); the other channels
+    are left as they are (zero when ``out`` is None).
 
     Returns
     -------
@@ -282,9 +296,10 @@ def col2im(cols, x_shape, kernel, stride=None, pad=None, dilate=None, c0=0, out=
     cols = xp.ascontiguousarray(cols)
     name = 'col2im_' + _suffix(cols.dtype)
     taps = math.prod(int(k) for k in kernel)
-    ints, shape = _conv_args(tuple(x_shape), cols.shape[1] // taps, c0, kernel, stride, pad,
-                             dilate)
-    if tuple(cols.shape) != shape or cols.shape[1] % taps:
+    rows = cols.shape[0 if layout == 'knl' else 1] if cols.ndim == 3 else 0
+    ints, shape = _conv_args(tuple(x_shape), rows // taps, c0, kernel, stride, pad,
+                             dilate, layout)
+    if tuple(cols.shape) != shape or rows % taps:
         raise ValueError('columns of shape %r do not match data %r (expected %r)'
                          % (tuple(cols.shape), tuple(x_shape), shape))
     if out is None:

@@ -113,17 +113,17 @@ def _use_kernels(xp, dtype, kernel, pad):
 def _gpu_im2col(xp, x, kernel, stride, pad, dilate):
     """The kernel's (N, C*K, P) columns in this module's (C*K, N*P) layout."""
     from symgraph.cuda import loader
-    cols = loader.im2col(x, kernel, stride, pad, dilate)
-    n, ck, p = cols.shape
-    return xp.ascontiguousarray(xp.swapaxes(cols, 0, 1)).reshape(ck, n * p)
+    cols = loader.im2col(x, kernel, stride, pad, dilate, layout='knl')
+    ck, n, p = cols.shape
+    return cols.reshape(ck, n * p)
 
 
 def _gpu_col2im(xp, cols, shape, kernel, stride, pad, dilate):
     """Columns in (C*K, N*P) layout folded by the kernel onto (N, C, *S)."""
     from symgraph.cuda import loader
     ck, n = cols.shape[0], shape[0]
-    cols = xp.ascontiguousarray(xp.swapaxes(cols.reshape(ck, n, -1), 0, 1))
-    return loader.col2im(cols, tuple(shape), kernel, stride, pad, dilate)
+    return loader.col2im(cols.reshape(ck, n, -1), tuple(shape), kernel, stride, pad, dilate,
+                         layout='knl')
 
 
 def _wide_grid(xp, shape, kernel, stride, before, after, dilate, out):

@@ -742,6 +742,8 @@ def _build():
     runtime.getDevice = _current
     runtime.deviceSynchronize = lambda: None
     runtime.CUDARuntimeError = CUDARuntimeError
+    runtime.getDeviceProperties = lambda device: {'name': b'strict CuPy stand-in (CPU)',
+                                                  'totalGlobalMem': 1 << 30}
     cuda_mod = types.ModuleType('cupy.cuda')
     for name, value in (('Device', Device), ('Stream', Stream), ('Event', Event),
                         ('MemoryPointer', MemoryPointer), ('runtime', runtime),

@@ -133,32 +133,47 @@ CONV_CASES = [
 ]
 
 
+def _to_layout(cols, layout):
+    """(N, K, P) columns in ``layout``."""
+    return np.ascontiguousarray(cols.transpose(1, 0, 2)) if layout == 'knl' else cols
+
+
+@pytest.mark.parametrize('layout', loader.LAYOUTS)
 @pytest.mark.parametrize('dtype', [np.float32, np.float64])
 @pytest.mark.parametrize('case', CONV_CASES, ids=str)
-def test_im2col(kernels, case, dtype):
+def test_im2col(kernels, case, dtype, layout):
     shape, kernel, stride, pad, dilate = case
     x = np.random.default_rng(1).standard_normal(shape).astype(dtype)
-    cols = kernels(loader.im2col, x, kernel, stride, pad, dilate)
+    cols = kernels(loader.im2col, x, kernel, stride, pad, dilate, layout=layout)
     ref = _naive_im2col(x, kernel, stride, pad, dilate)
     assert cols.dtype == dtype
-    np.testing.assert_array_equal(cols, ref)
+    np.testing.assert_array_equal(cols, _to_layout(ref, layout))
     oh, ow = loader.conv_output_shape(shape, kernel, stride, pad, dilate)
-    assert cols.shape == (shape[0], shape[1] * kernel[0] * kernel[1], oh * ow)
+    k = shape[1] * kernel[0] * kernel[1]
+    assert cols.shape == ((k, shape[0]) if layout == 'knl' else (shape[0], k)) + (oh * ow,)
 
 
+@pytest.mark.parametrize('layout', loader.LAYOUTS)
 @pytest.mark.parametrize('case', CONV_CASES, ids=str)
-def test_col2im(kernels, case):
+def test_col2im(kernels, case, layout):
     shape, kernel, stride, pad, dilate = case
     rng = np.random.default_rng(2)
     cols = _naive_im2col(np.zeros(shape), kernel, stride, pad, dilate)
     cols = rng.standard_normal(cols.shape)
-    got = kernels(loader.col2im, cols, shape, kernel, stride, pad, dilate)
+    got = kernels(loader.col2im, _to_layout(cols, layout), shape, kernel, stride, pad, dilate,
+                  layout=layout)
     np.testing.assert_allclose(got, _naive_col2im(cols, shape, kernel, stride, pad, dilate),
                                rtol=1e-13, atol=1e-13)
     # col2im is the adjoint of im2col: <im2col(x), cols> == <x, col2im(cols)>
     x = rng.standard_normal(shape)
-    lhs = np.vdot(kernels(loader.im2col, x, kernel, stride, pad, dilate), cols)
+    lhs = np.vdot(kernels(loader.im2col, x, kernel, stride, pad, dilate, layout=layout),
+                  _to_layout(cols, layout))
     np.testing.assert_allclose(lhs, np.vdot(x, got), rtol=1e-12)
+
+
+def test_layout_is_checked(emu):
+    with pytest.raises(ValueError, match='layout'):
+        loader.im2col(np.zeros((1, 1, 3, 3)), (2, 2), layout='nlk', backend=emu)
 
 
 def test_col2im_float32(kernels):

@@ -7,7 +7,8 @@
  *       c, merges the block's states in shared memory (Chan et al.) and writes
  *       (count, mean, M2) to partial[c, p, :].
  *   bn_stats_final_*    grid C: merges the P partials; mean[c], var[c] (the
- *       biased variance, as MXNet uses for both output and moving_var).
+ *       biased variance, as MXNet uses for both output and moving_var) and
+ *       inv_std[c] = 1 / sqrt(var[c] + eps), which forward and backward take.
  * Welford plus pairwise merging keeps float32 accurate when the mean is large
  * against the spread (no E[x^2] - E[x]^2 cancellation).
  *
@@ -17,7 +18,44 @@
  *                          (0 under fix_gamma) and both sums to `sums`;
  *   bn_backward_dx_*       dx, for batch statistics or use_global_stats.
  * Accumulation is in float for float32 data and double for float64.
+ *
+ * Channel and position of a flat index advance by additions (one division per
+ * thread up front): 64-bit division per element would cost more than the
+ * memory traffic these kernels are bound by.
  */
+
+/* (b, s) of flat index i = b * S + s, advanced by a fixed step without division. */
+struct RowWalk {
+    long long b, s, db, ds, S;
+    __device__ RowWalk(long long start, long long step, long long S_) : S(S_) {
+        b = start / S; s = start - b * S;
+        db = step / S; ds = step - db * S;
+    }
+    __device__ __forceinline__ void next() {
+        s += ds; b += db;
+        if (s >= S) { s -= S; ++b; }
+    }
+};
+
+/* Channel c and position s of flat index i of an (N, C, S) array, advanced by a step. */
+struct ChannelWalk {
+    long long s, ds, S;
+    int c, dc, C;
+    __device__ ChannelWalk(long long start, long long step, int C_, long long S_)
+        : S(S_), C(C_) {
+        const long long q = start / S;
+        s = start - q * S;
+        c = (int)(q % C);
+        const long long dq = step / S;
+        ds = step - dq * S;
+        dc = (int)(dq % C);
+    }
+    __device__ __forceinline__ void next() {
+        s += ds; c += dc;
+        if (s >= S) { s -= S; ++c; }
+        if (c >= C) c -= C;
+    }
+};
 
 template <typename A>
 __device__ __forceinline__ void welford_merge(A &n, A &mean, A &m2, A nb, A meanb, A m2b) {
@@ -65,11 +103,12 @@ __device__ void stats_partial(const T *__restrict__ x, A *__restrict__ partial,
     __shared__ A sm2[SG_REDUCE_THREADS];
     const int c = blockIdx.x, p = blockIdx.y, P = gridDim.y, tid = threadIdx.x;
     const long long M = (long long)N * S;
+    const long long start = (long long)p * SG_REDUCE_THREADS + tid;
+    const long long step = (long long)P * SG_REDUCE_THREADS;
     A n = 0, mean = 0, m2 = 0;
-    for (long long i = (long long)p * SG_REDUCE_THREADS + tid; i < M;
-         i += (long long)P * SG_REDUCE_THREADS) {
-        const long long b = i / S;
-        const A v = (A)x[(b * C + c) * S + (i - b * S)];
+    RowWalk at(start, step, S);
+    for (long long i = start; i < M; i += step, at.next()) {
+        const A v = (A)x[(at.b * C + c) * S + at.s];
         n += (A)1;
         const A d = v - mean;
         mean += d / n;
@@ -88,8 +127,8 @@ __device__ void stats_partial(const T *__restrict__ x, A *__restrict__ partial,
 }
 
 template <typename T, typename A>
-__device__ void stats_final(const A *__restrict__ partial, int P, T *__restrict__ mean_out,
-                            T *__restrict__ var_out) {
+__device__ void stats_final(const A *__restrict__ partial, int P, A eps, T *__restrict__ mean_out,
+                            T *__restrict__ var_out, T *__restrict__ inv_std_out) {
     __shared__ A sn[SG_REDUCE_THREADS];
     __shared__ A smean[SG_REDUCE_THREADS];
     __shared__ A sm2[SG_REDUCE_THREADS];
@@ -105,24 +144,25 @@ __device__ void stats_final(const A *__restrict__ partial, int P, T *__restrict_
     block_welford(sn, smean, sm2);
     if (tid == 0) {
         /* an empty batch gives 0 and 0 rather than NaN */
+        const A var = sn[0] > (A)0 ? sm2[0] / sn[0] : (A)0;
         mean_out[c] = (T)smean[0];
-        var_out[c] = sn[0] > (A)0 ? (T)(sm2[0] / sn[0]) : (T)0;
+        var_out[c] = (T)var;
+        inv_std_out[c] = (T)((A)1 / sqrt(var + eps));
     }
 }
 
 template <typename T, typename A>
 __device__ void forward(const T *__restrict__ x, T *__restrict__ y, const T *__restrict__ mean,
-                        const T *__restrict__ var, const T *__restrict__ gamma,
-                        const T *__restrict__ beta, A eps, int fix_gamma, int N, int C,
-                        long long S) {
+                        const T *__restrict__ inv_std, const T *__restrict__ gamma,
+                        const T *__restrict__ beta, int fix_gamma, int N, int C, long long S) {
     const long long total = (long long)N * C * S;
     const long long step = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-         i += step) {
-        const int c = (int)((i / S) % C);
+    const long long start = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    ChannelWalk at(start, step, C, S);
+    for (long long i = start; i < total; i += step, at.next()) {
+        const int c = at.c;
         const A g = fix_gamma ? (A)1 : (A)gamma[c];
-        const A inv_std = (A)1 / sqrt((A)var[c] + eps);
-        y[i] = (T)(((A)x[i] - (A)mean[c]) * inv_std * g + (A)beta[c]);
+        y[i] = (T)(((A)x[i] - (A)mean[c]) * ((A)inv_std[c] * g) + (A)beta[c]);
     }
 }
 
@@ -138,23 +178,24 @@ __device__ void update_moving(T *__restrict__ moving_mean, T *__restrict__ movin
 
 template <typename T, typename A>
 __device__ void backward_partial(const T *__restrict__ dy, const T *__restrict__ x,
-                                 const T *__restrict__ mean, const T *__restrict__ var, A eps,
+                                 const T *__restrict__ mean, const T *__restrict__ inv_std,
                                  A *__restrict__ partial, int N, int C, long long S) {
     __shared__ A s_dy[SG_REDUCE_THREADS];
     __shared__ A s_dyx[SG_REDUCE_THREADS];
     const int c = blockIdx.x, p = blockIdx.y, P = gridDim.y, tid = threadIdx.x;
     const long long M = (long long)N * S;
+    const long long start = (long long)p * SG_REDUCE_THREADS + tid;
+    const long long step = (long long)P * SG_REDUCE_THREADS;
     const A mu = (A)mean[c];
-    const A inv_std = (A)1 / sqrt((A)var[c] + eps);
     A sum_dy = 0, sum_dyx = 0;
-    for (long long i = (long long)p * SG_REDUCE_THREADS + tid; i < M;
-         i += (long long)P * SG_REDUCE_THREADS) {
-        const long long b = i / S;
-        const long long at = (b * C + c) * S + (i - b * S);
+    RowWalk walk(start, step, S);
+    for (long long i = start; i < M; i += step, walk.next()) {
+        const long long at = (walk.b * C + c) * S + walk.s;
         const A g = (A)dy[at];
         sum_dy += g;
-        sum_dyx += g * ((A)x[at] - mu) * inv_std;
+        sum_dyx += g * ((A)x[at] - mu);
     }
+    sum_dyx *= (A)inv_std[c];
     s_dy[tid] = sum_dy;
     s_dyx[tid] = sum_dyx;
     block_sum2(s_dy, s_dyx);
@@ -190,18 +231,19 @@ __device__ void backward_final(const A *__restrict__ partial, int P, int fix_gam
 
 template <typename T, typename A>
 __device__ void backward_dx(const T *__restrict__ dy, const T *__restrict__ x,
-                            const T *__restrict__ mean, const T *__restrict__ var,
-                            const T *__restrict__ gamma, const A *__restrict__ sums, A eps,
+                            const T *__restrict__ mean, const T *__restrict__ inv_std_in,
+                            const T *__restrict__ gamma, const A *__restrict__ sums,
                             int fix_gamma, int use_global_stats, T *__restrict__ dx, int N,
                             int C, long long S) {
     const long long total = (long long)N * C * S;
     const long long step = (long long)blockDim.x * gridDim.x;
+    const long long start = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const A inv_m = (A)1 / (A)((long long)N * S);
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-         i += step) {
-        const int c = (int)((i / S) % C);
+    ChannelWalk walk(start, step, C, S);
+    for (long long i = start; i < total; i += step, walk.next()) {
+        const int c = walk.c;
         const A g = fix_gamma ? (A)1 : (A)gamma[c];
-        const A inv_std = (A)1 / sqrt((A)var[c] + eps);
+        const A inv_std = (A)inv_std_in[c];
         A d = (A)dy[i];
         if (!use_global_stats) {
             /* the batch statistics depend on x: subtract their share */
@@ -214,77 +256,45 @@ __device__ void backward_dx(const T *__restrict__ dy, const T *__restrict__ x,
 
 /* ---- extern "C" entry points, one per dtype ------------------------------ */
 
-extern "C" __global__ void bn_stats_partial_f32(const float *x, float *partial, int N, int C,
-                                                long long S) {
-    stats_partial<float, float>(x, partial, N, C, S);
-}
-extern "C" __global__ void bn_stats_partial_f64(const double *x, double *partial, int N, int C,
-                                                long long S) {
-    stats_partial<double, double>(x, partial, N, C, S);
-}
-extern "C" __global__ void bn_stats_final_f32(const float *partial, int P, float *mean,
-                                              float *var) {
-    stats_final<float, float>(partial, P, mean, var);
-}
-extern "C" __global__ void bn_stats_final_f64(const double *partial, int P, double *mean,
-                                              double *var) {
-    stats_final<double, double>(partial, P, mean, var);
-}
-extern "C" __global__ void bn_forward_f32(const float *x, float *y, const float *mean,
-                                          const float *var, const float *gamma,
-                                          const float *beta, float eps, int fix_gamma, int N,
-                                          int C, long long S) {
-    forward<float, float>(x, y, mean, var, gamma, beta, eps, fix_gamma, N, C, S);
-}
-extern "C" __global__ void bn_forward_f64(const double *x, double *y, const double *mean,
-                                          const double *var, const double *gamma,
-                                          const double *beta, double eps, int fix_gamma, int N,
-                                          int C, long long S) {
-    forward<double, double>(x, y, mean, var, gamma, beta, eps, fix_gamma, N, C, S);
-}
-extern "C" __global__ void bn_update_moving_f32(float *moving_mean, float *moving_var,
-                                                const float *mean, const float *var,
-                                                float momentum, int C) {
-    update_moving<float, float>(moving_mean, moving_var, mean, var, momentum, C);
-}
-extern "C" __global__ void bn_update_moving_f64(double *moving_mean, double *moving_var,
-                                                const double *mean, const double *var,
-                                                double momentum, int C) {
-    update_moving<double, double>(moving_mean, moving_var, mean, var, momentum, C);
-}
-extern "C" __global__ void bn_backward_partial_f32(const float *dy, const float *x,
-                                                   const float *mean, const float *var,
-                                                   float eps, float *partial, int N, int C,
-                                                   long long S) {
-    backward_partial<float, float>(dy, x, mean, var, eps, partial, N, C, S);
-}
-extern "C" __global__ void bn_backward_partial_f64(const double *dy, const double *x,
-                                                   const double *mean, const double *var,
-                                                   double eps, double *partial, int N, int C,
-                                                   long long S) {
-    backward_partial<double, double>(dy, x, mean, var, eps, partial, N, C, S);
-}
-extern "C" __global__ void bn_backward_final_f32(const float *partial, int P, int fix_gamma,
-                                                 float *sums, float *dgamma, float *dbeta) {
-    backward_final<float, float>(partial, P, fix_gamma, sums, dgamma, dbeta);
-}
-extern "C" __global__ void bn_backward_final_f64(const double *partial, int P, int fix_gamma,
-                                                 double *sums, double *dgamma, double *dbeta) {
-    backward_final<double, double>(partial, P, fix_gamma, sums, dgamma, dbeta);
-}
-extern "C" __global__ void bn_backward_dx_f32(const float *dy, const float *x, const float *mean,
-                                              const float *var, const float *gamma,
-                                              const float *sums, float eps, int fix_gamma,
-                                              int use_global_stats, float *dx, int N, int C,
-                                              long long S) {
-    backward_dx<float, float>(dy, x, mean, var, gamma, sums, eps, fix_gamma, use_global_stats,
-                              dx, N, C, S);
-}
-extern "C" __global__ void bn_backward_dx_f64(const double *dy, const double *x,
-                                              const double *mean, const double *var,
-                                              const double *gamma, const double *sums,
-                                              double eps, int fix_gamma, int use_global_stats,
-                                              double *dx, int N, int C, long long S) {
-    backward_dx<double, double>(dy, x, mean, var, gamma, sums, eps, fix_gamma,
-                                use_global_stats, dx, N, C, S);
-}
+#define SG_BN_ENTRIES(T, SUF)                                                              \
+    extern "C" __global__ void bn_stats_partial_##SUF(const T *x, T *partial, int N, int C,  \
+                                                       long long S) {                       \
+        stats_partial<T, T>(x, partial, N, C, S);                                           \
+    }                                                                                       \
+    extern "C" __global__ void bn_stats_final_##SUF(const T *partial, int P, T eps, T *mean, \
+                                                     T *var, T *inv_std) {                  \
+        stats_final<T, T>(partial, P, eps, mean, var, inv_std);                             \
+    }                                                                                       \
+    extern "C" __global__ void bn_forward_##SUF(const T *x, T *y, const T *mean,             \
+                                                 const T *inv_std, const T *gamma,           \
+                                                 const T *beta, int fix_gamma, int N, int C, \
+                                                 long long S) {                              \
+        forward<T, T>(x, y, mean, inv_std, gamma, beta, fix_gamma, N, C, S);                \
+    }                                                                                       \
+    extern "C" __global__ void bn_update_moving_##SUF(T *moving_mean, T *moving_var,         \
+                                                       const T *mean, const T *var,          \
+                                                       T momentum, int C) {                  \
+        update_moving<T, T>(moving_mean, moving_var, mean, var, momentum, C);               \
+    }                                                                                       \
+    extern "C" __global__ void bn_backward_partial_##SUF(const T *dy, const T *x,            \
+                                                          const T *mean, const T *inv_std,   \
+                                                          T *partial, int N, int C,          \
+                                                          long long S) {                     \
+        backward_partial<T, T>(dy, x, mean, inv_std, partial, N, C, S);                     \
+    }                                                                                       \
+    extern "C" __global__ void bn_backward_final_##SUF(const T *partial, int P,              \
+                                                        int fix_gamma, T *sums, T *dgamma,   \
+                                                        T *dbeta) {                          \
+        backward_final<T, T>(partial, P, fix_gamma, sums, dgamma, dbeta);                   \
+    }                                                                                       \
+    extern "C" __global__ void bn_backward_dx_##SUF(const T *dy, const T *x, const T *mean,  \
+                                                     const T *inv_std, const T *gamma,       \
+                                                     const T *sums, int fix_gamma,           \
+                                                     int use_global_stats, T *dx, int N,     \
+                                                     int C, long long S) {                   \
+        backward_dx<T, T>(dy, x, mean, inv_std, gamma, sums, fix_gamma, use_global_stats,   \
+                          dx, N, C, S);                                                      \
+    }
+
+SG_BN_ENTRIES(float, f32)
+SG_BN_ENTRIES(double, f64)

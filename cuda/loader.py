@@ -336,45 +336,46 @@ def _scalar(dtype, value):
     return numpy.dtype(dtype).type(value)
 
 
-def batchnorm_stats(x, backend=None):
-    """Per-channel mean and biased variance of ``x`` of shape (N, C, S).
+def batchnorm_stats(x, eps=0.0, backend=None):
+    """Per-channel mean, biased variance and ``1 / sqrt(var + eps)`` of ``x`` (N, C, S).
 
     Welford per thread, merged pairwise: stable when the mean is large against
     the spread.  An empty batch gives mean 0 and variance 0.
 
     Returns
     -------
-    (mean, var) : arrays of shape (C,) and the dtype of ``x``
+    (mean, var, inv_std) : arrays of shape (C,) and the dtype of ``x``
     """
     be = _backend(backend)
     xp = be.xp
     x = xp.ascontiguousarray(x)
     suffix = _suffix(x.dtype)
     n, c, s = _check3d(x)
-    mean = xp.empty((int(c),), dtype=x.dtype)
-    var = xp.empty((int(c),), dtype=x.dtype)
+    mean, var, inv_std = (xp.empty((int(c),), dtype=x.dtype) for _ in range(3))
     if c == 0:
-        return mean, var
+        return mean, var, inv_std
     parts = _parts(int(n) * int(s))
     partial = xp.empty((int(c), parts, 3), dtype=x.dtype)
     block = (REDUCE_THREADS, 1, 1)
     be.launch('batchnorm.cu', 'bn_stats_partial_' + suffix, (int(c), parts, 1), block,
               (x, partial, n, c, s))
     be.launch('batchnorm.cu', 'bn_stats_final_' + suffix, (int(c), 1, 1), block,
-              (partial, _i32(parts), mean, var))
-    return mean, var
+              (partial, _i32(parts), _scalar(x.dtype, eps), mean, var, inv_std))
+    return mean, var, inv_std
 
 
-def batchnorm_forward(x, mean, var, gamma, beta, eps, fix_gamma, out=None, backend=None):
-    """``(x - mean) / sqrt(var + eps) * gamma + beta`` per channel, fused.
+def batchnorm_forward(x, mean, inv_std, gamma, beta, fix_gamma, out=None, backend=None):
+    """``(x - mean) * inv_std * gamma + beta`` per channel, fused.
 
-    ``x`` has shape (N, C, S); the statistics and parameters shape (C,).  With
-    ``fix_gamma`` gamma acts as 1 whatever it holds (MXNet).
+    ``x`` has shape (N, C, S); the statistics and parameters shape (C,);
+    ``inv_std`` is ``1 / sqrt(var + eps)`` (:func:`batchnorm_stats` gives it).
+    With ``fix_gamma`` gamma acts as 1 whatever it holds (MXNet).
     """
     be = _backend(backend)
     xp = be.xp
-    x, mean, var, gamma, beta = (xp.ascontiguousarray(a) for a in (x, mean, var, gamma, beta))
-    dtype = _same_dtype(x, mean, var, gamma, beta)
+    x, mean, inv_std, gamma, beta = (xp.ascontiguousarray(a)
+                                     for a in (x, mean, inv_std, gamma, beta))
+    dtype = _same_dtype(x, mean, inv_std, gamma, beta)
     suffix = _suffix(dtype)
     n, c, s = _check3d(x)
     if out is None:
@@ -384,8 +385,7 @@ def batchnorm_forward(x, mean, var, gamma, beta, eps, fix_gamma, out=None, backe
                          % (dtype, tuple(x.shape)))
     if x.size:
         be.launch('batchnorm.cu', 'bn_forward_' + suffix, _grid(x.size), (BLOCK, 1, 1),
-                  (x, out, mean, var, gamma, beta, _scalar(dtype, eps),
-                   numpy.int32(bool(fix_gamma)), n, c, s))
+                  (x, out, mean, inv_std, gamma, beta, numpy.int32(bool(fix_gamma)), n, c, s))
     return out
 
 
@@ -409,13 +409,13 @@ def batchnorm_update_moving(moving_mean, moving_var, mean, var, momentum, backen
     return moving_mean, moving_var
 
 
-def batchnorm_backward(dy, x, mean, var, gamma, eps, fix_gamma, use_global_stats=False,
+def batchnorm_backward(dy, x, mean, inv_std, gamma, fix_gamma, use_global_stats=False,
                        backend=None):
     """Gradients of :func:`batchnorm_forward`.
 
-    ``mean`` and ``var`` are the statistics the forward pass used: the batch's
-    (then the gradient flows through them too) or, with
-    ``use_global_stats``, the moving ones (treated as constants).
+    ``mean`` and ``inv_std`` are what the forward pass used: the batch's (then
+    the gradient flows through them too) or, with ``use_global_stats``, those
+    of the moving statistics (treated as constants).
 
     Returns
     -------
@@ -424,8 +424,9 @@ def batchnorm_backward(dy, x, mean, var, gamma, eps, fix_gamma, use_global_stats
     """
     be = _backend(backend)
     xp = be.xp
-    dy, x, mean, var, gamma = (xp.ascontiguousarray(a) for a in (dy, x, mean, var, gamma))
-    dtype = _same_dtype(dy, x, mean, var, gamma)
+    dy, x, mean, inv_std, gamma = (xp.ascontiguousarray(a) for a in (dy, x, mean, inv_std,
+                                                                      gamma))
+    dtype = _same_dtype(dy, x, mean, inv_std, gamma)
     suffix = _suffix(dtype)
     if dy.shape != x.shape:
         raise ValueError('dy %r and x %r differ' % (tuple(dy.shape), tuple(x.shape)))
@@ -438,16 +439,15 @@ def batchnorm_backward(dy, x, mean, var, gamma, eps, fix_gamma, use_global_stats
     parts = _parts(int(n) * int(s))
     partial = xp.empty((int(c), parts, 2), dtype=dtype)
     sums = xp.empty((int(c), 2), dtype=dtype)
-    eps = _scalar(dtype, eps)
     fix = numpy.int32(bool(fix_gamma))
     block = (REDUCE_THREADS, 1, 1)
     be.launch('batchnorm.cu', 'bn_backward_partial_' + suffix, (int(c), parts, 1), block,
-              (dy, x, mean, var, eps, partial, n, c, s))
+              (dy, x, mean, inv_std, partial, n, c, s))
     be.launch('batchnorm.cu', 'bn_backward_final_' + suffix, (int(c), 1, 1), block,
               (partial, _i32(parts), fix, sums, dgamma, dbeta))
     if x.size:
         be.launch('batchnorm.cu', 'bn_backward_dx_' + suffix, _grid(x.size), (BLOCK, 1, 1),
-                  (dy, x, mean, var, gamma, sums, eps, fix,
+                  (dy, x, mean, inv_std, gamma, sums, fix,
                    numpy.int32(bool(use_global_stats)), dx, n, c, s))
     return dx, dgamma, dbeta
 

@@ -94,25 +94,22 @@ def _gpu_bn_forward(xp, op, data, gamma, beta, moving_mean, moving_var, is_train
     x3 = data.reshape(n, c, -1)
     eps = _f32(op.eps)
     if is_train and not op.use_global_stats:
-        mean, var = loader.batchnorm_stats(x3)
+        mean, var, inv = loader.batchnorm_stats(x3, eps)
         loader.batchnorm_update_moving(moving_mean, moving_var, mean, var, _f32(op.momentum))
     else:
-        mean, var = moving_mean.copy(), moving_var
-    out = loader.batchnorm_forward(x3, mean, var, gamma, beta, eps, op.fix_gamma)
-    return [out.reshape(data.shape), mean, 1.0 / xp.sqrt(var + eps)]
+        mean, inv = moving_mean.copy(), 1.0 / xp.sqrt(moving_var + eps)
+    out = loader.batchnorm_forward(x3, mean, inv, gamma, beta, op.fix_gamma)
+    return [out.reshape(data.shape), mean, inv]
 
 
 def _gpu_bn_backward(xp, op, dy, data, gamma, mean, inv):
-    """BatchNorm backward with the fused kernels: [dx, dgamma, dbeta].
-
-    The kernels use the variance only as ``var + eps``; forward saved the inverse std, so
-    they get ``1 / inv**2`` with eps 0.
-    """
+    """BatchNorm backward with the fused kernels: [dx, dgamma, dbeta], from the mean and
+    inverse std that forward saved as its outputs."""
     from symgraph.cuda import loader
     n, c = data.shape[:2]
     dx, dgamma, dbeta = loader.batchnorm_backward(
-        dy.reshape(n, c, -1), data.reshape(n, c, -1), mean, 1.0 / (inv * inv), gamma, 0.0,
-        op.fix_gamma, op.use_global_stats)
+        dy.reshape(n, c, -1), data.reshape(n, c, -1), mean, inv, gamma, op.fix_gamma,
+        op.use_global_stats)
     return [dx.reshape(data.shape), dgamma, dbeta]
 
 

@@ -266,26 +266,29 @@ def _bn_backward_ref(dy, x, mean, var, gamma, eps, fix_gamma, use_global_stats):
 
 
 # channels not a multiple of anything; N*S from one element to several blocks
-BN_SHAPES = [(2, 3, 5), (1, 1, 1), (4, 7, 1), (3, 5, 700), (4, 3, 5000), (1, 300, 2)]
+# (2000, 2, 3): a thread's stride over (N, S) spans many rows (division-free walk)
+BN_SHAPES = [(2, 3, 5), (1, 1, 1), (4, 7, 1), (3, 5, 700), (4, 3, 5000), (1, 300, 2),
+             (2000, 2, 3)]
 
 
 @pytest.mark.parametrize('shape', BN_SHAPES, ids=str)
 @pytest.mark.parametrize('dtype', [np.float32, np.float64])
 def test_batchnorm_stats(kernels, shape, dtype):
     x = (np.random.default_rng(7).standard_normal(shape) * 3 + 2).astype(dtype)
-    mean, var = kernels(loader.batchnorm_stats, x)
+    mean, var, inv = kernels(loader.batchnorm_stats, x, 1e-3)
     ref_mean, ref_var, _ = _bn_ref(x, None, np.zeros(shape[1]), 1e-3, True)
     tol = 1e-5 if dtype == np.float32 else 1e-12
-    assert mean.dtype == dtype and var.dtype == dtype
+    assert mean.dtype == var.dtype == inv.dtype == dtype
     np.testing.assert_allclose(mean, ref_mean, rtol=tol, atol=tol)
     np.testing.assert_allclose(var, ref_var, rtol=tol, atol=tol)
+    np.testing.assert_allclose(inv, 1 / np.sqrt(ref_var + 1e-3), rtol=tol, atol=tol)
 
 
 def test_batchnorm_stats_large_mean_float32(kernels):
     """Welford keeps float32 accurate at mean 1e4, std 0.5 over 640k elements/channel."""
     rng = np.random.default_rng(8)
     x = (1e4 + 0.5 * rng.standard_normal((16, 2, 40000))).astype(np.float32)
-    mean, var = kernels(loader.batchnorm_stats, x)
+    mean, var, _ = kernels(loader.batchnorm_stats, x)
     ref_mean, ref_var, _ = _bn_ref(x, None, np.zeros(2), 1e-3, True)
     np.testing.assert_allclose(mean, ref_mean, rtol=1e-6)
     np.testing.assert_allclose(var, ref_var, rtol=1e-3)
@@ -296,24 +299,34 @@ def test_batchnorm_stats_large_mean_float32(kernels):
 
 
 def test_batchnorm_stats_empty(kernels):
-    mean, var = kernels(loader.batchnorm_stats, np.zeros((0, 3, 4), np.float32))
+    mean, var, inv = kernels(loader.batchnorm_stats, np.zeros((0, 3, 4), np.float32), 0.25)
     np.testing.assert_array_equal(mean, 0)
     np.testing.assert_array_equal(var, 0)
-    mean, var = kernels(loader.batchnorm_stats, np.zeros((2, 0, 4), np.float32))
-    assert mean.shape == var.shape == (0,)
+    np.testing.assert_array_equal(inv, 2)
+    mean, var, inv = kernels(loader.batchnorm_stats, np.zeros((2, 0, 4), np.float32))
+    assert mean.shape == var.shape == inv.shape == (0,)
+
+
+@pytest.fixture(params=[None, 1])
+def max_blocks(request, monkeypatch):
+    """The loader's grid cap as it is, or 1 block: every thread then strides over many
+    elements and channels (the kernels' division-free index walk)."""
+    if request.param is not None:
+        monkeypatch.setattr(loader, 'MAX_BLOCKS', request.param)
+    return request.param
 
 
 @pytest.mark.parametrize('fix_gamma', [True, False])
 @pytest.mark.parametrize('dtype', [np.float32, np.float64])
-@pytest.mark.parametrize('shape', [(2, 3, 5), (3, 5, 700)], ids=str)
-def test_batchnorm_forward(kernels, shape, dtype, fix_gamma):
+@pytest.mark.parametrize('shape', [(2, 3, 5), (3, 5, 700), (50, 7, 3)], ids=str)
+def test_batchnorm_forward(kernels, shape, dtype, fix_gamma, max_blocks):
     rng = np.random.default_rng(9)
     x = rng.standard_normal(shape).astype(dtype)
     gamma = rng.uniform(0.5, 2, shape[1]).astype(dtype)
     beta = rng.standard_normal(shape[1]).astype(dtype)
     ref_mean, ref_var, ref_y = _bn_ref(x, gamma, beta, 1e-3, fix_gamma)
-    mean, var = kernels(loader.batchnorm_stats, x)
-    y = kernels(loader.batchnorm_forward, x, mean, var, gamma, beta, 1e-3, fix_gamma)
+    mean, var, inv = kernels(loader.batchnorm_stats, x, 1e-3)
+    y = kernels(loader.batchnorm_forward, x, mean, inv, gamma, beta, fix_gamma)
     tol = 2e-5 if dtype == np.float32 else 1e-12
     assert y.dtype == dtype and y.shape == shape
     np.testing.assert_allclose(y, ref_y, rtol=tol, atol=tol)
@@ -354,8 +367,8 @@ def test_batchnorm_backward_reference_is_the_gradient():
 @pytest.mark.parametrize('use_global_stats', [False, True])
 @pytest.mark.parametrize('fix_gamma', [True, False])
 @pytest.mark.parametrize('dtype', [np.float32, np.float64])
-@pytest.mark.parametrize('shape', [(2, 3, 5), (4, 3, 5000), (1, 1, 1)], ids=str)
-def test_batchnorm_backward(kernels, shape, dtype, fix_gamma, use_global_stats):
+@pytest.mark.parametrize('shape', [(2, 3, 5), (4, 3, 5000), (1, 1, 1), (50, 7, 3)], ids=str)
+def test_batchnorm_backward(kernels, shape, dtype, fix_gamma, use_global_stats, max_blocks):
     rng = np.random.default_rng(12)
     x = (rng.standard_normal(shape) * 2 + 1).astype(dtype)
     dy = rng.standard_normal(shape).astype(dtype)
@@ -366,7 +379,8 @@ def test_batchnorm_backward(kernels, shape, dtype, fix_gamma, use_global_stats):
     else:
         stats = _bn_ref(x, gamma, np.zeros(shape[1]), 1e-3, fix_gamma)
         mean, var = stats[0].astype(dtype), stats[1].astype(dtype)
-    dx, dgamma, dbeta = kernels(loader.batchnorm_backward, dy, x, mean, var, gamma, 1e-3,
+    inv = (1 / np.sqrt(var.astype(np.float64) + 1e-3)).astype(dtype)
+    dx, dgamma, dbeta = kernels(loader.batchnorm_backward, dy, x, mean, inv, gamma,
                                 fix_gamma, use_global_stats)
     ref = _bn_backward_ref(dy, x, mean, var, gamma, 1e-3, fix_gamma, use_global_stats)
     big = shape[0] * shape[2] > 1000  # float32 sums over many elements

@@ -496,8 +496,8 @@ def nms_keep(boxes, thresh, ids=None, backend=None):
     removed = xp.empty((blocks,), dtype=numpy.uint64)
     be.launch('nms.cu', 'nms_mask_' + suffix, (blocks, blocks, 1), (NMS_THREADS, 1, 1),
               (boxes, ids, _i32(n), _scalar(boxes.dtype, thresh), mask))
-    # one thread per mask word of a row, in whole warps
-    sweep_threads = min(256, -(-blocks // 32) * 32)
+    # one thread per later mask word (at least the 64 boxes of a block), whole warps
+    sweep_threads = max(NMS_THREADS, min(256, -(-blocks // 32) * 32))
     be.launch('nms.cu', 'nms_sweep', (1, 1, 1), (sweep_threads, 1, 1),
               (mask, _i32(n), removed, keep))
     return keep.view(numpy.bool_)

@@ -11,10 +11,10 @@
  *     (staged in shared memory) and sets bit j of word mask[i, col] when box
  *     64 * col + j comes after i (j > i inside the diagonal block), has the
  *     same class, and IoU(i, j) > thresh.
- * nms_sweep   one block: walks the boxes in score order; a box is kept unless
- *     an earlier kept box suppressed it, and a kept box ORs its mask row into
- *     the `removed` words.  The threads share out the words of each row, so
- *     the sweep never leaves the device.
+ * nms_sweep   one block: walks the boxes in score order, 64 at a time; a box
+ *     is kept unless an earlier kept box suppressed it, and the kept boxes OR
+ *     their mask rows into the `removed` words of later blocks.  The sweep
+ *     never leaves the device.
  *
  * IoU follows MXNet's box_nms: no +1 on widths, a box with x2 < x1 or
  * y2 < y1 has area 0, and an empty union gives IoU 0.
@@ -80,23 +80,47 @@ extern "C" __global__ void nms_mask_f64(const double *__restrict__ boxes,
 }
 
 /* removed: scratch of ceil(n / 64) words (the kernel clears it);
- * keep[i] = 1 if box i survives, else 0. */
+ * keep[i] = 1 if box i survives, else 0.
+ *
+ * One block walks the 64-box column blocks in order.  For block b, one thread
+ * resolves the 64 boxes sequentially from removed[b] and the diagonal words
+ * mask[64 b + j, b] (only bits after j are set there), giving the kept bits;
+ * then the threads share out the later words w > b, each OR-ing in the rows
+ * of the kept boxes.  Two barriers per 64 boxes rather than one per box. */
 extern "C" __global__ void nms_sweep(const unsigned long long *__restrict__ mask, int n,
                                      unsigned long long *removed, unsigned char *keep) {
+    __shared__ unsigned long long s_diag[SG_NMS_THREADS];
+    __shared__ unsigned long long s_kept;
     const int blocks = (n + SG_NMS_THREADS - 1) / SG_NMS_THREADS;
     const int tid = threadIdx.x;
     for (int w = tid; w < blocks; w += blockDim.x) removed[w] = 0ULL;
-    __syncthreads();
-    for (int i = 0; i < n; ++i) {
-        const int word = i / SG_NMS_THREADS;
-        /* Box i's own row never sets bit i, so a thread writing removed[word]
-         * below cannot change what the others read here. */
-        const bool kept = !((removed[word] >> (i % SG_NMS_THREADS)) & 1ULL);
-        if (kept) {
-            const unsigned long long *row = mask + (long long)i * blocks;
-            for (int w = word + tid; w < blocks; w += blockDim.x) removed[w] |= row[w];
+    for (int b = 0; b < blocks; ++b) {
+        const long long base = (long long)b * SG_NMS_THREADS;
+        const int size = min(n - b * SG_NMS_THREADS, SG_NMS_THREADS);
+        for (int j = tid; j < size; j += blockDim.x)
+            s_diag[j] = mask[(base + j) * blocks + b];
+        __syncthreads();   /* also orders the previous block's removed[] updates */
+        if (tid == 0) {
+            unsigned long long cur = removed[b], kept = 0ULL;
+            for (int j = 0; j < size; ++j) {
+                if (!((cur >> j) & 1ULL)) {
+                    kept |= 1ULL << j;
+                    cur |= s_diag[j];
+                }
+            }
+            s_kept = kept;
         }
-        if (tid == 0) keep[i] = kept ? 1 : 0;
         __syncthreads();
+        const unsigned long long kept = s_kept;
+        for (int j = tid; j < size; j += blockDim.x)
+            keep[base + j] = (unsigned char)((kept >> j) & 1ULL);
+        for (int w = b + 1 + tid; w < blocks; w += blockDim.x) {
+            unsigned long long acc = removed[w];
+            for (unsigned long long k = kept; k; k &= k - 1ULL) {
+                const int j = __ffsll((long long)k) - 1;
+                acc |= mask[(base + j) * blocks + w];
+            }
+            removed[w] = acc;
+        }
     }
 }

@@ -41,9 +41,20 @@ def _nms_keep(xp, x1, y1, x2, y2, area, key, thresh):
 
 
 def _nms_indices(xp, boxes, scores, thresh):
-    """:func:`nms_indices` with the suppression of :func:`_nms_keep` (host result)."""
+    """:func:`nms_indices` with the suppression of :func:`_nms_keep`.
+
+    On CuPy with float32/float64 boxes and a threshold >= 0 everything stays on the
+    device: a stable sort by decreasing score (CuPy's sorts are stable, so equal scores keep
+    input order, as in MXNet), then the bitmask kernel; the result is a device array.
+    Otherwise the result is a host array.
+    """
     if xp.__name__ != 'cupy':
         return nms_indices(np, boxes, scores, thresh)
+    if thresh >= 0 and boxes.dtype in (np.float32, np.float64):
+        from symgraph.cuda import loader
+        order = xp.argsort(-scores)
+        keep = loader.nms_keep(xp.ascontiguousarray(boxes[order]), thresh)
+        return order[keep].astype(np.int64)
     b, s = _host(boxes), _host(scores)
     order = np.argsort(-s, kind='stable')
     x1, y1, x2, y2, area = box_corners(b[order], 'corner')
@@ -248,9 +259,9 @@ class NMS(Operator):
     def forward(self, xp, inputs, aux, is_train):
         boxes, scores = inputs
         kept = _nms_indices(xp, boxes, scores, self.iou_threshold)
-        out = np.full(boxes.shape[0], -1, np.int64)
-        out[:kept.size] = kept
-        return [xp.asarray(out)]
+        out = xp.full(boxes.shape[0], -1, dtype=np.int64)
+        out[:kept.size] = xp.asarray(kept)
+        return [out]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         return [xp.zeros_like(inputs[0]) if need[0] else None,

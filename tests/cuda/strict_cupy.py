@@ -382,6 +382,8 @@ class ndarray:
                 _check_device(self, 'ndarray.%s' % name)
             a2 = _unwrap(args, 'ndarray.%s' % name)
             k2 = {k: _unwrap(v, 'ndarray.%s' % name) for k, v in kwargs.items()}
+            if name in _STABLE:
+                k2['kind'] = 'stable'
             return _wrap(method(*a2, **k2), self._dev)
         return call
 
@@ -543,6 +545,7 @@ class _Ufunc:
 
 
 _CONVERTERS = {'array', 'asarray', 'asanyarray'}
+_STABLE = {'sort', 'argsort'}
 _EMPTY = {'empty', 'empty_like'}
 
 
@@ -572,6 +575,11 @@ def _make_function(modname, name, spec, npfunc):
             return _convert(name, npfunc, args, dict(kwargs))
         a2 = _unwrap(args, qual)
         k2 = {k: _unwrap(v, qual) for k, v in kwargs.items()}
+        if name in _STABLE:
+            if k2.get('kind') not in (None, 'stable'):
+                raise ValueError('%s: kind=%r is not accepted by CuPy (its sorts are '
+                                 'always stable)' % (qual, k2['kind']))
+            k2['kind'] = 'stable'      # CuPy sorts with thrust's stable sorts
         dtype = None
         if modname == 'cupy.random' and 'dtype' in k2:
             dtype = k2.pop('dtype')

@@ -76,6 +76,15 @@ def test_scalars_stay_on_the_device():
     assert list(range(int(a.argmax()))) == [0, 1, 2, 3]
 
 
+def test_sorts_are_stable_as_in_cupy():
+    keys = cp.asarray(np.repeat(np.arange(3.0), 40)[::-1].copy())
+    order = cp.argsort(keys).get()
+    for v in range(3):
+        run = order[keys.get()[order] == v]
+        assert (np.diff(run) > 0).all()
+    np.testing.assert_array_equal(keys.argsort().get(), order)
+
+
 def test_ufunc_methods_exist_only_where_cupy_has_them():
     a = cp.arange(6.0).reshape(2, 3)
     np.testing.assert_array_equal(cp.add.reduce(a, axis=1).get(), [3.0, 12.0])

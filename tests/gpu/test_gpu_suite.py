@@ -176,3 +176,17 @@ def test_copies_between_cpu_and_gpu():
     exe.backward([mx.nd.ones((2, 3), ctx=mx.gpu(0))])
     np.testing.assert_array_equal(exe.grad_dict['x'].asnumpy(), 2.0)
     assert exe.grad_dict['x'].context == mx.cpu()
+
+
+def test_nms_ties_keep_input_order_on_the_gpu():
+    """Equal scores: kept in input order (the device sort must be stable), as on the CPU."""
+    rng = np.random.RandomState(11)
+    n = 300
+    xy = rng.uniform(0, 50, (n, 2))
+    boxes = np.concatenate([xy, xy + rng.uniform(5, 20, (n, 2))], axis=1).astype(np.float32)
+    scores = rng.randint(0, 4, n).astype(np.float32)      # many ties
+    want = mx.nd.contrib.nms(mx.nd.array(boxes), mx.nd.array(scores), iou_threshold=0.3)
+    got = mx.nd.contrib.nms(mx.nd.array(boxes, ctx=mx.gpu(0)),
+                            mx.nd.array(scores, ctx=mx.gpu(0)), iou_threshold=0.3)
+    assert got.context == mx.gpu(0)
+    np.testing.assert_array_equal(got.asnumpy(), want.asnumpy())

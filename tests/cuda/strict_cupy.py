@@ -94,7 +94,7 @@ class Device:
         _state.device = self.id
 
     def synchronize(self):
-        pass
+        _pending.flush()
 
     def __eq__(self, other):
         return isinstance(other, Device) and other.id == self.id
@@ -106,10 +106,70 @@ class Device:
         return '<CUDA Device %d>' % self.id
 
 
+class _Pending:
+    """Work issued on non-null streams, run later in an adversarial valid order.
+
+    CUDA runs a stream's work in issue order but gives no order between streams beyond
+    the events they wait on. Here raw kernels and async copies issued while a non-null
+    stream is current are queued with those dependencies and run only when the host
+    synchronises (a stream, an event or a device): streams with a higher (device, serial)
+    run as far ahead as their dependencies let them. A missing ``wait_event`` between two
+    streams, or reading results before synchronising, then gives wrong numbers. Work on a
+    null stream runs at once (the legacy default stream does not wait for non-blocking
+    streams either).
+    """
+
+    def __init__(self):
+        self.lock = threading.RLock()
+        self.queues = {}           # stream -> list of [fn, deps], in issue order
+        self.done = {}             # stream -> number of its ops that have run
+        self.issued = {}           # stream -> number of its ops issued
+        self.serial = 0
+
+    def enqueue(self, stream, fn):
+        with self.lock:
+            deps = list(stream._waits)
+            self.queues.setdefault(stream, []).append((fn, deps))
+            self.issued[stream] = self.issued.get(stream, 0) + 1
+
+    def position(self, stream):
+        return self.issued.get(stream, 0)
+
+    def flush(self):
+        with self.lock:
+            while any(self.queues.values()):
+                ready = [st for st, q in self.queues.items() if q and all(
+                    self.done.get(d, 0) >= n for d, n in q[0][1])]
+                if not ready:
+                    raise RuntimeError('stand-in: streams wait on each other in a cycle')
+                st = max(ready, key=lambda x: (x.device_id, x._serial))
+                fn, _ = self.queues[st].pop(0)
+                fn()
+                self.done[st] = self.done.get(st, 0) + 1
+
+    def clear(self):
+        with self.lock:
+            self.queues.clear()
+
+
+_pending = _Pending()
+
+
+def _issue(fn):
+    """Run ``fn`` now on a null stream, or queue it on the current non-null stream."""
+    stream = get_current_stream()
+    if stream.null:
+        fn()
+    else:
+        _pending.enqueue(stream, fn)
+
+
 class Event:
     def __init__(self, block=False, disable_timing=False, interprocess=False):
         self.device_id = _current()
         self.recorded = False
+        self.stream = None
+        self.position = 0
 
     def record(self, stream=None):
         stream = stream if stream is not None else get_current_stream()
@@ -118,9 +178,11 @@ class Event:
                                    'of device %d while device %d is current'
                                    % (stream.device_id, _current()))
         self.recorded = True
+        self.stream = stream
+        self.position = _pending.position(stream)
 
     def synchronize(self):
-        pass
+        _pending.flush()
 
     @property
     def done(self):
@@ -128,10 +190,15 @@ class Event:
 
 
 class Stream:
+    _count = 0
+
     def __init__(self, null=False, non_blocking=False, ptds=False, priority=None):
         self.device_id = _current()
         self.null = null
         self._saved = []
+        self._waits = []           # (stream, position) that later work must follow
+        Stream._count += 1
+        self._serial = Stream._count
 
     def _check(self, what):
         if self.device_id != _current():
@@ -161,9 +228,11 @@ class Stream:
         self._check('waiting on')
         if not event.recorded:
             raise RuntimeError('waiting on an event that was never recorded')
+        if event.stream is not None and not event.stream.null and event.stream is not self:
+            self._waits.append((event.stream, event.position))
 
     def synchronize(self):
-        pass
+        _pending.flush()
 
 
 _null_streams = {}
@@ -208,10 +277,15 @@ class MemoryPointer:
             raise CUDARuntimeError('cudaErrorInvalidResourceHandle: copy on a stream of '
                                    'device %d while device %d is current'
                                    % (stream.device_id, _current()))
-        self._bytes(size)[...] = src._bytes(size)
+        dst_bytes, src_bytes = self._bytes(size), src._bytes(size)
+
+        def copy():
+            dst_bytes[...] = src_bytes
+        _issue(copy)
 
     def copy_from_device(self, src, size):
         self.copy_from_device_async(src, size)
+        _pending.flush()
 
 
 # ---------------------------------------------------------------------------
@@ -652,8 +726,12 @@ class RawKernel:
             host.append(_unwrap(a, 'kernel %s' % self.name))
         grid = tuple(grid) + (1,) * (3 - len(grid))
         block = tuple(block) + (1,) * (3 - len(block))
-        with _launch_lock:          # the emulator's scheduler is process-global
-            self._module._lib.launch(self.name, grid, block, host)
+        lib, name = self._module._lib, self.name
+
+        def launch():
+            with _launch_lock:          # the emulator's scheduler is process-global
+                lib.launch(name, grid, block, host)
+        _issue(launch)
         self._module.launches.append(self.name)
 
 
@@ -748,7 +826,7 @@ def _build():
     runtime = types.ModuleType('cupy.cuda.runtime')
     runtime.getDeviceCount = lambda: _config['ndev']
     runtime.getDevice = _current
-    runtime.deviceSynchronize = lambda: None
+    runtime.deviceSynchronize = _pending.flush
     runtime.CUDARuntimeError = CUDARuntimeError
     runtime.getDeviceProperties = lambda device: {'name': b'strict CuPy stand-in (CPU)',
                                                   'totalGlobalMem': 1 << 30}
@@ -797,6 +875,7 @@ def installed(ndev=1):
     try:
         yield install(ndev)
     finally:
+        _pending.flush()
         _config['ndev'] = old
         for k, v in saved.items():
             if v is None:

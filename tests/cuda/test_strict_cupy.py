@@ -172,3 +172,31 @@ def test_the_api_snapshot_matches_the_installed_cupy(tmp_path):
     if proc.returncode == 77:
         pytest.skip(proc.stdout.strip())
     assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+
+
+def test_work_on_other_streams_waits_for_events_and_synchronisation():
+    """Async copies on non-null streams run at the next synchronisation, streams with a
+    higher id first: without the event wait the second copy reads the old data."""
+    a = cp.full(4, 1.0)
+    b = cp.zeros(4)
+    c = cp.zeros(4)
+    s1 = cp.cuda.Stream(non_blocking=True)
+    s2 = cp.cuda.Stream(non_blocking=True)
+
+    def run(wait):
+        a[...] = 1.0
+        b[...] = 0.0
+        c[...] = 0.0
+        with s1:
+            b.data.copy_from_device_async(a.data, a.nbytes)      # b = a
+            event = s1.record()
+        with s2:
+            if wait:
+                s2.wait_event(event)
+            c.data.copy_from_device_async(b.data, b.nbytes)      # c = b
+        assert (c.get() == 0).all()                               # nothing ran yet
+        s2.synchronize()
+        return c.get()
+
+    np.testing.assert_array_equal(run(wait=False), 0.0)          # the race shows
+    np.testing.assert_array_equal(run(wait=True), 1.0)

@@ -7,7 +7,9 @@
 #              (CuPy's memory pool off, so out-of-bounds accesses hit real allocation ends);
 #   bench      bench/bench_gpu.py (conv / BatchNorm vs cuDNN, NMS vs torchvision, ring
 #              all-reduce), ending with the table of issue 5's targets.
-# Usage: bench/run_gpu.sh [--quick] [tests] [sanitizer] [bench]    (no step named: all)
+# Usage: bench/run_gpu.sh [--quick] [tests] [sanitizer | memcheck racecheck synccheck] [bench]
+# (no step named: all). With pytest-xdist installed the GPU tests run in $XDIST processes
+# (default 8): a fresh machine compiles every CuPy elementwise kernel the suite meets.
 # Results go to $RESULTS (default bench/results_gpu). Where $OUT is set (the device tool),
 # results.md and a tarball of the whole folder are copied there.
 # On a machine without network but with CuPy, install the checkout first, e.g.
@@ -22,11 +24,12 @@ STEPS=()
 for arg in "$@"; do
     case "$arg" in
         --quick) QUICK="--quick" ;;
-        tests|sanitizer|bench) STEPS+=("$arg") ;;
+        tests|bench|memcheck|racecheck|synccheck) STEPS+=("$arg") ;;
+        sanitizer) STEPS+=(memcheck racecheck synccheck) ;;
         *) echo "unknown argument: $arg" >&2; exit 2 ;;
     esac
 done
-[ ${#STEPS[@]} = 0 ] && STEPS=(tests sanitizer bench)
+[ ${#STEPS[@]} = 0 ] && STEPS=(tests memcheck racecheck synccheck bench)
 mkdir -p "$RESULTS"
 status=0
 
@@ -49,15 +52,19 @@ fi
 
 if wants tests; then
     step "GPU tests"
-    "$PY" -m pytest -q -p no:cacheprovider -m gpu tests \
+    PARALLEL=()
+    if "$PY" -c "import xdist" 2>/dev/null && [ "${XDIST:-8}" -gt 1 ]; then
+        PARALLEL=(-n "${XDIST:-8}" -p no:benchmark)   # pytest-benchmark objects to xdist
+    fi
+    "$PY" -m pytest -q -p no:cacheprovider "${PARALLEL[@]}" -m gpu tests \
         --junitxml="$RESULTS/gpu_tests.xml" 2>&1 | tee "$RESULTS/gpu_tests.log"
     [ "${PIPESTATUS[0]}" = 0 ] || status=1
 fi
 
-if wants sanitizer; then
-    SANITIZER=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer \
-                2>/dev/null | head -1)
-    for tool in memcheck racecheck synccheck; do
+SANITIZER=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer \
+            2>/dev/null | head -1)
+for tool in memcheck racecheck synccheck; do
+    if wants "$tool"; then
         step "compute-sanitizer $tool (kernel tests)"
         if [ -z "$SANITIZER" ]; then
             echo "compute-sanitizer not found (CUDA toolkit missing): $tool not run" \
@@ -74,8 +81,8 @@ import pytest
 sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', '-m', 'gpu', 'tests/cuda']))
 " 2>&1 | tee "$RESULTS/sanitizer_$tool.log"
         [ "${PIPESTATUS[0]}" = 0 ] || status=1
-    done
-fi
+    fi
+done
 
 if wants bench; then
     step "benchmarks"

@@ -454,7 +454,9 @@ class DataParallelExecutor:
     thread, so operators that meet at a :class:`Rendezvous`
     (``contrib.SyncBatchNorm``) see all devices of the step.  After backward
     the gradients of the parameters are summed over the devices with
-    :func:`allreduce`, so every device holds the gradient of the whole batch;
+    :func:`allreduce`, so every device holds the gradient of the whole batch (the
+    parameter gradients of one dtype are views of one flat buffer per device, so a
+    step runs one all-reduce per dtype, not one per parameter);
     the gradients of the split inputs stay per device (see
     :meth:`get_input_grads`).  A batch that the devices do not divide evenly
     gives the first devices one sample more.
@@ -493,13 +495,16 @@ class DataParallelExecutor:
         for size in _split_sizes(self.batch_size, n):
             self.slices.append(slice(start, start + size))
             start += size
-        self.execs = []
-        for ctx, sl in zip(self.contexts, self.slices):
-            shapes = {k: (sl.stop - sl.start,) + tuple(s)[1:] for k, s in data_shapes.items()}
-            self.execs.append(symbol.simple_bind(ctx, grad_req=grad_req, type_dict=type_dict,
-                                                 **shapes))
         names = symbol.list_arguments()
         self.param_names = [k for k in names if k not in data_shapes]
+        self.execs = []
+        self._buckets = []          # per device: the flat gradient buffers, one per dtype
+        for ctx, sl in zip(self.contexts, self.slices):
+            shapes = {k: (sl.stop - sl.start,) + tuple(s)[1:] for k, s in data_shapes.items()}
+            exe, buckets = _bind_bucketed(symbol, ctx, grad_req, type_dict, shapes,
+                                          set(self.param_names))
+            self.execs.append(exe)
+            self._buckets.append(buckets)
         reqs = self.execs[0]._grad_req
         self._reqs = dict(zip(names, reqs))
 
@@ -552,19 +557,18 @@ class DataParallelExecutor:
                          for exe, h in zip(self.execs, heads)])
         if len(self.execs) == 1:
             return
-        for k in self.param_names:
-            if self._reqs[k] == 'null':
-                continue
-            grads = [exe.grad_dict[k]._data for exe in self.execs]
-            if k in before:
-                for exe, g, old in zip(self.execs, grads, before[k]):
-                    with exe._ctx.device_scope():
-                        g -= old
-            allreduce(grads)
-            if k in before:
-                for exe, g, old in zip(self.execs, grads, before[k]):
-                    with exe._ctx.device_scope():
-                        g += old
+        for k, olds in before.items():
+            for exe, old in zip(self.execs, olds):
+                with exe._ctx.device_scope():
+                    exe.grad_dict[k]._data -= old
+        # one all-reduce per bucket: every parameter gradient of a dtype lives in one
+        # flat buffer per device (their NDArrays are views of it)
+        for flats in zip(*self._buckets):
+            allreduce(list(flats))
+        for k, olds in before.items():
+            for exe, old in zip(self.execs, olds):
+                with exe._ctx.device_scope():
+                    exe.grad_dict[k]._data += old
 
     # ------------------------------------------------------------------ results
     def get_outputs(self, merge=True):
@@ -593,6 +597,34 @@ class DataParallelExecutor:
     def aux_dict(self):
         """Auxiliary states of device 0."""
         return self.execs[0].aux_dict
+
+
+def _bind_bucketed(symbol, ctx, grad_req, type_dict, shapes, params):
+    """``simple_bind``, with the gradients of ``params`` as views of one flat zeroed
+    buffer per dtype (in argument order); returns (executor, [flat buffers])."""
+    exe = symbol.simple_bind(ctx, grad_req=grad_req, type_dict=type_dict, **shapes)
+    names = exe._arg_names
+    groups = collections.OrderedDict()
+    for k, (name, g) in enumerate(zip(names, exe.grad_arrays)):
+        if g is not None and name in params:
+            groups.setdefault(numpy.dtype(g.dtype), []).append(k)
+    if not groups:
+        return exe, []
+    grads = list(exe.grad_arrays)
+    buckets = []
+    with ctx.device_scope():
+        xp = ctx.xp
+        for dtype, ks in groups.items():
+            flat = xp.zeros(sum(grads[k].size for k in ks), dtype=dtype)
+            start = 0
+            for k in ks:
+                shape, size = grads[k].shape, grads[k].size
+                grads[k] = NDArray(flat[start:start + size].reshape(shape), ctx)
+                start += size
+            buckets.append(flat)
+    exe = symbol.bind(ctx, exe.arg_arrays, args_grad=grads, grad_req=exe._grad_req,
+                      aux_states=exe.aux_arrays)
+    return exe, buckets
 
 
 def _nd(v):

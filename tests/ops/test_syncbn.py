@@ -254,3 +254,52 @@ def test_group_splits_and_allreduces_plain_gradients():
                                    step * ref.grad_dict['fc_weight'].asnumpy(), rtol=1e-5)
         np.testing.assert_allclose(group.grad_dict['fc_bias'].asnumpy(),
                                    ref.grad_dict['fc_bias'].asnumpy(), rtol=1e-5)
+
+
+def test_group_allreduces_all_parameter_gradients_in_one_bucket(monkeypatch):
+    """Every parameter gradient of one dtype is a view of one flat buffer per device, so a
+    backward step runs one all-reduce per dtype, not one per parameter."""
+    net = mx.sym.FullyConnected(mx.sym.var('data'), num_hidden=3, name='fc1')
+    net = mx.sym.FullyConnected(net, num_hidden=2, name='fc2')
+    net = mx.sym.MakeLoss(mx.sym.sum(net * net))
+    rng = np.random.RandomState(6)
+    x = rng.uniform(-1, 1, (4, 5))
+    group = parallel.DataParallelExecutor(net, [mx.cpu(0), mx.cpu(1)], data=(4, 5))
+    params = {k: rng.uniform(-1, 1, v.shape) for k, v in group.execs[0].arg_dict.items()
+              if k != 'data'}
+    group.set_params(params)
+    calls = []
+    real = parallel.allreduce
+    monkeypatch.setattr(parallel, 'allreduce', lambda arrays: calls.append(
+        [a.size for a in arrays]) or real(arrays))
+    group.forward(is_train=True, data=x)
+    group.backward()
+    assert calls == [[3 * 5 + 3 + 2 * 3 + 2] * 2]
+    for exe, (flat,) in zip(group.execs, group._buckets):
+        for k in params:
+            assert np.shares_memory(exe.grad_dict[k]._data, flat)
+    # the summed gradients are those of the whole batch
+    ref = net.simple_bind(mx.cpu(), data=(4, 5))
+    ref.copy_params_from({k: mx.nd.array(v) for k, v in params.items()})
+    ref.forward(is_train=True, data=x)
+    ref.backward()
+    for k in params:
+        for exe in group.execs:
+            np.testing.assert_allclose(exe.grad_dict[k].asnumpy(),
+                                       ref.grad_dict[k].asnumpy(), rtol=1e-5, err_msg=k)
+
+
+def test_group_buckets_by_dtype():
+    data = mx.sym.var('data')
+    w64 = mx.sym.var('w64', shape=(3,), dtype='float64')
+    net = mx.sym.Group([mx.sym.MakeLoss(mx.sym.sum(mx.sym.FullyConnected(
+        data, num_hidden=2, name='fc'))), mx.sym.MakeLoss(mx.sym.sum(w64 * w64))])
+    group = parallel.DataParallelExecutor(net, [mx.cpu(0), mx.cpu(1)], data=(2, 3))
+    assert sorted((str(b.dtype), b.size) for b in group._buckets[0]) == [
+        ('float32', 2 * 3 + 2), ('float64', 3)]
+    group.set_params({'w64': np.arange(3.0), 'fc_weight': np.ones((2, 3)),
+                      'fc_bias': np.zeros(2)})
+    group.forward(is_train=True, data=np.ones((2, 3)))
+    group.backward()
+    np.testing.assert_allclose(group.grad_dict['w64'].asnumpy(), 2 * 2 * np.arange(3.0))
+    np.testing.assert_allclose(group.grad_dict['fc_bias'].asnumpy(), [2.0, 2.0])

@@ -28,6 +28,11 @@ EMU_HEADER = os.path.join(os.path.dirname(loader.__file__), 'emu', 'cuda_emu.h')
 CXX = shutil.which('g++') or shutil.which('c++')
 CXXFLAGS = ('-std=c++14', '-O2', '-fPIC', '-shared', '-fvisibility=hidden',
             '-Wall', '-Wextra', '-Werror', '-Wno-unused-parameter')
+#: SYMGRAPH_EMU_SANITIZE=address builds the kernels with AddressSanitizer, the CPU
+#: counterpart of compute-sanitizer's memcheck (the process needs libasan preloaded:
+#: see tests/cuda/test_emulator_asan.py)
+if os.environ.get('SYMGRAPH_EMU_SANITIZE') == 'address':
+    CXXFLAGS = CXXFLAGS + ('-fsanitize=address', '-fno-omit-frame-pointer', '-g')
 
 _SCALARS = {
     'int': (numpy.int32, ctypes.c_int32),

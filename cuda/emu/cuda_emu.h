@@ -19,6 +19,13 @@
  * static copy per kernel is exactly "per block, shared by its threads".  The
  * emulator does NOT re-zero it between blocks (neither does the GPU).
  *
+ * The order in which blocks run, and in which a block's threads run between
+ * two barriers, is forward by default; set_schedule() can reverse or shuffle
+ * both.  A kernel whose result depends on that order has a race (a missing
+ * barrier, or blocks that depend on each other), which a GPU would show only
+ * sometimes: running the tests under every schedule is the CPU counterpart of
+ * compute-sanitizer's racecheck.
+ *
  * Not emulated: warps and warp intrinsics (__shfl_*, __ballot_sync...),
  * dynamic `extern __shared__` arrays, streams, real concurrency (atomics are
  * trivially atomic because contexts never switch inside them).  Kernels of
@@ -77,14 +84,19 @@ struct Thread {
     ThreadState state;
 };
 
+enum Schedule { FORWARD = 0, REVERSE = 1, SHUFFLE = 2 };
+
 struct Scheduler {
     ucontext_t main_ctx;
     Thread *threads = nullptr;
     char *stacks = nullptr;
+    unsigned *order = nullptr;
     unsigned capacity = 0;
     unsigned current = 0;
     void (*body)(void *) = nullptr;
     void *body_arg = nullptr;
+    int schedule = FORWARD;
+    unsigned long long rng = 0x9E3779B97F4A7C15ULL;
 };
 
 inline Scheduler &sched() {
@@ -113,10 +125,35 @@ inline bool reserve(unsigned n) {
     if (n <= s.capacity) return true;
     std::free(s.threads);
     std::free(s.stacks);
+    std::free(s.order);
     s.threads = static_cast<Thread *>(std::calloc(n, sizeof(Thread)));
     s.stacks = static_cast<char *>(std::malloc(n * kStackBytes));
-    s.capacity = (s.threads && s.stacks) ? n : 0;
+    s.order = static_cast<unsigned *>(std::malloc(n * sizeof(unsigned)));
+    s.capacity = (s.threads && s.stacks && s.order) ? n : 0;
     return s.capacity != 0;
+}
+
+inline void set_schedule(int schedule, unsigned long long seed) {
+    sched().schedule = schedule;
+    sched().rng = seed * 0x9E3779B97F4A7C15ULL + 1;
+}
+
+inline unsigned long long gcd(unsigned long long a, unsigned long long b) {
+    while (b) { const unsigned long long t = a % b; a = b; b = t; }
+    return a;
+}
+
+/* order[0..n) := 0..n-1 forward, reversed, or shuffled (xorshift, Fisher-Yates). */
+inline void fill_order(unsigned *order, unsigned n) {
+    Scheduler &s = sched();
+    for (unsigned i = 0; i < n; ++i)
+        order[i] = s.schedule == REVERSE ? n - 1 - i : i;
+    if (s.schedule != SHUFFLE) return;
+    for (unsigned i = n; i > 1; --i) {
+        s.rng ^= s.rng << 13; s.rng ^= s.rng >> 7; s.rng ^= s.rng << 17;
+        const unsigned j = (unsigned)(s.rng % i);
+        const unsigned tmp = order[i - 1]; order[i - 1] = order[j]; order[j] = tmp;
+    }
 }
 
 /* Run one block to completion; returns SG_EMU_OK or SG_EMU_DIVERGENT. */
@@ -133,7 +170,9 @@ inline int run_block(unsigned nthreads) {
     }
     for (;;) {
         unsigned done = 0, waiting = 0;
-        for (unsigned t = 0; t < nthreads; ++t) {
+        fill_order(s.order, nthreads);
+        for (unsigned k = 0; k < nthreads; ++k) {
+            const unsigned t = s.order[k];
             Thread &th = s.threads[t];
             if (th.state == DONE) { ++done; continue; }
             threadIdx.x = t % blockDim.x;
@@ -169,13 +208,22 @@ int launch(dim3 grid, dim3 block, F kernel_call) {
     s.body_arg = &kernel_call;
     gridDim = grid;
     blockDim = block;
-    for (unsigned bz = 0; bz < grid.z; ++bz)
-        for (unsigned by = 0; by < grid.y; ++by)
-            for (unsigned bx = 0; bx < grid.x; ++bx) {
-                blockIdx = dim3(bx, by, bz);
-                int rc = run_block((unsigned)nthreads);
-                if (rc != SG_EMU_OK) return rc;
-            }
+    const unsigned long long nblocks = (unsigned long long)grid.x * grid.y * grid.z;
+    /* blocks in order, reversed, or strided from a random start (a permutation) */
+    unsigned long long stride = 1, offset = 0;
+    if (s.schedule == SHUFFLE && nblocks > 1) {
+        stride = (nblocks / 2) | 1;
+        while (gcd(stride, nblocks) != 1) stride += 2;
+        offset = s.rng % nblocks;
+    }
+    for (unsigned long long k = 0; k < nblocks; ++k) {
+        unsigned long long b = (k * stride + offset) % nblocks;
+        if (s.schedule == REVERSE) b = nblocks - 1 - k;
+        blockIdx = dim3((unsigned)(b % grid.x), (unsigned)((b / grid.x) % grid.y),
+                        (unsigned)(b / ((unsigned long long)grid.x * grid.y)));
+        int rc = run_block((unsigned)nthreads);
+        if (rc != SG_EMU_OK) return rc;
+    }
     return SG_EMU_OK;
 }
 

@@ -116,7 +116,11 @@ def write_sources(filename, text, workdir):
     signatures = kernel_signatures(pre)
     if not signatures:
         raise ValueError('no extern "C" __global__ kernel found in %s' % filename)
-    lines = ['#include "%s"' % filename, '']
+    lines = ['#include "%s"' % filename, '',
+             'extern "C" __attribute__((visibility("default")))',
+             'void sg_emu_set_schedule(int schedule, unsigned long long seed) {',
+             '    sg_emu::set_schedule(schedule, seed);',
+             '}', '']
     for name, params in signatures.items():
         decl = ''.join(', ' + p.text for p in params)
         call = ', '.join(p.name for p in params)
@@ -138,6 +142,20 @@ def compile_command(wrapper, library):
             wrapper, '-o', library]
 
 
+#: Orders the emulator runs blocks and threads in (see cuda_emu.h); tests of the
+#: kernels run under the schedule SYMGRAPH_EMU_SCHEDULE names ('forward' by default).
+SCHEDULES = {'forward': 0, 'reverse': 1, 'shuffle': 2}
+
+
+def schedule():
+    """(mode, seed) of SYMGRAPH_EMU_SCHEDULE: 'forward', 'reverse' or 'shuffle[:seed]'."""
+    name, _, seed = os.environ.get('SYMGRAPH_EMU_SCHEDULE', 'forward').partition(':')
+    if name not in SCHEDULES:
+        raise ValueError('SYMGRAPH_EMU_SCHEDULE must be one of %s, got %r'
+                         % (sorted(SCHEDULES), name))
+    return SCHEDULES[name], int(seed or 1)
+
+
 class EmuLibrary:
     """One kernel file built for the emulator."""
 
@@ -145,6 +163,9 @@ class EmuLibrary:
         self.path = path
         self.signatures = signatures
         self._lib = ctypes.CDLL(path)
+        self._lib.sg_emu_set_schedule.argtypes = [ctypes.c_int, ctypes.c_ulonglong]
+        self._lib.sg_emu_set_schedule.restype = None
+        self.schedule = None        # (mode, seed); None: from the environment
         self._functions = {}
         for name, params in signatures.items():
             fn = getattr(self._lib, 'launch_' + name)
@@ -157,6 +178,7 @@ class EmuLibrary:
         if len(args) != len(params):
             raise TypeError('%s takes %d arguments, got %d' % (name, len(params), len(args)))
         converted = [p.convert(a, name) for p, a in zip(params, args)]
+        self._lib.sg_emu_set_schedule(*(self.schedule or schedule()))
         rc = self._functions[name](*grid, *block, *converted)
         if rc:
             raise RuntimeError('emulated launch of %s%r%r failed: %s' % (

@@ -215,10 +215,34 @@ def build_all(workdir, extra=None):
     return build(sources, workdir)
 
 
-class EmuBackend:
-    """A loader backend running kernels on the CPU emulator with NumPy arrays."""
+class _PoisonedNumpy:
+    """NumPy whose ``empty``/``empty_like`` return NaN-filled (floats) or 0x5A-filled
+    memory, as uninitialised device memory would hold anything: a kernel that leaves part
+    of an output unwritten then fails its test (the stand-in for initcheck)."""
 
-    xp = numpy
+    @staticmethod
+    def _poison(a):
+        if a.dtype.kind in 'fc':
+            a.fill(numpy.nan)
+        elif a.size:
+            a.view(numpy.uint8).reshape(-1).fill(0x5A)
+        return a
+
+    def empty(self, *args, **kwargs):
+        return self._poison(numpy.empty(*args, **kwargs))
+
+    def empty_like(self, *args, **kwargs):
+        return self._poison(numpy.empty_like(*args, **kwargs))
+
+    def __getattr__(self, name):
+        return getattr(numpy, name)
+
+
+class EmuBackend:
+    """A loader backend running kernels on the CPU emulator with NumPy arrays (whose
+    ``empty`` memory is poisoned)."""
+
+    xp = _PoisonedNumpy()
 
     def __init__(self, libraries):
         self.libraries = libraries

@@ -203,3 +203,18 @@ def _per_device_sums(net, params, x, y, sizes):
         for k in params:
             total[k] = total.get(k, 0) + exe.grad_dict[k].asnumpy()
     return total
+
+
+def test_reshape_and_params_from_another_device_stay_on_the_executor_device():
+    net = mx.sym.FullyConnected(mx.sym.var('data'), num_hidden=3, name='fc')
+    exe = net.simple_bind(mx.gpu(1), data=(2, 4))
+    w = mx.nd.array(np.arange(12.0).reshape(3, 4), ctx=mx.gpu(0))
+    exe.copy_params_from({'fc_weight': w, 'fc_bias': mx.nd.zeros(3, ctx=mx.gpu(0))})
+    assert exe.arg_dict['fc_weight']._data.device.id == 1
+    bigger = exe.reshape(allow_up_sizing=True, data=(5, 4))
+    assert all(a._data.device.id == 1 for a in bigger.arg_arrays)
+    out = bigger.forward(data=np.ones((5, 4)))[0]
+    assert out.context == mx.gpu(1)
+    np.testing.assert_allclose(out.asnumpy(), np.tile(np.arange(12.0).reshape(3, 4).sum(1),
+                                                      (5, 1)))
+    mx.nd.waitall()

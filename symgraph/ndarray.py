@@ -291,12 +291,15 @@ def _alloc(ctx, fn):
 
 
 def array(source_array, ctx=None, dtype=None):
-    """An NDArray copied from an array-like. float64 NumPy input becomes float32 unless
-    ``dtype`` is given, as in MXNet.
+    """An NDArray copied from an array-like: of ``dtype`` if given, else the source's
+    dtype for an NDArray and float32 for anything else (NumPy arrays of any dtype too), as
+    in MXNet 1.9.1.
 
-    >>> import symgraph as mx
+    >>> import symgraph as mx, numpy as np
     >>> mx.nd.array([[1, 2], [3, 4]]).dtype
     <class 'numpy.float32'>
+    >>> mx.nd.array(np.arange(3)).dtype, mx.nd.array(np.arange(3), dtype='int64').dtype
+    (<class 'numpy.float32'>, <class 'numpy.int64'>)
     """
     if isinstance(source_array, NDArray):
         src = source_array.asnumpy()
@@ -305,8 +308,7 @@ def array(source_array, ctx=None, dtype=None):
         src = source_array.get() if hasattr(source_array, 'get') and not isinstance(
             source_array, np.ndarray) else np.asarray(source_array)
     if dtype is None:
-        dtype = src.dtype if isinstance(source_array, np.ndarray) and \
-            src.dtype != np.float64 else np.float32
+        dtype = np.float32
     return _alloc(ctx, lambda xp: xp.array(src, dtype=dtype))
 
 

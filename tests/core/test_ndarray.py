@@ -6,10 +6,14 @@ import symgraph as mx
 
 
 def test_array_dtype_rules():
-    assert mx.nd.array(np.zeros(3)).dtype == np.float32          # float64 -> float32
+    # MXNet 1.9.1: float32 for any non-NDArray source (NumPy arrays of every dtype too)
+    # unless dtype is given; an NDArray source keeps its dtype
+    for dt in (np.float64, np.float16, np.int64, np.int32, np.uint8):
+        assert mx.nd.array(np.zeros(3, dtype=dt)).dtype == np.float32, dt
     assert mx.nd.array(np.zeros(3), dtype='float64').dtype == np.float64
-    assert mx.nd.array(np.zeros(3, dtype=np.int32)).dtype == np.int32
+    assert mx.nd.array(np.zeros(3), dtype='int32').dtype == np.int32
     assert mx.nd.array([1, 2]).dtype == np.float32
+    assert mx.nd.array(mx.nd.zeros(3, dtype='int32')).dtype == np.int32
 
 
 def test_creation_and_context():

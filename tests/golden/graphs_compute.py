@@ -414,6 +414,22 @@ def _ups_two(mode):
 case('upsampling_concat', _ups_two('concat'), {'a': (1, 2, 2, 4), 'b': (1, 3, 1, 2)},
      note='b is upsampled to the size of a times scale (factor 4)')
 case('upsampling_sum', _ups_two('sum'), {'a': (1, 2, 2, 4), 'b': (1, 2, 1, 2)})
+for nm, kw, shape in (
+        ('size', dict(height=5, width=7), (2, 3, 3, 4)),
+        ('size_noalign', dict(height=5, width=7, align_corners=False), (2, 3, 3, 4)),
+        ('down_noalign', dict(height=3, width=2, align_corners=False), (1, 2, 7, 5)),
+        ('scale', dict(scale_height=2.0, scale_width=0.5), (1, 2, 3, 5)),
+        ('odd_scale', dict(mode='odd_scale', scale_height=2.0, scale_width=3.0), (1, 2, 3, 4)),
+        ('to_odd_up', dict(mode='to_odd_up'), (1, 2, 4, 5))):
+    case('bilinear_resize_' + nm, op1('contrib.BilinearResize2D', **kw), {'x': shape})
+
+
+def _resize_like(mx):
+    return mx.sym.contrib.BilinearResize2D(mx.sym.Variable('x'), mx.sym.Variable('y'),
+                                           mode='like', name='op')
+
+
+case('bilinear_resize_like', _resize_like, {'x': (2, 2, 3, 4), 'y': (2, 1, 6, 5)})
 
 # ---------------------------------------------------------------------------
 # normalisation

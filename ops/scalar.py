@@ -4,11 +4,30 @@
 scalar on the left (``2 - x`` is ``_rminus_scalar``). The parameter is a float here; the
 JSON keeps the string the user gave (``'2'``, ``'-1.0'``), which the core stores.
 ``is_int`` is accepted as MXNet 1.9.1 does and ignored: the result always has the array's
-dtype (an int32 array plus 2.5 stays int32, as in MXNet).
+dtype. On integer arrays MXNet first casts the scalar to the array's type (truncating: an
+int32 array times 1.5 is the array times 1) and computes in integer arithmetic: ``/`` is C's
+division (truncating towards zero), ``%`` takes the divisor's sign, powers are taken in
+floating point and truncated back. Integer division or modulo by zero gives 0 here (MXNet
+1.9.1 dies of SIGFPE).
 """
 import math
 
+import numpy as np
+
 from symgraph.opdef import Operator, Param, register
+
+
+def _int_scalar(s, dtype):
+    """The scalar as MXNet's ``DType(scalar)`` for an integer dtype (truncated)."""
+    return np.array(s).astype(dtype)[()]
+
+
+def _c_divide(xp, a, b):
+    """Integer a / b truncated towards zero, as in C (0 where b == 0)."""
+    with np.errstate(divide='ignore', invalid='ignore'):
+        q = xp.floor_divide(a, b)
+        r = a - q * b
+    return q + ((r != 0) & ((a < 0) != (b < 0))).astype(q.dtype)
 
 
 class _Scalar(Operator):
@@ -23,28 +42,59 @@ class _Scalar(Operator):
     ufunc = None
     #: the scalar is the left operand: f(scalar, x)
     reverse = False
+    #: on integer arrays: 'exact' (the ufunc on the truncated scalar), 'cdiv' (C division)
+    #: or 'float' (in float64, then truncated)
+    int_mode = 'exact'
 
     def fn(self, xp, x, s):
         f = getattr(xp, self.ufunc)
         return f(s, x) if self.reverse else f(x, s)
+
+    def int_fn(self, xp, x):
+        """The forward on an integer array, with MXNet's integer semantics."""
+        s = _int_scalar(self.scalar, x.dtype)
+        a, b = (s, x) if self.reverse else (x, s)
+        if self.int_mode == 'cdiv':
+            return _c_divide(xp, a, b)
+        if self.int_mode == 'float':
+            with np.errstate(divide='ignore', invalid='ignore', over='ignore'):
+                return getattr(xp, self.ufunc)(np.float64(a) if self.reverse else
+                                               x.astype(np.float64),
+                                               x.astype(np.float64) if self.reverse else
+                                               np.float64(b)).astype(x.dtype)
+        with np.errstate(divide='ignore', invalid='ignore'):
+            return getattr(xp, self.ufunc)(a, b)
 
     def grad(self, xp, x, y, dy, s):
         raise NotImplementedError
 
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
+        if x.dtype.kind in 'iu':
+            return [self.int_fn(xp, x).astype(x.dtype, copy=False)]
         return [self.fn(xp, x, self.scalar).astype(x.dtype, copy=False)]
 
     def fast_forward(self, xp, is_train):
         s = self.scalar
-        # a Python float keeps float arrays' dtype (NumPy 2); integer arrays need the cast
+        slow = self.int_fn
         if type(self).fn is not _Scalar.fn:
             fn = self.fn
-            return lambda x: fn(xp, x, s).astype(x.dtype, copy=False)
+
+            def run(x):
+                if x.dtype.kind in 'iu':
+                    return slow(xp, x).astype(x.dtype, copy=False)
+                return fn(xp, x, s).astype(x.dtype, copy=False)
+            return run
         f = getattr(xp, self.ufunc)
-        if self.reverse:
-            return lambda x: f(s, x).astype(x.dtype, copy=False)
-        return lambda x: f(x, s).astype(x.dtype, copy=False)
+        reverse = self.reverse
+
+        def run(x):
+            # a Python float keeps a float array's dtype; integer arrays follow MXNet's
+            # integer rules
+            if x.dtype.kind in 'iu':
+                return slow(xp, x).astype(x.dtype, copy=False)
+            return (f(s, x) if reverse else f(x, s)).astype(x.dtype, copy=False)
+        return run
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         if not need[0]:
@@ -106,6 +156,7 @@ class MulScalar(_Scalar):
 class DivScalar(_Scalar):
     name, aliases, ufunc = '_div_scalar', ('_DivScalar',), 'true_divide'
     needs_inputs = False
+    int_mode = 'cdiv'
 
     def grad(self, xp, x, y, dy, s):
         return dy / s
@@ -115,6 +166,7 @@ class DivScalar(_Scalar):
 class RDivScalar(_Scalar):
     name, aliases, ufunc = '_rdiv_scalar', ('_RDivScalar',), 'true_divide'
     reverse = True
+    int_mode = 'cdiv'
 
     def grad(self, xp, x, y, dy, s):
         return dy * (-s / (x * x))
@@ -143,6 +195,7 @@ class RModScalar(_Scalar):
 @register
 class PowerScalar(_Scalar):
     name, aliases, ufunc = '_power_scalar', ('_PowerScalar',), 'power'
+    int_mode = 'float'
 
     def grad(self, xp, x, y, dy, s):
         return dy * (s * xp.power(x, s - 1.0))
@@ -154,6 +207,7 @@ class RPowerScalar(_Scalar):
 
     name, aliases, ufunc = '_rpower_scalar', ('_RPowerScalar',), 'power'
     reverse = True
+    int_mode = 'float'
     needs_inputs, needs_outputs = False, True
 
     def grad(self, xp, x, y, dy, s):
@@ -184,6 +238,7 @@ class MinimumScalar(_Scalar):
 @register
 class HypotScalar(_Scalar):
     name, aliases, ufunc = '_hypot_scalar', ('_HypotScalar',), 'hypot'
+    int_mode = 'float'
     needs_outputs = True
 
     def grad(self, xp, x, y, dy, s):

@@ -148,7 +148,16 @@ class NDArray:
             self._data[key] = value
 
     # ----------------------------------------------------------------- arithmetic
-    def _binary(self, other, fn):
+    def _int_scalar(self, key, scalar):
+        """``self <key> scalar`` on an integer array through the scalar operator, which
+        follows MXNet: the scalar is cast to the array's dtype first."""
+        op = opdef.get_op(_SCALAR_OPS[key])(scalar=float(scalar))
+        with self._ctx.device_scope():
+            return op.forward(self._ctx.xp, [self._data], [], False)[0]
+
+    def _binary(self, other, fn, key=None):
+        if key is not None and _is_scalar(other) and self._data.dtype.kind in 'iu':
+            return NDArray(self._int_scalar(key, other), self._ctx)
         xp = array_module(self._data)
         o = _to_xp(other._data, self._ctx) if isinstance(other, NDArray) else other
         with self._ctx.device_scope():
@@ -158,35 +167,38 @@ class NDArray:
         return NDArray(r, self._ctx)
 
     def __add__(self, o):
-        return self._binary(o, lambda xp, a, b: a + b)
+        return self._binary(o, lambda xp, a, b: a + b, 'add')
 
     __radd__ = __add__
 
     def __sub__(self, o):
-        return self._binary(o, lambda xp, a, b: a - b)
+        return self._binary(o, lambda xp, a, b: a - b, 'sub')
 
     def __rsub__(self, o):
-        return self._binary(o, lambda xp, a, b: b - a)
+        return self._binary(o, lambda xp, a, b: b - a, 'rsub')
 
     def __mul__(self, o):
-        return self._binary(o, lambda xp, a, b: a * b)
+        return self._binary(o, lambda xp, a, b: a * b, 'mul')
 
     __rmul__ = __mul__
 
     def __truediv__(self, o):
-        return self._binary(o, lambda xp, a, b: a / b)
+        return self._binary(o, lambda xp, a, b: a / b, 'div')
 
     def __rtruediv__(self, o):
-        return self._binary(o, lambda xp, a, b: b / a)
+        return self._binary(o, lambda xp, a, b: b / a, 'rdiv')
 
     def __mod__(self, o):
-        return self._binary(o, lambda xp, a, b: xp.mod(a, b))
+        return self._binary(o, lambda xp, a, b: xp.mod(a, b), 'mod')
+
+    def __rmod__(self, o):
+        return self._binary(o, lambda xp, a, b: xp.mod(b, a), 'rmod')
 
     def __pow__(self, o):
-        return self._binary(o, lambda xp, a, b: a ** b)
+        return self._binary(o, lambda xp, a, b: a ** b, 'pow')
 
     def __rpow__(self, o):
-        return self._binary(o, lambda xp, a, b: b ** a)
+        return self._binary(o, lambda xp, a, b: b ** a, 'rpow')
 
     def __neg__(self):
         with self._ctx.device_scope():
@@ -196,46 +208,51 @@ class NDArray:
         with self._ctx.device_scope():
             return NDArray(abs(self._data), self._ctx)
 
-    def _cmp(self, o, fn):
-        return self._binary(o, lambda xp, a, b: fn(a, b).astype(a.dtype))
+    def _cmp(self, o, fn, key):
+        return self._binary(o, lambda xp, a, b: fn(a, b).astype(a.dtype), key)
 
     def __eq__(self, o):
-        return self._cmp(o, lambda a, b: a == b)
+        return self._cmp(o, lambda a, b: a == b, 'eq')
 
     def __ne__(self, o):
-        return self._cmp(o, lambda a, b: a != b)
+        return self._cmp(o, lambda a, b: a != b, 'ne')
 
     def __gt__(self, o):
-        return self._cmp(o, lambda a, b: a > b)
+        return self._cmp(o, lambda a, b: a > b, 'gt')
 
     def __ge__(self, o):
-        return self._cmp(o, lambda a, b: a >= b)
+        return self._cmp(o, lambda a, b: a >= b, 'ge')
 
     def __lt__(self, o):
-        return self._cmp(o, lambda a, b: a < b)
+        return self._cmp(o, lambda a, b: a < b, 'lt')
 
     def __le__(self, o):
-        return self._cmp(o, lambda a, b: a <= b)
+        return self._cmp(o, lambda a, b: a <= b, 'le')
 
     __hash__ = object.__hash__
 
-    def _inplace(self, o, fn):
+    def _inplace(self, o, fn, key):
+        if _is_scalar(o) and self._data.dtype.kind in 'iu':
+            r = self._int_scalar(key, o)
+            with self._ctx.device_scope():
+                self._data[...] = r
+            return self
         o = _to_xp(o._data, self._ctx) if isinstance(o, NDArray) else o
         with self._ctx.device_scope():
             fn(self._data, o)
         return self
 
     def __iadd__(self, o):
-        return self._inplace(o, lambda a, b: a.__iadd__(b))
+        return self._inplace(o, lambda a, b: a.__iadd__(b), 'add')
 
     def __isub__(self, o):
-        return self._inplace(o, lambda a, b: a.__isub__(b))
+        return self._inplace(o, lambda a, b: a.__isub__(b), 'sub')
 
     def __imul__(self, o):
-        return self._inplace(o, lambda a, b: a.__imul__(b))
+        return self._inplace(o, lambda a, b: a.__imul__(b), 'mul')
 
     def __itruediv__(self, o):
-        return self._inplace(o, lambda a, b: a.__itruediv__(b))
+        return self._inplace(o, lambda a, b: a.__itruediv__(b), 'div')
 
     def __bool__(self):
         if self.size != 1:
@@ -253,6 +270,21 @@ class NDArray:
             raise AttributeError("'NDArray' object has no attribute %r" % name) from None
         fn = _op_function(name)
         return lambda *a, **k: fn(self, *a, **k)
+
+
+#: NDArray arithmetic with a scalar -> the scalar operator MXNet's NDArray uses
+_SCALAR_OPS = {
+    'add': '_plus_scalar', 'sub': '_minus_scalar', 'rsub': '_rminus_scalar',
+    'mul': '_mul_scalar', 'div': '_div_scalar', 'rdiv': '_rdiv_scalar',
+    'mod': '_mod_scalar', 'rmod': '_rmod_scalar', 'pow': '_power_scalar',
+    'rpow': '_rpower_scalar', 'eq': '_equal_scalar', 'ne': '_not_equal_scalar',
+    'gt': '_greater_scalar', 'ge': '_greater_equal_scalar', 'lt': '_lesser_scalar',
+    'le': '_lesser_equal_scalar',
+}
+
+
+def _is_scalar(v):
+    return isinstance(v, numbers.Number) and not isinstance(v, NDArray)
 
 
 def _unwrap(key):

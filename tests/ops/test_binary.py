@@ -205,9 +205,12 @@ CASES += [
     OpCase('_minimum_scalar', {'scalar': 0}, shapes=[(4,)], grad=(0,),
            inputs=lambda r, s, d: [np.array([-1.0, 0.0, 0.0, 2.0])],
            ref=lambda x: np.minimum(x, 0), grad_ref=lambda i, o, g: [g[0] * (i[0] <= 0)]),
-    # integer arrays keep their dtype (MXNet: int32 + 2.5 is int32)
+    # integer arrays keep their dtype, and the scalar is cast to it first (MXNet: an int32
+    # array plus 2.5 is the array plus 2; more in tests/golden/test_int_scalar.py)
     OpCase('_plus_scalar', {'scalar': 2.5}, shapes=[(3, 4)], dtypes=('int32',), inputs=ints,
-           ref=lambda x: (x + 2.5).astype(np.int32)),
+           ref=lambda x: (x + 2).astype(np.int32)),
+    OpCase('_mul_scalar', {'scalar': -1.5}, shapes=[(3, 4)], dtypes=('int32',), inputs=ints,
+           ref=lambda x: (x * -1).astype(np.int32)),
     OpCase('_div_scalar', {'scalar': 2}, shapes=[(3, 4)], dtypes=('int32',), inputs=ints,
            ref=lambda x: np.trunc(x / 2).astype(np.int32)),
     OpCase('_greater_scalar', {'scalar': 0}, shapes=[(5,)], dtypes=('int32',), inputs=ints,

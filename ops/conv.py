@@ -104,6 +104,8 @@ class Convolution(_ConvBase):
     name = 'Convolution'
     workspace = Param(int, 1024, doc='ignored (MB of scratch space in MXNet)')
     no_bias = Param(bool, False, doc='no bias argument')
+    param_order = ('kernel', 'stride', 'dilate', 'pad', 'num_filter', 'num_group',
+                   'workspace', 'no_bias', 'cudnn_tune', 'cudnn_off', 'layout')
 
     def infer_shape(self, in_shapes):
         in_shapes = list(in_shapes)
@@ -167,6 +169,8 @@ class Deconvolution(_ConvBase):
     target_shape = Param('shape', (), doc='output spatial shape; overrides pad and adj')
     workspace = Param(int, 512, doc='ignored (MB of scratch space in MXNet)')
     no_bias = Param(bool, True, doc='no bias argument (MXNet default True)')
+    param_order = ('kernel', 'stride', 'dilate', 'pad', 'adj', 'target_shape', 'num_filter',
+                   'num_group', 'workspace', 'no_bias', 'cudnn_tune', 'cudnn_off', 'layout')
 
     def check(self):
         super().check()

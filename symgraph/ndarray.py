@@ -287,12 +287,19 @@ def _is_scalar(v):
     return isinstance(v, numbers.Number) and not isinstance(v, NDArray)
 
 
+def _index(k):
+    """An NDArray used as an index: its data, float indices truncated to integers (MXNet
+    indexes with float32 NDArrays, its default dtype)."""
+    if not isinstance(k, NDArray):
+        return k
+    d = k._data
+    return d.astype(np.int64) if d.dtype.kind == 'f' else d
+
+
 def _unwrap(key):
-    if isinstance(key, NDArray):
-        return key._data
     if isinstance(key, tuple):
-        return tuple(k._data if isinstance(k, NDArray) else k for k in key)
-    return key
+        return tuple(_index(k) for k in key)
+    return _index(key)
 
 
 def _to_xp(data, ctx):
@@ -436,6 +443,7 @@ def load(fname, ctx=None):
 def invoke(func_name, args, kwargs):
     """Run an operator imperatively on NDArrays (the body of ``mx.nd.<op>``)."""
     cls = opdef.get_op(func_name)
+    args, kwargs = cls.split_positional(args, lambda a: isinstance(a, NDArray), kwargs)
     kwargs = dict(kwargs)
     out = kwargs.pop('out', None)
     kwargs.pop('name', None)

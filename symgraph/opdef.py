@@ -265,9 +265,46 @@ class Operator:
     def __repr__(self):
         return '%s(%s)' % (self.name, ', '.join('%s=%r' % kv for kv in self._values.items()))
 
+    #: parameter order of MXNet's generated ``mx.sym``/``mx.nd`` functions, for
+    #: positional parameters, where it differs from the declaration order
+    param_order = None
+
     @classmethod
     def param_names(cls):
         return list(cls._params)
+
+    @classmethod
+    def positional_params(cls):
+        """Parameter names in MXNet's signature order (positional arguments after the
+        inputs bind to these)."""
+        order = list(cls.param_order or ())
+        return order + [k for k in cls._params if k not in order]
+
+    @classmethod
+    def split_positional(cls, args, is_input, kwargs):
+        """Leading positional ``args`` that are inputs stay inputs; the rest bind to
+        :meth:`positional_params` in order, as MXNet's generated functions do
+        (``mx.nd.clip(x, 0, 1)``). Returns (inputs, kwargs with those parameters)."""
+        k = 0
+        while k < len(args) and is_input(args[k]):
+            k += 1
+        inputs, rest = list(args[:k]), args[k:]
+        if not rest:
+            return inputs, kwargs
+        names = cls.positional_params()
+        if len(rest) > len(names):
+            raise MXNetError('operator %s: %d positional parameters given but it takes %d '
+                             '(%s)' % (cls.name, len(rest), len(names), ', '.join(names)))
+        kwargs = dict(kwargs)
+        for name, value in zip(names, rest):
+            if is_input(value):
+                raise MXNetError('operator %s: inputs must come before parameters, got an '
+                                 'input for parameter %r' % (cls.name, name))
+            if name in kwargs:
+                raise MXNetError('operator %s: parameter %r given twice (by position and '
+                                 'keyword)' % (cls.name, name))
+            kwargs[name] = value
+        return inputs, kwargs
 
     @staticmethod
     def format_value(v):

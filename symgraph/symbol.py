@@ -449,6 +449,7 @@ def _entry_of(sym, op_name, arg):
 def _invoke(func_name, args, kwargs, hint=None):
     """Create an operator node: the body of every ``mx.sym.<op>`` function."""
     cls = opdef.get_op(func_name)
+    args, kwargs = cls.split_positional(args, lambda a: isinstance(a, Symbol), kwargs)
     kwargs = dict(kwargs)
     name = kwargs.pop('name', None)
     attr = kwargs.pop('attr', None)

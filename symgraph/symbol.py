@@ -108,6 +108,49 @@ class Symbol:
     def __copy__(self):
         return Symbol(self._outputs)
 
+    def __call__(self, *args, **kwargs):
+        """Compose: a copy in which argument Variables are replaced by other symbols,
+        ``net(data=other)``; ``name=`` renames the head node. As in MXNet 1.9.1 the
+        replacements are given by keyword, each a single-output Symbol naming an argument
+        of this symbol."""
+        name = kwargs.pop('name', None)
+        if args:
+            raise MXNetError('compose: give the replacement symbols by keyword '
+                             '(argument=symbol); MXNet composes general symbols by keyword '
+                             'only')
+        arg_names = self.list_arguments()
+        for k, v in kwargs.items():
+            if k not in arg_names:
+                raise MXNetError('compose: %r is not an argument of this symbol; arguments '
+                                 'are %s' % (k, arg_names))
+            if not isinstance(v, Symbol):
+                raise TypeError('compose: argument %r must be a Symbol, got %s'
+                                % (k, type(v).__name__))
+            if len(v._outputs) != 1:
+                raise MXNetError('compose: argument %r is a group of %d outputs; a single '
+                                 'output is required' % (k, len(v._outputs)))
+        # MXNet composes a copy of the whole graph: the Variables it keeps are new nodes
+        # too (a group of two compositions lists their shared weight names twice)
+        new = {}
+        for n in self._order():
+            if n.op is None:
+                new[id(n)] = kwargs[n.name]._outputs[0] if n.name in kwargs else \
+                    (Node(None, n.name, n.attrs, (), n.location), 0)
+                continue
+            inputs = [(new[id(src)][0], new[id(src)][1] if src.op is None else i)
+                      for src, i in n.inputs]
+            new[id(n)] = (Node(n.op, n.name, n.attrs, inputs, n.location), 0)
+        outputs = [(new[id(n)][0], i) if n.op is not None else new[id(n)]
+                   for n, i in self._outputs]
+        if name is not None:
+            heads = {id(n) for n, _ in outputs}
+            if len(heads) != 1 or outputs[0][0].op is None:
+                raise MXNetError('compose: name= renames a single operator head')
+            head = outputs[0][0]
+            renamed = Node(head.op, name, head.attrs, head.inputs, head.location)
+            outputs = [(renamed, i) for _, i in outputs]
+        return Symbol(outputs)
+
     def __deepcopy__(self, memo):
         return load_json(self.tojson())
 
@@ -551,21 +594,39 @@ def hypot(left, right):
     return _scalar_or_sym(left, right, '_Hypot', '_HypotScalar', '_HypotScalar', np.hypot)
 
 
+def _dtype_name(dtype):
+    """MXNet's wrappers write the dtype (float32 when none is given)."""
+    return 'float32' if dtype is None else np.dtype(dtype).name
+
+
 def zeros(shape, dtype=None, **kwargs):
-    return _invoke('_zeros', (), dict(kwargs, shape=shape, dtype=dtype))
+    """An array of zeros (no inputs), as ``mx.sym.zeros``."""
+    return _invoke('_zeros', (), dict(kwargs, shape=shape, dtype=_dtype_name(dtype)))
 
 
 def ones(shape, dtype=None, **kwargs):
-    return _invoke('_ones', (), dict(kwargs, shape=shape, dtype=dtype))
+    return _invoke('_ones', (), dict(kwargs, shape=shape, dtype=_dtype_name(dtype)))
 
 
 def full(shape, val, dtype=None, **kwargs):
-    return _invoke('_full', (), dict(kwargs, shape=shape, value=val, dtype=dtype))
+    return _invoke('_full', (), dict(kwargs, shape=shape, value=float(val),
+                                     dtype=_dtype_name(dtype)))
 
 
-def arange(start, stop=None, step=1.0, repeat=1, name=None, dtype=None):
+def arange(start, stop=None, step=1.0, repeat=1, infer_range=False, name=None, dtype=None):
+    """``repeat`` copies of each value of [start, stop) by ``step`` (stop=None: [0, start))."""
     return _invoke('_arange', (), dict(start=start, stop=stop, step=step, repeat=repeat,
-                                       name=name, dtype=dtype))
+                                       infer_range=infer_range, name=name,
+                                       dtype=_dtype_name(dtype)))
+
+
+def eye(N, M=0, k=0, dtype=None, **kwargs):
+    return _invoke('_eye', (), dict(kwargs, N=N, M=M, k=k, dtype=_dtype_name(dtype)))
+
+
+def linspace(start, stop, num, endpoint=True, name=None, dtype=None):
+    return _invoke('_linspace', (), dict(start=start, stop=stop, num=num, endpoint=endpoint,
+                                         name=name, dtype=_dtype_name(dtype)))
 
 
 def load_json(json_str):

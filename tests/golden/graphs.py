@@ -235,7 +235,24 @@ def names_block_and_losses(mx):
     return mx.sym.Group([m, mx.sym.BlockGrad(x), mx.sym.LogisticRegressionOutput(y)])
 
 
+def names_made_arrays(mx):
+    x = mx.sym.Variable('x')
+    return mx.sym.Group([x * mx.sym.zeros((2, 3)), mx.sym.ones((3,), dtype='int32'),
+                         mx.sym.full((2,), 5), mx.sym.arange(0, 5), mx.sym.arange(2, 9, 2,
+                                                                                  repeat=2),
+                         mx.sym.eye(3, 4, 1), mx.sym.linspace(0, 1, 5)])
+
+
+def names_compose(mx):
+    x, y, z = _v(mx, 'x', 'y', 'z')
+    fc = mx.sym.FullyConnected(x, num_hidden=3, name='fc')
+    return mx.sym.Group([fc(x=y * 2), fc(x=y, fc_weight=z, name='newfc'),
+                         mx.sym.Group([fc, x + 1])(x=z)])
+
+
 NAME_CASES = {
+    'made_arrays': names_made_arrays,
+    'compose': names_compose,
     'overload_binary': names_overload_binary,
     'overload_scalar': names_overload_scalar,
     'overload_compare': names_overload_compare,

@@ -1,0 +1,154 @@
+"""Operators without inputs that make arrays: ``_zeros``, ``_ones``, ``_full``,
+``_arange``, ``_eye`` and ``_linspace`` (behind ``mx.sym.zeros``, ``mx.sym.arange`` ...).
+
+As in MXNet 1.9.1: the dtype defaults to float32; ``_arange`` takes ``stop=None`` as
+``[0, start)`` and repeats each value ``repeat`` times; ``infer_range`` (the length taken
+from the consumer) is not supported and says so; ``ctx`` is accepted and ignored (the
+executor's context decides).
+"""
+import math
+
+import numpy as np
+
+from symgraph.opdef import MXNetError, Operator, Param, ShapeError, np_dtype, register
+
+_DTYPES = [np_dtype(t) for t in ('float16', 'float32', 'float64', 'uint8', 'int8', 'int32',
+                                 'int64', 'bool')]
+
+
+class _Init(Operator):
+    """No inputs, one output of a shape and dtype known from the parameters."""
+
+    ctx = Param(str, None, doc='ignored: the executor context decides')
+    dtype = Param('dtype', np.dtype(np.float32), doc='output dtype', choices=_DTYPES)
+    no_grad = True
+    needs_inputs = False
+
+    def list_arguments(self):
+        return []
+
+    def out_shape(self):
+        raise NotImplementedError
+
+    def infer_shape(self, in_shapes):
+        return [], [self.out_shape()], []
+
+    def infer_type(self, in_types):
+        return [], [self.dtype], []
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        return []
+
+
+class _Filled(_Init):
+    shape = Param('shape', (), doc='output shape')
+    param_order = ('shape', 'ctx', 'dtype')
+
+    def out_shape(self):
+        return tuple(self.shape)
+
+
+@register
+class Zeros(_Filled):
+    name = '_zeros'
+
+    def forward(self, xp, inputs, aux, is_train):
+        return [xp.zeros(self.out_shape(), dtype=self.dtype)]
+
+
+@register
+class Ones(_Filled):
+    name = '_ones'
+
+    def forward(self, xp, inputs, aux, is_train):
+        return [xp.ones(self.out_shape(), dtype=self.dtype)]
+
+
+@register
+class Full(_Filled):
+    name = '_full'
+    value = Param(float, doc='fill value')
+    param_order = ('shape', 'ctx', 'dtype', 'value')
+
+    def forward(self, xp, inputs, aux, is_train):
+        return [xp.full(self.out_shape(), self.value, dtype=self.dtype)]
+
+
+@register
+class Arange(_Init):
+    """``repeat`` copies of each of start, start + step, ... below stop."""
+
+    name = '_arange'
+    start = Param(float, doc='first value (the end, with stop=None)')
+    stop = Param(float, None, doc='end (exclusive); None: [0, start)')
+    step = Param(float, 1.0, doc='spacing')
+    repeat = Param(int, 1, doc='copies of each value')
+    infer_range = Param(bool, False, doc='take the length from the consumer (unsupported)')
+    param_order = ('start', 'stop', 'step', 'repeat', 'infer_range', 'ctx', 'dtype')
+
+    def check(self):
+        if self.infer_range:
+            raise MXNetError('_arange: infer_range=True (the length taken from the consumer) '
+                             'is not supported; give stop')
+        if self.step == 0:
+            raise MXNetError('_arange: step must not be 0')
+        if self.repeat < 1:
+            raise MXNetError('_arange: repeat must be >= 1, got %d' % self.repeat)
+
+    def _bounds(self):
+        return (0.0, self.start) if self.stop is None else (self.start, self.stop)
+
+    def out_shape(self):
+        lo, hi = self._bounds()
+        n = max(int(math.ceil((hi - lo) / self.step)), 0)
+        return (n * self.repeat,)
+
+    def forward(self, xp, inputs, aux, is_train):
+        lo, _ = self._bounds()
+        n = self.out_shape()[0] // self.repeat
+        # values in float64 from integer steps (no accumulated error), then the dtype
+        a = (lo + np.arange(n, dtype=np.float64) * self.step).astype(self.dtype)
+        if self.repeat > 1:
+            a = np.repeat(a, self.repeat)
+        return [xp.asarray(a)]
+
+
+@register
+class Eye(_Init):
+    """N x M with ones on diagonal k."""
+
+    name = '_eye'
+    N = Param(int, doc='rows')
+    M = Param(int, 0, doc='columns (0: N)')
+    k = Param(int, 0, doc='diagonal: 0 main, > 0 above, < 0 below')
+    param_order = ('N', 'M', 'k', 'ctx', 'dtype')
+
+    def out_shape(self):
+        if self.N < 0 or self.M < 0:
+            raise ShapeError('_eye: N and M must be >= 0, got %d and %d' % (self.N, self.M))
+        return (self.N, self.M or self.N)
+
+    def forward(self, xp, inputs, aux, is_train):
+        n, m = self.out_shape()
+        return [xp.eye(n, m, k=self.k, dtype=self.dtype)]
+
+
+@register
+class Linspace(_Init):
+    """``num`` evenly spaced values from start to stop (included with ``endpoint``)."""
+
+    name = '_linspace'
+    start = Param(float, doc='first value')
+    stop = Param(float, doc='last value (or the end, without endpoint)')
+    num = Param(int, doc='number of values')
+    endpoint = Param(bool, True, doc='include stop')
+    param_order = ('start', 'stop', 'num', 'endpoint', 'ctx', 'dtype')
+
+    def out_shape(self):
+        if self.num < 0:
+            raise ShapeError('_linspace: num must be >= 0, got %d' % self.num)
+        return (self.num,)
+
+    def forward(self, xp, inputs, aux, is_train):
+        a = np.linspace(self.start, self.stop, self.num, endpoint=self.endpoint)
+        return [xp.asarray(a.astype(self.dtype))]

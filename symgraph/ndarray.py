@@ -13,7 +13,8 @@ from . import opdef
 from .base import MXNetError
 from .context import Context, current_context, cpu, context_of, array_module
 
-__all__ = ['NDArray', 'array', 'zeros', 'ones', 'empty', 'full', 'arange', 'save', 'load',
+__all__ = ['NDArray', 'array', 'zeros', 'ones', 'empty', 'full', 'arange', 'eye', 'linspace',
+           'save', 'load',
            'concat', 'waitall', 'zeros_like', 'ones_like']
 
 
@@ -384,6 +385,19 @@ def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None,
             else xp.arange(0, start, step, dtype=dtype)
         return xp.repeat(a, repeat) if repeat > 1 else a
     return _alloc(ctx, make)
+
+
+def eye(N, M=0, k=0, ctx=None, dtype=None, **kwargs):
+    """N x M (M=0: N) with ones on diagonal k, as ``mx.nd.eye``."""
+    dtype = np.float32 if dtype is None else dtype
+    return _alloc(ctx, lambda xp: xp.eye(N, M or N, k=k, dtype=dtype))
+
+
+def linspace(start, stop, num, endpoint=True, ctx=None, dtype=None):
+    """``num`` evenly spaced values from start to stop, as ``mx.nd.linspace``."""
+    dtype = np.float32 if dtype is None else dtype
+    values = np.linspace(start, stop, num, endpoint=endpoint).astype(dtype)
+    return _alloc(ctx, lambda xp: xp.asarray(values))
 
 
 def zeros_like(a):

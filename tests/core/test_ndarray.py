@@ -92,3 +92,10 @@ def test_gpu_without_cupy_or_device_fails_clearly():
         pytest.skip('a GPU is present')
     with pytest.raises(mx.MXNetError, match='GPU|CuPy|cupy'):
         mx.nd.zeros((2,), ctx=mx.gpu(0))
+
+
+def test_eye_and_linspace():
+    np.testing.assert_array_equal(mx.nd.eye(2, 3, 1).asnumpy(), np.eye(2, 3, 1))
+    assert mx.nd.eye(3).shape == (3, 3) and mx.nd.eye(3).dtype == np.float32
+    np.testing.assert_allclose(mx.nd.linspace(0, 1, 5).asnumpy(), np.linspace(0, 1, 5))
+    assert mx.nd.linspace(0, 1, 4, endpoint=False, dtype='float64').dtype == np.float64

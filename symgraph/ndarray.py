@@ -517,6 +517,9 @@ _internal = opdef.OpNamespace('', lambda name, hint: _op_function(name))
 def __getattr__(name):
     if name.startswith('__'):
         raise AttributeError(name)
+    if name == 'random':            # mx.nd.random.uniform(...), normal, randint ...
+        from .sampling import namespace
+        return namespace('nd')
     try:
         return _op_function(name)
     except MXNetError:

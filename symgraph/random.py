@@ -1,7 +1,11 @@
-"""Random seeds (``mx.random.seed``): operators draw from ``xp.random``."""
+"""``mx.random``: the seed, and the NDArray samplers of ``mx.nd.random``.
+
+Operators draw from ``xp.random`` (NumPy's global generator, or CuPy's on a GPU).
+"""
 import numpy as np
 
-__all__ = ['seed']
+__all__ = ['seed', 'uniform', 'normal', 'randn', 'randint', 'exponential', 'gamma',
+           'poisson', 'shuffle']
 
 
 def seed(seed_state, ctx='all'):
@@ -10,3 +14,10 @@ def seed(seed_state, ctx='all'):
     from .context import num_gpus, _cupy
     if num_gpus():
         _cupy().random.seed(seed_state)
+
+
+def __getattr__(name):
+    if name in __all__:
+        from .sampling import namespace
+        return getattr(namespace('nd'), name)
+    raise AttributeError('module symgraph.random has no attribute %r' % name)

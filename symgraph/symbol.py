@@ -650,6 +650,9 @@ _internal = opdef.OpNamespace('', _op_function)
 def __getattr__(name):
     if name.startswith('__'):
         raise AttributeError(name)
+    if name == 'random':            # mx.sym.random.uniform(...), normal, randint ...
+        from .sampling import namespace
+        return namespace('sym')
     try:
         return _op_function(name)
     except MXNetError:

@@ -250,7 +250,19 @@ def names_compose(mx):
                          mx.sym.Group([fc, x + 1])(x=z)])
 
 
+def names_random(mx):
+    x, y = _v(mx, 'x', 'y')
+    r = mx.sym.random
+    return mx.sym.Group([r.uniform(0, 1, shape=(2, 3)), r.uniform(shape=(2,), dtype='float64'),
+                         r.normal(x, y, shape=(2,)), r.randint(0, 5, shape=(2,)),
+                         r.exponential(2.0, shape=(2,)), r.gamma(2, 3, shape=(2,)),
+                         r.poisson(3, shape=(2,)), r.shuffle(x),
+                         mx.sym.random_uniform(low=0, high=1, shape=(2,)),
+                         mx.sym.uniform(shape=(2,)), mx.sym.shuffle(y)])
+
+
 NAME_CASES = {
+    'random': names_random,
     'made_arrays': names_made_arrays,
     'compose': names_compose,
     'overload_binary': names_overload_binary,

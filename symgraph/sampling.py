@@ -1,0 +1,120 @@
+"""``mx.nd.random`` and ``mx.sym.random`` (``mx.random`` re-exports the NDArray ones).
+
+As in MXNet: scalar distribution parameters make a ``_random_*`` node of ``shape``
+samples; NDArray/Symbol parameters make a ``_sample_*`` node with one distribution per
+element; ``exponential`` takes the scale (``lam = 1 / scale``); the NDArray functions
+default to ``shape=1`` and run on ``ctx`` (default: the current context).
+"""
+import numbers
+import types
+
+from .base import MXNetError
+
+__all__ = ['nd', 'sym']
+
+_NULL = object()
+
+
+def _namespace(kind):
+    from . import ndarray, symbol
+    from .context import Context, current_context
+    if kind == 'nd':
+        array_type = ndarray.NDArray
+
+        def invoke(name, params, out=None, ctx=None):
+            if out is not None:
+                params = dict(params, out=out)
+            with Context(ctx) if ctx is not None else current_context():
+                return ndarray.invoke(name, (), params)
+    else:
+        array_type = symbol.Symbol
+
+        def invoke(name, params, out=None, ctx=None):
+            return symbol._invoke(name, (), params)
+
+    def helper(random_op, sample_op, names, values, shape, dtype, ctx, out, kwargs):
+        params = dict(kwargs)
+        if shape is not _NULL:
+            params['shape'] = shape
+        if dtype is not _NULL:
+            params['dtype'] = dtype
+        if isinstance(values[0], array_type):
+            if sample_op is None:
+                raise MXNetError('%s takes numbers as distribution parameters, got %s'
+                                 % (random_op, type(values[0]).__name__))
+            if not all(isinstance(v, array_type) for v in values):
+                raise MXNetError('distribution parameters must all have the same type, got '
+                                 '%s' % ', '.join(type(v).__name__ for v in values))
+            params.update(zip(sample_names[sample_op], values))
+            return invoke(sample_op, params, out)
+        if not all(isinstance(v, numbers.Number) for v in values):
+            raise MXNetError('distribution parameters must be numbers or %ss, got %s'
+                             % (array_type.__name__,
+                                ', '.join(type(v).__name__ for v in values)))
+        if kind == 'nd' and shape is _NULL and out is None:
+            params['shape'] = 1
+        params.update(zip(names, values))
+        if kind == 'sym' and ctx is not None:
+            params['ctx'] = str(ctx)
+        return invoke(random_op, params, out, ctx if kind == 'nd' else None)
+
+    sample_names = {'_sample_uniform': ('low', 'high'), '_sample_normal': ('mu', 'sigma')}
+
+    def uniform(low=0, high=1, shape=_NULL, dtype=_NULL, ctx=None, out=None, **kwargs):
+        """Samples of U[low, high)."""
+        return helper('_random_uniform', '_sample_uniform', ('low', 'high'), (low, high),
+                      shape, dtype, ctx, out, kwargs)
+
+    def normal(loc=0, scale=1, shape=_NULL, dtype=_NULL, ctx=None, out=None, **kwargs):
+        """Samples of N(loc, scale^2)."""
+        return helper('_random_normal', '_sample_normal', ('loc', 'scale'), (loc, scale),
+                      shape, dtype, ctx, out, kwargs)
+
+    def randn(*shape, loc=0, scale=1, dtype=_NULL, ctx=None, out=None, **kwargs):
+        """Normal samples of the given shape (``randn(2, 3)``)."""
+        return normal(loc, scale, shape or _NULL, dtype, ctx, out, **kwargs)
+
+    def randint(low, high, shape=_NULL, dtype=_NULL, ctx=None, out=None, **kwargs):
+        """Integers of [low, high), int32 by default."""
+        return helper('_random_randint', None, ('low', 'high'), (low, high), shape, dtype,
+                      ctx, out, kwargs)
+
+    def exponential(scale=1, shape=_NULL, dtype=_NULL, ctx=None, out=None, **kwargs):
+        """Samples of the exponential distribution of mean ``scale``."""
+        if not isinstance(scale, numbers.Number):
+            raise MXNetError('exponential: per-element scales are not supported here')
+        return helper('_random_exponential', None, ('lam',), (1.0 / scale,), shape, dtype,
+                      ctx, out, kwargs)
+
+    def gamma(alpha=1, beta=1, shape=_NULL, dtype=_NULL, ctx=None, out=None, **kwargs):
+        """Samples of the gamma distribution (shape alpha, scale beta)."""
+        return helper('_random_gamma', None, ('alpha', 'beta'), (alpha, beta), shape, dtype,
+                      ctx, out, kwargs)
+
+    def poisson(lam=1, shape=_NULL, dtype=_NULL, ctx=None, out=None, **kwargs):
+        """Samples of the Poisson distribution of mean ``lam`` (as floats)."""
+        return helper('_random_poisson', None, ('lam',), (lam,), shape, dtype, ctx, out,
+                      kwargs)
+
+    def shuffle(data, **kwargs):
+        """The rows of ``data`` in a random order."""
+        if kind == 'nd':
+            return ndarray.invoke('_shuffle', (data,), kwargs)
+        return symbol._invoke('_shuffle', (data,), kwargs)
+
+    ns = types.SimpleNamespace(uniform=uniform, normal=normal, randn=randn, randint=randint,
+                               exponential=exponential, gamma=gamma, poisson=poisson,
+                               shuffle=shuffle)
+    if kind == 'sym':
+        del ns.randn
+    return ns
+
+
+_cache = {}
+
+
+def namespace(kind):
+    """The ``random`` namespace of ``mx.nd`` (kind 'nd') or ``mx.sym`` ('sym')."""
+    if kind not in _cache:
+        _cache[kind] = _namespace(kind)
+    return _cache[kind]

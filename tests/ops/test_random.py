@@ -1,0 +1,100 @@
+"""Random sampling operators and the mx.nd.random / mx.sym.random / mx.random functions:
+shapes, dtypes, ranges, moments, seeding (the numbers themselves differ from MXNet's
+generator; names and JSON are compared with MXNet in tests/golden)."""
+import numpy as np
+import pytest
+
+import symgraph as mx
+from harness import OpCase, parametrize_cases, check_forward
+from symgraph.base import MXNetError
+
+CASES = [
+    OpCase('_random_uniform', dict(low=-1, high=2, shape=(3, 4)), shapes=[], grad=()),
+    OpCase('_random_normal', dict(loc=1, scale=2, shape=(5,), dtype='float64'), shapes=[],
+           grad=()),
+    OpCase('_random_randint', dict(low=-3, high=4, shape=(6,)), shapes=[], grad=(),
+           dtypes=('int32',)),
+    OpCase('_random_exponential', dict(lam=2, shape=(4,)), shapes=[], grad=()),
+    OpCase('_random_gamma', dict(alpha=2, beta=0.5, shape=(4,)), shapes=[], grad=()),
+    OpCase('_random_poisson', dict(lam=3, shape=(4,)), shapes=[], grad=()),
+    OpCase('_sample_uniform', dict(shape=(3,)), shapes=[(2,), (2,)], grad=(),
+           inputs=lambda r, s, d: [np.zeros(2, d), np.ones(2, d)]),
+    OpCase('_sample_normal', dict(shape=(2, 2)), shapes=[(3,), (3,)], grad=(),
+           inputs=lambda r, s, d: [np.zeros(3, d), np.ones(3, d)]),
+    OpCase('_shuffle', shapes=[(5, 2)], grad=()),
+]
+
+
+@parametrize_cases(CASES)
+def test_forward(case):
+    check_forward(case)
+
+
+N = 20000
+
+
+def test_distributions_have_their_moments():
+    mx.random.seed(0)
+    u = mx.nd.random.uniform(-1, 3, shape=(N,)).asnumpy()
+    assert u.dtype == np.float32 and u.min() >= -1 and u.max() < 3
+    assert abs(u.mean() - 1) < 0.05
+    n = mx.nd.random.normal(2, 0.5, shape=(N,)).asnumpy()
+    assert abs(n.mean() - 2) < 0.02 and abs(n.std() - 0.5) < 0.02
+    i = mx.nd.random.randint(-2, 3, shape=(N,)).asnumpy()
+    assert i.dtype == np.int32 and set(np.unique(i)) == {-2, -1, 0, 1, 2}
+    e = mx.nd.random.exponential(2.0, shape=(N,)).asnumpy()      # scale 2: mean 2
+    assert abs(e.mean() - 2) < 0.1 and e.min() >= 0
+    g = mx.nd.random.gamma(3, 2, shape=(N,)).asnumpy()           # mean alpha * beta
+    assert abs(g.mean() - 6) < 0.2
+    p = mx.nd.random.poisson(4, shape=(N,)).asnumpy()
+    assert p.dtype == np.float32 and abs(p.mean() - 4) < 0.1 and (p == np.round(p)).all()
+
+
+def test_per_element_distributions():
+    low = mx.nd.array([0, 10])
+    high = mx.nd.array([1, 20])
+    s = mx.nd.random.uniform(low, high, shape=(500,)).asnumpy()
+    assert s.shape == (2, 500)
+    assert (s[0] >= 0).all() and (s[0] < 1).all() and (s[1] >= 10).all() and (s[1] < 20).all()
+    m = mx.nd.random.normal(mx.nd.array([0, 100]), mx.nd.array([1, 1]), shape=(2000,))
+    np.testing.assert_allclose(m.asnumpy().mean(axis=1), [0, 100], atol=0.1)
+    with pytest.raises(MXNetError, match='same type'):
+        mx.nd.random.uniform(low, 1.0)
+
+
+def test_seed_reproduces_and_defaults_follow_mxnet():
+    mx.random.seed(42)
+    a = mx.random.normal(shape=(4,)).asnumpy()
+    mx.random.seed(42)
+    b = mx.nd.random.normal(shape=(4,)).asnumpy()
+    np.testing.assert_array_equal(a, b)
+    assert mx.nd.random.uniform().shape == (1,)              # NDArray default shape 1
+    assert mx.nd.random.randn(2, 3).shape == (2, 3)
+    assert mx.nd.random.uniform(shape=2, dtype='float16').dtype == np.float16
+
+
+def test_shuffle_permutes_rows():
+    x = mx.nd.array(np.arange(12).reshape(6, 2))
+    y = mx.nd.random.shuffle(x).asnumpy()
+    assert sorted(map(tuple, y)) == sorted(map(tuple, x.asnumpy()))
+
+
+def test_symbols_in_a_graph_draw_on_every_forward():
+    x = mx.sym.var('x')
+    net = x + mx.sym.random.uniform(shape=(3,))
+    exe = net.simple_bind(mx.cpu(), x=(3,))
+    first = exe.forward(x=np.zeros(3))[0].asnumpy()
+    second = exe.forward(x=np.zeros(3))[0].asnumpy()
+    assert not np.array_equal(first, second)
+    exe.forward(is_train=True, x=np.zeros(3))
+    exe.backward([mx.nd.ones((3,))])
+    np.testing.assert_array_equal(exe.grad_dict['x'].asnumpy(), 1)
+
+
+def test_bad_parameters_are_refused():
+    with pytest.raises(MXNetError, match='high'):
+        mx.nd.random.randint(3, 3, shape=(2,))
+    with pytest.raises(MXNetError, match='scale'):
+        mx.nd.random.normal(0, -1)
+    with pytest.raises(MXNetError, match='numbers'):
+        mx.nd.random.randint(mx.nd.zeros(1), mx.nd.ones(1))

@@ -13,7 +13,8 @@ import numpy as np
 from .base import MXNetError
 
 __all__ = ['InitDesc', 'Initializer', 'Zero', 'One', 'Constant', 'Uniform', 'Normal',
-           'Xavier', 'MSRAPrelu', 'Orthogonal', 'Mixed', 'create', 'register']
+           'Xavier', 'MSRAPrelu', 'Orthogonal', 'Bilinear', 'LSTMBias', 'Load', 'Mixed',
+           'create', 'register']
 
 _REGISTRY = {}
 
@@ -176,6 +177,75 @@ class Orthogonal(Initializer):
         u, _, v = np.linalg.svd(tmp, full_matrices=False)
         q = u if u.shape == tmp.shape else v
         arr[:] = (self.scale * q).reshape(arr.shape)
+
+
+@register
+class Bilinear(Initializer):
+    """Bilinear-interpolation kernels (UpSampling's bilinear weight, as MXNet fills it)."""
+
+    def __init__(self):
+        super().__init__()
+
+    def _init_weight(self, _, arr):
+        shape = arr.shape
+        f = np.ceil(shape[3] / 2.0)
+        c = (2 * f - 1 - f % 2) / (2.0 * f)
+        i = np.arange(int(np.prod(shape)))
+        x = i % shape[3]
+        y = (i // shape[3]) % shape[2]
+        weight = (1 - np.abs(x / f - c)) * (1 - np.abs(y / f - c))
+        arr[:] = weight.astype(np.float32).reshape(shape)
+
+
+@register
+class LSTMBias(Initializer):
+    """Zero LSTM biases except the forget gate's (the second quarter), ``forget_bias``."""
+
+    def __init__(self, forget_bias=1.0):
+        super().__init__(forget_bias=forget_bias)
+        self.forget_bias = forget_bias
+
+    def _init_weight(self, _, arr):
+        arr[:] = 0.0
+        n = int(arr.shape[0] / 4)
+        arr[n:2 * n] = self.forget_bias
+
+
+class Load:
+    """Initialize from saved arrays (a dict, or a ``.params`` file whose ``arg:``/``aux:``
+    prefixes are dropped); names not found go to ``default_init`` or raise."""
+
+    def __init__(self, param, default_init=None, verbose=False):
+        if isinstance(param, str):
+            from .ndarray import load
+            param = load(param)
+        if not isinstance(param, dict):
+            raise TypeError('Load takes a dict of arrays or a .params file of a dict')
+        self.param = {}
+        for name, arr in param.items():
+            if name.startswith('arg:') or name.startswith('aux:'):
+                name = name[4:]
+            self.param[name] = arr
+        self.default_init = default_init
+        self.verbose = verbose
+
+    def __call__(self, name, arr):
+        name = str(name)
+        if name in self.param:
+            value = self.param[name]
+            if tuple(value.shape) != tuple(arr.shape):
+                raise MXNetError('Load: parameter %s has shape %s in the file but %s here'
+                                 % (name, tuple(value.shape), tuple(arr.shape)))
+            arr[:] = value
+            if self.verbose:
+                print('Initialized %s by loading' % name)
+        else:
+            if self.default_init is None:
+                raise MXNetError('Load: cannot initialize %s: it is not among the loaded '
+                                 'parameters and there is no default_init' % name)
+            self.default_init(name, arr)
+            if self.verbose:
+                print('Initialized %s by default' % name)
 
 
 class Mixed:

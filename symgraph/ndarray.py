@@ -5,7 +5,9 @@ registered operator's forward imperatively.
 """
 from __future__ import annotations
 
+import math
 import numbers
+import operator
 
 import numpy as np
 
@@ -420,6 +422,91 @@ def waitall():
     from .context import num_gpus, _cupy
     if num_gpus():
         _cupy().cuda.Device().synchronize()
+
+
+# ---------------------------------------------------------------------- functions
+def _ufunc(lhs, rhs, broadcast_op, py_op, scalar_op, rscalar_op):
+    """MXNet's dispatch of ``mx.nd.add`` and friends: two numbers give a number, an array
+    and a number the scalar operator, two arrays the broadcasting one."""
+    if isinstance(lhs, numbers.Number) and isinstance(rhs, numbers.Number):
+        return py_op(lhs, rhs)
+    if isinstance(rhs, numbers.Number):
+        return invoke(scalar_op, (lhs,), {'scalar': float(rhs)})
+    if isinstance(lhs, numbers.Number):
+        return invoke(rscalar_op, (rhs,), {'scalar': float(lhs)})
+    return invoke(broadcast_op, (lhs, rhs), {})
+
+
+def _make_ufunc(name, broadcast_op, py_op, scalar_op, rscalar_op):
+    def fn(lhs, rhs):
+        return _ufunc(lhs, rhs, broadcast_op, py_op, scalar_op, rscalar_op)
+    fn.__name__ = name
+    fn.__doc__ = ('``%s(lhs, rhs)``: NDArrays broadcast (%s), an NDArray and a number use '
+                  '%s, two numbers give a number.' % (name, broadcast_op, scalar_op))
+    return fn
+
+
+add = _make_ufunc('add', 'broadcast_add', operator.add, '_plus_scalar', '_plus_scalar')
+subtract = _make_ufunc('subtract', 'broadcast_sub', operator.sub, '_minus_scalar',
+                       '_rminus_scalar')
+multiply = _make_ufunc('multiply', 'broadcast_mul', operator.mul, '_mul_scalar',
+                       '_mul_scalar')
+divide = _make_ufunc('divide', 'broadcast_div', operator.truediv, '_div_scalar',
+                     '_rdiv_scalar')
+true_divide = divide
+modulo = _make_ufunc('modulo', 'broadcast_mod', operator.mod, '_mod_scalar',
+                     '_rmod_scalar')
+power = _make_ufunc('power', 'broadcast_power', operator.pow, '_power_scalar',
+                    '_rpower_scalar')
+maximum = _make_ufunc('maximum', 'broadcast_maximum', max, '_maximum_scalar',
+                      '_maximum_scalar')
+minimum = _make_ufunc('minimum', 'broadcast_minimum', min, '_minimum_scalar',
+                      '_minimum_scalar')
+hypot = _make_ufunc('hypot', 'broadcast_hypot', math.hypot, '_hypot_scalar', '_hypot_scalar')
+equal = _make_ufunc('equal', 'broadcast_equal', lambda a, b: float(a == b), '_equal_scalar',
+                    '_equal_scalar')
+not_equal = _make_ufunc('not_equal', 'broadcast_not_equal', lambda a, b: float(a != b),
+                        '_not_equal_scalar', '_not_equal_scalar')
+greater = _make_ufunc('greater', 'broadcast_greater', lambda a, b: float(a > b),
+                      '_greater_scalar', '_lesser_scalar')
+greater_equal = _make_ufunc('greater_equal', 'broadcast_greater_equal',
+                            lambda a, b: float(a >= b), '_greater_equal_scalar',
+                            '_lesser_equal_scalar')
+lesser = _make_ufunc('lesser', 'broadcast_lesser', lambda a, b: float(a < b),
+                     '_lesser_scalar', '_greater_scalar')
+lesser_equal = _make_ufunc('lesser_equal', 'broadcast_lesser_equal',
+                           lambda a, b: float(a <= b), '_lesser_equal_scalar',
+                           '_greater_equal_scalar')
+logical_and = _make_ufunc('logical_and', 'broadcast_logical_and',
+                          lambda a, b: float(bool(a) and bool(b)), '_logical_and_scalar',
+                          '_logical_and_scalar')
+logical_or = _make_ufunc('logical_or', 'broadcast_logical_or',
+                         lambda a, b: float(bool(a) or bool(b)), '_logical_or_scalar',
+                         '_logical_or_scalar')
+logical_xor = _make_ufunc('logical_xor', 'broadcast_logical_xor',
+                          lambda a, b: float(bool(a) != bool(b)), '_logical_xor_scalar',
+                          '_logical_xor_scalar')
+
+
+def moveaxis(tensor, source, destination):
+    """``tensor`` with axis ``source`` moved to ``destination`` (a transpose)."""
+    axes = list(range(tensor.ndim))
+    src = source % tensor.ndim
+    axes.pop(src)
+    axes.insert(destination % tensor.ndim, src)
+    return invoke('transpose', (tensor,), {'axes': tuple(axes)})
+
+
+def from_numpy(ndarray, zero_copy=True):
+    """An NDArray on the CPU holding ``ndarray`` (sharing its memory with ``zero_copy``,
+    which needs a C-contiguous array, as MXNet)."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError('from_numpy takes a numpy.ndarray, got %s' % type(ndarray).__name__)
+    if zero_copy:
+        if not ndarray.flags.c_contiguous:
+            raise ValueError('from_numpy with zero_copy=True needs a C-contiguous array')
+        return NDArray(ndarray, cpu())
+    return NDArray(ndarray.copy(), cpu())
 
 
 # ---------------------------------------------------------------------- files

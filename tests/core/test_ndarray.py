@@ -99,3 +99,24 @@ def test_eye_and_linspace():
     assert mx.nd.eye(3).shape == (3, 3) and mx.nd.eye(3).dtype == np.float32
     np.testing.assert_allclose(mx.nd.linspace(0, 1, 5).asnumpy(), np.linspace(0, 1, 5))
     assert mx.nd.linspace(0, 1, 4, endpoint=False, dtype='float64').dtype == np.float64
+
+
+def test_functional_arithmetic_dispatches_as_mxnet():
+    a = mx.nd.array([[1, 2], [3, 4]])
+    b = mx.nd.array([10, 20])
+    np.testing.assert_array_equal(mx.nd.add(a, b).asnumpy(), [[11, 22], [13, 24]])
+    np.testing.assert_array_equal(mx.nd.subtract(3, a).asnumpy(), [[2, 1], [0, -1]])
+    np.testing.assert_array_equal(mx.nd.divide(a, 2).asnumpy(), [[0.5, 1], [1.5, 2]])
+    np.testing.assert_array_equal(mx.nd.lesser(2, a).asnumpy(), [[0, 0], [1, 1]])
+    np.testing.assert_array_equal(mx.nd.maximum(a, b).asnumpy(), [[10, 20], [10, 20]])
+    np.testing.assert_array_equal(mx.nd.power(2, a).asnumpy(), [[2, 4], [8, 16]])
+    assert mx.nd.add(1, 2) == 3 and mx.nd.greater(2, 1) == 1.0
+    ints = mx.nd.array([7, -7], dtype='int32')
+    np.testing.assert_array_equal(mx.nd.divide(ints, 2.5).asnumpy(), [3, -3])  # 2.5 -> 2
+    assert mx.nd.moveaxis(mx.nd.zeros((2, 3, 4)), 0, -1).shape == (3, 4, 2)
+    src = np.arange(4.0)
+    shared = mx.nd.from_numpy(src)
+    src[0] = 9
+    assert shared.asnumpy()[0] == 9
+    with pytest.raises(ValueError, match='C-contiguous'):
+        mx.nd.from_numpy(np.zeros((3, 3))[:, 1])

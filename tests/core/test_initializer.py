@@ -13,9 +13,13 @@ def test_bilinear_and_lstm_bias_fill_as_mxnet():
     row = [0.0625, 0.1875, 0.1875, 0.0625]
     np.testing.assert_allclose(a.asnumpy()[1, 0, 0], row)
     np.testing.assert_allclose(a.asnumpy()[0, 0, 1], [0.1875, 0.5625, 0.5625, 0.1875])
+    # as a Variable's init (called directly, the name rule zeroes a *_bias, as in MXNet)
     b = mx.nd.zeros((8,))
-    mx.init.LSTMBias(2.0)(mx.init.InitDesc('lstm_bias'), b)
+    desc = mx.init.InitDesc('lstm_bias', {'__init__': mx.init.LSTMBias(2.0).dumps()})
+    mx.init.Xavier()(desc, b)
     np.testing.assert_array_equal(b.asnumpy(), [0, 0, 2, 2, 0, 0, 0, 0])
+    mx.init.LSTMBias(2.0)(mx.init.InitDesc('lstm_bias'), b)
+    np.testing.assert_array_equal(b.asnumpy(), 0)
 
 
 def test_an_upsampling_net_initialises_its_bilinear_weight():

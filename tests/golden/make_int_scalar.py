@@ -14,13 +14,8 @@ import os
 import numpy as np
 import mxnet as mx
 
-OPS = {
-    'add': lambda x, s: x + s, 'sub': lambda x, s: x - s, 'rsub': lambda x, s: s - x,
-    'mul': lambda x, s: x * s, 'div': lambda x, s: x / s, 'rdiv': lambda x, s: s / x,
-    'mod': lambda x, s: x % s, 'rmod': lambda x, s: s % x, 'pow': lambda x, s: x ** s,
-    'rpow': lambda x, s: s ** x, 'gt': lambda x, s: x > s, 'le': lambda x, s: x <= s,
-    'eq': lambda x, s: x == s, 'ne': lambda x, s: x != s,
-}
+from int_scalar_ops import OPS
+
 VALUES = [-7, -3, -1, 0, 1, 2, 5, 9]
 
 

@@ -9,16 +9,10 @@ import pytest
 
 import symgraph as mx
 
+from int_scalar_ops import OPS
+
 with open(os.path.join(os.path.dirname(__file__), 'data', 'int_scalar.json')) as _f:
     GOLDEN = json.load(_f)['cases']
-
-OPS = {
-    'add': lambda x, s: x + s, 'sub': lambda x, s: x - s, 'rsub': lambda x, s: s - x,
-    'mul': lambda x, s: x * s, 'div': lambda x, s: x / s, 'rdiv': lambda x, s: s / x,
-    'mod': lambda x, s: x % s, 'rmod': lambda x, s: s % x, 'pow': lambda x, s: x ** s,
-    'rpow': lambda x, s: s ** x, 'gt': lambda x, s: x > s, 'le': lambda x, s: x <= s,
-    'eq': lambda x, s: x == s, 'ne': lambda x, s: x != s,
-}
 
 
 @pytest.mark.parametrize('case', GOLDEN, ids=lambda c: '%s-%s-%s' % (c['dtype'], c['scalar'],

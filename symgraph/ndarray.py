@@ -598,6 +598,7 @@ def _op_function(func_name):
 
 
 contrib = opdef.OpNamespace('_contrib_', lambda name, hint: _op_function(name))
+linalg = opdef.OpNamespace('_linalg_', lambda name, hint: _op_function(name))
 _internal = opdef.OpNamespace('', lambda name, hint: _op_function(name))
 
 

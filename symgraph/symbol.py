@@ -644,6 +644,7 @@ def load(fname):
 
 
 contrib = opdef.OpNamespace('_contrib_', _op_function)
+linalg = opdef.OpNamespace('_linalg_', _op_function)
 _internal = opdef.OpNamespace('', _op_function)
 
 

@@ -780,6 +780,8 @@ def _build_module(modname):
                 raise AttributeError('stand-in: no NumPy/SciPy twin for %s.%s'
                                      % (modname, name))
             return _Ufunc(name, spec, target)
+        if kind == 'class' and isinstance(target, type) and issubclass(target, Exception):
+            return target               # e.g. cupy.linalg.LinAlgError is NumPy's
         if kind in ('numpy_type', 'constant'):
             if target is None:
                 raise AttributeError('stand-in: no NumPy twin for %s.%s' % (modname, name))

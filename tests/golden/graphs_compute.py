@@ -582,5 +582,128 @@ case('custom_softmax_loss', _custom_softmax, {'data': (4, 6), 'label': (4,)},
      inputs={'label': ints(0, 4)}, heads='none', custom=True,
      grad_req={'data': 'write', 'fc_weight': 'write', 'fc_bias': 'write', 'label': 'null'})
 
+# ---------------------------------------------------------------------------
+# linear algebra (mx.sym.linalg): well-conditioned inputs; the triangle an operator does
+# not read (trmm/trsm/potri, and potrf's upper one) holds unrelated numbers
+
+
+def _la(opname, *names, **attrs):
+    """Builder of ``mx.sym.linalg.<opname>(<variables names>, **attrs)`` named 'op'."""
+    def build(mx):
+        return getattr(mx.sym.linalg, opname)(*[mx.sym.Variable(n) for n in names],
+                                              name='op', **attrs)
+    return build
+
+
+def _la_triangular(lower=True):
+    """Triangular factors, diagonal magnitude in [1.5, 2.5], junk in the other triangle."""
+    def make(rng, shape):
+        n = shape[-1]
+        a = rng.uniform(-0.5, 0.5, shape)
+        a[..., np.arange(n), np.arange(n)] = (rng.uniform(1.5, 2.5, shape[:-1])
+                                              * rng.choice([-1, 1], shape[:-1]))
+        a = np.tril(a) if lower else np.triu(a)
+        junk = rng.uniform(-3, 3, shape)
+        return (a + (np.triu(junk, 1) if lower else np.tril(junk, -1))).astype(np.float32)
+    return make
+
+
+def _la_spd(junk_upper=False):
+    """Symmetric positive definite ``M M^T / n + I`` (upper triangle junk if asked)."""
+    def make(rng, shape):
+        m = rng.uniform(-1, 1, shape)
+        a = np.matmul(m, np.swapaxes(m, -1, -2)) / shape[-1] + np.eye(shape[-1])
+        if junk_upper:
+            a = np.tril(a) + np.triu(rng.uniform(-3, 3, shape), 1)
+        return a.astype(np.float32)
+    return make
+
+
+def _la_nonsingular(rng, shape):
+    """``D (R + 2.5 I)`` with a random +-1 diagonal D: some determinants negative."""
+    a = rng.uniform(-0.5, 0.5, shape) + 2.5 * np.eye(shape[-1])
+    return (a * rng.choice([-1.0, 1.0], shape[:-1])[..., None]).astype(np.float32)
+
+
+def _la_positive_diag(rng, shape):
+    a = rng.uniform(-1, 1, shape)
+    n = shape[-1]
+    a[..., np.arange(n), np.arange(n)] = rng.uniform(0.5, 2.0, shape[:-1])
+    return a.astype(np.float32)
+
+
+_F64 = {'x': 'float64', 'y': 'float64'}
+case('linalg_gemm', _la('gemm', 'x', 'y', 'z'), {'x': (3, 4), 'y': (4, 5), 'z': (3, 5)})
+case('linalg_gemm_trans_alpha_beta', _la('gemm', 'x', 'y', 'z', transpose_a=True,
+                                         transpose_b=True, alpha=0.7, beta=-1.5),
+     {'x': (2, 4, 3), 'y': (2, 5, 4), 'z': (2, 3, 5)})
+case('linalg_gemm_axis0', _la('gemm', 'x', 'y', 'z', transpose_b=True, axis=0),
+     {'x': (3, 2, 4), 'y': (5, 2, 4), 'z': (3, 2, 5)})
+case('linalg_gemm2', lambda mx: mx.sym.linalg.gemm2(*_xy(mx)), {'x': (2, 3, 4), 'y': (2, 4, 5)},
+     note='unnamed: MXNet names the node gemm20')
+case('linalg_gemm2_alias', lambda mx: mx.sym.linalg_gemm2(*_xy(mx), transpose_a=True),
+     {'x': (4, 3), 'y': (4, 5)}, note='unnamed: MXNet names the node linalg_gemm20')
+case('linalg_gemm2_ta_alpha', _la('gemm2', 'x', 'y', transpose_a=True, alpha=-0.5),
+     {'x': (2, 2, 4, 3), 'y': (2, 2, 4, 5)})
+case('linalg_gemm2_axis1_tb', _la('gemm2', 'x', 'y', transpose_b=True, axis=1),
+     {'x': (2, 3, 6, 4), 'y': (2, 5, 6, 4)})
+case('linalg_gemm2_f64', _la('gemm2', 'x', 'y', alpha=0.3), {'x': (3, 4), 'y': (4, 2)},
+     type_dict=_F64, rtol=1e-10, atol=1e-12, note='float64 with alpha=0.3 (not a float)')
+case('linalg_syrk', _la('syrk', 'x'), {'x': (3, 4)})
+case('linalg_syrk_trans_alpha', _la('syrk', 'x', transpose=True, alpha=-1.5), {'x': (2, 3, 4)})
+for _tr in (False, True):
+    for _rs in (False, True):
+        for _lo in (False, True):
+            _kw = dict(transpose=_tr, rightside=_rs, lower=_lo,
+                       alpha=-0.5 if _tr == _rs else 1.5)
+            _nm = '%s%s%s' % ('_t' if _tr else '', '_right' if _rs else '',
+                              '_lower' if _lo else '_upper')
+            _sh = {'x': (2, 3, 3), 'y': (2, 4, 3) if _rs else (2, 3, 4)}
+            for _op in ('trmm', 'trsm'):
+                case('linalg_' + _op + _nm, _la(_op, 'x', 'y', **_kw), _sh,
+                     inputs={'x': _la_triangular(_lo)})
+case('linalg_trsm_f64', _la('trsm', 'x', 'y', alpha=0.3), {'x': (4, 4), 'y': (4, 3)},
+     inputs={'x': _la_triangular()}, type_dict=_F64, rtol=1e-10, atol=1e-12)
+case('linalg_potrf', _la('potrf', 'x'), {'x': (3, 3)}, inputs={'x': _la_spd()},
+     note='MXNet gives the symmetric gradient, that of potrf((A + A^T) / 2)')
+case('linalg_potrf_junk_upper', _la('potrf', 'x'), {'x': (2, 4, 4)},
+     inputs={'x': _la_spd(junk_upper=True)},
+     note='only the lower triangle is read; the gradient is still the symmetric one')
+case('linalg_potrf_f64', _la('potrf', 'x'), {'x': (2, 3, 3)}, inputs={'x': _la_spd()},
+     type_dict={'x': 'float64'}, rtol=1e-9, atol=1e-11)
+case('linalg_potri', _la('potri', 'x'), {'x': (2, 3, 3)}, inputs={'x': _la_triangular()})
+case('linalg_potri_single', _la('potri', 'x'), {'x': (4, 4)}, inputs={'x': _la_triangular()})
+for _op in ('inverse', 'det', 'slogdet'):
+    case('linalg_' + _op, _la(_op, 'x'), {'x': (2, 3, 3)}, inputs={'x': _la_nonsingular})
+    case('linalg_%s_single' % _op, _la(_op, 'x'), {'x': (4, 4)},
+         inputs={'x': _la_nonsingular}, note='one matrix: det and slogdet give shape (1,)')
+case('linalg_sumlogdiag', _la('sumlogdiag', 'x'), {'x': (2, 3, 3)},
+     inputs={'x': _la_positive_diag})
+case('linalg_sumlogdiag_single', _la('sumlogdiag', 'x'), {'x': (3, 3)},
+     inputs={'x': _la_positive_diag})
+for _off in (0, 2, -1):
+    _nm = str(_off).replace('-', 'm')
+    case('linalg_extractdiag_' + _nm, _la('extractdiag', 'x', offset=_off), {'x': (2, 4, 4)})
+    case('linalg_makediag_' + _nm, _la('makediag', 'x', offset=_off), {'x': (2, 3)})
+for _off, _lo in ((0, True), (0, False), (1, True), (-2, False)):
+    _nm = '%s_%s' % (str(_off).replace('-', 'm'), 'lower' if _lo else 'upper')
+    case('linalg_extracttrian_' + _nm, _la('extracttrian', 'x', offset=_off, lower=_lo),
+         {'x': (2, 4, 4)})
+    case('linalg_maketrian_' + _nm, _la('maketrian', 'x', offset=_off, lower=_lo),
+         {'x': (2, 6)})
+
+
+def _gp_nll(mx):
+    """A Gaussian-process style graph: K = X X^T + D, L = potrf(K), z = L^-1 y,
+    sumlogdiag(L) + 0.5 * sum(z^2)."""
+    x, y, d = mx.sym.Variable('x'), mx.sym.Variable('y'), mx.sym.Variable('d')
+    low = mx.sym.linalg.potrf(mx.sym.linalg.syrk(x, alpha=0.5) + d)
+    z = mx.sym.linalg.trsm(low, y)
+    return mx.sym.linalg.sumlogdiag(low) + 0.5 * mx.sym.sum(mx.sym.square(z))
+
+
+case('linalg_gp_nll', _gp_nll, {'x': (4, 3), 'y': (4, 2), 'd': (4, 4)},
+     inputs={'d': const(2.0 * np.eye(4))}, note='potrf, trsm, sumlogdiag and syrk chained')
+
 _names = [c.name for c in COMPUTE_CASES]
 assert len(_names) == len(set(_names)), 'duplicate golden case names'

@@ -12,7 +12,15 @@ from symgraph.opdef import get_op
 
 with open(os.path.join(os.path.dirname(__file__), 'data', 'signatures.json')) as _f:
     SIGNATURES = json.load(_f)['signatures']
-FIXED = sorted(n for n, sig in SIGNATURES.items() if not any(p.startswith('*') for p in sig))
+#: MXNet signatures that are wrong in MXNet itself
+MXNET_BUGS = {
+    # the generated _linspace(start, stop, step, repeat, infer_range, ...) is _arange's;
+    # MXNet 1.9.1 fails on _linspace(0, 1, 5) with "Cannot find argument 'step'", while the
+    # operator's parameters (and mx.sym.linspace) are start, stop, num, endpoint
+    '_linspace',
+}
+FIXED = sorted(n for n, sig in SIGNATURES.items()
+               if not any(p.startswith('*') for p in sig) and n not in MXNET_BUGS)
 
 
 @pytest.mark.parametrize('name', FIXED)

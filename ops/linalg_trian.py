@@ -1,0 +1,189 @@
+"""MXNet's ``linalg`` diagonal and triangle copies: ``_linalg_extractdiag``, ``makediag``,
+``extracttrian`` and ``maketrian`` (see ``ops/linalg.py`` for the family's conventions)."""
+import numpy as np
+
+from symgraph.opdef import Param, ShapeError, register
+
+from ._linalg_common import _Linalg, _matrices
+
+
+# ----------------------------------------------------------------------------------
+# diagonals and triangles: copies in and out of square matrices
+# ----------------------------------------------------------------------------------
+def _check_offset(op, n, offset):
+    if n and abs(offset) >= n:
+        raise ShapeError('%s: offset %d is out of range for %dx%d matrices'
+                         % (op.name, offset, n, n))
+
+
+def _diag_index(xp, m, offset):
+    """(rows, cols) of the ``m`` entries of diagonal ``offset``."""
+    i = np.arange(m)
+    return xp.asarray(i + max(-offset, 0)), xp.asarray(i + max(offset, 0))
+
+
+def _trian_index(xp, n, offset, lower):
+    """(rows, cols) of the triangle of MXNet's ``extracttrian`` in its order.
+
+    ``offset < 0`` (or 0 and ``lower``): the lower triangle below diagonal ``offset``, row
+    by row; ``offset > 0`` (or 0 and not ``lower``): the upper triangle above diagonal
+    ``offset``, column by column.
+    """
+    r, c = np.tril_indices(n - abs(offset))
+    if offset < 0 or (offset == 0 and lower):
+        return xp.asarray(r - offset), xp.asarray(c)
+    return xp.asarray(c), xp.asarray(r + offset)
+
+
+def _trian_side(count):
+    """m with ``m (m + 1) / 2 == count``, or None."""
+    m = int((np.sqrt(8 * count + 1) - 1) / 2)
+    while m * (m + 1) // 2 < count:
+        m += 1
+    return m if m * (m + 1) // 2 == count else None
+
+
+def _scatter(xp, values, shape, rows, cols):
+    out = xp.zeros(shape, dtype=values.dtype)
+    out[..., rows, cols] = values
+    return out
+
+
+class _Offset(_Linalg):
+    offset = Param(int, 0, doc='the diagonal: 0 the main one, > 0 above it, < 0 below')
+    needs_inputs = False
+
+
+@register
+class Extractdiag(_Offset):
+    """Diagonal ``offset`` of every square matrix, as a vector."""
+
+    name = '_linalg_extractdiag'
+    aliases = ('linalg_extractdiag',)
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        a = _matrices(self, in_shapes[0], square=True)
+        if a is None:
+            return [None], [None], []
+        _check_offset(self, a[-1], self.offset)
+        return [a], [a[:-2] + (a[-1] - abs(self.offset) if a[-1] else 0,)], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        a = inputs[0]
+        self._check_dtype(inputs)
+        rows, cols = _diag_index(xp, a.shape[-1] - abs(self.offset), self.offset)
+        return [a[..., rows, cols]]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        if not need[0]:
+            return [None]
+        g = out_grads[0]
+        n = g.shape[-1] + abs(self.offset)
+        rows, cols = _diag_index(xp, g.shape[-1], self.offset)
+        return [_scatter(xp, g, g.shape[:-1] + (n, n), rows, cols)]
+
+
+@register
+class Makediag(_Offset):
+    """Square matrices with the input vectors on diagonal ``offset``, zero elsewhere."""
+
+    name = '_linalg_makediag'
+    aliases = ('linalg_makediag',)
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        a = in_shapes[0]
+        if a is None:
+            return [None], [None], []
+        a = tuple(a)
+        if not a:
+            raise ShapeError('%s: input %r must have at least 1 dimension' % (self.name, 'A'))
+        n = a[-1] + abs(self.offset) if a[-1] else 0
+        return [a], [a[:-1] + (n, n)], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        a = inputs[0]
+        self._check_dtype(inputs)
+        n = a.shape[-1] + abs(self.offset)
+        rows, cols = _diag_index(xp, a.shape[-1], self.offset)
+        return [_scatter(xp, a, a.shape[:-1] + (n, n), rows, cols)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        if not need[0]:
+            return [None]
+        g = out_grads[0]
+        rows, cols = _diag_index(xp, g.shape[-1] - abs(self.offset), self.offset)
+        return [g[..., rows, cols]]
+
+
+@register
+class Extracttrian(_Offset):
+    """A triangle of every square matrix, as a vector (see ``_trian_index`` for the order):
+    with ``offset`` 0 the lower (``lower``) or upper triangle with the diagonal, else the
+    triangle beyond diagonal ``offset`` (``lower`` is then ignored, as in MXNet)."""
+
+    name = '_linalg_extracttrian'
+    aliases = ('linalg_extracttrian',)
+    lower = Param(bool, True, doc='with offset 0: the lower triangle (else the upper)')
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        a = _matrices(self, in_shapes[0], square=True)
+        if a is None:
+            return [None], [None], []
+        _check_offset(self, a[-1], self.offset)
+        m = a[-1] - abs(self.offset)
+        return [a], [a[:-2] + (m * (m + 1) // 2 if a[-1] else 0,)], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        a = inputs[0]
+        self._check_dtype(inputs)
+        rows, cols = _trian_index(xp, a.shape[-1], self.offset, self.lower)
+        return [a[..., rows, cols]]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        if not need[0]:
+            return [None]
+        g = out_grads[0]
+        n = _trian_side(g.shape[-1]) + abs(self.offset)
+        rows, cols = _trian_index(xp, n, self.offset, self.lower)
+        return [_scatter(xp, g, g.shape[:-1] + (n, n), rows, cols)]
+
+
+@register
+class Maketrian(_Offset):
+    """Square matrices holding the input vectors in a triangle, zero elsewhere: the inverse
+    of ``extracttrian`` with the same ``offset`` and ``lower``."""
+
+    name = '_linalg_maketrian'
+    aliases = ('linalg_maketrian',)
+    lower = Param(bool, True, doc='with offset 0: fill the lower triangle (else the upper)')
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        a = in_shapes[0]
+        if a is None:
+            return [None], [None], []
+        a = tuple(a)
+        if not a:
+            raise ShapeError('%s: input %r must have at least 1 dimension' % (self.name, 'A'))
+        if not a[-1]:
+            return [a], [a[:-1] + (0, 0)], []
+        m = _trian_side(a[-1])
+        if m is None:
+            raise ShapeError('%s: the last axis of A %s must have m (m + 1) / 2 entries (a '
+                             'triangle of an m x m matrix), %d is not such a number'
+                             % (self.name, a, a[-1]))
+        n = m + abs(self.offset)
+        return [a], [a[:-1] + (n, n)], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        a = inputs[0]
+        self._check_dtype(inputs)
+        n = _trian_side(a.shape[-1]) + abs(self.offset)
+        rows, cols = _trian_index(xp, n, self.offset, self.lower)
+        return [_scatter(xp, a, a.shape[:-1] + (n, n), rows, cols)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        if not need[0]:
+            return [None]
+        g = out_grads[0]
+        rows, cols = _trian_index(xp, g.shape[-1], self.offset, self.lower)
+        return [g[..., rows, cols]]

@@ -212,6 +212,27 @@ def _savez(path, arrays):
             zf.writestr(info, buf.getvalue())
 
 
+def gen_compute_some(prefix):
+    """Regenerate only the compute cases whose names start with ``prefix``, merging them
+    into compute.json (under a lock: several generators may run at once)."""
+    import fcntl
+    os.makedirs(os.path.join(DATA, 'compute'), exist_ok=True)
+    graphs.register_custom_ops(mx)
+    cases = [c for c in graphs.COMPUTE_CASES if c.name.startswith(prefix)]
+    results = {}
+    for c in cases:
+        results[c.name], arrays = run_compute_case(c)
+        _savez(os.path.join(DATA, 'compute', c.name + '.npz'), arrays)
+    with open(os.path.join(DATA, '.compute.lock'), 'w') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        path = os.path.join(DATA, 'compute.json')
+        with open(path) as f:
+            meta = json.load(f)
+        meta.update(results)
+        _write_json('compute.json', meta)
+    return len(results)
+
+
 def gen_compute():
     os.makedirs(os.path.join(DATA, 'compute'), exist_ok=True)
     for old in glob.glob(os.path.join(DATA, 'compute', '*.npz')):
@@ -385,9 +406,14 @@ def main(argv=None):
                     help='check symgraph-written *-symbol.json/.params with MXNet')
     ap.add_argument('--only', choices=['names', 'infer', 'compute', 'summary', 'gluon'],
                     action='append', help='regenerate only these parts')
+    ap.add_argument('--compute-cases', metavar='PREFIX',
+                    help='regenerate only the compute cases named PREFIX..., merged in')
     opts = ap.parse_args(argv)
     if opts.verify_ours:
         return verify_ours(opts.verify_ours)
+    if opts.compute_cases:
+        print('compute  %d case(s)' % gen_compute_some(opts.compute_cases))
+        return 0
     os.makedirs(DATA, exist_ok=True)
     parts = [('names', gen_names), ('infer', gen_infer), ('compute', gen_compute),
              ('summary', gen_summary), ('gluon', gen_gluon)]

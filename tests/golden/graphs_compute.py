@@ -705,5 +705,16 @@ def _gp_nll(mx):
 case('linalg_gp_nll', _gp_nll, {'x': (4, 3), 'y': (4, 2), 'd': (4, 4)},
      inputs={'d': const(2.0 * np.eye(4))}, note='potrf, trsm, sumlogdiag and syrk chained')
 
+# more families live in graphs_compute_<family>.py modules, which call case() too
+def _load_family_modules():
+    import glob
+    import importlib
+    import os
+    here = os.path.dirname(os.path.abspath(__file__))
+    for path in sorted(glob.glob(os.path.join(here, 'graphs_compute_*.py'))):
+        importlib.import_module(os.path.splitext(os.path.basename(path))[0])
+
+
+_load_family_modules()
 _names = [c.name for c in COMPUTE_CASES]
 assert len(_names) == len(set(_names)), 'duplicate golden case names'

@@ -358,8 +358,9 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
     shapes = dict(shapes or {})
     arg_shapes, _, aux_shapes = symbol.infer_shape(**shapes)
     if arg_shapes is None:
-        partial = symbol.infer_shape_partial(**shapes)[0]
-        unknown = [n for n, s in zip(symbol.list_arguments(), partial) if not shape_complete(s)]
+        partial = symbol._infer_shape_impl((), shapes)[0]      # None where unknown
+        unknown = [n for n, s in zip(symbol.list_arguments(), partial)
+                   if s is None or not shape_complete(s)]
         raise BindError('simple_bind: cannot infer the shapes of %s from %s; give them as '
                         'keyword arguments' % (unknown, shapes))
     types = dict(type_dict or {})

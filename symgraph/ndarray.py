@@ -578,13 +578,30 @@ def invoke(func_name, args, kwargs):
             outs = op.forward(xp, datas[:n_args], datas[n_args:], False)
         else:
             outs = op.forward(xp, datas[:n_args], datas[n_args:], False, state=state)
-    res = [NDArray(o, ctx) for o in outs[:op.num_visible_outputs()]]
+    res = [NDArray(_own(o, datas, ctx), ctx) for o in outs[:op.num_visible_outputs()]]
     if out is not None:
         outs_given = out if isinstance(out, (list, tuple)) else [out]
         for dst, r in zip(outs_given, res):
             dst[:] = r
         return out
     return res[0] if len(res) == 1 else res
+
+
+def _roots(a):
+    """The array whose memory ``a`` views (``a`` itself when it owns it)."""
+    while getattr(a, 'base', None) is not None:
+        a = a.base
+    return a
+
+
+def _own(out, inputs, ctx):
+    """``out``, copied when it views an input's memory: an operator may return a view
+    (reverse, Flatten, slices), but an mx.nd result is a new array, as in MXNet."""
+    root = _roots(out)
+    if any(root is _roots(d) for d in inputs):
+        with ctx.device_scope():
+            return out.copy()
+    return out
 
 
 def _op_function(func_name):

@@ -120,3 +120,16 @@ def test_functional_arithmetic_dispatches_as_mxnet():
     assert shared.asnumpy()[0] == 9
     with pytest.raises(ValueError, match='C-contiguous'):
         mx.nd.from_numpy(np.zeros((3, 3))[:, 1])
+
+
+def test_operator_results_never_alias_their_inputs():
+    """mx.nd.<op> gives a new array even where the operator returns a view (MXNet)."""
+    a = mx.nd.array([[1, 2], [3, 4]])
+    flat = mx.nd.Flatten(a)
+    rev = mx.nd.reverse(a, axis=0)
+    a[:] = 0
+    np.testing.assert_array_equal(flat.asnumpy(), [[1, 2], [3, 4]])
+    np.testing.assert_array_equal(rev.asnumpy(), [[3, 4], [1, 2]])
+    view = a.reshape((4,))             # NDArray.reshape shares memory, as in MXNet
+    a[:] = 5
+    assert view.asnumpy().tolist() == [5, 5, 5, 5]

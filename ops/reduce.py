@@ -291,6 +291,7 @@ class Pick(Operator):
     """
 
     name = 'pick'
+    aliases = ('choose_element_0index',)       # MXNet 1.9.1's old name, same operator
     axis = Param('axis', -1, doc='The axis to pick the elements along.')
     keepdims = Param(bool, False, doc='Keep the picked axis with size 1.')
     mode = Param(str, 'clip', doc='How out-of-bound indices behave.', choices=('clip', 'wrap'))

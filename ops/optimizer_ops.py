@@ -1,0 +1,404 @@
+"""Optimizer update operators (MXNet 1.9.1 ``src/operator/optimizer_op.cc``,
+``contrib/adamw.cc``, ``contrib/all_finite.cc``): the building blocks an optimizer calls
+imperatively, ``mx.nd.sgd_mom_update(weight, grad, mom, lr=0.1, momentum=0.9, out=weight)``.
+``_adamw_update``, ``_mp_adamw_update`` and ``all_finite`` are in ``optimizer_ops_adamw``.
+
+Semantics, as in MXNet:
+
+* the inputs are ``weight, grad`` then the optimizer's states (``mom``, ``mean``/``var``,
+  ``n``/``g``/``delta``, ``d``/``v``/``z``, ``z``/``n``, ``weight32`` of the ``mp_``
+  variants). The states are MXNet's mutable inputs (FMutateInputs), so they are auxiliary
+  states of the symbol and are **updated in place**; the single output is the new weight
+  (callers pass ``out=weight``). ``weight`` itself is only written through ``out``.
+* ``rescale_grad`` multiplies the gradient first; ``clip_gradient`` (``clip_grad`` of
+  ftml) clips it to ``[-c, c]`` when ``c >= 0`` (so 0 clips to zero) and is off when
+  negative; ``wd`` is added as ``wd * weight`` either to the rescaled gradient before
+  clipping (adam, rmsprop, rmspropalex, ftml) or after it (nag) or folded into the step
+  (sgd, signum, signsgd, ftrl), exactly where MXNet's kernels put it. ``signsgd_update``
+  ignores ``rescale_grad`` and ``clip_gradient`` as MXNet's kernel does.
+* ``lazy_update`` only matters for row_sparse gradients; dense arrays update every row.
+* the ``mp_`` (multi-precision) variants keep a float32 master copy ``weight32`` (and
+  float32 states), compute in float32 and return ``weight32`` cast to weight's dtype.
+* ``_adamw_update`` / ``_mp_adamw_update`` take ``rescale_grad`` as an array (its first
+  element is used); when it is 0, inf or nan the step is skipped: states keep their values.
+* ``all_finite(data)`` is a float32 array of shape (1,): 1 when every element is finite.
+* float parameters are MXNet float32 fields (``beta1=0.9`` is 0.899999976); ftml's
+  ``epsilon`` is a double. Integer arrays are rejected as in MXNet. No gradient.
+
+Deliberate differences: ``_adamw_update``'s ``rescale_grad`` input is listed among the
+auxiliary states (after ``mean``, ``var``) rather than the arguments, because symgraph
+keeps auxiliary inputs last and MXNet's input order (weight, grad, mean, var,
+rescale_grad) must be kept for JSON; when the step is skipped the output is ``weight``
+(MXNet leaves a fresh output array unwritten). ``all_finite(init_output=False)`` cannot
+read the previous value of ``out`` here and gives the same result as ``init_output=True``
+(MXNet ANDs into ``out``). The float32 inputs of MXNet (``weight32`` and the states of the
+``mp_`` variants, adamw's ``rescale_grad``) also accept float64 here. MXNet's
+``nag_mom_update`` kernel writes the output before it updates ``mom`` and reads ``weight``
+again for mom's ``wd`` term, so with ``out=weight`` and ``wd != 0`` MXNet's new mom uses
+the new weight there; an operator does not see ``out`` here, so mom always uses the old
+weight (MXNet's result with a separate ``out`` and in an executor). ``mp_nag_mom_update``'s
+kernel always uses the new ``weight32`` for that term, and so does this one.
+"""
+import numpy as np
+
+from symgraph.opdef import (Operator, Param, register, ShapeError, TypeInferenceError,
+                            MXNetError, unify_shape)
+
+F32 = np.dtype(np.float32)
+F64 = np.dtype(np.float64)
+
+
+def _f(v):
+    """A parameter as MXNet's float32 field holds it."""
+    return float(np.float32(v))
+
+
+def _clip(xp, g, c):
+    return xp.clip(g, -c, c) if c >= 0 else g
+
+
+class _Update(Operator):
+    """weight, grad + mutable states -> new weight (no gradient)."""
+
+    no_grad = True
+    needs_inputs = False
+    states = ()                 # names of the mutable inputs (auxiliary states)
+    f32_states = ()             # states that are always float32 (master copies)
+    extra_aux = ()              # non-mutated inputs placed after the states (adamw)
+
+    def list_arguments(self):
+        return ['weight', 'grad']
+
+    def list_outputs(self):
+        return ['output']
+
+    def list_auxiliary_states(self):
+        return list(self.states) + list(self.extra_aux)
+
+    def _same_shape_names(self):
+        return ['weight', 'grad'] + list(self.states)
+
+    def infer_shape(self, in_shapes):
+        names = self._same_shape_names()
+        s = None
+        for i, t in enumerate(in_shapes[:len(names)]):
+            try:
+                s = unify_shape(s, t)
+            except ShapeError:
+                raise ShapeError('%s: input %r has shape %s but %s was expected from the '
+                                 'other inputs (%s)' % (self.name, names[i], tuple(t), s,
+                                                        ', '.join(names))) from None
+        ins = [s] * len(names) + [None if t is None else tuple(t)
+                                  for t in in_shapes[len(names):]]
+        return ins[:2], [s], ins[2:]
+
+    def infer_type(self, in_types):
+        names = self.list_arguments() + self.list_auxiliary_states()
+        fixed = set(self.f32_states) | set(self.extra_aux)
+        t = None
+        for n, x in zip(names, in_types):
+            if x is None or n in fixed:
+                continue
+            x = np.dtype(x)
+            if t is None:
+                t = x
+            elif x != t:
+                raise TypeInferenceError('%s: input %r has type %s but %s was expected'
+                                         % (self.name, n, x.name, t.name))
+        for n, x in zip(names, in_types):
+            if n in fixed and x is not None and np.dtype(x) not in (F32, F64):
+                raise TypeInferenceError('%s: input %r must be float32, got %s'
+                                         % (self.name, n, np.dtype(x).name))
+        if t is not None and t.kind != 'f':
+            raise TypeInferenceError('%s: only floating point types are supported, not %s'
+                                     % (self.name, t.name))
+        types = [(F32 if x is None else np.dtype(x)) if n in fixed else t
+                 for n, x in zip(names, list(in_types) + [None] * len(names))]
+        return types[:2], [t], types[2:]
+
+    def forward(self, xp, inputs, aux, is_train):
+        w, g = inputs
+        if w.dtype.kind != 'f':
+            raise MXNetError('%s: only floating point types are supported, not %s'
+                             % (self.name, w.dtype.name))
+        states = dict(zip(self.states, aux))
+        new_w, new_states = self.update(xp, w, g, dict(states), *aux[len(self.states):])
+        for k, v in new_states.items():          # MXNet's mutable inputs: in place
+            states[k][...] = v
+        return [new_w.astype(w.dtype, copy=False)]
+
+    def rg(self, xp, g, dtype=None):
+        """rescale_grad * grad (clipped): the gradient most kernels start from."""
+        g = g if dtype is None else g.astype(dtype)
+        return _clip(xp, _f(self.rescale_grad) * g, _f(self.clip_gradient))
+
+    def update(self, xp, w, g, s):
+        raise NotImplementedError
+
+
+@register
+class SGDUpdate(_Update):
+    """weight = (1 - lr*wd) * weight - lr * clip(rescale_grad * grad)."""
+    name = 'sgd_update'
+    lr = Param(float, doc='Learning rate')
+    wd = Param(float, 0.0)
+    rescale_grad = Param(float, 1.0)
+    clip_gradient = Param(float, -1.0)
+    lazy_update = Param(bool, True)
+
+    def update(self, xp, w, g, s):
+        lr, wd = _f(self.lr), _f(self.wd)
+        return (1 - lr * wd) * w - lr * self.rg(xp, g), s
+
+
+@register
+class MPSGDUpdate(SGDUpdate):
+    """sgd_update on the float32 master copy ``weight32``."""
+    name = 'mp_sgd_update'
+    states = ('weight32',)
+    f32_states = ('weight32',)
+
+    def update(self, xp, w, g, s):
+        lr, wd = _f(self.lr), _f(self.wd)
+        w32 = (1 - lr * wd) * s['weight32'] - lr * self.rg(xp, g, s['weight32'].dtype)
+        return w32, {'weight32': w32}
+
+
+@register
+class SGDMomUpdate(_Update):
+    """mom = momentum*mom - lr*wd*weight - lr*clip(rescale_grad*grad); weight += mom."""
+    name = 'sgd_mom_update'
+    states = ('mom',)
+    lr = Param(float, doc='Learning rate')
+    momentum = Param(float, 0.0)
+    wd = Param(float, 0.0)
+    rescale_grad = Param(float, 1.0)
+    clip_gradient = Param(float, -1.0)
+    lazy_update = Param(bool, True)
+
+    def _step(self, xp, w, g, mom):
+        lr, wd = _f(self.lr), _f(self.wd)
+        mom = _f(self.momentum) * mom - lr * wd * w - lr * g
+        return w + mom, mom
+
+    def update(self, xp, w, g, s):
+        w, mom = self._step(xp, w, self.rg(xp, g), s['mom'])
+        return w, {'mom': mom}
+
+
+@register
+class MPSGDMomUpdate(SGDMomUpdate):
+    name = 'mp_sgd_mom_update'
+    states = ('mom', 'weight32')
+    f32_states = ('mom', 'weight32')
+
+    def update(self, xp, w, g, s):
+        w32 = s['weight32']
+        w32, mom = self._step(xp, w32, self.rg(xp, g, w32.dtype), s['mom'])
+        return w32, {'mom': mom, 'weight32': w32}
+
+
+@register
+class NAGMomUpdate(_Update):
+    """g' = clip(rescale_grad*grad) + wd*weight; mom = momentum*mom - lr*g';
+    weight += momentum*mom - lr*g'. (MXNet's kernel writes the output before it updates
+    mom and reads weight again for mom's wd term, so with ``out=weight`` MXNet's mom
+    uses the new weight there; here it is always the old one, as with a separate out.)"""
+    name = 'nag_mom_update'
+    states = ('mom',)
+    lr = Param(float, doc='Learning rate')
+    momentum = Param(float, 0.0)
+    wd = Param(float, 0.0)
+    rescale_grad = Param(float, 1.0)
+    clip_gradient = Param(float, -1.0)
+
+    def _step(self, xp, w, g, mom):
+        lr, m = _f(self.lr), _f(self.momentum)
+        step = lr * (g + _f(self.wd) * w)
+        mom = m * mom - step
+        return w + m * mom - step, mom
+
+    def update(self, xp, w, g, s):
+        w, mom = self._step(xp, w, self.rg(xp, g), s['mom'])
+        return w, {'mom': mom}
+
+
+@register
+class MPNAGMomUpdate(NAGMomUpdate):
+    """nag_mom_update on ``weight32``, except that MXNet's kernel computes the new mom
+    from the *new* weight32: mom = momentum*mom - lr*(g' + wd*new_weight32)."""
+    name = 'mp_nag_mom_update'
+    states = ('mom', 'weight32')
+    f32_states = ('mom', 'weight32')
+
+    def update(self, xp, w, g, s):
+        w32 = s['weight32']
+        g = self.rg(xp, g, w32.dtype)
+        lr, m, wd = _f(self.lr), _f(self.momentum), _f(self.wd)
+        w32, _ = self._step(xp, w32, g, s['mom'])
+        mom = m * s['mom'] - lr * (g + wd * w32)
+        return w32, {'mom': mom, 'weight32': w32}
+
+
+def _wd_grad(op, xp, w, g):
+    """clip(rescale_grad*grad + wd*weight): adam, rmsprop, rmspropalex."""
+    return _clip(xp, _f(op.rescale_grad) * g + _f(op.wd) * w, _f(op.clip_gradient))
+
+
+@register
+class AdamUpdate(_Update):
+    """g' = clip(rescale_grad*grad + wd*weight); mean = b1*mean + (1-b1)*g';
+    var = b2*var + (1-b2)*g'^2; weight -= lr * mean / (sqrt(var) + epsilon)."""
+    name = 'adam_update'
+    states = ('mean', 'var')
+    lr = Param(float, doc='Learning rate')
+    beta1 = Param(float, 0.9)
+    beta2 = Param(float, 0.999)
+    epsilon = Param(float, 1e-8)
+    wd = Param(float, 0.0)
+    rescale_grad = Param(float, 1.0)
+    clip_gradient = Param(float, -1.0)
+    lazy_update = Param(bool, True)
+
+    def update(self, xp, w, g, s):
+        b1, b2 = _f(self.beta1), _f(self.beta2)
+        g = _wd_grad(self, xp, w, g)
+        mean = b1 * s['mean'] + (1 - b1) * g
+        var = b2 * s['var'] + (1 - b2) * xp.square(g)
+        w = w - _f(self.lr) * mean / (xp.sqrt(var) + _f(self.epsilon))
+        return w, {'mean': mean, 'var': var}
+
+
+@register
+class RMSPropUpdate(_Update):
+    """g' = clip(rescale_grad*grad + wd*weight); n = (1-gamma1)*g'^2 + gamma1*n;
+    weight -= lr * g' / sqrt(n + epsilon), then clipped to clip_weights when >= 0."""
+    name = 'rmsprop_update'
+    states = ('n',)
+    lr = Param(float, doc='Learning rate')
+    gamma1 = Param(float, 0.95)
+    epsilon = Param(float, 1e-8)
+    wd = Param(float, 0.0)
+    rescale_grad = Param(float, 1.0)
+    clip_gradient = Param(float, -1.0)
+    clip_weights = Param(float, -1.0)
+
+    def update(self, xp, w, g, s):
+        g1 = _f(self.gamma1)
+        g = _wd_grad(self, xp, w, g)
+        n = (1 - g1) * xp.square(g) + g1 * s['n']
+        w = w - _f(self.lr) * (g / xp.sqrt(n + _f(self.epsilon)))
+        return _clip(xp, w, _f(self.clip_weights)), {'n': n}
+
+
+@register
+class RMSPropAlexUpdate(_Update):
+    """Centered RMSProp (Graves 2013): n and g are running means of g'^2 and g';
+    delta = gamma2*delta - lr * g' / sqrt(n - g^2 + epsilon); weight += delta."""
+    name = 'rmspropalex_update'
+    states = ('n', 'g', 'delta')
+    lr = Param(float, doc='Learning rate')
+    gamma1 = Param(float, 0.95)
+    gamma2 = Param(float, 0.9)
+    epsilon = Param(float, 1e-8)
+    wd = Param(float, 0.0)
+    rescale_grad = Param(float, 1.0)
+    clip_gradient = Param(float, -1.0)
+    clip_weights = Param(float, -1.0)
+
+    def update(self, xp, w, g, s):
+        g1 = _f(self.gamma1)
+        g = _wd_grad(self, xp, w, g)
+        n = (1 - g1) * xp.square(g) + g1 * s['n']
+        gm = (1 - g1) * g + g1 * s['g']
+        delta = _f(self.gamma2) * s['delta'] - _f(self.lr) * (
+            g / xp.sqrt(n - xp.square(gm) + _f(self.epsilon)))
+        w = _clip(xp, w + delta, _f(self.clip_weights))
+        return w, {'n': n, 'g': gm, 'delta': delta}
+
+
+@register
+class SignSGDUpdate(_Update):
+    """weight = (1 - lr*wd) * weight - lr * sign(grad) (rescale_grad and clip_gradient
+    do not change the sign and MXNet's kernel ignores them)."""
+    name = 'signsgd_update'
+    lr = Param(float, doc='Learning rate')
+    wd = Param(float, 0.0)
+    rescale_grad = Param(float, 1.0)
+    clip_gradient = Param(float, -1.0)
+
+    def update(self, xp, w, g, s):
+        lr = _f(self.lr)
+        return (1 - lr * _f(self.wd)) * w - lr * xp.sign(g), s
+
+
+@register
+class SignumUpdate(_Update):
+    """mom = momentum*mom - (1-momentum)*(wd*weight + clip(rescale_grad*grad));
+    weight = (1 - lr*wd_lh) * weight + lr * sign(mom)."""
+    name = 'signum_update'
+    states = ('mom',)
+    lr = Param(float, doc='Learning rate')
+    momentum = Param(float, 0.0)
+    wd = Param(float, 0.0)
+    rescale_grad = Param(float, 1.0)
+    clip_gradient = Param(float, -1.0)
+    wd_lh = Param(float, 0.0)
+
+    def update(self, xp, w, g, s):
+        m, lr = _f(self.momentum), _f(self.lr)
+        mom = m * s['mom'] - (1 - m) * _f(self.wd) * w - (1 - m) * self.rg(xp, g)
+        w = (1 - lr * _f(self.wd_lh)) * w + lr * xp.sign(mom)
+        return w, {'mom': mom}
+
+
+@register
+class FTMLUpdate(_Update):
+    """FTML (Zheng & Kwok 2017), step t >= 1:
+    g' = clip(rescale_grad*grad + wd*weight, clip_grad); v = b2*v + (1-b2)*g'^2;
+    d_t = (1-b1^t)/lr * (sqrt(v/(1-b2^t)) + epsilon); z = b1*z + (1-b1)*g' - (d_t-b1*d)*w;
+    d = d_t; weight = -z / d_t."""
+    name = 'ftml_update'
+    states = ('d', 'v', 'z')
+    lr = Param(float, doc='Learning rate')
+    beta1 = Param(float, 0.6)
+    beta2 = Param(float, 0.999)
+    epsilon = Param(float, 1e-8)
+    t = Param(int, doc='Number of update')
+    wd = Param(float, 0.0)
+    rescale_grad = Param(float, 1.0)
+    clip_grad = Param(float, -1.0)
+
+    def update(self, xp, w, g, s):
+        b1, b2, lr = _f(self.beta1), _f(self.beta2), _f(self.lr)
+        g = _clip(xp, _f(self.rescale_grad) * g + _f(self.wd) * w, _f(self.clip_grad))
+        v = b2 * s['v'] + (1 - b2) * xp.square(g)
+        d_t = (1 - b1 ** self.t) / lr * (xp.sqrt(v / (1 - b2 ** self.t)) + self.epsilon)
+        d_t = d_t.astype(w.dtype, copy=False)
+        z = b1 * s['z'] + (1 - b1) * g - (d_t - b1 * s['d']) * w
+        return -z / d_t, {'d': d_t, 'v': v, 'z': z}
+
+
+@register
+class FTRLUpdate(_Update):
+    """FTRL-proximal: g' = clip(rescale_grad*grad);
+    z += g' - (sqrt(n + g'^2) - sqrt(n)) * weight / lr; n += g'^2;
+    weight = (sign(z)*lamda1 - z) / ((beta + sqrt(n))/lr + wd) where |z| > lamda1, else 0."""
+    name = 'ftrl_update'
+    states = ('z', 'n')
+    lr = Param(float, doc='Learning rate')
+    lamda1 = Param(float, 0.01)
+    beta = Param(float, 1.0)
+    wd = Param(float, 0.0)
+    rescale_grad = Param(float, 1.0)
+    clip_gradient = Param(float, -1.0)
+
+    def update(self, xp, w, g, s):
+        lr, l1 = _f(self.lr), _f(self.lamda1)
+        g = self.rg(xp, g)
+        n0 = s['n']
+        z = s['z'] + g - (xp.sqrt(n0 + xp.square(g)) - xp.sqrt(n0)) * w / lr
+        n = n0 + xp.square(g)
+        w = (xp.sign(z) * l1 - z) / ((_f(self.beta) + xp.sqrt(n)) / lr + _f(self.wd)) \
+            * (xp.abs(z) > l1)
+        return w, {'z': z, 'n': n}

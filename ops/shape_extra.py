@@ -1,0 +1,394 @@
+"""More layout operators: ``Pad`` (``pad``), ``reverse`` (``flip``), ``slice_like``,
+``reshape_like``, ``shape_array``, ``size_array``, ``depth_to_space``, ``space_to_depth``.
+
+MXNet 1.9.1 semantics:
+
+* ``Pad`` takes 4-D or 5-D input and pads only the spatial axes: ``pad_width`` has
+  ``2 * ndim`` entries ``(before_0, after_0, ...)`` whose first four are zero. Modes
+  'constant' (``constant_value``), 'edge' (repeat the border) and 'reflect' (mirror
+  without repeating the border, NumPy's 'reflect'; each width below the axis length).
+  Floating point types only.
+* ``reverse`` flips the axes in ``axis`` (a tuple; an axis given twice flips back).
+  Negative axes are rejected: MXNet fails on them at run time.
+* ``slice_like`` keeps ``data[:like.shape[a]]`` on the axes ``axes`` (all when empty);
+  ``shape_like`` gets a zero gradient and may have any dtype.
+* ``reshape_like`` gives ``lhs`` the shape ``lhs[:lhs_begin] + rhs[rhs_begin:rhs_end] +
+  lhs[lhs_end:]``; both ranges must be non-empty; ``rhs`` gets a zero gradient.
+* ``shape_array`` / ``size_array``: the input's shape (``(ndim,)``) and size (``(1,)``)
+  as int64; no gradient.
+* ``depth_to_space`` / ``space_to_depth`` (4-D NCHW, ``block_size`` b): channel index
+  ``(b1 * b + b2) * C' + c`` maps to pixel ``(h * b + b1, w * b + b2)`` and back.
+
+Deliberate differences: shape errors MXNet only raises at run time (a negative or out of
+range ``reverse`` axis) are raised by shape inference here; partially known shapes
+propagate unknown dimensions (MXNet 1.9.1 turns an unknown -1 into wrong sizes or
+errors, e.g. ``Pad`` of an unknown height gives height ``pad - 1``).
+"""
+import numpy as np
+
+from symgraph.base import MXNetError
+from symgraph.opdef import (Operator, Param, ShapeError, TypeInferenceError, np_dtype,
+                            register)
+
+
+def _known(s):
+    return s is not None and all(d > 0 for d in s)
+
+
+def _size(s):
+    n = 1
+    for d in s:
+        n *= d
+    return n
+
+
+# --- Pad ---------------------------------------------------------------------------
+def _pad_index(n, before, after, mode):
+    """Source index of each output position along one axis (edge / reflect)."""
+    j = np.arange(-before, n + after)
+    if mode == 'edge':
+        return np.clip(j, 0, n - 1)
+    j = np.abs(j)
+    return np.where(j > n - 1, 2 * (n - 1) - j, j)
+
+
+@register
+class Pad(Operator):
+    """Pad the spatial axes of 4-D / 5-D data (see the module docstring)."""
+
+    name = 'Pad'
+    aliases = ('pad',)
+    needs_inputs = False
+    mode = Param(str, doc='padding type', choices=('constant', 'edge', 'reflect'))
+    pad_width = Param('shape', doc='(before_1, after_1, ..., before_N, after_N)')
+    constant_value = Param(float, 0.0, doc='the value of constant padding')
+
+    def _pairs(self, ndim):
+        return [(self.pad_width[2 * i], self.pad_width[2 * i + 1]) for i in range(ndim)]
+
+    def infer_shape(self, in_shapes):
+        s = in_shapes[0]
+        if s is None:
+            return [None], [None], []
+        s = tuple(s)
+        if len(s) not in (4, 5):
+            raise ShapeError('Pad: only 4-D or 5-D input is supported, data has shape %s'
+                             % (s,))
+        if any(self.pad_width[:4]):
+            raise ShapeError('Pad: padding on the first two axes must be zero, got '
+                             'pad_width=%s' % (self.pad_width,))
+        if len(self.pad_width) != 2 * len(s):
+            raise ShapeError('Pad: pad_width %s needs %d entries for data of shape %s'
+                             % (self.pad_width, 2 * len(s), s))
+        out = []
+        for d, (b, a) in zip(s, self._pairs(len(s))):
+            if b < 0 or a < 0:
+                raise ShapeError('Pad: negative pad_width %s' % (self.pad_width,))
+            if self.mode == 'reflect' and d > 0 and (b >= d or a >= d):
+                raise ShapeError('Pad: reflect padding must be smaller than the axis, got '
+                                 'pad_width=%s for data of shape %s' % (self.pad_width, s))
+            out.append(d + b + a if d > 0 else 0)
+        return [s], [tuple(out)], []
+
+    def infer_type(self, in_types):
+        t = in_types[0]
+        if t is not None and np.dtype(t).kind != 'f':
+            raise TypeInferenceError('Pad: only floating point types are supported, data '
+                                     'has type %s' % np.dtype(t).name)
+        return [t], [t], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        pairs = self._pairs(x.ndim)
+        if self.mode == 'constant':
+            shape = tuple(d + b + a for d, (b, a) in zip(x.shape, pairs))
+            out = xp.full(shape, self.constant_value, dtype=x.dtype)
+            out[tuple(slice(b, b + d) for d, (b, _) in zip(x.shape, pairs))] = x
+            return [out]
+        for ax in range(2, x.ndim):
+            b, a = pairs[ax]
+            if b or a:
+                x = xp.take(x, xp.asarray(_pad_index(x.shape[ax], b, a, self.mode)), axis=ax)
+        return [x]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        g = out_grads[0]
+        pairs = self._pairs(g.ndim)
+        if self.mode == 'constant':
+            return [g[tuple(slice(b, d - a) for d, (b, a) in zip(g.shape, pairs))]]
+        for ax in range(g.ndim - 1, 1, -1):
+            b, a = pairs[ax]
+            if b or a:
+                n = g.shape[ax] - b - a
+                idx = _pad_index(n, b, a, self.mode)
+                m = xp.asarray((idx[:, None] == np.arange(n)[None, :]).astype(g.dtype))
+                g = xp.moveaxis(xp.tensordot(g, m, axes=([ax], [0])), -1, ax)
+        return [g]
+
+
+# --- reverse -------------------------------------------------------------------------
+@register
+class Reverse(Operator):
+    """Reverse the order of elements along the axes in ``axis``."""
+
+    name = 'reverse'
+    aliases = ('flip',)
+    needs_inputs = False
+    axis = Param('shape', doc='the axes to reverse')
+
+    def _check(self, ndim):
+        for a in self.axis:
+            if not 0 <= a < ndim:
+                raise ShapeError('reverse: axis %d is out of range for data with %d '
+                                 'dimensions (MXNet accepts no negative axis here)'
+                                 % (a, ndim))
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        s = in_shapes[0]
+        if s is None and out_shapes:
+            s = out_shapes[0]
+        if s is not None:
+            self._check(len(s))
+        return [s], [s], []
+
+    def _flip(self, x):
+        self._check(x.ndim)
+        odd = {a for a in self.axis if self.axis.count(a) % 2}
+        return x[tuple(slice(None, None, -1) if i in odd else slice(None)
+                       for i in range(x.ndim))]
+
+    def forward(self, xp, inputs, aux, is_train):
+        return [self._flip(inputs[0])]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        return [self._flip(out_grads[0])]
+
+
+# --- slice_like / reshape_like -----------------------------------------------------------
+@register
+class SliceLike(Operator):
+    """``data`` sliced from the start to ``shape_like``'s sizes on ``axes``."""
+
+    name = 'slice_like'
+    axes = Param('shape', (), doc='axes to slice; empty slices all of them')
+
+    def list_arguments(self):
+        return ['data', 'shape_like']
+
+    def _axes(self, dshape, lshape):
+        nd, nl = len(dshape), len(lshape)
+        if not self.axes:
+            if nd != nl:
+                raise ShapeError('slice_like: with empty axes data and shape_like need the '
+                                 'same number of dimensions, got %s and %s'
+                                 % (tuple(dshape), tuple(lshape)))
+            return list(range(nd))
+        out = []
+        for a in self.axes:
+            b = a + nd if a < 0 else a
+            if not 0 <= b < nd:
+                raise ShapeError('slice_like: axis %d exceeds data of shape %s'
+                                 % (a, tuple(dshape)))
+            if b >= nl:
+                raise ShapeError('slice_like: axis %d exceeds shape_like of shape %s'
+                                 % (a, tuple(lshape)))
+            out.append(b)
+        return out
+
+    def _out(self, dshape, lshape):
+        out = list(dshape)
+        for a in self._axes(dshape, lshape):
+            if dshape[a] > 0 and lshape[a] > dshape[a]:
+                raise ShapeError('slice_like: axis %d of shape_like %s is longer than that '
+                                 'of data %s' % (a, tuple(lshape), tuple(dshape)))
+            out[a] = lshape[a]
+        return tuple(out)
+
+    def infer_shape(self, in_shapes):
+        d, like = in_shapes[0], in_shapes[1]
+        if d is None or like is None:
+            return [d, like], [None], []
+        return [tuple(d), tuple(like)], [self._out(d, like)], []
+
+    def infer_type(self, in_types):
+        return [in_types[0], in_types[1]], [in_types[0]], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        shape = self._out(x.shape, inputs[1].shape)
+        return [x[tuple(slice(0, d) for d in shape)]]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        x, like = inputs[0], inputs[1]
+        g = out_grads[0]
+        gx = None
+        if need[0]:
+            gx = xp.zeros(x.shape, dtype=g.dtype)
+            gx[tuple(slice(0, d) for d in g.shape)] = g
+        return [gx, xp.zeros_like(like) if need[1] else None]
+
+
+def _bounds(begin, end, ndim, bname, ename):
+    b = 0 if begin is None else begin
+    b = b + ndim if b < 0 else b
+    e = ndim if end is None else (end + ndim if end < 0 else end)
+    if e > ndim:
+        raise ShapeError('reshape_like: invalid end %s=%s for %d dimensions'
+                         % (ename, end, ndim))
+    if b < 0:
+        raise ShapeError('reshape_like: invalid begin %s=%s for %d dimensions'
+                         % (bname, begin, ndim))
+    if not b < e:
+        raise ShapeError('reshape_like: invalid range %s=%s, %s=%s (empty for %d '
+                         'dimensions)' % (bname, begin, ename, end, ndim))
+    return b, e
+
+
+@register
+class ReshapeLike(Operator):
+    """Replace ``lhs[lhs_begin:lhs_end]``'s dimensions by ``rhs[rhs_begin:rhs_end]``'s."""
+
+    name = 'reshape_like'
+    lhs_begin = Param(int, None, doc='first lhs dimension replaced (default 0)')
+    lhs_end = Param(int, None, doc='end of the replaced lhs dimensions (default ndim)')
+    rhs_begin = Param(int, None, doc='first rhs dimension used (default 0)')
+    rhs_end = Param(int, None, doc='end of the used rhs dimensions (default ndim)')
+
+    def list_arguments(self):
+        return ['lhs', 'rhs']
+
+    def _out(self, lhs, rhs):
+        lb, le = _bounds(self.lhs_begin, self.lhs_end, len(lhs), 'lhs_begin', 'lhs_end')
+        rb, re = _bounds(self.rhs_begin, self.rhs_end, len(rhs), 'rhs_begin', 'rhs_end')
+        out = tuple(lhs[:lb]) + tuple(rhs[rb:re]) + tuple(lhs[le:])
+        if _known(lhs) and _known(out) and _size(lhs) != _size(out):
+            raise ShapeError('reshape_like: cannot reshape lhs of shape %s to %s (from rhs '
+                             '%s): the sizes differ' % (tuple(lhs), out, tuple(rhs)))
+        return out
+
+    def infer_shape(self, in_shapes):
+        lhs, rhs = in_shapes[0], in_shapes[1]
+        if lhs is None or rhs is None:
+            return [lhs, rhs], [None], []
+        return [tuple(lhs), tuple(rhs)], [self._out(lhs, rhs)], []
+
+    def infer_type(self, in_types):
+        return [in_types[0], in_types[1]], [in_types[0]], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        return [inputs[0].reshape(self._out(inputs[0].shape, inputs[1].shape))]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        return [out_grads[0].reshape(inputs[0].shape) if need[0] else None,
+                xp.zeros_like(inputs[1]) if need[1] else None]
+
+
+# --- shape_array / size_array ---------------------------------------------------------
+class _ShapeInfo(Operator):
+    no_grad = True
+
+    def infer_type(self, in_types):
+        return [in_types[0]], [np_dtype('int64')], []
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        return [xp.zeros_like(inputs[0]) if need[0] else None]
+
+
+@register
+class ShapeArray(_ShapeInfo):
+    """The shape of the input as a 1-D int64 array."""
+
+    name = 'shape_array'
+
+    def infer_shape(self, in_shapes):
+        s = in_shapes[0]
+        return [s], [None if s is None else (len(s),)], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        return [xp.asarray(np.asarray(inputs[0].shape, dtype=np.int64))]
+
+
+@register
+class SizeArray(_ShapeInfo):
+    """The number of elements of the input as a (1,) int64 array."""
+
+    name = 'size_array'
+
+    def infer_shape(self, in_shapes):
+        return [in_shapes[0]], [(1,)], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        return [xp.asarray(np.asarray([inputs[0].size], dtype=np.int64))]
+
+
+# --- depth_to_space / space_to_depth -----------------------------------------------------
+class _Block(Operator):
+    needs_inputs = False
+    block_size = Param(int, doc='blocks of [block_size, block_size] are moved')
+
+    def check(self):
+        if self.block_size < 1:
+            raise MXNetError('%s: block_size must be a positive integer, got %d'
+                             % (self.name, self.block_size))
+
+    def infer_shape(self, in_shapes):
+        s = in_shapes[0]
+        if s is None:
+            return [None], [None], []
+        s = tuple(s)
+        if len(s) != 4:
+            raise ShapeError('%s: data must be 4-D, got shape %s' % (self.name, s))
+        return [s], [self.out_shape(s)], []
+
+
+def _to_space(xp, x, b):
+    n, c, h, w = x.shape
+    y = x.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
+    return y.reshape(n, c // (b * b), h * b, w * b)
+
+
+def _to_depth(xp, x, b):
+    n, c, h, w = x.shape
+    y = x.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4)
+    return y.reshape(n, c * b * b, h // b, w // b)
+
+
+@register
+class DepthToSpace(_Block):
+    """Move channel blocks into ``block_size x block_size`` spatial blocks."""
+
+    name = 'depth_to_space'
+
+    def out_shape(self, s):
+        b = self.block_size
+        if s[1] > 0 and s[1] % (b * b):
+            raise ShapeError('depth_to_space: channels %d of data %s are not a multiple of '
+                             'block_size^2 = %d' % (s[1], s, b * b))
+        return (s[0], s[1] // (b * b), s[2] * b, s[3] * b)
+
+    def forward(self, xp, inputs, aux, is_train):
+        return [_to_space(xp, inputs[0], self.block_size)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        return [_to_depth(xp, out_grads[0], self.block_size)]
+
+
+@register
+class SpaceToDepth(_Block):
+    """Move ``block_size x block_size`` spatial blocks into channels."""
+
+    name = 'space_to_depth'
+
+    def out_shape(self, s):
+        b = self.block_size
+        for ax, what in ((2, 'height'), (3, 'width')):
+            if s[ax] > 0 and s[ax] % b:
+                raise ShapeError('space_to_depth: %s %d of data %s is not a multiple of '
+                                 'block_size %d' % (what, s[ax], s, b))
+        return (s[0], s[1] * b * b, s[2] // b, s[3] // b)
+
+    def forward(self, xp, inputs, aux, is_train):
+        return [_to_depth(xp, inputs[0], self.block_size)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        return [_to_space(xp, out_grads[0], self.block_size)]

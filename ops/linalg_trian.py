@@ -53,77 +53,48 @@ class _Offset(_Linalg):
     offset = Param(int, 0, doc='the diagonal: 0 the main one, > 0 above it, < 0 below')
     needs_inputs = False
 
+    # what a subclass says about its entries (a diagonal or a triangle):
+    def _index(self, xp, n):
+        """(rows, cols) of the entries in an n x n matrix."""
+        raise NotImplementedError
 
-@register
-class Extractdiag(_Offset):
-    """Diagonal ``offset`` of every square matrix, as a vector."""
+    def _count(self, m):
+        """How many entries there are when ``m = n - abs(offset)``."""
+        raise NotImplementedError
 
-    name = '_linalg_extractdiag'
-    aliases = ('linalg_extractdiag',)
-
-    def infer_shape(self, in_shapes, out_shapes=None):
-        a = _matrices(self, in_shapes[0], square=True)
-        if a is None:
-            return [None], [None], []
-        _check_offset(self, a[-1], self.offset)
-        return [a], [a[:-2] + (a[-1] - abs(self.offset) if a[-1] else 0,)], []
-
-    def forward(self, xp, inputs, aux, is_train):
-        a = inputs[0]
-        self._check_dtype(inputs)
-        rows, cols = _diag_index(xp, a.shape[-1] - abs(self.offset), self.offset)
-        return [a[..., rows, cols]]
-
-    def backward(self, xp, out_grads, inputs, outputs, aux, need):
-        if not need[0]:
-            return [None]
-        g = out_grads[0]
-        n = g.shape[-1] + abs(self.offset)
-        rows, cols = _diag_index(xp, g.shape[-1], self.offset)
-        return [_scatter(xp, g, g.shape[:-1] + (n, n), rows, cols)]
+    def _side(self, count):
+        """m (``n - abs(offset)``) for ``count`` entries, or None when there is none."""
+        raise NotImplementedError
 
 
-@register
-class Makediag(_Offset):
-    """Square matrices with the input vectors on diagonal ``offset``, zero elsewhere."""
+class _Diag:
+    """The entries of diagonal ``offset``."""
 
-    name = '_linalg_makediag'
-    aliases = ('linalg_makediag',)
+    def _index(self, xp, n):
+        return _diag_index(xp, n - abs(self.offset), self.offset)
 
-    def infer_shape(self, in_shapes, out_shapes=None):
-        a = in_shapes[0]
-        if a is None:
-            return [None], [None], []
-        a = tuple(a)
-        if not a:
-            raise ShapeError('%s: input %r must have at least 1 dimension' % (self.name, 'A'))
-        n = a[-1] + abs(self.offset) if a[-1] else 0
-        return [a], [a[:-1] + (n, n)], []
+    def _count(self, m):
+        return m
 
-    def forward(self, xp, inputs, aux, is_train):
-        a = inputs[0]
-        self._check_dtype(inputs)
-        n = a.shape[-1] + abs(self.offset)
-        rows, cols = _diag_index(xp, a.shape[-1], self.offset)
-        return [_scatter(xp, a, a.shape[:-1] + (n, n), rows, cols)]
-
-    def backward(self, xp, out_grads, inputs, outputs, aux, need):
-        if not need[0]:
-            return [None]
-        g = out_grads[0]
-        rows, cols = _diag_index(xp, g.shape[-1] - abs(self.offset), self.offset)
-        return [g[..., rows, cols]]
+    def _side(self, count):
+        return count
 
 
-@register
-class Extracttrian(_Offset):
-    """A triangle of every square matrix, as a vector (see ``_trian_index`` for the order):
-    with ``offset`` 0 the lower (``lower``) or upper triangle with the diagonal, else the
-    triangle beyond diagonal ``offset`` (``lower`` is then ignored, as in MXNet)."""
+class _Trian:
+    """The entries of MXNet's triangle (``_trian_index``)."""
 
-    name = '_linalg_extracttrian'
-    aliases = ('linalg_extracttrian',)
-    lower = Param(bool, True, doc='with offset 0: the lower triangle (else the upper)')
+    def _index(self, xp, n):
+        return _trian_index(xp, n, self.offset, self.lower)
+
+    def _count(self, m):
+        return m * (m + 1) // 2
+
+    def _side(self, count):
+        return _trian_side(count)
+
+
+class _Extract(_Offset):
+    """Square matrices -> vectors of their entries."""
 
     def infer_shape(self, in_shapes, out_shapes=None):
         a = _matrices(self, in_shapes[0], square=True)
@@ -131,31 +102,25 @@ class Extracttrian(_Offset):
             return [None], [None], []
         _check_offset(self, a[-1], self.offset)
         m = a[-1] - abs(self.offset)
-        return [a], [a[:-2] + (m * (m + 1) // 2 if a[-1] else 0,)], []
+        return [a], [a[:-2] + (self._count(m) if a[-1] else 0,)], []
 
     def forward(self, xp, inputs, aux, is_train):
         a = inputs[0]
         self._check_dtype(inputs)
-        rows, cols = _trian_index(xp, a.shape[-1], self.offset, self.lower)
+        rows, cols = self._index(xp, a.shape[-1])
         return [a[..., rows, cols]]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         if not need[0]:
             return [None]
         g = out_grads[0]
-        n = _trian_side(g.shape[-1]) + abs(self.offset)
-        rows, cols = _trian_index(xp, n, self.offset, self.lower)
+        n = self._side(g.shape[-1]) + abs(self.offset)
+        rows, cols = self._index(xp, n)
         return [_scatter(xp, g, g.shape[:-1] + (n, n), rows, cols)]
 
 
-@register
-class Maketrian(_Offset):
-    """Square matrices holding the input vectors in a triangle, zero elsewhere: the inverse
-    of ``extracttrian`` with the same ``offset`` and ``lower``."""
-
-    name = '_linalg_maketrian'
-    aliases = ('linalg_maketrian',)
-    lower = Param(bool, True, doc='with offset 0: fill the lower triangle (else the upper)')
+class _Make(_Offset):
+    """Vectors -> square matrices holding them as their entries, zero elsewhere."""
 
     def infer_shape(self, in_shapes, out_shapes=None):
         a = in_shapes[0]
@@ -166,7 +131,7 @@ class Maketrian(_Offset):
             raise ShapeError('%s: input %r must have at least 1 dimension' % (self.name, 'A'))
         if not a[-1]:
             return [a], [a[:-1] + (0, 0)], []
-        m = _trian_side(a[-1])
+        m = self._side(a[-1])
         if m is None:
             raise ShapeError('%s: the last axis of A %s must have m (m + 1) / 2 entries (a '
                              'triangle of an m x m matrix), %d is not such a number'
@@ -177,13 +142,50 @@ class Maketrian(_Offset):
     def forward(self, xp, inputs, aux, is_train):
         a = inputs[0]
         self._check_dtype(inputs)
-        n = _trian_side(a.shape[-1]) + abs(self.offset)
-        rows, cols = _trian_index(xp, n, self.offset, self.lower)
+        n = self._side(a.shape[-1]) + abs(self.offset)
+        rows, cols = self._index(xp, n)
         return [_scatter(xp, a, a.shape[:-1] + (n, n), rows, cols)]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         if not need[0]:
             return [None]
         g = out_grads[0]
-        rows, cols = _trian_index(xp, g.shape[-1], self.offset, self.lower)
+        rows, cols = self._index(xp, g.shape[-1])
         return [g[..., rows, cols]]
+
+
+@register
+class Extractdiag(_Diag, _Extract):
+    """Diagonal ``offset`` of every square matrix, as a vector."""
+
+    name = '_linalg_extractdiag'
+    aliases = ('linalg_extractdiag',)
+
+
+@register
+class Makediag(_Diag, _Make):
+    """Square matrices with the input vectors on diagonal ``offset``, zero elsewhere."""
+
+    name = '_linalg_makediag'
+    aliases = ('linalg_makediag',)
+
+
+@register
+class Extracttrian(_Trian, _Extract):
+    """A triangle of every square matrix, as a vector (see ``_trian_index`` for the order):
+    with ``offset`` 0 the lower (``lower``) or upper triangle with the diagonal, else the
+    triangle beyond diagonal ``offset`` (``lower`` is then ignored, as in MXNet)."""
+
+    name = '_linalg_extracttrian'
+    aliases = ('linalg_extracttrian',)
+    lower = Param(bool, True, doc='with offset 0: the lower triangle (else the upper)')
+
+
+@register
+class Maketrian(_Trian, _Make):
+    """Square matrices holding the input vectors in a triangle, zero elsewhere: the inverse
+    of ``extracttrian`` with the same ``offset`` and ``lower``."""
+
+    name = '_linalg_maketrian'
+    aliases = ('linalg_maketrian',)
+    lower = Param(bool, True, doc='with offset 0: fill the lower triangle (else the upper)')

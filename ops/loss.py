@@ -79,11 +79,7 @@ class SoftmaxOutput(Operator):
                 raise ShapeError('SoftmaxOutput: argument %r has shape %s; expecting %s or %s'
                                  % ('label', tuple(lab), flat, full))
         else:
-            want = d[:-1]
-            if lab is not None and not _match(lab, want):
-                raise ShapeError('SoftmaxOutput: argument %r has shape %s, expected %s for '
-                                 'data %s' % ('label', tuple(lab), want, d))
-            lab = want if lab is None else tuple(a or b for a, b in zip(lab, want))
+            lab = _label_per_row(self, d, lab)
         return [d, tuple(lab)], [d], []
 
     def infer_type(self, in_types):
@@ -162,6 +158,16 @@ def _match(shape, want):
     """Whether a partial shape agrees with ``want`` (0 = unknown on either side)."""
     return len(shape) == len(want) and all(a == b or not a or not b
                                            for a, b in zip(shape, want))
+
+
+def _label_per_row(op, d, lab):
+    """The label shape ``d[:-1]`` (one label per row of the last axis of data ``d``), with
+    what a partly known ``lab`` adds; ShapeError when ``lab`` disagrees."""
+    want = d[:-1]
+    if lab is not None and not _match(lab, want):
+        raise ShapeError('%s: argument %r has shape %s, expected %s for data %s'
+                         % (op.name, 'label', tuple(lab), want, d))
+    return want if lab is None else tuple(a or b for a, b in zip(lab, want))
 
 
 class _Regression(Operator):

@@ -30,12 +30,10 @@ import numpy as np
 
 from symgraph.opdef import Operator, Param, ShapeError, register, same_type
 
+from .loss import _label_per_row, _zeros_if
 from .norm import _acc, _f32
+from .norm_layers import _MeanStdNorm, _normalize_grad
 from .softmax import _SoftmaxBase, _norm_axis, softmax
-
-
-def _zeros_if(xp, need, x):
-    return xp.zeros_like(x) if need else None
 
 
 @register
@@ -177,13 +175,7 @@ class SVMOutput(Operator):
         if d is None:
             return [d, lab], [None], []
         d = tuple(d)
-        want = d[:-1]
-        if lab is not None and (len(lab) != len(want) or any(
-                a and b and a != b for a, b in zip(lab, want))):
-            raise ShapeError('SVMOutput: argument %r has shape %s, expected %s for data %s'
-                             % ('label', tuple(lab), want, d))
-        lab = want if lab is None else tuple(a or b for a, b in zip(lab, want))
-        return [d, lab], [d], []
+        return [d, _label_per_row(self, d, lab)], [d], []
 
     def infer_type(self, in_types):
         t = same_type(self, in_types)
@@ -209,24 +201,13 @@ class SVMOutput(Operator):
 
 
 @register
-class GroupNorm(Operator):
+class GroupNorm(_MeanStdNorm):
     """Normalise each (sample, group of channels); gamma and beta are per group."""
 
     name = 'GroupNorm'
     num_groups = Param(int, 1, doc='number of channel groups')
     eps = Param(float, 1e-5, doc='added to the variance')
     output_mean_var = Param(bool, False, doc='also output the mean and the std')
-    needs_inputs = True
-    needs_outputs = True
-
-    def list_arguments(self):
-        return ['data', 'gamma', 'beta']
-
-    def list_outputs(self):
-        return ['output', 'mean', 'std']
-
-    def num_visible_outputs(self):
-        return 3 if self.output_mean_var else 1
 
     def infer_shape(self, in_shapes, out_shapes=None):
         d = in_shapes[0]
@@ -271,8 +252,7 @@ class GroupNorm(Operator):
         dx = dgamma = dbeta = None
         if need[0]:
             dxhat = dy * _acc(gamma).reshape(1, g, 1)
-            dx = (dxhat - dxhat.mean(axis=2, keepdims=True)
-                  - xhat * (dxhat * xhat).mean(axis=2, keepdims=True)) * inv
+            dx = _normalize_grad(dxhat, xhat, inv, 2)
             dx = dx.reshape(data.shape).astype(data.dtype, copy=False)
         if need[1]:
             dgamma = (dy * xhat).sum(axis=(0, 2)).astype(gamma.dtype, copy=False)

@@ -64,6 +64,18 @@ def _zero_grads(xp, inputs, need):
     return [xp.zeros_like(a) if n and a is not None else None for a, n in zip(inputs, need)]
 
 
+class _Variances(Operator):
+    """Base of MultiBoxTarget and MultiBoxDetection (no gradient): their ``variances``
+    parameter must have 4 values (x, y, w, h)."""
+
+    no_grad = True
+
+    def check(self):
+        if len(self.variances) != 4:
+            raise MXNetError('%s: variances must have 4 values, got %s'
+                             % (self.name, self.variances))
+
+
 # ----------------------------------------------------------------------------------
 # MultiBoxPrior
 # ----------------------------------------------------------------------------------
@@ -189,7 +201,7 @@ def _background_prob(xp, cls_pred):
 
 
 @register
-class MultiBoxTarget(Operator):
+class MultiBoxTarget(_Variances):
     """Training targets (loc_target, loc_mask, cls_target) of anchors for labels."""
 
     name = '_contrib_MultiBoxTarget'
@@ -200,12 +212,6 @@ class MultiBoxTarget(Operator):
     negative_mining_thresh = Param(float, 0.5, doc='negatives need best IoU below this')
     minimum_negative_samples = Param(int, 0, doc='ignored by MXNet\'s CPU code (and here)')
     variances = Param('floats', _V, doc='encoding variances (x, y, w, h)')
-    no_grad = True
-
-    def check(self):
-        if len(self.variances) != 4:
-            raise MXNetError('%s: variances must have 4 values, got %s'
-                             % (self.name, self.variances))
 
     def list_arguments(self):
         return ['anchor', 'label', 'cls_pred']
@@ -349,7 +355,7 @@ def _decode(xp, anc, loc, clip, variances, dt):
 
 
 @register
-class MultiBoxDetection(Operator):
+class MultiBoxDetection(_Variances):
     """Detections (batch, num_anchors, 6) rows [class, score, x1, y1, x2, y2]; -1 rows
     are empty or suppressed."""
 
@@ -362,12 +368,6 @@ class MultiBoxDetection(Operator):
     force_suppress = Param(bool, False, doc='suppress across classes')
     variances = Param('floats', _V, doc='decoding variances (x, y, w, h)')
     nms_topk = Param(int, -1, doc='only the topk best detections take part (-1: all)')
-    no_grad = True
-
-    def check(self):
-        if len(self.variances) != 4:
-            raise MXNetError('%s: variances must have 4 values, got %s'
-                             % (self.name, self.variances))
 
     def list_arguments(self):
         return ['cls_prob', 'loc_pred', 'anchor']

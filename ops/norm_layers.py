@@ -22,15 +22,10 @@ def _normalize_grad(dxhat, xhat, inv, axes):
     return (dxhat - m1 - xhat * m2) * inv
 
 
-@register
-class LayerNorm(Operator):
-    """Normalise along one axis: ``(x - mean) / sqrt(var + eps) * gamma + beta``."""
+class _MeanStdNorm(Operator):
+    """data, gamma, beta -> output, mean, std; mean and std are visible outputs only with
+    the ``output_mean_var`` parameter (LayerNorm, GroupNorm)."""
 
-    name = 'LayerNorm'
-    aliases = ('_npx_layer_norm',)
-    axis = Param(int, -1, doc='the normalised axis')
-    eps = Param(float, 1e-5, doc='added to the variance')
-    output_mean_var = Param(bool, False, doc='also output the mean and the std')
     needs_inputs = True
     needs_outputs = True
 
@@ -42,6 +37,17 @@ class LayerNorm(Operator):
 
     def num_visible_outputs(self):
         return 3 if self.output_mean_var else 1
+
+
+@register
+class LayerNorm(_MeanStdNorm):
+    """Normalise along one axis: ``(x - mean) / sqrt(var + eps) * gamma + beta``."""
+
+    name = 'LayerNorm'
+    aliases = ('_npx_layer_norm',)
+    axis = Param(int, -1, doc='the normalised axis')
+    eps = Param(float, 1e-5, doc='added to the variance')
+    output_mean_var = Param(bool, False, doc='also output the mean and the std')
 
     def infer_shape(self, in_shapes):
         data, c, ax = _channel_param_shapes(self, in_shapes, self.axis, 2)

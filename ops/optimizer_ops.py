@@ -57,6 +57,13 @@ def _clip(xp, g, c):
     return xp.clip(g, -c, c) if c >= 0 else g
 
 
+def _grad_params():
+    """Fresh ``wd``, ``rescale_grad``, ``clip_gradient`` parameters with MXNet's defaults,
+    for ``wd, rescale_grad, clip_gradient = _grad_params()`` in a class body (the three
+    are declared in that order)."""
+    return Param(float, 0.0), Param(float, 1.0), Param(float, -1.0)
+
+
 class _Update(Operator):
     """weight, grad + mutable states -> new weight (no gradient)."""
 
@@ -141,9 +148,7 @@ class SGDUpdate(_Update):
     """weight = (1 - lr*wd) * weight - lr * clip(rescale_grad * grad)."""
     name = 'sgd_update'
     lr = Param(float, doc='Learning rate')
-    wd = Param(float, 0.0)
-    rescale_grad = Param(float, 1.0)
-    clip_gradient = Param(float, -1.0)
+    wd, rescale_grad, clip_gradient = _grad_params()
     lazy_update = Param(bool, True)
 
     def update(self, xp, w, g, s):
@@ -171,9 +176,7 @@ class SGDMomUpdate(_Update):
     states = ('mom',)
     lr = Param(float, doc='Learning rate')
     momentum = Param(float, 0.0)
-    wd = Param(float, 0.0)
-    rescale_grad = Param(float, 1.0)
-    clip_gradient = Param(float, -1.0)
+    wd, rescale_grad, clip_gradient = _grad_params()
     lazy_update = Param(bool, True)
 
     def _step(self, xp, w, g, mom):
@@ -208,9 +211,7 @@ class NAGMomUpdate(_Update):
     states = ('mom',)
     lr = Param(float, doc='Learning rate')
     momentum = Param(float, 0.0)
-    wd = Param(float, 0.0)
-    rescale_grad = Param(float, 1.0)
-    clip_gradient = Param(float, -1.0)
+    wd, rescale_grad, clip_gradient = _grad_params()
 
     def _step(self, xp, w, g, mom):
         lr, m = _f(self.lr), _f(self.momentum)
@@ -245,6 +246,20 @@ def _wd_grad(op, xp, w, g):
     return _clip(xp, _f(op.rescale_grad) * g + _f(op.wd) * w, _f(op.clip_gradient))
 
 
+def _adam_moments(op, xp, g, s):
+    """The new (mean, var) of adam and adamw: b1*mean + (1-b1)*g', b2*var + (1-b2)*g'^2."""
+    b1, b2 = _f(op.beta1), _f(op.beta2)
+    return b1 * s['mean'] + (1 - b1) * g, b2 * s['var'] + (1 - b2) * xp.square(g)
+
+
+def _rms_sq(op, xp, w, g, n):
+    """g' = clip(rescale_grad*grad + wd*weight) and the new running mean of g'^2,
+    n = (1-gamma1)*g'^2 + gamma1*n: rmsprop, rmspropalex."""
+    g1 = _f(op.gamma1)
+    g = _wd_grad(op, xp, w, g)
+    return g, (1 - g1) * xp.square(g) + g1 * n
+
+
 @register
 class AdamUpdate(_Update):
     """g' = clip(rescale_grad*grad + wd*weight); mean = b1*mean + (1-b1)*g';
@@ -255,16 +270,11 @@ class AdamUpdate(_Update):
     beta1 = Param(float, 0.9)
     beta2 = Param(float, 0.999)
     epsilon = Param(float, 1e-8)
-    wd = Param(float, 0.0)
-    rescale_grad = Param(float, 1.0)
-    clip_gradient = Param(float, -1.0)
+    wd, rescale_grad, clip_gradient = _grad_params()
     lazy_update = Param(bool, True)
 
     def update(self, xp, w, g, s):
-        b1, b2 = _f(self.beta1), _f(self.beta2)
-        g = _wd_grad(self, xp, w, g)
-        mean = b1 * s['mean'] + (1 - b1) * g
-        var = b2 * s['var'] + (1 - b2) * xp.square(g)
+        mean, var = _adam_moments(self, xp, _wd_grad(self, xp, w, g), s)
         w = w - _f(self.lr) * mean / (xp.sqrt(var) + _f(self.epsilon))
         return w, {'mean': mean, 'var': var}
 
@@ -278,15 +288,11 @@ class RMSPropUpdate(_Update):
     lr = Param(float, doc='Learning rate')
     gamma1 = Param(float, 0.95)
     epsilon = Param(float, 1e-8)
-    wd = Param(float, 0.0)
-    rescale_grad = Param(float, 1.0)
-    clip_gradient = Param(float, -1.0)
+    wd, rescale_grad, clip_gradient = _grad_params()
     clip_weights = Param(float, -1.0)
 
     def update(self, xp, w, g, s):
-        g1 = _f(self.gamma1)
-        g = _wd_grad(self, xp, w, g)
-        n = (1 - g1) * xp.square(g) + g1 * s['n']
+        g, n = _rms_sq(self, xp, w, g, s['n'])
         w = w - _f(self.lr) * (g / xp.sqrt(n + _f(self.epsilon)))
         return _clip(xp, w, _f(self.clip_weights)), {'n': n}
 
@@ -301,15 +307,12 @@ class RMSPropAlexUpdate(_Update):
     gamma1 = Param(float, 0.95)
     gamma2 = Param(float, 0.9)
     epsilon = Param(float, 1e-8)
-    wd = Param(float, 0.0)
-    rescale_grad = Param(float, 1.0)
-    clip_gradient = Param(float, -1.0)
+    wd, rescale_grad, clip_gradient = _grad_params()
     clip_weights = Param(float, -1.0)
 
     def update(self, xp, w, g, s):
+        g, n = _rms_sq(self, xp, w, g, s['n'])
         g1 = _f(self.gamma1)
-        g = _wd_grad(self, xp, w, g)
-        n = (1 - g1) * xp.square(g) + g1 * s['n']
         gm = (1 - g1) * g + g1 * s['g']
         delta = _f(self.gamma2) * s['delta'] - _f(self.lr) * (
             g / xp.sqrt(n - xp.square(gm) + _f(self.epsilon)))
@@ -323,9 +326,7 @@ class SignSGDUpdate(_Update):
     do not change the sign and MXNet's kernel ignores them)."""
     name = 'signsgd_update'
     lr = Param(float, doc='Learning rate')
-    wd = Param(float, 0.0)
-    rescale_grad = Param(float, 1.0)
-    clip_gradient = Param(float, -1.0)
+    wd, rescale_grad, clip_gradient = _grad_params()
 
     def update(self, xp, w, g, s):
         lr = _f(self.lr)
@@ -340,9 +341,7 @@ class SignumUpdate(_Update):
     states = ('mom',)
     lr = Param(float, doc='Learning rate')
     momentum = Param(float, 0.0)
-    wd = Param(float, 0.0)
-    rescale_grad = Param(float, 1.0)
-    clip_gradient = Param(float, -1.0)
+    wd, rescale_grad, clip_gradient = _grad_params()
     wd_lh = Param(float, 0.0)
 
     def update(self, xp, w, g, s):
@@ -389,9 +388,7 @@ class FTRLUpdate(_Update):
     lr = Param(float, doc='Learning rate')
     lamda1 = Param(float, 0.01)
     beta = Param(float, 1.0)
-    wd = Param(float, 0.0)
-    rescale_grad = Param(float, 1.0)
-    clip_gradient = Param(float, -1.0)
+    wd, rescale_grad, clip_gradient = _grad_params()
 
     def update(self, xp, w, g, s):
         lr, l1 = _f(self.lr), _f(self.lamda1)

@@ -7,7 +7,7 @@ import numpy as np
 
 from symgraph.opdef import Operator, Param, register, TypeInferenceError, MXNetError
 
-from .optimizer_ops import F32, _Update, _clip, _f
+from .optimizer_ops import F32, _Update, _adam_moments, _clip, _f
 
 
 @register
@@ -31,10 +31,8 @@ class AdamWUpdate(_Update):
         r = rescale.reshape(-1)[:1].astype(w.dtype)
         ok = xp.isfinite(r) & (r != 0)
         r = xp.where(ok, r, xp.zeros_like(r))       # no inf/nan arithmetic when skipped
-        b1, b2 = _f(self.beta1), _f(self.beta2)
         g = _clip(xp, r * g, _f(self.clip_gradient))
-        mean = b1 * s['mean'] + (1 - b1) * g
-        var = b2 * s['var'] + (1 - b2) * xp.square(g)
+        mean, var = _adam_moments(self, xp, g, s)
         new_w = w - _f(self.eta) * (_f(self.lr) * mean / (xp.sqrt(var) + _f(self.epsilon))
                                     + _f(self.wd) * w)
         new = {'mean': mean, 'var': var}

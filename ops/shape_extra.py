@@ -30,16 +30,7 @@ from symgraph.base import MXNetError
 from symgraph.opdef import (Operator, Param, ShapeError, TypeInferenceError, np_dtype,
                             register)
 
-
-def _known(s):
-    return s is not None and all(d > 0 for d in s)
-
-
-def _size(s):
-    n = 1
-    for d in s:
-        n *= d
-    return n
+from .shape import _known, _size
 
 
 # --- Pad ---------------------------------------------------------------------------

@@ -96,6 +96,16 @@ class _Scalar(Operator):
             return (f(s, x) if reverse else f(x, s)).astype(x.dtype, copy=False)
         return run
 
+    def fast_forward_typed(self, xp, is_train, in_dtypes):
+        # the executor knows the dtype: no per-call check on the hot path
+        if in_dtypes and in_dtypes[0] is not None and np.dtype(in_dtypes[0]).kind in 'fc' \
+                and type(self).fn is _Scalar.fn:
+            f, s = getattr(xp, self.ufunc), self.scalar
+            if self.reverse:
+                return lambda x: f(s, x).astype(x.dtype, copy=False)
+            return lambda x: f(x, s).astype(x.dtype, copy=False)
+        return self.fast_forward(xp, is_train)
+
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         if not need[0]:
             return [None]

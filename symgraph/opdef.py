@@ -365,12 +365,14 @@ class Operator:
         """
         return None
 
-    def make_forward(self, xp, is_train, state=None):
+    def make_forward(self, xp, is_train, state=None, in_dtypes=None):
         """Return ``f(*inputs, *aux) -> tuple of outputs`` bound once at compile time.
 
         The default wraps :meth:`forward`. Simple operators override
         :meth:`fast_forward` to return a bare function (e.g. ``xp.exp``) taking the
-        inputs and returning a single array, which the executor calls directly.
+        inputs and returning a single array, which the executor calls directly;
+        ``in_dtypes`` (the inputs' dtypes, when the caller knows them) reaches
+        :meth:`fast_forward_typed`.
         """
         n_args = len(self.list_arguments())
         fwd = self.forward
@@ -379,7 +381,8 @@ class Operator:
                 return fwd(xp, list(arrays[:n_args]), list(arrays[n_args:]), is_train,
                            state=state)
             return run_stateful, False
-        fast = self.fast_forward(xp, is_train)
+        fast = self.fast_forward(xp, is_train) if in_dtypes is None else \
+            self.fast_forward_typed(xp, is_train, in_dtypes)
         if fast is not None:
             return fast, True
 
@@ -390,6 +393,10 @@ class Operator:
     def fast_forward(self, xp, is_train):
         """Optionally a function ``f(*inputs) -> array`` (single output, no aux)."""
         return None
+
+    def fast_forward_typed(self, xp, is_train, in_dtypes):
+        """:meth:`fast_forward` for inputs of known dtypes (override to specialise)."""
+        return self.fast_forward(xp, is_train)
 
 
 def register(cls):

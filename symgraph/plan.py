@@ -129,7 +129,8 @@ class Plan:
             for j, e in enumerate(self.arg_entries):
                 lines.append('    M(%d, v%d)' % (e, e))
         for s, n in enumerate(self.steps):
-            fn, fast = n.op.make_forward(xp, is_train, state=self.op_state[id(n)])
+            fn, fast = n.op.make_forward(xp, is_train, state=self.op_state[id(n)],
+                                         in_dtypes=[self.dtypes[e] for e in self.in_entries(n)])
             env['f%d' % s] = fn
             ins = ', '.join('v%d' % e for e in self.in_entries(n))
             outs = self.out_entries(n)

@@ -82,9 +82,14 @@ def naive_target(overlap_threshold=0.5, ignore_label=-1.0, negative_mining_ratio
                 cands = []
                 for j in range(na):
                     if flag[j] != 1 and max(ov[j]) < negative_mining_thresh:
-                        p = cls_pred[b, :, j].astype(np.float64)
-                        e = np.exp(p - p.max())
-                        cands.append((e[0] / e.sum(), j))
+                        # MXNet's arithmetic: exps in the data's dtype, summed class by
+                        # class; a float64 softmax would order near-ties differently
+                        p = cls_pred[b, :, j]
+                        e = [np.exp(np.float64(v - p.max())).astype(p.dtype) for v in p]
+                        total = p.dtype.type(0)
+                        for v in e:
+                            total = total + v
+                        cands.append((e[0] / total, j))
                 cands.sort(key=lambda t: t[0])         # stable: ties in anchor order
                 for _, j in cands[:nneg]:
                     flag[j] = 0

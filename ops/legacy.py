@@ -1,0 +1,302 @@
+"""Legacy operators MXNet 1.9.1 still registers for old checkpoints (``*-symbol.json``).
+
+``Convolution_v1`` and ``Pooling_v1`` are the modern operators' maths with the old
+parameter sets (``Pooling_v1``: no ``p_value``, ``count_include_pad``, ``layout``,
+``cudnn_off``; pool types max/avg/sum, conventions valid/full; average pooling counts the
+padding). ``BatchNorm_v1`` normalises over every axis but 1 like ``BatchNorm`` but:
+
+* its hidden/optional output ``var`` is the batch VARIANCE (BatchNorm gives 1/sqrt(var+eps));
+* the moving statistics are updated in BACKWARD, not in the training forward (as in MXNet's
+  batch_norm_v1: a forward alone leaves moving_mean/moving_var untouched);
+* with ``fix_gamma`` MXNet writes 1 into the gamma argument; here gamma acts as 1 without
+  being overwritten (deliberate difference), and its gradient is 0 in both.
+
+``IdentityAttachKLSparseReg`` is the identity whose backward adds a KL sparseness penalty:
+backward first updates the auxiliary state ``moving_avg`` (C,) to
+``momentum * moving_avg + (1 - momentum) * mean(data, axis=0)`` and then returns
+``dy + penalty * (-target / moving_avg + (1 - target) / (1 - moving_avg))``. MXNet's
+backward only works for 2-D data (N, C) (it fails in mshadow otherwise), so other ranks
+are refused by shape inference here; MXNet accepts only float32, here any float type.
+
+Internal helpers: ``_identity_with_attr_like_rhs`` (lhs, gradient to lhs only),
+``_scatter_plus_scalar`` / ``_scatter_minus_scalar`` / ``_scatter_elemwise_div`` (the sparse
+variants; on dense arrays they equal ``_plus_scalar`` / ``_minus_scalar`` / ``elemwise_div``),
+and the forward-only ``_grad_add`` (lhs + rhs), ``_slice_assign`` (alias ``_crop_assign``:
+lhs with ``lhs[begin:end:step] = rhs``) and ``_slice_assign_scalar`` (alias
+``_crop_assign_scalar``: the slice set to ``scalar``). MXNet registers no gradient for the
+last three (``backward`` raises there); here they are ``no_grad`` (zero gradients).
+"""
+import numpy as np
+
+from symgraph.opdef import MXNetError, Operator, Param, ShapeError, register, unify_shape
+
+from .binary import ElemwiseAdd, ElemwiseDiv
+from .conv import Convolution
+from .norm import BatchNorm
+from .pooling import Pooling
+from .scalar import MinusScalar, PlusScalar
+from .slicing import Slice, _sliced_len
+
+
+@register
+class ConvolutionV1(Convolution):
+    """``Convolution`` under its MXNet 0.x name: same parameters and maths, 2-D or 3-D."""
+
+    name = 'Convolution_v1'
+
+    def check(self):
+        if len(self.kernel) not in (2, 3):
+            raise MXNetError('Convolution_v1: kernel must be (h, w) or (d, h, w), got %s'
+                             % (self.kernel,))
+        super().check()
+
+
+class PoolingV1(Pooling):
+    """``Pooling`` with the parameters of MXNet 0.x's pooling (2-D or 3-D windows)."""
+
+    name = 'Pooling_v1'
+    pool_type = Param(str, 'max', choices=('max', 'avg', 'sum'))
+    pooling_convention = Param(str, 'valid', choices=('valid', 'full'))
+    # fixed values of the modern parameters Pooling_v1 does not have
+    p_value = None
+    count_include_pad = None
+    layout = None
+    cudnn_off = False
+
+    def check(self):
+        if not self.global_pool and len(self.kernel) not in (2, 3):
+            raise MXNetError('Pooling_v1: kernel must be (y, x) or (d, y, x), got %s'
+                             % (self.kernel,))
+        super().check()
+
+
+PoolingV1._params = {k: v for k, v in PoolingV1._params.items()
+                     if k in ('kernel', 'pool_type', 'global_pool', 'pooling_convention',
+                              'stride', 'pad')}
+PoolingV1.param_order = ('kernel', 'pool_type', 'global_pool', 'pooling_convention',
+                         'stride', 'pad')
+register(PoolingV1)
+
+
+class BatchNormV1(BatchNorm):
+    """MXNet 0.x batch normalisation over axis 1 (data 2-D or 4-D); see the module notes."""
+
+    name = 'BatchNorm_v1'
+    aliases = ()
+    axis = 1
+    cudnn_off = False
+    min_calib_range = None
+    max_calib_range = None
+
+    def infer_shape(self, in_shapes):
+        d = in_shapes[0]
+        if d is not None and len(d) not in (2, 4):
+            raise ShapeError('BatchNorm_v1: data must be 2-D (N, C) or 4-D (N, C, H, W), '
+                             'got %s' % (tuple(d),))
+        return super().infer_shape(in_shapes)
+
+    def _stats(self, xp, x):
+        axes = tuple(i for i in range(x.ndim) if i != 1)
+        mean = x.mean(axis=axes)
+        bs = (1, -1) + (1,) * (x.ndim - 2)
+        xc = x - mean.reshape(bs)
+        return mean, (xc * xc).mean(axis=axes), bs
+
+    def forward(self, xp, inputs, aux, is_train):
+        data, gamma, beta = inputs
+        x = data
+        if is_train and not self.use_global_stats:
+            mean, var, bs = self._stats(xp, x)
+        else:
+            bs = (1, -1) + (1,) * (x.ndim - 2)
+            mean = aux[0].astype(x.dtype, copy=False)
+            var = aux[1].astype(x.dtype, copy=False)
+        g = xp.ones_like(gamma) if self.fix_gamma else gamma
+        inv = 1.0 / xp.sqrt(var + x.dtype.type(self.eps))
+        out = (x - mean.reshape(bs)) * (g * inv).reshape(bs) + beta.reshape(bs)
+        return [out.astype(data.dtype, copy=False), mean, var]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        data, gamma, _ = inputs
+        x, dy = data, out_grads[0]
+        bs = (1, -1) + (1,) * (x.ndim - 2)
+        axes = tuple(i for i in range(x.ndim) if i != 1)
+        mean, var = outputs[1], outputs[2]
+        if not self.use_global_stats:
+            mom = x.dtype.type(self.momentum)
+            aux[0][...] = aux[0] * mom + mean * (1 - mom)
+            aux[1][...] = aux[1] * mom + var * (1 - mom)
+        g = xp.ones_like(gamma) if self.fix_gamma else gamma
+        inv = 1.0 / xp.sqrt(var + x.dtype.type(self.eps))
+        xhat = (x - mean.reshape(bs)) * inv.reshape(bs)
+        sum_dy = dy.sum(axis=axes)
+        sum_dy_xhat = (dy * xhat).sum(axis=axes)
+        dx = None
+        if need[0]:
+            if self.use_global_stats:
+                dx = dy * (g * inv).reshape(bs)
+            else:
+                m = x.size // x.shape[1]
+                dx = (g * inv).reshape(bs) * (dy - (sum_dy / m).reshape(bs)
+                                              - xhat * (sum_dy_xhat / m).reshape(bs))
+        dgamma = (xp.zeros_like(gamma) if self.fix_gamma else sum_dy_xhat) if need[1] else None
+        return [dx, dgamma, sum_dy if need[2] else None]
+
+
+BatchNormV1._params = {k: v for k, v in BatchNormV1._params.items()
+                       if k in ('eps', 'momentum', 'fix_gamma', 'use_global_stats',
+                                'output_mean_var')}
+register(BatchNormV1)
+
+
+@register
+class IdentityWithAttrLikeRhs(Operator):
+    """out = lhs (shape and type from lhs, which must match rhs); gradient to lhs only."""
+
+    name = '_identity_with_attr_like_rhs'
+    needs_inputs = False
+
+    def list_arguments(self):
+        return ['lhs', 'rhs']
+
+    def forward(self, xp, inputs, aux, is_train):
+        return [inputs[0].copy()]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        dy = out_grads[0]
+        return [dy if need[0] else None, xp.zeros_like(dy) if need[1] else None]
+
+
+@register
+class ScatterPlusScalar(PlusScalar):
+    """``_plus_scalar`` (the sparse-storage variant; dense arrays give the same)."""
+    name, aliases = '_scatter_plus_scalar', ()
+
+
+@register
+class ScatterMinusScalar(MinusScalar):
+    """``_minus_scalar`` (the sparse-storage variant; dense arrays give the same)."""
+    name, aliases = '_scatter_minus_scalar', ()
+
+
+@register
+class ScatterElemwiseDiv(ElemwiseDiv):
+    """``elemwise_div`` (the sparse-storage variant; dense arrays give the same)."""
+    name, aliases = '_scatter_elemwise_div', ()
+
+
+@register
+class GradAdd(ElemwiseAdd):
+    """lhs + rhs as the executor accumulates gradients; MXNet defines no gradient."""
+    name, aliases = '_grad_add', ()
+    no_grad = True
+
+    def grads(self, xp, a, b, y, dy):
+        return xp.zeros_like(a), xp.zeros_like(b)
+
+
+@register
+class SliceAssign(Slice):
+    """lhs with ``lhs[begin:end:step] = rhs``; rhs must have the slice's shape."""
+
+    name = '_slice_assign'
+    aliases = ('_crop_assign',)
+    no_grad = True
+    needs_inputs = False
+
+    def list_arguments(self):
+        return ['lhs', 'rhs']
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        d = in_shapes[0] if out_shapes is None else unify_shape(in_shapes[0], out_shapes[0])
+        if d is None:
+            return list(in_shapes), [None], []
+        sl = self._sl(d)
+        want = tuple(_sliced_len(s, n) for s, n in zip(sl, d)) + tuple(d[len(sl):])
+        try:
+            r = unify_shape(in_shapes[1], want)
+        except ShapeError:
+            raise ShapeError('_slice_assign: rhs has shape %s but the slice of lhs %s is %s'
+                             % (tuple(in_shapes[1]), tuple(d), want)) from None
+        return [d, r], [d], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        out = inputs[0].copy()
+        out[self._sl(out.shape)] = inputs[1]
+        return [out]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        return [xp.zeros_like(x) if n else None for x, n in zip(inputs, need)]
+
+
+@register
+class SliceAssignScalar(SliceAssign):
+    """data with ``data[begin:end:step] = scalar``."""
+
+    name = '_slice_assign_scalar'
+    aliases = ('_crop_assign_scalar',)
+    scalar = Param(float, 0.0, doc='the value written into the slice')
+    param_order = ('scalar', 'begin', 'end', 'step')
+
+    def list_arguments(self):
+        return ['data']
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        d = in_shapes[0] if out_shapes is None else unify_shape(in_shapes[0], out_shapes[0])
+        if d is not None:
+            self._sl(d)
+        return [d], [d], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        out = inputs[0].copy()
+        out[self._sl(out.shape)] = np.asarray(self.scalar).astype(out.dtype)
+        return [out]
+
+
+@register
+class IdentityAttachKLSparseReg(Operator):
+    """Identity forward; backward adds the KL sparseness penalty (see the module notes)."""
+
+    name = 'IdentityAttachKLSparseReg'
+    sparseness_target = Param(float, 0.1, doc='the target mean activation')
+    penalty = Param(float, 0.001, doc='weight of the KL penalty')
+    momentum = Param(float, 0.9, doc='decay of the moving average of activations')
+    needs_inputs = True
+
+    def list_auxiliary_states(self):
+        return ['moving_avg']
+
+    def input_init(self):
+        return {'moving_avg': '["zero", {}]'}
+
+    def infer_shape(self, in_shapes):
+        d = in_shapes[0]
+        if d is None:
+            return [None], [None], [in_shapes[1]]
+        if len(d) != 2:
+            raise ShapeError('IdentityAttachKLSparseReg: data must be 2-D (N, C) (MXNet\'s '
+                             'backward fails otherwise), got %s' % (tuple(d),))
+        try:
+            a = unify_shape(in_shapes[1], (d[1],))
+        except ShapeError:
+            raise ShapeError('IdentityAttachKLSparseReg: moving_avg has shape %s but (%d,) '
+                             'is expected from data %s'
+                             % (tuple(in_shapes[1]), d[1], tuple(d))) from None
+        return [d], [d], [a]
+
+    def infer_type(self, in_types):
+        t = in_types[0] if in_types[0] is not None else in_types[1]
+        t = None if t is None else np.dtype(t)
+        return [t], [t], [t]
+
+    def forward(self, xp, inputs, aux, is_train):
+        return [inputs[0].copy()]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        x, dy = inputs[0], out_grads[0]
+        mom = x.dtype.type(self.momentum)
+        avg = aux[0]
+        avg[...] = avg * mom + x.mean(axis=0) * (1 - mom)
+        t = x.dtype.type(self.sparseness_target)
+        reg = x.dtype.type(self.penalty) * (-t / avg + (1 - t) / (1 - avg))
+        return [dy + reg.reshape(1, -1).astype(dy.dtype, copy=False) if need[0] else None]

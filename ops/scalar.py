@@ -57,11 +57,9 @@ class _Scalar(Operator):
         if self.int_mode == 'cdiv':
             return _c_divide(xp, a, b)
         if self.int_mode == 'float':
+            a, b = (np.float64(v) if v is s else v.astype(np.float64) for v in (a, b))
             with np.errstate(divide='ignore', invalid='ignore', over='ignore'):
-                return getattr(xp, self.ufunc)(np.float64(a) if self.reverse else
-                                               x.astype(np.float64),
-                                               x.astype(np.float64) if self.reverse else
-                                               np.float64(b)).astype(x.dtype)
+                return getattr(xp, self.ufunc)(a, b).astype(x.dtype)
         with np.errstate(divide='ignore', invalid='ignore'):
             return getattr(xp, self.ufunc)(a, b)
 
@@ -74,36 +72,31 @@ class _Scalar(Operator):
             return [self.int_fn(xp, x).astype(x.dtype, copy=False)]
         return [self.fn(xp, x, self.scalar).astype(x.dtype, copy=False)]
 
-    def fast_forward(self, xp, is_train):
+    def _fast_float(self, xp):
+        """The forward of a float array (a Python float keeps its dtype)."""
         s = self.scalar
-        slow = self.int_fn
         if type(self).fn is not _Scalar.fn:
             fn = self.fn
-
-            def run(x):
-                if x.dtype.kind in 'iu':
-                    return slow(xp, x).astype(x.dtype, copy=False)
-                return fn(xp, x, s).astype(x.dtype, copy=False)
-            return run
+            return lambda x: fn(xp, x, s).astype(x.dtype, copy=False)
         f = getattr(xp, self.ufunc)
-        reverse = self.reverse
+        if self.reverse:
+            return lambda x: f(s, x).astype(x.dtype, copy=False)
+        return lambda x: f(x, s).astype(x.dtype, copy=False)
+
+    def fast_forward(self, xp, is_train):
+        floats, ints = self._fast_float(xp), self.int_fn
 
         def run(x):
-            # a Python float keeps a float array's dtype; integer arrays follow MXNet's
-            # integer rules
+            # integer arrays follow MXNet's integer rules
             if x.dtype.kind in 'iu':
-                return slow(xp, x).astype(x.dtype, copy=False)
-            return (f(s, x) if reverse else f(x, s)).astype(x.dtype, copy=False)
+                return ints(xp, x).astype(x.dtype, copy=False)
+            return floats(x)
         return run
 
     def fast_forward_typed(self, xp, is_train, in_dtypes):
         # the executor knows the dtype: no per-call check on the hot path
-        if in_dtypes and in_dtypes[0] is not None and np.dtype(in_dtypes[0]).kind in 'fc' \
-                and type(self).fn is _Scalar.fn:
-            f, s = getattr(xp, self.ufunc), self.scalar
-            if self.reverse:
-                return lambda x: f(s, x).astype(x.dtype, copy=False)
-            return lambda x: f(x, s).astype(x.dtype, copy=False)
+        if in_dtypes and in_dtypes[0] is not None and np.dtype(in_dtypes[0]).kind in 'fc':
+            return self._fast_float(xp)
         return self.fast_forward(xp, is_train)
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):

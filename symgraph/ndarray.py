@@ -159,7 +159,7 @@ class NDArray:
             return op.forward(self._ctx.xp, [self._data], [], False)[0]
 
     def _binary(self, other, fn, key=None):
-        if key is not None and _is_scalar(other) and self._data.dtype.kind in 'iu':
+        if key is not None and isinstance(other, numbers.Number) and self._data.dtype.kind in 'iu':
             return NDArray(self._int_scalar(key, other), self._ctx)
         xp = array_module(self._data)
         o = _to_xp(other._data, self._ctx) if isinstance(other, NDArray) else other
@@ -235,7 +235,7 @@ class NDArray:
     __hash__ = object.__hash__
 
     def _inplace(self, o, fn, key):
-        if _is_scalar(o) and self._data.dtype.kind in 'iu':
+        if isinstance(o, numbers.Number) and self._data.dtype.kind in 'iu':
             r = self._int_scalar(key, o)
             with self._ctx.device_scope():
                 self._data[...] = r
@@ -286,8 +286,6 @@ _SCALAR_OPS = {
 }
 
 
-def _is_scalar(v):
-    return isinstance(v, numbers.Number) and not isinstance(v, NDArray)
 
 
 def _index(k):

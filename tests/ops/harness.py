@@ -132,6 +132,24 @@ def _mask(flag, arrays):
     return [a if i in flag else None for i, a in enumerate(arrays)]
 
 
+def check_fast_forward(case):
+    """The bare functions the executor calls (``fast_forward``, and ``fast_forward_typed``
+    given the inputs' dtypes) give ``forward``'s result, dtype included; False where the
+    operator offers none."""
+    op = case.make_op()
+    if op.fast_forward(np, False) is None:
+        return False
+    for dtype in case.dtypes:
+        inputs = case.make_inputs(dtype)
+        expected = op.forward(np, list(inputs), [], False)[0]
+        for fast in (op.fast_forward(np, False),
+                     op.fast_forward_typed(np, False, [a.dtype for a in inputs])):
+            got = fast(*inputs)
+            assert got.dtype == expected.dtype
+            np.testing.assert_array_equal(got, expected)
+    return True
+
+
 def check_gradient(case):
     """float64 central differences of sum(w * outputs) against the operator's backward."""
     op = case.make_op()

@@ -126,13 +126,18 @@ def _numpy_add(dst, src):
 
 
 class _CupyRing:
-    """Runs the schedule on CuPy arrays, one stream per device in use.
+    """Runs the schedule on CuPy arrays, one stream per rank.
 
-    A reduce step runs on the receiving device's stream: the chunk is copied
-    there (peer copy) unless both buffers share a device, then added with the
-    ``ring_add`` kernel.  Between rounds every stream waits for the events of
-    all streams, since a round reads chunks the previous one wrote and writes
-    chunks it read.
+    Every rank (every buffer) gets a non-blocking stream on its buffer's
+    device, so that ranks sharing one GPU (N logical devices on one GPU, how
+    the ring is tested on a single GPU) still run their steps of a round
+    concurrently and exercise the same synchronisation as N GPUs.  A step runs
+    on the receiving rank's stream: for a reduce step the chunk is staged on
+    the receiving device (peer copy) unless both buffers share a device, then
+    added with the ``ring_add`` kernel; a gather step is one device-to-device
+    copy.  Between rounds every stream waits for the events of all streams,
+    since a round reads chunks the previous one wrote and writes chunks it
+    read.
     """
 
     def run(self, flats, steps):
@@ -140,19 +145,19 @@ class _CupyRing:
         cupy = import_cupy()
 
         devices = [a.device.id for a in flats]
-        streams = {}
-        for d in sorted(set(devices)):
+        streams = []
+        for d in devices:
             with cupy.cuda.Device(d):
-                streams[d] = cupy.cuda.Stream(non_blocking=True)
+                streams.append(cupy.cuda.Stream(non_blocking=True))
         # the streams start after the work already queued on the callers' streams
-        self._barrier(cupy, streams, first=True)
+        self._barrier(cupy, devices, streams, first=True)
         keep_alive = []
         for round_steps in _rounds(steps):
             for s in round_steps:
                 dst_dev, src_dev = devices[s.dst], devices[s.src]
                 dst = flats[s.dst][s.start:s.stop]
                 src = flats[s.src][s.start:s.stop]
-                with cupy.cuda.Device(dst_dev), streams[dst_dev]:
+                with cupy.cuda.Device(dst_dev), streams[s.dst]:
                     if s.phase == 'gather':
                         dst.data.copy_from_device_async(src.data, dst.nbytes)
                         continue
@@ -162,20 +167,29 @@ class _CupyRing:
                         keep_alive.append(staged)
                         src = staged
                     loader.ring_add(dst, src)
-            self._barrier(cupy, streams)
-        for d, stream in streams.items():
+            self._barrier(cupy, devices, streams)
+        for d, stream in zip(devices, streams):
             with cupy.cuda.Device(d):
                 stream.synchronize()
         del keep_alive
 
     @staticmethod
-    def _barrier(cupy, streams, first=False):
+    def _barrier(cupy, devices, streams, first=False):
+        """Every stream waits for everything issued so far on all of them.
+
+        ``first``: the work queued on the callers' current streams instead
+        (one per device), so the ring starts after the buffers are written.
+        """
         events = []
-        for d, stream in streams.items():
-            with cupy.cuda.Device(d):
-                source = cupy.cuda.get_current_stream() if first else stream
-                events.append(source.record())
-        for d, stream in streams.items():
+        if first:
+            for d in sorted(set(devices)):
+                with cupy.cuda.Device(d):
+                    events.append(cupy.cuda.get_current_stream().record())
+        else:
+            for d, stream in zip(devices, streams):
+                with cupy.cuda.Device(d):
+                    events.append(stream.record())
+        for d, stream in zip(devices, streams):
             with cupy.cuda.Device(d):
                 for event in events:
                     stream.wait_event(event)

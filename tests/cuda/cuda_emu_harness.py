@@ -251,3 +251,14 @@ class EmuBackend:
     def launch(self, filename, name, grid, block, args):
         self.launches.append((name, tuple(grid), tuple(block)))
         self.libraries[filename].launch(name, grid, block, args)
+
+
+def child_pytest_env(**extra):
+    """Environment for a child ``python -m pytest`` that reruns kernel tests: a plain
+    CPU run (not on the strict CuPy stand-in, not an xdist worker of this run), plus
+    ``extra``."""
+    env = dict(os.environ, **extra)
+    env.pop('SYMGRAPH_STRICT_CUPY', None)
+    for name in [n for n in env if n.startswith('PYTEST_XDIST_')]:
+        del env[name]
+    return env

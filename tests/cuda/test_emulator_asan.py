@@ -32,9 +32,9 @@ pytestmark = pytest.mark.skipif(LIBASAN is None, reason='needs g++ with AddressS
 
 
 def _run(args, **kw):
-    env = dict(os.environ, SYMGRAPH_EMU_SANITIZE='address', LD_PRELOAD=LIBASAN,
-               ASAN_OPTIONS='detect_leaks=0:abort_on_error=0')
-    env.pop('SYMGRAPH_STRICT_CUPY', None)
+    env = cuda_emu_harness.child_pytest_env(
+        SYMGRAPH_EMU_SANITIZE='address', LD_PRELOAD=LIBASAN,
+        ASAN_OPTIONS='detect_leaks=0:abort_on_error=0')
     return subprocess.run([sys.executable] + args, capture_output=True, text=True, env=env,
                           timeout=900, **kw)
 

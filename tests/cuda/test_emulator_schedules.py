@@ -48,8 +48,7 @@ def test_a_missing_barrier_shows_as_schedule_dependence(tmp_path):
 @needs_cxx
 @pytest.mark.parametrize('schedule', ['reverse', 'shuffle:3'])
 def test_kernel_tests_pass_under_every_schedule(schedule):
-    env = dict(os.environ, SYMGRAPH_EMU_SCHEDULE=schedule)
-    env.pop('SYMGRAPH_STRICT_CUPY', None)
+    env = cuda_emu_harness.child_pytest_env(SYMGRAPH_EMU_SCHEDULE=schedule)
     proc = subprocess.run(
         [sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', '-m', 'not gpu',
          os.path.join(HERE, 'test_emulation.py'), os.path.join(HERE, 'test_gpu_dispatch.py'),

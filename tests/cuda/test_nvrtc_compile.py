@@ -66,6 +66,63 @@ def test_no_fp64_in_float32_kernels(compiled):
             assert not re.search(r'\.f64\b', body), name
 
 
+#: Real architectures the kernels are assembled for (A100, H100): CuPy asks NVRTC for a
+#: cubin of the device's own sm_XX, so ptxas runs at compile time, as here.
+SASS_ARCHS = ['sm_80', 'sm_90']
+#: Registers per thread above which a 256-thread block would limit occupancy to fewer
+#: than four blocks per SM (65,536 registers per SM).
+MAX_REGISTERS = 64
+
+
+@pytest.fixture(scope='module')
+def resources():
+    """{(file, sm): ptxas's resource report}: the kernels assembled to SASS, with -v."""
+    nvrtc = _nvrtc()
+    report = {}
+    for f in loader.KERNEL_FILES:
+        for arch in SASS_ARCHS:
+            options = loader.compile_options() + ('--gpu-architecture=%s' % arch,
+                                                  '--ptxas-options=-v')
+            report[f, arch] = _compile(nvrtc, f, options)[1]
+    return report
+
+
+def _usage(log):
+    """{kernel: (stack bytes, spill store bytes, spill load bytes, registers, smem bytes)}."""
+    usage = {}
+    for block in log.split("Compiling entry function '")[1:]:
+        name = block.split("'")[0]
+        frame = re.search(r'(\d+) bytes stack frame, (\d+) bytes spill stores, '
+                          r'(\d+) bytes spill loads', block)
+        regs = re.search(r'Used (\d+) registers', block)
+        smem = re.search(r'(\d+) bytes smem', block)
+        usage[name] = tuple(int(v) for v in frame.groups()) + (
+            int(regs.group(1)), int(smem.group(1)) if smem else 0)
+    return usage
+
+
+@pytest.mark.parametrize('arch', SASS_ARCHS)
+@pytest.mark.parametrize('filename', sorted(loader.KERNEL_FILES))
+def test_kernels_assemble_without_spills(resources, filename, arch):
+    """Every kernel assembles for A100 and H100 with no local memory at all (no stack frame,
+    no spills), registers that leave room for four 256-thread blocks per SM, and shared
+    memory far below the 48 KB a block gets without opting in."""
+    usage = _usage(resources[filename, arch])
+    assert set(usage) == set(loader.KERNEL_FILES[filename]), resources[filename, arch]
+    for name, (stack, spill_st, spill_ld, regs, smem) in usage.items():
+        assert (stack, spill_st, spill_ld) == (0, 0, 0), (name, arch, usage[name])
+        assert regs <= MAX_REGISTERS, (name, arch, regs)
+        assert smem <= 16 * 1024, (name, arch, smem)
+
+
+def test_resource_report_is_parsed():
+    """The parser above reads spills and registers (so the check can fail)."""
+    log = ("ptxas info    : Compiling entry function 'k' for 'sm_90'\n"
+           "ptxas         .     8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n"
+           "ptxas info    : Used 80 registers, used 1 barriers, 512 bytes smem\n")
+    assert _usage(log) == {'k': (8, 4, 4, 80, 512)}
+
+
 def test_compile_error_is_reported():
     """A kernel that does not compile fails loudly (the check above can fail)."""
     nvrtc = _nvrtc()

@@ -121,12 +121,15 @@ _no_gpu = pytest.mark.skipif(not cuda.available(), reason='needs CuPy and a CUDA
 
 @pytest.mark.gpu
 @_no_gpu
+@pytest.mark.parametrize('spread', [True, False], ids=['spread', 'one-gpu'])
 @pytest.mark.parametrize('dtype', [np.float16, np.float32, np.float64])
 @pytest.mark.parametrize('n', DEVICES)
-def test_allreduce_cupy(n, dtype):
-    """N logical devices: spread over the GPUs there are, several per GPU if needed."""
+def test_allreduce_cupy(n, dtype, spread):
+    """N logical devices: spread over the GPUs there are (several per GPU if needed), or
+    all on GPU 0, where each rank still has its own stream (on the strict stand-in a
+    missing barrier between rounds then fails here even with one device)."""
     cupy = cuda.import_cupy()
-    gpus = cupy.cuda.runtime.getDeviceCount()
+    gpus = cupy.cuda.runtime.getDeviceCount() if spread else 1
     originals = _buffers(n, 100003, dtype, seed=n)
     bufs = []
     for k, a in enumerate(originals):

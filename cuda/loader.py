@@ -87,6 +87,14 @@ def compile_options(arch=None):
     Returns
     -------
     tuple of str
+
+    Notes
+    -----
+    CuPy adds options of its own at run time (include paths, ``-ftz=true``,
+    ``-arch=sm_XX``, ``--device-as-default-execution-space``); the CI test
+    ``test_kernels_compile_through_cupys_own_pipeline`` compiles with exactly
+    that set.  Under ``-ftz=true`` float32 subnormals flush to zero on the
+    GPU, which the CPU emulator does not do: kernel tests use normal numbers.
     """
     if arch is None:
         return _BASE_OPTIONS

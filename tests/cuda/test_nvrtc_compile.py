@@ -123,6 +123,49 @@ def test_resource_report_is_parsed():
     assert _usage(log) == {'k': (8, 4, 4, 80, 512)}
 
 
+def _cupy_compiler():
+    """CuPy's own compile pipeline (``cupy._core.core`` and ``cupy.cuda.compiler``), or skip."""
+    try:
+        cupy = cuda.import_cupy()
+        from cupy._core import core
+        from cupy.cuda import compiler
+        core.assemble_cupy_compiler_options
+        compiler._compile_using_nvrtc_no_warning
+        compiler._get_arch_for_options_for_nvrtc
+    except (ImportError, AttributeError) as exc:
+        pytest.skip('CuPy or its compiler internals unavailable: %s' % exc)
+    return cupy, core, compiler
+
+
+@pytest.mark.parametrize('arch', ['80', '90'])
+def test_kernels_compile_through_cupys_own_pipeline(monkeypatch, arch):
+    """What ``cupy.RawModule(code=..., options=loader.compile_options())`` does on an A100 or
+    H100, short of loading the module: CuPy's option assembly (include paths, its default
+    ``--std`` only when ours is absent), then ``-ftz=true``, ``-arch=sm_XX`` (a cubin) and
+    ``--device-as-default-execution-space``, through CuPy's NVRTC call.  Only the device
+    query is replaced, by the architecture under test.  A clash between our options and
+    CuPy's would otherwise show only on a GPU."""
+    cupy, core, compiler = _cupy_compiler()
+    try:
+        options = core.assemble_cupy_compiler_options(loader.compile_options())
+    except RuntimeError as exc:  # no CUDA headers found: CuPy could not compile either
+        pytest.skip('CuPy finds no CUDA include directory here: %s' % exc)
+    assert '--std=c++14' in options and not any('c++17' in o for o in options)
+    monkeypatch.setattr(compiler, '_get_arch_for_options_for_nvrtc',
+                        lambda arch=None: ('-arch=sm_%s' % arch, 'cubin'))
+    for filename, kernels in loader.KERNEL_FILES.items():
+        try:
+            cubin, _ = compiler._compile_using_nvrtc_no_warning(
+                loader.source(filename), options + ('-ftz=true',), arch, filename, None, None,
+                True, False, None)
+        except compiler.CompileException as exc:
+            pytest.fail('%s does not compile through CuPy %s for sm_%s:\n%s'
+                        % (filename, cupy.__version__, arch, exc))
+        assert cubin[:4] == b'\x7fELF', filename
+        for name in kernels:  # extern "C": the names are in the cubin's symbol table
+            assert name.encode() + b'\0' in cubin, (filename, name)
+
+
 def test_compile_error_is_reported():
     """A kernel that does not compile fails loudly (the check above can fail)."""
     nvrtc = _nvrtc()

@@ -28,6 +28,7 @@
 struct RowWalk {
     long long b, s, db, ds, S;
     __device__ RowWalk(long long start, long long step, long long S_) : S(S_) {
+        if (S <= 0) { b = s = db = ds = 0; return; }  /* N * S = 0: no element to walk */
         b = start / S; s = start - b * S;
         db = step / S; ds = step - db * S;
     }
@@ -43,6 +44,7 @@ struct ChannelWalk {
     int c, dc, C;
     __device__ ChannelWalk(long long start, long long step, int C_, long long S_)
         : S(S_), C(C_) {
+        if (S <= 0 || C <= 0) { s = ds = 0; c = dc = 0; return; }  /* no element */
         const long long q = start / S;
         s = start - q * S;
         c = (int)(q % C);

@@ -60,11 +60,6 @@ KERNEL_FILES = {
     'allreduce.cu': ('ring_add_f16', 'ring_add_f32', 'ring_add_f64'),
 }
 
-_BASE_OPTIONS = (
-    '--std=c++14',
-    '-DSG_REDUCE_THREADS=%d' % REDUCE_THREADS,
-    '-DSG_NMS_THREADS=%d' % NMS_THREADS,
-)
 
 _SUFFIX = {numpy.dtype(numpy.float16): 'f16', numpy.dtype(numpy.float32): 'f32',
            numpy.dtype(numpy.float64): 'f64'}
@@ -96,9 +91,13 @@ def compile_options(arch=None):
     that set.  Under ``-ftz=true`` float32 subnormals flush to zero on the
     GPU, which the CPU emulator does not do: kernel tests use normal numbers.
     """
+    # read at each call: the launches use the module's current block sizes, so the
+    # shared arrays they size must come from the same values (and the cache key with them)
+    base = ('--std=c++14', '-DSG_REDUCE_THREADS=%d' % REDUCE_THREADS,
+            '-DSG_NMS_THREADS=%d' % NMS_THREADS)
     if arch is None:
-        return _BASE_OPTIONS
-    return _BASE_OPTIONS + ('--gpu-architecture=%s' % arch,)
+        return base
+    return base + ('--gpu-architecture=%s' % arch,)
 
 
 def source(filename):
@@ -244,7 +243,7 @@ def _conv_args(x_shape, channels, c0, kernel, stride, pad, dilate, layout='nkl')
         raise ValueError('layout must be one of %s, got %r' % (LAYOUTS, layout))
     knl = layout == 'knl'
     ints = (n, c_total, c0, channels, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, knl)
-    k = channels * kh * kw
+    k = _i32(channels * kh * kw)      # im2col's row index is a 32-bit int too
     return tuple(_i32(v) for v in ints), ((k, n, oh * ow) if knl else (n, k, oh * ow))
 
 
@@ -304,6 +303,8 @@ def col2im(cols, x_shape, kernel, stride=None, pad=None, dilate=None, c0=0, out=
     cols = xp.ascontiguousarray(cols)
     name = 'col2im_' + _suffix(cols.dtype)
     taps = math.prod(int(k) for k in kernel)
+    if taps < 1:
+        raise ValueError('kernel must be >= 1 on every axis, got %r' % (tuple(kernel),))
     rows = cols.shape[0 if layout == 'knl' else 1] if cols.ndim == 3 else 0
     ints, shape = _conv_args(tuple(x_shape), rows // taps, c0, kernel, stride, pad,
                              dilate, layout)
@@ -333,6 +334,14 @@ def _check3d(x):
                          % (tuple(x.shape),))
     n, c, s = (int(v) for v in x.shape)
     return _i32(n), _i32(c), numpy.int64(s)
+
+
+def _check_channels(c, **arrays):
+    # per-channel arrays shorter than C would be read past their end on the device
+    for name, a in arrays.items():
+        if a.shape != (c,):
+            raise ValueError('%s must have shape (%d,) (one entry per channel), got %r'
+                             % (name, c, tuple(a.shape)))
 
 
 def _parts(m):
@@ -386,6 +395,7 @@ def batchnorm_forward(x, mean, inv_std, gamma, beta, fix_gamma, out=None, backen
     dtype = _same_dtype(x, mean, inv_std, gamma, beta)
     suffix = _suffix(dtype)
     n, c, s = _check3d(x)
+    _check_channels(int(c), mean=mean, inv_std=inv_std, gamma=gamma, beta=beta)
     if out is None:
         out = xp.empty(x.shape, dtype=dtype)
     elif out.dtype != dtype or out.shape != x.shape or not out.flags.c_contiguous:
@@ -411,6 +421,8 @@ def batchnorm_update_moving(moving_mean, moving_var, mean, var, momentum, backen
     xp = be.xp
     mean, var = xp.ascontiguousarray(mean), xp.ascontiguousarray(var)
     c = moving_mean.size
+    _check_channels(c, moving_mean=moving_mean.reshape(-1), moving_var=moving_var,
+                    mean=mean, var=var)
     if c:
         be.launch('batchnorm.cu', 'bn_update_moving_' + suffix, _grid(c), (BLOCK, 1, 1),
                   (moving_mean, moving_var, mean, var, _scalar(dtype, momentum), _i32(c)))
@@ -439,6 +451,7 @@ def batchnorm_backward(dy, x, mean, inv_std, gamma, fix_gamma, use_global_stats=
     if dy.shape != x.shape:
         raise ValueError('dy %r and x %r differ' % (tuple(dy.shape), tuple(x.shape)))
     n, c, s = _check3d(x)
+    _check_channels(int(c), mean=mean, inv_std=inv_std, gamma=gamma)
     dx = xp.empty(x.shape, dtype=dtype)
     dgamma = xp.empty((int(c),), dtype=dtype)
     dbeta = xp.empty((int(c),), dtype=dtype)

@@ -120,10 +120,6 @@ class SyncBatchNorm(_BatchNormBase):
         else:
             mean = outputs[1].astype(x.dtype, copy=False)
             var = outputs[2].astype(x.dtype, copy=False)
-            # MXNet updates the running statistics here, from the global batch statistics
-            mom = _f32(self.momentum)
-            moving_mean[...] = moving_mean * mom + outputs[1] * (1.0 - mom)
-            moving_var[...] = moving_var * mom + outputs[2] * (1.0 - mom)
             inv = (1.0 / xp.sqrt(var + _f32(self.eps))).reshape(bs)
             xhat = (x - mean.reshape(bs)) * inv
             buf = xp.zeros((3, c), dtype=np.float64)
@@ -131,6 +127,11 @@ class SyncBatchNorm(_BatchNormBase):
             buf[1] = (dy * xhat).sum(axis=axes)
             buf[2] = float(x.size // c if c else 0)
             buf = _exchange(self.key, self.ndev, buf)
+            # MXNet updates the running statistics here, from the global batch statistics;
+            # after the exchange, so that a device failing at it leaves every copy as it was
+            mom = _f32(self.momentum)
+            moving_mean[...] = moving_mean * mom + outputs[1] * (1.0 - mom)
+            moving_var[...] = moving_var * mom + outputs[2] * (1.0 - mom)
             n = max(float(buf[2, 0]) if c else 1.0, 1.0)
             m1 = (buf[0] / n).astype(x.dtype).reshape(bs)
             m2 = (buf[1] / n).astype(x.dtype).reshape(bs)

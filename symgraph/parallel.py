@@ -184,9 +184,11 @@ class _CupyRing:
         of round N-1+r to a chunk that the right neighbour read in round r
         comes N-1 left-hops later.  The right wait is that write-after-read
         edge made explicit; the strict stand-in shows no failure without it,
-        and fails 13 to 24 GPU tests without the left one.)  ``first``: every stream waits instead for the
-        work queued on the callers' current streams (one per device), so the
-        ring starts after the buffers are written.
+        and fails 13 to 24 GPU tests without the left one.)
+
+        ``first``: every stream waits instead for the work queued on the
+        callers' current streams (one per device), so the ring starts after
+        the buffers are written.
         """
         if first:
             events = []
@@ -439,8 +441,17 @@ def _run_on_devices(fns):
                                 daemon=True) for k in range(len(fns))]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    try:
+        for t in threads:
+            t.join()
+    except BaseException:
+        # e.g. Ctrl-C in join(): make the workers leave their rendezvous and finish, so
+        # that none stays registered there to corrupt or block the next call
+        if state.error is None:
+            state.error = 'the calling thread was interrupted'
+        for t in threads:
+            t.join()
+        raise
     first = [e for e in errors if e is not None]
     if first:
         # the device that failed first, not the others' 'abandoned' errors
@@ -553,9 +564,10 @@ class DataParallelExecutor:
             if k not in self.data_names:
                 raise MXNetError('forward: %r is not a batch input of the group (%s)'
                                  % (k, self.data_names))
-        for exe, sl in zip(self.execs, self.slices):
-            for k, v in data.items():
-                v = v.asnumpy() if isinstance(v, NDArray) else numpy.asarray(v)
+        for k, v in data.items():
+            v = v.asnumpy() if isinstance(v, NDArray) else numpy.asarray(v)
+            self._check_batch('forward: input %r' % k, v, self._full_shape(k))
+            for exe, sl in zip(self.execs, self.slices):
                 exe.arg_dict[k][:] = v[sl]
         _run_on_devices([lambda exe=exe: exe.forward(is_train=is_train)
                          for exe in self.execs])
@@ -571,23 +583,40 @@ class DataParallelExecutor:
         if out_grads is not None:
             og = out_grads if isinstance(out_grads, (list, tuple)) else [out_grads]
             og = [g.asnumpy() if isinstance(g, NDArray) else numpy.asarray(g) for g in og]
+            if len(og) > len(self.execs[0].outputs):
+                raise MXNetError('backward: %d head gradients for %d outputs'
+                                 % (len(og), len(self.execs[0].outputs)))
+            for i, g in enumerate(og):
+                per = self.execs[0].outputs[i].shape
+                self._check_batch('backward: head gradient %d' % i, g,
+                                  (self.batch_size,) + tuple(per[1:]))
             heads = [[NDArray(numpy.ascontiguousarray(g[sl])) for g in og]
                      for sl in self.slices]
+        if len(self.execs) == 1:
+            _run_on_devices([lambda: self.execs[0].backward(heads[0])])
+            return
+        # grad_req='add': all-reduce only this step's contribution.  The accumulated
+        # gradients are set aside and zeroed, so each device's step gradient is exact
+        # (taking the old value off afterwards would lose low bits to cancellation),
+        # and put back unchanged if backward fails.
         before = {}
         for k in self.param_names:
-            if self._reqs[k] == 'add':      # all-reduce only this step's contribution
+            if self._reqs[k] == 'add':
                 before[k] = []
                 for exe in self.execs:
                     with exe._ctx.device_scope():
-                        before[k].append(exe.grad_dict[k]._data.copy())
-        _run_on_devices([lambda exe=exe, h=h: exe.backward(h)
-                         for exe, h in zip(self.execs, heads)])
-        if len(self.execs) == 1:
-            return
-        for k, olds in before.items():
-            for exe, old in zip(self.execs, olds):
-                with exe._ctx.device_scope():
-                    exe.grad_dict[k]._data -= old
+                        g = exe.grad_dict[k]._data
+                        before[k].append(g.copy())
+                        g[...] = 0
+        try:
+            _run_on_devices([lambda exe=exe, h=h: exe.backward(h)
+                             for exe, h in zip(self.execs, heads)])
+        except BaseException:
+            for k, olds in before.items():
+                for exe, old in zip(self.execs, olds):
+                    with exe._ctx.device_scope():
+                        exe.grad_dict[k]._data[...] = old
+            raise
         # one all-reduce per bucket: every parameter gradient of a dtype lives in one
         # flat buffer per device (their NDArrays are views of it)
         for flats in zip(*self._buckets):
@@ -597,7 +626,35 @@ class DataParallelExecutor:
                 with exe._ctx.device_scope():
                     exe.grad_dict[k]._data += old
 
+    def _full_shape(self, name):
+        per = self.execs[0].arg_dict[name].shape
+        return (self.batch_size,) + tuple(per[1:])
+
+    @staticmethod
+    def _check_batch(what, value, want):
+        # the slices would broadcast or drop rows of a wrong-sized batch silently
+        if tuple(value.shape) != tuple(want):
+            raise MXNetError('%s has shape %s, the group was bound for %s'
+                             % (what, tuple(value.shape), tuple(want)))
+
     # ------------------------------------------------------------------ results
+    def get_params(self, arg_params, aux_params):
+        """Copy the parameters and auxiliary states into the given dicts, on the CPU.
+
+        As MXNet's executor group does: each value is the average over the devices
+        (the parameters are equal on every device; the auxiliary states, such as
+        BatchNorm's moving statistics, are kept per device and differ).
+        """
+        for names, dst, get in ((self.param_names, arg_params, lambda e: e.arg_dict),
+                                (self.execs[0]._aux_names, aux_params, lambda e: e.aux_dict)):
+            for k in names:
+                total = sum(get(exe)[k].asnumpy().astype(numpy.float64) for exe in self.execs)
+                value = (total / len(self.execs)).astype(get(self.execs[0])[k].dtype)
+                if k in dst and isinstance(dst[k], NDArray):
+                    dst[k][:] = value
+                else:
+                    dst[k] = NDArray(value)
+
     def get_outputs(self, merge=True):
         """Outputs concatenated along axis 0 into CPU arrays (``merge``), or per device."""
         per = [[exe.outputs[i] for exe in self.execs] for i in range(len(self.execs[0].outputs))]
@@ -622,7 +679,8 @@ class DataParallelExecutor:
 
     @property
     def aux_dict(self):
-        """Auxiliary states of device 0."""
+        """Auxiliary states of device 0 (each device keeps its own; :meth:`get_params`
+        averages them, as MXNet's executor group does)."""
         return self.execs[0].aux_dict
 
 

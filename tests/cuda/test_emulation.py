@@ -305,6 +305,16 @@ def test_batchnorm_stats_empty(kernels):
     np.testing.assert_array_equal(inv, 2)
     mean, var, inv = kernels(loader.batchnorm_stats, np.zeros((2, 0, 4), np.float32))
     assert mean.shape == var.shape == inv.shape == (0,)
+    # no spatial extent (data (2, 3, 0, 4) reshaped): the index walk must not divide by 0
+    mean, var, inv = kernels(loader.batchnorm_stats, np.zeros((2, 3, 0), np.float32), 0.25)
+    np.testing.assert_array_equal(mean, 0)
+    np.testing.assert_array_equal(inv, 2)
+    x = np.zeros((2, 3, 0), np.float32)
+    dx, dgamma, dbeta = kernels(loader.batchnorm_backward, x, x, mean, inv, np.ones(3, np.float32),
+                                False)
+    assert dx.shape == (2, 3, 0)
+    np.testing.assert_array_equal(dgamma, 0)
+    np.testing.assert_array_equal(dbeta, 0)
 
 
 @pytest.fixture(params=[None, 1])
@@ -398,6 +408,37 @@ def test_batchnorm_argument_errors():
         loader._check3d(np.zeros((2, 3)))
     with pytest.raises(TypeError, match='mixed dtypes'):
         loader._same_dtype(x, x.astype(np.float64))
+    c3, c2 = np.ones(3, np.float32), np.ones(2, np.float32)
+    # per-channel arrays shorter than C would be read past their end on the device
+    with pytest.raises(ValueError, match=r'gamma must have shape \(3,\).*\(2,\)'):
+        loader.batchnorm_forward(x, c3, c3, c2, c3, False, backend=_NO_LAUNCH)
+    with pytest.raises(ValueError, match=r'inv_std must have shape \(3,\)'):
+        loader.batchnorm_backward(x, x, c3, c2, c3, False, backend=_NO_LAUNCH)
+    with pytest.raises(ValueError, match=r'var must have shape \(3,\)'):
+        loader.batchnorm_update_moving(c3.copy(), c3.copy(), c3, c2, 0.9, backend=_NO_LAUNCH)
+
+
+class _NoLaunch:
+    """A backend that must not be reached: argument checks come first."""
+    xp = np
+
+    def launch(self, *args):
+        raise AssertionError('launched %r despite bad arguments' % (args[:2],))
+
+
+_NO_LAUNCH = _NoLaunch()
+
+
+def test_loader_checks_32_bit_indices_and_block_sizes(monkeypatch):
+    # im2col's row index k = C * KH * KW is a 32-bit int in the kernel
+    with pytest.raises(ValueError, match='32-bit'):
+        loader._conv_args((1, 2 ** 29, 3, 3), None, 0, (3, 3), None, (1, 1), None)
+    with pytest.raises(ValueError, match='kernel must be >= 1'):
+        loader.col2im(np.zeros((1, 0, 4), np.float32), (1, 1, 2, 2), (0, 2),
+                      backend=_NO_LAUNCH)
+    # the shared arrays are sized from the block size the launches use, read at each call
+    monkeypatch.setattr(loader, 'REDUCE_THREADS', 128)
+    assert '-DSG_REDUCE_THREADS=128' in loader.compile_options()
 
 
 # ---------------------------------------------------------------------------

@@ -5,7 +5,8 @@ Softmax-like operators live in :mod:`symgraph.ops.softmax`, matrix products in
 """
 import math
 
-from symgraph.opdef import (Operator, Param, ShapeError, register, same_type, unify_shape)
+from symgraph.opdef import (Operator, Param, ShapeError, random_state, register, same_type,
+                            unify_shape)
 
 
 def _prod(s):
@@ -240,7 +241,7 @@ class LeakyReLU(Operator):
             return [xp.where(x > 0, x, x * self._gamma(inputs[1], x))]
         # rrelu
         if is_train:
-            u = xp.random.random_sample(x.shape).astype(x.dtype)
+            u = random_state(xp).random_sample(x.shape).astype(x.dtype)
             mask = self.lower_bound + (self.upper_bound - self.lower_bound) * u
             return [xp.where(x > 0, x, x * mask), mask.astype(x.dtype, copy=False)]
         mid = (self.lower_bound + self.upper_bound) / 2.0
@@ -319,7 +320,7 @@ class Dropout(Operator):
         shape = list(x.shape)
         for a in self.axes:
             shape[a] = 1
-        keep = xp.random.random_sample(tuple(shape)) >= self.p
+        keep = random_state(xp).random_sample(tuple(shape)) >= self.p
         scale = 1.0 / (1.0 - self.p) if self.p < 1 else 0.0
         mask = (keep * scale).astype(x.dtype)
         return [x * mask, xp.ascontiguousarray(xp.broadcast_to(mask, x.shape))]

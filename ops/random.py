@@ -10,7 +10,8 @@ otherwise (int32 for randint).
 """
 import numpy as np
 
-from symgraph.opdef import MXNetError, Operator, Param, ShapeError, np_dtype, register
+from symgraph.opdef import (MXNetError, Operator, Param, ShapeError, np_dtype, random_state,
+                            register)
 
 _FLOATS = [None] + [np_dtype(t) for t in ('float16', 'float32', 'float64')]
 
@@ -59,7 +60,7 @@ class RandomUniform(_Random):
             raise MXNetError('_random_uniform: high (%g) < low (%g)' % (self.high, self.low))
 
     def draw(self, xp, size):
-        return xp.random.uniform(self.low, self.high, size)
+        return random_state(xp).uniform(self.low, self.high, size)
 
 
 @register
@@ -74,7 +75,7 @@ class RandomNormal(_Random):
             raise MXNetError('_random_normal: scale must be >= 0, got %g' % self.scale)
 
     def draw(self, xp, size):
-        return xp.random.normal(self.loc, self.scale, size)
+        return random_state(xp).normal(self.loc, self.scale, size)
 
 
 @register
@@ -93,7 +94,7 @@ class RandomRandint(_Random):
                              % (self.high, self.low))
 
     def draw(self, xp, size):
-        return xp.random.randint(self.low, self.high, size)
+        return random_state(xp).randint(self.low, self.high, size)
 
 
 @register
@@ -107,7 +108,7 @@ class RandomExponential(_Random):
             raise MXNetError('_random_exponential: lam must be > 0, got %g' % self.lam)
 
     def draw(self, xp, size):
-        return xp.random.exponential(1.0 / self.lam, size)
+        return random_state(xp).exponential(1.0 / self.lam, size)
 
 
 @register
@@ -123,7 +124,7 @@ class RandomGamma(_Random):
                              % (self.alpha, self.beta))
 
     def draw(self, xp, size):
-        return xp.random.gamma(self.alpha, self.beta, size)
+        return random_state(xp).gamma(self.alpha, self.beta, size)
 
 
 @register
@@ -137,7 +138,7 @@ class RandomPoisson(_Random):
             raise MXNetError('_random_poisson: lam must be >= 0, got %g' % self.lam)
 
     def draw(self, xp, size):
-        return xp.random.poisson(self.lam, size)
+        return random_state(xp).poisson(self.lam, size)
 
 
 class _Sample(Operator):
@@ -184,7 +185,7 @@ class SampleUniform(_Sample):
         return ['low', 'high']
 
     def draw(self, xp, low, high, size):
-        return low + (high - low) * xp.random.random_sample(size)
+        return low + (high - low) * random_state(xp).random_sample(size)
 
 
 @register
@@ -195,7 +196,7 @@ class SampleNormal(_Sample):
         return ['mu', 'sigma']
 
     def draw(self, xp, mu, sigma, size):
-        return mu + sigma * xp.random.standard_normal(size)
+        return mu + sigma * random_state(xp).standard_normal(size)
 
 
 @register
@@ -216,7 +217,7 @@ class Shuffle(Operator):
         x = inputs[0]
         if x.ndim == 0 or x.shape[0] < 2:
             return [x.copy()]
-        return [x[xp.random.permutation(x.shape[0])]]
+        return [x[random_state(xp).permutation(x.shape[0])]]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         return [xp.zeros_like(inputs[0]) if need[0] else None]

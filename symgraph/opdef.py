@@ -33,13 +33,17 @@ Contract (all shape and type functions are pure and never touch arrays):
 from __future__ import annotations
 
 import ast
+import contextlib
+import threading
+
 import numpy as np
 
 from .base import MXNetError, ShapeError, TypeInferenceError
 
 __all__ = ['Param', 'Operator', 'register', 'get_op', 'list_ops', 'OpNamespace', 'ShapeError',
            'TypeInferenceError', 'REQUIRED', 'elemwise_shape', 'same_type',
-           'unify_shape', 'dtype_name', 'np_dtype', 'shape_known', 'reduce_to_shape']
+           'unify_shape', 'dtype_name', 'np_dtype', 'shape_known', 'reduce_to_shape',
+           'random_state', 'using_random_state']
 
 REQUIRED = object()
 
@@ -447,6 +451,48 @@ def list_ops(aliases=False):
 # ----------------------------------------------------------------------------------
 def shape_known(s):
     return s is not None and all(d > 0 for d in s) if s is not None else False
+
+
+_rng_local = threading.local()
+
+
+def random_state(xp):
+    """The generator an operator draws random numbers from.
+
+    ``xp.random`` (NumPy's or CuPy's global generator, seeded by
+    ``mx.random.seed``), unless the calling thread runs under
+    :func:`using_random_state` -- as the device threads of a data-parallel step
+    do, each with its own generator seeded from the global one, so that a
+    seeded run is reproducible whatever order the threads run in.
+
+    Parameters
+    ----------
+    xp : module
+        numpy or cupy.
+
+    Returns
+    -------
+    object
+        Something with NumPy's ``RandomState`` sampling methods
+        (``random_sample``, ``uniform``, ``normal``, ``randint``, ...).
+    """
+    states = getattr(_rng_local, 'states', None)
+    if states:
+        state = states.get(xp.__name__)
+        if state is not None:
+            return state
+    return xp.random
+
+
+@contextlib.contextmanager
+def using_random_state(xp, state):
+    """Make :func:`random_state` give ``state`` for ``xp`` in this thread."""
+    previous = getattr(_rng_local, 'states', None)
+    _rng_local.states = dict(previous or {}, **{xp.__name__: state})
+    try:
+        yield state
+    finally:
+        _rng_local.states = previous
 
 
 def unify_shape(a, b, what='shape'):

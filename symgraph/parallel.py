@@ -38,6 +38,7 @@ import numpy
 from .base import MXNetError
 from .context import Context
 from .ndarray import NDArray
+from .opdef import using_random_state
 
 __all__ = ['Step', 'ring_schedule', 'allreduce', 'NumpyRing', 'Rendezvous', 'rendezvous',
            'current_rank', 'DataParallelExecutor']
@@ -545,6 +546,7 @@ class DataParallelExecutor:
             self._buckets.append(buckets)
         reqs = self.execs[0]._grad_req
         self._reqs = dict(zip(names, reqs))
+        self._rngs = [None] * n     # per device: its random generator (see _seeded)
 
     # ------------------------------------------------------------------ values
     def set_params(self, arg_params, aux_params=None, allow_extra=False):
@@ -569,8 +571,8 @@ class DataParallelExecutor:
             self._check_batch('forward: input %r' % k, v, self._full_shape(k))
             for exe, sl in zip(self.execs, self.slices):
                 exe.arg_dict[k][:] = v[sl]
-        _run_on_devices([lambda exe=exe: exe.forward(is_train=is_train)
-                         for exe in self.execs])
+        _run_on_devices(self._seeded([lambda exe=exe: exe.forward(is_train=is_train)
+                                      for exe in self.execs]))
         return self.get_outputs()
 
     def backward(self, out_grads=None):
@@ -593,7 +595,7 @@ class DataParallelExecutor:
             heads = [[NDArray(numpy.ascontiguousarray(g[sl])) for g in og]
                      for sl in self.slices]
         if len(self.execs) == 1:
-            _run_on_devices([lambda: self.execs[0].backward(heads[0])])
+            _run_on_devices(self._seeded([lambda: self.execs[0].backward(heads[0])]))
             return
         # grad_req='add': all-reduce only this step's contribution.  The accumulated
         # gradients are set aside and zeroed, so each device's step gradient is exact
@@ -609,8 +611,8 @@ class DataParallelExecutor:
                         before[k].append(g.copy())
                         g[...] = 0
         try:
-            _run_on_devices([lambda exe=exe, h=h: exe.backward(h)
-                             for exe, h in zip(self.execs, heads)])
+            _run_on_devices(self._seeded([lambda exe=exe, h=h: exe.backward(h)
+                                          for exe, h in zip(self.execs, heads)]))
         except BaseException:
             for k, olds in before.items():
                 for exe, old in zip(self.execs, olds):
@@ -625,6 +627,30 @@ class DataParallelExecutor:
             for exe, old in zip(self.execs, olds):
                 with exe._ctx.device_scope():
                     exe.grad_dict[k]._data += old
+
+    def _seeded(self, fns):
+        """Wrap each device's work to draw from that device's own generator.
+
+        The seeds come from the global generator, on the calling thread, so
+        that after ``mx.random.seed`` a step's random numbers (Dropout masks,
+        samplers) do not depend on the order the device threads run in.
+        """
+        seeds = numpy.random.randint(0, 2 ** 31 - 1, size=len(fns))
+
+        def wrap(k, fn):
+            def run():
+                exe = self.execs[k]
+                xp = exe._ctx.xp
+                with exe._ctx.device_scope():
+                    state = self._rngs[k]
+                    if state is None:
+                        state = self._rngs[k] = xp.random.RandomState(int(seeds[k]))
+                    else:
+                        state.seed(int(seeds[k]))
+                    with using_random_state(xp, state):
+                        return fn()
+            return run
+        return [wrap(k, fn) for k, fn in enumerate(fns)]
 
     def _full_shape(self, name):
         per = self.execs[0].arg_dict[name].shape

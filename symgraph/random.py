@@ -1,6 +1,8 @@
 """``mx.random``: the seed, and the NDArray samplers of ``mx.nd.random``.
 
-Operators draw from ``xp.random`` (NumPy's global generator, or CuPy's on a GPU).
+Operators draw from ``opdef.random_state(xp)``: NumPy's global generator, or CuPy's
+on a GPU (one per device), or in a data-parallel step a generator per device seeded
+from the global one.
 """
 import numpy as np
 
@@ -9,11 +11,31 @@ __all__ = ['seed', 'uniform', 'normal', 'randn', 'randint', 'exponential', 'gamm
 
 
 def seed(seed_state, ctx='all'):
-    """Seed NumPy's (and, when present, CuPy's) global generators."""
-    np.random.seed(seed_state)
-    from .context import num_gpus, _cupy
-    if num_gpus():
-        _cupy().random.seed(seed_state)
+    """Seed the generators operators draw from.
+
+    Parameters
+    ----------
+    seed_state : int
+    ctx : Context or 'all'
+        ``'all'`` (MXNet's default): NumPy's global generator and CuPy's on
+        every GPU; a CPU context: NumPy's only; ``mx.gpu(i)``: GPU i's only.
+    """
+    from .context import Context, num_gpus, _cupy
+    if isinstance(ctx, str):
+        if ctx != 'all':
+            raise ValueError("ctx must be a Context or 'all', got %r" % (ctx,))
+        np.random.seed(seed_state)
+        gpus = range(num_gpus())
+    elif Context(ctx).is_gpu:
+        gpus = [Context(ctx).device_id]
+    else:
+        np.random.seed(seed_state)
+        gpus = []
+    for i in gpus:
+        # cupy.random.seed seeds the current device's generator only
+        cupy = _cupy()
+        with cupy.cuda.Device(i):
+            cupy.random.seed(seed_state)
 
 
 def __getattr__(name):

@@ -180,3 +180,69 @@ def test_get_params_averages_auxiliary_states_over_devices_as_mxnet_does():
     target = mx.nd.zeros(2)
     group.get_params({}, {'bn_moving_mean': target})
     np.testing.assert_allclose(target.asnumpy(), [0.5, 1.0], rtol=1e-6)
+
+
+def _dropout_group(contexts):
+    h = mx.sym.var('data')
+    for i in range(3):
+        h = mx.sym.Dropout(mx.sym.FullyConnected(h, num_hidden=64, name='fc%d' % i), p=0.5)
+    group = parallel.DataParallelExecutor(h, contexts, data=(256, 32))
+    rng = np.random.RandomState(0)
+    group.set_params({k: rng.uniform(-0.2, 0.2, v.shape)
+                      for k, v in group.execs[0].arg_dict.items() if k != 'data'})
+    return group
+
+
+def _seeded_runs(group, seed, runs):
+    x = np.ones((256, 32), np.float32)
+    out = []
+    for _ in range(runs):
+        mx.random.seed(seed)
+        out.append(group.forward(is_train=True, data=x)[0].asnumpy())
+    return out
+
+
+def test_seeded_random_draws_do_not_depend_on_thread_order():
+    """Each device draws from its own generator, seeded from the global one on the calling
+    thread: with one global generator shared by the device threads, 7 of 8 seeded runs
+    differed."""
+    group = _dropout_group([mx.cpu(k) for k in range(4)])
+    runs = _seeded_runs(group, 0, 6)
+    for r in runs[1:]:
+        np.testing.assert_array_equal(r, runs[0])
+    assert not np.array_equal(_seeded_runs(group, 1, 1)[0], runs[0])
+    # the devices' masks differ from each other (not one seed for all)
+    per = [m.asnumpy() for m in group.get_outputs(merge=False)[0]]
+    assert not np.array_equal(per[0] != 0, per[1] != 0)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(mx.context.num_gpus() < 1, reason='needs a CUDA GPU')
+def test_seeded_random_draws_on_gpus_are_reproducible():
+    n = mx.context.num_gpus()
+    group = _dropout_group([mx.gpu(k % n) for k in range(4)])
+    runs = _seeded_runs(group, 3, 3)
+    for r in runs[1:]:
+        np.testing.assert_array_equal(r, runs[0])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(mx.context.num_gpus() < 2, reason='needs two CUDA GPUs')
+def test_random_seed_reaches_every_gpu_or_the_one_named():
+    def draw(dev):
+        with mx.gpu(dev):
+            return mx.nd.random.uniform(shape=(8,), ctx=mx.gpu(dev)).asnumpy()
+    mx.random.seed(5)
+    first = draw(1)
+    mx.random.seed(5)
+    np.testing.assert_array_equal(draw(1), first)      # cupy.random.seed seeded gpu(0) only
+    mx.random.seed(6, ctx=mx.gpu(1))
+    other = draw(1)
+    assert not np.array_equal(other, first)
+    mx.random.seed(6, ctx=mx.gpu(1))
+    np.testing.assert_array_equal(draw(1), other)
+    cpu = np.random.get_state()[1].copy()
+    mx.random.seed(7, ctx=mx.gpu(0))                    # the NumPy generator is untouched
+    np.testing.assert_array_equal(np.random.get_state()[1], cpu)
+    with pytest.raises(ValueError, match="'all'"):
+        mx.random.seed(1, ctx='cpu')

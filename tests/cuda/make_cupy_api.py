@@ -93,6 +93,9 @@ def describe_module(modname):
         elif isinstance(obj, type):
             same = getattr(numpy, name, None) is obj
             out[name] = {'kind': 'numpy_type' if same else 'class'}
+            if not same:    # e.g. cupy.random.RandomState: which methods exist
+                out[name]['methods'] = sorted(m for m in dir(obj) if not m.startswith('_')
+                                              and callable(getattr(obj, m, None)))
         elif callable(obj):
             entry = {'kind': 'function'}
             sig = _signature(obj)

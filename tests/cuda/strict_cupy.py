@@ -655,9 +655,13 @@ def _make_function(modname, name, spec, npfunc):
                                  'always stable)' % (qual, k2['kind']))
             k2['kind'] = 'stable'      # CuPy sorts with thrust's stable sorts
         dtype = None
-        if modname == 'cupy.random' and 'dtype' in k2:
-            dtype = k2.pop('dtype')
-        res = npfunc(*a2, **k2)
+        call = npfunc
+        if modname == 'cupy.random':
+            # CuPy keeps one generator per device: cupy.random.seed seeds the current one
+            call = getattr(_device_random_state(_current()), name, npfunc)
+            if 'dtype' in k2:
+                dtype = k2.pop('dtype')
+        res = call(*a2, **k2)
         if dtype is not None:
             res = np.asarray(res).astype(dtype)
         elif modname == 'cupy.random' and isinstance(res, (float, int)):
@@ -759,6 +763,47 @@ class RawModule:
 _MODULES = {}
 
 
+_device_rngs = {}
+
+
+def _device_random_state(dev):
+    """The generator behind cupy.random's functions on device ``dev``."""
+    rs = _device_rngs.get(dev)
+    if rs is None:
+        rs = _device_rngs.setdefault(dev, np.random.RandomState())
+    return rs
+
+
+def _random_state_class(methods):
+    """``cupy.random.RandomState`` on NumPy's: a generator lives on the device current
+    at its creation, and draws there (CuPy's methods only, device arrays out)."""
+    class RandomState:
+        def __init__(self, seed=None, method=None):
+            self._rs = np.random.RandomState(seed)
+            self._dev = _current()
+
+        def __getattr__(self, name):
+            if name.startswith('_') or name not in methods:
+                raise AttributeError('cupy.random.RandomState has no method %r' % name)
+            if name == 'shuffle':       # in place on a device array: not emulated
+                raise AttributeError('stand-in: RandomState.shuffle is not emulated')
+            target = getattr(self._rs, name)
+
+            def method(*args, dtype=None, **kwargs):
+                if _current() != self._dev:
+                    raise ValueError('RandomState of device %d used on device %d'
+                                     % (self._dev, _current()))
+                res = target(*_unwrap(args, 'RandomState.' + name),
+                             **{k: _unwrap(v, 'RandomState.' + name)
+                                for k, v in kwargs.items()})
+                if res is None:         # seed, shuffle
+                    return None
+                res = np.asarray(res)
+                return _wrap(res.astype(dtype) if dtype is not None else res, self._dev)
+            return method
+    return RandomState
+
+
 def _build_module(modname):
     mod = types.ModuleType(modname)
     api = API['modules'][modname]
@@ -782,6 +827,8 @@ def _build_module(modname):
             return _Ufunc(name, spec, target)
         if kind == 'class' and isinstance(target, type) and issubclass(target, Exception):
             return target               # e.g. cupy.linalg.LinAlgError is NumPy's
+        if modname == 'cupy.random' and name == 'RandomState':
+            return _random_state_class(spec['methods'])
         if kind in ('numpy_type', 'constant'):
             if target is None:
                 raise AttributeError('stand-in: no NumPy twin for %s.%s' % (modname, name))

@@ -12,32 +12,46 @@
  *
  * col2im runs one thread per input pixel, which sums every column entry that
  * reads that pixel in a fixed order: no atomics, so results are deterministic.
- * Indices are 64-bit; loops are grid-stride so any grid size is correct.
+ * Offsets are 64-bit; a plane's size (OH * OW, H * W) and K = C * KH * KW are
+ * 32-bit (the loader checks).  Loops stride over both grid axes, so any grid
+ * size is correct.
  */
+
+/* Launch geometry (loader._plane_launch): threadIdx.x / blockIdx.x stride over
+ * the positions of one plane, threadIdx.y / blockIdx.y over the planes, so the
+ * 64-bit index arithmetic happens once per plane and thread, and a position
+ * costs one 32-bit division. */
 
 template <typename T>
 __device__ void im2col_impl(const T *__restrict__ x, T *__restrict__ cols,
                             int N, int C_total, int c0, int C, int H, int W,
                             int KH, int KW, int SH, int SW, int PH, int PW,
                             int DH, int DW, int OH, int OW, int KNL) {
-    const long long L = (long long)OH * OW;
-    const long long K = (long long)C * KH * KW;
-    const long long total = (long long)N * K * L;
-    const long long step = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-         i += step) {
-        const long long l = i % L;
-        const long long r = i / L;
-        const int k = (int)(KNL ? r / N : r % K);
-        const long long n = KNL ? r % N : r / K;
-        const int ow = (int)(l % OW), oh = (int)(l / OW);
+    /* a plane is one row of cols: (k, n) in the knl layout, (n, k) in nkl */
+    const int L = OH * OW, K = C * KH * KW;
+    const long long rows = (long long)N * K;
+    const long long row_step = (long long)gridDim.y * blockDim.y;
+    const int step = blockDim.x * gridDim.x;
+    for (long long r = (long long)blockIdx.y * blockDim.y + threadIdx.y; r < rows;
+         r += row_step) {
+        int k;
+        long long n;
+        if (KNL) {
+            k = (int)(r / N);
+            n = r - (long long)k * N;
+        } else {
+            n = r / K;
+            k = (int)(r - n * K);
+        }
         const int kw = k % KW, kh = (k / KW) % KH, c = k / (KW * KH);
-        const int h = oh * SH - PH + kh * DH;
-        const int w = ow * SW - PW + kw * DW;
-        T v = (T)0;
-        if (h >= 0 && h < H && w >= 0 && w < W)
-            v = x[((n * C_total + c0 + c) * H + h) * (long long)W + w];
-        cols[i] = v;
+        const T *__restrict__ src = x + (n * C_total + c0 + c) * (long long)H * W;
+        T *__restrict__ dst = cols + r * L;
+        const int dh = kh * DH - PH, dw = kw * DW - PW;
+        for (int l = blockIdx.x * blockDim.x + threadIdx.x; l < L; l += step) {
+            const int oh = l / OW, ow = l - oh * OW;
+            const int h = oh * SH + dh, w = ow * SW + dw;
+            dst[l] = (h >= 0 && h < H && w >= 0 && w < W) ? src[(long long)h * W + w] : (T)0;
+        }
     }
 }
 
@@ -46,34 +60,37 @@ __device__ void col2im_impl(const T *__restrict__ cols, T *__restrict__ x,
                             int N, int C_total, int c0, int C, int H, int W,
                             int KH, int KW, int SH, int SW, int PH, int PW,
                             int DH, int DW, int OH, int OW, int KNL) {
-    const long long L = (long long)OH * OW;
-    const long long K = (long long)C * KH * KW;
-    const long long total = (long long)N * C * H * W;
-    const long long step = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-         i += step) {
-        const int w = (int)(i % W);
-        const int h = (int)((i / W) % H);
-        const int c = (int)((i / ((long long)W * H)) % C);
-        const long long n = i / ((long long)W * H * C);
-        T acc = (T)0;
-        for (int kh = 0; kh < KH; ++kh) {
-            /* output row oh reads row h through tap kh iff oh*SH = h + PH - kh*DH */
-            const int hp = h + PH - kh * DH;
-            if (hp < 0 || hp % SH != 0) continue;
-            const int oh = hp / SH;
-            if (oh >= OH) continue;
-            for (int kw = 0; kw < KW; ++kw) {
-                const int wp = w + PW - kw * DW;
-                if (wp < 0 || wp % SW != 0) continue;
-                const int ow = wp / SW;
-                if (ow >= OW) continue;
-                const long long k = ((long long)c * KH + kh) * KW + kw;
-                const long long row = KNL ? k * N + n : n * K + k;
-                acc += cols[row * L + (long long)oh * OW + ow];
+    /* a plane is one channel of one sample; a position one of its pixels */
+    const int L = OH * OW, K = C * KH * KW, P = H * W;
+    const long long planes = (long long)N * C;
+    const long long plane_step = (long long)gridDim.y * blockDim.y;
+    const int step = blockDim.x * gridDim.x;
+    for (long long pl = (long long)blockIdx.y * blockDim.y + threadIdx.y; pl < planes;
+         pl += plane_step) {
+        const long long n = pl / C;
+        const int c = (int)(pl - n * C);
+        T *__restrict__ dst = x + (n * C_total + c0 + c) * (long long)P;
+        for (int p = blockIdx.x * blockDim.x + threadIdx.x; p < P; p += step) {
+            const int h = p / W, w = p - h * W;
+            T acc = (T)0;
+            for (int kh = 0; kh < KH; ++kh) {
+                /* output row oh reads row h through tap kh iff oh*SH = h + PH - kh*DH */
+                const int hp = h + PH - kh * DH;
+                if (hp < 0 || hp % SH != 0) continue;
+                const int oh = hp / SH;
+                if (oh >= OH) continue;
+                for (int kw = 0; kw < KW; ++kw) {
+                    const int wp = w + PW - kw * DW;
+                    if (wp < 0 || wp % SW != 0) continue;
+                    const int ow = wp / SW;
+                    if (ow >= OW) continue;
+                    const int k = (c * KH + kh) * KW + kw;
+                    const long long row = KNL ? (long long)k * N + n : n * K + k;
+                    acc += cols[row * L + oh * OW + ow];
+                }
             }
+            dst[p] = acc;
         }
-        x[((n * C_total + c0 + c) * H + h) * (long long)W + w] = acc;
     }
 }
 

@@ -165,6 +165,21 @@ def _grid(total, block=BLOCK):
     return (max(1, min(-(-total // block), MAX_BLOCKS)), 1, 1)
 
 
+#: Cap on gridDim.y of the plane kernels (CUDA's limit); more planes loop in a thread.
+MAX_PLANE_BLOCKS = 65535
+
+
+def _plane_launch(planes, length):
+    """(grid, block) for the plane kernels (im2col, col2im): x strides over the
+    ``length`` positions of a plane, y over the ``planes``.  A warp-rounded x extent
+    keeps small planes (a 7 x 7 output) from idling most of a block."""
+    bx = min(BLOCK, 32 * max(1, -(-length // 32)))
+    by = BLOCK // bx
+    grid = (max(1, min(-(-length // bx), MAX_BLOCKS)),
+            max(1, min(-(-planes // by), MAX_PLANE_BLOCKS)), 1)
+    return grid, (bx, by, 1)
+
+
 def _same_dtype(*arrays):
     dtype = arrays[0].dtype
     for a in arrays[1:]:
@@ -243,7 +258,10 @@ def _conv_args(x_shape, channels, c0, kernel, stride, pad, dilate, layout='nkl')
         raise ValueError('layout must be one of %s, got %r' % (LAYOUTS, layout))
     knl = layout == 'knl'
     ints = (n, c_total, c0, channels, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, knl)
-    k = _i32(channels * kh * kw)      # im2col's row index is a 32-bit int too
+    # the kernels index within a plane and a column block in 32 bits
+    k = int(_i32(channels * kh * kw))
+    _i32(oh * ow)
+    _i32(h * w)
     return tuple(_i32(v) for v in ints), ((k, n, oh * ow) if knl else (n, k, oh * ow))
 
 
@@ -280,7 +298,8 @@ def im2col(x, kernel, stride=None, pad=None, dilate=None, c0=0, channels=None, l
     ints, shape = _conv_args(x.shape, channels, c0, kernel, stride, pad, dilate, layout)
     cols = xp.empty(shape, dtype=x.dtype)
     if cols.size:
-        be.launch('conv.cu', name, _grid(cols.size), (BLOCK, 1, 1), (x, cols) + ints)
+        grid, block = _plane_launch(cols.size // shape[2], shape[2])
+        be.launch('conv.cu', name, grid, block, (x, cols) + ints)
     return cols
 
 
@@ -318,9 +337,10 @@ def col2im(cols, x_shape, kernel, stride=None, pad=None, dilate=None, c0=0, out=
         raise ValueError('out must be a C-contiguous %s array of shape %r'
                          % (cols.dtype, tuple(x_shape)))
     # one thread per pixel of the channels written
-    pixels = int(ints[0]) * int(ints[3]) * int(ints[4]) * int(ints[5])
-    if pixels:
-        be.launch('conv.cu', name, _grid(pixels), (BLOCK, 1, 1), (cols, out) + ints)
+    planes, plane = int(ints[0]) * int(ints[3]), int(ints[4]) * int(ints[5])
+    if planes * plane:
+        grid, block = _plane_launch(planes, plane)
+        be.launch('conv.cu', name, grid, block, (cols, out) + ints)
     return out
 
 

@@ -130,7 +130,19 @@ CONV_CASES = [
     ((2, 4, 6, 7), (2, 3), (3, 2), (2, 1), (2, 1)),
     ((1, 5, 4, 4), (4, 4), (1, 1), (0, 0), (1, 1)),
     ((2, 2, 11, 3), (5, 1), (2, 3), (3, 2), (2, 1)),
+    ((1, 2, 20, 17), (3, 3), (1, 1), (1, 1), (1, 1)),     # a plane of 340 > 256 positions
+    ((3, 2, 3, 3), (3, 3), (1, 1), (0, 0), (1, 1)),       # a 1 x 1 output plane
 ]
+
+
+@pytest.fixture(params=[None, 1], ids=['grid', 'one-block'])
+def plane_caps(request, monkeypatch):
+    """The loader's grid caps as they are, or one block on each axis: a thread then
+    strides over many planes and many positions of each."""
+    if request.param is not None:
+        monkeypatch.setattr(loader, 'MAX_BLOCKS', request.param)
+        monkeypatch.setattr(loader, 'MAX_PLANE_BLOCKS', request.param)
+    return request.param
 
 
 def _to_layout(cols, layout):
@@ -141,7 +153,7 @@ def _to_layout(cols, layout):
 @pytest.mark.parametrize('layout', loader.LAYOUTS)
 @pytest.mark.parametrize('dtype', [np.float32, np.float64])
 @pytest.mark.parametrize('case', CONV_CASES, ids=str)
-def test_im2col(kernels, case, dtype, layout):
+def test_im2col(kernels, case, dtype, layout, plane_caps):
     shape, kernel, stride, pad, dilate = case
     x = np.random.default_rng(1).standard_normal(shape).astype(dtype)
     cols = kernels(loader.im2col, x, kernel, stride, pad, dilate, layout=layout)
@@ -155,7 +167,7 @@ def test_im2col(kernels, case, dtype, layout):
 
 @pytest.mark.parametrize('layout', loader.LAYOUTS)
 @pytest.mark.parametrize('case', CONV_CASES, ids=str)
-def test_col2im(kernels, case, layout):
+def test_col2im(kernels, case, layout, plane_caps):
     shape, kernel, stride, pad, dilate = case
     rng = np.random.default_rng(2)
     cols = _naive_im2col(np.zeros(shape), kernel, stride, pad, dilate)

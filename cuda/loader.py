@@ -450,12 +450,15 @@ def batchnorm_update_moving(moving_mean, moving_var, mean, var, momentum, backen
 
 
 def batchnorm_backward(dy, x, mean, inv_std, gamma, fix_gamma, use_global_stats=False,
-                       backend=None):
+                       dx_out=None, backend=None):
     """Gradients of :func:`batchnorm_forward`.
 
     ``mean`` and ``inv_std`` are what the forward pass used: the batch's (then
     the gradient flows through them too) or, with ``use_global_stats``, those
     of the moving statistics (treated as constants).
+
+    ``dx_out``: a C-contiguous array of ``x``'s shape and dtype to write dx
+    into (then returned as dx), or None for a new one.
 
     Returns
     -------
@@ -472,7 +475,13 @@ def batchnorm_backward(dy, x, mean, inv_std, gamma, fix_gamma, use_global_stats=
         raise ValueError('dy %r and x %r differ' % (tuple(dy.shape), tuple(x.shape)))
     n, c, s = _check3d(x)
     _check_channels(int(c), mean=mean, inv_std=inv_std, gamma=gamma)
-    dx = xp.empty(x.shape, dtype=dtype)
+    if dx_out is None:
+        dx = xp.empty(x.shape, dtype=dtype)
+    elif dx_out.dtype != dtype or dx_out.shape != x.shape or not dx_out.flags.c_contiguous:
+        raise ValueError('dx_out must be a C-contiguous %s array of shape %r'
+                         % (dtype, tuple(x.shape)))
+    else:
+        dx = dx_out
     dgamma = xp.empty((int(c),), dtype=dtype)
     dbeta = xp.empty((int(c),), dtype=dtype)
     if c == 0:

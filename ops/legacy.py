@@ -83,6 +83,7 @@ class BatchNormV1(BatchNorm):
 
     name = 'BatchNorm_v1'
     aliases = ()
+    writes_into = False     # its own forward/backward below return new arrays
     axis = 1
     cudnn_off = False
     min_calib_range = None

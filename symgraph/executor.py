@@ -192,12 +192,13 @@ class Executor:
             self._sync(self.aux_arrays, self._dev_aux)
         A = [a._data for a in self._dev_args]
         X = [a._data for a in self._dev_aux]
+        O = [o._data for o in self.outputs]
         with self._ctx.device_scope():
             try:
                 if self._monitor is not None:
-                    heads, saved = fn(A, X, self._monitor_fn)
+                    heads, saved = fn(A, X, O, self._monitor_fn)
                 else:
-                    heads, saved = fn(A, X)
+                    heads, saved = fn(A, X, O)
             except Exception as e:
                 self._saved = None
                 err = check_error(e, fname, line_step, 'forward')
@@ -209,7 +210,8 @@ class Executor:
                     raise MXNetError('%s produced output %d with shape %s %s but %s %s was '
                                      'inferred' % (node.describe(), i, h.shape, h.dtype,
                                                    out.shape, out._data.dtype))
-                out._data[...] = h
+                if h is not out._data:    # not computed straight into it (writes_into)
+                    out._data[...] = h
         if self._off_ctx:
             self._sync(self._dev_aux, self.aux_arrays)
         self._saved = saved if is_train else None

@@ -218,6 +218,13 @@ class Operator:
     free_params = False
     #: backward's ``need`` is a list of MXNet req strings ('write', 'add', 'null')
     wants_req = False
+    #: ``forward`` takes ``out=`` and ``backward`` ``grad_out=``: lists (one entry per
+    #: output, per argument) of None or an array of the inferred shape and dtype that
+    #: the executor will hand to the user (an output NDArray, a gradient bound with
+    #: grad_req='write').  The operator may compute that result straight into it and
+    #: return that very array, sparing the executor a copy (MXNet's ops write into
+    #: their outputs); returning another array is always correct too.
+    writes_into = False
     _params = {}
 
     def __init_subclass__(cls, **kw):
@@ -390,6 +397,12 @@ class Operator:
         if fast is not None:
             return fast, True
 
+        if self.writes_into:
+            def run_into(*arrays, out=None):
+                return fwd(xp, list(arrays[:n_args]), list(arrays[n_args:]), is_train,
+                           out=out)
+            return run_into, False
+
         def run(*arrays):
             return fwd(xp, list(arrays[:n_args]), list(arrays[n_args:]), is_train)
         return run, False
@@ -407,6 +420,12 @@ def register(cls):
     """Class decorator: add an operator class under its name and aliases."""
     if not cls.name:
         raise MXNetError('operator class %s has no name' % cls.__name__)
+    if cls.writes_into:
+        import inspect
+        for method, kw in (('forward', 'out'), ('backward', 'grad_out')):
+            if kw not in inspect.signature(getattr(cls, method)).parameters:
+                raise MXNetError('operator %s sets writes_into but its %s takes no %r '
+                                 'argument' % (cls.name, method, kw))
     for n in (cls.name,) + tuple(cls.aliases):
         _REGISTRY[n] = cls
     _CANONICAL[cls.name] = cls

@@ -10,6 +10,7 @@ memory of dead arrays, so the peak memory follows the liveness plan.
 """
 from __future__ import annotations
 
+import collections
 import linecache
 import numpy as np
 
@@ -112,7 +113,11 @@ class Plan:
     def _gen_forward(self, is_train, monitor):
         xp = self.xp
         env = {}
-        lines = ['def forward(A, X, M=None):']
+        lines = ['def forward(A, X, O, M=None):']
+        # heads an operator may compute straight into the user's output arrays O
+        head_slot = {}
+        for j, e in enumerate(self.head_entries):
+            head_slot.setdefault(e, j)
         line_step = {}
         for j, e in enumerate(self.arg_entries):
             lines.append('    v%d = A[%d]' % (e, j))
@@ -135,10 +140,15 @@ class Plan:
             ins = ', '.join('v%d' % e for e in self.in_entries(n))
             outs = self.out_entries(n)
             line_step[len(lines) + 1] = n
+            into = ''
+            if n.op.writes_into and not fast and any(e in head_slot for e in outs):
+                into = '%sout=[%s]' % (', ' if ins else '', ', '.join(
+                    'O[%d]' % head_slot[e] if e in head_slot else 'None' for e in outs))
             if fast:
                 lines.append('    v%d = f%d(%s)' % (outs[0], s, ins))
             else:
-                lines.append('    %s, = f%d(%s)' % (', '.join('v%d' % e for e in outs), s, ins))
+                lines.append('    %s, = f%d(%s%s)' % (', '.join('v%d' % e for e in outs), s,
+                                                     ins, into))
             if monitor:
                 for e in outs[:n.num_visible_outputs()]:
                     lines.append('    M(%d, v%d)' % (e, e))
@@ -173,6 +183,14 @@ class Plan:
                     lines.append('    g%d = OG[%d]' % (e, j))
                     have.add(e)
         saved = set(self.saved)
+        # arguments bound with 'write' whose gradient has a single contribution: the
+        # operator making it may write it straight into the user's gradient array
+        contributions = collections.Counter(e for e in self.head_entries if self.requires[e])
+        for n in self.bwd_steps:
+            n_args = len(n.op.list_arguments())
+            contributions.update(e for e in self.in_entries(n)[:n_args] if self.requires[e])
+        grad_slot = {e: j for j, (e, req) in enumerate(zip(self.arg_entries, self.grad_reqs))
+                     if req == 'write' and contributions[e] == 1}
         for s, n in enumerate(reversed(self.bwd_steps)):
             op = n.op
             n_args = len(op.list_arguments())
@@ -203,9 +221,14 @@ class Plan:
                 env['b%d' % s] = _bind_backward(op, xp, reqs, self.op_state[id(n)])
             else:
                 env['b%d' % s] = _bind_backward(op, xp, need, self.op_state[id(n)])
+            into = ''
+            if op.writes_into and any(nd and e in grad_slot for e, nd in zip(ins, need)):
+                into = ', grad_out=[%s]' % ', '.join(
+                    'G[%d]' % grad_slot[e] if nd and e in grad_slot else 'None'
+                    for e, nd in zip(ins[:n_args], need))
             line_step[len(lines) + 1] = n
-            lines.append('    r = b%d([%s], [%s], [%s], [%s])'
-                         % (s, ', '.join(og), in_list, out_list, aux_list))
+            lines.append('    r = b%d([%s], [%s], [%s], [%s]%s)'
+                         % (s, ', '.join(og), in_list, out_list, aux_list, into))
             for j, e in enumerate(ins[:n_args]):
                 if not need[j]:
                     continue
@@ -223,6 +246,9 @@ class Plan:
                 continue
             if req == 'add':
                 lines.append('    G[%d] += g%d' % (j, e))
+            elif e in grad_slot:
+                lines.append('    if g%d is not G[%d]:' % (e, j))
+                lines.append('        G[%d][...] = g%d' % (j, e))
             else:
                 lines.append('    G[%d][...] = g%d' % (j, e))
         lines.append('    return None')
@@ -312,6 +338,10 @@ def _select(flag, entries):
 
 def _bind_backward(op, xp, need, state=None):
     bwd = op.backward
+    if op.writes_into and state is None:
+        def run_into(out_grads, inputs, outputs, aux, grad_out=None):
+            return bwd(xp, out_grads, inputs, outputs, aux, need, grad_out=grad_out)
+        return run_into
     if state is not None:
         def run_stateful(out_grads, inputs, outputs, aux):
             return bwd(xp, out_grads, inputs, outputs, aux, need, state=state)

@@ -9,8 +9,12 @@ as MXNet's ``BinaryBroadcastShape``) and sums each gradient back to its input's 
 Results keep the input dtype as MXNet does: comparisons give 0/1 in that dtype, integer
 division truncates.
 """
+import numpy as np
+
 from symgraph.base import MXNetError
 from symgraph.opdef import Operator, Param, ShapeError, register, reduce_to_shape
+
+from .scalar import _c_divide, python_mod
 
 
 class _Binary(Operator):
@@ -102,6 +106,11 @@ class ElemwiseDiv(_Binary):
     name, aliases, ufunc = 'elemwise_div', ('_div', '_Div'), 'true_divide'
     keeps_dtype = False
 
+    def fn(self, xp, a, b):
+        if a.dtype.kind in 'iu':     # C's division, truncating (0 where b == 0)
+            return _c_divide(xp, a, b).astype(a.dtype, copy=False)
+        return xp.true_divide(a, b).astype(a.dtype, copy=False)
+
     def grads(self, xp, a, b, y, dy):
         return dy / b, -dy * a / (b * b)
 
@@ -112,6 +121,9 @@ class Mod(_Binary):
 
     name, aliases, ufunc = '_mod', ('_Mod',), 'mod'
 
+    def fn(self, xp, a, b):
+        return python_mod(xp, a, b)
+
     def grads(self, xp, a, b, y, dy):
         return dy, -dy * xp.floor(a / b)
 
@@ -120,6 +132,12 @@ class Mod(_Binary):
 class Power(_Binary):
     name, aliases, ufunc = '_power', ('_Power',), 'power'
     needs_outputs = True
+
+    def fn(self, xp, a, b):
+        if a.dtype.kind in 'iu':     # taken in floating point and truncated, as MXNet
+            with np.errstate(divide='ignore', over='ignore', invalid='ignore'):
+                return xp.power(a.astype(np.float64), b.astype(np.float64)).astype(a.dtype)
+        return xp.power(a, b)
 
     def grads(self, xp, a, b, y, dy):
         return dy * b * xp.power(a, b - 1), dy * y * xp.log(a)

@@ -106,8 +106,14 @@ class Arange(_Init):
     def forward(self, xp, inputs, aux, is_train):
         lo, _ = self._bounds()
         n = self.out_shape()[0] // self.repeat
-        # values in float64 from integer steps (no accumulated error), then the dtype
-        a = (lo + np.arange(n, dtype=np.float64) * self.step).astype(self.dtype)
+        dtype = np.dtype(self.dtype)
+        if dtype.kind == 'f':
+            # MXNet's kernel: start + i * step, each operation in the dtype
+            t = dtype.type
+            a = np.arange(n, dtype=dtype) * t(self.step)
+            a += t(lo)
+        else:
+            a = (lo + np.arange(n, dtype=np.float64) * self.step).astype(dtype)
         if self.repeat > 1:
             a = np.repeat(a, self.repeat)
         return [xp.asarray(a)]

@@ -141,6 +141,47 @@ class RandomPoisson(_Random):
         return random_state(xp).poisson(self.lam, size)
 
 
+@register
+class RandomNegativeBinomial(_Random):
+    """Failures before ``k`` successes of probability ``p``."""
+
+    name, aliases = '_random_negative_binomial', ('random_negative_binomial',)
+    k = Param(int, 1, doc='successes to wait for')
+    p = Param(float, 1.0, doc='success probability')
+    param_order = ('k', 'p', 'shape', 'ctx', 'dtype')
+
+    def check(self):
+        if self.k <= 0 or not 0 < self.p <= 1:
+            raise MXNetError('_random_negative_binomial: needs k > 0 and 0 < p <= 1, got '
+                             'k=%d p=%g' % (self.k, self.p))
+
+    def draw(self, xp, size):
+        return random_state(xp).negative_binomial(self.k, self.p, size)
+
+
+@register
+class RandomGeneralizedNegativeBinomial(_Random):
+    """Poisson counts whose mean is gamma distributed: mean ``mu``, dispersion
+    ``alpha`` (``alpha = 0``: Poisson of mean ``mu``)."""
+
+    name = '_random_generalized_negative_binomial'
+    aliases = ('random_generalized_negative_binomial',)
+    mu = Param(float, 1.0, doc='mean')
+    alpha = Param(float, 1.0, doc='dispersion')
+    param_order = ('mu', 'alpha', 'shape', 'ctx', 'dtype')
+
+    def check(self):
+        if self.mu < 0 or self.alpha < 0:
+            raise MXNetError('_random_generalized_negative_binomial: needs mu >= 0 and '
+                             'alpha >= 0, got mu=%g alpha=%g' % (self.mu, self.alpha))
+
+    def draw(self, xp, size):
+        rng = random_state(xp)
+        if self.alpha == 0:
+            return rng.poisson(self.mu, size)
+        return rng.poisson(rng.gamma(1.0 / self.alpha, self.alpha * self.mu, size))
+
+
 class _Sample(Operator):
     """One distribution per element of the (equal-shaped) parameter arrays: the output
     has shape ``params.shape + shape``."""

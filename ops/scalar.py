@@ -11,6 +11,7 @@ floating point and truncated back. Integer division or modulo by zero gives 0 he
 1.9.1 dies of SIGFPE).
 """
 import math
+import numbers
 
 import numpy as np
 
@@ -27,7 +28,17 @@ def _c_divide(xp, a, b):
     with np.errstate(divide='ignore', invalid='ignore'):
         q = xp.floor_divide(a, b)
         r = a - q * b
-    return q + ((r != 0) & ((a < 0) != (b < 0))).astype(q.dtype)
+    return q + ((r != 0) & ((a < 0) != (b < 0)) & (b != 0)).astype(q.dtype)
+
+
+def python_mod(xp, a, b):
+    """a mod b with the divisor's sign, and 0 where b == 0, as MXNet's ``mod`` (NumPy
+    gives NaN for floats, and warns)."""
+    if isinstance(b, numbers.Number):
+        return xp.zeros_like(a) if b == 0 else xp.mod(a, b)
+    zero = b == 0
+    r = xp.mod(a, xp.where(zero, xp.ones_like(b), b))
+    return xp.where(zero, xp.zeros_like(r), r)
 
 
 class _Scalar(Operator):
@@ -180,6 +191,9 @@ class ModScalar(_Scalar):
     name, aliases, ufunc = '_mod_scalar', ('_ModScalar',), 'mod'
     needs_inputs = False
 
+    def fn(self, xp, x, s):
+        return python_mod(xp, x, s)
+
     def grad(self, xp, x, y, dy, s):
         return dy
 
@@ -190,6 +204,9 @@ class RModScalar(_Scalar):
 
     name, aliases, ufunc = '_rmod_scalar', ('_RModScalar',), 'mod'
     reverse = True
+
+    def fn(self, xp, x, s):
+        return python_mod(xp, s, x)
 
     def grad(self, xp, x, y, dy, s):
         return -dy * xp.floor(s / x)

@@ -59,7 +59,20 @@ class NDArray:
 
     @property
     def T(self):
-        return NDArray(self._data.T, self._ctx)
+        """The transpose, a new array (MXNet's ``transpose``); a 1-D array itself."""
+        if self.ndim < 2:
+            return self
+        with self._ctx.device_scope():
+            return NDArray(self._data.T.copy(), self._ctx)
+
+    @property
+    def grad(self):
+        """None: symgraph has no autograd (MXNet gives None before ``attach_grad``)."""
+        return None
+
+    @property
+    def writable(self):
+        return True
 
     @property
     def handle(self):
@@ -122,11 +135,24 @@ class NDArray:
         with self._ctx.device_scope():
             return NDArray(self._data.copy(), self._ctx)
 
+    def __copy__(self):
+        return self.copy()       # as MXNet: a new array, not a second handle to the same
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
     def reshape(self, *shape, **kwargs):
+        """A view of another shape; MXNet's special values (0 copies a dimension, -1
+        infers one, -2 copies the rest, -3 merges two, -4 splits one) and ``reverse``."""
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         shape = kwargs.get('shape', shape)
-        return NDArray(self._data.reshape(shape), self._ctx)
+        unknown = set(kwargs) - {'shape', 'reverse'}
+        if unknown:
+            raise TypeError('reshape: unexpected keyword %s' % sorted(unknown))
+        op = opdef.get_op('Reshape')(shape=tuple(shape), reverse=kwargs.get('reverse', False))
+        target = op.infer_shape([self.shape])[1][0]
+        return NDArray(self._data.reshape(target), self._ctx)
 
     def tostype(self, stype):
         if stype != 'default':
@@ -135,14 +161,25 @@ class NDArray:
 
     # ----------------------------------------------------------------- indexing
     def __getitem__(self, key):
+        """As MXNet: a contiguous basic slice is a view that writes through; any other
+        result is a new array; an integer per axis gives shape (1,), not a scalar."""
         key = _unwrap(key)
         with self._ctx.device_scope():       # advanced indexing runs a kernel
-            return NDArray(self._data[key], self._ctx)
+            r = self._data[key]
+            if r.ndim == 0:
+                r = self._data[_one_element(key)]
+            elif r.base is not None and not r.flags.c_contiguous:
+                r = r.copy()
+            return NDArray(r, self._ctx)
 
     def __setitem__(self, key, value):
         key = _unwrap(key)
+        if _is_element(key, self.ndim):
+            key = _one_element(key)        # a (1,) target takes a size-1 array too
         if isinstance(value, NDArray):
             value = _to_xp(value._data, self._ctx)
+        elif isinstance(value, numbers.Integral) and self._data.dtype.kind in 'iu':
+            value = _wrap_int(value, self._data.dtype)
         elif not isinstance(value, numbers.Number):
             value = _to_xp(np.asarray(value), self._ctx) if isinstance(value, (list, tuple,
                                                                                np.ndarray)) \
@@ -151,57 +188,61 @@ class NDArray:
             self._data[key] = value
 
     # ----------------------------------------------------------------- arithmetic
-    def _int_scalar(self, key, scalar):
-        """``self <key> scalar`` on an integer array through the scalar operator, which
-        follows MXNet: the scalar is cast to the array's dtype first."""
-        op = opdef.get_op(_SCALAR_OPS[key])(scalar=float(scalar))
-        with self._ctx.device_scope():
-            return op.forward(self._ctx.xp, [self._data], [], False)[0]
+    def _binary(self, other, key):
+        """``self <key> other`` as MXNet's NDArray operators: a number through the scalar
+        operator, an NDArray through the broadcasting one (whose type inference refuses
+        mixed dtypes, as MXNet does)."""
+        broadcast, scalar = _BINARY[key]
+        if isinstance(other, numbers.Number) and not isinstance(other, bool):
+            return invoke(scalar, (self,), {'scalar': other})
+        if isinstance(other, NDArray):
+            return invoke(broadcast, (self, other), {})
+        if isinstance(other, (np.ndarray, list, tuple)):
+            return invoke(broadcast, (self, array(other, self._ctx, self.dtype)), {})
+        raise TypeError('type %s not supported' % type(other).__name__)
 
-    def _binary(self, other, fn, key=None):
-        if key is not None and isinstance(other, numbers.Number) and self._data.dtype.kind in 'iu':
-            return NDArray(self._int_scalar(key, other), self._ctx)
-        xp = array_module(self._data)
-        o = _to_xp(other._data, self._ctx) if isinstance(other, NDArray) else other
-        with self._ctx.device_scope():
-            r = fn(xp, self._data, o)
-            if r.dtype != self._data.dtype and r.dtype.kind == self._data.dtype.kind:
-                r = r.astype(self._data.dtype)
-        return NDArray(r, self._ctx)
+    def _reflected(self, other, key):
+        """``other <key> self`` for a number ``other`` (``2 - x``)."""
+        broadcast, scalar = _BINARY[key]
+        if isinstance(other, numbers.Number) and not isinstance(other, bool):
+            return invoke(scalar, (self,), {'scalar': other})
+        if isinstance(other, (np.ndarray, list, tuple)):
+            return invoke(broadcast, (array(other, self._ctx, self.dtype), self), {})
+        raise TypeError('type %s not supported' % type(other).__name__)
 
     def __add__(self, o):
-        return self._binary(o, lambda xp, a, b: a + b, 'add')
+        return self._binary(o, 'add')
 
     __radd__ = __add__
 
     def __sub__(self, o):
-        return self._binary(o, lambda xp, a, b: a - b, 'sub')
+        return self._binary(o, 'sub')
 
     def __rsub__(self, o):
-        return self._binary(o, lambda xp, a, b: b - a, 'rsub')
+        return self._reflected(o, 'rsub')
 
     def __mul__(self, o):
-        return self._binary(o, lambda xp, a, b: a * b, 'mul')
+        return self._binary(o, 'mul')
 
     __rmul__ = __mul__
 
     def __truediv__(self, o):
-        return self._binary(o, lambda xp, a, b: a / b, 'div')
+        return self._binary(o, 'div')
 
     def __rtruediv__(self, o):
-        return self._binary(o, lambda xp, a, b: b / a, 'rdiv')
+        return self._reflected(o, 'rdiv')
 
     def __mod__(self, o):
-        return self._binary(o, lambda xp, a, b: xp.mod(a, b), 'mod')
+        return self._binary(o, 'mod')
 
     def __rmod__(self, o):
-        return self._binary(o, lambda xp, a, b: xp.mod(b, a), 'rmod')
+        return self._reflected(o, 'rmod')
 
     def __pow__(self, o):
-        return self._binary(o, lambda xp, a, b: a ** b, 'pow')
+        return self._binary(o, 'pow')
 
     def __rpow__(self, o):
-        return self._binary(o, lambda xp, a, b: b ** a, 'rpow')
+        return self._reflected(o, 'rpow')
 
     def __neg__(self):
         with self._ctx.device_scope():
@@ -211,51 +252,51 @@ class NDArray:
         with self._ctx.device_scope():
             return NDArray(abs(self._data), self._ctx)
 
-    def _cmp(self, o, fn, key):
-        return self._binary(o, lambda xp, a, b: fn(a, b).astype(a.dtype), key)
-
     def __eq__(self, o):
-        return self._cmp(o, lambda a, b: a == b, 'eq')
+        return self._binary(o, 'eq')
 
     def __ne__(self, o):
-        return self._cmp(o, lambda a, b: a != b, 'ne')
+        return self._binary(o, 'ne')
 
     def __gt__(self, o):
-        return self._cmp(o, lambda a, b: a > b, 'gt')
+        return self._binary(o, 'gt')
 
     def __ge__(self, o):
-        return self._cmp(o, lambda a, b: a >= b, 'ge')
+        return self._binary(o, 'ge')
 
     def __lt__(self, o):
-        return self._cmp(o, lambda a, b: a < b, 'lt')
+        return self._binary(o, 'lt')
 
     def __le__(self, o):
-        return self._cmp(o, lambda a, b: a <= b, 'le')
+        return self._binary(o, 'le')
 
     __hash__ = object.__hash__
 
-    def _inplace(self, o, fn, key):
-        if isinstance(o, numbers.Number) and self._data.dtype.kind in 'iu':
-            r = self._int_scalar(key, o)
-            with self._ctx.device_scope():
-                self._data[...] = r
-            return self
-        o = _to_xp(o._data, self._ctx) if isinstance(o, NDArray) else o
+    def _inplace(self, o, key):
+        """``self <key>= o``: the result written into this very array (same object, same
+        dtype), as MXNet's ``out=self``; a result of another shape is refused."""
+        r = self._binary(o, key)
+        if r.shape != self.shape:
+            raise MXNetError('in-place %s: the result has shape %s, the array %s'
+                             % (key, r.shape, self.shape))
         with self._ctx.device_scope():
-            fn(self._data, o)
+            self._data[...] = r._data
         return self
 
     def __iadd__(self, o):
-        return self._inplace(o, lambda a, b: a.__iadd__(b), 'add')
+        return self._inplace(o, 'add')
 
     def __isub__(self, o):
-        return self._inplace(o, lambda a, b: a.__isub__(b), 'sub')
+        return self._inplace(o, 'sub')
 
     def __imul__(self, o):
-        return self._inplace(o, lambda a, b: a.__imul__(b), 'mul')
+        return self._inplace(o, 'mul')
 
     def __itruediv__(self, o):
-        return self._inplace(o, lambda a, b: a.__itruediv__(b), 'div')
+        return self._inplace(o, 'div')
+
+    def __imod__(self, o):
+        return self._inplace(o, 'mod')
 
     def __bool__(self):
         if self.size != 1:
@@ -275,22 +316,48 @@ class NDArray:
         return lambda *a, **k: fn(self, *a, **k)
 
 
-#: NDArray arithmetic with a scalar -> the scalar operator MXNet's NDArray uses
-_SCALAR_OPS = {
-    'add': '_plus_scalar', 'sub': '_minus_scalar', 'rsub': '_rminus_scalar',
-    'mul': '_mul_scalar', 'div': '_div_scalar', 'rdiv': '_rdiv_scalar',
-    'mod': '_mod_scalar', 'rmod': '_rmod_scalar', 'pow': '_power_scalar',
-    'rpow': '_rpower_scalar', 'eq': '_equal_scalar', 'ne': '_not_equal_scalar',
-    'gt': '_greater_scalar', 'ge': '_greater_equal_scalar', 'lt': '_lesser_scalar',
-    'le': '_lesser_equal_scalar',
+#: NDArray arithmetic -> (broadcasting operator, scalar operator), as MXNet's NDArray uses
+_BINARY = {
+    'add': ('broadcast_add', '_plus_scalar'), 'sub': ('broadcast_sub', '_minus_scalar'),
+    'rsub': ('broadcast_sub', '_rminus_scalar'), 'mul': ('broadcast_mul', '_mul_scalar'),
+    'div': ('broadcast_div', '_div_scalar'), 'rdiv': ('broadcast_div', '_rdiv_scalar'),
+    'mod': ('broadcast_mod', '_mod_scalar'), 'rmod': ('broadcast_mod', '_rmod_scalar'),
+    'pow': ('broadcast_power', '_power_scalar'),
+    'rpow': ('broadcast_power', '_rpower_scalar'),
+    'eq': ('broadcast_equal', '_equal_scalar'), 'ne': ('broadcast_not_equal',
+                                                       '_not_equal_scalar'),
+    'gt': ('broadcast_greater', '_greater_scalar'),
+    'ge': ('broadcast_greater_equal', '_greater_equal_scalar'),
+    'lt': ('broadcast_lesser', '_lesser_scalar'),
+    'le': ('broadcast_lesser_equal', '_lesser_equal_scalar'),
 }
 
 
+def _is_element(key, ndim):
+    """Whether ``key`` picks one element: a plain integer for every axis."""
+    k = key if isinstance(key, tuple) else (key,)
+    return len(k) == ndim and ndim > 0 and all(
+        isinstance(i, (numbers.Integral, np.integer)) and not isinstance(i, (bool, np.bool_))
+        for i in k)
+
+
+def _one_element(key):
+    """``key`` (an integer per axis) selecting a (1,) view rather than a scalar."""
+    return (key if isinstance(key, tuple) else (key,)) + (None,)
+
+
+def _wrap_int(value, dtype):
+    """A Python int as the integer ``dtype`` holds it, wrapping as C's cast does (MXNet);
+    NumPy 2 refuses out-of-range Python ints."""
+    return np.array(value).astype(np.int64).astype(dtype)[()] \
+        if -2 ** 63 <= value < 2 ** 64 else np.array(float(value)).astype(dtype)[()]
 
 
 def _index(k):
     """An NDArray used as an index: its data, float indices truncated to integers (MXNet
     indexes with float32 NDArrays, its default dtype)."""
+    if isinstance(k, list) and k and all(isinstance(v, bool) for v in k):
+        return [int(v) for v in k]      # MXNet takes a list of bools as integers 0/1
     if not isinstance(k, NDArray):
         return k
     d = k._data
@@ -378,13 +445,10 @@ def full(shape, val, ctx=None, dtype=None, out=None):
 
 def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None,
            dtype=None):
-    dtype = np.float32 if dtype is None else dtype
-
-    def make(xp):
-        a = xp.arange(start, stop, step, dtype=dtype) if stop is not None \
-            else xp.arange(0, start, step, dtype=dtype)
-        return xp.repeat(a, repeat) if repeat > 1 else a
-    return _alloc(ctx, make)
+    """``start + i * step`` for i = 0, 1, ... below ``stop`` (the ``_arange`` operator)."""
+    op = opdef.get_op('_arange')(start=start, stop=stop, step=step, repeat=repeat,
+                                 dtype=np.float32 if dtype is None else dtype)
+    return _alloc(ctx, lambda xp: op.forward(xp, [], [], False)[0])
 
 
 def eye(N, M=0, k=0, ctx=None, dtype=None, **kwargs):
@@ -408,11 +472,15 @@ def ones_like(a):
     return _alloc(a._ctx, lambda xp: xp.ones_like(a._data))
 
 
-def concat(*arrays, dim=1):
-    '''Join NDArrays along ``dim`` on the first one's context (others are copied there).'''
-    ctx = arrays[0]._ctx
-    return _alloc(ctx, lambda xp: xp.concatenate([_to_xp(a._data, ctx) for a in arrays],
-                                                 axis=dim))
+def concat(*arrays, dim=1, num_args=None, out=None, name=None):
+    '''Join NDArrays along ``dim`` (the ``Concat`` operator) on the first one's context
+    (others are copied there).'''
+    if not arrays:
+        raise MXNetError('concat needs at least one NDArray')
+    if num_args is not None and num_args != len(arrays):
+        raise MXNetError('concat: num_args=%d but %d arrays were given'
+                         % (num_args, len(arrays)))
+    return invoke('Concat', arrays, {'dim': dim, 'out': out})
 
 
 def waitall():
@@ -571,6 +639,12 @@ def invoke(func_name, args, kwargs):
         xp = ctx.xp
         datas = [_to_xp(v._data, ctx) for v in inputs]
         op.infer_shape([d.shape for d in datas])
+        try:
+            op.infer_type([d.dtype for d in datas])
+        except opdef.TypeInferenceError as e:
+            # MXNet refuses mixed dtypes too (float32 + float64, int8 + int32, ...)
+            raise MXNetError('operator %s: %s (inputs: %s)' % (cls.name, e, ', '.join(
+                '%s=%s' % (n, d.dtype) for n, d in zip(names, datas)))) from None
         state = op.create_state()
         if state is None:
             outs = op.forward(xp, datas[:n_args], datas[n_args:], False)

@@ -7,7 +7,8 @@ from the global one.
 import numpy as np
 
 __all__ = ['seed', 'uniform', 'normal', 'randn', 'randint', 'exponential', 'gamma',
-           'poisson', 'shuffle']
+           'poisson', 'negative_binomial', 'generalized_negative_binomial', 'multinomial',
+           'shuffle']
 
 
 def seed(seed_state, ctx='all'):

@@ -96,6 +96,21 @@ def _namespace(kind):
         return helper('_random_poisson', None, ('lam',), (lam,), shape, dtype, ctx, out,
                       kwargs)
 
+    def negative_binomial(k=1, p=1, shape=_NULL, dtype=_NULL, ctx=None, out=None, **kwargs):
+        """Failures before ``k`` successes of probability ``p`` (as floats)."""
+        return helper('_random_negative_binomial', None, ('k', 'p'), (k, p), shape, dtype,
+                      ctx, out, kwargs)
+
+    def generalized_negative_binomial(mu=1, alpha=1, shape=_NULL, dtype=_NULL, ctx=None,
+                                      out=None, **kwargs):
+        """Gamma-Poisson counts of mean ``mu`` and dispersion ``alpha`` (as floats)."""
+        return helper('_random_generalized_negative_binomial', None, ('mu', 'alpha'),
+                      (mu, alpha), shape, dtype, ctx, out, kwargs)
+
+    def multinomial(data, shape=_NULL, get_prob=False, out=None, dtype='int32', **kwargs):
+        raise MXNetError('random.multinomial (_sample_multinomial) is not implemented in '
+                         'symgraph')
+
     def shuffle(data, **kwargs):
         """The rows of ``data`` in a random order."""
         if kind == 'nd':
@@ -104,7 +119,9 @@ def _namespace(kind):
 
     ns = types.SimpleNamespace(uniform=uniform, normal=normal, randn=randn, randint=randint,
                                exponential=exponential, gamma=gamma, poisson=poisson,
-                               shuffle=shuffle)
+                               negative_binomial=negative_binomial,
+                               generalized_negative_binomial=generalized_negative_binomial,
+                               multinomial=multinomial, shuffle=shuffle)
     if kind == 'sym':
         del ns.randn
     return ns

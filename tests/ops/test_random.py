@@ -17,6 +17,9 @@ CASES = [
     OpCase('_random_exponential', dict(lam=2, shape=(4,)), shapes=[], grad=()),
     OpCase('_random_gamma', dict(alpha=2, beta=0.5, shape=(4,)), shapes=[], grad=()),
     OpCase('_random_poisson', dict(lam=3, shape=(4,)), shapes=[], grad=()),
+    OpCase('_random_negative_binomial', dict(k=3, p=0.4, shape=(4,)), shapes=[], grad=()),
+    OpCase('_random_generalized_negative_binomial', dict(mu=2, alpha=0.5, shape=(4,)),
+           shapes=[], grad=()),
     OpCase('_sample_uniform', dict(shape=(3,)), shapes=[(2,), (2,)], grad=(),
            inputs=lambda r, s, d: [np.zeros(2, d), np.ones(2, d)]),
     OpCase('_sample_normal', dict(shape=(2, 2)), shapes=[(3,), (3,)], grad=(),
@@ -48,6 +51,15 @@ def test_distributions_have_their_moments():
     assert abs(g.mean() - 6) < 0.2
     p = mx.nd.random.poisson(4, shape=(N,)).asnumpy()
     assert p.dtype == np.float32 and abs(p.mean() - 4) < 0.1 and (p == np.round(p)).all()
+    # failures before k successes: mean k (1 - p) / p, variance k (1 - p) / p^2
+    nb = mx.nd.random.negative_binomial(k=3, p=0.4, shape=(N,)).asnumpy()
+    assert nb.dtype == np.float32 and (nb == np.round(nb)).all() and nb.min() >= 0
+    assert abs(nb.mean() - 4.5) < 0.15 and abs(nb.var() / 11.25 - 1) < 0.1
+    # gamma-Poisson: mean mu, variance mu + alpha mu^2
+    gnb = mx.nd.random.generalized_negative_binomial(mu=2, alpha=0.5, shape=(N,)).asnumpy()
+    assert abs(gnb.mean() - 2) < 0.07 and abs(gnb.var() / 4 - 1) < 0.1
+    pois = mx.nd.random.generalized_negative_binomial(mu=3, alpha=0, shape=(N,)).asnumpy()
+    assert abs(pois.mean() - 3) < 0.07 and abs(pois.var() / 3 - 1) < 0.1
 
 
 def test_per_element_distributions():
@@ -92,6 +104,10 @@ def test_symbols_in_a_graph_draw_on_every_forward():
 
 
 def test_bad_parameters_are_refused():
+    with pytest.raises(MXNetError, match='0 < p <= 1'):
+        mx.nd.random.negative_binomial(k=2, p=1.5)
+    with pytest.raises(MXNetError, match='not implemented'):
+        mx.nd.random.multinomial(mx.nd.array([[0.5, 0.5]]))
     with pytest.raises(MXNetError, match='high'):
         mx.nd.random.randint(3, 3, shape=(2,))
     with pytest.raises(MXNetError, match='scale'):

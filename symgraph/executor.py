@@ -28,8 +28,9 @@ def _grad_reqs(grad_req, names):
         reqs = list(grad_req)
     elif isinstance(grad_req, dict):
         unknown = [k for k in grad_req if k not in names]
-        if unknown:
-            raise BindError('grad_req names %s, which are not arguments %s' % (unknown, names))
+        if unknown:     # MXNet ignores them silently; a typo would leave a gradient null
+            warnings.warn('grad_req names %s, which are not arguments of the symbol %s; '
+                          'ignored' % (unknown, names), stacklevel=4)
         reqs = [grad_req.get(n, 'null') for n in names]
     else:
         raise TypeError('grad_req must be a str, a list or a dict')
@@ -115,10 +116,15 @@ class Executor:
                     raise BindError('bind: auxiliary state %r is missing (the symbol needs %s)'
                                     % (n.name, self._aux_names))
             for n, g, r in zip(arg_nodes, grads, reqs):
-                if g is not None and r != 'null' and g.shape != shapes[(index[id(n)], 0)]:
+                if g is None or r == 'null':
+                    continue
+                want = shapes[(index[id(n)], 0)], dtypes[(index[id(n)], 0)]
+                if g.shape != want[0]:
                     raise BindError('bind: gradient array of %r has shape %s but the argument '
-                                    'has shape %s' % (n.name, g.shape,
-                                                      shapes[(index[id(n)], 0)]))
+                                    'has shape %s' % (n.name, g.shape, want[0]))
+                if np.dtype(g.dtype) != want[1]:    # it would be cast (and truncated)
+                    raise BindError('bind: gradient array of %r has dtype %s but the argument '
+                                    'has dtype %s' % (n.name, np.dtype(g.dtype), want[1]))
             heads = symbol._outputs
             self.outputs = [NDArray(xp.zeros(shapes[(index[id(n)], i)],
                                              dtype=dtypes[(index[id(n)], i)]), self._ctx)
@@ -126,12 +132,15 @@ class Executor:
         # arrays bound from another context stay bound (arg_dict shows them, as in MXNet);
         # the executor runs on copies that are refreshed and written back around each run
         self.arg_arrays = list(args)
-        self.grad_arrays = [None if r == 'null' else g for g, r in zip(grads, reqs)]
+        # the user's gradient arrays stay listed even where grad_req is 'null' (MXNet);
+        # the plan only gets those it writes
+        self.grad_arrays = list(grads)
         self.aux_arrays = list(aux)
         self._dev_args = [self._on_ctx(a) for a in self.arg_arrays]
-        self._dev_grads = [self._on_ctx(g) for g in self.grad_arrays]
+        self._dev_grads = [None if r == 'null' or g is None else self._on_ctx(g)
+                           for g, r in zip(self.grad_arrays, reqs)]
         self._dev_aux = [self._on_ctx(a) for a in self.aux_arrays]
-        self._off_ctx = any(a is not d for a, d in zip(
+        self._off_ctx = any(d is not None and a is not d for a, d in zip(
             self.arg_arrays + self.grad_arrays + self.aux_arrays,
             self._dev_args + self._dev_grads + self._dev_aux))
         self._grad_req = reqs
@@ -154,7 +163,8 @@ class Executor:
     def _sync(self, src, dst, reqs=None):
         """Copy ``src[k]`` into ``dst[k]`` where they differ (arrays of another context)."""
         for k, (s, d) in enumerate(zip(src, dst)):
-            if s is not d and s is not None and (reqs is None or reqs[k] == 'add'):
+            if s is not d and s is not None and d is not None and \
+                    (reqs is None or reqs[k] == 'add'):
                 d[:] = s
 
     # ------------------------------------------------------------------ dicts
@@ -164,7 +174,8 @@ class Executor:
 
     @property
     def grad_dict(self):
-        return {n: g for n, g in zip(self._arg_names, self.grad_arrays) if g is not None}
+        """Every argument's gradient array, None where it has none (as MXNet)."""
+        return dict(zip(self._arg_names, self.grad_arrays))
 
     @property
     def aux_dict(self):
@@ -358,6 +369,12 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
     """Allocate zeroed arrays from the input shapes and bind them."""
     ctx = Context(ctx) if ctx is not None else current_context()
     shapes = dict(shapes or {})
+    known = set(symbol.list_arguments()) | set(symbol.list_auxiliary_states())
+    unknown = sorted(k for k in shapes if k not in known)
+    if unknown:     # MXNet ignores them silently (a label given to a symbol without one)
+        warnings.warn('simple_bind: %s are not inputs of the symbol (%s); ignored'
+                      % (unknown, symbol.list_arguments()), stacklevel=3)
+        shapes = {k: v for k, v in shapes.items() if k in known}
     arg_shapes, _, aux_shapes = symbol.infer_shape(**shapes)
     if arg_shapes is None:
         partial = symbol._infer_shape_impl((), shapes)[0]      # None where unknown

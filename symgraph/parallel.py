@@ -692,7 +692,7 @@ class DataParallelExecutor:
     def get_input_grads(self, merge=True):
         """Gradients of the batch inputs, concatenated on the CPU (``merge``) or per device."""
         per = [[exe.grad_dict[k] for exe in self.execs] for k in self.data_names
-               if k in self.execs[0].grad_dict]
+               if self.execs[0].grad_dict.get(k) is not None]
         if not merge:
             return per
         return [NDArray(numpy.concatenate([g.asnumpy() for g in grads], axis=0))
@@ -701,7 +701,8 @@ class DataParallelExecutor:
     @property
     def grad_dict(self):
         """Parameter gradients (summed over the devices: device 0's copy)."""
-        return {k: g for k, g in self.execs[0].grad_dict.items() if k in self.param_names}
+        return {k: g for k, g in self.execs[0].grad_dict.items()
+                if k in self.param_names and g is not None}
 
     @property
     def aux_dict(self):

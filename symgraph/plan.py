@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import linecache
+import warnings
 import numpy as np
 
 from .base import MXNetError
@@ -174,18 +175,26 @@ class Plan:
         line_step = {}
         if self.saved:
             lines.append('    %s, = S' % ', '.join('v%d' % e for e in self.saved))
+        # head gradients: none for loss layers and no-grad outputs (they make their own, or
+        # none); an output listed twice takes the last one's, as MXNet 1.9.1 does
+        last = {}
+        for j, (e, (node, _)) in enumerate(zip(self.head_entries, self.heads)):
+            if self.requires[e] and not (node.op is not None
+                                         and (node.op.is_loss or node.op.no_grad)):
+                if e in last:
+                    warnings.warn(
+                        'output %s is listed more than once among the outputs: backward uses '
+                        'the head gradient of the last one only, as MXNet does'
+                        % node.output_names()[self.entry_info[e][1]], stacklevel=4)
+                last[e] = j
         have = set()
-        for j, e in enumerate(self.head_entries):
-            if self.requires[e]:
-                if e in have:
-                    lines.append('    g%d = g%d + OG[%d]' % (e, e, j))
-                else:
-                    lines.append('    g%d = OG[%d]' % (e, j))
-                    have.add(e)
+        for e, j in last.items():
+            lines.append('    g%d = OG[%d]' % (e, j))
+            have.add(e)
         saved = set(self.saved)
         # arguments bound with 'write' whose gradient has a single contribution: the
         # operator making it may write it straight into the user's gradient array
-        contributions = collections.Counter(e for e in self.head_entries if self.requires[e])
+        contributions = collections.Counter(last)
         for n in self.bwd_steps:
             n_args = len(n.op.list_arguments())
             contributions.update(e for e in self.in_entries(n)[:n_args] if self.requires[e])

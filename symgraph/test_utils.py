@@ -128,7 +128,8 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=1e-3, rto
     proj = [rng.normal(0, 1, o.shape) for o in outs]
     heads = [array(p, ctx=ctx, dtype=o.dtype) for p, o in zip(proj, outs)]
     exe.backward(heads)
-    symbolic = {k: exe.grad_dict[k].asnumpy() for k in grad_nodes if k in exe.grad_dict}
+    symbolic = {k: exe.grad_dict[k].asnumpy() for k in grad_nodes
+                if exe.grad_dict.get(k) is not None}
     for k, v in base_aux.items():
         exe.aux_dict[k][:] = v
     numeric = numeric_grad(exe, {k: loc[k] for k in symbolic}, eps=numeric_eps,
@@ -180,7 +181,7 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=1e-5, atol=
         assert_almost_equal(exe.grad_dict[name], e, rtol=rtol,
                             atol=1e-20 if atol is None else atol,
                             names=('gradient %s' % name, 'expected'), equal_nan=equal_nan)
-    return {k: v.asnumpy() for k, v in exe.grad_dict.items()}
+    return {k: v.asnumpy() for k, v in exe.grad_dict.items() if v is not None}
 
 
 

@@ -135,9 +135,9 @@ def _shape_from_mx(s, what):
     if not isinstance(s, (tuple, list)) or not all(
             isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in s):
         raise ShapeError('%s must be a tuple or list of ints, got %r' % (what, s))
-    if len(s) == 0:
-        return None
-    return tuple(max(int(d), 0) for d in s)
+    if len(s) == 0 or any(int(d) < 0 for d in s):
+        return None          # [] or a -1 dimension: unknown, as in MXNet
+    return tuple(int(d) for d in s)
 
 
 def _type_from_mx(t, what):
@@ -165,10 +165,11 @@ def _split_result(op, ret, what, kind):
     return list(ins), list(outs), list(aux)
 
 
-def _call_prop(op, method, arg):
-    # inference sweeps ask the same question many times: the prop answers each once
+def _call_prop(op, method, arg, fresh=False):
+    # inference sweeps ask the same question many times: the prop answers each once;
+    # ``fresh`` asks again (a prop may keep state from infer_shape for create_operator)
     key = (method, tuple(tuple(a) if isinstance(a, list) else a for a in arg))
-    if key in op._memo:
+    if key in op._memo and not fresh:
         return op._memo[key]
     try:
         ret = getattr(op.prop, method)(arg)
@@ -245,16 +246,30 @@ class Custom(opdef.Operator):
         put(self, '_values', values)
         put(self, 'op_type', op_type)
         put(self, 'prop', prop)
-        put(self, '_args', [str(a) for a in prop.list_arguments()])
-        put(self, '_outs', [str(a) for a in prop.list_outputs()])
-        put(self, '_aux', [str(a) for a in prop.list_auxiliary_states()])
+
+        def names(method):
+            got = _call_user(self, method, getattr(prop, method))
+            if not isinstance(got, (list, tuple)) or not all(isinstance(a, str) for a in got):
+                raise CustomOpError('custom operator %r: %s.%s must return a list of '
+                                    'strings, got %r' % (op_type, type(prop).__name__,
+                                                         method, got))
+            return list(got)
+        put(self, '_args', names('list_arguments'))
+        put(self, '_outs', names('list_outputs'))
+        put(self, '_aux', names('list_auxiliary_states'))
         put(self, '_memo', {})
         n_in, n_out = len(self._args), len(self._outs)
         # MXNet's numbering of backward dependencies: out_grad, in_data, out_data
         og_ids = list(range(n_out))
         in_ids = list(range(n_out, n_out + n_in))
         out_ids = list(range(n_out + n_in, 2 * n_out + n_in))
-        deps = set(int(d) for d in prop.declare_backward_dependency(og_ids, in_ids, out_ids))
+        deps = _call_user(self, 'declare_backward_dependency',
+                          prop.declare_backward_dependency, og_ids, in_ids, out_ids)
+        if not isinstance(deps, (list, tuple)):
+            raise CustomOpError('custom operator %r: %s.declare_backward_dependency must '
+                                'return a list of ids, got %r'
+                                % (op_type, type(prop).__name__, deps))
+        deps = set(int(d) for d in deps)
         put(self, '_dep_og', tuple(i for i in range(n_out) if og_ids[i] in deps))
         put(self, 'needs_inputs', tuple(i for i in range(n_in) if in_ids[i] in deps))
         put(self, 'needs_outputs', tuple(i for i in range(n_out) if out_ids[i] in deps))
@@ -281,9 +296,10 @@ class Custom(opdef.Operator):
         return list(self._aux)
 
     # --- inference: only the prop is consulted, no data flows --------------------
-    def infer_shape(self, in_shapes):
+    def infer_shape(self, in_shapes, fresh=False):
         n = len(self._args)
-        ret = _call_prop(self, 'infer_shape', [_shape_to_mx(s) for s in in_shapes[:n]])
+        ret = _call_prop(self, 'infer_shape', [_shape_to_mx(s) for s in in_shapes[:n]],
+                         fresh)
         ins, outs, aux = _split_result(self, ret, 'infer_shape', ShapeError)
         return ([_shape_from_mx(s, 'infer_shape of custom operator %r: shape of argument %r'
                                 % (self.op_type, a)) for s, a in zip(ins, self._args)],
@@ -292,10 +308,10 @@ class Custom(opdef.Operator):
                 [_shape_from_mx(s, 'infer_shape of custom operator %r: shape of auxiliary '
                                 'state %r' % (self.op_type, a)) for s, a in zip(aux, self._aux)])
 
-    def infer_type(self, in_types):
+    def infer_type(self, in_types, fresh=False):
         n = len(self._args)
         types = [None if t is None else np.dtype(t).type for t in in_types[:n]]
-        ret = _call_prop(self, 'infer_type', types)
+        ret = _call_prop(self, 'infer_type', types, fresh)
         ins, outs, aux = _split_result(self, ret, 'infer_type', TypeInferenceError)
         what = 'infer_type of custom operator %r: type of %s' % (self.op_type, '%s')
         return ([_type_from_mx(t, what % a) for t, a in zip(ins, self._args)],
@@ -317,8 +333,10 @@ class Custom(opdef.Operator):
         st = bind_state['ops'].get(key)
         if st is None:
             n = len(self._args)
-            sh_in, sh_out, _ = self.infer_shape(list(shapes))
-            ty_in, ty_out, _ = self.infer_type(list(dtypes))
+            # asked afresh right before create_operator, as MXNet's bind does: a prop may
+            # keep what infer_shape saw and use it there
+            sh_in, sh_out, _ = self.infer_shape(list(shapes), fresh=True)
+            ty_in, ty_out, _ = self.infer_type(list(dtypes), fresh=True)
             for name, s in zip(self._outs, sh_out):
                 if not opdef.shape_known(s):
                     raise ShapeError('custom operator %r: infer_shape gives output %r the '
@@ -329,6 +347,11 @@ class Custom(opdef.Operator):
                 user_op = _call_user(self, 'create_operator', self.prop.create_operator, ctx,
                                      [list(s) for s in shapes],
                                      [TYPE_CODE.get(t.name, -1) for t in dtypes])
+            from .operator import CustomOp      # (operator.py imports this module)
+            if not isinstance(user_op, CustomOp):
+                raise CustomOpError('custom operator %r: %s.create_operator returned %r, '
+                                    'not a CustomOp' % (self.op_type, type(self.prop).__name__,
+                                                        user_op))
             st = _State(user_op, shapes, dtypes, [tuple(s) for s in sh_out], out_types)
             bind_state['ops'][key] = st
         bind_state['last'] = key

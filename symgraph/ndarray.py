@@ -615,16 +615,24 @@ def invoke(func_name, args, kwargs):
     out = kwargs.pop('out', None)
     kwargs.pop('name', None)
     nd_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, NDArray)}
-    params = {k: v for k, v in kwargs.items() if not isinstance(v, NDArray) and v is not None}
+    # an explicit None reaches free-form operators (Custom passes 'None' to the prop)
+    params = {k: v for k, v in kwargs.items() if not isinstance(v, NDArray)
+              and (v is not None or cls.free_params)}
     if 'num_args' in cls._params and 'num_args' not in params:
         params['num_args'] = len(args) + len(nd_kwargs)
     op = cls(**params)
     names = op.list_arguments() + op.list_auxiliary_states()
+    if len(args) > len(names):
+        raise MXNetError('operator %s: %d inputs given but it takes %d: %s'
+                         % (cls.name, len(args), len(names), names))
     inputs = list(args) + [None] * (len(names) - len(args))
     for k, v in nd_kwargs.items():
         if k not in names:
             raise MXNetError('operator %s: unknown input %r; inputs are %s'
                              % (cls.name, k, names))
+        if names.index(k) < len(args):
+            raise MXNetError('operator %s: input %r given both by position and by keyword'
+                             % (cls.name, k))
         inputs[names.index(k)] = v
     missing = [n for n, v in zip(names, inputs) if v is None]
     if missing:

@@ -142,12 +142,37 @@ _PARSERS = {
 }
 
 
+class _Plain:
+    """Shows a NumPy scalar as its value inside a container's repr: NumPy 2 writes
+    ``np.int64(8)`` there, where MXNet's files (and NumPy 1) have ``8``."""
+
+    __slots__ = ('text',)
+
+    def __init__(self, value):
+        self.text = str(value)
+
+    def __repr__(self):
+        return self.text
+
+
+def _plain(v):
+    if isinstance(v, np.generic):
+        return _Plain(v)
+    if isinstance(v, tuple):
+        return tuple(_plain(x) for x in v)
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    return v
+
+
 def _format_value(v):
     """Format a value as MXNet writes parameters (``str(value)`` of the Python value)."""
     if isinstance(v, np.dtype):
         return v.name
     if isinstance(v, type) and issubclass(v, np.generic):
         return np.dtype(v).name
+    if isinstance(v, (tuple, list)):
+        return str(_plain(v))
     return str(v)
 
 

@@ -167,8 +167,9 @@ class Symbol:
 
     # ------------------------------------------------------------------ attributes
     def attr(self, key):
-        """The string attribute ``key`` of the head node, or None."""
-        if len(self._outputs) != 1:
+        """The string attribute ``key`` of the head node, or None (also for the outputs of
+        one multi-output node, as MXNet)."""
+        if len({id(n) for n, _ in self._outputs}) != 1:
             return None
         return with_plain_copies(self._outputs[0][0].attrs).get(key)
 
@@ -525,6 +526,10 @@ def _invoke(func_name, args, kwargs, hint=None):
         if k not in in_names:
             raise MXNetError('operator %s: unknown input %r; inputs are %s'
                              % (cls.name, k, in_names))
+    twice = [an for j, an in enumerate(in_names[:len(args)]) if an in sym_kwargs]
+    if twice:
+        raise MXNetError('operator %s: input %s given both by position and by keyword'
+                         % (cls.name, ', '.join(repr(a) for a in twice)))
     location = user_location()
     default_init = op.input_init()
     inputs = []

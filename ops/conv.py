@@ -21,7 +21,7 @@ class _ConvBase(Operator):
     stride = Param('shape', (), doc='stride, default 1 per axis')
     dilate = Param('shape', (), doc='dilation, default 1 per axis')
     pad = Param('shape', (), doc='zero padding, default 0 per axis')
-    num_filter = Param(int, doc='number of output channels')
+    num_filter = Param(int, doc='number of output channels', minimum=1)
     num_group = Param(int, 1, doc='number of groups')
     cudnn_tune = Param(str, None, doc='ignored (cuDNN algorithm choice)', choices=_TUNE)
     cudnn_off = Param(bool, False, doc='ignored')

@@ -40,7 +40,7 @@ class FullyConnected(Operator):
     """
 
     name = 'FullyConnected'
-    num_hidden = Param(int, doc='number of output units')
+    num_hidden = Param(int, doc='number of output units', minimum=1)
     no_bias = Param(bool, False, doc='leave out the bias')
     flatten = Param(bool, True, doc='collapse all but the first axis of data')
 

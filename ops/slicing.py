@@ -272,7 +272,8 @@ class SliceAxis(Operator):
     name = 'slice_axis'
     axis = Param(int, doc='the axis to slice; negative counts from the end')
     begin = Param(int, doc='start index; negative counts from the end')
-    end = Param(int, doc='end index (exclusive) or None for the end of the axis')
+    end = Param(int, doc='end index (exclusive) or None for the end of the axis',
+                nullable=True)
     needs_inputs = True
 
     def _sl(self, ndim):

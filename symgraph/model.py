@@ -34,7 +34,10 @@ def load_params(prefix, epoch):
     for k, v in save_dict.items():
         tp, sep, name = k.partition(':')
         if not sep or tp not in ('arg', 'aux'):
-            raise MXNetError('%s: entry %r is neither arg:<name> nor aux:<name>' % (fname, k))
+            # MXNet skips such entries silently; they are likely a mistake
+            warnings.warn('%s: entry %r is neither arg:<name> nor aux:<name>; skipped'
+                          % (fname, k), stacklevel=2)
+            continue
         (arg_params if tp == 'arg' else aux_params)[name] = v
     return arg_params, aux_params
 

@@ -16,7 +16,7 @@ from .base import MXNetError
 from .context import Context, current_context, cpu, context_of, array_module
 
 __all__ = ['NDArray', 'array', 'zeros', 'ones', 'empty', 'full', 'arange', 'eye', 'linspace',
-           'save', 'load',
+           'save', 'load', 'load_frombuffer',
            'concat', 'waitall', 'zeros_like', 'ones_like']
 
 
@@ -596,10 +596,23 @@ def save(fname, data):
     save_arrays(fname, arrays)
 
 
-def load(fname, ctx=None):
-    """Load a ``.params`` file written by MXNet or :func:`save`: a list or a dict."""
+def load(fname, ctx=None, bfloat16='error'):
+    """Load a ``.params`` file written by MXNet or :func:`save`: a list or a dict.
+
+    ``bfloat16``: what to do with bfloat16 arrays, which symgraph does not hold:
+    ``'error'``, ``'float32'`` (exact widening) or ``'raw'`` (the uint16 bit patterns).
+    """
     from .serialization import load_arrays
-    data = load_arrays(fname)
+    return _wrap_loaded(load_arrays(fname, bfloat16=bfloat16), ctx)
+
+
+def load_frombuffer(buf, ctx=None, bfloat16='error'):
+    """:func:`load` from the bytes of such a file."""
+    from .serialization import loads_arrays
+    return _wrap_loaded(loads_arrays(buf, bfloat16=bfloat16), ctx)
+
+
+def _wrap_loaded(data, ctx):
     c = cpu() if ctx is None else ctx
     if isinstance(data, dict):
         return {k: array(v, c, dtype=v.dtype) for k, v in data.items()}

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import re
 import threading
 
 import numpy as np
@@ -90,10 +91,12 @@ def _parse_shape(v):
 
 
 def _parse_int(v):
+    if isinstance(v, str) and not re.fullmatch(r'\s*[+-]?\d+\s*|\s*(None)?\s*', v):
+        raise ValueError('expected an int, got %r' % (v,))     # '2.0', '1e3', 'True'
     v = _literal(v)
     if v is None:
         return None
-    if isinstance(v, float) and v != int(v):
+    if isinstance(v, (bool, np.bool_)) or (isinstance(v, float) and v != int(v)):
         raise ValueError('expected an int, got %r' % (v,))
     return int(v)
 
@@ -190,25 +193,37 @@ class Param:
         the accepted values of a string parameter.
     """
 
-    __slots__ = ('kind', 'default', 'doc', 'choices', 'name')
+    __slots__ = ('kind', 'default', 'doc', 'choices', 'name', 'minimum', 'nullable')
 
-    def __init__(self, kind, default=REQUIRED, doc='', choices=None):
+    def __init__(self, kind, default=REQUIRED, doc='', choices=None, minimum=None,
+                 nullable=None):
         self.kind = kind
         self.default = default
         self.doc = doc
         self.choices = tuple(choices) if choices else None
         self.name = None
+        #: the smallest value accepted (MXNet's set_lower_bound)
+        self.minimum = minimum
+        #: None is a value (MXNet's optional<...>); by default when the default is None
+        self.nullable = default is None if nullable is None else nullable
 
     def parse(self, value):
-        if value is None and self.default is None:
+        if value is None and self.nullable:
             return None
         try:
             parsed = _PARSERS[self.kind](value)
         except (ValueError, TypeError) as e:
             raise ValueError('parameter %r: %s' % (self.name, e)) from None
+        if parsed is None and not self.nullable and self.kind in (int, float, bool):
+            # 'None' or '' where a number is needed (an int is not optional here)
+            raise ValueError('parameter %r: expected %s, got %r'
+                             % (self.name, self.kind.__name__, value))
         if self.choices is not None and parsed not in self.choices:
             raise ValueError('parameter %r must be one of %s, got %r'
                              % (self.name, list(self.choices), value))
+        if self.minimum is not None and parsed is not None and parsed < self.minimum:
+            raise ValueError('value %s for parameter %r should be greater equal to %s'
+                             % (parsed, self.name, self.minimum))
         return parsed
 
     def __repr__(self):

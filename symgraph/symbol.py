@@ -641,10 +641,18 @@ def load_json(json_str):
 
 
 def load(fname):
-    """A symbol from a JSON file (``model-symbol.json``)."""
-    with open(fname) as f:
-        text = f.read()
-    from .json_format import from_json
+    """A symbol from a JSON file (``model-symbol.json``, UTF-8 as MXNet writes it)."""
+    from .json_format import SymbolFormatError, from_json
+    with open(fname, 'rb') as f:
+        raw = f.read()
+    try:
+        text = raw.decode('utf-8')
+    except UnicodeDecodeError as e:
+        hint = ''
+        if raw[:8] == (0x112).to_bytes(8, 'little'):
+            hint = ' (it looks like a .params file: load those with mx.nd.load)'
+        raise SymbolFormatError('%s: not UTF-8 JSON text (byte %d)%s'
+                                % (fname, e.start, hint)) from None
     return from_json(text, source=fname)
 
 

@@ -13,6 +13,7 @@ import struct
 import numpy as np
 import pytest
 
+import symgraph as mx
 from symgraph.base import MXNetError
 from symgraph.serialization import (ParamsFormatError, dumps_arrays, load_arrays, loads_arrays,
                                     save_arrays)
@@ -376,3 +377,38 @@ def test_corrupt_headers(blob, match):
 def test_trailing_bytes_are_ignored_like_mxnet():
     blob = golden_bytes('list_float32.params')
     assert_same(loads_arrays(blob + b'\x01\x02junk'), expected_content('list_float32.params'))
+
+
+def test_nd_load_takes_the_bfloat16_choice_its_error_suggests_and_load_frombuffer():
+    path = golden_path('bfloat16.params')
+    with pytest.raises(ParamsFormatError, match="load with bfloat16='float32'"):
+        mx.nd.load(path)
+    wide = mx.nd.load(path, bfloat16='float32')[0]
+    assert wide.dtype == np.float32
+    np.testing.assert_array_equal(wide.asnumpy(), [1.5, -2.25, 3.0, 9999220736.0, -0.0])
+    with open(golden_path('checkpoint-0001.params'), 'rb') as f:
+        buf = f.read()
+    from_buf = mx.nd.load_frombuffer(buf)
+    from_file = mx.nd.load(golden_path('checkpoint-0001.params'))
+    assert sorted(from_buf) == sorted(from_file)
+    for k in from_file:
+        np.testing.assert_array_equal(from_buf[k].asnumpy(), from_file[k].asnumpy())
+
+
+def test_symbol_load_of_a_params_file_or_non_utf8_text_is_a_clear_error(tmp_path):
+    from symgraph.json_format import SymbolFormatError
+    with pytest.raises(SymbolFormatError, match='not UTF-8 JSON text.*looks like a .params'):
+        mx.sym.load(golden_path('checkpoint-0001.params'))
+    # UTF-8 names load whatever the locale's encoding
+    net = mx.sym.exp(mx.sym.var('d\u00e5ta'), name='e')
+    p = tmp_path / 'net-symbol.json'
+    p.write_bytes(net.tojson().encode('utf-8'))
+    assert mx.sym.load(str(p)).list_arguments() == ['d\u00e5ta']
+
+
+def test_a_checkpoint_entry_without_arg_or_aux_is_skipped_with_a_warning(tmp_path):
+    prefix = str(tmp_path / 'm')
+    mx.nd.save(prefix + '-0001.params', {'arg:w': mx.nd.ones(2), 'foo:bar': mx.nd.zeros(1)})
+    with pytest.warns(UserWarning, match="'foo:bar' is neither arg:<name> nor aux:<name>"):
+        arg, aux = mx.model.load_params(prefix, 1)
+    assert list(arg) == ['w'] and aux == {}

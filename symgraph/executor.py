@@ -197,7 +197,11 @@ class Executor:
                 raise MXNetError('forward: argument %r has shape %s, the executor was bound '
                                  'with %s' % (k, tuple(np.shape(v)), dst.shape))
             dst[:] = v
-        fn, fname, line_step = self._plan.forward_fn(is_train, self._monitor is not None)
+        # an executor with gradients to compute keeps what backward needs even after an
+        # inference forward: MXNet lets backward follow one (saliency, adversarial inputs)
+        keep = bool(is_train) or any(r != 'null' for r in self._grad_req)
+        fn, fname, line_step = self._plan.forward_fn(is_train, self._monitor is not None,
+                                                     keep)
         if self._off_ctx:
             self._sync(self.arg_arrays, self._dev_args)
             self._sync(self.aux_arrays, self._dev_aux)
@@ -225,14 +229,14 @@ class Executor:
                     out._data[...] = h
         if self._off_ctx:
             self._sync(self._dev_aux, self.aux_arrays)
-        self._saved = saved if is_train else None
+        self._saved = saved if keep else None
         return self.outputs
 
     def backward(self, out_grads=None, is_train=True):
-        """Run backward from the last training forward, honouring grad_req."""
+        """Run backward from the last forward, honouring grad_req."""
         if self._saved is None:
-            raise MXNetError('backward: call forward(is_train=True) first (the last forward '
-                             'was not a training forward, or it failed)')
+            raise MXNetError('backward: call forward first (there was none, it failed, or '
+                             'the executor has no gradients to compute)')
         plan = self._plan
         if out_grads is None:
             out_grads = []

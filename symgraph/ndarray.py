@@ -436,6 +436,8 @@ def ones(shape, ctx=None, dtype=None, **kwargs):
 
 def full(shape, val, ctx=None, dtype=None, out=None):
     dtype = np.float32 if dtype is None else dtype
+    if isinstance(val, numbers.Integral) and np.dtype(dtype).kind in 'iu':
+        val = _wrap_int(val, np.dtype(dtype))      # -1 in uint8 is 255, as MXNet
     arr = _alloc(ctx, lambda xp: xp.full(shape, val, dtype=dtype))
     if out is not None:
         out[:] = arr

@@ -105,13 +105,17 @@ class Plan:
         exec(code, env)
         return env[name], fname
 
-    def forward_fn(self, is_train, monitor=False):
-        key = (bool(is_train), bool(monitor))
+    def forward_fn(self, is_train, monitor=False, keep_saved=None):
+        """The compiled forward; it returns what backward needs when ``keep_saved``
+        (default: in training), so that backward may also follow an inference forward,
+        as MXNet allows."""
+        keep_saved = bool(is_train) if keep_saved is None else bool(keep_saved)
+        key = (bool(is_train), bool(monitor), keep_saved)
         if key not in self._fwd_cache:
             self._fwd_cache[key] = self._gen_forward(*key)
         return self._fwd_cache[key]
 
-    def _gen_forward(self, is_train, monitor):
+    def _gen_forward(self, is_train, monitor, keep_saved):
         xp = self.xp
         env = {}
         lines = ['def forward(A, X, O, M=None):']
@@ -125,7 +129,7 @@ class Plan:
         for j, e in enumerate(self.aux_entries):
             lines.append('    v%d = X[%d]' % (e, j))
         keep = set(self.head_entries) | set(self.arg_entries) | set(self.aux_entries)
-        if is_train:
+        if keep_saved:
             keep |= set(self.saved)
         last_use = {}
         for s, n in enumerate(self.steps):
@@ -158,7 +162,7 @@ class Plan:
             if dead:
                 lines.append('    del %s' % ', '.join('v%d' % e for e in sorted(dead)))
         heads = ''.join('v%d, ' % e for e in self.head_entries)
-        saved = ''.join('v%d, ' % e for e in self.saved) if is_train else ''
+        saved = ''.join('v%d, ' % e for e in self.saved) if keep_saved else ''
         lines.append('    return (%s), (%s)' % (heads, saved))
         fn, fname = self._compile('\n'.join(lines) + '\n', env, 'forward')
         return fn, fname, line_step

@@ -331,8 +331,8 @@ class Symbol:
                 lines.append('Variable:%s' % n.name)
             else:
                 lines.append('Op:%s, Name=%s (%s)' % (n.op.name, n.name, n.location))
-                for src, i in n.inputs:
-                    lines.append('  arg[%d]=%s' % (i, src.output_names()[i]))
+                for j, (src, i) in enumerate(n.inputs):
+                    lines.append('  arg[%d]=%s' % (j, src.output_names()[i]))
         return '\n'.join(lines)
 
     # ------------------------------------------------------------------ visualisation

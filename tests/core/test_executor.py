@@ -107,10 +107,16 @@ def test_backward_needs_head_gradient_unless_loss():
     exe.backward()
 
 
-def test_backward_before_training_forward_is_an_error():
+def test_backward_before_any_forward_is_an_error():
     exe = _net().simple_bind(mx.cpu(), x=(3, 5))
     with pytest.raises(mx.MXNetError, match='forward'):
         exe.backward([mx.nd.ones((3, 4))])
+    # after an inference forward backward runs, as in MXNet (values against MXNet in
+    # tests/golden/test_executor_semantics.py)
+    exe.forward(is_train=False)
+    exe.backward([mx.nd.ones((3, 4))])
+    # an executor without gradients keeps nothing for backward
+    exe = _net().simple_bind(mx.cpu(), grad_req='null', x=(3, 5))
     exe.forward(is_train=False)
     with pytest.raises(mx.MXNetError, match='forward'):
         exe.backward([mx.nd.ones((3, 4))])

@@ -69,7 +69,8 @@ def run(mx):
     u = mx.nd.zeros((2,), dtype='uint8')
     u[:] = 300
     u[0] = -1
-    out['uint8_wrap'] = u.asnumpy().tolist()
+    out['uint8_wrap'] = (u.asnumpy().tolist()
+                         + mx.nd.full((2,), -1, dtype='uint8').asnumpy().tolist())
     # mixed dtypes are refused
     out['mixed_dtypes'] = [
         _error(lambda: mx.nd.array([1], dtype='int8') + mx.nd.array([1], dtype='int32')),

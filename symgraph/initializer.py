@@ -7,6 +7,9 @@ A Variable's ``__init__`` attribute (``init=`` at creation) overrides the global
 from __future__ import annotations
 
 import json
+import logging
+import re
+import warnings
 
 import numpy as np
 
@@ -14,17 +17,35 @@ from .base import MXNetError
 
 __all__ = ['InitDesc', 'Initializer', 'Zero', 'One', 'Constant', 'Uniform', 'Normal',
            'Xavier', 'MSRAPrelu', 'Orthogonal', 'Bilinear', 'LSTMBias', 'Load', 'Mixed',
-           'create', 'register']
+           'InitializerError', 'create', 'register', 'alias']
 
 _REGISTRY = {}
 
 
+class InitializerError(MXNetError, ValueError):
+    """A parameter an initializer cannot fill (MXNet raises ValueError)."""
+
+
 def register(cls):
-    """Register an initializer class under its lower-case name (for ``__init__`` JSON)."""
+    """Register an initializer class under its lower-case name (for ``__init__`` JSON and
+    :func:`create`); aliases come from :func:`alias` or ``_aliases``."""
+    if not (isinstance(cls, type) and issubclass(cls, Initializer)):
+        raise TypeError('mx.init.register takes a subclass of mx.init.Initializer, got %r'
+                        % (cls,))
     _REGISTRY[cls.__name__.lower()] = cls
     for a in getattr(cls, '_aliases', ()):
-        _REGISTRY[a] = cls
+        _REGISTRY[a.lower()] = cls
     return cls
+
+
+def alias(*aliases):
+    """Class decorator: also register the initializer under ``aliases``."""
+    def reg(cls):
+        cls._aliases = tuple(getattr(cls, '_aliases', ())) + tuple(aliases)
+        for a in aliases:
+            _REGISTRY[a.lower()] = cls
+        return cls
+    return reg
 
 
 class InitDesc(str):
@@ -38,10 +59,30 @@ class InitDesc(str):
 
 
 class Initializer:
-    """Base class: ``init(desc, arr)`` fills ``arr`` (an NDArray) by the name rules."""
+    """Base class: ``init(desc, arr)`` fills ``arr`` (an NDArray) by the name rules.
+
+    Subclasses override ``_init_weight`` and may override ``_init_bias``, ``_init_gamma``,
+    ``_init_beta``, ``_init_zero``, ``_init_one``, as in MXNet.
+    """
 
     def __init__(self, **kwargs):
         self._kwargs = kwargs
+        self._verbose = False
+        self._print_func = None
+
+    def set_verbosity(self, verbose=False, print_func=None):
+        """Log each initialized array (``print_func(arr)``: default its RMS) at INFO."""
+        self._verbose = verbose
+        if print_func is None:
+            def print_func(x):
+                a = x.asnumpy().astype(np.float64)
+                return str(np.sqrt((a * a).sum() / max(a.size, 1)))
+        self._print_func = print_func
+        return self
+
+    def _verbose_print(self, desc, init, arr):
+        if self._verbose and self._print_func:
+            logging.info('Initialized %s as %s: %s', desc, init, self._print_func(arr))
 
     def dumps(self):
         """``'["name", {kwargs}]'`` as stored in ``__init__`` attributes."""
@@ -49,35 +90,112 @@ class Initializer:
 
     def __call__(self, desc, arr):
         if not isinstance(desc, InitDesc):
-            desc = InitDesc(str(desc))
+            self._legacy_init(desc, arr)
+            return
+        if desc.global_init is None:
+            desc.global_init = self
         init = desc.attrs.get('__init__', '')
         if init:
             create(init)._init_weight(desc, arr)
+            self._verbose_print(desc, init, arr)
             return
-        name = str(desc)
-        if name.endswith('weight'):
-            self._init_weight(desc, arr)
-        elif name.endswith('bias') or name.endswith('beta') or name.endswith('moving_mean') \
-                or name.endswith('running_mean') or name.endswith('min'):
-            arr[:] = 0.0
-        elif name.endswith('gamma') or name.endswith('moving_var') \
-                or name.endswith('running_var') or name.endswith('moving_inv_var') \
-                or name.endswith('max'):
-            arr[:] = 1.0
+        for suffixes, method in _DISPATCH:
+            if desc.endswith(suffixes):
+                getattr(self, method)(desc, arr)
+                self._verbose_print(desc, method[len('_init_'):], arr)
+                return
+        self._init_default(desc, arr)
+
+    def _legacy_init(self, name, arr):
+        """``init('name', arr)``: MXNet's older name rules (deprecated there too)."""
+        warnings.warn('Calling initializer with init(str, NDArray) has been deprecated. '
+                      'please use init(mx.init.InitDesc(...), NDArray) instead.',
+                      DeprecationWarning, stacklevel=3)
+        if not isinstance(name, str):
+            raise TypeError('name must be string')
+        if name.startswith('upsampling'):
+            self._init_bilinear(name, arr)
+        elif name.startswith('stn_loc') and name.endswith('weight'):
+            self._init_zero(name, arr)
+        elif name.startswith('stn_loc') and name.endswith('bias'):
+            self._init_loc_bias(name, arr)
         else:
-            self._init_default(desc, arr)
+            for suffixes, method in _LEGACY_DISPATCH:
+                if name.endswith(suffixes):
+                    getattr(self, method)(name, arr)
+                    return
+            self._init_default(name, arr)
+
+    def _init_bilinear(self, _, arr):
+        arr[:] = _bilinear(arr.shape)
+
+    def _init_loc_bias(self, _, arr):
+        if arr.shape[0] != 6:
+            raise InitializerError('a spatial transformer location bias has 6 entries, '
+                                   'got shape %s' % (arr.shape,))
+        arr[:] = np.array([1.0, 0, 0, 0, 1.0, 0])
+
+    def _init_zero(self, _, arr):
+        arr[:] = 0.0
+
+    def _init_one(self, _, arr):
+        arr[:] = 1.0
+
+    def _init_bias(self, _, arr):
+        arr[:] = 0.0
+
+    def _init_gamma(self, _, arr):
+        arr[:] = 1.0
+
+    def _init_beta(self, _, arr):
+        arr[:] = 0.0
 
     def _init_weight(self, name, arr):
         raise NotImplementedError('%s must override _init_weight' % type(self).__name__)
 
     def _init_default(self, name, arr):
-        raise MXNetError('Unknown initialization pattern for %s. Default initialization is '
-                         'now limited to "weight", "bias", "gamma" (1.0), and "beta" (0.0). '
-                         'Please use mx.sym.Variable(init=mx.init.*) to set initialization '
-                         'pattern' % name)
+        raise InitializerError(
+            'Unknown initialization pattern for %s. Default initialization is now limited to '
+            '"weight", "bias", "gamma" (1.0), and "beta" (0.0). Please use '
+            'mx.sym.Variable(init=mx.init.*) to set initialization pattern' % name)
+
+    def __eq__(self, other):
+        if not isinstance(other, Initializer):
+            return NotImplemented
+        return type(self) is type(other) and self._kwargs == other._kwargs
+
+    __hash__ = object.__hash__
 
     def __repr__(self):
         return self.dumps()
+
+
+#: name suffix -> method, in MXNet's order (moving/running statistics too: symgraph fills
+#: them by name where MXNet needs their __init__ attribute)
+_DISPATCH = (
+    (('weight',), '_init_weight'), (('bias',), '_init_bias'), (('gamma',), '_init_gamma'),
+    (('beta',), '_init_beta'), (('min',), '_init_zero'), (('max',), '_init_one'),
+    (('moving_mean', 'running_mean'), '_init_zero'),
+    (('moving_var', 'running_var'), '_init_one'),
+)
+#: MXNet's legacy ``init(str, arr)`` rules after the upsampling/stn_loc prefixes
+_LEGACY_DISPATCH = (
+    (('bias',), '_init_bias'), (('gamma',), '_init_gamma'), (('beta',), '_init_beta'),
+    (('weight',), '_init_weight'), (('moving_mean',), '_init_zero'),
+    (('moving_var',), '_init_one'), (('moving_inv_var',), '_init_zero'),
+    (('moving_avg',), '_init_zero'), (('min',), '_init_zero'), (('max',), '_init_one'),
+)
+
+
+def _bilinear(shape):
+    """Bilinear-interpolation kernels of ``shape`` (N, C, H, W), as MXNet fills them."""
+    f = np.ceil(shape[3] / 2.0)
+    c = (2 * f - 1 - f % 2) / (2.0 * f)
+    i = np.arange(int(np.prod(shape)))
+    x = i % shape[3]
+    y = (i // shape[3]) % shape[2]
+    weight = (1 - np.abs(x / f - c)) * (1 - np.abs(y / f - c))
+    return weight.astype(np.float32).reshape(shape)
 
 
 @register
@@ -102,8 +220,25 @@ class Constant(Initializer):
         super().__init__(value=value)
         self.value = value
 
+    def dumps(self):
+        value = self.value
+        if hasattr(value, 'asnumpy'):
+            value = value.asnumpy()
+        if isinstance(value, np.ndarray):
+            value = value.tolist()        # as MXNet: arrays are stored as lists
+        elif isinstance(value, np.generic):
+            value = value.item()
+        return json.dumps(['constant', {'value': value}])
+
     def _init_weight(self, _, arr):
         arr[:] = self.value
+
+
+def _check_float(arr, what):
+    # MXNet's samplers write only floating-point arrays
+    if np.dtype(arr.dtype).kind != 'f':
+        raise InitializerError('%s: output type must be float16, float32 or float64, got %s'
+                               % (what, np.dtype(arr.dtype).name))
 
 
 @register
@@ -112,7 +247,8 @@ class Uniform(Initializer):
         super().__init__(scale=scale)
         self.scale = scale
 
-    def _init_weight(self, _, arr):
+    def _init_weight(self, name, arr):
+        _check_float(arr, 'Uniform for %s' % name)
         arr[:] = np.random.uniform(-self.scale, self.scale, arr.shape)
 
 
@@ -122,7 +258,8 @@ class Normal(Initializer):
         super().__init__(sigma=sigma)
         self.sigma = sigma
 
-    def _init_weight(self, _, arr):
+    def _init_weight(self, name, arr):
+        _check_float(arr, 'Normal for %s' % name)
         arr[:] = np.random.normal(0, self.sigma, arr.shape)
 
 
@@ -139,8 +276,9 @@ class Xavier(Initializer):
         shape = arr.shape
         hw = float(np.prod(shape[2:])) if len(shape) > 2 else 1.0
         if len(shape) < 2:
-            raise MXNetError('Xavier initializer cannot be applied to vector %s; it needs at '
-                             'least 2D' % name)
+            raise InitializerError('Xavier initializer cannot be applied to vector %s; it '
+                                   'needs at least 2D' % name)
+        _check_float(arr, 'Xavier for %s' % name)
         fan_in, fan_out = shape[1] * hw, shape[0] * hw
         factor = {'avg': (fan_in + fan_out) / 2.0, 'in': fan_in, 'out': fan_out}.get(
             self.factor_type)
@@ -167,9 +305,13 @@ class MSRAPrelu(Xavier):
 class Orthogonal(Initializer):
     def __init__(self, scale=1.414, rand_type='uniform'):
         super().__init__(scale=scale, rand_type=rand_type)
+        if rand_type not in ('uniform', 'normal'):
+            raise InitializerError("Orthogonal: rand_type must be 'uniform' or 'normal', "
+                                   'got %r' % (rand_type,))
         self.scale, self.rand_type = scale, rand_type
 
-    def _init_weight(self, _, arr):
+    def _init_weight(self, name, arr):
+        _check_float(arr, 'Orthogonal for %s' % name)
         nout = arr.shape[0]
         nin = int(np.prod(arr.shape[1:]))
         tmp = np.random.uniform(-1.0, 1.0, (nout, nin)) if self.rand_type == 'uniform' \
@@ -187,14 +329,7 @@ class Bilinear(Initializer):
         super().__init__()
 
     def _init_weight(self, _, arr):
-        shape = arr.shape
-        f = np.ceil(shape[3] / 2.0)
-        c = (2 * f - 1 - f % 2) / (2.0 * f)
-        i = np.arange(int(np.prod(shape)))
-        x = i % shape[3]
-        y = (i // shape[3]) % shape[2]
-        weight = (1 - np.abs(x / f - c)) * (1 - np.abs(y / f - c))
-        arr[:] = weight.astype(np.float32).reshape(shape)
+        arr[:] = _bilinear(arr.shape)
 
 
 @register
@@ -230,29 +365,31 @@ class Load:
         self.verbose = verbose
 
     def __call__(self, name, arr):
-        name = str(name)
-        if name in self.param:
-            value = self.param[name]
+        key = str(name)
+        if key in self.param:
+            value = self.param[key]
             if tuple(value.shape) != tuple(arr.shape):
                 raise MXNetError('Load: parameter %s has shape %s in the file but %s here'
-                                 % (name, tuple(value.shape), tuple(arr.shape)))
+                                 % (key, tuple(value.shape), tuple(arr.shape)))
             arr[:] = value
             if self.verbose:
-                print('Initialized %s by loading' % name)
+                logging.info('Initialized %s by loading', key)
         else:
             if self.default_init is None:
                 raise MXNetError('Load: cannot initialize %s: it is not among the loaded '
-                                 'parameters and there is no default_init' % name)
-            self.default_init(name, arr)
+                                 'parameters and there is no default_init' % key)
+            self.default_init(name, arr)        # the InitDesc itself, attributes and all
             if self.verbose:
-                print('Initialized %s by default' % name)
+                logging.info('Initialized %s by default', key)
 
 
 class Mixed:
     """Different initializers for names matching different regular expressions."""
 
     def __init__(self, patterns, initializers):
-        import re
+        if len(patterns) != len(initializers):
+            raise InitializerError('Mixed: %d patterns but %d initializers'
+                                   % (len(patterns), len(initializers)))
         self.map = list(zip([re.compile(p) for p in patterns], initializers))
 
     def __call__(self, name, arr):
@@ -263,18 +400,34 @@ class Mixed:
         raise ValueError('Parameter name %s did not match any pattern' % name)
 
 
-def create(spec):
-    """An initializer from a name, an instance or ``'["name", {kwargs}]'`` JSON."""
+def create(*args, **kwargs):
+    """An initializer, as MXNet's registry makes one: ``create('xavier', magnitude=2)``,
+    ``create(initializer='normal', sigma=0.3)``, an instance, a dict of those keywords, or
+    the JSON ``'["name", {kwargs}]'`` / ``'{"initializer": "name", ...}'``."""
+    if args:
+        spec, args = args[0], args[1:]
+    elif 'initializer' in kwargs:
+        spec = kwargs.pop('initializer')
+    else:
+        raise TypeError('create needs an initializer name, instance or JSON')
     if isinstance(spec, Initializer):
+        if args or kwargs:
+            raise TypeError('create(%r) takes no further arguments' % (spec,))
         return spec
-    if isinstance(spec, str):
-        s = spec.strip()
-        if s.startswith('['):
-            name, kwargs = json.loads(s)
-        else:
-            name, kwargs = s, {}
-        cls = _REGISTRY.get(name.lower())
-        if cls is None:
-            raise MXNetError('unknown initializer %r; known: %s' % (name, sorted(_REGISTRY)))
-        return cls(**kwargs)
-    raise TypeError('cannot create an initializer from %r' % (spec,))
+    if isinstance(spec, dict):
+        return create(**spec)
+    if not isinstance(spec, str):
+        raise TypeError('cannot create an initializer from %r' % (spec,))
+    s = spec.strip()
+    if s.startswith('[') or s.startswith('{'):
+        if args or kwargs:
+            raise TypeError('create(%r) takes no further arguments' % (spec,))
+        loaded = json.loads(s)
+        if isinstance(loaded, dict):
+            return create(**loaded)
+        name, kw = loaded
+        return create(name, **kw)
+    cls = _REGISTRY.get(s.lower())
+    if cls is None:
+        raise InitializerError('unknown initializer %r; known: %s' % (spec, sorted(_REGISTRY)))
+    return cls(*args, **kwargs)

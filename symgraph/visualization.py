@@ -138,10 +138,14 @@ def summary(symbol, shape=None, count='mxnet'):
     shape : dict of str to tuple, optional
         input shapes; without them output shapes are blank and weight counts partial.
     count : {'mxnet', 'all'}
-        ``'mxnet'`` counts parameters exactly as MXNet 1.9.1's ``print_summary`` does:
-        only Convolution, FullyConnected, BatchNorm (``2 x channels``) and Embedding, a
+        ``'mxnet'`` counts parameters as MXNet 1.9.1's ``print_summary`` does: only
+        Convolution, FullyConnected, BatchNorm (``2 x channels``) and Embedding, a
         FullyConnected layer as ``(input channels + 1) x num_hidden`` even when it
-        flattens a 4-D input, and shared weights once per use. ``'all'`` counts every
+        flattens a 4-D input, and shared weights once per use. Where MXNet's own lookups
+        go wrong, symgraph counts what is there: the shape of a multi-output layer
+        (SliceChannel) and the input channels of a layer reading its second output (MXNet
+        shows no shape and counts 0 channels), ``no_bias=1`` (MXNet recognises only
+        ``True``), BatchNorm over ``axis=-1`` (MXNet counts axis 1). ``'all'`` counts every
         trainable parameter Variable (Deconvolution, PReLU, LayerNorm... included) from
         the inferred shapes, each Variable once.
 

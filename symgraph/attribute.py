@@ -2,6 +2,7 @@
 import threading
 
 from .base import MXNetError
+from .name import _CurrentMeta
 
 __all__ = ['AttrScope']
 
@@ -41,7 +42,7 @@ def plain_keys(attrs):
             and k not in PLAIN_KEYS]
 
 
-class AttrScope:
+class AttrScope(metaclass=_CurrentMeta):
     """Attributes given to every symbol created inside the scope.
 
     >>> import symgraph as mx
@@ -50,7 +51,7 @@ class AttrScope:
     'dev1'
     """
 
-    _state = threading.local()
+    _current = threading.local()
 
     def __init__(self, **kwargs):
         for v in kwargs.values():
@@ -69,19 +70,22 @@ class AttrScope:
         return ret
 
     def __enter__(self):
-        self._old = AttrScope.current()
+        self._old = AttrScope._get_current()
         merged = dict(self._old._attr)
         merged.update(self._attr)
         self._attr = merged
-        AttrScope._state.value = self
+        AttrScope._current.value = self
         return self
 
     def __exit__(self, *exc):
-        AttrScope._state.value = self._old
+        AttrScope._current.value = self._old
 
     @staticmethod
-    def current():
-        v = getattr(AttrScope._state, 'value', None)
+    def _get_current():
+        v = getattr(AttrScope._current, 'value', None)
         if v is None:
-            v = AttrScope._state.value = AttrScope()
+            v = AttrScope._current.value = AttrScope()
         return v
+
+
+AttrScope._scope = AttrScope

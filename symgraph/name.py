@@ -1,10 +1,28 @@
 """Automatic naming of operator nodes (MXNet's ``mx.name``)."""
 import threading
+import warnings
 
 __all__ = ['NameManager', 'Prefix']
 
 
-class NameManager:
+class _CurrentMeta(type):
+    """``NameManager.current`` / ``AttrScope.current`` as MXNet has them: a (deprecated)
+    class property with a setter; symgraph itself calls ``_get_current()``."""
+
+    @property
+    def current(cls):
+        warnings.warn('%s.current has been deprecated; use the with statement'
+                      % cls._scope.__name__, DeprecationWarning, stacklevel=2)
+        return cls._get_current()
+
+    @current.setter
+    def current(cls, value):
+        warnings.warn('%s.current has been deprecated; use the with statement'
+                      % cls._scope.__name__, DeprecationWarning, stacklevel=2)
+        cls._scope._current.value = value
+
+
+class NameManager(metaclass=_CurrentMeta):
     """Gives operators without a name ``<hint><counter>``; use as a context manager.
 
     >>> import symgraph as mx
@@ -13,7 +31,8 @@ class NameManager:
     'exp0'
     """
 
-    _state = threading.local()
+    #: the active manager of each thread (``_current.value``, as MXNet's Gluon code reads)
+    _current = threading.local()
 
     def __init__(self):
         self._counter = {}
@@ -28,19 +47,22 @@ class NameManager:
         return '%s%d' % (hint, n)
 
     def __enter__(self):
-        self._old = NameManager.current()
-        NameManager._state.value = self
+        self._old = NameManager._get_current()
+        NameManager._current.value = self
         return self
 
     def __exit__(self, *exc):
-        NameManager._state.value = self._old
+        NameManager._current.value = self._old
 
     @staticmethod
-    def current():
-        v = getattr(NameManager._state, 'value', None)
+    def _get_current():
+        v = getattr(NameManager._current, 'value', None)
         if v is None:
-            v = NameManager._state.value = NameManager()
+            v = NameManager._current.value = NameManager()
         return v
+
+
+NameManager._scope = NameManager
 
 
 class Prefix(NameManager):

@@ -27,6 +27,8 @@ class Symbol:
     """A symbolic graph with one or more outputs."""
 
     __slots__ = ('_outputs', '__weakref__')
+    #: NumPy scalars on the left defer to the Symbol (``np.float32(2) * x``), as in MXNet
+    __array_priority__ = 1000.0
 
     def __init__(self, outputs):
         self._outputs = tuple(outputs)
@@ -106,7 +108,7 @@ class Symbol:
         return Symbol(inputs) if inputs else None
 
     def __copy__(self):
-        return Symbol(self._outputs)
+        return self.__deepcopy__(None)      # MXNet's copy is a deep copy
 
     def __call__(self, *args, **kwargs):
         """Compose: a copy in which argument Variables are replaced by other symbols,
@@ -118,11 +120,11 @@ class Symbol:
             raise MXNetError('compose: give the replacement symbols by keyword '
                              '(argument=symbol); MXNet composes general symbols by keyword '
                              'only')
-        arg_names = self.list_arguments()
+        arg_names = self.list_inputs()      # auxiliary states may be replaced too
         for k, v in kwargs.items():
             if k not in arg_names:
-                raise MXNetError('compose: %r is not an argument of this symbol; arguments '
-                                 'are %s' % (k, arg_names))
+                raise MXNetError('compose: %r is not an input of this symbol; inputs are %s'
+                                 % (k, arg_names))
             if not isinstance(v, Symbol):
                 raise TypeError('compose: argument %r must be a Symbol, got %s'
                                 % (k, type(v).__name__))
@@ -186,11 +188,32 @@ class Symbol:
         return {n.name: with_plain_copies(n.attrs) for n in self._order() if n.attrs}
 
     def _set_attr(self, **kwargs):
+        """Set string attributes of the head node; an operator parameter is parsed and
+        the operator rebuilt with it, as MXNet re-parses its parameters."""
         for k, v in kwargs.items():
             if not isinstance(v, str):
                 raise ValueError('Set Attr only accepts string values')
-        for n, _ in self._outputs:
-            n.attrs.update(check_attrs(kwargs))
+        heads = {id(n): n for n, _ in self._outputs}
+        if len(heads) != 1:
+            raise MXNetError('_set_attr: the symbol has %d head nodes; set attributes on one '
+                             'node at a time' % len(heads))
+        (n,) = heads.values()
+        attrs = check_attrs(kwargs)
+        if n.op is not None:
+            params = {k: v for k, v in attrs.items() if k in n.op._params}
+            bad = [k for k in plain_keys(attrs) if k not in n.op._params]
+            if bad and n.op._params and not n.op.free_params:
+                raise MXNetError('operator %s: unknown parameter %s (other attributes must be '
+                                 '__dunder__)' % (n.op.name, bad))
+            if params:
+                values = {k: v for k, v in n.attrs.items() if k in n.op._params}
+                values.update(params)
+                new_op = type(n.op)(**values)
+                if new_op.list_arguments() != n.op.list_arguments():
+                    raise MXNetError('operator %s: setting %s would change its inputs'
+                                     % (n.op.name, sorted(params)))
+                object.__setattr__(n, 'op', new_op)
+        n.attrs.update(attrs)
 
     # ------------------------------------------------------------------ inference
     def _known(self, args, kwargs, kind):
@@ -208,16 +231,17 @@ class Symbol:
                     known[n] = v
         by_name = {}
         for n in arg_nodes + aux_nodes:
-            by_name.setdefault(n.name, n)
+            by_name.setdefault(n.name, []).append(n)     # Variables may share a name
         for k, v in kwargs.items():
             if k not in by_name:
                 raise ValueError('infer_%s: %r is not an input of the symbol; inputs are %s'
                                  % (kind, k, list(by_name)))
             if v is not None:
-                known[by_name[k]] = v
+                for n in by_name[k]:
+                    known[n] = v
         for n in arg_nodes + aux_nodes:
             if n in known:
-                known[n] = (tuple(int(d) for d in known[n]) if kind == 'shape'
+                known[n] = (_input_shape(n.name, known[n]) if kind == 'shape'
                             else np.dtype(known[n]))
             elif kind == 'shape' and '__shape__' in n.attrs:
                 known[n] = parse_shape_attr(n.attrs['__shape__'])
@@ -416,6 +440,9 @@ class Symbol:
         # fluent methods: x.reshape(...), x.sum(...), x.exp() ...
         if name.startswith('_') or name not in _FLUENT:
             raise AttributeError(name)
+        if name == 'astype':        # x.astype('int32') is a Cast node, as in MXNet
+            return lambda dtype, **k: _invoke('Cast', (self,), dict(k, dtype=dtype),
+                                              hint='cast')
         fn = _op_function(name)
         if name == 'reshape':       # x.reshape((2, 3)) as well as x.reshape(shape=(2, 3))
             return lambda *a, **k: fn(self, shape=a[0] if len(a) == 1 else a, **k) \
@@ -430,7 +457,23 @@ class Symbol:
 _FLUENT = frozenset('''reshape reshape_like transpose flatten expand_dims squeeze sum mean
 max min prod norm argmax argmin exp log sqrt square abs sign clip tile repeat broadcast_to
 broadcast_axes slice slice_axis take pick one_hot softmax log_softmax relu sigmoid tanh
-split swapaxes astype zeros_like ones_like round floor ceil topk sort argsort'''.split())
+split swapaxes astype zeros_like ones_like round floor ceil topk sort argsort arccos arccosh
+arcsin arcsinh arctan arctanh argmax_channel broadcast_like cbrt cos cosh degrees
+depth_to_space diag expm1 fix flip log10 log1p log2 nanprod nansum pad radians rcbrt
+reciprocal rint rsqrt shape_array sin sinh size_array slice_like softmin space_to_depth tan
+trunc'''.split())
+
+
+def _input_shape(name, shape):
+    """A shape given for input ``name``: -1 (MXNet's unknown) becomes 0, ours."""
+    try:
+        dims = tuple(int(d) for d in shape)
+    except TypeError:
+        raise ValueError('the shape of %r must be a tuple of ints, got %r'
+                         % (name, shape)) from None
+    if any(d < -1 for d in dims):
+        raise ValueError('the shape of %r has a dimension below -1: %s' % (name, dims))
+    return tuple(max(d, 0) for d in dims)
 
 
 # ---------------------------------------------------------------------- creation
@@ -445,7 +488,7 @@ def Variable(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None
     """
     if not isinstance(name, str):
         raise TypeError('Expect a string for variable `name`')
-    attrs = AttrScope.current().get(check_attrs(attr))
+    attrs = AttrScope._get_current().get(check_attrs(attr))
     if shape is not None:
         attrs['__shape__'] = str(tuple(shape))
     if lr_mult is not None:
@@ -493,24 +536,30 @@ def _entry_of(sym, op_name, arg):
 def _invoke(func_name, args, kwargs, hint=None):
     """Create an operator node: the body of every ``mx.sym.<op>`` function."""
     cls = opdef.get_op(func_name)
-    args, kwargs = cls.split_positional(args, lambda a: isinstance(a, Symbol), kwargs)
+    # None for an input means "not given": MXNet then creates the input Variable itself
+    # (conv(data, weight=None) helpers pass it straight through)
+    args, kwargs = cls.split_positional(args, lambda a: isinstance(a, Symbol) or a is None,
+                                        kwargs)
     kwargs = dict(kwargs)
     name = kwargs.pop('name', None)
     attr = kwargs.pop('attr', None)
     sym_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, Symbol)}
-    # an explicit None is kept: MXNet writes it as 'None' (e.g. axis=None)
-    params = {k: v for k, v in kwargs.items() if not isinstance(v, Symbol)}
+    # an explicit None is kept for a parameter: MXNet writes it as 'None' (e.g. axis=None)
+    params = {k: v for k, v in kwargs.items() if not isinstance(v, Symbol)
+              and (v is not None or k in cls._params or cls.free_params)}
     for a in args:
-        if not isinstance(a, Symbol):
+        if not isinstance(a, Symbol) and a is not None:
             raise TypeError('operator %s: positional inputs must be Symbols, got %s; give '
                             'parameters by keyword' % (cls.name, type(a).__name__))
     if 'num_args' in cls._params and 'num_args' not in params:
         params['num_args'] = len(args) + len(sym_kwargs)
-    op = cls(**params)
+    # the name is taken before the operator is made: a call that fails still uses up its
+    # counter, as in MXNet, so later automatic names match MXNet's
     hint = hint or func_name.lower()
-    node_name = NameManager.current().get(name, hint)
+    node_name = NameManager._get_current().get(name, hint)
+    op = cls(**params)
     str_params = {k: opdef.Operator.format_value(v) for k, v in params.items()}
-    attrs = AttrScope.current().get(check_attrs(attr))
+    attrs = AttrScope._get_current().get(check_attrs(attr))
     bad = [k for k in plain_keys(attrs) if k not in cls._params]
     if bad and not cls.free_params:
         raise MXNetError('operator %s: unknown parameter %s given through attr/AttrScope; '
@@ -526,7 +575,8 @@ def _invoke(func_name, args, kwargs, hint=None):
         if k not in in_names:
             raise MXNetError('operator %s: unknown input %r; inputs are %s'
                              % (cls.name, k, in_names))
-    twice = [an for j, an in enumerate(in_names[:len(args)]) if an in sym_kwargs]
+    twice = [an for j, an in enumerate(in_names[:len(args)])
+             if an in sym_kwargs and args[j] is not None]
     if twice:
         raise MXNetError('operator %s: input %s given both by position and by keyword'
                          % (cls.name, ', '.join(repr(a) for a in twice)))
@@ -534,7 +584,7 @@ def _invoke(func_name, args, kwargs, hint=None):
     default_init = op.input_init()
     inputs = []
     for j, an in enumerate(in_names):
-        if an in sym_kwargs or j < len(args):
+        if an in sym_kwargs or (j < len(args) and args[j] is not None):
             entry = _entry_of(sym_kwargs[an] if an in sym_kwargs else args[j], cls.name, an)
             src = entry[0]
             if an in default_init and src.op is None and '__init__' not in src.attrs:

@@ -28,7 +28,7 @@ def test_compose_renames_the_head():
 def test_compose_errors_name_the_problem():
     x, y = mx.sym.var('x'), mx.sym.var('y')
     net = mx.sym.exp(x)
-    with pytest.raises(MXNetError, match="'q' is not an argument.*\\['x'\\]"):
+    with pytest.raises(MXNetError, match="'q' is not an input.*\\['x'\\]"):
         net(q=y)
     with pytest.raises(MXNetError, match='group of 2 outputs'):
         net(x=mx.sym.Group([x, y]))

@@ -112,7 +112,7 @@ def test_backward_before_any_forward_is_an_error():
     with pytest.raises(mx.MXNetError, match='forward'):
         exe.backward([mx.nd.ones((3, 4))])
     # after an inference forward backward runs, as in MXNet (values against MXNet in
-    # tests/golden/test_executor_semantics.py)
+    # tests/golden/test_semantics.py)
     exe.forward(is_train=False)
     exe.backward([mx.nd.ones((3, 4))])
     # an executor without gradients keeps nothing for backward

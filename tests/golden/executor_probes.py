@@ -1,6 +1,6 @@
 """Executor behaviours checked against MXNet 1.9.1, written once for both frameworks
 (Python 3.8 compatible): ``run(mx)`` returns {probe: JSON-able result}. Run under MXNet by
-``make_executor_semantics.py``, under symgraph by ``test_executor_semantics.py``."""
+``make_semantics.py``, under symgraph by ``test_semantics.py``."""
 import numpy as np
 
 

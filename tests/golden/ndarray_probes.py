@@ -1,6 +1,6 @@
 """NDArray behaviours that MXNet 1.x scripts rely on, written once for both frameworks
 (Python 3.8 compatible): ``run(mx)`` returns {probe: JSON-able result}. Run under MXNet
-1.9.1 by ``make_ndarray_semantics.py``, under symgraph by ``test_ndarray_semantics.py``.
+1.9.1 by ``make_semantics.py``, under symgraph by ``test_semantics.py``.
 """
 import copy
 

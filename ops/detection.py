@@ -10,7 +10,7 @@ box whose IoU equals the threshold to the last bit may be decided differently.
 """
 import numpy as np
 
-from symgraph.opdef import Operator, Param, ShapeError, register, same_type
+from symgraph.opdef import MXNetError, Operator, Param, ShapeError, register, same_type
 
 from .nms_core import _host, box_corners, greedy_nms_keep, nms_indices
 
@@ -96,6 +96,11 @@ class BoxNMS(Operator):
     out_format = Param(str, 'corner', choices=_FORMATS, doc='output box encoding')
     needs_inputs = False
     needs_outputs = True
+
+    def check(self):
+        if self.id_index >= 0 and self.id_index == self.score_index:
+            raise MXNetError('box_nms: id_index %d conflicts with score_index'
+                             % self.id_index)
 
     def list_outputs(self):
         # the hidden second output records which input row each output row came from

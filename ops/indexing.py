@@ -141,7 +141,7 @@ class OneHot(Operator):
     """``out[..., k] = on_value if indices[...] == k else off_value`` (k < depth)."""
 
     name = 'one_hot'
-    depth = Param(int, doc='length of the one-hot axis')
+    depth = Param(int, doc='length of the one-hot axis', minimum=0)
     on_value = Param(float, 1.0, doc='value at the index')
     off_value = Param(float, 0.0, doc='value elsewhere')
     dtype = Param('dtype', np.dtype('float32'), doc='dtype of the output')
@@ -162,7 +162,10 @@ class OneHot(Operator):
         # out-of-range indices (negative too) match no position: a row of off_value
         hit = i[..., None] == xp.arange(self.depth)
         dt = np.dtype(self.dtype)
-        return [xp.where(hit, dt.type(self.on_value), dt.type(self.off_value)).astype(dt)]
+        # C's cast of the values (-1 in uint8 is 255), as MXNet
+        on, off = (np.array(v, np.float64).astype(np.int64).astype(dt) if dt.kind in 'iub'
+                   else dt.type(v) for v in (self.on_value, self.off_value))
+        return [xp.where(hit, on, off).astype(dt)]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         return [xp.zeros_like(inputs[0]) if need[0] else None]

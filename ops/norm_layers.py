@@ -247,6 +247,9 @@ class LRN(Operator):
         s = in_shapes[0]
         if s is not None and len(s) != 4:
             raise ShapeError('LRN needs 4-D data (N, C, H, W), got %s' % (tuple(s),))
+        if s is not None and s[1] and self.nsize > s[1]:
+            raise ShapeError('LRN: local size nsize=%d must not exceed the %d channels'
+                             % (self.nsize, s[1]))
         return [s], [s, s], []
 
     def infer_type(self, in_types):

@@ -299,6 +299,10 @@ class UpSampling(Operator):
         first = in_shapes[0]
         if first is None or any(s is None for s in in_shapes):
             return in_shapes, [None], []
+        for i, s in enumerate(in_shapes):
+            if len(s) != 4:
+                raise ShapeError('UpSampling: input arg%d must be 4-D (batch, channel, y, x), '
+                                 'got %s' % (i, tuple(s)))
         oh, ow = first[2] * self.scale, first[3] * self.scale
         chans = 0
         for i, s in enumerate(in_shapes):

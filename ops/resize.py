@@ -25,7 +25,9 @@ def _axis_taps(n_in, n_out, align_corners, dtype):
         scale = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
         src = o * scale
     else:
-        src = np.maximum((o + 0.5) * (n_in / n_out) - 0.5, 0.0)
+        # MXNet's area_pixel_compute_scale: 0 for a single output position
+        scale = n_in / n_out if n_out > 1 else 0.0
+        src = np.maximum((o + 0.5) * scale - 0.5, 0.0)
     i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
     i1 = np.minimum(i0 + 1, n_in - 1)
     w1 = (src - i0).astype(dtype)

@@ -235,7 +235,8 @@ class ROIAlign(_ROIBase):
         gwm = max(1, int(gw.max())) if r else 1
         yl, yh, wyl, wyh = self._axis_samples(xp, y1, rh, ph, gh, ghm, h, dt)
         xl, xh, wxl, wxh = self._axis_samples(xp, x1, rw, pw, gw, gwm, w, dt)
-        ok = (batch >= 0).astype(dt) / (gh * gw).astype(dt)
+        # a batch index outside [0, N) pools nothing (zeros, as ROIPooling here)
+        ok = ((batch >= 0) & (batch < n)).astype(dt) / (gh * gw).astype(dt)
         # (r, ph, pw, gy, gx, 4) positions and weights of the four corners
         ys = xp.stack([yl, yl, yh, yh], -1)[:, :, None, :, None, :]
         xs = xp.stack([xl, xh, xl, xh], -1)[:, None, :, None, :, :]

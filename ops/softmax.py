@@ -4,7 +4,7 @@ The loss head ``SoftmaxOutput`` is in :mod:`symgraph.ops.loss`.
 """
 import numpy as np
 
-from symgraph.opdef import Operator, Param, ShapeError, register
+from symgraph.opdef import Operator, Param, ShapeError, TypeInferenceError, register
 
 
 def softmax(xp, x, axis):
@@ -42,6 +42,13 @@ class _SoftmaxBase(Operator):
 
     def infer_type(self, in_types):
         t = in_types[0]
+        if t is not None and np.dtype(t).kind != 'f':
+            raise TypeInferenceError('%s: this operation only supports floating point types, '
+                                     'not %s' % (self.name, np.dtype(t).name))
+        if self.use_length and len(in_types) > 1 and in_types[1] is not None \
+                and np.dtype(in_types[1]).kind not in 'iu':
+            raise TypeInferenceError('%s: length must have an integer type, not %s'
+                                     % (self.name, np.dtype(in_types[1]).name))
         out = np.dtype(self.dtype) if self.dtype is not None else t
         return list(in_types[:len(self.list_arguments())]), [out], []
 

@@ -630,9 +630,10 @@ def invoke(func_name, args, kwargs):
     out = kwargs.pop('out', None)
     kwargs.pop('name', None)
     nd_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, NDArray)}
-    # an explicit None reaches free-form operators (Custom passes 'None' to the prop)
+    # an explicit None is kept for a parameter (axis=None flattens, end=None runs to the
+    # end), as mx.sym does; for an input it means "not given"
     params = {k: v for k, v in kwargs.items() if not isinstance(v, NDArray)
-              and (v is not None or cls.free_params)}
+              and (v is not None or k in cls._params or cls.free_params)}
     if 'num_args' in cls._params and 'num_args' not in params:
         params['num_args'] = len(args) + len(nd_kwargs)
     op = cls(**params)

@@ -494,7 +494,7 @@ class OpNamespace:
         for cand in (self._prefix + name, name):
             if cand in _REGISTRY:
                 return self._maker(cand, hint=name.lower())
-        raise AttributeError('no operator %r%s' % (self._prefix, name))
+        raise AttributeError('no operator %r' % (self._prefix + name))
 
     def __dir__(self):
         return [n[len(self._prefix):] for n in _REGISTRY if n.startswith(self._prefix)]

@@ -13,7 +13,7 @@ import sys
 import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULES = ('ndarray', 'executor', 'symbol')
+MODULES = ('ndarray', 'executor', 'symbol', 'op')
 
 
 def main(names):

@@ -1,6 +1,7 @@
-"""NDArray, executor and symbol-building behaviours against MXNet 1.9.1's: the probes of
-``ndarray_probes.py``, ``executor_probes.py`` and ``symbol_probes.py`` run here and their
-results compared with the golden files ``make_semantics.py`` wrote from MXNet."""
+"""NDArray, executor, symbol-building and operator-edge behaviours against MXNet 1.9.1's:
+the probes of ``ndarray_probes.py``, ``executor_probes.py``, ``symbol_probes.py`` and
+``op_probes.py`` run here and their results are compared with the golden files that
+``make_semantics.py`` wrote from MXNet."""
 import importlib
 import json
 import os

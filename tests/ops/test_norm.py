@@ -239,7 +239,7 @@ LRN_CASES = [
     OpCase('LRN', {'nsize': 5, 'alpha': 0.5, 'beta': 0.6, 'knorm': 1.5},
            shapes=[(1, 7, 2, 3)], ref=lrn_ref(5, 0.5, 0.6, 1.5)),
     OpCase('LRN', {'nsize': 1, 'alpha': 0.3}, shapes=[(2, 3, 1, 2)], ref=lrn_ref(1, 0.3)),
-    OpCase('LRN', {'nsize': 7, 'alpha': 0.3}, shapes=[(2, 3, 2, 2)], ref=lrn_ref(7, 0.3)),
+    OpCase('LRN', {'nsize': 7, 'alpha': 0.3}, shapes=[(2, 7, 2, 2)], ref=lrn_ref(7, 0.3)),
 ]
 
 CASES = BN_CASES + LN_CASES + IN_CASES + L2_CASES + LRN_CASES

@@ -226,6 +226,69 @@ class BoxIOU(Operator):
 
 
 @register
+class BipartiteMatching(Operator):
+    """Greedy matching of rows to columns by score: ``data`` (..., N, M) gives the column
+    of each row (..., N) and the row of each column (..., M), -1 where unmatched.
+
+    Pairs are taken best score first (highest, or lowest with ``is_ascend``; ties in row-
+    major order), each row and column once, while the score is not past ``threshold``.
+    As MXNet 1.9.1 does, ``topk = k > 0`` stops after k + 1 matches.
+    """
+
+    name = '_contrib_bipartite_matching'
+    is_ascend = Param(bool, False, doc='match the lowest scores first')
+    threshold = Param(float, doc='scores below it (above it with is_ascend) never match')
+    topk = Param(int, -1, doc='limit on the matches (-1: none)')
+    no_grad = True
+    needs_inputs = False
+
+    def list_outputs(self):
+        return ['output0', 'output1']
+
+    def infer_shape(self, in_shapes):
+        s = in_shapes[0]
+        if s is None:
+            return [None], [None, None], []
+        if len(s) < 2:
+            raise ShapeError('bipartite_matching needs data of shape (..., N, M), got %s'
+                             % (tuple(s),))
+        return [s], [tuple(s[:-1]), tuple(s[:-2]) + (s[-1],)], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        data = inputs[0]
+        *lead, n, m = data.shape
+        b = int(np.prod(lead, dtype=np.int64))
+        # in double, as MXNet compares the float score with its double threshold
+        score = data.reshape(b, n * m).astype(np.float64)
+        if not self.is_ascend:
+            score = -score                      # best first = smallest here
+        limit = -self.threshold if not self.is_ascend else self.threshold
+        rows = xp.full((b, n), -1, dtype=np.int64)
+        cols = xp.full((b, m), -1, dtype=np.int64)
+        active = xp.ones(b, dtype=bool)
+        batch = xp.arange(b)
+        most = min(n, m) if self.topk <= 0 else min(n, m, self.topk + 1)
+        # one match per batch and step: the best pair whose row and column are free (the
+        # greedy sweep over the sorted pairs, one match at a time)
+        for _ in range(most):
+            best = xp.argmin(score, axis=1)     # first of equal scores: row-major order
+            value = score[batch, best]
+            active &= value <= limit
+            r, c = best // m, best % m
+            rows[batch[active], r[active]] = c[active]
+            cols[batch[active], c[active]] = r[active]
+            done = score.reshape(b, n, m)
+            done[batch[active], r[active], :] = np.inf
+            done[batch[active], :, c[active]] = np.inf
+        dt = data.dtype
+        return [rows.reshape(tuple(lead) + (n,)).astype(dt),
+                cols.reshape(tuple(lead) + (m,)).astype(dt)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        return [xp.zeros_like(inputs[0]) if need[0] else None]
+
+
+@register
 class NMS(Operator):
     """symgraph's plain NMS (not an MXNet operator): ``contrib.nms(boxes, scores)``.
 

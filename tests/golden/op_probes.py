@@ -43,4 +43,16 @@ def run(mx):
         _error(lambda: mx.nd.contrib.box_nms(mx.nd.ones((1, 6)), id_index=1,
                                              score_index=1).asnumpy()),
         _error(lambda: mx.nd.one_hot(mx.nd.array([0]), depth=-1).asnumpy())]
+    # bipartite matching: ties, thresholds both ways, topk (MXNet stops after topk + 1)
+    rng = np.random.RandomState(0)
+    out['bipartite_matching'] = []
+    for data, kw in [(np.array([[0.5, 0.6], [0.1, 0.2], [0.3, 0.4]]), dict(threshold=0.35)),
+                     (np.array([[0.5, 0.6], [0.1, 0.2], [0.3, 0.4]]),
+                      dict(threshold=0.4, is_ascend=True)),
+                     (np.full((2, 3), 0.5), dict(threshold=0.1)),
+                     (np.array([[0.5, 0.6], [0.1, 0.2], [0.3, 0.4]]),
+                      dict(threshold=0.0, topk=1)),
+                     (rng.rand(3, 5, 3).round(1), dict(threshold=0.2, is_ascend=True, topk=2))]:
+        rows, cols = mx.nd.contrib.bipartite_matching(mx.nd.array(data), **kw)
+        out['bipartite_matching'].append([rows.asnumpy().tolist(), cols.asnumpy().tolist()])
     return out

@@ -171,7 +171,44 @@ def _iou_inputs(rng, shapes, dtype):
     return res
 
 
+def naive_bipartite(threshold, is_ascend=False, topk=-1):
+    """The greedy sweep as MXNet 1.9.1 runs it: pairs sorted (stable) best first, each row
+    and column once, stopping at the threshold and after topk + 1 matches."""
+    def ref(data):
+        *lead, n, m = data.shape
+        rows_all, cols_all = [], []
+        for d in data.reshape(-1, n, m).astype(np.float64):
+            key = d.ravel() if is_ascend else -d.ravel()
+            rows, cols, count = [-1] * n, [-1] * m, 0
+            for k in np.argsort(key, kind='stable'):
+                v = d.ravel()[k]
+                if (v > threshold) if is_ascend else (v < threshold):
+                    break
+                r, c = divmod(int(k), m)
+                if rows[r] == -1 and cols[c] == -1:
+                    rows[r], cols[c] = c, r
+                    count += 1
+                    if 0 < topk < count:
+                        break
+            rows_all.append(rows)
+            cols_all.append(cols)
+        return [np.array(rows_all, data.dtype).reshape(tuple(lead) + (n,)),
+                np.array(cols_all, data.dtype).reshape(tuple(lead) + (m,))]
+    return ref
+
+
+def _rounded_scores(r, shapes, dtype):
+    return [np.round(r.uniform(0, 1, shapes[0]), 1).astype(dtype)]     # many ties
+
+
 OTHER_CASES = [
+    OpCase('_contrib_bipartite_matching', {'threshold': 0.3}, shapes=[(2, 4, 5)],
+           inputs=_rounded_scores, ref=naive_bipartite(0.3), grad=()),
+    OpCase('_contrib_bipartite_matching', {'threshold': 0.2, 'is_ascend': True, 'topk': 2},
+           shapes=[(3, 5, 3)], inputs=_rounded_scores,
+           ref=naive_bipartite(0.2, True, 2), grad=()),
+    OpCase('_contrib_bipartite_matching', {'threshold': 0.0}, shapes=[(1, 6)],
+           inputs=_rounded_scores, ref=naive_bipartite(0.0), grad=()),
     OpCase('_contrib_nms', {}, shapes=[(30, 4), (30,)], inputs=_nms_dense_inputs,
            ref=naive_nms, grad=()),
     OpCase('_contrib_nms', {'iou_threshold': 0.2}, shapes=[(17, 4), (17,)],

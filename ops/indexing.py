@@ -114,10 +114,9 @@ class Embedding(Operator):
         return [d, w], [out], []
 
     def infer_type(self, in_types):
-        t = np.dtype(self.dtype)
-        if in_types[1] is not None and np.dtype(in_types[1]) != t:
-            raise TypeInferenceError('Embedding: weight has type %s but dtype=%s'
-                                     % (np.dtype(in_types[1]).name, t.name))
+        # a given weight's type wins over dtype, as in MXNet (a model cast to float16 keeps
+        # dtype='float32' on its Embedding nodes)
+        t = np.dtype(in_types[1]) if in_types[1] is not None else np.dtype(self.dtype)
         return [in_types[0], t], [t], []
 
     def forward(self, xp, inputs, aux, is_train):

@@ -231,7 +231,9 @@ class LogisticRegressionOutput(_Regression):
     name = 'LogisticRegressionOutput'
 
     def fn(self, xp, x):
-        return 0.5 * (xp.tanh(0.5 * x) + 1.0)
+        e = xp.exp(-xp.abs(x))          # relative precision in the tails, as MXNet
+        r = 1.0 / (e + 1.0)
+        return xp.where(x >= 0, r, e * r).astype(x.dtype, copy=False)
 
 
 @register
@@ -266,7 +268,8 @@ class MakeLoss(Operator):
         x = inputs[0]
         scale = self.grad_scale
         if self.normalization == 'batch':
-            scale /= x.shape[0]
+            # MXNet flattens to 2-D: every axis but the last counts as the batch
+            scale /= int(np.prod(x.shape[:-1])) if x.ndim > 1 else 1
         elif self.normalization == 'valid':
             scale /= max(int((x > self.valid_thresh).sum()), 1)
         return [xp.full(x.shape, scale, dtype=x.dtype)]

@@ -48,6 +48,8 @@ class SmoothL1(Operator):
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
         s2 = self.scalar * self.scalar
+        if s2 == 0:             # 1 / 0 is inf: every element is in the quadratic branch
+            return [xp.zeros_like(x)]
         inner = xp.abs(x) < 1.0 / s2
         out = xp.where(inner, 0.5 * s2 * x * x, xp.abs(x) - 0.5 / s2)
         return [out.astype(x.dtype, copy=False)]
@@ -55,6 +57,8 @@ class SmoothL1(Operator):
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         x = inputs[0]
         s2 = self.scalar * self.scalar
+        if s2 == 0:
+            return [xp.zeros_like(x)]
         d = xp.where(xp.abs(x) < 1.0 / s2, s2 * x, xp.sign(x))
         return [(out_grads[0] * d).astype(x.dtype, copy=False)]
 
@@ -145,6 +149,8 @@ class SoftmaxCrossEntropy(Operator):
         x, lab = inputs
         y, hit = self._probs(xp, x, lab)
         picked = xp.where(hit, y, x.dtype.type(0)).sum(axis=1)
+        # MXNet clamps the probability at 1e-8 (a row contributes at most 18.42)
+        picked = xp.maximum(picked, x.dtype.type(1e-8))
         return [(-xp.log(picked)).sum(keepdims=True).reshape(1).astype(x.dtype, copy=False)]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):

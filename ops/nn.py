@@ -5,6 +5,8 @@ Softmax-like operators live in :mod:`symgraph.ops.softmax`, matrix products in
 """
 import math
 
+import numpy as np
+
 from symgraph.opdef import (Operator, Param, ShapeError, random_state, register, same_type,
                             unify_shape)
 
@@ -117,7 +119,10 @@ def _softrelu(xp, x):
 
 
 def _sigmoid(xp, x):
-    return 0.5 * (xp.tanh(0.5 * x) + 1.0)
+    # through exp(-|x|): 0.5 (tanh(x / 2) + 1) rounds the negative tail to 0
+    e = xp.exp(-xp.abs(x))
+    r = 1.0 / (e + 1.0)
+    return xp.where(x >= 0, r, e * r).astype(x.dtype, copy=False)
 
 
 @register
@@ -236,7 +241,9 @@ class LeakyReLU(Operator):
             neg = _SELU_ALPHA * xp.expm1(xp.minimum(x, 0.0))
             return [_SELU_LAMBDA * xp.where(x > 0, x, neg)]
         if a == 'gelu':
-            return [0.5 * x * (1.0 + erf(xp, x * (1.0 / math.sqrt(2.0))))]
+            xf = x.astype(np.float32) if x.dtype == np.float16 else x   # as MXNet's kernel
+            y = 0.5 * xf * (1.0 + erf(xp, xf * (1.0 / math.sqrt(2.0))))
+            return [y.astype(x.dtype, copy=False)]
         if a == 'prelu':
             return [xp.where(x > 0, x, x * self._gamma(inputs[1], x))]
         # rrelu
@@ -262,9 +269,10 @@ class LeakyReLU(Operator):
             y = outputs[0]
             return [g * _SELU_LAMBDA * xp.where(pos, one, y + _SELU_ALPHA)]
         if a == 'gelu':
-            cdf = 0.5 * (1.0 + erf(xp, x * (1.0 / math.sqrt(2.0))))
-            pdf = xp.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
-            return [g * (cdf + x * pdf)]
+            xf = x.astype(np.float32) if x.dtype == np.float16 else x
+            cdf = 0.5 * (1.0 + erf(xp, xf * (1.0 / math.sqrt(2.0))))
+            pdf = xp.exp(-0.5 * xf * xf) * (1.0 / math.sqrt(2.0 * math.pi))
+            return [(g * (cdf + xf * pdf)).astype(x.dtype, copy=False)]
         if a == 'prelu':
             gamma = inputs[1]
             gb = self._gamma(gamma, x)

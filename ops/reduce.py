@@ -215,7 +215,11 @@ class Norm(_ReduceBase):
     def reduce(self, xp, x, axes):
         if self.ord == 1:
             return xp.sum(xp.abs(x), axis=axes, keepdims=True)
-        return xp.sqrt(xp.sum(x * x, axis=axes, keepdims=True))
+        # scaled by the largest magnitude, as MXNet: no overflow or underflow of x * x
+        m = xp.max(xp.abs(x), axis=axes, keepdims=True) if x.size else \
+            xp.zeros_like(xp.sum(x, axis=axes, keepdims=True))
+        safe = xp.where(m > 0, m, xp.ones_like(m))
+        return m * xp.sqrt(xp.sum((x / safe) ** 2, axis=axes, keepdims=True))
 
     def grad(self, xp, x, yk, dyk, axes):
         if self.ord == 1:

@@ -9,6 +9,10 @@ so results are cast back where the array function would promote (NumPy turns int
 into float64 for transcendental functions). Non-differentiable functions (``sign``,
 ``floor``, ``round``...) give a zero gradient, as MXNet does.
 """
+import warnings
+
+import numpy as np
+
 from symgraph.opdef import Operator, Param, register, np_dtype
 
 
@@ -302,8 +306,18 @@ class Clip(_Unary):
     a_min = Param(float, doc='Minimum value')
     a_max = Param(float, doc='Maximum value')
 
+    def check(self):
+        if self.a_min > self.a_max:
+            warnings.warn('clip: a_min=%g is above a_max=%g, so every value becomes a_max or '
+                          'a_min (as in MXNet); the bounds are likely swapped'
+                          % (self.a_min, self.a_max), stacklevel=4)
+
     def fn(self, xp, x):
-        return xp.clip(x, self.a_min, self.a_max).astype(x.dtype, copy=False)
+        # MXNet's order (it matters when a_min > a_max): above a_max, else below a_min
+        lo, hi = self.a_min, self.a_max
+        if x.dtype.kind in 'iu':
+            lo, hi = (np.array(v).astype(x.dtype)[()] for v in (lo, hi))
+        return xp.where(x > hi, hi, xp.where(x < lo, lo, x)).astype(x.dtype, copy=False)
 
     def grad(self, xp, x, y, dy):
         return dy * ((x >= self.a_min) & (x <= self.a_max))

@@ -55,4 +55,33 @@ def run(mx):
                      (rng.rand(3, 5, 3).round(1), dict(threshold=0.2, is_ascend=True, topk=2))]:
         rows, cols = mx.nd.contrib.bipartite_matching(mx.nd.array(data), **kw)
         out['bipartite_matching'].append([rows.asnumpy().tolist(), cols.asnumpy().tolist()])
+    # numerics: MakeLoss 'batch' counts every axis but the last, the sigmoid tail keeps
+    # relative precision, norm does not overflow, float16 GELU in float32, clamped
+    # cross-entropy, clip with a_min > a_max, smooth_l1 with scalar 0
+    grads = []
+    for shape in ((5,), (4, 3, 2), (2, 3, 4, 5)):
+        v = mx.sym.var('v')
+        exe = mx.sym.MakeLoss(v, normalization='batch').simple_bind(mx.cpu(), v=shape)
+        exe.forward(is_train=True)
+        exe.backward()
+        grads.append(float(exe.grad_dict['v'].asnumpy().ravel()[0]))
+    out['makeloss_batch'] = [round(g, 6) for g in grads]
+    t = mx.nd.array([-20., -30., -50., 3.])
+    out['sigmoid_tail'] = ['%.4e' % v for v in mx.nd.Activation(t, act_type='sigmoid')
+                           .asnumpy().tolist()]
+    out['sigmoid_tail_f16'] = mx.nd.Activation(mx.nd.array([-10., -8.], dtype='float16'),
+                                               act_type='sigmoid').asnumpy().tolist()
+    out['norm_range'] = ['%.4e' % v for v in mx.nd.norm(
+        mx.nd.array([[3e20, 4e20], [3e-25, 4e-25]]), axis=1).asnumpy().tolist()]
+    out['gelu_f16'] = mx.nd.LeakyReLU(mx.nd.array([-5., -4., -3., 1.], dtype='float16'),
+                                      act_type='gelu').asnumpy().tolist()
+    out['softmax_ce_clamp'] = round(float(mx.nd.softmax_cross_entropy(
+        mx.nd.array([[1e3, 0, -1e3], [0, 0, 0], [1, 2, 3]]),
+        mx.nd.array([1, 1, 1])).asnumpy()[0]), 4)
+    out['clip_swapped'] = mx.nd.clip(mx.nd.array([-3, -1, -.5, 0, .5, 1, 3]), a_min=1,
+                                     a_max=-1).asnumpy().tolist()
+    out['smooth_l1_zero'] = mx.nd.smooth_l1(mx.nd.array([-2., 0.5]), scalar=0).asnumpy().tolist()
+    e = mx.sym.Embedding(mx.sym.var('d'), mx.sym.var('w'), input_dim=5, output_dim=3)
+    out['embedding_weight_type'] = [np.dtype(t).name for t in
+                                    e.infer_type(d='float32', w='float16')[1]]
     return out

@@ -143,6 +143,11 @@ class _Update(Operator):
         raise NotImplementedError
 
 
+
+def _sign(xp, v):
+    """(v > 0) - (v < 0), as MXNet's sign kernels: 0 for NaN (xp.sign gives NaN)."""
+    return (v > 0).astype(v.dtype) - (v < 0).astype(v.dtype)
+
 @register
 class SGDUpdate(_Update):
     """weight = (1 - lr*wd) * weight - lr * clip(rescale_grad * grad)."""
@@ -330,7 +335,7 @@ class SignSGDUpdate(_Update):
 
     def update(self, xp, w, g, s):
         lr = _f(self.lr)
-        return (1 - lr * _f(self.wd)) * w - lr * xp.sign(g), s
+        return (1 - lr * _f(self.wd)) * w - lr * _sign(xp, g), s
 
 
 @register
@@ -347,7 +352,7 @@ class SignumUpdate(_Update):
     def update(self, xp, w, g, s):
         m, lr = _f(self.momentum), _f(self.lr)
         mom = m * s['mom'] - (1 - m) * _f(self.wd) * w - (1 - m) * self.rg(xp, g)
-        w = (1 - lr * _f(self.wd_lh)) * w + lr * xp.sign(mom)
+        w = (1 - lr * _f(self.wd_lh)) * w + lr * _sign(xp, mom)
         return w, {'mom': mom}
 
 

@@ -75,7 +75,9 @@ class Context:
     __str__ = __repr__
 
     def __enter__(self):
-        self._old = current_context()
+        # the scope's own previous value (None outside any scope): leaving restores it, so
+        # the default context keeps applying outside
+        self._old = getattr(Context._state, 'value', None)
         Context._state.value = self
         return self
 
@@ -105,9 +107,19 @@ def gpu(device_id=0):
     return Context('gpu', device_id)
 
 
+#: the context of code outside any ``with ctx:`` (``test_utils.set_default_context``)
+_default = [None]
+
+
+def _set_default_context(ctx):
+    _default[0] = None if ctx is None else Context(ctx)
+
+
 def current_context():
     v = getattr(Context._state, 'value', None)
-    return v if v is not None else Context('cpu', 0)
+    if v is not None:
+        return v
+    return _default[0] if _default[0] is not None else Context('cpu', 0)
 
 
 def num_gpus():

@@ -677,7 +677,13 @@ def invoke(func_name, args, kwargs):
     res = [NDArray(_own(o, datas, ctx), ctx) for o in outs[:op.num_visible_outputs()]]
     if out is not None:
         outs_given = out if isinstance(out, (list, tuple)) else [out]
-        for dst, r in zip(outs_given, res):
+        for k, (dst, r) in enumerate(zip(outs_given, res)):
+            # MXNet refuses an out= of another shape or dtype (no broadcast, no cast)
+            if not isinstance(dst, NDArray) or dst.shape != r.shape or dst.dtype != r.dtype:
+                raise MXNetError('operator %s: out=%s for output %d, which is %s %s'
+                                 % (cls.name, '%s %s' % (dst.shape, np.dtype(dst.dtype).name)
+                                    if isinstance(dst, NDArray) else type(dst).__name__, k,
+                                    r.shape, np.dtype(r.dtype).name))
             dst[:] = r
         return out
     return res[0] if len(res) == 1 else res
@@ -710,7 +716,37 @@ def _op_function(func_name):
     return fn
 
 
-contrib = opdef.OpNamespace('_contrib_', lambda name, hint: _op_function(name))
+def _adamw(func_name):
+    """MXNet's Python ``contrib.adamw_update`` / ``mp_adamw_update``: ``rescale_grad`` may
+    be a number (made an array on the weight's context) or an NDArray."""
+    def fn(weight, grad, mean, var, *rest, rescale_grad=None, **kwargs):
+        rest = list(rest)
+        if func_name == '_mp_adamw_update' and rest and isinstance(rest[0], NDArray):
+            kwargs['weight32'] = rest.pop(0)
+        if rescale_grad is None and rest:
+            rescale_grad = rest.pop(0)
+        if rescale_grad is None:
+            raise MXNetError('%s: rescale_grad is required' % func_name)
+        if not isinstance(rescale_grad, NDArray):
+            rescale_grad = array([float(rescale_grad)], weight._ctx, np.float32)
+        return invoke(func_name, (weight, grad, mean, var) + tuple(rest),
+                      dict(kwargs, rescale_grad=rescale_grad))
+    fn.__name__ = func_name.lstrip('_')
+    return fn
+
+
+_CONTRIB_FUNCTIONS = {'adamw_update': _adamw('_adamw_update'),
+                      'mp_adamw_update': _adamw('_mp_adamw_update')}
+
+
+class _ContribNamespace(opdef.OpNamespace):
+    def __getattr__(self, name):
+        if name in _CONTRIB_FUNCTIONS:
+            return _CONTRIB_FUNCTIONS[name]
+        return super().__getattr__(name)
+
+
+contrib = _ContribNamespace('_contrib_', lambda name, hint: _op_function(name))
 linalg = opdef.OpNamespace('_linalg_', lambda name, hint: _op_function(name))
 _internal = opdef.OpNamespace('', lambda name, hint: _op_function(name))
 

@@ -1,24 +1,84 @@
 """Testing helpers with MXNet's names (``mx.test_utils``)."""
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
+from .base import MXNetError
 from .context import current_context
 from .ndarray import NDArray, array
 
-__all__ = ['default_context', 'set_default_context', 'assert_almost_equal', 'almost_equal',
-           'same', 'check_numeric_gradient', 'check_symbolic_forward',
-           'check_symbolic_backward', 'random_arrays', 'rand_ndarray', 'numeric_grad']
-
-_default_ctx = [None]
+__all__ = ['default_context', 'set_default_context', 'default_dtype', 'default_rtols',
+           'default_atols', 'default_numeric_eps', 'get_tolerance', 'get_tols', 'get_rtol',
+           'get_atol', 'assert_almost_equal', 'almost_equal', 'assert_almost_equal_ignore_nan',
+           'almost_equal_ignore_nan', 'same', 'assert_exception', 'check_numeric_gradient',
+           'check_symbolic_forward', 'check_symbolic_backward', 'random_arrays',
+           'rand_ndarray', 'rand_shape_2d', 'rand_shape_3d', 'rand_shape_nd', 'np_reduce',
+           'simple_forward', 'numeric_grad']
 
 
 def default_context():
-    return _default_ctx[0] or current_context()
+    """The context tests run on: :func:`set_default_context`'s, else the current one."""
+    return current_context()
 
 
 def set_default_context(ctx):
-    _default_ctx[0] = ctx
+    """Make ``ctx`` the default context, for tests and for arrays made without one (as
+    MXNet's does)."""
+    from .context import _set_default_context
+    _set_default_context(ctx)
+
+
+def default_dtype():
+    return np.float32
+
+
+def _tol_table(floats):
+    table = dict(zip((np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)),
+                     floats))
+    table.update({np.dtype(t): 0 for t in (np.bool_, np.int8, np.uint8, np.int32, np.uint32,
+                                           np.int64, np.uint64)})
+    return table
+
+
+def default_rtols():
+    """Relative tolerance per dtype (MXNet 1.9.1's)."""
+    return _tol_table((1e-2, 1e-4, 1e-5))
+
+
+def default_atols():
+    """Absolute tolerance per dtype (MXNet 1.9.1's)."""
+    return _tol_table((1e-1, 1e-3, 1e-20))
+
+
+def default_numeric_eps():
+    """Finite-difference step per dtype (MXNet 1.9.1's)."""
+    return {np.dtype(np.float16): 1.0 / 2 ** 6, np.dtype(np.float32): 1.0 / 2 ** 9,
+            np.dtype(np.float64): 1.0 / 2 ** 14}
+
+
+def get_tolerance(dat, tol, default_tol):
+    """``tol`` if a number, else its (or the default) entry for ``dat``'s dtype."""
+    if isinstance(tol, numbers.Number):
+        return tol
+    dtype = np.dtype(dat.dtype)
+    return (tol or {}).get(dtype, default_tol[dtype])
+
+
+def get_tols(x, y, rtol, atol):
+    """(rtol, atol) for comparing ``x`` with ``y``: the looser of their dtypes'."""
+    x, y = (np.array(v) if isinstance(v, numbers.Number) else v for v in (x, y))
+    return (max(get_tolerance(x, rtol, default_rtols()), get_tolerance(y, rtol, default_rtols())),
+            max(get_tolerance(x, atol, default_atols()), get_tolerance(y, atol, default_atols())))
+
+
+def get_rtol(rtol=None, dtype=np.dtype(np.float64)):
+    return default_rtols()[np.dtype(dtype)] if rtol is None else rtol
+
+
+def get_atol(atol=None, dtype=np.dtype(np.float64)):
+    return default_atols()[np.dtype(dtype)] if atol is None else atol
 
 
 def _np(a):
@@ -29,27 +89,122 @@ def same(a, b):
     return np.array_equal(_np(a), _np(b))
 
 
-def almost_equal(a, b, rtol=1e-5, atol=1e-20, equal_nan=False):
-    return np.allclose(_np(a), _np(b), rtol=rtol, atol=atol, equal_nan=equal_nan)
-
-
-def assert_almost_equal(a, b, rtol=1e-5, atol=1e-20, names=('a', 'b'), equal_nan=False):
-    """Assert closeness, reporting the worst element and its location."""
+def almost_equal(a, b, rtol=None, atol=None, equal_nan=False, use_broadcast=True):
+    """Whether ``a`` and ``b`` are close (broadcasting unless ``use_broadcast=False``)."""
+    rtol, atol = get_tols(a, b, rtol, atol)
     a, b = _np(a), _np(b)
-    if a.shape != b.shape:
+    if not use_broadcast and a.shape != b.shape:
+        return False
+    return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def assert_almost_equal(a, b, rtol=None, atol=None, names=('a', 'b'), equal_nan=False,
+                        use_broadcast=True, mismatches=(10, 10)):
+    """Assert closeness as MXNet 1.9.1 does: tolerances by dtype unless given (a number or
+    a dict by dtype), shapes broadcast unless ``use_broadcast=False``; the report names the
+    worst element."""
+    rtol, atol = get_tols(a, b, rtol, atol)
+    a, b = _np(a), _np(b)
+    if not use_broadcast and a.shape != b.shape:
         raise AssertionError('shape mismatch: %s %s vs %s %s' % (names[0], a.shape, names[1],
                                                                  b.shape))
+    if a.dtype == np.bool_ and b.dtype == np.bool_:
+        np.testing.assert_equal(a, b, err_msg='%s vs %s' % tuple(names))
+        return
+    try:
+        a, b = np.broadcast_arrays(a, b)
+    except ValueError:
+        raise AssertionError('shape mismatch: %s %s vs %s %s'
+                             % (names[0], a.shape, names[1], b.shape)) from None
+    if np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan):
+        return
     np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan,
-                               err_msg='%s vs %s' % names)
+                               err_msg='%s vs %s (rtol=%g, atol=%g)'
+                               % (names[0], names[1], rtol, atol))
+
+
+def almost_equal_ignore_nan(a, b, rtol=None, atol=None):
+    a, b = np.copy(_np(a)), np.copy(_np(b))
+    nan = np.logical_or(np.isnan(a), np.isnan(b))
+    a[nan] = 0
+    b[nan] = 0
+    return almost_equal(a, b, rtol, atol)
+
+
+def assert_almost_equal_ignore_nan(a, b, rtol=None, atol=None, names=('a', 'b')):
+    a, b = np.copy(_np(a)), np.copy(_np(b))
+    nan = np.logical_or(np.isnan(a), np.isnan(b))
+    a[nan] = 0
+    b[nan] = 0
+    assert_almost_equal(a, b, rtol, atol, names)
+
+
+def assert_exception(f, exception_type, *args, **kwargs):
+    """Assert that ``f(*args, **kwargs)`` raises ``exception_type``."""
+    try:
+        f(*args, **kwargs)
+    except exception_type:
+        return
+    raise AssertionError('%s was not raised' % exception_type.__name__)
 
 
 def random_arrays(*shapes):
-    arrays = [np.random.randn(*s).astype(np.float32) for s in shapes]
+    """Standard-normal float32 arrays of ``shapes`` (a 0-d array for ``()``)."""
+    arrays = [np.array(np.random.randn(), dtype=default_dtype()) if len(s) == 0
+              else np.random.randn(*s).astype(default_dtype()) for s in shapes]
     return arrays[0] if len(arrays) == 1 else arrays
 
 
-def rand_ndarray(shape, stype='default', density=None, dtype=None, ctx=None):
-    return array(np.random.uniform(-1, 1, shape), ctx=ctx, dtype=dtype or np.float32)
+def rand_ndarray(shape, stype='default', density=None, dtype=None, modifier_func=None,
+                 shuffle_csr_indices=False, distribution=None, ctx=None):
+    """A dense NDArray of standard-normal values (as MXNet's); sparse types are not
+    supported."""
+    if stype != 'default':
+        raise MXNetError('rand_ndarray: sparse storage (%r) is not supported' % (stype,))
+    arr = array(random_arrays(shape), ctx=ctx, dtype=dtype or default_dtype())
+    if modifier_func is not None:
+        arr = array(modifier_func(arr.asnumpy()), ctx=ctx, dtype=arr.dtype)
+    return arr
+
+
+def rand_shape_2d(dim0=10, dim1=10, allow_zero_size=False):
+    low = 0 if allow_zero_size else 1
+    return np.random.randint(low, dim0 + 1), np.random.randint(low, dim1 + 1)
+
+
+def rand_shape_3d(dim0=10, dim1=10, dim2=10, allow_zero_size=False):
+    low = 0 if allow_zero_size else 1
+    return (np.random.randint(low, dim0 + 1), np.random.randint(low, dim1 + 1),
+            np.random.randint(low, dim2 + 1))
+
+
+def rand_shape_nd(num_dim, dim=10, allow_zero_size=False):
+    low = 0 if allow_zero_size else 1
+    return tuple(np.random.randint(low, dim + 1, size=num_dim))
+
+
+def np_reduce(dat, axis, keepdims, numpy_reduce_func):
+    """Reduce ``dat`` over ``axis`` one axis at a time with ``numpy_reduce_func``."""
+    axes = [axis] if isinstance(axis, int) else (list(axis) if axis is not None
+                                                 else list(range(dat.ndim)))
+    ret = dat
+    for i in reversed(sorted(axes)):
+        ret = numpy_reduce_func(ret, axis=i)
+    if keepdims:
+        shape = list(dat.shape)
+        for i in axes:
+            shape[i] = 1
+        ret = ret.reshape(tuple(shape))
+    return ret
+
+
+def simple_forward(sym, ctx=None, is_train=False, **inputs):
+    """Bind NumPy ``inputs``, run forward, return the output(s) as NumPy arrays."""
+    ctx = ctx or default_context()
+    exe = sym.bind(ctx, args={k: array(v) for k, v in inputs.items()})
+    exe.forward(is_train=is_train)
+    outputs = [x.asnumpy() for x in exe.outputs]
+    return outputs[0] if len(outputs) == 1 else outputs
 
 
 def _location(sym, location, ctx, dtype):
@@ -60,24 +215,32 @@ def _location(sym, location, ctx, dtype):
         location = {k: location[k] for k in sym.list_arguments()}
     else:
         location = dict(zip(sym.list_arguments(), location))
-    return {k: array(_np(v), ctx=ctx, dtype=dtype or _np(v).dtype)
-            for k, v in location.items()}
+    return {k: array(_np(v), ctx=ctx, dtype=_dtype_of(v, dtype)) for k, v in location.items()}
+
+
+def _dtype_of(v, dtype):
+    # dtype='asnumpy' (or None) keeps each array's own dtype, as MXNet
+    return _np(v).dtype if dtype is None or (isinstance(dtype, str) and dtype == 'asnumpy') \
+        else dtype
 
 
 def _aux(sym, aux_states, ctx, dtype):
     if aux_states is None:
         return None
     if isinstance(aux_states, dict):
-        return {k: array(_np(v), ctx=ctx, dtype=dtype or _np(v).dtype)
+        return {k: array(_np(v), ctx=ctx, dtype=_dtype_of(v, dtype))
                 for k, v in aux_states.items()}
-    return {k: array(_np(v), ctx=ctx, dtype=dtype or _np(v).dtype)
+    return {k: array(_np(v), ctx=ctx, dtype=_dtype_of(v, dtype))
             for k, v in zip(sym.list_auxiliary_states(), aux_states)}
 
 
 def numeric_grad(executor, location, aux_states=None, eps=1e-4, use_forward_train=True,
                  dtype=np.float64, projection=None):
-    """Central differences of ``sum(output * projection)`` at ``location``."""
+    """Central differences of ``sum(output * projection)`` at ``location`` (projection
+    all ones by default: the sum of the outputs)."""
     grads = {}
+    if projection is None:
+        projection = [np.ones(o.shape) for o in executor.outputs]
     base_aux = {k: v.asnumpy() for k, v in executor.aux_dict.items()}
 
     def f():
@@ -106,11 +269,12 @@ def numeric_grad(executor, location, aux_states=None, eps=1e-4, use_forward_trai
     return grads
 
 
-def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=1e-3, rtol=1e-2,
+def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rtol=None,
                            atol=None, grad_nodes=None, use_forward_train=True, ctx=None,
-                           grad_stype_dict=None, dtype=np.float64):
+                           grad_stype_dict=None, dtype=np.float32):
     """Compare the symbolic gradient of ``sum(out * random projection)`` with central
-    differences, as MXNet's test utility does. Runs in float64 by default."""
+    differences, as MXNet's test utility does; the step and the tolerances follow the
+    dtype unless given (float32 by default, as MXNet; float64 is more exact)."""
     ctx = ctx or default_context()
     loc = _location(sym, location, ctx, dtype)
     aux = _aux(sym, aux_states, ctx, dtype)
@@ -124,6 +288,7 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=1e-3, rto
     exe = sym.bind(ctx, loc, args_grad=grads, grad_req=reqs, aux_states=aux)
     base_aux = {k: v.asnumpy() for k, v in exe.aux_dict.items()}
     outs = exe.forward(is_train=use_forward_train)
+    eps = get_tolerance(outs[0], numeric_eps, default_numeric_eps())
     rng = np.random.RandomState(1234)
     proj = [rng.normal(0, 1, o.shape) for o in outs]
     heads = [array(p, ctx=ctx, dtype=o.dtype) for p, o in zip(proj, outs)]
@@ -132,17 +297,18 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=1e-3, rto
                 if exe.grad_dict.get(k) is not None}
     for k, v in base_aux.items():
         exe.aux_dict[k][:] = v
-    numeric = numeric_grad(exe, {k: loc[k] for k in symbolic}, eps=numeric_eps,
-                           use_forward_train=use_forward_train, dtype=dtype, projection=proj)
+    numeric = numeric_grad(exe, {k: loc[k] for k in symbolic}, eps=eps,
+                           use_forward_train=use_forward_train, dtype=np.float64,
+                           projection=proj)
     for name in symbolic:
-        np.testing.assert_allclose(symbolic[name], numeric[name], rtol=rtol,
-                                   atol=1e-6 if atol is None else atol,
-                                   err_msg='gradient of %r: symbolic vs numeric' % name)
+        assert_almost_equal(numeric[name].astype(symbolic[name].dtype), symbolic[name],
+                            rtol, atol, names=('NUMERICAL_%s' % name, 'BACKWARD_%s' % name))
 
 
-def check_symbolic_forward(sym, location, expected, rtol=1e-4, atol=None, aux_states=None,
+def check_symbolic_forward(sym, location, expected, rtol=None, atol=None, aux_states=None,
                            ctx=None, equal_nan=False, dtype=np.float32):
-    """Bind ``location``, run forward (inference) and compare with ``expected``."""
+    """Bind ``location``, run forward (inference), compare with ``expected``; returns the
+    executor's outputs (NDArrays), as MXNet."""
     ctx = ctx or default_context()
     loc = _location(sym, location, ctx, dtype)
     aux = _aux(sym, aux_states, ctx, dtype)
@@ -151,15 +317,16 @@ def check_symbolic_forward(sym, location, expected, rtol=1e-4, atol=None, aux_st
     if isinstance(expected, dict):
         expected = [expected[k] for k in sym.list_outputs()]
     for name, o, e in zip(sym.list_outputs(), outs, expected):
-        assert_almost_equal(o, e, rtol=rtol, atol=1e-20 if atol is None else atol,
-                            names=('output %s' % name, 'expected'), equal_nan=equal_nan)
-    return [o.asnumpy() for o in outs]
+        assert_almost_equal(e, o, rtol, atol, names=('EXPECTED_%s' % name, 'FORWARD_%s' % name),
+                            equal_nan=equal_nan)
+    return outs
 
 
-def check_symbolic_backward(sym, location, out_grads, expected, rtol=1e-5, atol=None,
+def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=None,
                             aux_states=None, grad_req='write', ctx=None, grad_stypes=None,
                             equal_nan=False, dtype=np.float32):
-    """Bind, run a training forward and backward with ``out_grads``, compare gradients."""
+    """Bind, run a training forward and backward with ``out_grads``, compare gradients;
+    returns the gradient NDArrays by name, as MXNet."""
     ctx = ctx or default_context()
     loc = _location(sym, location, ctx, dtype)
     aux = _aux(sym, aux_states, ctx, dtype)
@@ -168,20 +335,19 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=1e-5, atol=
     grads = {k: array(np.zeros(v.shape), ctx=ctx, dtype=v.dtype) for k, v in loc.items()}
     if isinstance(grad_req, str):
         grad_req = {k: grad_req for k in sym.list_arguments()}
+    elif isinstance(grad_req, (list, tuple)):
+        grad_req = dict(zip(sym.list_arguments(), grad_req))
     exe = sym.bind(ctx, loc, args_grad=grads, grad_req=grad_req, aux_states=aux)
     exe.forward(is_train=True)
     if out_grads is not None:
         if isinstance(out_grads, dict):
             out_grads = [out_grads[k] for k in sym.list_outputs()]
-        out_grads = [array(_np(g), ctx=ctx, dtype=dtype) for g in out_grads]
+        out_grads = [array(_np(g), ctx=ctx, dtype=_dtype_of(g, dtype)) for g in out_grads]
     exe.backward(out_grads)
     for name, e in expected.items():
         if grad_req.get(name, 'write') == 'null':
             continue
-        assert_almost_equal(exe.grad_dict[name], e, rtol=rtol,
-                            atol=1e-20 if atol is None else atol,
-                            names=('gradient %s' % name, 'expected'), equal_nan=equal_nan)
-    return {k: v.asnumpy() for k, v in exe.grad_dict.items() if v is not None}
-
-
-
+        assert_almost_equal(e, exe.grad_dict[name], rtol, atol,
+                            names=('EXPECTED_%s' % name, 'BACKWARD_%s' % name),
+                            equal_nan=equal_nan)
+    return {k: v for k, v in exe.grad_dict.items() if v is not None}

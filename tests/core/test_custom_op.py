@@ -285,7 +285,7 @@ def test_numeric_gradient_float64():
                       name='m')
     a, b, c = _arrays((2, 3), (2, 3), (2, 3), seed=3, dtype=np.float64)
     mx.test_utils.check_numeric_gradient(y, {'a': a, 'b': b, 'c': c}, numeric_eps=1e-5,
-                                         rtol=1e-5, atol=1e-7)
+                                         rtol=1e-5, atol=1e-7, dtype=np.float64)
 
 
 def test_numeric_gradient_inside_a_graph():
@@ -300,7 +300,8 @@ def test_numeric_gradient_inside_a_graph():
         warnings.simplefilter('ignore')
         arg_shapes, _, _ = out.infer_shape(x=(4, 5))
     assert arg_shapes is not None
-    mx.test_utils.check_numeric_gradient(out, loc, numeric_eps=1e-5, rtol=1e-4, atol=1e-6)
+    mx.test_utils.check_numeric_gradient(out, loc, numeric_eps=1e-5, rtol=1e-4, atol=1e-6,
+                                         dtype=np.float64)
 
 
 def test_aux_state_updated_in_training_only():

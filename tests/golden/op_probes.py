@@ -84,4 +84,19 @@ def run(mx):
     e = mx.sym.Embedding(mx.sym.var('d'), mx.sym.var('w'), input_dim=5, output_dim=3)
     out['embedding_weight_type'] = [np.dtype(t).name for t in
                                     e.infer_type(d='float32', w='float16')[1]]
+    # update operators: sign of NaN is 0; contrib.adamw_update takes a number for
+    # rescale_grad; a wrong out= is refused
+    w = mx.nd.ones(6)
+    g = mx.nd.array([np.nan, np.inf, -np.inf, 0, -0., 1])
+    out['signsgd_nan'] = mx.nd.signsgd_update(w, g, lr=.1).asnumpy().tolist()
+    w, m, v = mx.nd.ones(3), mx.nd.zeros(3), mx.nd.zeros(3)
+    mx.nd.contrib.adamw_update(w, mx.nd.array([.5, -.5, 1]), m, v, rescale_grad=0.5, lr=0.1,
+                               eta=1.0, wd=0.01, out=w)
+    out['adamw_number_rescale'] = [round(x, 5) for x in
+                                   w.asnumpy().tolist() + m.asnumpy().tolist()]
+    out['update_bad_out'] = [
+        _error(lambda: mx.nd.sgd_update(mx.nd.ones((2,)), mx.nd.ones((2,)), lr=.1,
+                                        out=mx.nd.zeros((3, 2)))),
+        _error(lambda: mx.nd.sgd_update(mx.nd.ones((2,)), mx.nd.ones((2,)), lr=.1,
+                                        out=mx.nd.zeros((2,), dtype='float16')))]
     return out

@@ -625,7 +625,10 @@ def _wrap_loaded(data, ctx):
 def invoke(func_name, args, kwargs):
     """Run an operator imperatively on NDArrays (the body of ``mx.nd.<op>``)."""
     cls = opdef.get_op(func_name)
-    args, kwargs = cls.split_positional(args, lambda a: isinstance(a, NDArray), kwargs)
+    # a NumPy array where an input goes is an input (refused below with its name), not
+    # the first parameter
+    args, kwargs = cls.split_positional(args, lambda a: isinstance(a, (NDArray, np.ndarray)),
+                                        kwargs)
     kwargs = dict(kwargs)
     out = kwargs.pop('out', None)
     kwargs.pop('name', None)

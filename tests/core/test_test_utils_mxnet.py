@@ -80,3 +80,9 @@ def test_set_default_context_is_global():
     finally:
         tu.set_default_context(None)
     assert mx.current_context() == mx.cpu(0)
+
+
+def test_a_numpy_array_for_an_input_is_named_not_taken_for_a_parameter():
+    w = mx.nd.ones(2)
+    with pytest.raises(TypeError, match="input 'weight' must be an NDArray, got ndarray"):
+        mx.nd.sgd_update(w.asnumpy(), w, lr=.1)

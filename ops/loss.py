@@ -8,6 +8,8 @@ import numpy as np
 
 from symgraph.opdef import Operator, Param, ShapeError, register, same_type
 
+from .nn import float_only
+
 
 def softmax(xp, x, axis):
     e = xp.exp(x - x.max(axis=axis, keepdims=True))
@@ -195,7 +197,7 @@ class _Regression(Operator):
         return [d, tuple(lab)], [d], []
 
     def infer_type(self, in_types):
-        t = same_type(self, in_types)
+        t = float_only(self, same_type(self, in_types))
         return [t, t], [t], []
 
     def fn(self, xp, x):

@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 
-from symgraph.opdef import (Operator, Param, ShapeError, random_state, register, same_type,
-                            unify_shape)
+from symgraph.opdef import (Operator, Param, ShapeError, TypeInferenceError, random_state,
+                            register, same_type, unify_shape)
 
 
 def _prod(s):
@@ -113,6 +113,14 @@ class FullyConnected(Operator):
         return grads
 
 
+def float_only(op, t):
+    """``t``, refused unless floating point (MXNet: 'only support floating point types')."""
+    if t is not None and np.dtype(t).kind != 'f':
+        raise TypeInferenceError('this operation only supports floating point types, not %s'
+                                 % np.dtype(t).name)
+    return t
+
+
 def _softrelu(xp, x):
     # log(1 + exp(x)) without overflow
     return xp.maximum(x, 0.0) + xp.log1p(xp.exp(-xp.abs(x)))
@@ -130,6 +138,10 @@ class Activation(Operator):
     """Elementwise ``relu``, ``sigmoid``, ``tanh``, ``softrelu`` or ``softsign``."""
 
     name = 'Activation'
+
+    def infer_type(self, in_types):
+        t = float_only(self, same_type(self, in_types))
+        return [t], [t], []
     act_type = Param(str, doc='activation function',
                      choices=('relu', 'sigmoid', 'softrelu', 'softsign', 'tanh'))
     inplace = ((0, 0),)
@@ -222,7 +234,7 @@ class LeakyReLU(Operator):
         return [d, g], outs, []
 
     def infer_type(self, in_types):
-        t = same_type(self, in_types)
+        t = float_only(self, same_type(self, in_types))
         n = len(self.list_arguments())
         return [t] * n, [t] * len(self.list_outputs()), []
 

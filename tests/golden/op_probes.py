@@ -99,4 +99,9 @@ def run(mx):
                                         out=mx.nd.zeros((3, 2)))),
         _error(lambda: mx.nd.sgd_update(mx.nd.ones((2,)), mx.nd.ones((2,)), lr=.1,
                                         out=mx.nd.zeros((2,), dtype='float16')))]
+    # integer data where MXNet wants floating point
+    i = mx.nd.array([1, 2], dtype='int32')
+    out['float_only'] = [_error(lambda: mx.nd.Activation(i, act_type='relu').asnumpy()),
+                         _error(lambda: mx.nd.LeakyReLU(i).asnumpy()),
+                         _error(lambda: mx.nd.LinearRegressionOutput(i, i).asnumpy())]
     return out

@@ -35,8 +35,9 @@ read the previous value of ``out`` here and gives the same result as ``init_outp
 ``mp_`` variants, adamw's ``rescale_grad``) also accept float64 here. MXNet's
 ``nag_mom_update`` kernel writes the output before it updates ``mom`` and reads ``weight``
 again for mom's ``wd`` term, so with ``out=weight`` and ``wd != 0`` MXNet's new mom uses
-the new weight there; an operator does not see ``out`` here, so mom always uses the old
-weight (MXNet's result with a separate ``out`` and in an executor). ``mp_nag_mom_update``'s
+the new weight there; ``mx.nd`` tells the operator when ``out`` is the weight and it does
+the same (with a separate ``out`` and in an executor mom uses the old weight, as MXNet's
+result there). ``mp_nag_mom_update``'s
 kernel always uses the new ``weight32`` for that term, and so does this one.
 """
 import numpy as np
@@ -209,11 +210,14 @@ class MPSGDMomUpdate(SGDMomUpdate):
 @register
 class NAGMomUpdate(_Update):
     """g' = clip(rescale_grad*grad) + wd*weight; mom = momentum*mom - lr*g';
-    weight += momentum*mom - lr*g'. (MXNet's kernel writes the output before it updates
-    mom and reads weight again for mom's wd term, so with ``out=weight`` MXNet's mom
-    uses the new weight there; here it is always the old one, as with a separate out.)"""
+    weight += momentum*mom - lr*g'. MXNet's kernel writes the output before it updates
+    mom and reads weight again for mom's wd term, so with ``out=weight`` (how MXNet's NAG
+    optimizer calls it) mom takes the new weight there; ``mx.nd`` tells the operator when
+    ``out`` is the weight (``out_is_weight``) and it does the same."""
     name = 'nag_mom_update'
     states = ('mom',)
+    #: mx.nd sets it when out= is the weight array itself
+    out_is_weight = False
     lr = Param(float, doc='Learning rate')
     momentum = Param(float, 0.0)
     wd, rescale_grad, clip_gradient = _grad_params()
@@ -225,8 +229,11 @@ class NAGMomUpdate(_Update):
         return w + m * mom - step, mom
 
     def update(self, xp, w, g, s):
-        w, mom = self._step(xp, w, self.rg(xp, g), s['mom'])
-        return w, {'mom': mom}
+        g = self.rg(xp, g)
+        new_w, mom = self._step(xp, w, g, s['mom'])
+        if self.out_is_weight:
+            mom = _f(self.momentum) * s['mom'] - _f(self.lr) * (g + _f(self.wd) * new_w)
+        return new_w, {'mom': mom}
 
 
 @register

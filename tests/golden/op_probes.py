@@ -104,4 +104,11 @@ def run(mx):
     out['float_only'] = [_error(lambda: mx.nd.Activation(i, act_type='relu').asnumpy()),
                          _error(lambda: mx.nd.LeakyReLU(i).asnumpy()),
                          _error(lambda: mx.nd.LinearRegressionOutput(i, i).asnumpy())]
+    # nag_mom_update with out=weight: mom's wd term reads the new weight, as MXNet's kernel
+    w, g, mom = mx.nd.array([1, 2]), mx.nd.array([.5, -.5]), mx.nd.array([.1, .1])
+    steps = []
+    for _ in range(2):
+        mx.nd.nag_mom_update(w, g, mom, lr=.1, momentum=.9, wd=.1, out=w)
+        steps.append([round(x, 5) for x in w.asnumpy().tolist() + mom.asnumpy().tolist()])
+    out['nag_out_is_weight'] = steps
     return out

@@ -499,6 +499,15 @@ def Variable(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None
         attrs['__dtype__'] = str(TYPE_CODE[np.dtype(dtype).name])
     if init is not None:
         attrs['__init__'] = init if isinstance(init, str) else init.dumps()
+    if stype is not None:
+        codes = {'default': '0', 'row_sparse': '1', 'csr': '2'}
+        if stype not in codes:
+            raise MXNetError('Variable %r: unknown storage type %r (MXNet knows %s)'
+                             % (name, stype, sorted(codes)))
+        if stype != 'default':
+            raise MXNetError('Variable %r: sparse storage (%r) is not supported by symgraph'
+                             % (name, stype))
+        attrs['__storage_type__'] = codes[stype]
     for k, v in kwargs.items():
         if k.startswith('__') and k.endswith('__'):
             attrs[k] = str(v)

@@ -38,3 +38,10 @@ def test_a_json_file_with_none_for_a_required_int_is_refused_clearly():
             node['attrs']['num_hidden'] = 'None'
     with pytest.raises(MXNetError, match="num_hidden.*'None'"):
         mx.sym.load_json(json.dumps(doc))
+
+
+def test_sparse_storage_types_are_refused_clearly():
+    with pytest.raises(MXNetError, match=r"sparse storage \('csr'\) is not supported"):
+        mx.sym.var('x', stype='csr')
+    with pytest.raises(MXNetError, match="unknown storage type 'dense'"):
+        mx.sym.var('x', stype='dense')

@@ -44,4 +44,6 @@ def run(mx):
     # composing by the name of an auxiliary state
     bn = mx.sym.BatchNorm(x, name='bn')
     out['compose_aux'] = bn(bn_moving_mean=mx.sym.var('mm')).list_auxiliary_states()
+    # a Variable's storage type is recorded
+    out['variable_stype'] = mx.sym.var('s', stype='default').list_attr()
     return out

@@ -83,7 +83,14 @@ class Symbol:
                 raise ValueError('there are multiple outputs named %r' % index)
             index = matches[0]
         if isinstance(index, slice):
-            return Symbol(self._outputs[index])
+            # as MXNet: each index in range(start, stop, step) must exist
+            start = 0 if index.start is None else index.start
+            stop = len(self._outputs) if index.stop is None else index.stop
+            picked = [self[i] for i in range(start, stop, 1 if index.step is None
+                                             else index.step)]
+            if not picked:
+                raise TypeError('slice %r selects no output of %d' % (index, len(self)))
+            return Symbol([o for p in picked for o in p._outputs])
         if not isinstance(index, int):
             raise TypeError('Symbol index must be an int, a slice or an output name')
         if index >= len(self._outputs) or index < -len(self._outputs):

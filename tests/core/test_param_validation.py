@@ -45,3 +45,13 @@ def test_sparse_storage_types_are_refused_clearly():
         mx.sym.var('x', stype='csr')
     with pytest.raises(MXNetError, match="unknown storage type 'dense'"):
         mx.sym.var('x', stype='dense')
+
+
+def test_group_slices_follow_mxnet():
+    sp = mx.sym.SliceChannel(mx.sym.var('x'), num_outputs=3, name='sp')
+    assert sp[0:2].list_outputs() == ['sp_output0', 'sp_output1']
+    assert sp[::2].list_outputs() == ['sp_output0', 'sp_output2']
+    with pytest.raises(IndexError):
+        sp[1:10]
+    with pytest.raises(TypeError, match='selects no output'):
+        sp[3:]

@@ -13,7 +13,7 @@ import numpy as np
 
 from . import opdef
 from .base import MXNetError
-from .context import Context, current_context, cpu, context_of, array_module
+from .context import Context, current_context, cpu, context_of
 
 __all__ = ['NDArray', 'array', 'zeros', 'ones', 'empty', 'full', 'arange', 'eye', 'linspace',
            'save', 'load', 'load_frombuffer',

@@ -83,6 +83,20 @@ def parametrize_cases(cases):
     return pytest.mark.parametrize('case', cases, ids=[c.id for c in cases])
 
 
+def case_tests(cases):
+    """``test_forward`` and ``test_gradient`` over ``cases``, the two tests every operator
+    family runs; a test module binds them: ``test_forward, test_gradient = case_tests(CASES)``.
+    """
+    @parametrize_cases(cases)
+    def test_forward(case):
+        check_forward(case)
+
+    @parametrize_cases(cases)
+    def test_gradient(case):
+        check_gradient(case)
+    return test_forward, test_gradient
+
+
 def _as_list(x):
     return list(x) if isinstance(x, (list, tuple)) else [x]
 

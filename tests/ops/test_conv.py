@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from harness import OpCase, parametrize_cases, check_forward, check_gradient
+from harness import case_tests, OpCase
 from symgraph.opdef import get_op, ShapeError
 from symgraph.base import MXNetError
 
@@ -128,14 +128,7 @@ CASES = [
 ]
 
 
-@parametrize_cases(CASES)
-def test_forward(case):
-    check_forward(case)
-
-
-@parametrize_cases(CASES)
-def test_gradient(case):
-    check_gradient(case)
+test_forward, test_gradient = case_tests(CASES)
 
 
 def test_convolution_arguments_and_shapes():

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import symgraph.ops.roi  # noqa: F401  (registers ROIPooling / ROIAlign)
-from harness import OpCase, check_forward, check_gradient, parametrize_cases
+from harness import case_tests, OpCase
 from symgraph.ops import nms_core as det
 from symgraph.opdef import get_op
 
@@ -342,14 +342,7 @@ ROI_CASES = [
 CASES = NMS_CASES + OTHER_CASES + ROI_CASES
 
 
-@parametrize_cases(CASES)
-def test_forward(case):
-    check_forward(case)
-
-
-@parametrize_cases(CASES)
-def test_gradient(case):
-    check_gradient(case)
+test_forward, test_gradient = case_tests(CASES)
 
 
 # ----------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import symgraph as mx
-from harness import OpCase, parametrize_cases, check_forward, check_gradient
+from harness import case_tests, OpCase
 from symgraph.opdef import ShapeError, TypeInferenceError, get_op
 
 
@@ -172,14 +172,7 @@ CASES = [
 ]
 
 
-@parametrize_cases(CASES)
-def test_forward(case):
-    check_forward(case)
-
-
-@parametrize_cases(CASES)
-def test_gradient(case):
-    check_gradient(case)
+test_forward, test_gradient = case_tests(CASES)
 
 
 def test_values_seen_on_mxnet():

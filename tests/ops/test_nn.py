@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import symgraph as mx
-from harness import OpCase, parametrize_cases, check_forward, check_gradient
+from harness import case_tests, OpCase
 from symgraph.opdef import ShapeError, get_op
 from symgraph.ops.nn import erf
 
@@ -157,14 +157,7 @@ CASES = [
      for a in ('relu', 'sigmoid', 'tanh', 'softrelu', 'softsign')]
 
 
-@parametrize_cases(CASES)
-def test_forward(case):
-    check_forward(case)
-
-
-@parametrize_cases(CASES)
-def test_gradient(case):
-    check_gradient(case)
+test_forward, test_gradient = case_tests(CASES)
 
 
 def test_erf_accuracy():

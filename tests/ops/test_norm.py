@@ -6,7 +6,7 @@ vectorised operators.
 import numpy as np
 import pytest
 
-from harness import OpCase, check_forward, check_gradient, parametrize_cases
+from harness import case_tests, OpCase
 from symgraph.opdef import MXNetError, ShapeError, get_op
 
 
@@ -245,14 +245,7 @@ LRN_CASES = [
 CASES = BN_CASES + LN_CASES + IN_CASES + L2_CASES + LRN_CASES
 
 
-@parametrize_cases(CASES)
-def test_forward(case):
-    check_forward(case)
-
-
-@parametrize_cases(CASES)
-def test_gradient(case):
-    check_gradient(case)
+test_forward, test_gradient = case_tests(CASES)
 
 
 @pytest.mark.parametrize('dtype', ['float32', 'float64'])

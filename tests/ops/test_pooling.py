@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from harness import OpCase, parametrize_cases, check_forward, check_gradient
+from harness import case_tests, OpCase
 from symgraph.opdef import get_op, ShapeError
 from symgraph.base import MXNetError
 from test_conv import deconv_ref
@@ -187,14 +187,7 @@ UP = [
 CASES += UP
 
 
-@parametrize_cases(CASES)
-def test_forward(case):
-    check_forward(case)
-
-
-@parametrize_cases(CASES)
-def test_gradient(case):
-    check_gradient(case)
+test_forward, test_gradient = case_tests(CASES)
 
 
 def test_pooling_shapes():

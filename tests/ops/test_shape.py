@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 
 import symgraph as mx
-from harness import OpCase, parametrize_cases, check_forward, check_gradient
+from harness import case_tests, OpCase
 from symgraph.base import MXNetError
-from symgraph.opdef import ShapeError, TypeInferenceError, get_op
+from symgraph.opdef import ShapeError, get_op
 from symgraph.ops.shape import infer_reshape
 
 
@@ -159,14 +159,7 @@ CASES = [
 ]
 
 
-@parametrize_cases(CASES)
-def test_forward(case):
-    check_forward(case)
-
-
-@parametrize_cases(CASES)
-def test_gradient(case):
-    check_gradient(case)
+test_forward, test_gradient = case_tests(CASES)
 
 
 # ----------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import symgraph as mx
-from harness import OpCase, parametrize_cases, check_forward, check_gradient
+from harness import case_tests, OpCase
 from symgraph.base import MXNetError
 from symgraph.opdef import ShapeError
 
@@ -144,14 +144,7 @@ CASES += [
     for kw, shape in _CORR]
 
 
-@parametrize_cases(CASES)
-def test_forward(case):
-    check_forward(case)
-
-
-@parametrize_cases(CASES)
-def test_gradient(case):
-    check_gradient(case)
+test_forward, test_gradient = case_tests(CASES)
 
 
 def test_mxnet_doc_examples():

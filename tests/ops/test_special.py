@@ -11,7 +11,7 @@ import statistics
 import numpy as np
 import pytest
 
-from harness import OpCase, parametrize_cases, check_forward, check_gradient
+from harness import case_tests, OpCase, parametrize_cases
 from symgraph.opdef import get_op
 from symgraph.ops import _specfun as sf
 
@@ -133,14 +133,7 @@ CASES = [
 ]
 
 
-@parametrize_cases(CASES)
-def test_forward(case):
-    check_forward(case)
-
-
-@parametrize_cases(CASES)
-def test_gradient(case):
-    check_gradient(case)
+test_forward, test_gradient = case_tests(CASES)
 
 
 @parametrize_cases(CASES)

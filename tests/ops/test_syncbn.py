@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import symgraph as mx
-from harness import OpCase, check_forward, check_gradient, parametrize_cases
+from harness import case_tests, OpCase
 from symgraph import parallel
 from symgraph.opdef import MXNetError, get_op
 
@@ -62,14 +62,7 @@ for data in [(3, 4, 2, 3), (5, 3), (4, 2, 5)]:
                             id='SyncBatchNorm[%s,train=%s]%s' % (kw, train, data)))
 
 
-@parametrize_cases(CASES)
-def test_forward(case):
-    check_forward(case)
-
-
-@parametrize_cases(CASES)
-def test_gradient(case):
-    check_gradient(case)
+test_forward, test_gradient = case_tests(CASES)
 
 
 def test_names_and_params_match_mxnet():

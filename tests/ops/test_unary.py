@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from harness import OpCase, parametrize_cases, check_fast_forward, check_forward, check_gradient
+from harness import case_tests, check_fast_forward, OpCase, parametrize_cases
 from symgraph.base import MXNetError
 from symgraph.opdef import get_op
 
@@ -117,14 +117,7 @@ CASES = [
 ]
 
 
-@parametrize_cases(CASES)
-def test_forward(case):
-    check_forward(case)
-
-
-@parametrize_cases(CASES)
-def test_gradient(case):
-    check_gradient(case)
+test_forward, test_gradient = case_tests(CASES)
 
 
 

@@ -27,8 +27,20 @@ def _zeros_if(xp, need, x):
     return xp.zeros_like(x) if need else None
 
 
+class _DataLabel(Operator):
+    """An operator of ``(data, label)``: the loss heads and softmax_cross_entropy. Both
+    inputs and the output share one type unless a subclass says otherwise."""
+
+    def list_arguments(self):
+        return ['data', 'label']
+
+    def infer_type(self, in_types):
+        t = same_type(self, in_types)
+        return [t, t], [t], []
+
+
 @register
-class SoftmaxOutput(Operator):
+class SoftmaxOutput(_DataLabel):
     """Softmax forward; backward is the cross-entropy gradient ``softmax - onehot(label)``.
 
     The softmax runs over all but the first axis, over axis 1 (``multi_output``) or over the
@@ -56,9 +68,6 @@ class SoftmaxOutput(Operator):
     needs_outputs = True
 
     is_loss = True
-
-    def list_arguments(self):
-        return ['data', 'label']
 
     def infer_shape(self, in_shapes, out_shapes=None):
         d, lab = in_shapes[:2]
@@ -172,15 +181,12 @@ def _label_per_row(op, d, lab):
     return want if lab is None else tuple(a or b for a, b in zip(lab, want))
 
 
-class _Regression(Operator):
+class _Regression(_DataLabel):
     """Shared shape rules and scaling of the regression heads."""
 
     grad_scale = Param(float, 1.0, doc='scale of the gradient')
     is_loss = True
     needs_outputs = True
-
-    def list_arguments(self):
-        return ['data', 'label']
 
     def infer_shape(self, in_shapes, out_shapes=None):
         d, lab = in_shapes[:2]

@@ -30,7 +30,7 @@ import numpy as np
 
 from symgraph.opdef import Operator, Param, ShapeError, register, same_type
 
-from .loss import _label_per_row, _zeros_if
+from .loss import _DataLabel, _label_per_row, _zeros_if
 from .norm import _acc, _f32
 from .norm_layers import _MeanStdNorm, _normalize_grad
 from .softmax import _SoftmaxBase, _norm_axis, softmax
@@ -114,14 +114,11 @@ class Softmin(_SoftmaxBase):
 
 
 @register
-class SoftmaxCrossEntropy(Operator):
+class SoftmaxCrossEntropy(_DataLabel):
     """Summed cross entropy of ``softmax(data)`` against class labels; output (1,)."""
 
     name = 'softmax_cross_entropy'
     needs_inputs = True
-
-    def list_arguments(self):
-        return ['data', 'label']
 
     def infer_shape(self, in_shapes, out_shapes=None):
         d, lab = in_shapes[:2]
@@ -135,10 +132,6 @@ class SoftmaxCrossEntropy(Operator):
             raise ShapeError('softmax_cross_entropy: argument %r has shape %s but data %s '
                              'has %d rows' % ('label', tuple(lab), tuple(d), d[0]))
         return [d, lab], [(1,)], []
-
-    def infer_type(self, in_types):
-        t = same_type(self, in_types)
-        return [t, t], [t], []
 
     def _probs(self, xp, x, lab):
         y = softmax(xp, x, 1)
@@ -163,7 +156,7 @@ class SoftmaxCrossEntropy(Operator):
 
 
 @register
-class SVMOutput(Operator):
+class SVMOutput(_DataLabel):
     """Identity forward; backward is the (L1 or L2) hinge-loss gradient (see above)."""
 
     name = 'SVMOutput'
@@ -173,19 +166,12 @@ class SVMOutput(Operator):
     is_loss = True
     needs_inputs = True
 
-    def list_arguments(self):
-        return ['data', 'label']
-
     def infer_shape(self, in_shapes, out_shapes=None):
         d, lab = in_shapes[:2]
         if d is None:
             return [d, lab], [None], []
         d = tuple(d)
         return [d, _label_per_row(self, d, lab)], [d], []
-
-    def infer_type(self, in_types):
-        t = same_type(self, in_types)
-        return [t, t], [t], []
 
     def forward(self, xp, inputs, aux, is_train):
         return [inputs[0]]

@@ -188,61 +188,52 @@ class NDArray:
             self._data[key] = value
 
     # ----------------------------------------------------------------- arithmetic
-    def _binary(self, other, key):
-        """``self <key> other`` as MXNet's NDArray operators: a number through the scalar
-        operator, an NDArray through the broadcasting one (whose type inference refuses
-        mixed dtypes, as MXNet does)."""
-        broadcast, scalar = _BINARY[key]
-        if isinstance(other, numbers.Number) and not isinstance(other, bool):
-            return invoke(scalar, (self,), {'scalar': other})
-        if isinstance(other, NDArray):
-            return invoke(broadcast, (self, other), {})
+    def _operand(self, other):
+        """``other`` as MXNet's NDArray operators take it: a number or an NDArray (a NumPy
+        array or a list becomes an NDArray of this dtype); anything else is refused."""
+        if isinstance(other, NDArray) or (isinstance(other, numbers.Number)
+                                          and not isinstance(other, bool)):
+            return other
         if isinstance(other, (np.ndarray, list, tuple)):
-            return invoke(broadcast, (self, array(other, self._ctx, self.dtype)), {})
+            return array(other, self._ctx, self.dtype)
         raise TypeError('type %s not supported' % type(other).__name__)
 
-    def _reflected(self, other, key):
-        """``other <key> self`` for a number ``other`` (``2 - x``)."""
-        broadcast, scalar = _BINARY[key]
-        if isinstance(other, numbers.Number) and not isinstance(other, bool):
-            return invoke(scalar, (self,), {'scalar': other})
-        if isinstance(other, (np.ndarray, list, tuple)):
-            return invoke(broadcast, (array(other, self._ctx, self.dtype), self), {})
-        raise TypeError('type %s not supported' % type(other).__name__)
-
+    # Through the module's functions (add, subtract, ...), as MXNet's NDArray operators: a
+    # number goes to the scalar operator, an NDArray to the broadcasting one (whose type
+    # inference refuses mixed dtypes, as MXNet does).
     def __add__(self, o):
-        return self._binary(o, 'add')
+        return add(self, self._operand(o))
 
     __radd__ = __add__
 
     def __sub__(self, o):
-        return self._binary(o, 'sub')
+        return subtract(self, self._operand(o))
 
     def __rsub__(self, o):
-        return self._reflected(o, 'rsub')
+        return subtract(self._operand(o), self)
 
     def __mul__(self, o):
-        return self._binary(o, 'mul')
+        return multiply(self, self._operand(o))
 
     __rmul__ = __mul__
 
     def __truediv__(self, o):
-        return self._binary(o, 'div')
+        return divide(self, self._operand(o))
 
     def __rtruediv__(self, o):
-        return self._reflected(o, 'rdiv')
+        return divide(self._operand(o), self)
 
     def __mod__(self, o):
-        return self._binary(o, 'mod')
+        return modulo(self, self._operand(o))
 
     def __rmod__(self, o):
-        return self._reflected(o, 'rmod')
+        return modulo(self._operand(o), self)
 
     def __pow__(self, o):
-        return self._binary(o, 'pow')
+        return power(self, self._operand(o))
 
     def __rpow__(self, o):
-        return self._reflected(o, 'rpow')
+        return power(self._operand(o), self)
 
     def __neg__(self):
         with self._ctx.device_scope():
@@ -253,50 +244,50 @@ class NDArray:
             return NDArray(abs(self._data), self._ctx)
 
     def __eq__(self, o):
-        return self._binary(o, 'eq')
+        return equal(self, self._operand(o))
 
     def __ne__(self, o):
-        return self._binary(o, 'ne')
+        return not_equal(self, self._operand(o))
 
     def __gt__(self, o):
-        return self._binary(o, 'gt')
+        return greater(self, self._operand(o))
 
     def __ge__(self, o):
-        return self._binary(o, 'ge')
+        return greater_equal(self, self._operand(o))
 
     def __lt__(self, o):
-        return self._binary(o, 'lt')
+        return lesser(self, self._operand(o))
 
     def __le__(self, o):
-        return self._binary(o, 'le')
+        return lesser_equal(self, self._operand(o))
 
     __hash__ = object.__hash__
 
-    def _inplace(self, o, key):
-        """``self <key>= o``: the result written into this very array (same object, same
+    def _inplace(self, o, fn):
+        """``self <fn>= o``: the result written into this very array (same object, same
         dtype), as MXNet's ``out=self``; a result of another shape is refused."""
-        r = self._binary(o, key)
+        r = fn(self, self._operand(o))
         if r.shape != self.shape:
             raise MXNetError('in-place %s: the result has shape %s, the array %s'
-                             % (key, r.shape, self.shape))
+                             % (fn.__name__, r.shape, self.shape))
         with self._ctx.device_scope():
             self._data[...] = r._data
         return self
 
     def __iadd__(self, o):
-        return self._inplace(o, 'add')
+        return self._inplace(o, add)
 
     def __isub__(self, o):
-        return self._inplace(o, 'sub')
+        return self._inplace(o, subtract)
 
     def __imul__(self, o):
-        return self._inplace(o, 'mul')
+        return self._inplace(o, multiply)
 
     def __itruediv__(self, o):
-        return self._inplace(o, 'div')
+        return self._inplace(o, divide)
 
     def __imod__(self, o):
-        return self._inplace(o, 'mod')
+        return self._inplace(o, modulo)
 
     def __bool__(self):
         if self.size != 1:
@@ -314,23 +305,6 @@ class NDArray:
             raise AttributeError("'NDArray' object has no attribute %r" % name) from None
         fn = _op_function(name)
         return lambda *a, **k: fn(self, *a, **k)
-
-
-#: NDArray arithmetic -> (broadcasting operator, scalar operator), as MXNet's NDArray uses
-_BINARY = {
-    'add': ('broadcast_add', '_plus_scalar'), 'sub': ('broadcast_sub', '_minus_scalar'),
-    'rsub': ('broadcast_sub', '_rminus_scalar'), 'mul': ('broadcast_mul', '_mul_scalar'),
-    'div': ('broadcast_div', '_div_scalar'), 'rdiv': ('broadcast_div', '_rdiv_scalar'),
-    'mod': ('broadcast_mod', '_mod_scalar'), 'rmod': ('broadcast_mod', '_rmod_scalar'),
-    'pow': ('broadcast_power', '_power_scalar'),
-    'rpow': ('broadcast_power', '_rpower_scalar'),
-    'eq': ('broadcast_equal', '_equal_scalar'), 'ne': ('broadcast_not_equal',
-                                                       '_not_equal_scalar'),
-    'gt': ('broadcast_greater', '_greater_scalar'),
-    'ge': ('broadcast_greater_equal', '_greater_equal_scalar'),
-    'lt': ('broadcast_lesser', '_lesser_scalar'),
-    'le': ('broadcast_lesser_equal', '_lesser_equal_scalar'),
-}
 
 
 def _is_element(key, ndim):

@@ -144,6 +144,9 @@ class Executor:
             self.arg_arrays + self.grad_arrays + self.aux_arrays,
             self._dev_args + self._dev_grads + self._dev_aux))
         self._grad_req = reqs
+        # an executor with gradients to compute keeps what backward needs even after an
+        # inference forward: MXNet lets backward follow one (saliency, adversarial inputs)
+        self._any_grad = any(r != 'null' for r in reqs)
         self._plan = Plan(order, arg_nodes, aux_nodes, heads, shapes, dtypes, reqs, xp)
         self._saved = None
         self._monitor = None
@@ -197,9 +200,7 @@ class Executor:
                 raise MXNetError('forward: argument %r has shape %s, the executor was bound '
                                  'with %s' % (k, tuple(np.shape(v)), dst.shape))
             dst[:] = v
-        # an executor with gradients to compute keeps what backward needs even after an
-        # inference forward: MXNet lets backward follow one (saliency, adversarial inputs)
-        keep = bool(is_train) or any(r != 'null' for r in self._grad_req)
+        keep = bool(is_train) or self._any_grad
         fn, fname, line_step = self._plan.forward_fn(is_train, self._monitor is not None,
                                                      keep)
         if self._off_ctx:

@@ -32,11 +32,12 @@ def seed(seed_state, ctx='all'):
     else:
         np.random.seed(seed_state)
         gpus = []
-    for i in gpus:
-        # cupy.random.seed seeds the current device's generator only
+    if gpus:
         cupy = _cupy()
-        with cupy.cuda.Device(i):
-            cupy.random.seed(seed_state)
+        for i in gpus:
+            # cupy.random.seed seeds the current device's generator only
+            with cupy.cuda.Device(i):
+                cupy.random.seed(seed_state)
 
 
 def __getattr__(name):

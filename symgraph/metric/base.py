@@ -38,6 +38,14 @@ def _promote(value):
     return value
 
 
+def _plain(value):
+    """A NumPy scalar result as the Python number it equals: MXNet returned NumPy scalars,
+    which NumPy 1.x printed as plain numbers; NumPy 2 prints ``np.float64(...)``."""
+    if isinstance(value, numpy.generic) and value.ndim == 0:
+        return value.item()
+    return value
+
+
 def check_label_shapes(labels, preds, wrap=False, shape=False):
     """Check that labels and predictions agree in length (or in shape).
 
@@ -162,14 +170,14 @@ class EvalMetric(object):
         """``(name, value)`` of the local result; value is NaN before any update."""
         if self.num_inst == 0:
             return (self.name, float('nan'))
-        return (self.name, self.sum_metric / self.num_inst)
+        return (self.name, _plain(self.sum_metric / self.num_inst))
 
     def get_global(self):
         """``(name, value)`` of the global result (since the last :meth:`reset`)."""
         if self._has_global_stats:
             if self.global_num_inst == 0:
                 return (self.name, float('nan'))
-            return (self.name, self.global_sum_metric / self.global_num_inst)
+            return (self.name, _plain(self.global_sum_metric / self.global_num_inst))
         return self.get()
 
     def get_name_value(self):

@@ -6,7 +6,7 @@ import numpy
 
 from .. import ndarray as nd
 from ..ndarray import NDArray
-from .base import EvalMetric, register, alias, check_label_shapes, _asnumpy, _asnd
+from .base import EvalMetric, register, alias, check_label_shapes, _asnumpy, _asnd, _plain
 
 __all__ = ['MAE', 'MSE', 'RMSE', 'CrossEntropy', 'NegativeLogLikelihood',
            'PearsonCorrelation', 'Loss', 'Torch', 'Caffe']
@@ -254,11 +254,11 @@ class PearsonCorrelation(EvalMetric):
         if self.num_inst == 0:
             return (self.name, float('nan'))
         if self.average == 'macro':
-            return (self.name, self.sum_metric / self.num_inst)
+            return (self.name, _plain(self.sum_metric / self.num_inst))
         n = self._label_nums
         pearsonr = self._conv / ((n - 1) * numpy.sqrt(self._sse_p / (n - 1)) *
                                  numpy.sqrt(self._sse_l / (n - 1)))
-        return (self.name, pearsonr)
+        return (self.name, _plain(pearsonr))
 
 
 @register

@@ -378,6 +378,7 @@ class FeedForward:
         mod = Module(self.symbol, data_names=data_names,
                      label_names=[n for n in label_names if n in arg_names],
                      context=self.ctx, work_load_list=work_load_list, logger=logger)
+        logger.info('Start training with %s', str(self.ctx))
         mod.bind(train_data.provide_data, train_data.provide_label, for_training=True)
         if monitor:
             mod.install_monitor(monitor)

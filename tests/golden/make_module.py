@@ -18,6 +18,9 @@ pooling, FC 16, FC 10).  The runs:
 * ``mlp_sgd_2cpu``: ``mlp_sgd`` on ``context=[mx.cpu(0), mx.cpu(1)]`` (MXNet's kvstore
   'local' then updates the parameters in the store);
 * ``mlp_sgd_wl``: ``mlp_sgd`` on three CPUs with ``work_load_list=[1, 2, 1]``;
+* ``ff_mlp_sgd``: ``mx.model.FeedForward`` (SGD, momentum, wd) on the MLP for 3 epochs
+  of ``epoch_size=3`` batches (the 4-batch iterator is reset mid-epoch), then
+  ``predict``, ``score`` and ``save``;
 * ``<mlp run>_resume``: ``save_checkpoint(prefix, 2, save_optimizer_states=True)``,
   ``Module.load(prefix, 2, load_optimizer_states=True)`` and one more epoch
   (``begin_epoch=2, num_epoch=3``).
@@ -43,6 +46,7 @@ import re
 import shutil
 import sys
 import tempfile
+import warnings
 
 import numpy as np
 import mxnet as mx
@@ -203,6 +207,39 @@ def run(name, net, kind, data, arrays, report, tmp, contexts=None, work_load_lis
             arrays['%s|arg:%s' % (rname, k)] = v.asnumpy()
 
 
+def run_feedforward(name, data, arrays, report, tmp):
+    """``mx.model.FeedForward`` on the MLP: fit on an iterator (epoch_size 3, so the
+    iterator is reset mid-epoch), predict, score, save."""
+    args, aux = initial_params('mlp')
+    train, val = iters(data, 'mlp')
+    cap = Capture()
+    root = logging.getLogger()
+    root.addHandler(cap)
+    root.setLevel(logging.INFO)
+    nbatches = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')
+            model = mx.model.FeedForward(
+                mlp(), num_epoch=3, epoch_size=3, optimizer='sgd', learning_rate=0.1,
+                momentum=0.9, wd=1e-3,
+                arg_params={k: mx.nd.array(v) for k, v in args.items()},
+                aux_params={k: mx.nd.array(v) for k, v in aux.items()})
+        model.fit(train, eval_data=val, eval_metric='acc',
+                  batch_end_callback=lambda p: nbatches.append([p.epoch, p.nbatch]))
+    finally:
+        root.removeHandler(cap)
+    prefix = os.path.join(tmp, name)
+    model.save(prefix)
+    entry = {'log': clean(cap.lines, prefix), 'nbatches': nbatches,
+             'warnings': [str(w.category.__name__) + ': ' + str(w.message) for w in caught],
+             'files': sorted(os.listdir(tmp)), 'score': float(model.score(val))}
+    for k, v in model.arg_params.items():
+        arrays['%s|arg:%s' % (name, k)] = v.asnumpy()
+    arrays['%s|predict' % name] = model.predict(val)
+    report[name] = entry
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     data = load_data()
@@ -224,6 +261,7 @@ def main():
             contexts=[mx.cpu(0), mx.cpu(1)])
         run('mlp_sgd_wl', 'mlp', 'sgd', data, arrays, report, tmp,
             contexts=[mx.cpu(0), mx.cpu(1), mx.cpu(2)], work_load_list=[1, 2, 1])
+        run_feedforward('ff_mlp_sgd', data, arrays, report, tempfile.mkdtemp(dir=tmp))
     finally:
         shutil.rmtree(tmp)
     np.savez_compressed(os.path.join(OUT, 'runs.npz'), **arrays)

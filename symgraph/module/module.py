@@ -10,7 +10,8 @@ from ..initializer import Uniform, InitDesc
 from ..io import DataDesc
 from ..model import (load_checkpoint, _create_kvstore, _initialize_kvstore, _update_params,
                      _update_params_on_kvstore)
-from .base_module import BaseModule, _check_input_names, _parse_data_desc, _require
+from .base_module import (BaseModule, _check_input_names, _parse_data_desc, _require,
+                          _PARAM_ENDINGS)
 from .executor_group import DataParallelExecutorGroup
 
 __all__ = ['Module']
@@ -332,8 +333,7 @@ class Module(BaseModule):
                     "symbol, whose inputs are %s; create the Module with label_names "
                     "naming the symbol's labels (label_names=None for none)"
                     % (desc.name, [d.name for d in label_shapes],
-                       [a for a in args if a not in self._param_names or
-                        a in self._label_names]))
+                       [a for a in args if not a.endswith(_PARAM_ENDINGS)]))
         if shared_module is None and self.params_initialized:
             # parameters from Module.load or an earlier bind: MXNet binds with the gaps
             # left as zeros and fails later with a KeyError
@@ -375,8 +375,8 @@ class Module(BaseModule):
             # re-binding (or parameters loaded from a checkpoint): copy them to the devices
             self._exec_group.set_params(self._arg_params, self._aux_params)
         else:
-            if self._arg_params is not None or self._aux_params is not None:
-                raise MXNetError('bind: parameters exist but are not initialized')
+            # (MXNet asserts here that there are none yet, which fails on a force_rebind
+            # before init_params; the parameters of the old binding were never set)
             self._arg_params = {name: nd.zeros(x[0].shape, dtype=x[0].dtype)
                                 for name, x in zip(self._param_names,
                                                    self._exec_group.param_arrays)}

@@ -140,6 +140,14 @@ class _Update(Operator):
         g = g if dtype is None else g.astype(dtype)
         return _clip(xp, _f(self.rescale_grad) * g, _f(self.clip_gradient))
 
+    def lr_step(self, xp, g):
+        """lr * clip(rescale_grad * grad) as the SGD kernels compute it: without clipping
+        they multiply by ``lr*rescale_grad`` rounded to one float."""
+        lr, c = _f(self.lr), _f(self.clip_gradient)
+        if c >= 0:
+            return lr * _clip(xp, _f(self.rescale_grad) * g, c)
+        return _f(lr * _f(self.rescale_grad)) * g
+
     def update(self, xp, w, g, s):
         raise NotImplementedError
 
@@ -159,7 +167,7 @@ class SGDUpdate(_Update):
 
     def update(self, xp, w, g, s):
         lr, wd = _f(self.lr), _f(self.wd)
-        return (1 - lr * wd) * w - lr * self.rg(xp, g), s
+        return _f(1 - _f(lr * wd)) * w - self.lr_step(xp, g), s
 
 
 @register
@@ -171,7 +179,8 @@ class MPSGDUpdate(SGDUpdate):
 
     def update(self, xp, w, g, s):
         lr, wd = _f(self.lr), _f(self.wd)
-        w32 = (1 - lr * wd) * s['weight32'] - lr * self.rg(xp, g, s['weight32'].dtype)
+        w32 = s['weight32']
+        w32 = _f(1 - _f(lr * wd)) * w32 - self.lr_step(xp, g.astype(w32.dtype))
         return w32, {'weight32': w32}
 
 
@@ -186,12 +195,14 @@ class SGDMomUpdate(_Update):
     lazy_update = Param(bool, True)
 
     def _step(self, xp, w, g, mom):
+        """g: the raw gradient (cast to w's dtype); MXNet's kernel multiplies by
+        ``lr*rescale_grad`` (one float) when it does not clip, else by lr after clipping."""
         lr, wd = _f(self.lr), _f(self.wd)
-        mom = _f(self.momentum) * mom - lr * wd * w - lr * g
+        mom = _f(self.momentum) * mom - lr * wd * w - self.lr_step(xp, g)
         return w + mom, mom
 
     def update(self, xp, w, g, s):
-        w, mom = self._step(xp, w, self.rg(xp, g), s['mom'])
+        w, mom = self._step(xp, w, g, s['mom'])
         return w, {'mom': mom}
 
 
@@ -203,7 +214,7 @@ class MPSGDMomUpdate(SGDMomUpdate):
 
     def update(self, xp, w, g, s):
         w32 = s['weight32']
-        w32, mom = self._step(xp, w32, self.rg(xp, g, w32.dtype), s['mom'])
+        w32, mom = self._step(xp, w32, g.astype(w32.dtype), s['mom'])
         return w32, {'mom': mom, 'weight32': w32}
 
 

@@ -17,6 +17,9 @@ from .executor import Executor
 from . import random
 from . import initializer
 from . import initializer as init
+from . import lr_scheduler
+from . import optimizer
+from . import kvstore as kv
 from . import model
 from . import io
 from . import test_utils

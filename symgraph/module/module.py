@@ -5,6 +5,7 @@ import warnings
 from .. import context as ctx
 from .. import ndarray as nd
 from .. import optimizer as opt
+from .. import kvstore as kvs
 from ..base import MXNetError
 from ..initializer import Uniform, InitDesc
 from ..io import DataDesc
@@ -23,7 +24,9 @@ KVSTORE_TYPES = ('local', 'device', 'nccl', 'dist_sync', 'dist_async', 'dist_syn
 
 
 def _check_kvstore_type(kvstore):
-    if isinstance(kvstore, str) and kvstore not in KVSTORE_TYPES:
+    """A kvstore type name must exist, even on one device, where none is created."""
+    if isinstance(kvstore, str) and kvstore.lower() not in KVSTORE_TYPES and \
+            kvstore.lower() not in kvs.KVStoreBase.kv_registry:
         raise ValueError('kvstore %r is not a kvstore type; use one of %s (or None, or a '
                          'KVStore)' % (kvstore, ', '.join(KVSTORE_TYPES)))
 

@@ -179,7 +179,7 @@ class BaseModule:
                 break
             self.prepare(eval_batch, sparse_row_id_fn=sparse_row_id_fn)
             self.forward(eval_batch, is_train=False)
-            pad = eval_batch.pad
+            pad = eval_batch.pad or 0     # (None in a DataBatch made without it)
             outputs = [out[0:out.shape[0] - pad] for out in self.get_outputs()]
             yield (outputs, nbatch, eval_batch)
 
@@ -221,7 +221,7 @@ class BaseModule:
                 break
             self.prepare(eval_batch, sparse_row_id_fn=sparse_row_id_fn)
             self.forward(eval_batch, is_train=False)
-            pad = eval_batch.pad
+            pad = eval_batch.pad or 0     # (None in a DataBatch made without it)
             outputs = [out[0:out.shape[0] - pad].copy() for out in self.get_outputs()]
             output_list.append(outputs)
         if len(output_list) == 0:

@@ -190,6 +190,8 @@ class BucketingModule(BaseModule):
              inputs_need_grad=False, force_rebind=False, shared_module=None,
              grad_req='write'):
         """Bind the default bucket; the others are bound by :meth:`switch_bucket`."""
+        if shared_module is not None:
+            raise ValueError('shared_module for BucketingModule is not supported')
         if self.params_initialized:
             arg_params, aux_params = self.get_params()
         if force_rebind:
@@ -197,8 +199,6 @@ class BucketingModule(BaseModule):
         if self.binded:
             self.logger.warning('Already bound, ignoring bind()')
             return
-        if shared_module is not None:
-            raise ValueError('shared_module for BucketingModule is not supported')
         symbol, data_names, label_names = self._call_sym_gen(self._default_bucket_key)
         module = self._buckets.get(self._default_bucket_key)
         if module is None:

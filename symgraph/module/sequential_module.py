@@ -2,9 +2,11 @@
 ``mxnet.module.sequential_module``)."""
 import copy
 import logging
+import warnings
 
 from ..initializer import Uniform
 from .base_module import BaseModule, _require
+from .module import Module
 
 __all__ = ['SequentialModule']
 
@@ -112,10 +114,27 @@ class SequentialModule(BaseModule):
         if self.params_initialized and not force_init:
             return
         _require(self.binded, 'call bind before initializing the parameters')
+        if not allow_extra:
+            # every module gets all the parameters and takes its own: only names that no
+            # module has are extra
+            known = set()
+            for module in self._modules:
+                sym = module.symbol if isinstance(module, Module) else None
+                if sym is None:
+                    known = None        # a module whose names are not known
+                    break
+                known |= set(sym.list_arguments()) | set(sym.list_auxiliary_states())
+            extra = [] if known is None else \
+                sorted(k for k in list(arg_params or {}) + list(aux_params or {})
+                       if k not in known)
+            if extra:
+                warnings.warn('init_params: %s are not parameters of any module and are '
+                              'ignored (pass allow_extra=True to silence this)' % extra,
+                              stacklevel=2)
         for module in self._modules:
             module.init_params(initializer=initializer, arg_params=arg_params,
                                aux_params=aux_params, allow_missing=allow_missing,
-                               force_init=force_init, allow_extra=allow_extra)
+                               force_init=force_init, allow_extra=True)
 
         def _check_name(known_names, new_names, modules, i):
             for name in new_names:

@@ -17,7 +17,7 @@ from .. import optimizer as opt
 from ..base import MXNetError
 from ..callback import LogValidationMetricsCallback
 from ..context import Context, cpu
-from ..initializer import Uniform
+from ..initializer import Uniform, InitDesc
 from ..io import DataDesc
 from ..model import BatchEndParam, save_checkpoint, load_checkpoint, _create_kvstore
 from ..symbol import Symbol
@@ -159,7 +159,8 @@ class FeedForward:
                 if given and k in given and not overwrite:
                     v[:] = given[k][:]
                 else:
-                    self.initializer(k, v)
+                    # by name only, as MXNet's init(str, arr), without its deprecation
+                    self.initializer(InitDesc(k), v)
         self.arg_params = arg_params
         self.aux_params = aux_params
         return (arg_names, list(param_names), aux_names)
@@ -456,8 +457,8 @@ class FeedForward:
             epoch = self.num_epoch
         if epoch is None:
             raise ValueError('FeedForward.save: give the epoch (num_epoch is not set)')
-        save_checkpoint(prefix, epoch, self.symbol, self.arg_params, self.aux_params,
-                        remove_amp_cast=remove_amp_cast)
+        save_checkpoint(prefix, epoch, self.symbol, self.arg_params or {},
+                        self.aux_params or {}, remove_amp_cast=remove_amp_cast)
 
     @staticmethod
     def load(prefix, epoch, ctx=None, **kwargs):

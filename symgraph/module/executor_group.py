@@ -95,6 +95,11 @@ def _load_general(data, targets, major_axis, names):
                 _copy(d_src, d_dst, 'input %r' % name)
 
 
+def _same_values(a, b):
+    """Whether two arrays (of any devices) hold the same values."""
+    return np.array_equal(a.asnumpy(), b.asnumpy())
+
+
 def _batch_part(batch, part, n_targets):
     """``batch.data`` or ``batch.label``; a list of batches (pre-sliced per device) gives
     one list per input."""
@@ -488,7 +493,9 @@ class DataParallelExecutorGroup:
                                       (aux_params, self.aux_names, self.aux_arrays)):
             for name, block in zip(names, blocks):
                 dst = params[name]
-                if len(block) == 1:
+                if len(block) == 1 or all(_same_values(block[0], w) for w in block[1:]):
+                    # (MXNet averages the copies even when they agree, which rounds:
+                    # (w + w + w) / 3 is not always w in float32)
                     src = block[0]
                 else:
                     src = sum(w.copyto(cpu()) for w in block) / len(block)

@@ -74,6 +74,15 @@ def test_unknown_optimizer_is_named_and_the_module_stays_usable(net, data):
     assert mod.optimizer_initialized
 
 
+def test_unknown_optimizer_parameter_is_named(net, data):
+    it = mx.io.NDArrayIter(*data, batch_size=4)
+    mod = mx.mod.Module(net)
+    with pytest.raises(TypeError, match="unknown parameter.*'learnig_rate'"):
+        mod.fit(it, optimizer_params={'learnig_rate': 0.1}, num_epoch=1)
+    assert not mod.optimizer_initialized
+    mod.init_optimizer(optimizer_params={'learning_rate': 0.1})
+
+
 @pytest.mark.parametrize('kvstore', ['nonexist', 'locl'])
 @pytest.mark.parametrize('ndev', [1, 2])
 def test_unknown_kvstore_is_named_and_the_module_stays_usable(net, data, kvstore, ndev):

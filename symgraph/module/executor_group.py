@@ -17,6 +17,7 @@ from .. import ndarray as nd
 from ..ndarray import NDArray
 from ..base import MXNetError
 from ..context import Context, cpu
+from ..opdef import using_random_state
 from ..io import DataDesc
 
 __all__ = ['DataParallelExecutorGroup']
@@ -244,6 +245,7 @@ class DataParallelExecutorGroup:
         self._default_execs = None
         self._reshaped = {}         # shapes -> executors made by reshape, reused
         self._monitor = None
+        self._rngs = [None] * len(contexts)     # per device: its random generator
         self.data_arrays = None
         self.label_arrays = None
         self.param_arrays = None
@@ -523,7 +525,8 @@ class DataParallelExecutorGroup:
         if len(self.execs) == 1:
             self.execs[0].forward(is_train=is_train)
         else:
-            _run_each([lambda e=e: e.forward(is_train=is_train) for e in self.execs])
+            _run_each(self._seeded([lambda e=e: e.forward(is_train=is_train)
+                                    for e in self.execs]))
 
     @staticmethod
     def _targets(arrays, data_batch):
@@ -603,8 +606,29 @@ class DataParallelExecutorGroup:
                 else:
                     sliced.append(grad.copyto(self.contexts[i]))
             per_device.append(sliced)
-        _run_each([lambda e=e, g=g: e.backward(out_grads=g)
-                   for e, g in zip(self.execs, per_device)])
+        _run_each(self._seeded([lambda e=e, g=g: e.backward(out_grads=g)
+                                for e, g in zip(self.execs, per_device)]))
+
+    def _seeded(self, fns):
+        """Wrap each device's work to draw random numbers (Dropout masks, samplers) from
+        that device's own generator, seeded from the global one on the calling thread:
+        seeded runs repeat whatever order the device threads run in."""
+        seeds = np.random.randint(0, 2 ** 31 - 1, size=len(fns))
+
+        def wrap(k, fn):
+            def run():
+                ctx = Context(self.contexts[k])
+                xp = ctx.xp
+                with ctx.device_scope():
+                    state = self._rngs[k]
+                    if state is None:
+                        state = self._rngs[k] = xp.random.RandomState(int(seeds[k]))
+                    else:
+                        state.seed(int(seeds[k]))
+                    with using_random_state(xp, state):
+                        fn()
+            return run
+        return [wrap(k, fn) for k, fn in enumerate(fns)]
 
     def update_metric(self, eval_metric, labels, pre_sliced):
         """Update ``eval_metric`` with every device's outputs and its labels."""

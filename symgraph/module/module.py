@@ -635,4 +635,3 @@ class Module(BaseModule):
                 for param_name in row_ids:
                     warnings.warn(UserWarning("%s.stype is not 'row_sparse'. No need to "
                                               "perform row_sparse_pull." % param_name))
-

@@ -459,3 +459,19 @@ def test_batch_that_contradicts_its_provide_data(net, data):
                                                  r"module is bound to \(4, 5\)"):
         mod.forward(bad)
     mod.forward(next(iter(it)))
+
+
+def test_dropout_on_several_devices_repeats_after_seeding():
+    net = mx.sym.SoftmaxOutput(mx.sym.Dropout(mx.sym.FullyConnected(
+        mx.sym.var('data'), num_hidden=6, name='fc'), p=0.5), name='softmax')
+    outs = []
+    for _ in range(2):
+        mod = mx.mod.Module(net, context=[mx.cpu(0), mx.cpu(1)])
+        mod.bind([('data', (8, 4))], [('softmax_label', (8,))])
+        mod.init_params(mx.init.One())
+        mx.random.seed(42)
+        mod.forward(mx.io.DataBatch([mx.nd.ones((8, 4))], [mx.nd.zeros((8,))]))
+        outs.append(mod.get_outputs()[0].asnumpy())
+    np.testing.assert_array_equal(outs[0], outs[1])
+    # each device draws its own mask: the two halves differ
+    assert not np.array_equal(outs[0][:4], outs[0][4:])

@@ -257,4 +257,3 @@ def test_several_devices_equal_one_device_over_a_whole_fit(tmp_path):
         for other in (two, three):
             np.testing.assert_allclose(other.get_params()[0][k].asnumpy(), v.asnumpy(),
                                        rtol=1e-5, atol=1e-7, err_msg=k)
-

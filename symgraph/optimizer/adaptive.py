@@ -499,8 +499,11 @@ class LAMB(Optimizer):
             g = nd.mp_lamb_update_phase1(weight, grad, mean, var, weight32, wd=wd, **kwargs)
             r_1 = weight32.norm()
             r_2 = g.norm()
-            nd.mp_lamb_update_phase2(weight, g, r_1, r_2, weight32, lr=lr, out=weight,
-                                     **bounds)
+            # MXNet 1.9.1's mp_lamb_update_phase2 leaves weight32 as it was (its
+            # multi_mp_lamb_update, which the Updater runs, updates it): update the master
+            # copy in float32 and cast it into the weight
+            nd.lamb_update_phase2(weight32, g, r_1, r_2, lr=lr, out=weight32, **bounds)
+            nd.cast(weight32, dtype=weight.dtype, out=weight)
         else:
             mean, var = state
             g = nd.lamb_update_phase1(weight, grad, mean, var, wd=wd, **kwargs)

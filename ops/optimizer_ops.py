@@ -233,17 +233,18 @@ class NAGMomUpdate(_Update):
     momentum = Param(float, 0.0)
     wd, rescale_grad, clip_gradient = _grad_params()
 
-    def _step(self, xp, w, g, mom):
-        lr, m = _f(self.lr), _f(self.momentum)
-        step = lr * (g + _f(self.wd) * w)
-        mom = m * mom - step
-        return w + m * mom - step, mom
+    def _step(self, xp, w, g, mom, new_weight_in_mom):
+        """MXNet's kernel: mom' = momentum*mom; w' = w - mom' + (momentum+1) * (mom' -
+        lr*(g + wd*w)); mom = mom' - lr*(g + wd*w), with w' there when
+        ``new_weight_in_mom``."""
+        lr, m, wd = _f(self.lr), _f(self.momentum), _f(self.wd)
+        mm = m * mom
+        new_w = w - mm + _f(m + 1) * (mm - lr * (g + wd * w))
+        wm = new_w if new_weight_in_mom else w
+        return new_w, mm - lr * (g + wd * wm)
 
     def update(self, xp, w, g, s):
-        g = self.rg(xp, g)
-        new_w, mom = self._step(xp, w, g, s['mom'])
-        if self.out_is_weight:
-            mom = _f(self.momentum) * s['mom'] - _f(self.lr) * (g + _f(self.wd) * new_w)
+        new_w, mom = self._step(xp, w, self.rg(xp, g), s['mom'], self.out_is_weight)
         return new_w, {'mom': mom}
 
 
@@ -257,10 +258,7 @@ class MPNAGMomUpdate(NAGMomUpdate):
 
     def update(self, xp, w, g, s):
         w32 = s['weight32']
-        g = self.rg(xp, g, w32.dtype)
-        lr, m, wd = _f(self.lr), _f(self.momentum), _f(self.wd)
-        w32, _ = self._step(xp, w32, g, s['mom'])
-        mom = m * s['mom'] - lr * (g + wd * w32)
+        w32, mom = self._step(xp, w32, self.rg(xp, g, w32.dtype), s['mom'], True)
         return w32, {'mom': mom, 'weight32': w32}
 
 
@@ -269,18 +267,21 @@ def _wd_grad(op, xp, w, g):
     return _clip(xp, _f(op.rescale_grad) * g + _f(op.wd) * w, _f(op.clip_gradient))
 
 
-def _adam_moments(op, xp, g, s):
-    """The new (mean, var) of adam and adamw: b1*mean + (1-b1)*g', b2*var + (1-b2)*g'^2."""
+def _adam_moments(op, xp, g, s, square=True):
+    """The new (mean, var) of adam and adamw: b1*mean + (1-b1)*g', b2*var + (1-b2)*g'^2
+    (adam's kernel multiplies ``((1-b2)*g')*g'``, adamw's ``(1-b2)*square(g')``)."""
     b1, b2 = _f(op.beta1), _f(op.beta2)
-    return b1 * s['mean'] + (1 - b1) * g, b2 * s['var'] + (1 - b2) * xp.square(g)
+    var = b2 * s['var'] + ((1 - b2) * xp.square(g) if square else (1 - b2) * g * g)
+    return b1 * s['mean'] + (1 - b1) * g, var
 
 
-def _rms_sq(op, xp, w, g, n):
+def _rms_sq(op, xp, w, g, n, square=True):
     """g' = clip(rescale_grad*grad + wd*weight) and the new running mean of g'^2,
-    n = (1-gamma1)*g'^2 + gamma1*n: rmsprop, rmspropalex."""
+    n = (1-gamma1)*g'^2 + gamma1*n: rmsprop (``square(g')``), rmspropalex (whose kernel
+    multiplies ``((1-gamma1)*g')*g'``)."""
     g1 = _f(op.gamma1)
     g = _wd_grad(op, xp, w, g)
-    return g, (1 - g1) * xp.square(g) + g1 * n
+    return g, ((1 - g1) * xp.square(g) if square else (1 - g1) * g * g) + g1 * n
 
 
 @register
@@ -297,7 +298,7 @@ class AdamUpdate(_Update):
     lazy_update = Param(bool, True)
 
     def update(self, xp, w, g, s):
-        mean, var = _adam_moments(self, xp, _wd_grad(self, xp, w, g), s)
+        mean, var = _adam_moments(self, xp, _wd_grad(self, xp, w, g), s, square=False)
         w = w - _f(self.lr) * mean / (xp.sqrt(var) + _f(self.epsilon))
         return w, {'mean': mean, 'var': var}
 
@@ -334,11 +335,11 @@ class RMSPropAlexUpdate(_Update):
     clip_weights = Param(float, -1.0)
 
     def update(self, xp, w, g, s):
-        g, n = _rms_sq(self, xp, w, g, s['n'])
+        g, n = _rms_sq(self, xp, w, g, s['n'], square=False)
         g1 = _f(self.gamma1)
         gm = (1 - g1) * g + g1 * s['g']
-        delta = _f(self.gamma2) * s['delta'] - _f(self.lr) * (
-            g / xp.sqrt(n - xp.square(gm) + _f(self.epsilon)))
+        delta = _f(self.gamma2) * s['delta'] - _f(self.lr) * g / xp.sqrt(
+            n - gm * gm + _f(self.epsilon))
         w = _clip(xp, w + delta, _f(self.clip_weights))
         return w, {'n': n, 'g': gm, 'delta': delta}
 
@@ -395,7 +396,11 @@ class FTMLUpdate(_Update):
         b1, b2, lr = _f(self.beta1), _f(self.beta2), _f(self.lr)
         g = _clip(xp, _f(self.rescale_grad) * g + _f(self.wd) * w, _f(self.clip_grad))
         v = b2 * s['v'] + (1 - b2) * xp.square(g)
-        d_t = (1 - b1 ** self.t) / lr * (xp.sqrt(v / (1 - b2 ** self.t)) + self.epsilon)
+        # all float, as MXNet's kernel (powf, epsilon rounded to float)
+        dt = w.dtype.type
+        c1 = dt(np.float32(1) - np.float32(b1) ** np.float32(self.t))
+        c2 = dt(np.float32(1) - np.float32(b2) ** np.float32(self.t))
+        d_t = c1 / dt(lr) * (xp.sqrt(v / c2) + dt(self.epsilon))
         d_t = d_t.astype(w.dtype, copy=False)
         z = b1 * s['z'] + (1 - b1) * g - (d_t - b1 * s['d']) * w
         return -z / d_t, {'d': d_t, 'v': v, 'z': z}
@@ -417,7 +422,7 @@ class FTRLUpdate(_Update):
         lr, l1 = _f(self.lr), _f(self.lamda1)
         g = self.rg(xp, g)
         n0 = s['n']
-        z = s['z'] + g - (xp.sqrt(n0 + xp.square(g)) - xp.sqrt(n0)) * w / lr
+        z = s['z'] + (g - (xp.sqrt(n0 + xp.square(g)) - xp.sqrt(n0)) * w / lr)
         n = n0 + xp.square(g)
         w = (xp.sign(z) * l1 - z) / ((_f(self.beta) + xp.sqrt(n)) / lr + _f(self.wd)) \
             * (xp.abs(z) > l1)

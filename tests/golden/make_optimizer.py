@@ -102,6 +102,11 @@ def generate(mx):
     outs = [mx.nd.zeros((2, 3)), mx.nd.zeros((3,))]
     kv.pull(['w', 'b'], out=outs)
     arrays['kvsaved/w'], arrays['kvsaved/b'] = outs[0].asnumpy(), outs[1].asnumpy()
+    # a new store with a new optimizer (counting from 0) and the saved states
+    kv = mx.kv.create('local')
+    kv.init(['w', 'b'], [outs[0].copy(), outs[1].copy()])
+    kv.set_optimizer(mx.optimizer.create('adam', learning_rate=0.1))
+    kv.load_optimizer_states(os.path.join(STATES_DIR, 'kv_adam.states'))
     kv.push(['w', 'b'], [mx.nd.ones((2, 3)) * 3, mx.nd.ones((3,)) * 0.25])
     kv.pull(['w', 'b'], out=outs)
     arrays['kvcont/w'], arrays['kvcont/b'] = outs[0].asnumpy(), outs[1].asnumpy()

@@ -48,9 +48,12 @@ def allreduce_inplace(arrays):
     """Sum NDArrays of one shape, one per device, leaving the sum in each (the ring for
     float arrays; a plain sum copied back for the rest)."""
     datas = [a._data for a in arrays]
-    if arrays[0].dtype in _RING_DTYPES and all(d.flags.c_contiguous for d in datas):
+    one_kind = len({isinstance(d, numpy.ndarray) for d in datas}) == 1
+    if one_kind and arrays[0].dtype in _RING_DTYPES and \
+            all(d.flags.c_contiguous for d in datas):
         ring_allreduce(datas)
         return arrays
+    # CPU and GPU arrays together (or other dtypes): summed on the host
     total = reduce_cpu(datas, numpy.dtype(arrays[0].dtype))
     for a in arrays:
         a[:] = total

@@ -272,3 +272,16 @@ def test_lbsgd_logs_through_the_root_logger(caplog):
         mx.optimizer.LBSGD(batch_scale=2)
     assert caplog.records[0].getMessage() == 'Running Large-Batch SGD Algorithm'
     assert caplog.records[1].getMessage().startswith('(Batch_scale=2.000000, warmup_epochs=5')
+
+
+def test_loading_a_pickled_optimizer_that_does_not_aggregate():
+    # MXNet keeps aggregating with the loaded optimizer's aggregate_num 0 and never ends
+    adam = mx.optimizer.get_updater(mx.optimizer.Adam())
+    adam([0], [mx.nd.ones((2,))], [mx.nd.ones((2,))])
+    upd = mx.optimizer.get_updater(mx.optimizer.SGD())
+    assert upd.aggregate_updates
+    upd.set_states(adam.get_states(dump_optimizer=True))
+    assert not upd.aggregate_updates
+    w = mx.nd.ones((2,))
+    upd([0], [mx.nd.ones((2,))], [w])
+    assert upd.optimizer.num_update == 2

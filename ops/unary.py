@@ -207,7 +207,7 @@ class Trunc(_ZeroGrad):
 
 @register
 class Fix(_ZeroGrad):
-    name, ufunc = 'fix', 'fix'
+    name, ufunc = 'fix', 'trunc'   # numpy.fix is deprecated in NumPy 2.5; same rounding
 
 
 # --- trigonometric ---------------------------------------------------------------------

@@ -651,7 +651,8 @@ def invoke(func_name, args, kwargs):
             # MXNet refuses mixed dtypes too (float32 + float64, int8 + int32, ...)
             raise MXNetError('operator %s: %s (inputs: %s)' % (cls.name, e, ', '.join(
                 '%s=%s' % (n, d.dtype) for n, d in zip(names, datas)))) from None
-        state = op.create_state()
+        state = op.create_state(ctx, [d.shape for d in datas],
+                                [np.dtype(d.dtype) for d in datas])
         if state is None:
             outs = op.forward(xp, datas[:n_args], datas[n_args:], False)
         else:

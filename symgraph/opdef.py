@@ -387,6 +387,23 @@ class Operator:
         return {}
 
     # --- inference ---------------------------------------------------------------
+    #: ``infer_shape`` takes a second argument, the output shapes known so far (a list,
+    #: ``None`` where unknown), so that it can infer inputs backwards from them
+    #: (Reshape, FullyConnected's data from its output...). Default False: the rule gets
+    #: the input shapes only.
+    infer_shape_uses_outputs = False
+
+    @property
+    def same_shape_io(self):
+        """Whether every visible output has the shape of every argument (elementwise).
+
+        The inference pass then also copies a known output shape back into the
+        arguments, as MXNet's elementwise rules do. Default: True exactly when the class
+        keeps the base :meth:`infer_shape`; override with a class attribute (or a
+        property when it depends on the parameters).
+        """
+        return type(self).infer_shape is Operator.infer_shape
+
     def infer_shape(self, in_shapes):
         s = elemwise_shape(self, in_shapes, self.output_count())
         n = len(self.list_arguments())
@@ -405,14 +422,16 @@ class Operator:
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         raise NotImplementedError('operator %s has no gradient' % self.name)
 
-    def create_state(self):
-        """Per-executor state of a stateful operator, or None (the default).
+    def create_state(self, ctx, in_shapes, in_dtypes):
+        """Per-bind state of a stateful operator, or None (the default).
 
-        An operator that returns an object here gets it as ``state=`` in every
-        :meth:`forward` and :meth:`backward` call of that executor (one object per bind,
-        shared by forward and backward; ``mx.nd`` calls get a fresh one each). Custom
-        operators keep the user's ``CustomOp`` instance there, as MXNet creates one per
-        bind.
+        Called once per bind (and once per ``mx.nd`` call) after inference, with the
+        bind's context (a :class:`~symgraph.context.Context`, opaque to the core) and the
+        node's input shapes and dtypes (arguments then auxiliary states). An operator that
+        returns an object here gets it as ``state=`` in every :meth:`forward` and
+        :meth:`backward` call of that executor (one object per bind, shared by forward
+        and backward). Custom operators make the user's ``CustomOp`` here, as MXNet's bind
+        calls ``create_operator``.
         """
         return None
 

@@ -29,9 +29,11 @@ class Plan:
     shapes, dtypes : dict (node index, output) -> shape / dtype.
     grad_reqs : per argument, 'write', 'add' or 'null'.
     heads : list of (node, output index).
+    ctx : the bind's context, handed to ``Operator.create_state`` (opaque here).
     """
 
-    def __init__(self, order, arg_nodes, aux_nodes, heads, shapes, dtypes, grad_reqs, xp):
+    def __init__(self, order, arg_nodes, aux_nodes, heads, shapes, dtypes, grad_reqs, xp,
+                 ctx=None):
         self.order = order
         self.xp = xp
         self.index = {id(n): k for k, n in enumerate(order)}
@@ -50,7 +52,9 @@ class Plan:
         self.grad_reqs = list(grad_reqs)
         self.steps = [n for n in order if n.op is not None]
         # per-executor state of stateful operators (Custom), shared by forward and backward
-        self.op_state = {id(n): n.op.create_state() for n in self.steps}
+        self.op_state = {id(n): n.op.create_state(
+            ctx, [self.shapes[e] for e in self.in_entries(n)],
+            [self.dtypes[e] for e in self.in_entries(n)]) for n in self.steps}
         self._requires_grad()
         self._fwd_cache = {}
         self._bwd = None

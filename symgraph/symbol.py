@@ -256,9 +256,9 @@ class Symbol:
                 known[n] = dtype_from_attr(n.attrs['__dtype__'])
         return order, arg_nodes, aux_nodes, known
 
-    def _infer_shape_impl(self, args, kwargs):
+    def _infer_shape_impl(self, args, kwargs, answers=None):
         order, arg_nodes, aux_nodes, known = self._known(args, kwargs, 'shape')
-        values = infer_shapes(order, known)
+        values = infer_shapes(order, known, answers)
         index = {id(n): k for k, n in enumerate(order)}
 
         def get(node, i=0):
@@ -277,7 +277,11 @@ class Symbol:
         >>> fc.infer_shape(data=(2, 5))
         ([(2, 5), (3, 5), (3,)], [(2, 3)], [])
         """
-        arg, out, aux = self._infer_shape_impl(args, kwargs)
+        return self._infer_shape_complete(args, kwargs)
+
+    def _infer_shape_complete(self, args, kwargs, answers=None, stacklevel=3):
+        """:meth:`infer_shape` (``answers``: see ``infer_shapes``)."""
+        arg, out, aux = self._infer_shape_impl(args, kwargs, answers)
         # with every input known, a 0 in an output is a real empty dimension (a slice)
         if all(shape_complete(s) for s in arg + aux) and all(s is not None for s in out):
             return arg, out, aux
@@ -286,7 +290,7 @@ class Symbol:
                       'unknown dimensions). Consider providing them as input:\n\t' +
                       '\n\t'.join('%s: %s' % (n, s) for n, s in
                                   zip(self.list_arguments(), arg) if n in missing),
-                      stacklevel=2)
+                      stacklevel=stacklevel)
         return None, None, None
 
     def infer_shape_partial(self, *args, **kwargs):
@@ -297,8 +301,12 @@ class Symbol:
 
     def infer_type(self, *args, **kwargs):
         """Infer dtypes: ``(arg_types, out_types, aux_types)`` of NumPy type objects."""
+        return self._infer_type_complete(args, kwargs)
+
+    def _infer_type_complete(self, args, kwargs, answers=None, stacklevel=3):
+        """:meth:`infer_type` (``answers``: see ``infer_types``)."""
         order, arg_nodes, aux_nodes, known = self._known(args, kwargs, 'type')
-        values = infer_types(order, known)
+        values = infer_types(order, known, answers)
         index = {id(n): k for k, n in enumerate(order)}
 
         def get(node, i=0):
@@ -311,13 +319,17 @@ class Symbol:
             warnings.warn('Cannot decide type for the following arguments. Consider '
                           'providing them as input:\n\t' +
                           '\n\t'.join('%s: %s' % (n.name, t) for n, t in zip(arg_nodes, arg)
-                                       if t is None), stacklevel=2)
+                                       if t is None), stacklevel=stacklevel)
             return None, None, None
         return arg, out, aux
 
     def infer_type_partial(self, *args, **kwargs):
+        """Like :meth:`infer_type` but unknown types are None (no warning)."""
+        return self._infer_type_partial(args, kwargs)
+
+    def _infer_type_partial(self, args, kwargs, answers=None):
         order, arg_nodes, aux_nodes, known = self._known(args, kwargs, 'type')
-        values = infer_types(order, known)
+        values = infer_types(order, known, answers)
         index = {id(n): k for k, n in enumerate(order)}
         get = lambda n, i=0: values.get((index[id(n)], i))  # noqa: E731
         t = lambda x: None if x is None else np.dtype(x).type  # noqa: E731

@@ -43,7 +43,7 @@ def _fail(source, msg):
 def _split_attrs(cls, attrs, where):
     """Operator parameters and other (string) attributes of a node read from JSON."""
     params = {}
-    free = getattr(cls, 'free_params', False)
+    free = cls.free_params
     for k, v in attrs.items():
         if k in cls._params or (free and not (k.startswith('__') and k.endswith('__'))
                                 and k not in PLAIN_KEYS):

@@ -636,11 +636,11 @@ def invoke(func_name, args, kwargs):
                             % (cls.name, n, type(v).__name__))
     ctx = inputs[0]._ctx if inputs else current_context()
     n_args = len(op.list_arguments())
-    if out is not None and hasattr(op, 'out_is_weight') and inputs:
+    if out is not None and inputs:
         # update operators whose kernels MXNet runs in place: out= the weight itself
         first = out[0] if isinstance(out, (list, tuple)) else out
         if isinstance(first, NDArray) and _roots(first._data) is _roots(inputs[0]._data):
-            object.__setattr__(op, 'out_is_weight', True)
+            op = op.out_is_first_input()
     with ctx.device_scope():
         xp = ctx.xp
         datas = [_to_xp(v._data, ctx) for v in inputs]

@@ -38,7 +38,7 @@ import numpy
 from .base import MXNetError
 from .context import Context
 from .ndarray import NDArray
-from .opdef import using_random_state
+from .opdef import DeviceGroup, using_device_group, using_random_state
 
 __all__ = ['Step', 'ring_schedule', 'allreduce', 'NumpyRing', 'Rendezvous', 'rendezvous',
            'current_rank', 'DataParallelExecutor']
@@ -416,12 +416,24 @@ def rendezvous(key, ndev):
     return r
 
 
+class _Member(DeviceGroup):
+    """One device of a data-parallel call, as its operators see it (opdef's hook):
+    collectives meet at the process-wide :func:`rendezvous` of their key."""
+
+    def __init__(self, rank):
+        self.rank = rank
+
+    def allreduce(self, key, ndev, array):
+        return rendezvous(key, ndev).allreduce(array, rank=self.rank)
+
+
 def _run_on_devices(fns):
     """Run ``fns[k]()`` in one thread per device k; re-raise the first failure."""
     if len(fns) == 1:
         _local.rank, _local.group = 0, None
         try:
-            return [fns[0]()]
+            with using_device_group(_Member(0)):
+                return [fns[0]()]
         finally:
             _local.rank = None
     state = _GroupState()
@@ -431,7 +443,8 @@ def _run_on_devices(fns):
     def work(k):
         _local.rank, _local.group = k, state
         try:
-            results[k] = fns[k]()
+            with using_device_group(_Member(k)):
+                results[k] = fns[k]()
         except BaseException as e:  # reported to the caller below
             errors[k] = e
             if state.error is None:

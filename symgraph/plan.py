@@ -229,15 +229,14 @@ class Plan:
             out_list = ', '.join('v%d' % e if e in sel_out and e in saved else 'None'
                                  for e in outs)
             aux_list = ', '.join('v%d' % e for e in ins[n_args:])
-            if getattr(op, 'wants_req', False):
+            reqs = None
+            if op.wants_req:
                 # operators that follow MXNet's req protocol (Custom) see 'add' where an
                 # argument bound with grad_req='add' feeds them directly
                 arg_req = dict(zip(self.arg_entries, self.grad_reqs))
                 reqs = [('add' if arg_req.get(e) == 'add' else 'write') if nd else 'null'
                         for e, nd in zip(ins[:n_args], need)]
-                env['b%d' % s] = _bind_backward(op, xp, reqs, self.op_state[id(n)])
-            else:
-                env['b%d' % s] = _bind_backward(op, xp, need, self.op_state[id(n)])
+            env['b%d' % s] = _bind_backward(op, xp, need, self.op_state[id(n)], reqs)
             into = ''
             if op.writes_into and any(nd and e in grad_slot for e, nd in zip(ins, need)):
                 into = ', grad_out=[%s]' % ', '.join(
@@ -353,15 +352,23 @@ def _select(flag, entries):
     return [entries[i] for i in flag if i < len(entries)]
 
 
-def _bind_backward(op, xp, need, state=None):
+def _bind_backward(op, xp, need, state=None, reqs=None):
+    """``op.backward`` with the keywords its declared hooks ask for (``state=``,
+    ``req=``, ``grad_out=``), bound once."""
     bwd = op.backward
-    if op.writes_into and state is None:
+    if op.writes_into and state is None and reqs is None:
         def run_into(out_grads, inputs, outputs, aux, grad_out=None):
             return bwd(xp, out_grads, inputs, outputs, aux, need, grad_out=grad_out)
         return run_into
-    if state is not None:
+    if state is not None or reqs is not None:
+        kw = {}
+        if state is not None:
+            kw['state'] = state
+        if reqs is not None:
+            kw['req'] = reqs
+
         def run_stateful(out_grads, inputs, outputs, aux):
-            return bwd(xp, out_grads, inputs, outputs, aux, need, state=state)
+            return bwd(xp, out_grads, inputs, outputs, aux, need, **kw)
         return run_stateful
 
     def run(out_grads, inputs, outputs, aux):

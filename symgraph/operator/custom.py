@@ -322,7 +322,7 @@ class Custom(opdef.Operator):
                        aux=aux_nd)
         return [o._data for o in out_data]
 
-    def backward(self, xp, out_grads, inputs, outputs, aux, need, state=None):
+    def backward(self, xp, out_grads, inputs, outputs, aux, need, state=None, req=None):
         if state is None or state['last'] is None:
             raise MXNetError('custom operator %r: backward without a forward in this '
                              'executor' % self.op_type)
@@ -349,12 +349,14 @@ class Custom(opdef.Operator):
         in_grad = [NDArray(xp.zeros(s, dtype=t), ctx)
                    for s, t in zip(st.in_shapes[:n], st.in_dtypes[:n])]
         with ctx:
-            _call_user(self, 'backward', st.op.backward, req=list(need),
+            if req is None:
+                req = ['write' if nd else 'null' for nd in need]
+            _call_user(self, 'backward', st.op.backward, req=list(req),
                        out_grad=avail(og, 'out_grad', self._outs),
                        in_data=avail(inputs, 'in_data', self._args),
                        out_data=avail(outputs, 'out_data', self._outs),
                        in_grad=in_grad, aux=[NDArray(a, ctx) for a in aux])
-        return [None if r == 'null' else g._data for g, r in zip(in_grad, need)]
+        return [g._data if nd else None for g, nd in zip(in_grad, need)]
 
 
 def _call_user(op, what, fn, *args, **kwargs):

@@ -8,9 +8,9 @@ import numpy as np
 
 from .base import MXNetError, BindError
 from .context import Context, current_context
-from .infer import infer_shapes, infer_types, shape_complete
+from .graph.infer import infer_shapes, infer_types, shape_complete
 from .ndarray import NDArray, _to_xp
-from .plan import Plan, check_error
+from .graph.plan import Plan, check_error
 
 __all__ = ['Executor', 'simple_bind']
 

@@ -16,7 +16,8 @@ from .attribute import AttrScope, check_attrs, plain_keys, with_plain_copies
 from .base import MXNetError, user_location
 from .graph import Node, topo_order, aux_variable_ids, TYPE_CODE, parse_shape_attr, \
     dtype_from_attr
-from .infer import infer_shapes, infer_types, shape_complete
+from .graph.infer import infer_shapes, infer_types, shape_complete
+from .graph.json_format import SymbolFormatError, from_json, to_json
 from .name import NameManager
 
 __all__ = ['Symbol', 'Variable', 'var', 'Group', 'load', 'load_json', 'maximum', 'minimum',
@@ -339,8 +340,7 @@ class Symbol:
     # ------------------------------------------------------------------ JSON
     def tojson(self):
         """The graph in MXNet's JSON format."""
-        from .json_format import to_json
-        return to_json(self)
+        return to_json(self._outputs)
 
     def save(self, fname, remove_amp_cast=True):
         """Write the JSON graph to ``fname``."""
@@ -714,13 +714,11 @@ def linspace(start, stop, num, endpoint=True, name=None, dtype=None):
 
 def load_json(json_str):
     """A symbol from MXNet's JSON text (files written by MXNet 1.x load)."""
-    from .json_format import from_json
-    return from_json(json_str)
+    return Symbol(from_json(json_str))
 
 
 def load(fname):
     """A symbol from a JSON file (``model-symbol.json``, UTF-8 as MXNet writes it)."""
-    from .json_format import SymbolFormatError, from_json
     with open(fname, 'rb') as f:
         raw = f.read()
     try:
@@ -731,7 +729,7 @@ def load(fname):
             hint = ' (it looks like a .params file: load those with mx.nd.load)'
         raise SymbolFormatError('%s: not UTF-8 JSON text (byte %d)%s'
                                 % (fname, e.start, hint)) from None
-    return from_json(text, source=fname)
+    return Symbol(from_json(text, source=fname))
 
 
 contrib = opdef.OpNamespace('_contrib_', _op_function)

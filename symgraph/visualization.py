@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 
-from .infer import infer_shapes, infer_types, shape_complete
+from .graph.infer import infer_shapes, infer_types, shape_complete
 
 __all__ = ['plot_network', 'print_summary', 'summary', 'to_networkx', 'repr_svg',
            'clusters']

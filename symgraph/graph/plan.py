@@ -15,7 +15,7 @@ import linecache
 import warnings
 import numpy as np
 
-from .base import MXNetError
+from ..base import MXNetError
 
 __all__ = ['Plan']
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import ShapeError, TypeInferenceError, MXNetError
-from .opdef import unify_shape
+from ..base import ShapeError, TypeInferenceError, MXNetError
+from ..opdef import unify_shape
 
 __all__ = ['infer_shapes', 'infer_types', 'shape_complete']
 

@@ -14,6 +14,7 @@ import numpy as np
 from . import opdef
 from .base import MXNetError
 from .context import Context, current_context, cpu, context_of
+from .sampling import make_namespace
 
 __all__ = ['NDArray', 'array', 'zeros', 'ones', 'empty', 'full', 'arange', 'eye', 'linspace',
            'save', 'load', 'load_frombuffer',
@@ -729,6 +730,8 @@ class _ContribNamespace(opdef.OpNamespace):
         return super().__getattr__(name)
 
 
+#: mx.nd.random.uniform(...), normal, randint ... (the table is in sampling.py)
+random = make_namespace('nd', NDArray, invoke)
 contrib = _ContribNamespace('_contrib_', lambda name, hint: _op_function(name))
 linalg = opdef.OpNamespace('_linalg_', lambda name, hint: _op_function(name))
 _internal = opdef.OpNamespace('', lambda name, hint: _op_function(name))
@@ -737,9 +740,6 @@ _internal = opdef.OpNamespace('', lambda name, hint: _op_function(name))
 def __getattr__(name):
     if name.startswith('__'):
         raise AttributeError(name)
-    if name == 'random':            # mx.nd.random.uniform(...), normal, randint ...
-        from .sampling import namespace
-        return namespace('nd')
     try:
         return _op_function(name)
     except MXNetError:

@@ -19,6 +19,8 @@ from .graph import Node, topo_order, aux_variable_ids, TYPE_CODE, parse_shape_at
 from .graph.infer import infer_shapes, infer_types, shape_complete
 from .graph.json_format import SymbolFormatError, from_json, to_json
 from .name import NameManager
+from .sampling import make_namespace
+from .visualization import repr_svg, to_networkx
 
 __all__ = ['Symbol', 'Variable', 'var', 'Group', 'load', 'load_json', 'maximum', 'minimum',
            'pow', 'power', 'hypot', 'zeros', 'ones', 'full', 'arange']
@@ -380,11 +382,9 @@ class Symbol:
 
     # ------------------------------------------------------------------ visualisation
     def to_networkx(self, shape=None):
-        from .visualization import to_networkx
         return to_networkx(self, shape=shape)
 
     def _repr_svg_(self):
-        from .visualization import repr_svg
         return repr_svg(self)
 
     # ------------------------------------------------------------------ operators
@@ -732,6 +732,8 @@ def load(fname):
     return Symbol(from_json(text, source=fname))
 
 
+#: mx.sym.random.uniform(...), normal, randint ... (the table is in sampling.py)
+random = make_namespace('sym', Symbol, _invoke)
 contrib = opdef.OpNamespace('_contrib_', _op_function)
 linalg = opdef.OpNamespace('_linalg_', _op_function)
 _internal = opdef.OpNamespace('', _op_function)
@@ -740,9 +742,6 @@ _internal = opdef.OpNamespace('', _op_function)
 def __getattr__(name):
     if name.startswith('__'):
         raise AttributeError(name)
-    if name == 'random':            # mx.sym.random.uniform(...), normal, randint ...
-        from .sampling import namespace
-        return namespace('sym')
     try:
         return _op_function(name)
     except MXNetError:

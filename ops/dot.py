@@ -47,6 +47,8 @@ class Dot(_DotBase):
 
     name = 'dot'
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         a, b = in_shapes[:2]
         if a is None or b is None:
@@ -105,6 +107,8 @@ class BatchDot(_DotBase):
     """Batched matrix product over the leading axes: (..., M, K) x (..., K, N)."""
 
     name = 'batch_dot'
+
+    infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         a, b = in_shapes[:2]

@@ -48,6 +48,8 @@ class Take(Operator):
     def list_arguments(self):
         return ['a', 'indices']
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         a, idx = in_shapes[:2]
         if a is None or idx is None:
@@ -102,6 +104,8 @@ class Embedding(Operator):
     def list_arguments(self):
         return ['data', 'weight']
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         d, w = in_shapes[:2]
         want = (self.input_dim, self.output_dim)
@@ -149,6 +153,8 @@ class OneHot(Operator):
     def list_arguments(self):
         return ['indices']
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         d = in_shapes[0]
         return [d], [None if d is None else tuple(d) + (self.depth,)], []
@@ -181,6 +187,8 @@ class Where(Operator):
 
     def list_arguments(self):
         return ['condition', 'x', 'y']
+
+    infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         c, x, y = in_shapes[:3]

@@ -97,6 +97,8 @@ class GatherND(_IndexOp):
     def list_arguments(self):
         return ['data', 'indices']
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         d, i = in_shapes[:2]
         if i is None:
@@ -145,6 +147,8 @@ class ScatterND(_IndexOp):
 
     def list_arguments(self):
         return ['data', 'indices']
+
+    infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         d, i = in_shapes[:2]
@@ -196,6 +200,8 @@ class BatchTake(Operator):
     def list_arguments(self):
         return ['a', 'indices']
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         a, i = in_shapes[:2]
         if a is not None and len(a) < 2:
@@ -234,6 +240,8 @@ class FillElement0Index(Operator):
     def list_arguments(self):
         return ['lhs', 'mhs', 'rhs']
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         lhs, mhs, rhs = in_shapes[:3]
         for k, s, nd in (('lhs', lhs, 2), ('mhs', mhs, 1), ('rhs', rhs, 1)):
@@ -271,6 +279,8 @@ class IndexCopy(_IndexOp):
 
     def list_arguments(self):
         return ['old_tensor', 'index_vector', 'new_tensor']
+
+    infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         old, idx, new = in_shapes[:3]
@@ -327,6 +337,8 @@ class KhatriRao(Operator):
 
     def list_arguments(self):
         return ['arg%d' % i for i in range(self.num_args)]
+
+    infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         shapes = list(in_shapes[:self.num_args])
@@ -409,6 +421,8 @@ class ArangeLike(Operator):
                              'of shape %s' % (self.axis, 'data', tuple(d)))
         return (d[ax],)
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         d = in_shapes[0]
         return [d], [None if d is None else self._out_shape(d)], []
@@ -447,6 +461,8 @@ class AdaptiveAvgPooling2D(Operator):
     def _size(self):
         s = tuple(self.output_size or ())
         return (s[0], s[0]) if len(s) == 1 else (s if len(s) == 2 else (1, 1))
+
+    infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         d = in_shapes[0]

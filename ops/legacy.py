@@ -208,6 +208,8 @@ class SliceAssign(Slice):
     def list_arguments(self):
         return ['lhs', 'rhs']
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         d = in_shapes[0] if out_shapes is None else unify_shape(in_shapes[0], out_shapes[0])
         if d is None:
@@ -241,6 +243,8 @@ class SliceAssignScalar(SliceAssign):
 
     def list_arguments(self):
         return ['data']
+
+    infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         d = in_shapes[0] if out_shapes is None else unify_shape(in_shapes[0], out_shapes[0])

@@ -96,6 +96,8 @@ class _Trian:
 class _Extract(_Offset):
     """Square matrices -> vectors of their entries."""
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         a = _matrices(self, in_shapes[0], square=True)
         if a is None:
@@ -121,6 +123,8 @@ class _Extract(_Offset):
 
 class _Make(_Offset):
     """Vectors -> square matrices holding them as their entries, zero elsewhere."""
+
+    infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         a = in_shapes[0]

@@ -69,6 +69,8 @@ class SoftmaxOutput(_DataLabel):
 
     is_loss = True
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         d, lab = in_shapes[:2]
         if d is None:
@@ -187,6 +189,8 @@ class _Regression(_DataLabel):
     grad_scale = Param(float, 1.0, doc='scale of the gradient')
     is_loss = True
     needs_outputs = True
+
+    infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         d, lab = in_shapes[:2]

@@ -93,6 +93,8 @@ class Softmin(_SoftmaxBase):
     needs_inputs = True
     same_shape_io = True
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         if self.use_length:
             # MXNet accepts the flag but gives softmin no `length` input, then fails
@@ -119,6 +121,8 @@ class SoftmaxCrossEntropy(_DataLabel):
 
     name = 'softmax_cross_entropy'
     needs_inputs = True
+
+    infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         d, lab = in_shapes[:2]
@@ -166,6 +170,8 @@ class SVMOutput(_DataLabel):
     is_loss = True
     needs_inputs = True
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         d, lab = in_shapes[:2]
         if d is None:
@@ -200,6 +206,8 @@ class GroupNorm(_MeanStdNorm):
     num_groups = Param(int, 1, doc='number of channel groups')
     eps = Param(float, 1e-5, doc='added to the variance')
     output_mean_var = Param(bool, False, doc='also output the mean and the std')
+
+    infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         d = in_shapes[0]

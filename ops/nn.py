@@ -49,6 +49,8 @@ class FullyConnected(Operator):
     def list_arguments(self):
         return ['data', 'weight'] if self.no_bias else ['data', 'weight', 'bias']
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         names = self.list_arguments()
         shapes = list(in_shapes[:len(names)])
@@ -215,6 +217,8 @@ class LeakyReLU(Operator):
         # MXNet gives an automatically created gamma this initializer, whatever `slope` is
         return {'gamma': '["Constant", {"value": 0.25}]'} if self.act_type == 'prelu' else {}
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         d = in_shapes[0]
         outs = [d] * len(self.list_outputs())
@@ -324,6 +328,8 @@ class Dropout(Operator):
 
     def num_visible_outputs(self):
         return 1
+
+    infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         d = in_shapes[0]

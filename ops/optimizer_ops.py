@@ -216,8 +216,13 @@ class NAGMomUpdate(_Update):
     ``out`` is the weight (``out_is_weight``) and it does the same."""
     name = 'nag_mom_update'
     states = ('mom',)
-    #: mx.nd sets it when out= is the weight array itself
+    #: True in the variant mx.nd runs when out= is the weight array itself
     out_is_weight = False
+
+    def out_is_first_input(self):
+        op = type(self)(**self._values)
+        object.__setattr__(op, 'out_is_weight', True)
+        return op
     lr = Param(float, doc='Learning rate')
     momentum = Param(float, 0.0)
     wd, rescale_grad, clip_gradient = _grad_params()

@@ -46,6 +46,8 @@ class _Layout(Operator):
     def out_shape(self, s):
         raise NotImplementedError
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         s = in_shapes[0]
         out = None if s is None else self.out_shape(tuple(s))
@@ -170,6 +172,8 @@ class Reshape(_Layout):
                 t[t.index(0)] = _size(dshape) // rest
         return tuple(t)
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         d = in_shapes[0]
         o = _out(out_shapes)
@@ -219,6 +223,8 @@ class Transpose(_Layout):
                              'input %r' % (self.axes, ndim, 'data'))
         return self.axes
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         d, o = in_shapes[0], _out(out_shapes)
         if d is None and o is None:
@@ -260,6 +266,8 @@ class SwapAxis(_Layout):
         p[a], p[b] = p[b], p[a]
         return p
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         d, o = in_shapes[0], _out(out_shapes)
         if d is None and o is None:
@@ -287,6 +295,8 @@ class ExpandDims(_Layout):
 
     def _axis(self, ndim):
         return _norm_axis(self.axis, ndim + 1)
+
+    infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         d, o = in_shapes[0], _out(out_shapes)

@@ -134,6 +134,8 @@ class Reverse(Operator):
                                  'dimensions (MXNet accepts no negative axis here)'
                                  % (a, ndim))
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         s = in_shapes[0]
         if s is None and out_shapes:

@@ -43,6 +43,8 @@ class Concat(_VarArgs):
     needs_inputs = True  # backward needs the inputs' sizes along dim
     dim = Param(int, 1, doc='the axis to concatenate along')
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         names = self.list_arguments()
         shapes = list(in_shapes[:self.num_args])
@@ -113,6 +115,8 @@ class Stack(_VarArgs):
     num_args = Param(int, doc='number of inputs to stack')
     axis = Param(int, 0, doc='position of the new axis in the result')
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         names = self.list_arguments()
         shapes = list(in_shapes[:self.num_args])
@@ -150,6 +154,8 @@ class SliceChannel(Operator):
 
     def list_outputs(self):
         return ['output%d' % i for i in range(self.num_outputs)]
+
+    infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         d = in_shapes[0]
@@ -244,6 +250,8 @@ class Slice(Operator):
             self._values[p] = text
             object.__setattr__(self, p, text)
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         d = in_shapes[0]
         if d is None:
@@ -281,6 +289,8 @@ class SliceAxis(Operator):
         idx = [slice(None)] * ndim
         idx[ax] = slice(self.begin, self.end)
         return ax, tuple(idx)
+
+    infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         d = in_shapes[0]

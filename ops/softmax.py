@@ -80,6 +80,8 @@ class Softmax(_SoftmaxBase):
     def list_arguments(self):
         return ['data', 'length'] if self.use_length else ['data']
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         d = in_shapes[0]
         if not self.use_length:
@@ -135,6 +137,8 @@ class LogSoftmax(_SoftmaxBase):
     needs_inputs = True
     same_shape_io = True
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         if self.use_length:
             # MXNet accepts the flag but gives log_softmax no `length` input, then fails
@@ -176,6 +180,8 @@ class SoftmaxActivation(Operator):
 
     def _axis(self, ndim):
         return 1 if self.mode == 'channel' and ndim > 1 else ndim - 1
+
+    infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         d = in_shapes[0]

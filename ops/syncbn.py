@@ -1,9 +1,9 @@
 """``_contrib_SyncBatchNorm``: batch normalisation with statistics over all devices.
 
 Each of the ``ndev`` copies of the operator (one per device of a data-parallel step, e.g.
-:class:`symgraph.parallel.DataParallelExecutor`) computes partial statistics of its slice of
+DataParallelExecutor of ``symgraph.dist``) computes partial statistics of its slice of
 the batch and meets the others at the rendezvous named by ``key``, where the partials are
-summed with ``symgraph.parallel.allreduce``; every device then normalises with the mean and
+summed by the all-reduce of :func:`symgraph.opdef.device_group`; every device then normalises with the mean and
 variance of the whole batch. Backward exchanges the two per-channel sums ``sum(dy)`` and
 ``sum(dy * (x - mean))`` the same way. The outputs and input gradients are those of
 ``BatchNorm`` over the concatenated batch; gamma's and beta's gradients are the device's
@@ -24,22 +24,25 @@ unequal slices. ``ndev=1`` needs no rendezvous.
 """
 import numpy as np
 
-from symgraph.opdef import Param, register
+from symgraph.opdef import Param, device_group, register
 
 from .norm import _BatchNormBase, _acc, _bshape, _f32
+
+
+def _group(ndev):
+    """The data-parallel group this copy runs in (the runtime's declared hook)."""
+    group = device_group()
+    if group is None:
+        raise RuntimeError('SyncBatchNorm with ndev=%d must run inside a data-parallel '
+                           'group (symgraph.dist.DataParallelExecutor)' % ndev)
+    return group
 
 
 def _exchange(key, ndev, buf):
     """Sum ``buf`` over the ``ndev`` devices meeting at ``key`` (returns the sum)."""
     if ndev == 1:
         return buf
-    import symgraph.parallel as parallel  # the rendezvous is runtime, not operator API
-    return parallel.rendezvous('SyncBatchNorm:' + key, ndev).allreduce(buf)
-
-
-def _rank():
-    import symgraph.parallel as parallel
-    return parallel.current_rank()
+    return _group(ndev).allreduce('SyncBatchNorm:' + key, ndev, buf)
 
 
 @register
@@ -66,10 +69,7 @@ class SyncBatchNorm(_BatchNormBase):
         mean = x.mean(axis=axes) if count else xp.zeros((c,), x.dtype)
         m2 = ((x - mean.reshape(_bshape(x.ndim, 1, c))) ** 2).sum(axis=axes)
         ndev = self.ndev
-        rank = _rank() if ndev > 1 else 0
-        if rank is None:
-            raise RuntimeError('SyncBatchNorm with ndev=%d must run inside a data-parallel '
-                               'group (symgraph.parallel.DataParallelExecutor)' % ndev)
+        rank = _group(ndev).rank if ndev > 1 else 0
         buf = xp.zeros((ndev, 3, c), dtype=np.float64)
         # each device fills its own row: the all-reduce is an all-gather
         buf[rank, 0] = float(count)

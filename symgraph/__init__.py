@@ -24,7 +24,7 @@ from . import operator
 from . import visualization
 from . import visualization as viz
 
-from . import parallel
+from . import dist
 from . import ops  # noqa: E402,F401  (registers the operators; must come last)
 
 __version__ = '0.1.0'

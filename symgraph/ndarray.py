@@ -14,6 +14,7 @@ import numpy as np
 from . import opdef
 from .base import MXNetError
 from .context import Context, current_context, cpu, context_of
+from .sampling import make_namespace
 
 __all__ = ['NDArray', 'array', 'zeros', 'ones', 'empty', 'full', 'arange', 'eye', 'linspace',
            'save', 'load', 'load_frombuffer',
@@ -636,11 +637,11 @@ def invoke(func_name, args, kwargs):
                             % (cls.name, n, type(v).__name__))
     ctx = inputs[0]._ctx if inputs else current_context()
     n_args = len(op.list_arguments())
-    if out is not None and hasattr(op, 'out_is_weight') and inputs:
+    if out is not None and inputs:
         # update operators whose kernels MXNet runs in place: out= the weight itself
         first = out[0] if isinstance(out, (list, tuple)) else out
         if isinstance(first, NDArray) and _roots(first._data) is _roots(inputs[0]._data):
-            object.__setattr__(op, 'out_is_weight', True)
+            op = op.out_is_first_input()
     with ctx.device_scope():
         xp = ctx.xp
         datas = [_to_xp(v._data, ctx) for v in inputs]
@@ -651,7 +652,8 @@ def invoke(func_name, args, kwargs):
             # MXNet refuses mixed dtypes too (float32 + float64, int8 + int32, ...)
             raise MXNetError('operator %s: %s (inputs: %s)' % (cls.name, e, ', '.join(
                 '%s=%s' % (n, d.dtype) for n, d in zip(names, datas)))) from None
-        state = op.create_state()
+        state = op.create_state(ctx, [d.shape for d in datas],
+                                [np.dtype(d.dtype) for d in datas])
         if state is None:
             outs = op.forward(xp, datas[:n_args], datas[n_args:], False)
         else:
@@ -728,6 +730,8 @@ class _ContribNamespace(opdef.OpNamespace):
         return super().__getattr__(name)
 
 
+#: mx.nd.random.uniform(...), normal, randint ... (the table is in sampling.py)
+random = make_namespace('nd', NDArray, invoke)
 contrib = _ContribNamespace('_contrib_', lambda name, hint: _op_function(name))
 linalg = opdef.OpNamespace('_linalg_', lambda name, hint: _op_function(name))
 _internal = opdef.OpNamespace('', lambda name, hint: _op_function(name))
@@ -736,9 +740,6 @@ _internal = opdef.OpNamespace('', lambda name, hint: _op_function(name))
 def __getattr__(name):
     if name.startswith('__'):
         raise AttributeError(name)
-    if name == 'random':            # mx.nd.random.uniform(...), normal, randint ...
-        from .sampling import namespace
-        return namespace('nd')
     try:
         return _op_function(name)
     except MXNetError:

@@ -9,28 +9,37 @@ import numbers
 import types
 
 from .base import MXNetError
+from .context import Context, current_context
 
-__all__ = ['nd', 'sym']
+__all__ = ['make_namespace', 'NAMES']
+
+#: the functions of ``mx.nd.random`` (``mx.sym.random`` has all but ``randn``)
+NAMES = ('uniform', 'normal', 'randn', 'randint', 'exponential', 'gamma', 'poisson',
+         'negative_binomial', 'generalized_negative_binomial', 'multinomial', 'shuffle')
 
 _NULL = object()
 
 
-def _namespace(kind):
-    from . import ndarray, symbol
-    from .context import Context, current_context
-    if kind == 'nd':
-        array_type = ndarray.NDArray
+def make_namespace(kind, array_type, invoke_op):
+    """The ``random`` namespace of ``mx.nd`` (kind 'nd') or ``mx.sym`` ('sym').
 
+    Parameters
+    ----------
+    kind : {'nd', 'sym'}
+    array_type : type
+        NDArray or Symbol: distribution parameters of this type make ``_sample_*`` nodes.
+    invoke_op : callable
+        ``invoke_op(op_name, inputs, params)``: the module's operator call.
+    """
+    if kind == 'nd':
         def invoke(name, params, out=None, ctx=None):
             if out is not None:
                 params = dict(params, out=out)
             with Context(ctx) if ctx is not None else current_context():
-                return ndarray.invoke(name, (), params)
+                return invoke_op(name, (), params)
     else:
-        array_type = symbol.Symbol
-
         def invoke(name, params, out=None, ctx=None):
-            return symbol._invoke(name, (), params)
+            return invoke_op(name, (), params)
 
     def helper(random_op, sample_op, names, values, shape, dtype, ctx, out, kwargs):
         params = dict(kwargs)
@@ -113,25 +122,10 @@ def _namespace(kind):
 
     def shuffle(data, **kwargs):
         """The rows of ``data`` in a random order."""
-        if kind == 'nd':
-            return ndarray.invoke('_shuffle', (data,), kwargs)
-        return symbol._invoke('_shuffle', (data,), kwargs)
+        return invoke_op('_shuffle', (data,), kwargs)
 
-    ns = types.SimpleNamespace(uniform=uniform, normal=normal, randn=randn, randint=randint,
-                               exponential=exponential, gamma=gamma, poisson=poisson,
-                               negative_binomial=negative_binomial,
-                               generalized_negative_binomial=generalized_negative_binomial,
-                               multinomial=multinomial, shuffle=shuffle)
+    funcs = dict(locals())
+    ns = types.SimpleNamespace(**{n: funcs[n] for n in NAMES})
     if kind == 'sym':
         del ns.randn
     return ns
-
-
-_cache = {}
-
-
-def namespace(kind):
-    """The ``random`` namespace of ``mx.nd`` (kind 'nd') or ``mx.sym`` ('sym')."""
-    if kind not in _cache:
-        _cache[kind] = _namespace(kind)
-    return _cache[kind]

@@ -16,8 +16,11 @@ from .attribute import AttrScope, check_attrs, plain_keys, with_plain_copies
 from .base import MXNetError, user_location
 from .graph import Node, topo_order, aux_variable_ids, TYPE_CODE, parse_shape_attr, \
     dtype_from_attr
-from .infer import infer_shapes, infer_types, shape_complete
+from .graph.infer import infer_shapes, infer_types, shape_complete
+from .graph.json_format import SymbolFormatError, from_json, to_json
 from .name import NameManager
+from .sampling import make_namespace
+from .visualization import repr_svg, to_networkx
 
 __all__ = ['Symbol', 'Variable', 'var', 'Group', 'load', 'load_json', 'maximum', 'minimum',
            'pow', 'power', 'hypot', 'zeros', 'ones', 'full', 'arange']
@@ -256,9 +259,9 @@ class Symbol:
                 known[n] = dtype_from_attr(n.attrs['__dtype__'])
         return order, arg_nodes, aux_nodes, known
 
-    def _infer_shape_impl(self, args, kwargs):
+    def _infer_shape_impl(self, args, kwargs, answers=None):
         order, arg_nodes, aux_nodes, known = self._known(args, kwargs, 'shape')
-        values = infer_shapes(order, known)
+        values = infer_shapes(order, known, answers)
         index = {id(n): k for k, n in enumerate(order)}
 
         def get(node, i=0):
@@ -277,7 +280,11 @@ class Symbol:
         >>> fc.infer_shape(data=(2, 5))
         ([(2, 5), (3, 5), (3,)], [(2, 3)], [])
         """
-        arg, out, aux = self._infer_shape_impl(args, kwargs)
+        return self._infer_shape_complete(args, kwargs)
+
+    def _infer_shape_complete(self, args, kwargs, answers=None, stacklevel=3):
+        """:meth:`infer_shape` (``answers``: see ``infer_shapes``)."""
+        arg, out, aux = self._infer_shape_impl(args, kwargs, answers)
         # with every input known, a 0 in an output is a real empty dimension (a slice)
         if all(shape_complete(s) for s in arg + aux) and all(s is not None for s in out):
             return arg, out, aux
@@ -286,7 +293,7 @@ class Symbol:
                       'unknown dimensions). Consider providing them as input:\n\t' +
                       '\n\t'.join('%s: %s' % (n, s) for n, s in
                                   zip(self.list_arguments(), arg) if n in missing),
-                      stacklevel=2)
+                      stacklevel=stacklevel)
         return None, None, None
 
     def infer_shape_partial(self, *args, **kwargs):
@@ -297,8 +304,12 @@ class Symbol:
 
     def infer_type(self, *args, **kwargs):
         """Infer dtypes: ``(arg_types, out_types, aux_types)`` of NumPy type objects."""
+        return self._infer_type_complete(args, kwargs)
+
+    def _infer_type_complete(self, args, kwargs, answers=None, stacklevel=3):
+        """:meth:`infer_type` (``answers``: see ``infer_types``)."""
         order, arg_nodes, aux_nodes, known = self._known(args, kwargs, 'type')
-        values = infer_types(order, known)
+        values = infer_types(order, known, answers)
         index = {id(n): k for k, n in enumerate(order)}
 
         def get(node, i=0):
@@ -311,13 +322,17 @@ class Symbol:
             warnings.warn('Cannot decide type for the following arguments. Consider '
                           'providing them as input:\n\t' +
                           '\n\t'.join('%s: %s' % (n.name, t) for n, t in zip(arg_nodes, arg)
-                                       if t is None), stacklevel=2)
+                                       if t is None), stacklevel=stacklevel)
             return None, None, None
         return arg, out, aux
 
     def infer_type_partial(self, *args, **kwargs):
+        """Like :meth:`infer_type` but unknown types are None (no warning)."""
+        return self._infer_type_partial(args, kwargs)
+
+    def _infer_type_partial(self, args, kwargs, answers=None):
         order, arg_nodes, aux_nodes, known = self._known(args, kwargs, 'type')
-        values = infer_types(order, known)
+        values = infer_types(order, known, answers)
         index = {id(n): k for k, n in enumerate(order)}
         get = lambda n, i=0: values.get((index[id(n)], i))  # noqa: E731
         t = lambda x: None if x is None else np.dtype(x).type  # noqa: E731
@@ -327,8 +342,7 @@ class Symbol:
     # ------------------------------------------------------------------ JSON
     def tojson(self):
         """The graph in MXNet's JSON format."""
-        from .json_format import to_json
-        return to_json(self)
+        return to_json(self._outputs)
 
     def save(self, fname, remove_amp_cast=True):
         """Write the JSON graph to ``fname``."""
@@ -368,11 +382,9 @@ class Symbol:
 
     # ------------------------------------------------------------------ visualisation
     def to_networkx(self, shape=None):
-        from .visualization import to_networkx
         return to_networkx(self, shape=shape)
 
     def _repr_svg_(self):
-        from .visualization import repr_svg
         return repr_svg(self)
 
     # ------------------------------------------------------------------ operators
@@ -702,13 +714,11 @@ def linspace(start, stop, num, endpoint=True, name=None, dtype=None):
 
 def load_json(json_str):
     """A symbol from MXNet's JSON text (files written by MXNet 1.x load)."""
-    from .json_format import from_json
-    return from_json(json_str)
+    return Symbol(from_json(json_str))
 
 
 def load(fname):
     """A symbol from a JSON file (``model-symbol.json``, UTF-8 as MXNet writes it)."""
-    from .json_format import SymbolFormatError, from_json
     with open(fname, 'rb') as f:
         raw = f.read()
     try:
@@ -719,9 +729,11 @@ def load(fname):
             hint = ' (it looks like a .params file: load those with mx.nd.load)'
         raise SymbolFormatError('%s: not UTF-8 JSON text (byte %d)%s'
                                 % (fname, e.start, hint)) from None
-    return from_json(text, source=fname)
+    return Symbol(from_json(text, source=fname))
 
 
+#: mx.sym.random.uniform(...), normal, randint ... (the table is in sampling.py)
+random = make_namespace('sym', Symbol, _invoke)
 contrib = opdef.OpNamespace('_contrib_', _op_function)
 linalg = opdef.OpNamespace('_linalg_', _op_function)
 _internal = opdef.OpNamespace('', _op_function)
@@ -730,9 +742,6 @@ _internal = opdef.OpNamespace('', _op_function)
 def __getattr__(name):
     if name.startswith('__'):
         raise AttributeError(name)
-    if name == 'random':            # mx.sym.random.uniform(...), normal, randint ...
-        from .sampling import namespace
-        return namespace('sym')
     try:
         return _op_function(name)
     except MXNetError:

@@ -8,9 +8,10 @@ import pytest
 import symgraph
 import symgraph.ops
 
+# every module of every subpackage (graph/, operator/, dist/, ops/, ...), recursively
 MODULES = sorted(
-    ['symgraph.' + m.name for m in pkgutil.iter_modules(symgraph.__path__)
-     if m.name not in ('__main__',)] +
+    [m.name for m in pkgutil.walk_packages(symgraph.__path__, 'symgraph.')
+     if m.name != 'symgraph.__main__'] +
     ['symgraph.ops.' + m.name for m in pkgutil.iter_modules(symgraph.ops.__path__)])
 
 

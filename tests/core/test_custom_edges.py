@@ -6,7 +6,7 @@ import pytest
 
 import symgraph as mx
 from symgraph.base import MXNetError
-from symgraph.custom import CustomOpError
+from symgraph.operator import CustomOpError
 
 SEEN = {}
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import symgraph as mx
-from symgraph import parallel
+from symgraph import dist
 from symgraph.base import MXNetError
 
 _FAIL = {'rank': None, 'sleep_rank': None}
@@ -20,13 +20,13 @@ class _Probe(mx.operator.CustomOp):
     """Identity; fails in backward, or sleeps in forward, on a chosen rank."""
 
     def forward(self, is_train, req, in_data, out_data, aux):
-        if _FAIL['sleep_rank'] is not None and _FAIL['sleep_rank'] == parallel.current_rank():
+        if _FAIL['sleep_rank'] is not None and _FAIL['sleep_rank'] == dist.current_rank():
             time.sleep(1.0)
         self.assign(out_data[0], req[0], in_data[0])
 
     def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
-        if _FAIL['rank'] is not None and _FAIL['rank'] == parallel.current_rank():
-            raise RuntimeError('planted failure on rank %d' % parallel.current_rank())
+        if _FAIL['rank'] is not None and _FAIL['rank'] == dist.current_rank():
+            raise RuntimeError('planted failure on rank %d' % dist.current_rank())
         self.assign(in_grad[0], req[0], out_grad[0])
 
 
@@ -48,7 +48,7 @@ def _reset():
 
 def _fc_group(n=4, batch=8, **kw):
     net = mx.sym.FullyConnected(mx.sym.var('data'), num_hidden=2, name='fc')
-    group = parallel.DataParallelExecutor(net, [mx.cpu(k) for k in range(n)],
+    group = dist.DataParallelExecutor(net, [mx.cpu(k) for k in range(n)],
                                           data=(batch, 3), **kw)
     group.set_params({'fc_weight': np.ones((2, 3)), 'fc_bias': np.zeros(2)})
     return group
@@ -77,7 +77,7 @@ def test_add_accumulates_each_step_exactly_as_one_executor_does():
     net = mx.sym.MakeLoss(mx.sym.sum(mx.sym.broadcast_mul(mx.sym.var('data'), w)))
     types = {'data': 'float16', 'w': 'float16'}
     reqs = {'data': 'null', 'w': 'add'}
-    group = parallel.DataParallelExecutor(net, [mx.cpu(k) for k in range(4)], grad_req=reqs,
+    group = dist.DataParallelExecutor(net, [mx.cpu(k) for k in range(4)], grad_req=reqs,
                                           type_dict=types, data=(4, 1))
     single = net.simple_bind(mx.cpu(), grad_req=reqs, type_dict=types, data=(4, 1))
     group.set_params({'w': np.ones(1, np.float16)})
@@ -103,7 +103,7 @@ def test_a_device_failing_in_backward_leaves_gradients_and_moving_stats_as_they_
     rng = np.random.RandomState(0)
     x = rng.uniform(-1, 1, (6, 3, 2)).astype(np.float32)
     dy = rng.uniform(-1, 1, x.shape).astype(np.float32)
-    group = parallel.DataParallelExecutor(h, [mx.cpu(0), mx.cpu(1)], grad_req='add',
+    group = dist.DataParallelExecutor(h, [mx.cpu(0), mx.cpu(1)], grad_req='add',
                                           data=x.shape)
     group.set_params({k: np.ones(v.shape) for k, v in group.execs[0].arg_dict.items()
                       if k != 'data'})
@@ -144,7 +144,7 @@ def test_an_interrupted_call_leaves_no_worker_at_the_rendezvous():
     sym = mx.sym.contrib.SyncBatchNorm(mx.sym.Custom(mx.sym.var('data'), op_type='dp_probe'),
                                        ndev=2, key='dp_interrupt', output_mean_var=True,
                                        name='bn')
-    group = parallel.DataParallelExecutor(sym, [mx.cpu(0), mx.cpu(1)], data=(4, 2))
+    group = dist.DataParallelExecutor(sym, [mx.cpu(0), mx.cpu(1)], data=(4, 2))
     _FAIL['sleep_rank'] = 1
     timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
@@ -164,7 +164,7 @@ def test_an_interrupted_call_leaves_no_worker_at_the_rendezvous():
 
 def test_get_params_averages_auxiliary_states_over_devices_as_mxnet_does():
     net = mx.sym.BatchNorm(mx.sym.var('data'), name='bn')
-    group = parallel.DataParallelExecutor(net, [mx.cpu(0), mx.cpu(1)], data=(4, 2))
+    group = dist.DataParallelExecutor(net, [mx.cpu(0), mx.cpu(1)], data=(4, 2))
     x = np.array([[0, 0], [0, 0], [10, 20], [10, 20]], np.float32)
     group.forward(is_train=True, data=x)
     arg, aux = {}, {}
@@ -186,7 +186,7 @@ def _dropout_group(contexts):
     h = mx.sym.var('data')
     for i in range(3):
         h = mx.sym.Dropout(mx.sym.FullyConnected(h, num_hidden=64, name='fc%d' % i), p=0.5)
-    group = parallel.DataParallelExecutor(h, contexts, data=(256, 32))
+    group = dist.DataParallelExecutor(h, contexts, data=(256, 32))
     rng = np.random.RandomState(0)
     group.set_params({k: rng.uniform(-0.2, 0.2, v.shape)
                       for k, v in group.execs[0].arg_dict.items() if k != 'data'})

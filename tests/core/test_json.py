@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import symgraph as mx
-from symgraph.json_format import SymbolFormatError
+from symgraph.graph.json_format import SymbolFormatError
 
 
 def _net():

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 import symgraph as mx
-from symgraph import json_format, opdef
-from symgraph.json_format import SymbolFormatError
+from symgraph import opdef
+from symgraph.graph import json_format
+from symgraph.graph.json_format import SymbolFormatError
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), 'golden', 'data',
                     'json_legacy')

@@ -396,7 +396,7 @@ def test_nd_load_takes_the_bfloat16_choice_its_error_suggests_and_load_frombuffe
 
 
 def test_symbol_load_of_a_params_file_or_non_utf8_text_is_a_clear_error(tmp_path):
-    from symgraph.json_format import SymbolFormatError
+    from symgraph.graph.json_format import SymbolFormatError
     with pytest.raises(SymbolFormatError, match='not UTF-8 JSON text.*looks like a .params'):
         mx.sym.load(golden_path('checkpoint-0001.params'))
     # UTF-8 names load whatever the locale's encoding

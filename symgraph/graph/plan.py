@@ -15,7 +15,7 @@ import linecache
 import warnings
 import numpy as np
 
-from .base import MXNetError
+from ..base import MXNetError
 
 __all__ = ['Plan']
 
@@ -29,9 +29,11 @@ class Plan:
     shapes, dtypes : dict (node index, output) -> shape / dtype.
     grad_reqs : per argument, 'write', 'add' or 'null'.
     heads : list of (node, output index).
+    ctx : the bind's context, handed to ``Operator.create_state`` (opaque here).
     """
 
-    def __init__(self, order, arg_nodes, aux_nodes, heads, shapes, dtypes, grad_reqs, xp):
+    def __init__(self, order, arg_nodes, aux_nodes, heads, shapes, dtypes, grad_reqs, xp,
+                 ctx=None):
         self.order = order
         self.xp = xp
         self.index = {id(n): k for k, n in enumerate(order)}
@@ -50,7 +52,9 @@ class Plan:
         self.grad_reqs = list(grad_reqs)
         self.steps = [n for n in order if n.op is not None]
         # per-executor state of stateful operators (Custom), shared by forward and backward
-        self.op_state = {id(n): n.op.create_state() for n in self.steps}
+        self.op_state = {id(n): n.op.create_state(
+            ctx, [self.shapes[e] for e in self.in_entries(n)],
+            [self.dtypes[e] for e in self.in_entries(n)]) for n in self.steps}
         self._requires_grad()
         self._fwd_cache = {}
         self._bwd = None
@@ -225,15 +229,14 @@ class Plan:
             out_list = ', '.join('v%d' % e if e in sel_out and e in saved else 'None'
                                  for e in outs)
             aux_list = ', '.join('v%d' % e for e in ins[n_args:])
-            if getattr(op, 'wants_req', False):
+            reqs = None
+            if op.wants_req:
                 # operators that follow MXNet's req protocol (Custom) see 'add' where an
                 # argument bound with grad_req='add' feeds them directly
                 arg_req = dict(zip(self.arg_entries, self.grad_reqs))
                 reqs = [('add' if arg_req.get(e) == 'add' else 'write') if nd else 'null'
                         for e, nd in zip(ins[:n_args], need)]
-                env['b%d' % s] = _bind_backward(op, xp, reqs, self.op_state[id(n)])
-            else:
-                env['b%d' % s] = _bind_backward(op, xp, need, self.op_state[id(n)])
+            env['b%d' % s] = _bind_backward(op, xp, need, self.op_state[id(n)], reqs)
             into = ''
             if op.writes_into and any(nd and e in grad_slot for e, nd in zip(ins, need)):
                 into = ', grad_out=[%s]' % ', '.join(
@@ -349,15 +352,23 @@ def _select(flag, entries):
     return [entries[i] for i in flag if i < len(entries)]
 
 
-def _bind_backward(op, xp, need, state=None):
+def _bind_backward(op, xp, need, state=None, reqs=None):
+    """``op.backward`` with the keywords its declared hooks ask for (``state=``,
+    ``req=``, ``grad_out=``), bound once."""
     bwd = op.backward
-    if op.writes_into and state is None:
+    if op.writes_into and state is None and reqs is None:
         def run_into(out_grads, inputs, outputs, aux, grad_out=None):
             return bwd(xp, out_grads, inputs, outputs, aux, need, grad_out=grad_out)
         return run_into
-    if state is not None:
+    if state is not None or reqs is not None:
+        kw = {}
+        if state is not None:
+            kw['state'] = state
+        if reqs is not None:
+            kw['req'] = reqs
+
         def run_stateful(out_grads, inputs, outputs, aux):
-            return bwd(xp, out_grads, inputs, outputs, aux, need, state=state)
+            return bwd(xp, out_grads, inputs, outputs, aux, need, **kw)
         return run_stateful
 
     def run(out_grads, inputs, outputs, aux):

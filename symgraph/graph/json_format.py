@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import json
 
-from . import opdef
-from .attribute import PLAIN_KEYS
-from .base import MXNetError
-from .graph import Node, topo_order
+from .. import opdef
+from ..attribute import PLAIN_KEYS
+from ..base import MXNetError
+from .nodes import Node, topo_order
 
 __all__ = ['to_json', 'from_json', 'MXNET_VERSION']
 
@@ -17,8 +17,9 @@ class SymbolFormatError(MXNetError, ValueError):
     """A symbol JSON file that is corrupt, truncated or not a symbol."""
 
 
-def to_json(sym):
-    order = topo_order([n for n, _ in sym._outputs])
+def to_json(heads):
+    """MXNet JSON text of the graph whose outputs are ``heads`` ((node, index) pairs)."""
+    order = topo_order([n for n, _ in heads])
     index = {id(n): k for k, n in enumerate(order)}
     nodes, arg_nodes, row_ptr = [], [], [0]
     for k, n in enumerate(order):
@@ -31,7 +32,7 @@ def to_json(sym):
             arg_nodes.append(k)
         row_ptr.append(row_ptr[-1] + n.num_outputs())
     doc = {'nodes': nodes, 'arg_nodes': arg_nodes, 'node_row_ptr': row_ptr,
-           'heads': [[index[id(n)], i, 0] for n, i in sym._outputs],
+           'heads': [[index[id(n)], i, 0] for n, i in heads],
            'attrs': {'mxnet_version': ['int', MXNET_VERSION]}}
     return json.dumps(doc, indent=2)
 
@@ -43,7 +44,7 @@ def _fail(source, msg):
 def _split_attrs(cls, attrs, where):
     """Operator parameters and other (string) attributes of a node read from JSON."""
     params = {}
-    free = getattr(cls, 'free_params', False)
+    free = cls.free_params
     for k, v in attrs.items():
         if k in cls._params or (free and not (k.startswith('__') and k.endswith('__'))
                                 and k not in PLAIN_KEYS):
@@ -297,12 +298,12 @@ def _build(recs, source):
 
 
 def from_json(text, source='<json>'):
-    """Build a Symbol from MXNet JSON text; corrupt input gives SymbolFormatError.
+    """The outputs ((node, index) pairs) of the graph in MXNet JSON text; corrupt input
+    gives SymbolFormatError (``symbol.load_json`` makes the Symbol).
 
     Files written by older MXNet versions (``attrs.mxnet_version`` below 10901, or none:
     0.8.0) are upgraded as MXNet 1.9.1 upgrades them.
     """
-    from .symbol import Symbol
     try:
         doc = json.loads(text)
     except (ValueError, TypeError) as e:
@@ -338,4 +339,4 @@ def from_json(text, source='<json>'):
         if not 0 <= i < built[k].num_outputs():
             _fail(source, 'head %r reads a missing output' % ([k, i],))
         heads.append((built[k], i))
-    return Symbol(heads)
+    return heads

@@ -29,14 +29,84 @@ from __future__ import annotations
 
 import warnings
 
-from . import opdef
-from .custom import _PROPS, CustomOpError, NotAvailable, as_array_of
-from .base import MXNetError
-from .ndarray import NDArray
-from .context import array_module
+import numpy as np
+
+from .. import opdef
+from ..base import MXNetError
+from ..ndarray import NDArray, _to_xp
+from ..context import array_module
 
 __all__ = ['CustomOp', 'CustomOpProp', 'register', 'get_all_registered_operators',
-           'CustomOpError']
+           'CustomOpError', 'NotAvailable', 'lookup_prop', 'registered_props']
+
+#: op_type -> CustomOpProp subclass (filled by ``symgraph.operator.register``)
+_PROPS = {}
+
+
+def registered_props():
+    """Names of the registered custom operator types, sorted."""
+    return sorted(_PROPS)
+
+
+def lookup_prop(op_type):
+    """The prop class registered as ``op_type``; the error lists the registered ones."""
+    try:
+        return _PROPS[op_type]
+    except KeyError:
+        raise MXNetError('Cannot find custom operator %r: register a CustomOpProp subclass '
+                         'with @mx.operator.register(%r) first (registered custom operators: '
+                         '%s)' % (op_type, op_type, registered_props() or 'none')) from None
+
+
+class CustomOpError(MXNetError):
+    """An exception raised by user code of a custom operator, re-raised with its name.
+
+    The original exception is chained (``__cause__``), so its traceback is kept.
+    """
+
+
+class NotAvailable:
+    """Stands for an array a custom op's backward may not use (see module docstring)."""
+
+    __slots__ = ('_why',)
+
+    def __init__(self, why):
+        object.__setattr__(self, '_why', why)
+
+    def _fail(self, *args, **kwargs):
+        raise MXNetError(self._why)
+
+    def __getattr__(self, name):
+        if name.startswith('__') and name.endswith('__'):
+            raise AttributeError(name)
+        raise MXNetError(self._why)
+
+    def __repr__(self):
+        return '<not available: %s>' % self._why
+
+    __setattr__ = __getitem__ = __setitem__ = __len__ = __iter__ = __bool__ = _fail
+    __array__ = __float__ = __int__ = __index__ = __neg__ = __abs__ = _fail
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _fail
+    __truediv__ = __rtruediv__ = __pow__ = __rpow__ = __mod__ = __matmul__ = _fail
+    __iadd__ = __isub__ = __imul__ = __itruediv__ = _fail
+    __lt__ = __le__ = __gt__ = __ge__ = _fail
+    __hash__ = None
+
+
+def as_array_of(dst, src):
+    """``src`` (NDArray, NumPy/CuPy array, list or scalar) as something ``dst._data`` can
+    take, on ``dst``'s device."""
+    if isinstance(src, NotAvailable):
+        src._fail()
+    if isinstance(src, NDArray):
+        return _to_xp(src._data, dst._ctx)
+    if isinstance(src, (int, float, bool, np.number)):
+        return src
+    if isinstance(src, (list, tuple)):
+        src = np.asarray(src)
+    return _to_xp(src, dst._ctx)
+
+
 
 
 class CustomOp:

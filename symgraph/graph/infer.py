@@ -6,23 +6,10 @@ error with the node, the operator, the argument, the shapes and the user's file:
 """
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 
-from .base import ShapeError, TypeInferenceError, MXNetError
-from .opdef import Operator, unify_shape
-
-_TAKES_OUTPUTS = {}
-
-
-def _takes_outputs(fn):
-    """Whether a rule accepts known output shapes as a second argument."""
-    key = getattr(fn, '__func__', fn)
-    r = _TAKES_OUTPUTS.get(key)
-    if r is None:
-        r = _TAKES_OUTPUTS[key] = len(inspect.signature(fn).parameters) >= 2
-    return r
+from ..base import ShapeError, TypeInferenceError, MXNetError
+from ..opdef import unify_shape
 
 __all__ = ['infer_shapes', 'infer_types', 'shape_complete']
 
@@ -56,11 +43,18 @@ def _unify_type(a, b, what):
 class _Pass:
     """One inference problem (shapes or types) over a topologically ordered graph."""
 
-    def __init__(self, order, kind):
+    def __init__(self, order, kind, answers=None):
         self.order = order
         self.kind = kind
         self.index = {id(n): k for k, n in enumerate(order)}
         self.values = {}
+        #: node index -> the question (inputs, and outputs for rules that take them) its rule
+        #: last saw in this pass: the same question learns nothing new, so it is skipped
+        self.asked = {}
+        #: id(node) -> (question, answer or None when the rule gave up), possibly shared
+        #: by the passes of one bind: a pure rule is not asked the same question twice, so
+        #: a CustomOpProp runs once per node and bind, as in MXNet, not once per sweep
+        self.answers = {} if answers is None else answers
         if kind == 'shape':
             self.unify, self.fmt, self.err = unify_shape, _fmt, ShapeError
             self.complete = shape_complete
@@ -94,38 +88,53 @@ class _Pass:
         n_args = len(op.list_arguments())
         in_keys = [self.key(s, i) for s, i in node.inputs]
         ins = [self.values.get(k) for k in in_keys]
-        outs = [self.values.get((self.index[id(node)], i)) for i in range(op.output_count())]
+        k_node = self.index[id(node)]
+        outs = [self.values.get((k_node, i)) for i in range(op.output_count())]
         changed = False
         names = _input_names(node)
-        same = getattr(op, 'same_shape_io', type(op).infer_shape is Operator.infer_shape)
-        if self.kind == 'shape' and same and n_args:
+        shape = self.kind == 'shape'
+        if shape and op.same_shape_io and n_args:
             # elementwise: a known output tells the inputs (MXNet's backward inference)
             for o in outs[:op.num_visible_outputs()]:
                 for j in range(n_args):
                     changed |= self.merge(in_keys[j], o, node, 'argument %r' % names[j])
             ins = [self.values.get(k) for k in in_keys]
-        rule = op.infer_shape if self.kind == 'shape' else op.infer_type
-        try:
-            if _takes_outputs(rule):     # rules that infer inputs from known outputs
-                new_ins, new_outs, new_aux = rule(list(ins), list(outs))
-            else:
-                new_ins, new_outs, new_aux = rule(list(ins))
-        except (ShapeError, TypeInferenceError, MXNetError) as e:
-            raise self.err('%s: %s (inputs: %s)'
-                           % (node.describe(), e, _describe_inputs(node, ins, self.fmt))) \
-                from None
-        except Exception as e:  # a rule that cannot cope with unknown inputs yet
-            if all(self.complete(x) for x in ins):
-                raise self.err('%s: %s inference failed: %s: %s (inputs: %s)'
-                               % (node.describe(), self.kind, type(e).__name__, e,
-                                  _describe_inputs(node, ins, self.fmt))) from e
+        with_outs = shape and op.infer_shape_uses_outputs
+        question = (tuple(ins), tuple(outs)) if with_outs else tuple(ins)
+        if self.asked.get(k_node, self) == question:
             return changed
+        self.asked[k_node] = question
+        known = self.answers.get(id(node))
+        if known is not None and known[0] == question:
+            if known[1] is None:
+                return changed
+            new_ins, new_outs, new_aux = known[1]
+        else:
+            try:
+                if with_outs:     # rules that infer inputs from known outputs
+                    new_ins, new_outs, new_aux = op.infer_shape(list(ins), list(outs))
+                elif shape:
+                    new_ins, new_outs, new_aux = op.infer_shape(list(ins))
+                else:
+                    new_ins, new_outs, new_aux = op.infer_type(list(ins))
+            except (ShapeError, TypeInferenceError, MXNetError) as e:
+                raise self.err('%s: %s (inputs: %s)'
+                               % (node.describe(), e, _describe_inputs(node, ins, self.fmt))) \
+                    from None
+            except Exception as e:  # a rule that cannot cope with unknown inputs yet
+                if all(self.complete(x) for x in ins):
+                    raise self.err('%s: %s inference failed: %s: %s (inputs: %s)'
+                                   % (node.describe(), self.kind, type(e).__name__, e,
+                                      _describe_inputs(node, ins, self.fmt))) from e
+                self.answers[id(node)] = (question, None)
+                return changed
+            self.answers[id(node)] = (question, (new_ins, new_outs, new_aux))
         filled = list(new_ins or []) + list(new_aux or [])
         for j, (k, v) in enumerate(zip(in_keys, filled)):
             changed |= self.merge(k, v, node, 'argument %r' % names[j])
         for i, v in enumerate(new_outs or []):
             oname = op.list_outputs()[i] if i < op.output_count() else str(i)
-            changed |= self.merge((self.index[id(node)], i), v, node, 'output %r' % oname)
+            changed |= self.merge((k_node, i), v, node, 'output %r' % oname)
         return changed
 
     def run(self):
@@ -141,18 +150,23 @@ class _Pass:
         return self.values
 
 
-def _run(order, known, kind):
-    p = _Pass(order, kind)
+def _run(order, known, kind, answers):
+    p = _Pass(order, kind, answers)
     for node, value in known.items():
         p.merge((p.index[id(node)], 0), value, node, kind)
     return p.run()
 
 
-def infer_shapes(order, known):
-    """Shapes of all entries. ``known`` maps variable Node -> (partial) shape."""
-    return _run(order, known, 'shape')
+def infer_shapes(order, known, answers=None):
+    """Shapes of all entries. ``known`` maps variable Node -> (partial) shape.
+
+    ``answers``, a dict shared by the passes of one bind, keeps each rule's answer so that
+    a later pass over the same nodes asks no rule the same question again.
+    """
+    return _run(order, known, 'shape', answers)
 
 
-def infer_types(order, known):
-    """dtypes of all entries. ``known`` maps variable Node -> dtype."""
-    return _run(order, known, 'type')
+def infer_types(order, known, answers=None):
+    """dtypes of all entries. ``known`` maps variable Node -> dtype (``answers``: as in
+    :func:`infer_shapes`)."""
+    return _run(order, known, 'type', answers)

@@ -16,24 +16,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import opdef
-from .base import MXNetError, ShapeError, TypeInferenceError
-from .context import cpu, gpu, context_of
-from .graph import TYPE_CODE
-from .ndarray import NDArray
+from .. import opdef
+from ..base import MXNetError, ShapeError, TypeInferenceError
+from ..context import cpu, gpu, context_of
+from ..graph import TYPE_CODE
+from ..ndarray import NDArray
+from .api import CustomOp, CustomOpError, NotAvailable, lookup_prop, registered_props
 
-__all__ = ['Custom', 'CustomOpError', 'NotAvailable', 'lookup_prop', 'registered_props']
-
-#: op_type -> CustomOpProp subclass (filled by ``symgraph.operator.register``)
-_PROPS = {}
-
-
-class CustomOpError(MXNetError):
-    """An exception raised by user code of a custom operator, re-raised with its name.
-
-    The original exception is chained (``__cause__``), so its traceback is kept.
-    """
-
+__all__ = ['Custom']
 
 class _PropFailure(RuntimeError):
     """The prop's own ``infer_shape``/``infer_type`` raised.
@@ -42,21 +32,6 @@ class _PropFailure(RuntimeError):
     known inputs (MXNet-style props index ``in_shape[0][1]`` freely) and reports the
     failure, chained to the original, once all inputs are known.
     """
-
-
-def registered_props():
-    """Names of the registered custom operator types, sorted."""
-    return sorted(_PROPS)
-
-
-def lookup_prop(op_type):
-    """The prop class registered as ``op_type``; the error lists the registered ones."""
-    try:
-        return _PROPS[op_type]
-    except KeyError:
-        raise MXNetError('Cannot find custom operator %r: register a CustomOpProp subclass '
-                         'with @mx.operator.register(%r) first (registered custom operators: '
-                         '%s)' % (op_type, op_type, registered_props() or 'none')) from None
 
 
 # ----------------------------------------------------------------------------------
@@ -73,49 +48,6 @@ class _ReadOnly(NDArray):
                          'write to out_data/in_grad (e.g. with self.assign) instead')
 
     __setitem__ = __iadd__ = __isub__ = __imul__ = __itruediv__ = _refuse
-
-
-class NotAvailable:
-    """Stands for an array a custom op's backward may not use (see module docstring)."""
-
-    __slots__ = ('_why',)
-
-    def __init__(self, why):
-        object.__setattr__(self, '_why', why)
-
-    def _fail(self, *args, **kwargs):
-        raise MXNetError(self._why)
-
-    def __getattr__(self, name):
-        if name.startswith('__') and name.endswith('__'):
-            raise AttributeError(name)
-        raise MXNetError(self._why)
-
-    def __repr__(self):
-        return '<not available: %s>' % self._why
-
-    __setattr__ = __getitem__ = __setitem__ = __len__ = __iter__ = __bool__ = _fail
-    __array__ = __float__ = __int__ = __index__ = __neg__ = __abs__ = _fail
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _fail
-    __truediv__ = __rtruediv__ = __pow__ = __rpow__ = __mod__ = __matmul__ = _fail
-    __iadd__ = __isub__ = __imul__ = __itruediv__ = _fail
-    __lt__ = __le__ = __gt__ = __ge__ = _fail
-    __hash__ = None
-
-
-def as_array_of(dst, src):
-    """``src`` (NDArray, NumPy/CuPy array, list or scalar) as something ``dst._data`` can
-    take, on ``dst``'s device."""
-    from .ndarray import _to_xp
-    if isinstance(src, NotAvailable):
-        src._fail()
-    if isinstance(src, NDArray):
-        return _to_xp(src._data, dst._ctx)
-    if isinstance(src, (int, float, bool, np.number)):
-        return src
-    if isinstance(src, (list, tuple)):
-        src = np.asarray(src)
-    return _to_xp(src, dst._ctx)
 
 
 # ----------------------------------------------------------------------------------
@@ -165,12 +97,14 @@ def _split_result(op, ret, what, kind):
     return list(ins), list(outs), list(aux)
 
 
-def _call_prop(op, method, arg, fresh=False):
-    # inference sweeps ask the same question many times: the prop answers each once;
-    # ``fresh`` asks again (a prop may keep state from infer_shape for create_operator)
+def _call_prop(op, method, arg):
+    """Ask the prop; its answer is kept by question, for the operator made from it.
+
+    The inference pass asks each node once per inference (as MXNet does); the answer is
+    remembered so that creating the user's operator at the first forward reuses what the
+    bind's inference saw instead of asking again (MXNet asks once per bind).
+    """
     key = (method, tuple(tuple(a) if isinstance(a, list) else a for a in arg))
-    if key in op._memo and not fresh:
-        return op._memo[key]
     try:
         ret = getattr(op.prop, method)(arg)
     except MXNetError:
@@ -179,9 +113,17 @@ def _call_prop(op, method, arg, fresh=False):
         raise _PropFailure('custom operator %r: %s.%s raised %s: %s'
                            % (op.op_type, type(op.prop).__name__, method, type(e).__name__,
                               e)) from e
-    if len(op._memo) < 256:
+    if key in op._memo or len(op._memo) < 256:
         op._memo[key] = ret
     return ret
+
+
+def _asked(op, method, arg):
+    """The prop's answer to a question inference already asked (asked now otherwise)."""
+    key = (method, tuple(tuple(a) if isinstance(a, list) else a for a in arg))
+    if key in op._memo:
+        return op._memo[key]
+    return _call_prop(op, method, arg)
 
 
 def _ctx_of(xp, arrays):
@@ -296,10 +238,15 @@ class Custom(opdef.Operator):
         return list(self._aux)
 
     # --- inference: only the prop is consulted, no data flows --------------------
-    def infer_shape(self, in_shapes, fresh=False):
+    def infer_shape(self, in_shapes):
+        return self._infer_shape(in_shapes, _call_prop)
+
+    def infer_type(self, in_types):
+        return self._infer_type(in_types, _call_prop)
+
+    def _infer_shape(self, in_shapes, ask):
         n = len(self._args)
-        ret = _call_prop(self, 'infer_shape', [_shape_to_mx(s) for s in in_shapes[:n]],
-                         fresh)
+        ret = ask(self, 'infer_shape', [_shape_to_mx(s) for s in in_shapes[:n]])
         ins, outs, aux = _split_result(self, ret, 'infer_shape', ShapeError)
         return ([_shape_from_mx(s, 'infer_shape of custom operator %r: shape of argument %r'
                                 % (self.op_type, a)) for s, a in zip(ins, self._args)],
@@ -308,10 +255,10 @@ class Custom(opdef.Operator):
                 [_shape_from_mx(s, 'infer_shape of custom operator %r: shape of auxiliary '
                                 'state %r' % (self.op_type, a)) for s, a in zip(aux, self._aux)])
 
-    def infer_type(self, in_types, fresh=False):
+    def _infer_type(self, in_types, ask):
         n = len(self._args)
         types = [None if t is None else np.dtype(t).type for t in in_types[:n]]
-        ret = _call_prop(self, 'infer_type', types, fresh)
+        ret = ask(self, 'infer_type', types)
         ins, outs, aux = _split_result(self, ret, 'infer_type', TypeInferenceError)
         what = 'infer_type of custom operator %r: type of %s' % (self.op_type, '%s')
         return ([_type_from_mx(t, what % a) for t, a in zip(ins, self._args)],
@@ -319,24 +266,26 @@ class Custom(opdef.Operator):
                 [_type_from_mx(t, what % a) for t, a in zip(aux, self._aux)])
 
     # --- compute -----------------------------------------------------------------
-    def create_state(self):
-        """Per executor: the user's CustomOp instances (one per context, shapes and dtypes,
-        made by ``create_operator`` on first use, as MXNet makes one per bind) and the key
-        of the latest forward, which backward continues."""
-        return {'ops': {}, 'last': None}
+    def create_state(self, ctx, in_shapes, in_dtypes):
+        """Per bind: the user's CustomOp instances (one per context, shapes and dtypes,
+        made by ``create_operator``: the bind's one right away, as MXNet's bind does) and
+        the key of the latest forward, which backward continues."""
+        state = {'ops': {}, 'last': None}
+        self._state(state, ctx, tuple(tuple(s) for s in in_shapes),
+                    tuple(np.dtype(t) for t in in_dtypes))
+        state['last'] = None
+        return state
 
-    def _state(self, bind_state, ctx, arrays):
+    def _state(self, bind_state, ctx, shapes, dtypes):
         """The user op and output shapes for these inputs (created on first use)."""
-        shapes = tuple(tuple(a.shape) for a in arrays)
-        dtypes = tuple(np.dtype(a.dtype) for a in arrays)
         key = (ctx, shapes, dtypes)
         st = bind_state['ops'].get(key)
         if st is None:
             n = len(self._args)
-            # asked afresh right before create_operator, as MXNet's bind does: a prop may
-            # keep what infer_shape saw and use it there
-            sh_in, sh_out, _ = self.infer_shape(list(shapes), fresh=True)
-            ty_in, ty_out, _ = self.infer_type(list(dtypes), fresh=True)
+            # what the bind's inference asked the prop (MXNet asks once per bind, right
+            # before create_operator: a prop may keep what infer_shape saw and use it there)
+            sh_in, sh_out, _ = self._infer_shape(list(shapes), _asked)
+            ty_in, ty_out, _ = self._infer_type(list(dtypes), _asked)
             for name, s in zip(self._outs, sh_out):
                 if not opdef.shape_known(s):
                     raise ShapeError('custom operator %r: infer_shape gives output %r the '
@@ -347,7 +296,6 @@ class Custom(opdef.Operator):
                 user_op = _call_user(self, 'create_operator', self.prop.create_operator, ctx,
                                      [list(s) for s in shapes],
                                      [TYPE_CODE.get(t.name, -1) for t in dtypes])
-            from .operator import CustomOp      # (operator.py imports this module)
             if not isinstance(user_op, CustomOp):
                 raise CustomOpError('custom operator %r: %s.create_operator returned %r, '
                                     'not a CustomOp' % (self.op_type, type(self.prop).__name__,
@@ -358,9 +306,12 @@ class Custom(opdef.Operator):
         return st
 
     def forward(self, xp, inputs, aux, is_train, state=None):
-        ctx = _ctx_of(xp, list(inputs) + list(aux))
-        state = self.create_state() if state is None else state
-        st = self._state(state, ctx, list(inputs) + list(aux))
+        arrays = list(inputs) + list(aux)
+        ctx = _ctx_of(xp, arrays)
+        if state is None:
+            state = {'ops': {}, 'last': None}
+        st = self._state(state, ctx, tuple(tuple(a.shape) for a in arrays),
+                         tuple(np.dtype(a.dtype) for a in arrays))
         in_data = [_ReadOnly(a, ctx) for a in inputs]
         out_data = [NDArray(xp.zeros(s, dtype=t), ctx)
                     for s, t in zip(st.out_shapes, st.out_dtypes)]
@@ -371,7 +322,7 @@ class Custom(opdef.Operator):
                        aux=aux_nd)
         return [o._data for o in out_data]
 
-    def backward(self, xp, out_grads, inputs, outputs, aux, need, state=None):
+    def backward(self, xp, out_grads, inputs, outputs, aux, need, state=None, req=None):
         if state is None or state['last'] is None:
             raise MXNetError('custom operator %r: backward without a forward in this '
                              'executor' % self.op_type)
@@ -398,12 +349,14 @@ class Custom(opdef.Operator):
         in_grad = [NDArray(xp.zeros(s, dtype=t), ctx)
                    for s, t in zip(st.in_shapes[:n], st.in_dtypes[:n])]
         with ctx:
-            _call_user(self, 'backward', st.op.backward, req=list(need),
+            if req is None:
+                req = ['write' if nd else 'null' for nd in need]
+            _call_user(self, 'backward', st.op.backward, req=list(req),
                        out_grad=avail(og, 'out_grad', self._outs),
                        in_data=avail(inputs, 'in_data', self._args),
                        out_data=avail(outputs, 'out_data', self._outs),
                        in_grad=in_grad, aux=[NDArray(a, ctx) for a in aux])
-        return [None if r == 'null' else g._data for g, r in zip(in_grad, need)]
+        return [g._data if nd else None for g, nd in zip(in_grad, need)]
 
 
 def _call_user(op, what, fn, *args, **kwargs):

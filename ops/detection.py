@@ -13,12 +13,9 @@ import numpy as np
 from symgraph.opdef import MXNetError, Operator, Param, ShapeError, register, same_type
 
 from .nms_core import _host, box_corners, greedy_nms_keep, nms_indices
+from ._util import f32
 
 _FORMATS = ('center', 'corner')
-
-
-def _f32(v):
-    return float(np.float32(v))
 
 
 def _nms_keep(xp, x1, y1, x2, y2, area, key, thresh):
@@ -147,7 +144,7 @@ class BoxNMS(Operator):
             rec = np.arange(flat.shape[0], dtype=data.dtype)
             return [xp.asarray(data.copy()), xp.asarray(rec.reshape(shape[:-1] + (1,)))]
         score = flat[:, self.score_index]
-        valid = score > _f32(self.valid_thresh)
+        valid = score > f32(self.valid_thresh)
         if self.id_index >= 0:
             valid &= flat[:, self.id_index] != self.background_id
         rows = np.flatnonzero(valid)
@@ -164,7 +161,7 @@ class BoxNMS(Operator):
             key += cls + 2 ** 31
         coords = flat[rows, self.coord_start:self.coord_start + 4]
         x1, y1, x2, y2, area = box_corners(coords, self.in_format)
-        keep = _nms_keep(xp, x1, y1, x2, y2, area, key, _f32(self.overlap_thresh))
+        keep = _nms_keep(xp, x1, y1, x2, y2, area, key, f32(self.overlap_thresh))
         rows, batch = rows[keep], batch[keep]
         pos = batch * n + np.arange(rows.size) - np.searchsorted(batch, batch)
         out = np.full_like(flat, -1)

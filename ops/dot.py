@@ -4,16 +4,11 @@
 and ``rhs`` as (the first axis, all others); ``transpose_a`` / ``transpose_b`` move the
 contracted axis of a view to the other end. Two vectors give shape (1,).
 """
+from math import prod
+
 from symgraph.opdef import Operator, Param, ShapeError, register
 
 _STYPES = (None, 'None', 'csr', 'default', 'row_sparse')
-
-
-def _prod(s):
-    n = 1
-    for d in s:
-        n *= d
-    return n
 
 
 def _split(shape, first):
@@ -55,7 +50,7 @@ class Dot(_DotBase):
         kb, cb = _split(b, not self.transpose_b)
         if len(a) == 1 and len(b) == 1:
             ka = kb = ()
-        pa, pb = _prod(ca), _prod(cb)
+        pa, pb = prod(ca), prod(cb)
         if pa and pb and pa != pb:
             raise ShapeError('dot: %r %s and %r %s do not match (transpose_a=%s, '
                              'transpose_b=%s)' % ('lhs', tuple(a), 'rhs', tuple(b),

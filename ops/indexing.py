@@ -10,6 +10,8 @@ from symgraph.base import MXNetError
 from symgraph.opdef import (Operator, Param, ShapeError, TypeInferenceError, register,
                             unify_shape)
 
+from ._util import norm_axis
+
 
 def scatter_add(xp, target, index, values):
     """``target[index] += values`` accumulating repeated indices, for NumPy and CuPy.
@@ -28,14 +30,6 @@ def _as_index(xp, idx):
     return idx if idx.dtype.kind in 'iu' else idx.astype(np.int64)
 
 
-def _norm_axis(axis, ndim):
-    a = axis + ndim if axis < 0 else axis
-    if not 0 <= a < ndim:
-        raise ShapeError('axis %d is out of range for an array of %d dimensions'
-                         % (axis, ndim))
-    return a
-
-
 @register
 class Take(Operator):
     """Gather slices of ``a`` along ``axis`` at ``indices``."""
@@ -52,7 +46,7 @@ class Take(Operator):
         a, idx = in_shapes[:2]
         if a is None or idx is None:
             return [a, idx], [None], []
-        ax = _norm_axis(self.axis, len(a))
+        ax = norm_axis(self.axis, len(a))
         return [a, idx], [tuple(a[:ax]) + tuple(idx) + tuple(a[ax + 1:])], []
 
     def infer_type(self, in_types):
@@ -71,14 +65,14 @@ class Take(Operator):
 
     def forward(self, xp, inputs, aux, is_train):
         a, idx = inputs
-        ax = _norm_axis(self.axis, a.ndim)
+        ax = norm_axis(self.axis, a.ndim)
         return [xp.take(a, self._index(xp, idx, a.shape[ax]), axis=ax)]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         a, idx = inputs
         grads = [None, xp.zeros_like(idx) if need[1] else None]
         if need[0]:
-            ax = _norm_axis(self.axis, a.ndim)
+            ax = norm_axis(self.axis, a.ndim)
             i = self._index(xp, idx, a.shape[ax]).reshape(-1)
             # bring the indexed axis first so that one scatter covers every index
             g = out_grads[0].reshape(a.shape[:ax] + (i.size,) + a.shape[ax + 1:])

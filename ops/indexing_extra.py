@@ -50,6 +50,7 @@ import numpy as np
 from symgraph.base import MXNetError
 from symgraph.opdef import (Operator, Param, ShapeError, TypeInferenceError, register,
                             same_type, shape_known, unify_shape)
+
 from .indexing import scatter_add
 
 

@@ -30,12 +30,13 @@ import numpy as np
 
 from symgraph.opdef import MXNetError, Operator, Param, ShapeError, register, unify_shape
 
+from ._util import sliced_len
 from .binary import ElemwiseAdd, ElemwiseDiv
 from .conv import Convolution
 from .norm import BatchNorm
 from .pooling import Pooling
 from .scalar import MinusScalar, PlusScalar
-from .slicing import Slice, _sliced_len
+from .slicing import Slice
 
 
 @register
@@ -213,7 +214,7 @@ class SliceAssign(Slice):
         if d is None:
             return list(in_shapes), [None], []
         sl = self._sl(d)
-        want = tuple(_sliced_len(s, n) for s, n in zip(sl, d)) + tuple(d[len(sl):])
+        want = tuple(sliced_len(s, n) for s, n in zip(sl, d)) + tuple(d[len(sl):])
         try:
             r = unify_shape(in_shapes[1], want)
         except ShapeError:

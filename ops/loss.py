@@ -4,6 +4,8 @@ A loss head's forward is the prediction (softmax, identity, sigmoid); its backwa
 the head gradient and makes the gradient of the implied loss, scaled exactly as MXNet 1.9.1
 does (see MXNET_SEMANTICS.md). The ``label`` argument gets a zero gradient.
 """
+from math import prod
+
 import numpy as np
 
 from symgraph.opdef import Operator, Param, ShapeError, register, same_type
@@ -14,13 +16,6 @@ from .nn import float_only
 def softmax(xp, x, axis):
     e = xp.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
-
-
-def _prod(s):
-    n = 1
-    for d in s:
-        n *= d
-    return n
 
 
 def _zeros_if(xp, need, x):
@@ -80,7 +75,7 @@ class SoftmaxOutput(_DataLabel):
             if len(d) < 2:
                 raise ShapeError('SoftmaxOutput: multi_output needs data with an axis 1, '
                                  'got %s' % (d,))
-            spatial = _prod(d[2:]) if all(d[2:]) else 0
+            spatial = prod(d[2:]) if all(d[2:]) else 0
             flat = (d[0], spatial)
             full = (d[0],) + d[2:]
             ones = d[:1] + (1,) + d[2:]
@@ -196,7 +191,7 @@ class _Regression(_DataLabel):
         if lab is None:
             # a (N, 1) prediction takes a 1-D label by default
             lab = (d[0],) if len(d) == 2 and d[1] == 1 else d
-        elif all(d) and all(lab) and (lab[0] != d[0] or _prod(lab) != _prod(d)):
+        elif all(d) and all(lab) and (lab[0] != d[0] or prod(lab) != prod(d)):
             raise ShapeError('%s: argument %r has shape %s but data has %s (need the same '
                              'batch size and number of elements)'
                              % (self.name, 'label', tuple(lab), d))

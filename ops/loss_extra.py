@@ -31,9 +31,9 @@ import numpy as np
 from symgraph.opdef import Operator, Param, ShapeError, register, same_type
 
 from .loss import _DataLabel, _label_per_row, _zeros_if
-from .norm import _acc, _f32
 from .norm_layers import _MeanStdNorm, _normalize_grad
-from .softmax import _SoftmaxBase, _norm_axis, softmax
+from .softmax import _SoftmaxBase, softmax
+from ._util import acc, f32, norm_axis
 
 
 @register
@@ -75,13 +75,13 @@ class HardSigmoid(Operator):
 
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
-        return [xp.clip(x * _f32(self.alpha) + _f32(self.beta), 0, 1).astype(x.dtype,
+        return [xp.clip(x * f32(self.alpha) + f32(self.beta), 0, 1).astype(x.dtype,
                                                                              copy=False)]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         x = inputs[0]
-        z = x * _f32(self.alpha) + _f32(self.beta)
-        d = ((z > 0) & (z < 1)).astype(x.dtype) * x.dtype.type(_f32(self.alpha))
+        z = x * f32(self.alpha) + f32(self.beta)
+        d = ((z > 0) & (z < 1)).astype(x.dtype) * x.dtype.type(f32(self.alpha))
         return [out_grads[0] * d]
 
 
@@ -103,12 +103,12 @@ class Softmin(_SoftmaxBase):
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
         dt = np.dtype(self.dtype) if self.dtype is not None else x.dtype
-        return [softmax(xp, -self._scaled(x, dt), _norm_axis(self.axis, x.ndim))]
+        return [softmax(xp, -self._scaled(x, dt), norm_axis(self.axis, x.ndim))]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         y = outputs[0]
         g = out_grads[0].astype(y.dtype, copy=False)
-        ax = _norm_axis(self.axis, y.ndim)
+        ax = norm_axis(self.axis, y.ndim)
         d = -y * (g - (g * y).sum(axis=ax, keepdims=True))
         return [self._scale_grad(d, inputs[0])]
 
@@ -183,7 +183,7 @@ class SVMOutput(_DataLabel):
         x2 = x.reshape(-1, k)
         hit = lab.reshape(-1).astype(np.int64)[:, None] == xp.arange(k)[None, :]
         # Python floats (rounded to C float as MXNet's parameters): the dtype stays dt
-        m, c = _f32(self.margin), _f32(self.regularization_coefficient)
+        m, c = f32(self.margin), f32(self.regularization_coefficient)
         below, above = (x2 < m).astype(dt), (-x2 < m).astype(dt)
         if self.use_linear:
             g = xp.where(hit, -below, above) * c
@@ -226,10 +226,10 @@ class GroupNorm(_MeanStdNorm):
     def forward(self, xp, inputs, aux, is_train):
         data, gamma, beta = inputs
         n, g = data.shape[0], self.num_groups
-        x = _acc(data).reshape(n, g, -1)
+        x = acc(data).reshape(n, g, -1)
         mean = x.mean(axis=2, keepdims=True)
-        std = xp.sqrt(((x - mean) ** 2).mean(axis=2, keepdims=True) + _f32(self.eps))
-        out = (x - mean) / std * _acc(gamma).reshape(1, g, 1) + _acc(beta).reshape(1, g, 1)
+        std = xp.sqrt(((x - mean) ** 2).mean(axis=2, keepdims=True) + f32(self.eps))
+        out = (x - mean) / std * acc(gamma).reshape(1, g, 1) + acc(beta).reshape(1, g, 1)
         t = data.dtype
         return [out.reshape(data.shape).astype(t, copy=False),
                 mean.reshape(n, g).astype(t, copy=False), std.reshape(n, g).astype(t, copy=False)]
@@ -237,13 +237,13 @@ class GroupNorm(_MeanStdNorm):
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         data, gamma, _ = inputs
         n, g = data.shape[0], self.num_groups
-        x = _acc(data).reshape(n, g, -1)
-        dy = _acc(out_grads[0]).reshape(n, g, -1)
-        inv = 1.0 / _acc(outputs[2]).reshape(n, g, 1)
-        xhat = (x - _acc(outputs[1]).reshape(n, g, 1)) * inv
+        x = acc(data).reshape(n, g, -1)
+        dy = acc(out_grads[0]).reshape(n, g, -1)
+        inv = 1.0 / acc(outputs[2]).reshape(n, g, 1)
+        xhat = (x - acc(outputs[1]).reshape(n, g, 1)) * inv
         dx = dgamma = dbeta = None
         if need[0]:
-            dxhat = dy * _acc(gamma).reshape(1, g, 1)
+            dxhat = dy * acc(gamma).reshape(1, g, 1)
             dx = _normalize_grad(dxhat, xhat, inv, 2)
             dx = dx.reshape(data.shape).astype(data.dtype, copy=False)
         if need[1]:

@@ -4,33 +4,14 @@ Softmax-like operators live in :mod:`symgraph.ops.softmax`, matrix products in
 :mod:`symgraph.ops.dot`.
 """
 import math
+from math import prod
 
 import numpy as np
 
 from symgraph.opdef import (Operator, Param, ShapeError, TypeInferenceError, random_state,
                             register, same_type, unify_shape)
 
-
-def _prod(s):
-    n = 1
-    for d in s:
-        n *= d
-    return n
-
-
-def erf(xp, x):
-    """Vectorised error function (Numerical Recipes ``erfcc``, relative error < 1.2e-7).
-
-    NumPy has no ``erf`` and operators may not import SciPy; MXNet itself evaluates GELU
-    in float32, so this accuracy matches it.
-    """
-    z = xp.abs(x)
-    t = 1.0 / (1.0 + 0.5 * z)
-    poly = (-1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
-        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
-            -0.82215223 + t * 0.17087277)))))))))
-    erfc = t * xp.exp(-z * z + poly)
-    return xp.where(x >= 0, 1.0 - erfc, erfc - 1.0).astype(x.dtype, copy=False)
+from ._specfun import erf
 
 
 @register
@@ -65,7 +46,7 @@ class FullyConnected(Operator):
             elif self.flatten and len(d) == 2 and d[1] == 0:
                 d[1] = w[1]
         trail = d[-1:] if not self.flatten else d[1:]
-        k = _prod(trail) if all(trail) else 0
+        k = prod(trail) if all(trail) else 0
         h = self.num_hidden
         try:
             shapes[1] = unify_shape(w, (h, k))

@@ -18,15 +18,7 @@ import numpy as np
 
 from symgraph.opdef import Operator, Param, ShapeError, register, unify_shape
 
-
-def _f32(v):
-    """A parameter as MXNet's C ``float`` holds it (as a Python float)."""
-    return float(np.float32(v))
-
-
-def _acc(x):
-    """The array in its accumulation type (float16 is computed in float32)."""
-    return x.astype(np.float32) if x.dtype == np.float16 else x
+from ._util import acc, f32
 
 
 def _channel_param_shapes(op, in_shapes, axis, n_params):
@@ -102,10 +94,10 @@ def _gpu_bn_forward(xp, op, data, gamma, beta, moving_mean, moving_var, is_train
     from symgraph.cuda import loader
     n, c = data.shape[:2]
     x3 = data.reshape(n, c, -1)
-    eps = _f32(op.eps)
+    eps = f32(op.eps)
     if is_train and not op.use_global_stats:
         mean, var, inv = loader.batchnorm_stats(x3, eps)
-        loader.batchnorm_update_moving(moving_mean, moving_var, mean, var, _f32(op.momentum))
+        loader.batchnorm_update_moving(moving_mean, moving_var, mean, var, f32(op.momentum))
     else:
         mean, inv = moving_mean.copy(), 1.0 / xp.sqrt(moving_var + eps)
     out = loader.batchnorm_forward(x3, mean, inv, gamma, beta, op.fix_gamma,
@@ -201,16 +193,16 @@ class BatchNorm(_BatchNormBase):
         if _gpu_bn_ok(xp, self, data, gamma, beta, moving_mean, moving_var):
             return _gpu_bn_forward(xp, self, data, gamma, beta, moving_mean, moving_var,
                                    is_train, dest)
-        x = _acc(data)
+        x = acc(data)
         ax, axes = self._batch_stats(xp, x)
         bs = _bshape(x.ndim, ax, x.shape[ax])
-        eps = _f32(self.eps)
+        eps = f32(self.eps)
         if is_train and not self.use_global_stats:
             m = x.size // max(x.shape[ax], 1)
             mean = _per_channel(xp, x, ax).sum(axis=(0, 2)) / max(m, 1)
             xc = x - mean.reshape(bs)
             var = _channel_dot(xp, xc, xc, ax) / max(m, 1)   # two-pass: no cancellation
-            mom = _f32(self.momentum)
+            mom = f32(self.momentum)
             moving_mean[...] = moving_mean * mom + mean * (1.0 - mom)
             moving_var[...] = moving_var * mom + var * (1.0 - mom)
         else:
@@ -242,7 +234,7 @@ class BatchNorm(_BatchNormBase):
         if _gpu_bn_ok(xp, self, data, gamma, out_grads[0], outputs[1], outputs[2]):
             return _gpu_bn_backward(xp, self, out_grads[0], data, gamma, outputs[1],
                                     outputs[2], dest)
-        x, dy = _acc(data), _acc(out_grads[0])
+        x, dy = acc(data), acc(out_grads[0])
         ax, axes = self._batch_stats(xp, x)
         bs = _bshape(x.ndim, ax, x.shape[ax])
         mean = outputs[1].astype(x.dtype, copy=False).reshape(bs)

@@ -12,7 +12,8 @@ import numpy as np
 from symgraph.opdef import (MXNetError, Operator, Param, ShapeError, TypeInferenceError,
                             register, same_type)
 
-from .norm import _acc, _bshape, _channel_param_shapes, _f32
+from .norm import _bshape, _channel_param_shapes
+from ._util import acc, f32
 
 
 def _normalize_grad(dxhat, xhat, inv, axes):
@@ -60,11 +61,11 @@ class LayerNorm(_MeanStdNorm):
 
     def forward(self, xp, inputs, aux, is_train):
         data, gamma, beta = inputs
-        x = _acc(data)
+        x = acc(data)
         ax = self.axis % x.ndim
         bs = _bshape(x.ndim, ax, x.shape[ax])
         mean = x.mean(axis=ax, keepdims=True)
-        std = xp.sqrt(((x - mean) ** 2).mean(axis=ax, keepdims=True) + _f32(self.eps))
+        std = xp.sqrt(((x - mean) ** 2).mean(axis=ax, keepdims=True) + f32(self.eps))
         out = (x - mean) / std * gamma.reshape(bs) + beta.reshape(bs)
         t = data.dtype
         return [out.astype(t, copy=False), mean.astype(t, copy=False),
@@ -72,15 +73,15 @@ class LayerNorm(_MeanStdNorm):
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         data, gamma, _ = inputs
-        x, dy = _acc(data), _acc(out_grads[0])
+        x, dy = acc(data), acc(out_grads[0])
         ax = self.axis % x.ndim
         bs = _bshape(x.ndim, ax, x.shape[ax])
-        inv = 1.0 / _acc(outputs[2])
-        xhat = (x - _acc(outputs[1])) * inv
+        inv = 1.0 / acc(outputs[2])
+        xhat = (x - acc(outputs[1])) * inv
         others = tuple(i for i in range(x.ndim) if i != ax)
         dx = dgamma = dbeta = None
         if need[0]:
-            dx = _normalize_grad(dy * _acc(gamma).reshape(bs), xhat, inv, ax)
+            dx = _normalize_grad(dy * acc(gamma).reshape(bs), xhat, inv, ax)
             dx = dx.astype(data.dtype, copy=False)
         if need[1]:
             dgamma = (dy * xhat).sum(axis=others).astype(gamma.dtype, copy=False)
@@ -128,7 +129,7 @@ class InstanceNorm(Operator):
         bs = _bshape(x.ndim, 1, x.shape[1])
         mean = x.mean(axis=axes, keepdims=True)
         var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
-        out = (x - mean) / xp.sqrt(var + _f32(self.eps)) * gamma.reshape(bs) + beta.reshape(bs)
+        out = (x - mean) / xp.sqrt(var + f32(self.eps)) * gamma.reshape(bs) + beta.reshape(bs)
         return [out, mean.reshape(x.shape[:2]), var.reshape(x.shape[:2])]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
@@ -137,7 +138,7 @@ class InstanceNorm(Operator):
         axes = tuple(range(2, x.ndim))
         bs = _bshape(x.ndim, 1, x.shape[1])
         st = x.shape[:2] + (1,) * (x.ndim - 2)
-        inv = 1.0 / xp.sqrt(outputs[2].reshape(st) + _f32(self.eps))
+        inv = 1.0 / xp.sqrt(outputs[2].reshape(st) + f32(self.eps))
         xhat = (x - outputs[1].reshape(st)) * inv
         others = (0,) + axes
         dx = dgamma = dbeta = None
@@ -194,17 +195,17 @@ class L2Normalization(Operator):
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
         axes = self._axes(x.ndim)
-        xa = _acc(x)
-        norm = xp.sqrt((xa * xa).sum(axis=axes, keepdims=True) + _f32(self.eps))
+        xa = acc(x)
+        norm = xp.sqrt((xa * xa).sum(axis=axes, keepdims=True) + f32(self.eps))
         out = (xa / norm).astype(x.dtype, copy=False)
         keep = tuple(d for i, d in enumerate(x.shape) if i not in axes)
         return [out, norm.reshape(keep).astype(x.dtype, copy=False)]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
-        x, dy = _acc(inputs[0]), _acc(out_grads[0])
+        x, dy = acc(inputs[0]), acc(out_grads[0])
         axes = self._axes(x.ndim)
         st = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
-        norm = _acc(outputs[1]).reshape(st)
+        norm = acc(outputs[1]).reshape(st)
         dot = (dy * x).sum(axis=axes, keepdims=True)
         dx = dy / norm - x * dot / (norm * norm * norm)
         return [dx.astype(inputs[0].dtype, copy=False)]
@@ -258,17 +259,17 @@ class LRN(Operator):
 
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
-        xa = _acc(x)
-        scale = (_f32(self.knorm)
-                 + _f32(self.alpha) / self.nsize * _channel_window_sum(xp, xa * xa, self.nsize))
-        out = xa * scale ** -_f32(self.beta)
+        xa = acc(x)
+        scale = (f32(self.knorm)
+                 + f32(self.alpha) / self.nsize * _channel_window_sum(xp, xa * xa, self.nsize))
+        out = xa * scale ** -f32(self.beta)
         return [out.astype(x.dtype, copy=False), scale.astype(x.dtype, copy=False)]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
-        x, dy, scale = _acc(inputs[0]), _acc(out_grads[0]), _acc(outputs[1])
-        beta = _f32(self.beta)
+        x, dy, scale = acc(inputs[0]), acc(out_grads[0]), acc(outputs[1])
+        beta = f32(self.beta)
         p = scale ** -beta
         # the centred window is symmetric, so its adjoint is the same window sum
         t = _channel_window_sum(xp, dy * x * p / scale, self.nsize)
-        dx = dy * p - (2.0 * beta * _f32(self.alpha) / self.nsize) * x * t
+        dx = dy * p - (2.0 * beta * f32(self.alpha) / self.nsize) * x * t
         return [dx.astype(inputs[0].dtype, copy=False)]

@@ -9,28 +9,11 @@ in :mod:`symgraph.ops.indexing`.
 Shape rules follow MXNet 1.9.1. Where MXNet also infers inputs from a known output, the
 rule takes an optional ``out_shapes`` (``infer_shape(in_shapes, out_shapes=None)``).
 """
-from symgraph.opdef import Operator, Param, ShapeError, register, unify_shape
+from math import prod
 
+from symgraph.opdef import Operator, Param, ShapeError, register, shape_known, unify_shape
 
-def _known(s):
-    """Whether a partial shape is fully known (no None, no 0 dimension)."""
-    return s is not None and all(d > 0 for d in s)
-
-
-def _size(s):
-    n = 1
-    for d in s:
-        n *= d
-    return n
-
-
-def _norm_axis(axis, ndim, what='axis'):
-    """Map a possibly negative axis into [0, ndim); ShapeError when out of range."""
-    a = axis + ndim if axis < 0 else axis
-    if not 0 <= a < ndim:
-        raise ShapeError('%s %d is out of range for an array of %d dimensions'
-                         % (what, axis, ndim))
-    return a
+from ._util import norm_axis
 
 
 def _out(out_shapes, i=0):
@@ -62,7 +45,7 @@ class Flatten(_Layout):
     def out_shape(self, s):
         if len(s) == 0:
             return None
-        return (s[0], _size(s[1:]) if all(d > 0 for d in s[1:]) else 0)
+        return (s[0], prod(s[1:]) if all(d > 0 for d in s[1:]) else 0)
 
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
@@ -132,10 +115,10 @@ def infer_reshape(spec, dshape, reverse=False):
         i += 1
     if inf >= 0:
         if all(d > 0 for d in dshape) and all(d > 0 for d in out):
-            if _size(dshape) % _size(out):
+            if prod(dshape) % prod(out):
                 raise ShapeError('Reshape: cannot infer -1: size %d is not a multiple of %d'
-                                 % (_size(dshape), _size(out)))
-            out[inf] = _size(dshape) // _size(out)
+                                 % (prod(dshape), prod(out)))
+            out[inf] = prod(dshape) // prod(out)
         else:
             out[inf] = -1
     return tuple(out[::-1] if reverse else out)
@@ -166,8 +149,8 @@ class Reshape(_Layout):
             if any(d < 0 for d in dshape):
                 t[t.index(0)] = -1
             else:
-                rest = _size([d for d in t if d != 0])
-                t[t.index(0)] = _size(dshape) // rest
+                rest = prod([d for d in t if d != 0])
+                t[t.index(0)] = prod(dshape) // rest
         return tuple(t)
 
     def infer_shape(self, in_shapes, out_shapes=None):
@@ -183,15 +166,15 @@ class Reshape(_Layout):
         # MXNet's ReverseReshapeInferShape: one unknown dimension on either side is
         # deduced from the total size of the other.
         if om.count(-1) == 0 and dm.count(-1) == 1:
-            rest = _size([x for x in dm if x > 0])
-            dm[dm.index(-1)] = _size(om) // rest
+            rest = prod([x for x in dm if x > 0])
+            dm[dm.index(-1)] = prod(om) // rest
         elif dm.count(-1) == 0 and om.count(-1) == 1:
-            rest = _size([x for x in om if x > 0])
-            om[om.index(-1)] = _size(dm) // rest
-        if -1 not in dm and -1 not in om and _size(dm) != _size(om):
+            rest = prod([x for x in om if x > 0])
+            om[om.index(-1)] = prod(dm) // rest
+        if -1 not in dm and -1 not in om and prod(dm) != prod(om):
             raise ShapeError('Reshape: target shape %s has size %d but input %r has shape '
-                             '%s (size %d)' % (tuple(om), _size(om), 'data', tuple(dm),
-                                               _size(dm)))
+                             '%s (size %d)' % (tuple(om), prod(om), 'data', tuple(dm),
+                                               prod(dm)))
         fix = (lambda s: tuple(0 if x < 0 else x for x in s))
         return [fix(dm)], [fix(om)], []
 
@@ -255,7 +238,7 @@ class SwapAxis(_Layout):
     dim2 = Param(int, 0, doc='the second axis to be swapped')
 
     def _perm(self, ndim):
-        a, b = _norm_axis(self.dim1, ndim, 'dim1'), _norm_axis(self.dim2, ndim, 'dim2')
+        a, b = norm_axis(self.dim1, ndim, 'dim1'), norm_axis(self.dim2, ndim, 'dim2')
         p = list(range(ndim))
         p[a], p[b] = p[b], p[a]
         return p
@@ -286,12 +269,12 @@ class ExpandDims(_Layout):
     axis = Param(int, doc='position of the new axis')
 
     def _axis(self, ndim):
-        return _norm_axis(self.axis, ndim + 1)
+        return norm_axis(self.axis, ndim + 1)
 
     def infer_shape(self, in_shapes, out_shapes=None):
         d, o = in_shapes[0], _out(out_shapes)
         if d is None and o is not None:
-            a = _norm_axis(self.axis, len(o))
+            a = norm_axis(self.axis, len(o))
             d = tuple(o[:a]) + tuple(o[a + 1:])
         if d is None:
             return [None], [None], []
@@ -320,7 +303,7 @@ class Squeeze(_Layout):
             out = tuple(d for d in s if d != 1)
         else:
             axes = self.axis if isinstance(self.axis, tuple) else (self.axis,)
-            axes = {_norm_axis(a, len(s)) for a in axes}
+            axes = {norm_axis(a, len(s)) for a in axes}
             for a in axes:
                 if s[a] not in (1, 0):
                     raise ShapeError('squeeze: axis %d of input %r has length %d, not 1'
@@ -378,21 +361,21 @@ class Repeat(_Layout):
 
     def out_shape(self, s):
         if self.axis is None:
-            return (_size(s) * self.repeats,) if _known(s) else (0,)
-        a = _norm_axis(self.axis, len(s))
+            return (prod(s) * self.repeats,) if shape_known(s) else (0,)
+        a = norm_axis(self.axis, len(s))
         return tuple(s[:a]) + (s[a] * self.repeats,) + tuple(s[a + 1:])
 
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
         if self.axis is None:
             return [xp.repeat(x.reshape(-1), self.repeats)]
-        return [xp.repeat(x, self.repeats, axis=_norm_axis(self.axis, x.ndim))]
+        return [xp.repeat(x, self.repeats, axis=norm_axis(self.axis, x.ndim))]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         x = inputs[0]
         g = out_grads[0]
         if self.axis is None:
             return [g.reshape(-1, self.repeats).sum(axis=1).reshape(x.shape)]
-        a = _norm_axis(self.axis, x.ndim)
+        a = norm_axis(self.axis, x.ndim)
         g = g.reshape(x.shape[:a] + (x.shape[a], self.repeats) + x.shape[a + 1:])
         return [g.sum(axis=a + 1)]

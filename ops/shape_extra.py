@@ -24,13 +24,14 @@ range ``reverse`` axis) are raised by shape inference here; partially known shap
 propagate unknown dimensions (MXNet 1.9.1 turns an unknown -1 into wrong sizes or
 errors, e.g. ``Pad`` of an unknown height gives height ``pad - 1``).
 """
+from math import prod
+
 import numpy as np
 
 from symgraph.base import MXNetError
 from symgraph.opdef import (Operator, Param, ShapeError, TypeInferenceError, np_dtype,
-                            register)
+                            register, shape_known)
 
-from .shape import _known, _size
 
 
 # --- Pad ---------------------------------------------------------------------------
@@ -252,7 +253,7 @@ class ReshapeLike(Operator):
         lb, le = _bounds(self.lhs_begin, self.lhs_end, len(lhs), 'lhs_begin', 'lhs_end')
         rb, re = _bounds(self.rhs_begin, self.rhs_end, len(rhs), 'rhs_begin', 'rhs_end')
         out = tuple(lhs[:lb]) + tuple(rhs[rb:re]) + tuple(lhs[le:])
-        if _known(lhs) and _known(out) and _size(lhs) != _size(out):
+        if shape_known(lhs) and shape_known(out) and prod(lhs) != prod(out):
             raise ShapeError('reshape_like: cannot reshape lhs of shape %s to %s (from rhs '
                              '%s): the sizes differ' % (tuple(lhs), out, tuple(rhs)))
         return out

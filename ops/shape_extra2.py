@@ -21,18 +21,14 @@ Deliberate differences: ``cumsum`` accepts negative axes (MXNet 1.9.1 checks
 point type (MXNet only float32) and checks offsets and the crop_like size in shape
 inference (MXNet at run time).
 """
+from math import prod
+
 import numpy as np
 
 from symgraph.base import MXNetError
 from symgraph.opdef import Operator, Param, ShapeError, register
 
-
-def _norm(axis, ndim, what):
-    a = axis + ndim if axis < 0 else axis
-    if not 0 <= a < ndim:
-        raise ShapeError('%s: axis %d is out of range for input with %d dimensions'
-                         % (what, axis, ndim))
-    return a
+from ._util import norm_axis
 
 
 # --- diag ------------------------------------------------------------------------------
@@ -46,7 +42,8 @@ class Diag(Operator):
     axis2 = Param(int, 1, doc='second axis of the 2-D sub-arrays')
 
     def _axes(self, ndim):
-        a1, a2 = _norm(self.axis1, ndim, 'diag'), _norm(self.axis2, ndim, 'diag')
+        a1 = norm_axis(self.axis1, ndim, 'diag: axis')
+        a2 = norm_axis(self.axis2, ndim, 'diag: axis')
         if a1 == a2:
             raise ShapeError('diag: axis1 and axis2 cannot refer to the same axis %d' % a1)
         return a1, a2
@@ -127,11 +124,8 @@ class Cumsum(Operator):
             return [None], [None], []
         s = tuple(s)
         if self.axis is None:
-            n = 1
-            for d in s:
-                n *= d
-            return [s], [(n,) if all(d > 0 for d in s) else None], []
-        _norm(self.axis, len(s), 'cumsum')
+            return [s], [(prod(s),) if all(d > 0 for d in s) else None], []
+        norm_axis(self.axis, len(s), 'cumsum: axis')
         return [s], [s], []
 
     def _out_type(self, t):
@@ -148,11 +142,11 @@ class Cumsum(Operator):
         dt = self._out_type(x.dtype)
         if self.axis is None:
             return [xp.cumsum(x.reshape(-1), dtype=dt)]
-        return [xp.cumsum(x, axis=_norm(self.axis, x.ndim, 'cumsum'), dtype=dt)]
+        return [xp.cumsum(x, axis=norm_axis(self.axis, x.ndim, 'cumsum: axis'), dtype=dt)]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         x, g = inputs[0], out_grads[0]
-        ax = 0 if self.axis is None else _norm(self.axis, x.ndim, 'cumsum')
+        ax = 0 if self.axis is None else norm_axis(self.axis, x.ndim, 'cumsum: axis')
         r = xp.flip(xp.cumsum(xp.flip(g, axis=ax), axis=ax), axis=ax)
         return [r.reshape(x.shape).astype(x.dtype, copy=False)]
 
@@ -174,7 +168,7 @@ class Moments(Operator):
         if not self.axes:
             raise ShapeError('moments: empty axes are not supported; pass all axes for '
                              'global moments')
-        axes = sorted(_norm(a, ndim, 'moments') for a in self.axes)
+        axes = sorted(norm_axis(a, ndim, 'moments: axis') for a in self.axes)
         for a, b in zip(axes, axes[1:]):
             if a == b:
                 raise ShapeError('moments: duplicate axes %s' % (self.axes,))

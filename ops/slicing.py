@@ -10,13 +10,7 @@ import functools
 
 from symgraph.opdef import Operator, Param, ShapeError, register, unify_shape
 
-
-def _norm_axis(axis, ndim, what='axis'):
-    a = axis + ndim if axis < 0 else axis
-    if not 0 <= a < ndim:
-        raise ShapeError('%s %d is out of range for an array of %d dimensions'
-                         % (what, axis, ndim))
-    return a
+from ._util import norm_axis, sliced_len
 
 
 class _VarArgs(Operator):
@@ -51,7 +45,7 @@ class Concat(_VarArgs):
         if ref is None:
             return shapes, [None], []
         nd = len(ref)
-        ax = _norm_axis(self.dim, nd, 'dim')
+        ax = norm_axis(self.dim, nd, 'dim')
         # the dimensions other than `dim` agree across inputs and output
         common = tuple(0 if i == ax else d for i, d in enumerate(ref))
         for i, s in enumerate(shapes + [out]):
@@ -86,11 +80,11 @@ class Concat(_VarArgs):
         return shapes, [common[:ax] + (total,) + common[ax + 1:]], []
 
     def forward(self, xp, inputs, aux, is_train):
-        return [xp.concatenate(inputs, axis=_norm_axis(self.dim, inputs[0].ndim))]
+        return [xp.concatenate(inputs, axis=norm_axis(self.dim, inputs[0].ndim))]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         g = out_grads[0]
-        ax = _norm_axis(self.dim, g.ndim)
+        ax = norm_axis(self.dim, g.ndim)
         return _split_sizes(g, ax, [x.shape[ax] for x in inputs], need)
 
 
@@ -125,15 +119,15 @@ class Stack(_VarArgs):
                                  'other inputs' % (names[i], tuple(t), s)) from None
         if s is None:
             return shapes, [None], []
-        ax = _norm_axis(self.axis, len(s) + 1)
+        ax = norm_axis(self.axis, len(s) + 1)
         return [s] * self.num_args, [s[:ax] + (self.num_args,) + s[ax:]], []
 
     def forward(self, xp, inputs, aux, is_train):
-        return [xp.stack(inputs, axis=_norm_axis(self.axis, inputs[0].ndim + 1))]
+        return [xp.stack(inputs, axis=norm_axis(self.axis, inputs[0].ndim + 1))]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         g = out_grads[0]
-        ax = _norm_axis(self.axis, g.ndim)
+        ax = norm_axis(self.axis, g.ndim)
         return [xp.take(g, i, axis=ax) if n else None for i, n in enumerate(need)]
 
 
@@ -156,7 +150,7 @@ class SliceChannel(Operator):
         n = self.num_outputs
         if d is None:
             return [None], [None] * n, []
-        ax = _norm_axis(self.axis, len(d))
+        ax = norm_axis(self.axis, len(d))
         if d[ax] and d[ax] % n:
             raise ShapeError('SliceChannel: num_outputs=%d does not divide length %d of '
                              'axis %d of input %r %s' % (n, d[ax], ax, 'data', tuple(d)))
@@ -171,7 +165,7 @@ class SliceChannel(Operator):
 
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
-        ax = _norm_axis(self.axis, x.ndim)
+        ax = norm_axis(self.axis, x.ndim)
         parts = xp.split(x, self.num_outputs, axis=ax)
         if self.squeeze_axis:
             parts = [p.reshape(p.shape[:ax] + p.shape[ax + 1:]) for p in parts]
@@ -181,7 +175,7 @@ class SliceChannel(Operator):
         ref = next((g for g in out_grads if g is not None), None)
         if ref is None:
             return [None]
-        ax = _norm_axis(self.axis, ref.ndim + (1 if self.squeeze_axis else 0))
+        ax = norm_axis(self.axis, ref.ndim + (1 if self.squeeze_axis else 0))
         grads = [xp.zeros_like(ref) if g is None else g for g in out_grads]
         if self.squeeze_axis:
             return [xp.stack(grads, axis=ax)]
@@ -213,10 +207,6 @@ def _slices(begin, end, step, shape):
             raise ShapeError('slice: step cannot be 0')
         out.append(slice(b, e, s))
     return tuple(out)
-
-
-def _sliced_len(sl, n):
-    return len(range(*sl.indices(n))) if n else 0
 
 
 @register
@@ -251,7 +241,7 @@ class Slice(Operator):
         sl = self._sl(d)
         # an empty slice is allowed and has length 0, as in MXNet (where 0 is then
         # indistinguishable from an unknown dimension, as here)
-        out = tuple(_sliced_len(s, n) for s, n in zip(sl, d)) + tuple(d[len(sl):])
+        out = tuple(sliced_len(s, n) for s, n in zip(sl, d)) + tuple(d[len(sl):])
         return [d], [out], []
 
     def forward(self, xp, inputs, aux, is_train):
@@ -277,7 +267,7 @@ class SliceAxis(Operator):
     needs_inputs = True
 
     def _sl(self, ndim):
-        ax = _norm_axis(self.axis, ndim)
+        ax = norm_axis(self.axis, ndim)
         idx = [slice(None)] * ndim
         idx[ax] = slice(self.begin, self.end)
         return ax, tuple(idx)
@@ -287,7 +277,7 @@ class SliceAxis(Operator):
         if d is None:
             return [None], [None], []
         ax, idx = self._sl(len(d))
-        n = _sliced_len(idx[ax], d[ax])
+        n = sliced_len(idx[ax], d[ax])
         if d[ax] and n == 0:
             # unlike slice, MXNet's slice_axis requires begin < end
             raise ShapeError('slice_axis: begin=%s end=%s is empty on axis %d of input %r %s'

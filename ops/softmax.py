@@ -6,6 +6,8 @@ import numpy as np
 
 from symgraph.opdef import Operator, Param, ShapeError, TypeInferenceError, register
 
+from ._util import norm_axis
+
 
 def softmax(xp, x, axis):
     """Numerically stable softmax along ``axis``."""
@@ -17,14 +19,6 @@ def log_softmax(xp, x, axis):
     """Numerically stable log-softmax along ``axis``."""
     s = x - x.max(axis=axis, keepdims=True)
     return s - xp.log(xp.exp(s).sum(axis=axis, keepdims=True))
-
-
-def _norm_axis(axis, ndim):
-    a = axis + ndim if axis < 0 else axis
-    if not 0 <= a < ndim:
-        raise ShapeError('axis %d is out of range for an array of %d dimensions'
-                         % (axis, ndim))
-    return a
 
 
 class _SoftmaxBase(Operator):
@@ -86,7 +80,7 @@ class Softmax(_SoftmaxBase):
             return [d], [d], []
         ln = in_shapes[1]
         if d is not None:
-            ax = _norm_axis(self.axis, len(d))
+            ax = norm_axis(self.axis, len(d))
             want = tuple(d[:ax]) + tuple(d[ax + 1:])
             if ln is not None and (len(ln) != len(want) or any(
                     a and b and a != b for a, b in zip(ln, want))):
@@ -102,7 +96,7 @@ class Softmax(_SoftmaxBase):
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
         dt = np.dtype(self.dtype) if self.dtype is not None else x.dtype
-        ax = _norm_axis(self.axis, x.ndim)
+        ax = norm_axis(self.axis, x.ndim)
         z = self._scaled(x, dt)
         if not self.use_length:
             return [softmax(xp, z, ax)]
@@ -119,7 +113,7 @@ class Softmax(_SoftmaxBase):
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         y = outputs[0]
         g = out_grads[0].astype(y.dtype, copy=False)
-        ax = _norm_axis(self.axis, y.ndim)
+        ax = norm_axis(self.axis, y.ndim)
         d = y * (g - (g * y).sum(axis=ax, keepdims=True))
         grads = [self._scale_grad(d, inputs[0]) if need[0] else None]
         if self.use_length:
@@ -145,12 +139,12 @@ class LogSoftmax(_SoftmaxBase):
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
         dt = np.dtype(self.dtype) if self.dtype is not None else x.dtype
-        return [log_softmax(xp, self._scaled(x, dt), _norm_axis(self.axis, x.ndim))]
+        return [log_softmax(xp, self._scaled(x, dt), norm_axis(self.axis, x.ndim))]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         y = outputs[0]
         g = out_grads[0].astype(y.dtype, copy=False)
-        ax = _norm_axis(self.axis, y.ndim)
+        ax = norm_axis(self.axis, y.ndim)
         d = g - xp.exp(y) * g.sum(axis=ax, keepdims=True)
         return [self._scale_grad(d, inputs[0])]
 

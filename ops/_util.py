@@ -1,0 +1,51 @@
+"""Small helpers shared by several operator families (a helper module, not a family).
+
+The names here are public to ``ops/`` so that families import them from this module
+instead of from each other.
+"""
+import numpy as np
+
+from symgraph.opdef import ShapeError
+
+
+def norm_axis(axis, ndim, what='axis'):
+    """Map a possibly negative ``axis`` into ``[0, ndim)``.
+
+    Parameters
+    ----------
+    axis : int
+        The axis as the user gave it (``-1`` is the last).
+    ndim : int
+        Number of dimensions of the array the axis indexes.
+    what : str
+        How the error names the axis (``'axis'``, ``'dim1'``, ``'diag: axis'`` ...).
+
+    Raises
+    ------
+    ShapeError
+        When ``axis`` is outside ``[-ndim, ndim)``.
+    """
+    a = axis + ndim if axis < 0 else axis
+    if not 0 <= a < ndim:
+        raise ShapeError('%s %d is out of range for an array of %d dimensions'
+                         % (what, axis, ndim))
+    return a
+
+
+def f32(v):
+    """A parameter as MXNet's C ``float`` holds it (as a Python float).
+
+    MXNet declares ``eps``, ``momentum``, thresholds ... as ``float`` while Python gives a
+    double; rounding through float32 reproduces its numbers.
+    """
+    return float(np.float32(v))
+
+
+def acc(x):
+    """The array in its accumulation type (float16 is computed in float32)."""
+    return x.astype(np.float32) if x.dtype == np.float16 else x
+
+
+def sliced_len(sl, n):
+    """Length of the Python slice ``sl`` over a dimension of length ``n`` (0 when unknown)."""
+    return len(range(*sl.indices(n))) if n else 0

@@ -5,7 +5,7 @@ instead of from each other.
 """
 import numpy as np
 
-from symgraph.opdef import ShapeError
+from symgraph.opdef import ShapeError, TypeInferenceError
 
 
 def norm_axis(axis, ndim, what='axis'):
@@ -49,3 +49,11 @@ def acc(x):
 def sliced_len(sl, n):
     """Length of the Python slice ``sl`` over a dimension of length ``n`` (0 when unknown)."""
     return len(range(*sl.indices(n))) if n else 0
+
+
+def float_only(op, t):
+    """``t``, refused unless floating point (MXNet: 'only support floating point types')."""
+    if t is not None and np.dtype(t).kind != 'f':
+        raise TypeInferenceError('this operation only supports floating point types, not %s'
+                                 % np.dtype(t).name)
+    return t

@@ -12,7 +12,7 @@ import numpy as np
 
 from symgraph.opdef import MXNetError, Operator, Param, ShapeError, register, same_type
 
-from .nms_core import _host, box_corners, greedy_nms_keep, nms_indices
+from ._nms import _host, box_corners, greedy_nms_keep, nms_indices
 from ._util import f32
 
 _FORMATS = ('center', 'corner')

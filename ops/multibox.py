@@ -34,7 +34,7 @@ import numpy as np
 
 from symgraph.opdef import MXNetError, Operator, Param, ShapeError, TypeInferenceError, register
 
-from .nms_core import _host, greedy_nms_keep
+from ._nms import _host, greedy_nms_keep
 
 _V = (0.1, 0.1, 0.2, 0.2)
 

@@ -38,7 +38,7 @@ import numpy as np
 
 from symgraph.opdef import MXNetError, Operator, Param, ShapeError, register
 
-from .nms_core import _host, greedy_nms_keep
+from ._nms import _host, greedy_nms_keep
 
 
 def generate_anchors(stride, ratios, scales):

@@ -1,6 +1,10 @@
-"""Softmax family: ``softmax``, ``log_softmax``, ``SoftmaxActivation``.
+"""Softmax family: ``softmax``, ``log_softmax``, ``softmin``, ``SoftmaxActivation``.
 
 The loss head ``SoftmaxOutput`` is in :mod:`symgraph.ops.loss`.
+
+``softmin`` is ``softmax(-x / temperature)`` with softmax's ``axis``, ``temperature`` and
+``dtype``; like ``log_softmax`` it takes no ``length`` input, so ``use_length=True``
+cannot be used.
 """
 import numpy as np
 
@@ -184,3 +188,31 @@ class SoftmaxActivation(Operator):
         # (N > 2) input this is not the derivative of forward, but it is what MXNet gives.
         ax = 1 if y.ndim > 1 else 0
         return [y * (g - (g * y).sum(axis=ax, keepdims=True))]
+
+
+@register
+class Softmin(_SoftmaxBase):
+    """``softmax(-x / T)`` along ``axis``."""
+
+    name = 'softmin'
+    needs_inputs = True
+    same_shape_io = True
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        if self.use_length:
+            # MXNet accepts the flag but gives softmin no `length` input, then fails
+            raise ShapeError('softmin: use_length=True needs a length input, which softmin '
+                             'does not take')
+        return [in_shapes[0]], [in_shapes[0]], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        dt = np.dtype(self.dtype) if self.dtype is not None else x.dtype
+        return [softmax(xp, -self._scaled(x, dt), norm_axis(self.axis, x.ndim))]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        y = outputs[0]
+        g = out_grads[0].astype(y.dtype, copy=False)
+        ax = norm_axis(self.axis, y.ndim)
+        d = -y * (g - (g * y).sum(axis=ax, keepdims=True))
+        return [self._scale_grad(d, inputs[0])]

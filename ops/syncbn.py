@@ -26,7 +26,7 @@ import numpy as np
 
 from symgraph.opdef import Param, register
 
-from .norm import _BatchNormBase, _bshape
+from ._norm import BatchNormBase, bshape
 from ._util import acc, f32
 
 
@@ -44,7 +44,7 @@ def _rank():
 
 
 @register
-class SyncBatchNorm(_BatchNormBase):
+class SyncBatchNorm(BatchNormBase):
     """Batch normalisation whose statistics span the batches of ``ndev`` devices."""
 
     name = '_contrib_SyncBatchNorm'
@@ -65,7 +65,7 @@ class SyncBatchNorm(_BatchNormBase):
         c = x.shape[1]
         count = x.size // c if c else 0
         mean = x.mean(axis=axes) if count else xp.zeros((c,), x.dtype)
-        m2 = ((x - mean.reshape(_bshape(x.ndim, 1, c))) ** 2).sum(axis=axes)
+        m2 = ((x - mean.reshape(bshape(x.ndim, 1, c))) ** 2).sum(axis=axes)
         ndev = self.ndev
         rank = _rank() if ndev > 1 else 0
         if rank is None:
@@ -89,7 +89,7 @@ class SyncBatchNorm(_BatchNormBase):
         moving_mean, moving_var = aux
         x = acc(data)
         axes = tuple(i for i in range(x.ndim) if i != 1)
-        bs = _bshape(x.ndim, 1, x.shape[1])
+        bs = bshape(x.ndim, 1, x.shape[1])
         pt = gamma.dtype
         if is_train and not self.use_global_stats:
             mean, var = self._global_stats(xp, x, axes)
@@ -109,7 +109,7 @@ class SyncBatchNorm(_BatchNormBase):
         x, dy = acc(data), acc(out_grads[0])
         c = x.shape[1]
         axes = tuple(i for i in range(x.ndim) if i != 1)
-        bs = _bshape(x.ndim, 1, c)
+        bs = bshape(x.ndim, 1, c)
         g = xp.ones_like(gamma) if self.fix_gamma else gamma
         g = g.astype(x.dtype, copy=False).reshape(bs)
         moving_mean, moving_var = aux

@@ -1,11 +1,14 @@
 """Small helpers shared by several operator families (a helper module, not a family).
 
+``Layout`` is the base of the one-input rearrangements of ``ops/shape.py`` and
+``ops/rearrange.py``.
+
 The names here are public to ``ops/`` so that families import them from this module
 instead of from each other.
 """
 import numpy as np
 
-from symgraph.opdef import ShapeError, TypeInferenceError
+from symgraph.opdef import Operator, ShapeError, TypeInferenceError
 
 
 def norm_axis(axis, ndim, what='axis'):
@@ -57,3 +60,18 @@ def float_only(op, t):
         raise TypeInferenceError('this operation only supports floating point types, not %s'
                                  % np.dtype(t).name)
     return t
+
+
+class Layout(Operator):
+    """Single-input, single-output rearrangement: subclasses give the shape map.
+
+    Backward uses only the input's shape, but the planner keeps the input either way.
+    """
+
+    def out_shape(self, s):
+        raise NotImplementedError
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        s = in_shapes[0]
+        out = None if s is None else self.out_shape(tuple(s))
+        return [s], [out], []

@@ -1,4 +1,8 @@
-"""Joining and slicing: ``Concat``, ``stack``, ``SliceChannel``, ``slice``, ``slice_axis``.
+"""Joining and slicing: ``Concat``, ``stack``, ``SliceChannel``, ``slice``, ``slice_axis``,
+``slice_like``.
+
+``slice_like`` keeps ``data[:like.shape[a]]`` on the axes ``axes`` (all when empty);
+``shape_like`` gets a zero gradient and may have any dtype.
 
 ``Concat`` and ``stack`` take a variable number of inputs named ``arg0 ... argN-1``; their
 ``num_args`` parameter is MXNet's ``key_var_num_args`` (the symbol front end sets it from
@@ -293,3 +297,67 @@ class SliceAxis(Operator):
         g = xp.zeros(x.shape, dtype=out_grads[0].dtype)
         g[self._sl(x.ndim)[1]] = out_grads[0]
         return [g]
+
+
+# --- slice_like / reshape_like -----------------------------------------------------------
+@register
+class SliceLike(Operator):
+    """``data`` sliced from the start to ``shape_like``'s sizes on ``axes``."""
+
+    name = 'slice_like'
+    axes = Param('shape', (), doc='axes to slice; empty slices all of them')
+
+    def list_arguments(self):
+        return ['data', 'shape_like']
+
+    def _axes(self, dshape, lshape):
+        nd, nl = len(dshape), len(lshape)
+        if not self.axes:
+            if nd != nl:
+                raise ShapeError('slice_like: with empty axes data and shape_like need the '
+                                 'same number of dimensions, got %s and %s'
+                                 % (tuple(dshape), tuple(lshape)))
+            return list(range(nd))
+        out = []
+        for a in self.axes:
+            b = a + nd if a < 0 else a
+            if not 0 <= b < nd:
+                raise ShapeError('slice_like: axis %d exceeds data of shape %s'
+                                 % (a, tuple(dshape)))
+            if b >= nl:
+                raise ShapeError('slice_like: axis %d exceeds shape_like of shape %s'
+                                 % (a, tuple(lshape)))
+            out.append(b)
+        return out
+
+    def _out(self, dshape, lshape):
+        out = list(dshape)
+        for a in self._axes(dshape, lshape):
+            if dshape[a] > 0 and lshape[a] > dshape[a]:
+                raise ShapeError('slice_like: axis %d of shape_like %s is longer than that '
+                                 'of data %s' % (a, tuple(lshape), tuple(dshape)))
+            out[a] = lshape[a]
+        return tuple(out)
+
+    def infer_shape(self, in_shapes):
+        d, like = in_shapes[0], in_shapes[1]
+        if d is None or like is None:
+            return [d, like], [None], []
+        return [tuple(d), tuple(like)], [self._out(d, like)], []
+
+    def infer_type(self, in_types):
+        return [in_types[0], in_types[1]], [in_types[0]], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        shape = self._out(x.shape, inputs[1].shape)
+        return [x[tuple(slice(0, d) for d in shape)]]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        x, like = inputs[0], inputs[1]
+        g = out_grads[0]
+        gx = None
+        if need[0]:
+            gx = xp.zeros(x.shape, dtype=g.dtype)
+            gx[tuple(slice(0, d) for d in g.shape)] = g
+        return [gx, xp.zeros_like(like) if need[1] else None]

@@ -75,3 +75,16 @@ class Layout(Operator):
         s = in_shapes[0]
         out = None if s is None else self.out_shape(tuple(s))
         return [s], [out], []
+
+
+def scatter_add(xp, target, index, values):
+    """``target[index] += values`` accumulating repeated indices, for NumPy and CuPy.
+
+    NumPy and CuPy >= 13 have ``xp.add.at``; older CuPy has ``ndarray.scatter_add``.
+    """
+    at = getattr(xp.add, 'at', None)
+    if at is not None:
+        at(target, index, values)
+    else:
+        target.scatter_add(index, values)
+    return target

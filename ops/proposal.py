@@ -38,7 +38,7 @@ import numpy as np
 
 from symgraph.opdef import MXNetError, Operator, Param, ShapeError, register
 
-from ._nms import _host, greedy_nms_keep
+from ._nms import to_host, greedy_nms_keep
 
 
 def generate_anchors(stride, ratios, scales):
@@ -147,7 +147,7 @@ class _ProposalBase(Operator):
 
     def forward(self, xp, inputs, aux, is_train):
         dt = inputs[0].dtype
-        cls, bbox, info = (_host(a).astype(np.float32, copy=False) for a in inputs)
+        cls, bbox, info = (to_host(a).astype(np.float32, copy=False) for a in inputs)
         n, ch, h, w = cls.shape
         self._check_batch(n)
         a = ch // 2

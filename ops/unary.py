@@ -8,12 +8,16 @@ MXNet keeps the input dtype for every math function (``exp`` of an int32 array i
 so results are cast back where the array function would promote (NumPy turns integers
 into float64 for transcendental functions). Non-differentiable functions (``sign``,
 ``floor``, ``round``...) give a zero gradient, as MXNet does.
+
+``_contrib_div_sqrt_dim``: ``data / DType(sqrt(data.shape[-1]))`` (integers divide with
+truncation by the truncated root, as MXNet does).
 """
+import math
 import warnings
 
 import numpy as np
 
-from symgraph.opdef import Param, register, np_dtype
+from symgraph.opdef import Operator, Param, register, np_dtype
 
 from ._elemwise import Unary, ZeroGrad
 
@@ -351,3 +355,26 @@ class Cast(Unary):
 
     def grad(self, xp, x, y, dy):
         return dy.astype(x.dtype, copy=False)
+
+
+@register
+class DivSqrtDim(Operator):
+    """``data / sqrt(data.shape[-1])``."""
+
+    name = '_contrib_div_sqrt_dim'
+    needs_inputs = False
+
+    @staticmethod
+    def _root(dt, n):
+        return dt.type(math.sqrt(n))
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        r = self._root(x.dtype, x.shape[-1])
+        if x.dtype.kind in 'iu':         # C integer division: truncation toward zero
+            return [xp.trunc(x / r).astype(x.dtype)]
+        return [x / r]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        g = out_grads[0]
+        return [g / self._root(g.dtype, g.shape[-1])]

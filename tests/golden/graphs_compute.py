@@ -1,6 +1,6 @@
 """Forward/backward golden cases: one graph per operator mode (see ``graphs.Case``).
 
-Shared by ``generate.py`` (real MXNet) and ``test_golden.py`` (symgraph); builders take
+Shared by ``make_graphs.py`` (real MXNet) and ``test_golden.py`` (symgraph); builders take
 ``mx`` as their only argument.  Python 3.8 compatible.
 """
 import numpy as np

@@ -20,6 +20,7 @@ import numpy as np
 from symgraph.opdef import Operator, Param, register, np_dtype
 
 from ._elemwise import Unary, ZeroGrad
+from ._util import f32
 
 
 # --- exponentials and powers ------------------------------------------------------
@@ -378,3 +379,33 @@ class DivSqrtDim(Operator):
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         g = out_grads[0]
         return [g / self._root(g.dtype, g.shape[-1])]
+
+
+# --- the worked example of docs/operators.md ----------------------------------------
+@register
+class Quadratic(Unary):
+    """``a * x**2 + b * x + c`` elementwise (``mx.sym.contrib.quadratic``).
+
+    As MXNet 1.9.1 computes it: ``a``, ``b`` and ``c`` are C floats, float16 and integer
+    data are computed in float32 and the result cast back (integers truncate).
+    """
+
+    name = '_contrib_quadratic'
+    a = Param(float, 0.0, doc='coefficient of the quadratic term')
+    b = Param(float, 0.0, doc='coefficient of the linear term')
+    c = Param(float, 0.0, doc='constant term')
+
+    def fn(self, xp, x):
+        w = _float32_unless_wider(x)
+        y = f32(self.a) * w * w + f32(self.b) * w + f32(self.c)
+        return y.astype(x.dtype, copy=False)
+
+    def grad(self, xp, x, y, dy):
+        w = _float32_unless_wider(x)
+        dx = _float32_unless_wider(dy) * (2.0 * f32(self.a) * w + f32(self.b))
+        return dx.astype(dy.dtype, copy=False)
+
+
+def _float32_unless_wider(x):
+    """``x`` as MXNet's ``float`` arithmetic sees it: float64 stays, the rest is float32."""
+    return x if x.dtype == np.float64 else x.astype(np.float32)

@@ -1,7 +1,8 @@
-"""Golden cases of ops/indexing_extra.py (gather_nd, scatter_nd, batch_take, pick's alias
-choose_element_0index, khatri_rao and the contrib index_copy, div_sqrt_dim, arange_like and
-AdaptiveAvgPooling2D). fill_element_0index has none: MXNet 1.9.1's symbol function cannot
-compose it ("Not enough argument to call operator fill_element_0index").
+"""Golden cases of index-driven and contrib operators (ops/gather_scatter.py, ops/indexing.py,
+ops/dot.py, ops/unary.py, ops/init.py, ops/resize.py): gather_nd, scatter_nd, batch_take,
+pick's alias choose_element_0index, khatri_rao and the contrib index_copy, div_sqrt_dim,
+arange_like and AdaptiveAvgPooling2D. fill_element_0index has none: MXNet 1.9.1's symbol
+function cannot compose it ("Not enough argument to call operator fill_element_0index").
 Python 3.8 compatible."""
 from graphs_compute import case, op1, op2
 from graphs import const

@@ -1,6 +1,6 @@
 """Optimizer update operators against a per-element loop of MXNet's formulas and against
 MXNet 1.9.1 runs (``tests/golden/optupd_nd.npz``, written by
-``tests/golden/graphs_compute_optimizer_ops.py``): several steps of
+``tests/golden/graphs_compute_optimizer_updates.py``): several steps of
 ``mx.nd.<op>(weight, grad, *states, out=weight)`` and three forwards of a bound executor,
 the states being updated in place in both."""
 import importlib
@@ -16,7 +16,7 @@ from symgraph.base import MXNetError
 from symgraph.opdef import ShapeError, TypeInferenceError, get_op
 
 importlib.import_module('graphs')     # before the golden module (graphs <-> graphs_compute)
-import graphs_compute_optimizer_ops as gold  # noqa: E402
+import graphs_compute_optimizer_updates as gold  # noqa: E402
 
 
 def f32(v):

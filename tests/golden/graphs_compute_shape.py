@@ -1,4 +1,5 @@
-"""Golden cases of ops/shape_extra.py and ops/shape_extra2.py: Pad, reverse, slice_like,
+"""Golden cases of ops/rearrange.py, ops/shape.py, ops/slicing.py, ops/diagonal.py,
+ops/reduce.py and ops/legacy.py: Pad, reverse, slice_like,
 reshape_like, shape_array, size_array, depth_to_space, space_to_depth, diag, cumsum,
 moments, Crop (Python 3.8 compatible)."""
 from graphs_compute import case, op1, op2

@@ -13,7 +13,7 @@ can replace :func:`greedy_nms_keep` without changing the operators.
 import numpy as np
 
 
-def _host(a):
+def to_host(a):
     """A NumPy view/copy of an xp array (CuPy arrays have ``.get()``)."""
     return np.asarray(a) if isinstance(a, np.ndarray) or not hasattr(a, 'get') else a.get()
 
@@ -253,7 +253,7 @@ def nms_indices(xp, boxes, scores, thresh=0.5, fmt='corner'):
     >>> nms_indices(np, b, np.array([0.8, 0.9, 0.1], np.float32)).tolist()
     [1, 2]
     """
-    b, s = _host(boxes), _host(scores)
+    b, s = to_host(boxes), to_host(scores)
     order = np.argsort(-s, kind='stable')
     x1, y1, x2, y2, area = box_corners(b[order], fmt)
     keep = greedy_nms_keep(x1, y1, x2, y2, area, np.zeros(order.size, np.int64), thresh)

@@ -1,5 +1,6 @@
-"""More layout operators: ``Pad`` (``pad``), ``reverse`` (``flip``), ``slice_like``,
-``reshape_like``, ``shape_array``, ``size_array``, ``depth_to_space``, ``space_to_depth``.
+"""Copies of the data in a new arrangement: ``tile``, ``repeat``, ``Pad`` (``pad``),
+``reverse`` (``flip``), ``depth_to_space`` and ``space_to_depth``. Backward is the inverse
+rearrangement (summing over the copies for ``tile`` and ``repeat``).
 
 MXNet 1.9.1 semantics:
 
@@ -10,12 +11,6 @@ MXNet 1.9.1 semantics:
   Floating point types only.
 * ``reverse`` flips the axes in ``axis`` (a tuple; an axis given twice flips back).
   Negative axes are rejected: MXNet fails on them at run time.
-* ``slice_like`` keeps ``data[:like.shape[a]]`` on the axes ``axes`` (all when empty);
-  ``shape_like`` gets a zero gradient and may have any dtype.
-* ``reshape_like`` gives ``lhs`` the shape ``lhs[:lhs_begin] + rhs[rhs_begin:rhs_end] +
-  lhs[lhs_end:]``; both ranges must be non-empty; ``rhs`` gets a zero gradient.
-* ``shape_array`` / ``size_array``: the input's shape (``(ndim,)``) and size (``(1,)``)
-  as int64; no gradient.
 * ``depth_to_space`` / ``space_to_depth`` (4-D NCHW, ``block_size`` b): channel index
   ``(b1 * b + b2) * C' + c`` maps to pixel ``(h * b + b1, w * b + b2)`` and back.
 
@@ -24,13 +19,15 @@ range ``reverse`` axis) are raised by shape inference here; partially known shap
 propagate unknown dimensions (MXNet 1.9.1 turns an unknown -1 into wrong sizes or
 errors, e.g. ``Pad`` of an unknown height gives height ``pad - 1``).
 """
+from math import prod
+
 import numpy as np
 
 from symgraph.base import MXNetError
-from symgraph.opdef import (Operator, Param, ShapeError, TypeInferenceError, np_dtype,
-                            register)
+from symgraph.opdef import (Operator, Param, ShapeError, TypeInferenceError, register,
+                            shape_known)
 
-from .shape import _known, _size
+from ._util import Layout, norm_axis
 
 
 # --- Pad ---------------------------------------------------------------------------
@@ -157,163 +154,6 @@ class Reverse(Operator):
         return [self._flip(out_grads[0])]
 
 
-# --- slice_like / reshape_like -----------------------------------------------------------
-@register
-class SliceLike(Operator):
-    """``data`` sliced from the start to ``shape_like``'s sizes on ``axes``."""
-
-    name = 'slice_like'
-    axes = Param('shape', (), doc='axes to slice; empty slices all of them')
-
-    def list_arguments(self):
-        return ['data', 'shape_like']
-
-    def _axes(self, dshape, lshape):
-        nd, nl = len(dshape), len(lshape)
-        if not self.axes:
-            if nd != nl:
-                raise ShapeError('slice_like: with empty axes data and shape_like need the '
-                                 'same number of dimensions, got %s and %s'
-                                 % (tuple(dshape), tuple(lshape)))
-            return list(range(nd))
-        out = []
-        for a in self.axes:
-            b = a + nd if a < 0 else a
-            if not 0 <= b < nd:
-                raise ShapeError('slice_like: axis %d exceeds data of shape %s'
-                                 % (a, tuple(dshape)))
-            if b >= nl:
-                raise ShapeError('slice_like: axis %d exceeds shape_like of shape %s'
-                                 % (a, tuple(lshape)))
-            out.append(b)
-        return out
-
-    def _out(self, dshape, lshape):
-        out = list(dshape)
-        for a in self._axes(dshape, lshape):
-            if dshape[a] > 0 and lshape[a] > dshape[a]:
-                raise ShapeError('slice_like: axis %d of shape_like %s is longer than that '
-                                 'of data %s' % (a, tuple(lshape), tuple(dshape)))
-            out[a] = lshape[a]
-        return tuple(out)
-
-    def infer_shape(self, in_shapes):
-        d, like = in_shapes[0], in_shapes[1]
-        if d is None or like is None:
-            return [d, like], [None], []
-        return [tuple(d), tuple(like)], [self._out(d, like)], []
-
-    def infer_type(self, in_types):
-        return [in_types[0], in_types[1]], [in_types[0]], []
-
-    def forward(self, xp, inputs, aux, is_train):
-        x = inputs[0]
-        shape = self._out(x.shape, inputs[1].shape)
-        return [x[tuple(slice(0, d) for d in shape)]]
-
-    def backward(self, xp, out_grads, inputs, outputs, aux, need):
-        x, like = inputs[0], inputs[1]
-        g = out_grads[0]
-        gx = None
-        if need[0]:
-            gx = xp.zeros(x.shape, dtype=g.dtype)
-            gx[tuple(slice(0, d) for d in g.shape)] = g
-        return [gx, xp.zeros_like(like) if need[1] else None]
-
-
-def _bounds(begin, end, ndim, bname, ename):
-    b = 0 if begin is None else begin
-    b = b + ndim if b < 0 else b
-    e = ndim if end is None else (end + ndim if end < 0 else end)
-    if e > ndim:
-        raise ShapeError('reshape_like: invalid end %s=%s for %d dimensions'
-                         % (ename, end, ndim))
-    if b < 0:
-        raise ShapeError('reshape_like: invalid begin %s=%s for %d dimensions'
-                         % (bname, begin, ndim))
-    if not b < e:
-        raise ShapeError('reshape_like: invalid range %s=%s, %s=%s (empty for %d '
-                         'dimensions)' % (bname, begin, ename, end, ndim))
-    return b, e
-
-
-@register
-class ReshapeLike(Operator):
-    """Replace ``lhs[lhs_begin:lhs_end]``'s dimensions by ``rhs[rhs_begin:rhs_end]``'s."""
-
-    name = 'reshape_like'
-    lhs_begin = Param(int, None, doc='first lhs dimension replaced (default 0)')
-    lhs_end = Param(int, None, doc='end of the replaced lhs dimensions (default ndim)')
-    rhs_begin = Param(int, None, doc='first rhs dimension used (default 0)')
-    rhs_end = Param(int, None, doc='end of the used rhs dimensions (default ndim)')
-
-    def list_arguments(self):
-        return ['lhs', 'rhs']
-
-    def _out(self, lhs, rhs):
-        lb, le = _bounds(self.lhs_begin, self.lhs_end, len(lhs), 'lhs_begin', 'lhs_end')
-        rb, re = _bounds(self.rhs_begin, self.rhs_end, len(rhs), 'rhs_begin', 'rhs_end')
-        out = tuple(lhs[:lb]) + tuple(rhs[rb:re]) + tuple(lhs[le:])
-        if _known(lhs) and _known(out) and _size(lhs) != _size(out):
-            raise ShapeError('reshape_like: cannot reshape lhs of shape %s to %s (from rhs '
-                             '%s): the sizes differ' % (tuple(lhs), out, tuple(rhs)))
-        return out
-
-    def infer_shape(self, in_shapes):
-        lhs, rhs = in_shapes[0], in_shapes[1]
-        if lhs is None or rhs is None:
-            return [lhs, rhs], [None], []
-        return [tuple(lhs), tuple(rhs)], [self._out(lhs, rhs)], []
-
-    def infer_type(self, in_types):
-        return [in_types[0], in_types[1]], [in_types[0]], []
-
-    def forward(self, xp, inputs, aux, is_train):
-        return [inputs[0].reshape(self._out(inputs[0].shape, inputs[1].shape))]
-
-    def backward(self, xp, out_grads, inputs, outputs, aux, need):
-        return [out_grads[0].reshape(inputs[0].shape) if need[0] else None,
-                xp.zeros_like(inputs[1]) if need[1] else None]
-
-
-# --- shape_array / size_array ---------------------------------------------------------
-class _ShapeInfo(Operator):
-    no_grad = True
-
-    def infer_type(self, in_types):
-        return [in_types[0]], [np_dtype('int64')], []
-
-    def backward(self, xp, out_grads, inputs, outputs, aux, need):
-        return [xp.zeros_like(inputs[0]) if need[0] else None]
-
-
-@register
-class ShapeArray(_ShapeInfo):
-    """The shape of the input as a 1-D int64 array."""
-
-    name = 'shape_array'
-
-    def infer_shape(self, in_shapes):
-        s = in_shapes[0]
-        return [s], [None if s is None else (len(s),)], []
-
-    def forward(self, xp, inputs, aux, is_train):
-        return [xp.asarray(np.asarray(inputs[0].shape, dtype=np.int64))]
-
-
-@register
-class SizeArray(_ShapeInfo):
-    """The number of elements of the input as a (1,) int64 array."""
-
-    name = 'size_array'
-
-    def infer_shape(self, in_shapes):
-        return [in_shapes[0]], [(1,)], []
-
-    def forward(self, xp, inputs, aux, is_train):
-        return [xp.asarray(np.asarray([inputs[0].size], dtype=np.int64))]
-
-
 # --- depth_to_space / space_to_depth -----------------------------------------------------
 class _Block(Operator):
     needs_inputs = False
@@ -385,3 +225,64 @@ class SpaceToDepth(_Block):
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         return [_to_space(xp, out_grads[0], self.block_size)]
+
+
+@register
+class Tile(Layout):
+    """Repeat the whole array ``reps`` times along each axis (NumPy's ``tile``)."""
+
+    name = 'tile'
+    reps = Param('shape', doc='repetitions per axis')
+
+    def _full(self, ndim):
+        n = max(ndim, len(self.reps))
+        return (1,) * (n - len(self.reps)) + tuple(self.reps), n - ndim
+
+    def out_shape(self, s):
+        reps, pad = self._full(len(s))
+        s = (1,) * pad + tuple(s)
+        return tuple(d * r for d, r in zip(s, reps))
+
+    def forward(self, xp, inputs, aux, is_train):
+        return [xp.tile(inputs[0], self._full(inputs[0].ndim)[0])]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        x = inputs[0]
+        reps, pad = self._full(x.ndim)
+        s = (1,) * pad + tuple(x.shape)
+        # view the gradient as (r0, s0, r1, s1, ...) and sum over the copies
+        inter = []
+        for r, d in zip(reps, s):
+            inter += [r, d]
+        g = out_grads[0].reshape(inter).sum(axis=tuple(range(0, 2 * len(s), 2)))
+        return [g.reshape(x.shape)]
+
+
+@register
+class Repeat(Layout):
+    """Repeat each element ``repeats`` times along ``axis`` (flattened when None)."""
+
+    name = 'repeat'
+    repeats = Param(int, doc='repetitions of each element')
+    axis = Param(int, None, doc='axis to repeat along; None repeats the flattened array')
+
+    def out_shape(self, s):
+        if self.axis is None:
+            return (prod(s) * self.repeats,) if shape_known(s) else (0,)
+        a = norm_axis(self.axis, len(s))
+        return tuple(s[:a]) + (s[a] * self.repeats,) + tuple(s[a + 1:])
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        if self.axis is None:
+            return [xp.repeat(x.reshape(-1), self.repeats)]
+        return [xp.repeat(x, self.repeats, axis=norm_axis(self.axis, x.ndim))]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        x = inputs[0]
+        g = out_grads[0]
+        if self.axis is None:
+            return [g.reshape(-1, self.repeats).sum(axis=1).reshape(x.shape)]
+        a = norm_axis(self.axis, x.ndim)
+        g = g.reshape(x.shape[:a] + (x.shape[a], self.repeats) + x.shape[a + 1:])
+        return [g.sum(axis=a + 1)]

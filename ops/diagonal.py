@@ -1,10 +1,18 @@
-"""MXNet's ``linalg`` diagonal and triangle copies: ``_linalg_extractdiag``, ``makediag``,
-``extracttrian`` and ``maketrian`` (see ``ops/linalg.py`` for the family's conventions)."""
+"""Diagonals and triangles: ``diag`` and MXNet's ``linalg`` copies ``_linalg_extractdiag``,
+``makediag``, ``extracttrian`` and ``maketrian`` (see ``ops/linalg.py`` for the linalg
+family's conventions).
+
+``diag`` (MXNet 1.9.1 semantics): a 1-D input of length n becomes an ``(n + |k|, n + |k|)``
+matrix with the input on diagonal ``k``; an input with 2 or more axes gives NumPy's
+``diagonal(offset=k, axis1, axis2)`` (the diagonal as the last axis). A diagonal of
+length below 0 is an error ("Diagonal does not exist"); length 0 gives shape (0,).
+"""
 import numpy as np
 
-from symgraph.opdef import Param, ShapeError, register
+from symgraph.opdef import Operator, Param, ShapeError, register
 
 from ._linalg_common import _Linalg, _matrices
+from ._util import norm_axis
 
 
 # ----------------------------------------------------------------------------------
@@ -193,3 +201,76 @@ class Maketrian(_Trian, _Make):
     name = '_linalg_maketrian'
     aliases = ('linalg_maketrian',)
     lower = Param(bool, True, doc='with offset 0: fill the lower triangle (else the upper)')
+
+
+# --- diag ------------------------------------------------------------------------------
+@register
+class Diag(Operator):
+    """Build a diagonal matrix from 1-D input, or extract a diagonal (see above)."""
+
+    name = 'diag'
+    k = Param(int, 0, doc='the diagonal: > 0 above the main one, < 0 below')
+    axis1 = Param(int, 0, doc='first axis of the 2-D sub-arrays')
+    axis2 = Param(int, 1, doc='second axis of the 2-D sub-arrays')
+
+    def _axes(self, ndim):
+        a1 = norm_axis(self.axis1, ndim, 'diag: axis')
+        a2 = norm_axis(self.axis2, ndim, 'diag: axis')
+        if a1 == a2:
+            raise ShapeError('diag: axis1 and axis2 cannot refer to the same axis %d' % a1)
+        return a1, a2
+
+    def _diag_len(self, h, w):
+        if self.k > 0:
+            w -= self.k
+        elif self.k < 0:
+            h += self.k
+        n = min(h, w)
+        if n < 0:
+            raise ShapeError('diag: diagonal k=%d does not exist for a %dx%d matrix'
+                             % (self.k, h, w))
+        return n
+
+    def infer_shape(self, in_shapes):
+        s = in_shapes[0]
+        if s is None:
+            return [None], [None], []
+        s = tuple(s)
+        if len(s) == 0:
+            raise ShapeError('diag: data must have at least one dimension')
+        if len(s) == 1:
+            n = s[0] + abs(self.k) if s[0] > 0 else 0
+            return [s], [(n, n)], []
+        a1, a2 = self._axes(len(s))
+        rest = tuple(d for i, d in enumerate(s) if i not in (a1, a2))
+        if s[a1] <= 0 or s[a2] <= 0:
+            return [s], [rest + (0,)], []
+        return [s], [rest + (self._diag_len(s[a1], s[a2]),)], []
+
+    def _rows_cols(self, n):
+        i = np.arange(n)
+        return i + max(-self.k, 0), i + max(self.k, 0)
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        if x.ndim == 1:
+            n = x.shape[0] + abs(self.k)
+            out = xp.zeros((n, n), dtype=x.dtype)
+            r, c = self._rows_cols(x.shape[0])
+            out[xp.asarray(r), xp.asarray(c)] = x
+            return [out]
+        a1, a2 = self._axes(x.ndim)
+        self._diag_len(x.shape[a1], x.shape[a2])
+        return [xp.diagonal(x, offset=self.k, axis1=a1, axis2=a2).copy()]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        g, x = out_grads[0], inputs[0]
+        if x.ndim == 1:
+            r, c = self._rows_cols(x.shape[0])
+            return [g[xp.asarray(r), xp.asarray(c)]]
+        a1, a2 = self._axes(x.ndim)
+        # the input's layout with axis1, axis2 moved last, then the diagonal filled in
+        moved = xp.moveaxis(xp.zeros(x.shape, dtype=g.dtype), (a1, a2), (-2, -1))
+        r, c = self._rows_cols(g.shape[-1])
+        moved[..., xp.asarray(r), xp.asarray(c)] = g
+        return [xp.moveaxis(moved, (-2, -1), (a1, a2))]

@@ -5,5 +5,6 @@ C++ iterators, here in Python, deriving from MXDataIter as MXNet's do).
 from . import io
 from .io import DataBatch, DataDesc, DataIter, PrefetchingIter, ResizeIter
 from .ndarray_iter import NDArrayIter
+from .native import CSVIter, LibSVMIter, MNISTIter, MXDataIter
 from . import utils
 from .utils import _init_data, _getdata_by_idx, _has_instance

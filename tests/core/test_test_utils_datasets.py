@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import symgraph as mx
-from symgraph import _datasets
+from symgraph import test_utils as _datasets
 
 
 def _sha1(path):

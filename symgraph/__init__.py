@@ -20,6 +20,10 @@ from . import initializer as init
 from . import model
 from . import io
 from . import test_utils
+from . import metric
+from . import callback
+from . import monitor
+from . import monitor as mon
 
 from . import operator
 from . import visualization

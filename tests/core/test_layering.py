@@ -106,16 +106,16 @@ RESERVED = ('symgraph.module', 'symgraph.optimizer', 'symgraph.io', 'symgraph.kv
             'symgraph.monitor')
 RULES = {
     'symgraph.graph': ('symgraph.graph',),
-    'symgraph.sampling': (),
+    'symgraph.namespaces': (),
     'symgraph.serialization': (),
     'symgraph.visualization': ('symgraph.graph',),
-    'symgraph.ndarray': ('symgraph.graph', 'symgraph.sampling', 'symgraph.serialization'),
-    'symgraph.symbol': ('symgraph.graph', 'symgraph.sampling', 'symgraph.visualization',
-                        'symgraph.ndarray', 'symgraph.executor'),
+    'symgraph.ndarray': ('symgraph.graph', 'symgraph.namespaces', 'symgraph.serialization'),
+    'symgraph.symbol': ('symgraph.symbol', 'symgraph.graph', 'symgraph.namespaces',
+                        'symgraph.visualization', 'symgraph.ndarray', 'symgraph.executor'),
     'symgraph.executor': ('symgraph.graph', 'symgraph.ndarray'),
     'symgraph.operator': ('symgraph.graph', 'symgraph.ndarray', 'symgraph.operator'),
     'symgraph.dist': ('symgraph.ndarray', 'symgraph.dist', 'symgraph.cuda'),
-    'symgraph.random': ('symgraph.ndarray', 'symgraph.sampling'),
+    'symgraph.random': ('symgraph.ndarray', 'symgraph.namespaces'),
     'symgraph.initializer': ('symgraph.ndarray',),
     'symgraph.model': ('symgraph.ndarray', 'symgraph.symbol', 'symgraph.serialization'),
     'symgraph.test_utils': ('symgraph.ndarray', 'symgraph.symbol', 'symgraph.executor'),
@@ -125,7 +125,7 @@ RULES = {
 #: what the reserved homes (training stack) may import
 RESERVED_MAY_IMPORT = ('symgraph.symbol', 'symgraph.ndarray', 'symgraph.executor',
                        'symgraph.initializer', 'symgraph.model', 'symgraph.random',
-                       'symgraph.sampling', 'symgraph.serialization') + RESERVED
+                       'symgraph.namespaces', 'symgraph.serialization') + RESERVED
 
 
 def _rule(mod):

@@ -11,10 +11,10 @@ import operator
 
 import numpy as np
 
-from . import opdef
-from .base import MXNetError
-from .context import Context, current_context, cpu, context_of
-from .namespaces import make_namespaces
+from .. import opdef
+from ..base import MXNetError
+from ..context import Context, current_context, cpu, context_of
+from ..namespaces import make_namespaces
 
 __all__ = ['NDArray', 'array', 'zeros', 'ones', 'empty', 'full', 'arange', 'eye', 'linspace',
            'save', 'load', 'load_frombuffer',
@@ -462,7 +462,7 @@ def concat(*arrays, dim=1, num_args=None, out=None, name=None):
 
 def waitall():
     """All computation is synchronous on the CPU; on a GPU, wait for the device."""
-    from .context import num_gpus, _cupy
+    from ..context import num_gpus, _cupy
     if num_gpus():
         _cupy().cuda.Device().synchronize()
 

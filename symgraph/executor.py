@@ -9,7 +9,8 @@ import numpy as np
 from .base import MXNetError, BindError
 from .context import Context, current_context
 from .graph.infer import infer_shapes, infer_types, shape_complete
-from .ndarray import NDArray, _to_xp
+from .ndarray import NDArray
+from .ndarray.ndarray import _to_xp
 from .graph.plan import Plan, check_error
 
 __all__ = ['Executor', 'simple_bind']

@@ -527,22 +527,27 @@ def get_op(name):
 
 class OpNamespace:
     """Operator functions under a name prefix (``mx.sym.contrib.box_nms`` is
-    ``_contrib_box_nms``); ``maker(op_name, hint)`` builds the function."""
+    ``_contrib_box_nms``); ``maker(op_name, hint)`` builds the function. ``functions``
+    (name -> function) are given in place of the registered operators of those names."""
 
-    def __init__(self, prefix, maker):
+    def __init__(self, prefix, maker, functions=None):
         self._prefix = prefix
         self._maker = maker
+        self._functions = dict(functions or {})
 
     def __getattr__(self, name):
         if name.startswith('__'):
             raise AttributeError(name)
+        if name in self._functions:
+            return self._functions[name]
         for cand in (self._prefix + name, name):
             if cand in _REGISTRY:
                 return self._maker(cand, hint=name.lower())
         raise AttributeError('no operator %r' % (self._prefix + name))
 
     def __dir__(self):
-        return [n[len(self._prefix):] for n in _REGISTRY if n.startswith(self._prefix)]
+        names = {n[len(self._prefix):] for n in _REGISTRY if n.startswith(self._prefix)}
+        return sorted(names | set(self._functions))
 
 
 def list_ops(aliases=False):

@@ -8,7 +8,7 @@ import numpy as np
 
 from . import ndarray as _nd
 from .context import Context, num_gpus, _cupy
-from .sampling import NAMES
+from .namespaces import NAMES
 
 __all__ = ['seed', 'uniform', 'normal', 'randn', 'randint', 'exponential', 'gamma',
            'poisson', 'negative_binomial', 'generalized_negative_binomial', 'multinomial',

@@ -52,7 +52,7 @@ class _Facts:
     """Nodes in MXNet's order with what the visualisations need about them."""
 
     def __init__(self, symbol, shape=None, dtype=None, partial=False):
-        # (the Symbol's graph is all this module reads; it never imports symbol.py,
+        # (the Symbol's graph is all this module reads; it never imports symbol/,
         # which offers these functions as methods)
         try:
             self.order, args, aux = symbol._arg_aux()

@@ -33,7 +33,8 @@ import numpy as np
 
 from .. import opdef
 from ..base import MXNetError
-from ..ndarray import NDArray, _to_xp
+from ..ndarray import NDArray
+from ..ndarray.ndarray import _to_xp
 from ..context import array_module
 
 __all__ = ['CustomOp', 'CustomOpProp', 'register', 'get_all_registered_operators',

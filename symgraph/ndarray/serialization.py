@@ -46,7 +46,7 @@ import sys
 
 import numpy as np
 
-from .base import MXNetError
+from ..base import MXNetError
 
 __all__ = ['ParamsFormatError', 'save_arrays', 'load_arrays', 'dumps_arrays', 'loads_arrays']
 

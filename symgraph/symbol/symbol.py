@@ -11,16 +11,16 @@ import warnings
 
 import numpy as np
 
-from . import opdef
-from .attribute import AttrScope, check_attrs, plain_keys, with_plain_copies
-from .base import MXNetError, user_location
-from .graph import Node, topo_order, aux_variable_ids, TYPE_CODE, parse_shape_attr, \
+from .. import opdef
+from ..attribute import AttrScope, check_attrs, plain_keys, with_plain_copies
+from ..base import MXNetError, user_location
+from ..graph import Node, topo_order, aux_variable_ids, TYPE_CODE, parse_shape_attr, \
     dtype_from_attr
-from .graph.infer import infer_shapes, infer_types, shape_complete
-from .graph.json_format import SymbolFormatError, from_json, to_json
-from .name import NameManager
-from .sampling import make_namespace
-from .visualization import repr_svg, to_networkx
+from ..graph.infer import infer_shapes, infer_types, shape_complete
+from ..graph.json_format import SymbolFormatError, from_json, to_json
+from ..name import NameManager
+from ..namespaces import make_namespaces
+from ..visualization import repr_svg, to_networkx
 
 __all__ = ['Symbol', 'Variable', 'var', 'Group', 'load', 'load_json', 'maximum', 'minimum',
            'pow', 'power', 'hypot', 'zeros', 'ones', 'full', 'arange']
@@ -354,14 +354,14 @@ class Symbol:
                     group2ctx=None, shared_arg_names=None, shared_exec=None,
                     shared_buffer=None, **kwargs):
         """Bind with zero-initialised arrays allocated from the given input shapes."""
-        from .executor import simple_bind
+        from ..executor import simple_bind
         return simple_bind(self, ctx, grad_req=grad_req, type_dict=type_dict,
                            group2ctx=group2ctx, shared_exec=shared_exec, shapes=kwargs)
 
     def bind(self, ctx, args, args_grad=None, grad_req='write', aux_states=None,
              group2ctx=None, shared_exec=None):
         """Bind arrays to the arguments and return an :class:`~symgraph.executor.Executor`."""
-        from .executor import Executor
+        from ..executor import Executor
         return Executor(self, ctx, args, args_grad, grad_req, aux_states, group2ctx)
 
     def eval(self, ctx=None, **kwargs):
@@ -732,11 +732,9 @@ def load(fname):
     return Symbol(from_json(text, source=fname))
 
 
-#: mx.sym.random.uniform(...), normal, randint ... (the table is in sampling.py)
-random = make_namespace('sym', Symbol, _invoke)
-contrib = opdef.OpNamespace('_contrib_', _op_function)
-linalg = opdef.OpNamespace('_linalg_', _op_function)
-_internal = opdef.OpNamespace('', _op_function)
+#: mx.sym.random.uniform(...), mx.sym.contrib.box_nms, mx.sym.linalg.gemm2, ... (the table
+#: is namespaces.NAMESPACES, shared with mx.nd)
+random, contrib, linalg, _internal = make_namespaces('sym', Symbol, _invoke, _op_function)
 
 
 def __getattr__(name):

@@ -15,8 +15,8 @@ import pytest
 
 import symgraph as mx
 from symgraph.base import MXNetError
-from symgraph.serialization import (ParamsFormatError, dumps_arrays, load_arrays, loads_arrays,
-                                    save_arrays)
+from symgraph.ndarray.serialization import (ParamsFormatError, dumps_arrays, load_arrays,
+                                            loads_arrays, save_arrays)
 
 GOLDEN = os.path.join(os.path.dirname(os.path.dirname(__file__)), 'golden', 'params')
 with open(os.path.join(GOLDEN, 'manifest.json')) as _f:

@@ -11,10 +11,10 @@ import operator
 
 import numpy as np
 
-from . import opdef
-from .base import MXNetError
-from .context import Context, current_context, cpu, context_of
-from .sampling import make_namespace
+from .. import opdef
+from ..base import MXNetError
+from ..context import Context, current_context, cpu, context_of
+from ..namespaces import make_namespaces
 
 __all__ = ['NDArray', 'array', 'zeros', 'ones', 'empty', 'full', 'arange', 'eye', 'linspace',
            'save', 'load', 'load_frombuffer',
@@ -462,7 +462,7 @@ def concat(*arrays, dim=1, num_args=None, out=None, name=None):
 
 def waitall():
     """All computation is synchronous on the CPU; on a GPU, wait for the device."""
-    from .context import num_gpus, _cupy
+    from ..context import num_gpus, _cupy
     if num_gpus():
         _cupy().cuda.Device().synchronize()
 
@@ -690,7 +690,7 @@ def _own(out, inputs, ctx):
     return out
 
 
-def _op_function(func_name):
+def _op_function(func_name, hint=None):
     cls = opdef.get_op(func_name)
 
     def fn(*args, **kwargs):
@@ -719,22 +719,12 @@ def _adamw(func_name):
     return fn
 
 
-_CONTRIB_FUNCTIONS = {'adamw_update': _adamw('_adamw_update'),
-                      'mp_adamw_update': _adamw('_mp_adamw_update')}
-
-
-class _ContribNamespace(opdef.OpNamespace):
-    def __getattr__(self, name):
-        if name in _CONTRIB_FUNCTIONS:
-            return _CONTRIB_FUNCTIONS[name]
-        return super().__getattr__(name)
-
-
-#: mx.nd.random.uniform(...), normal, randint ... (the table is in sampling.py)
-random = make_namespace('nd', NDArray, invoke)
-contrib = _ContribNamespace('_contrib_', lambda name, hint: _op_function(name))
-linalg = opdef.OpNamespace('_linalg_', lambda name, hint: _op_function(name))
-_internal = opdef.OpNamespace('', lambda name, hint: _op_function(name))
+#: mx.nd.random.uniform(...), mx.nd.contrib.box_nms, mx.nd.linalg.gemm2, ... (the table is
+#: namespaces.NAMESPACES, shared with mx.sym)
+random, contrib, linalg, _internal = make_namespaces(
+    'nd', NDArray, invoke, _op_function,
+    functions={'contrib': {'adamw_update': _adamw('_adamw_update'),
+                           'mp_adamw_update': _adamw('_mp_adamw_update')}})
 
 
 def __getattr__(name):

@@ -1,6 +1,11 @@
-"""``mx.nd.random`` and ``mx.sym.random`` (``mx.random`` re-exports the NDArray ones).
+"""The namespaces of ``mx.nd`` and ``mx.sym``, made from one table for both APIs.
 
-As in MXNet: scalar distribution parameters make a ``_random_*`` node of ``shape``
+:data:`NAMESPACES` lists them: ``random`` (the samplers below), and ``contrib``,
+``linalg``, ``_internal``, whose functions are the registered operators under a name
+prefix (``mx.sym.contrib.box_nms`` is ``_contrib_box_nms``, ``mx.nd.linalg.gemm2`` is
+``_linalg_gemm2``). ``mx.random`` re-exports the NDArray samplers.
+
+Random samplers, as in MXNet: scalar distribution parameters make a ``_random_*`` node of ``shape``
 samples; NDArray/Symbol parameters make a ``_sample_*`` node with one distribution per
 element; ``exponential`` takes the scale (``lam = 1 / scale``); the NDArray functions
 default to ``shape=1`` and run on ``ctx`` (default: the current context).
@@ -8,10 +13,16 @@ default to ``shape=1`` and run on ``ctx`` (default: the current context).
 import numbers
 import types
 
+from . import opdef
 from .base import MXNetError
 from .context import Context, current_context
 
-__all__ = ['make_namespace', 'NAMES']
+__all__ = ['NAMESPACES', 'NAMES', 'make_namespaces', 'make_namespace']
+
+#: namespace attribute of ``mx.nd`` / ``mx.sym`` -> the operator name prefix its functions
+#: resolve to (None: the random samplers, made by :func:`make_namespace`)
+NAMESPACES = (('random', None), ('contrib', '_contrib_'), ('linalg', '_linalg_'),
+              ('_internal', ''))
 
 #: the functions of ``mx.nd.random`` (``mx.sym.random`` has all but ``randn``)
 NAMES = ('uniform', 'normal', 'randn', 'randint', 'exponential', 'gamma', 'poisson',
@@ -20,8 +31,43 @@ NAMES = ('uniform', 'normal', 'randn', 'randint', 'exponential', 'gamma', 'poiss
 _NULL = object()
 
 
+def make_namespaces(kind, array_type, invoke_op, op_function, functions=None):
+    """The namespaces of :data:`NAMESPACES` for ``mx.nd`` (kind 'nd') or ``mx.sym`` ('sym').
+
+    Parameters
+    ----------
+    kind : {'nd', 'sym'}
+    array_type : type
+        NDArray or Symbol.
+    invoke_op : callable
+        ``invoke_op(op_name, inputs, params)``: the module's operator call.
+    op_function : callable
+        ``op_function(op_name, hint)``: the module's function for a registered operator.
+    functions : dict, optional
+        ``{namespace: {name: function}}``: Python functions that a namespace gives in
+        place of the registered operator of that name (``mx.nd.contrib.adamw_update``).
+
+    Returns
+    -------
+    tuple
+        One namespace per row of :data:`NAMESPACES`, in its order.
+    """
+    functions = functions or {}
+    unknown = set(functions) - {name for name, _ in NAMESPACES}
+    if unknown:
+        raise ValueError('functions for unknown namespaces: %s' % ', '.join(sorted(unknown)))
+    out = []
+    for name, prefix in NAMESPACES:
+        if prefix is None:
+            out.append(make_namespace(kind, array_type, invoke_op))
+        else:
+            out.append(opdef.OpNamespace(prefix, op_function, functions.get(name)))
+    return tuple(out)
+
+
 def make_namespace(kind, array_type, invoke_op):
-    """The ``random`` namespace of ``mx.nd`` (kind 'nd') or ``mx.sym`` ('sym').
+    """The ``random`` namespace of ``mx.nd`` (kind 'nd') or ``mx.sym`` ('sym'): the
+    samplers of :data:`NAMES`.
 
     Parameters
     ----------

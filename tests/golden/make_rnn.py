@@ -163,5 +163,44 @@ def main():
                   sort_keys=True)
 
 
+def gluon_exports():
+    """Gluon recurrent layers, hybridized and exported, with MXNet's outputs."""
+    out = os.path.join(OUT, 'rnn_export')
+    os.makedirs(out, exist_ok=True)
+    expected, meta = {}, {}
+    layers = {
+        'lstm': lambda: mx.gluon.rnn.LSTM(5, num_layers=2, input_size=3),
+        'gru': lambda: mx.gluon.rnn.GRU(4, num_layers=1, layout='NTC'),
+        'bilstm': lambda: mx.gluon.rnn.LSTM(4, num_layers=1, bidirectional=True),
+        'rnn_states': lambda: mx.gluon.rnn.RNN(3, num_layers=2, activation='relu'),
+    }
+    for k, (name, make) in enumerate(sorted(layers.items())):
+        mx.random.seed(k)
+        net = make()
+        net.initialize(mx.init.Uniform(0.5))
+        net.hybridize()
+        rng = np.random.RandomState(k)
+        x = mx.nd.array(rng.uniform(-1, 1, (3, 2, 3)).astype(np.float32))
+        if name == 'rnn_states':
+            states = [mx.nd.array(rng.uniform(-1, 1, (2, 2, 3)).astype(np.float32))]
+            y, hy = net(x, states)
+            outs = [y] + hy
+        else:
+            outs = [net(x)]
+        net.export(os.path.join(out, name))
+        sym, args, aux = mx.model.load_checkpoint(os.path.join(out, name), 0)
+        expected[name + '|data'] = x.asnumpy()
+        if name == 'rnn_states':
+            expected[name + '|state'] = states[0].asnumpy()
+        for i, o in enumerate(outs):
+            expected['%s|out|%d' % (name, i)] = o.asnumpy()
+        meta[name] = dict(arguments=sym.list_arguments(), outputs=sym.list_outputs(),
+                          ops=sorted({n['op'] for n in json.loads(sym.tojson())['nodes']}))
+    np.savez_compressed(os.path.join(out, 'expected.npz'), **expected)
+    with open(os.path.join(out, 'meta.json'), 'w') as f:
+        json.dump(meta, f, indent=1, sort_keys=True)
+
+
 if __name__ == '__main__':
     main()
+    gluon_exports()

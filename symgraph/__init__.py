@@ -18,6 +18,7 @@ from . import random
 from . import initializer
 from . import initializer as init
 from . import model
+from . import io
 from . import test_utils
 
 from . import operator

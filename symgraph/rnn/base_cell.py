@@ -296,8 +296,8 @@ class BaseRNNCell(object):
                 weight.append(args.pop(wname))
                 bname = '%s%s%s_bias'%(self._prefix, group_name, gate)
                 bias.append(args.pop(bname))
-            args['%s%s_weight'%(self._prefix, group_name)] = ndarray.concatenate(weight)
-            args['%s%s_bias'%(self._prefix, group_name)] = ndarray.concatenate(bias)
+            args['%s%s_weight'%(self._prefix, group_name)] = ndarray.concat(*weight, dim=0)
+            args['%s%s_bias'%(self._prefix, group_name)] = ndarray.concat(*bias, dim=0)
         return args
 
     def unroll(self, length, inputs, begin_state=None, layout='NTC', merge_outputs=None):

@@ -19,6 +19,7 @@ from . import initializer
 from . import initializer as init
 from . import model
 from . import io
+from . import rnn
 from . import test_utils
 from . import metric
 from . import callback

@@ -21,13 +21,19 @@ from . import lr_scheduler
 from . import optimizer
 from . import kvstore as kv
 from . import model
+from . import io
+from . import rnn
 from . import test_utils
+from . import metric
+from . import callback
+from . import monitor
+from . import monitor as mon
 
 from . import operator
 from . import visualization
 from . import visualization as viz
 
-from . import parallel
+from . import dist
 from . import ops  # noqa: E402,F401  (registers the operators; must come last)
 
 __version__ = '0.1.0'

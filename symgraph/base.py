@@ -1,14 +1,46 @@
 """Errors and small shared utilities (MXNet's ``mxnet.base``)."""
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 
-__all__ = ['SymgraphError', 'MXNetError', 'ShapeError', 'TypeInferenceError',
-           'BindError', 'user_location', 'string_types', 'numeric_types']
+import numpy as _np
 
+__all__ = ['SymgraphError', 'MXNetError', 'ShapeError', 'TypeInferenceError',
+           'BindError', 'user_location', 'string_types', 'numeric_types', 'integer_types',
+           'mx_real_t', 'py_str', 'NotImplementedForSymbol']
+
+# MXNet's type tuples: numpy scalars count as numbers (metrics return them)
 string_types = (str,)
-numeric_types = (float, int)
+integer_types = (int, _np.int32, _np.int64)
+numeric_types = (float, int, _np.generic)
+#: MXNet's default real type
+mx_real_t = _np.float32
+
+
+def py_str(x):
+    """``str`` of bytes from the C API (UTF-8); a ``str`` is returned as is."""
+    return x.decode('utf-8') if isinstance(x, (bytes, bytearray)) else x
+
+
+def data_dir_default():
+    """MXNet's default data directory: ``%APPDATA%/mxnet`` on Windows, else ``~/.mxnet``."""
+    if sys.platform.startswith('win'):
+        return os.path.join(os.environ.get('APPDATA', ''), 'mxnet')
+    return os.path.join(os.path.expanduser('~'), '.mxnet')
+
+
+def data_dir():
+    """The data directory (datasets, models): ``$MXNET_HOME``, else :func:`data_dir_default`."""
+    return os.getenv('MXNET_HOME', data_dir_default())
+
+
+def _as_list(obj):
+    """``obj`` if it is a list or tuple, else ``[obj]``."""
+    if isinstance(obj, (list, tuple)):
+        return obj
+    return [obj]
 
 
 class SymgraphError(Exception):
@@ -28,6 +60,25 @@ class TypeInferenceError(SymgraphError, TypeError):
 
 class BindError(SymgraphError, ValueError):
     """Arrays given to ``bind`` that do not fit the symbol."""
+
+
+class NotImplementedForSymbol(SymgraphError, NotImplementedError):
+    """A function that exists for NDArray only, called on a Symbol (MXNet's message)."""
+
+    def __init__(self, function, alias, *args):
+        super().__init__()
+        self.function = function.__name__ if inspect.isroutine(function) else str(function)
+        self.alias = alias
+        self.args = [str(type(a)) for a in args]
+
+    def __str__(self):
+        msg = 'Function {}'.format(self.function)
+        if self.alias:
+            msg += ' (namely operator "{}")'.format(self.alias)
+        if self.args:
+            msg += ' with arguments ({})'.format(', '.join(self.args))
+        msg += ' is not implemented for Symbol and only available in NDArray.'
+        return msg
 
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 import os
 import warnings
+from collections import namedtuple
 
 from . import kvstore as kvs
 from . import ndarray as nd
@@ -13,6 +14,10 @@ from .base import MXNetError
 __all__ = ['save_checkpoint', 'load_checkpoint', 'load_params', 'check_params']
 
 log = logging.getLogger(__name__)
+
+#: what ``fit``/``score`` pass to batch-end and eval-end callbacks (MXNet's namedtuple,
+#: whose type name is ``BatchEndParams``)
+BatchEndParam = namedtuple('BatchEndParams', ['epoch', 'nbatch', 'eval_metric', 'locals'])
 
 
 def save_checkpoint(prefix, epoch, symbol, arg_params, aux_params, remove_amp_cast=True):

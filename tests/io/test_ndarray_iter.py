@@ -1,0 +1,164 @@
+"""NDArrayIter against MXNet 1.9.1 (tests/golden/data/io/ndarray_iter.json, made by
+tests/golden/make_io.py), and its errors."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+import symgraph as mx
+import iter_cases
+
+GOLDEN = os.path.join(os.path.dirname(__file__), '..', 'golden', 'data', 'io',
+                      'ndarray_iter.json')
+with open(GOLDEN) as f:
+    EXPECTED = json.load(f)
+
+
+def _nd_array(a, dtype):
+    return mx.nd.array(a, dtype=dtype)
+
+
+def test_every_case_has_golden_data():
+    assert sorted(EXPECTED) == sorted(iter_cases.CASES)
+
+
+@pytest.mark.parametrize('name', sorted(iter_cases.CASES))
+def test_matches_mxnet(name):
+    case = iter_cases.CASES[name]
+    data, label = iter_cases.make_inputs(case, _nd_array)
+    state = np.random.get_state()
+    try:
+        if 'seed' in case:
+            np.random.seed(case['seed'])
+        it = mx.io.NDArrayIter(data, label, **iter_cases.iter_kwargs(case))
+        got = iter_cases.record(it, hard_reset_after=case.get('hard_reset_after'))
+    finally:
+        np.random.set_state(state)
+    want = EXPECTED[name]
+    assert got['provide_data'] == want['provide_data']
+    assert got['provide_label'] == want['provide_label']
+    assert got['num_data'] == want['num_data']
+    assert len(got['epochs']) == len(want['epochs'])
+    for e, (g_epoch, w_epoch) in enumerate(zip(got['epochs'], want['epochs'])):
+        assert [b['pad'] for b in g_epoch] == [b['pad'] for b in w_epoch], 'epoch %d' % e
+        for g, w in zip(g_epoch, w_epoch):
+            assert g == w, 'epoch %d' % e
+
+
+def test_shuffle_depends_on_numpy_seed_only():
+    data = np.arange(20).reshape(10, 2)
+    np.random.seed(5)
+    a = [b.data[0].asnumpy() for b in mx.io.NDArrayIter(data, batch_size=5, shuffle=True)]
+    np.random.seed(5)
+    b = [b.data[0].asnumpy() for b in mx.io.NDArrayIter(data, batch_size=5, shuffle=True)]
+    np.testing.assert_array_equal(np.concatenate(a), np.concatenate(b))
+    assert sorted(np.concatenate(a)[:, 0]) == list(range(0, 20, 2))
+
+
+def test_provide_and_names():
+    it = mx.io.NDArrayIter({'b': np.zeros((4, 3)), 'a': np.zeros((4, 1, 2))},
+                           [np.zeros(4), np.zeros((4, 2))], batch_size=3)
+    assert [d.name for d in it.provide_data] == ['a', 'b']
+    assert [d.shape for d in it.provide_data] == [(3, 1, 2), (3, 3)]
+    assert [d.name for d in it.provide_label] == ['_0_softmax_label', '_1_softmax_label']
+    assert it.batch_size == 3 and it.num_data == 4
+    batch = it.next()
+    assert [d.shape for d in batch.data] == [(3, 1, 2), (3, 3)]
+    assert batch.index is None and batch.pad == 0
+
+
+def test_ndarray_keeps_its_dtype_and_context_without_shuffle():
+    it = mx.io.NDArrayIter(mx.nd.array([[1, 2], [3, 4]], dtype='int64'), batch_size=2)
+    assert it.provide_data[0].dtype is np.int64
+    b = it.next()
+    assert b.data[0].dtype is np.int64 and b.data[0].context == mx.cpu()
+
+
+def test_layout_with_batch_axis_not_first():
+    # symgraph counts examples along the layout's N (MXNet counts axis 0, which fails
+    # or skips examples when N is not first)
+    x = np.arange(3 * 5 * 2).reshape(3, 5, 2)
+    it = mx.io.NDArrayIter(x, batch_size=2, layout='TNC')
+    assert it.num_data == 5
+    assert it.provide_data[0].shape == (3, 2, 2) and it.provide_data[0].layout == 'TNC'
+    got = [(b.data[0].asnumpy(), b.pad) for b in it]
+    assert [p for _, p in got] == [0, 0, 1]
+    np.testing.assert_array_equal(got[2][0], x[:, [4, 0]])
+
+
+class _FakeDataset:
+    """Stands for h5py.Dataset: reads rows by increasing index lists only, as h5py."""
+
+    def __init__(self, a):
+        self.a, self.shape, self.dtype = a, a.shape, a.dtype
+
+    def __getitem__(self, key):
+        if isinstance(key, list):
+            assert key == sorted(key), 'h5py reads indices in increasing order only'
+        return self.a[key]
+
+
+def test_h5py_dataset_read_by_rows(monkeypatch):
+    import types
+    fake = types.ModuleType('h5py')
+    fake.Dataset = _FakeDataset
+    monkeypatch.setitem(__import__('sys').modules, 'h5py', fake)
+    x = np.arange(10.0).reshape(5, 2)
+    it = mx.io.NDArrayIter(_FakeDataset(x), _FakeDataset(np.arange(5.0)), batch_size=2)
+    got = [(b.data[0].asnumpy(), b.label[0].asnumpy(), b.pad) for b in it]
+    np.testing.assert_array_equal(got[2][0], x[[4, 0]])
+    np.testing.assert_array_equal(got[1][1], [2, 3])
+    assert [p for _, _, p in got] == [0, 0, 1]
+    with pytest.raises(ValueError, match='shuffle=True is not supported with h5py'):
+        mx.io.NDArrayIter(_FakeDataset(x), batch_size=2, shuffle=True)
+
+
+# ------------------------------------------------------------------------- errors
+def test_data_and_label_of_different_lengths():
+    with pytest.raises(ValueError, match=r"'data' has 5.*'softmax_label' has 4"):
+        mx.io.NDArrayIter(np.zeros((5, 2)), np.zeros(4), batch_size=2)
+    with pytest.raises(ValueError, match=r"'a' has 3, 'b' has 4"):
+        mx.io.NDArrayIter({'a': np.zeros((3, 2)), 'b': np.zeros((4, 2))})
+
+
+@pytest.mark.parametrize('mode', ['discard', 'roll_over'])
+def test_batch_larger_than_data(mode):
+    with pytest.raises(ValueError, match=r"batch_size 5 is larger than the 3 examples.*%s"
+                       % mode):
+        mx.io.NDArrayIter(np.zeros((3, 2)), batch_size=5, last_batch_handle=mode)
+    # 'pad' repeats the data (golden case pad_batch_larger)
+    assert mx.io.NDArrayIter(np.zeros((3, 2)), batch_size=5).next().pad == 2
+
+
+def test_unknown_last_batch_handle():
+    with pytest.raises(ValueError, match=r"one of 'pad', 'discard', 'roll_over', got 'drop'"):
+        mx.io.NDArrayIter(np.zeros((3, 2)), last_batch_handle='drop')
+
+
+@pytest.mark.parametrize('bad', [0, -1, 2.5, None])
+def test_bad_batch_size(bad):
+    with pytest.raises(ValueError, match='batch_size must be a positive integer'):
+        mx.io.NDArrayIter(np.zeros((3, 2)), batch_size=bad)
+
+
+def test_bad_data():
+    with pytest.raises(TypeError, match="needs data: got None for 'data'"):
+        mx.io.NDArrayIter(None)
+    with pytest.raises(ValueError, match="'data' is an empty list"):
+        mx.io.NDArrayIter([])
+    with pytest.raises(TypeError, match='Input must be NDArray'):
+        mx.io.NDArrayIter('abc')
+    with pytest.raises(ValueError, match=r"'_0_data' is a scalar"):
+        mx.io.NDArrayIter([1, 2, 3])
+    with pytest.raises(TypeError, match=r"Invalid type .* for x"):
+        mx.io.NDArrayIter({'x': object()})
+
+
+def test_sparse_refused():
+    sparse = pytest.importorskip('scipy.sparse')
+    m = sparse.csr_matrix(np.eye(4))
+    with pytest.raises(TypeError, match=r"'data' is a sparse matrix \(csr_matrix\)"):
+        mx.io.NDArrayIter(m, batch_size=2, last_batch_handle='discard')
+    with pytest.raises(TypeError, match=r"'lab' is a sparse matrix"):
+        mx.io.NDArrayIter(np.eye(4), {'lab': m}, batch_size=2)

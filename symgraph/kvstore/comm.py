@@ -18,8 +18,8 @@ import numpy
 
 from ..context import cpu
 from ..ndarray import NDArray
-# the ring all-reduce (moving to symgraph.dist): imported here and nowhere else
-from ..parallel import allreduce as ring_allreduce
+# the ring all-reduce: imported here and nowhere else in the kvstore
+from ..dist import allreduce as ring_allreduce
 
 __all__ = ['reduce_cpu', 'reduce_devices', 'allreduce_inplace', 'TwoBitCompression',
            'make_compression']

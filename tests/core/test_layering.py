@@ -129,6 +129,8 @@ RULES = {
 RESERVED_MAY_IMPORT = ('symgraph.symbol', 'symgraph.ndarray', 'symgraph.executor',
                        'symgraph.initializer', 'symgraph.model', 'symgraph.random',
                        'symgraph.namespaces') + RESERVED
+#: the kvstore reduces over devices with the ring all-reduce of symgraph.dist
+RULES['symgraph.kvstore'] = RESERVED_MAY_IMPORT + ('symgraph.dist',)
 
 
 def _rule(mod):

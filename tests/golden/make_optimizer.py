@@ -3,11 +3,11 @@ that MXNet loads optimizer states written by symgraph.
 
     # with MXNet 1.9.1: tests/golden/data/optimizer*.{npz,json} and optimizer_states/
     MXNET_MKLDNN_ENABLED=0 /work/mxvenv/bin/python tests/golden/make_optimizer.py
-    # with symgraph: states for MXNet to load, in tests/golden/ours/optimizer/
+    # with symgraph: states for MXNet to load, in tests/golden/ours_optimizer/
     python tests/golden/make_optimizer.py --write-ours
     # with MXNet 1.9.1: load them, continue, compare with what symgraph computed
     MXNET_MKLDNN_ENABLED=0 /work/mxvenv/bin/python tests/golden/make_optimizer.py \
-        --verify-ours > tests/golden/ours/optimizer/mxnet_verified.txt
+        --verify-ours > tests/golden/ours_optimizer/mxnet_verified.txt
 
 The scenarios themselves are in ``optimizer_cases.py``, shared with the tests. AdamW is not
 an optimizer of MXNet 1.9.1: the MXNet run registers the algorithm symgraph implements
@@ -23,7 +23,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, 'data')
 STATES_DIR = os.path.join(DATA, 'optimizer_states')
-OURS = os.path.join(HERE, 'ours', 'optimizer')
+OURS = os.path.join(HERE, 'ours_optimizer')
 sys.path.insert(0, HERE)
 import optimizer_cases as cases   # noqa: E402
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import symgraph as mx
-from symgraph import model
+from symgraph.kvstore import training as model
 from symgraph.kvstore import comm
 
 

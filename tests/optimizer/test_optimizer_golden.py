@@ -3,7 +3,7 @@ states after the first and the fifth of five aggregated updates (as Module's
 ``_update_params`` calls the updater) of four parameters, with weight decay, rescale_grad,
 clipping, lr_mult/wd_mult from Variable attributes and ``set_lr_mult``, ``param_idx2name``,
 a FactorScheduler, and float16 weights with multi_precision; states saved by MXNet loaded
-here and continued; states saved here loaded by MXNet (``ours/optimizer``)."""
+here and continued; states saved here loaded by MXNet (``ours_optimizer/``)."""
 import json
 import os
 import warnings
@@ -122,7 +122,7 @@ def test_kvstore_states_saved_by_mxnet():
 
 # ------------------------------------------------------------------ our states in MXNet
 
-OURS = os.path.join(GOLDEN, 'ours', 'optimizer')
+OURS = os.path.join(GOLDEN, 'ours_optimizer')
 
 
 def test_mxnet_verified_our_states():

@@ -21,7 +21,7 @@ import numpy as np
 
 from symgraph.opdef import Param, register, ShapeError, TypeInferenceError
 
-from .optimizer_ops import F32, _Update, _clip, _f
+from .optimizer_updates import F32, _Update, _clip, _f
 
 
 def _powf(b, t):

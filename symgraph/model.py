@@ -8,6 +8,11 @@ from collections import namedtuple
 from . import ndarray as nd
 from . import symbol as sym
 from .base import MXNetError
+# MXNet's model-level kvstore helpers, which Module imports from here as from MXNet's
+# model.py (defined in symgraph.kvstore.training)
+from .kvstore.training import (_create_kvstore, _initialize_kvstore,  # noqa: F401
+                               _update_params_on_kvstore, _update_params_on_kvstore_nccl,
+                               _update_params)
 
 __all__ = ['save_checkpoint', 'load_checkpoint', 'load_params', 'check_params']
 

@@ -2,9 +2,8 @@
 behaviour: ``_create_kvstore``, ``_initialize_kvstore``, ``_update_params_on_kvstore``,
 ``_update_params_on_kvstore_nccl`` and ``_update_params``.
 
-They live here rather than in :mod:`symgraph.model` (where MXNet has them) because
-``symgraph.model`` stays below the training stack in the layering
-(``tests/core/test_layering.py``); Module imports them from here.
+:mod:`symgraph.model` re-exports them under the same names, where MXNet has them (and
+where Module imports them from).
 """
 import os
 

@@ -335,3 +335,9 @@ def test_update_params_skips_missing_gradients():
     assert sorted(updater.states) == [0, 1]
     for a, b in zip(params[1], before):
         np.testing.assert_array_equal(a.asnumpy(), b)
+
+
+def test_model_reexports_the_helpers_where_mxnet_has_them():
+    for name in ('_create_kvstore', '_initialize_kvstore', '_update_params_on_kvstore',
+                 '_update_params_on_kvstore_nccl', '_update_params'):
+        assert getattr(mx.model, name) is getattr(model, name)

@@ -82,6 +82,8 @@ class _Linalg(Operator):
 class _SameShape(_Linalg):
     """Square matrices in, the same shape out (potrf, potri, inverse)."""
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         s = in_shapes[0]
         if out_shapes and out_shapes[0] is not None:

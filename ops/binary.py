@@ -14,7 +14,7 @@ import numpy as np
 from symgraph.base import MXNetError
 from symgraph.opdef import Operator, Param, ShapeError, register, reduce_to_shape
 
-from .scalar import _c_divide, python_mod
+from ._elemwise import c_divide, python_mod
 
 
 class _Binary(Operator):
@@ -108,7 +108,7 @@ class ElemwiseDiv(_Binary):
 
     def fn(self, xp, a, b):
         if a.dtype.kind in 'iu':     # C's division, truncating (0 where b == 0)
-            return _c_divide(xp, a, b).astype(a.dtype, copy=False)
+            return c_divide(xp, a, b).astype(a.dtype, copy=False)
         return xp.true_divide(a, b).astype(a.dtype, copy=False)
 
     def grads(self, xp, a, b, y, dy):

@@ -182,6 +182,8 @@ class CTCLoss(Operator):
     def num_visible_outputs(self):
         return 1
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         names = self.list_arguments()
         shapes = [None if s is None else tuple(s) for s in in_shapes[:len(names)]]

@@ -12,13 +12,10 @@ import numpy as np
 
 from symgraph.opdef import MXNetError, Operator, Param, ShapeError, register, same_type
 
-from .nms_core import _host, box_corners, greedy_nms_keep, nms_indices
+from ._nms import to_host, box_corners, greedy_nms_keep, nms_indices
+from ._util import f32
 
 _FORMATS = ('center', 'corner')
-
-
-def _f32(v):
-    return float(np.float32(v))
 
 
 def _nms_keep(xp, x1, y1, x2, y2, area, key, thresh):
@@ -37,7 +34,7 @@ def _nms_keep(xp, x1, y1, x2, y2, area, key, thresh):
     if key.size and key.min() != key.max():
         ids = xp.asarray(np.unique(key, return_inverse=True)[1].astype(x1.dtype))
     boxes = xp.asarray(np.stack([x1, y1, x2, y2], axis=1))
-    return _host(loader.nms_keep(boxes, thresh, ids))
+    return to_host(loader.nms_keep(boxes, thresh, ids))
 
 
 def _nms_indices(xp, boxes, scores, thresh):
@@ -55,7 +52,7 @@ def _nms_indices(xp, boxes, scores, thresh):
         order = xp.argsort(-scores)
         keep = loader.nms_keep(xp.ascontiguousarray(boxes[order]), thresh)
         return order[keep].astype(np.int64)
-    b, s = _host(boxes), _host(scores)
+    b, s = to_host(boxes), to_host(scores)
     order = np.argsort(-s, kind='stable')
     x1, y1, x2, y2, area = box_corners(b[order], 'corner')
     keep = _nms_keep(xp, x1, y1, x2, y2, area, np.zeros(order.size, np.int64), thresh)
@@ -137,7 +134,7 @@ class BoxNMS(Operator):
         return [t], [t, t], []
 
     def forward(self, xp, inputs, aux, is_train):
-        data = _host(inputs[0])
+        data = to_host(inputs[0])
         shape = data.shape
         n, w = shape[-2], shape[-1]
         flat = data.reshape(-1, w)
@@ -147,7 +144,7 @@ class BoxNMS(Operator):
             rec = np.arange(flat.shape[0], dtype=data.dtype)
             return [xp.asarray(data.copy()), xp.asarray(rec.reshape(shape[:-1] + (1,)))]
         score = flat[:, self.score_index]
-        valid = score > _f32(self.valid_thresh)
+        valid = score > f32(self.valid_thresh)
         if self.id_index >= 0:
             valid &= flat[:, self.id_index] != self.background_id
         rows = np.flatnonzero(valid)
@@ -164,7 +161,7 @@ class BoxNMS(Operator):
             key += cls + 2 ** 31
         coords = flat[rows, self.coord_start:self.coord_start + 4]
         x1, y1, x2, y2, area = box_corners(coords, self.in_format)
-        keep = _nms_keep(xp, x1, y1, x2, y2, area, key, _f32(self.overlap_thresh))
+        keep = _nms_keep(xp, x1, y1, x2, y2, area, key, f32(self.overlap_thresh))
         rows, batch = rows[keep], batch[keep]
         pos = batch * n + np.arange(rows.size) - np.searchsorted(batch, batch)
         out = np.full_like(flat, -1)

@@ -1,19 +1,21 @@
-"""Matrix products: ``dot`` and ``batch_dot``.
+"""Matrix products: ``dot``, ``batch_dot`` and ``khatri_rao``.
 
 ``dot`` follows MXNet's N-D rule: ``lhs`` is viewed as 2-D (all axes but the last, the last)
 and ``rhs`` as (the first axis, all others); ``transpose_a`` / ``transpose_b`` move the
 contracted axis of a view to the other end. Two vectors give shape (1,).
+
+``khatri_rao(arg0, ...)``: the column-wise Kronecker product of (M_k, N) matrices; no
+gradient (as in MXNet). Deliberate difference: it requires 2-D inputs in shape inference
+and float inputs in type inference (MXNet accepts more there and fails at run time).
 """
-from symgraph.opdef import Operator, Param, ShapeError, register
+from math import prod
+
+import numpy as np
+
+from symgraph.opdef import (MXNetError, Operator, Param, ShapeError, TypeInferenceError,
+                            register, same_type, unify_shape)
 
 _STYPES = (None, 'None', 'csr', 'default', 'row_sparse')
-
-
-def _prod(s):
-    n = 1
-    for d in s:
-        n *= d
-    return n
 
 
 def _split(shape, first):
@@ -47,6 +49,8 @@ class Dot(_DotBase):
 
     name = 'dot'
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         a, b = in_shapes[:2]
         if a is None or b is None:
@@ -55,7 +59,7 @@ class Dot(_DotBase):
         kb, cb = _split(b, not self.transpose_b)
         if len(a) == 1 and len(b) == 1:
             ka = kb = ()
-        pa, pb = _prod(ca), _prod(cb)
+        pa, pb = prod(ca), prod(cb)
         if pa and pb and pa != pb:
             raise ShapeError('dot: %r %s and %r %s do not match (transpose_a=%s, '
                              'transpose_b=%s)' % ('lhs', tuple(a), 'rhs', tuple(b),
@@ -106,6 +110,8 @@ class BatchDot(_DotBase):
 
     name = 'batch_dot'
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         a, b = in_shapes[:2]
         if a is None or b is None:
@@ -149,3 +155,53 @@ class BatchDot(_DotBase):
             gb = t(gb) if self.transpose_b else gb
         return [xp.ascontiguousarray(ga) if ga is not None else None,
                 xp.ascontiguousarray(gb) if gb is not None else None]
+
+
+@register
+class KhatriRao(Operator):
+    """Column-wise Kronecker product of ``num_args`` matrices (M_k, N) -> (prod M_k, N)."""
+
+    name = 'khatri_rao'
+    key_var_num_args = 'num_args'
+    num_args = Param(int, doc='Number of input matrices.')
+    no_grad = True
+
+    def check(self):
+        if self.num_args < 1:
+            raise MXNetError('khatri_rao needs num_args >= 1, got %d' % self.num_args)
+
+    def list_arguments(self):
+        return ['arg%d' % i for i in range(self.num_args)]
+
+    infer_shape_uses_outputs = True
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        shapes = list(in_shapes[:self.num_args])
+        cols = None
+        for k, s in enumerate(shapes):
+            if s is None:
+                continue
+            if len(s) != 2:
+                raise ShapeError('khatri_rao: argument %r has shape %s but must be a matrix'
+                                 % ('arg%d' % k, tuple(s)))
+            try:
+                cols = unify_shape(cols, s[1:])
+            except ShapeError:
+                raise ShapeError('khatri_rao: argument %r has %d columns but the other '
+                                 'inputs %d' % ('arg%d' % k, s[1], cols[0])) from None
+        if any(s is None for s in shapes):
+            return shapes, [None], []
+        return shapes, [(int(np.prod([s[0] for s in shapes])), cols[0])], []
+
+    def infer_type(self, in_types):
+        t = same_type(self, in_types)
+        if t is not None and t not in (np.float32, np.float64):
+            raise TypeInferenceError('khatri_rao: inputs have type %s; MXNet implements '
+                                     'float32 and float64' % t.name)
+        return [t] * self.num_args, [t], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        out = inputs[0]
+        for x in inputs[1:]:            # one step per input matrix
+            out = (out[:, None, :] * x[None, :, :]).reshape(-1, x.shape[1])
+        return [out.copy() if out is inputs[0] else out]

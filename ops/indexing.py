@@ -1,39 +1,26 @@
-"""Index-driven operators: ``take``, ``Embedding``, ``one_hot``, ``where``.
+"""Index-driven operators: ``take``, ``batch_take``, ``Embedding``, ``one_hot``, ``where``.
+The n-d gathers and scatters are in :mod:`symgraph.ops.gather_scatter`.
 
 Indices arrive as floating-point arrays (MXNet's default dtype) and are truncated toward
 zero, as MXNet's integer cast does. Gathers scatter their gradient back with accumulation
 over repeated indices (:func:`scatter_add`); index inputs get a zero gradient, as in MXNet.
+
+``batch_take(a, indices)``: ``out[i] = a.reshape(-1, K)[i, clip(indices[i], 0, K - 1)]``
+with K = a.shape[-1]; the indices must be int32 (MXNet refuses float ones); no gradient
+(as in MXNet). Deliberate difference: on data of more than two dimensions it takes from
+the rows of ``a.reshape(-1, K)`` (MXNet reads past the data there).
 """
 import numpy as np
 
 from symgraph.base import MXNetError
 from symgraph.opdef import (Operator, Param, ShapeError, TypeInferenceError, register,
-                            unify_shape)
+                            shape_known, unify_shape)
 
-
-def scatter_add(xp, target, index, values):
-    """``target[index] += values`` accumulating repeated indices, for NumPy and CuPy.
-
-    NumPy and CuPy >= 13 have ``xp.add.at``; older CuPy has ``ndarray.scatter_add``.
-    """
-    at = getattr(xp.add, 'at', None)
-    if at is not None:
-        at(target, index, values)
-    else:
-        target.scatter_add(index, values)
-    return target
+from ._util import norm_axis, scatter_add
 
 
 def _as_index(xp, idx):
     return idx if idx.dtype.kind in 'iu' else idx.astype(np.int64)
-
-
-def _norm_axis(axis, ndim):
-    a = axis + ndim if axis < 0 else axis
-    if not 0 <= a < ndim:
-        raise ShapeError('axis %d is out of range for an array of %d dimensions'
-                         % (axis, ndim))
-    return a
 
 
 @register
@@ -48,11 +35,13 @@ class Take(Operator):
     def list_arguments(self):
         return ['a', 'indices']
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         a, idx = in_shapes[:2]
         if a is None or idx is None:
             return [a, idx], [None], []
-        ax = _norm_axis(self.axis, len(a))
+        ax = norm_axis(self.axis, len(a))
         return [a, idx], [tuple(a[:ax]) + tuple(idx) + tuple(a[ax + 1:])], []
 
     def infer_type(self, in_types):
@@ -71,14 +60,14 @@ class Take(Operator):
 
     def forward(self, xp, inputs, aux, is_train):
         a, idx = inputs
-        ax = _norm_axis(self.axis, a.ndim)
+        ax = norm_axis(self.axis, a.ndim)
         return [xp.take(a, self._index(xp, idx, a.shape[ax]), axis=ax)]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         a, idx = inputs
         grads = [None, xp.zeros_like(idx) if need[1] else None]
         if need[0]:
-            ax = _norm_axis(self.axis, a.ndim)
+            ax = norm_axis(self.axis, a.ndim)
             i = self._index(xp, idx, a.shape[ax]).reshape(-1)
             # bring the indexed axis first so that one scatter covers every index
             g = out_grads[0].reshape(a.shape[:ax] + (i.size,) + a.shape[ax + 1:])
@@ -101,6 +90,8 @@ class Embedding(Operator):
 
     def list_arguments(self):
         return ['data', 'weight']
+
+    infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         d, w = in_shapes[:2]
@@ -149,6 +140,8 @@ class OneHot(Operator):
     def list_arguments(self):
         return ['indices']
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         d = in_shapes[0]
         return [d], [None if d is None else tuple(d) + (self.depth,)], []
@@ -181,6 +174,8 @@ class Where(Operator):
 
     def list_arguments(self):
         return ['condition', 'x', 'y']
+
+    infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         c, x, y = in_shapes[:3]
@@ -229,3 +224,43 @@ class Where(Operator):
         return [xp.zeros_like(c) if need[0] else None,
                 xp.where(m, g, zero) if need[1] else None,
                 xp.where(m, zero, g) if need[2] else None]
+
+
+@register
+class BatchTake(Operator):
+    """``out[i] = a[i, indices[i]]`` over the rows of ``a.reshape(-1, a.shape[-1])``."""
+
+    name = 'batch_take'
+    no_grad = True
+
+    def list_arguments(self):
+        return ['a', 'indices']
+
+    infer_shape_uses_outputs = True
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        a, i = in_shapes[:2]
+        if a is not None and len(a) < 2:
+            raise ShapeError('batch_take: argument %r has shape %s; it needs at least 2 '
+                             'dimensions' % ('a', tuple(a)))
+        if shape_known(a) and shape_known(i):
+            rows = int(np.prod(a[:-1]))
+            if int(np.prod(i)) != rows:
+                raise ShapeError('batch_take: argument %r has shape %s (%d elements) but a %s '
+                                 'has %d rows of %d' % ('indices', tuple(i), int(np.prod(i)),
+                                                        tuple(a), rows, a[-1]))
+        return [a, i], [None if i is None else tuple(i)], []
+
+    def infer_type(self, in_types):
+        t = in_types[1]
+        if t is not None and np.dtype(t) != np.int32:
+            raise TypeInferenceError('batch_take: argument %r has type %s but must be int32 '
+                                     '(as in MXNet)' % ('indices', np.dtype(t).name))
+        return [in_types[0], np.dtype(np.int32)], [in_types[0]], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        a, indices = inputs
+        k = a.shape[-1]
+        rows = a.reshape(-1, k)
+        i = xp.clip(indices.reshape(-1).astype(np.int64), 0, k - 1)
+        return [rows[xp.arange(rows.shape[0]), i].reshape(indices.shape)]

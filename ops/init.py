@@ -1,10 +1,15 @@
-"""Operators without inputs that make arrays: ``_zeros``, ``_ones``, ``_full``,
-``_arange``, ``_eye`` and ``_linspace`` (behind ``mx.sym.zeros``, ``mx.sym.arange`` ...).
+"""Operators that make arrays from their parameters: ``_zeros``, ``_ones``, ``_full``,
+``_arange``, ``_eye`` and ``_linspace`` (behind ``mx.sym.zeros``, ``mx.sym.arange`` ...),
+and ``_contrib_arange_like`` (shaped like its input).
 
 As in MXNet 1.9.1: the dtype defaults to float32; ``_arange`` takes ``stop=None`` as
 ``[0, start)`` and repeats each value ``repeat`` times; ``infer_range`` (the length taken
 from the consumer) is not supported and says so; ``ctx`` is accepted and ignored (the
 executor's context decides).
+
+``_contrib_arange_like``: ``start + (i // repeat) * step`` in data's dtype (start and step
+cast to it first; for float16 MXNet truncates both to integers), shaped like data, or 1-D
+along ``axis``; zero gradient.
 """
 import math
 
@@ -158,3 +163,49 @@ class Linspace(_Init):
     def forward(self, xp, inputs, aux, is_train):
         a = np.linspace(self.start, self.stop, self.num, endpoint=self.endpoint)
         return [xp.asarray(a.astype(self.dtype))]
+
+
+@register
+class ArangeLike(Operator):
+    """``start + (i // repeat) * step`` shaped like ``data`` (or 1-D along ``axis``)."""
+
+    name = '_contrib_arange_like'
+    start = Param(float, 0.0, doc='Start of interval.')
+    step = Param(float, 1.0, doc='Spacing between values.')
+    repeat = Param(int, 1, doc='The repeating time of all elements.')
+    ctx = Param(str, '', doc='Context of output (ignored: the graph has one context).')
+    axis = Param(int, None, doc='Arange elements along this axis (default: all of data).')
+    no_grad = True
+
+    def check(self):
+        if self.repeat < 1:
+            raise MXNetError('_contrib_arange_like: repeat must be positive, got %d'
+                             % self.repeat)
+
+    def _out_shape(self, d):
+        if self.axis is None:
+            return tuple(d)
+        ax = self.axis + len(d) if self.axis < 0 else self.axis
+        if not 0 <= ax < len(d):
+            raise ShapeError('_contrib_arange_like: axis=%d is out of range for argument %r '
+                             'of shape %s' % (self.axis, 'data', tuple(d)))
+        return (d[ax],)
+
+    infer_shape_uses_outputs = True
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        d = in_shapes[0]
+        return [d], [None if d is None else self._out_shape(d)], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        dt = x.dtype
+        start, step = self.start, self.step
+        if dt == np.float16:            # MXNet 1.9.1 truncates them for float16 (only)
+            start, step = math.trunc(start), math.trunc(step)
+        shape = self._out_shape(x.shape)
+        k = (xp.arange(int(np.prod(shape)), dtype=np.int64) // self.repeat).astype(dt)
+        return [(dt.type(start) + k * dt.type(step)).astype(dt).reshape(shape)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        return [xp.zeros_like(inputs[0]) if need[0] else None]

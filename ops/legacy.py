@@ -25,17 +25,24 @@ and the forward-only ``_grad_add`` (lhs + rhs), ``_slice_assign`` (alias ``_crop
 lhs with ``lhs[begin:end:step] = rhs``) and ``_slice_assign_scalar`` (alias
 ``_crop_assign_scalar``: the slice set to ``scalar``). MXNet registers no gradient for the
 last three (``backward`` raises there); here they are ``no_grad`` (zero gradients).
+
+``Crop`` (``num_args`` 1 or 2, inputs ``arg0``/``arg1``): NCHW data cropped to ``h_w``
+or to the height and width of the second input, at ``offset`` (y, x) or centred
+(``(H - h) // 2``); the second input gets a zero gradient. Deliberate difference: ``Crop``
+accepts any floating point type (MXNet only float32) and checks offsets and the crop_like
+size in shape inference (MXNet at run time).
 """
 import numpy as np
 
 from symgraph.opdef import MXNetError, Operator, Param, ShapeError, register, unify_shape
 
+from ._util import sliced_len
 from .binary import ElemwiseAdd, ElemwiseDiv
 from .conv import Convolution
 from .norm import BatchNorm
 from .pooling import Pooling
 from .scalar import MinusScalar, PlusScalar
-from .slicing import Slice, _sliced_len
+from .slicing import Slice
 
 
 @register
@@ -208,12 +215,14 @@ class SliceAssign(Slice):
     def list_arguments(self):
         return ['lhs', 'rhs']
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         d = in_shapes[0] if out_shapes is None else unify_shape(in_shapes[0], out_shapes[0])
         if d is None:
             return list(in_shapes), [None], []
         sl = self._sl(d)
-        want = tuple(_sliced_len(s, n) for s, n in zip(sl, d)) + tuple(d[len(sl):])
+        want = tuple(sliced_len(s, n) for s, n in zip(sl, d)) + tuple(d[len(sl):])
         try:
             r = unify_shape(in_shapes[1], want)
         except ShapeError:
@@ -241,6 +250,8 @@ class SliceAssignScalar(SliceAssign):
 
     def list_arguments(self):
         return ['data']
+
+    infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         d = in_shapes[0] if out_shapes is None else unify_shape(in_shapes[0], out_shapes[0])
@@ -301,3 +312,88 @@ class IdentityAttachKLSparseReg(Operator):
         t = x.dtype.type(self.sparseness_target)
         reg = x.dtype.type(self.penalty) * (-t / avg + (1 - t) / (1 - avg))
         return [dy + reg.reshape(1, -1).astype(dy.dtype, copy=False) if need[0] else None]
+
+
+# --- Crop --------------------------------------------------------------------------------
+@register
+class Crop(Operator):
+    """Crop NCHW data to ``h_w`` or to the second input's height and width."""
+
+    name = 'Crop'
+    key_var_num_args = 'num_args'
+    num_args = Param(int, doc='1: crop to h_w; 2: crop to the second input (crop_like)')
+    offset = Param('shape', (0, 0), doc='crop offset (y, x)')
+    h_w = Param('shape', (0, 0), doc='crop height and width (h, w)')
+    center_crop = Param(bool, False, doc='crop the centre instead of at offset')
+
+    def check(self):
+        if self.num_args not in (1, 2):
+            raise MXNetError('Crop: num_args must be 1 or 2, got %d' % self.num_args)
+
+    def list_arguments(self):
+        return ['arg%d' % i for i in range(self.num_args)]
+
+    def _hw(self, data, like):
+        if self.num_args == 1:
+            h, w = self.h_w
+            for v, d, what in ((h, data[2], 'height'), (w, data[3], 'width')):
+                if v < 1:
+                    raise ShapeError('Crop: the crop %s in h_w=%s must be at least 1'
+                                     % (what, self.h_w))
+                if d > 0 and v > d:
+                    raise ShapeError('Crop: the crop %s in h_w=%s exceeds that of data %s'
+                                     % (what, self.h_w, tuple(data)))
+            return h, w
+        return like[2], like[3]
+
+    def _offsets(self, data, h, w):
+        if self.center_crop:
+            return (data[2] - h) // 2, (data[3] - w) // 2
+        for i, (d, v, what) in enumerate(((data[2], h, 'height'), (data[3], w, 'width'))):
+            if v > d:
+                raise ShapeError('Crop: data %s is smaller than the crop (%d, %d)'
+                                 % (tuple(data), h, w))
+            if not 0 <= self.offset[i] <= d - v:
+                raise ShapeError('Crop: offset %s leaves the data %s for a crop of (%d, %d)'
+                                 % (self.offset, tuple(data), h, w))
+        return self.offset[0], self.offset[1]
+
+    def infer_shape(self, in_shapes):
+        data = in_shapes[0]
+        like = in_shapes[1] if self.num_args == 2 else None
+        if data is not None and len(data) != 4:
+            raise ShapeError('Crop: data must be 4-D NCHW, got %s' % (tuple(data),))
+        if like is not None and len(like) != 4:
+            raise ShapeError('Crop: crop_like must be 4-D NCHW, got %s' % (tuple(like),))
+        ins = list(in_shapes[:self.num_args])
+        if data is None or (self.num_args == 2 and like is None):
+            return ins, [None], []
+        h, w = self._hw(data, like)
+        if all(d > 0 for d in (data[2], data[3], h, w)):
+            self._offsets(data, h, w)
+        return ins, [(data[0], data[1], h, w)], []
+
+    def infer_type(self, in_types):
+        return list(in_types[:self.num_args]), [in_types[0]], []
+
+    def _window(self, x, like):
+        h, w = self._hw(x.shape, like)
+        oy, ox = self._offsets(x.shape, h, w)
+        return (slice(None), slice(None), slice(oy, oy + h), slice(ox, ox + w))
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        like = inputs[1].shape if self.num_args == 2 else None
+        return [x[self._window(x, like)]]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        x = inputs[0]
+        like = inputs[1].shape if self.num_args == 2 else None
+        grads = [None] * self.num_args
+        if need[0]:
+            gx = xp.zeros(x.shape, dtype=out_grads[0].dtype)
+            gx[self._window(x, like)] = out_grads[0]
+            grads[0] = gx
+        if self.num_args == 2 and need[1]:
+            grads[1] = xp.zeros_like(inputs[1])
+        return grads

@@ -117,6 +117,8 @@ class Gemm(_GemmBase):
     def list_arguments(self):
         return ['A', 'B', 'C']
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         a, b, c = in_shapes[:3]
         out = self._product_shape(a, b)
@@ -161,6 +163,8 @@ class Gemm2(_GemmBase):
     def list_arguments(self):
         return ['A', 'B']
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         a, b = in_shapes[:2]
         return [a, b], [self._product_shape(a, b)], []
@@ -184,6 +188,8 @@ class Syrk(_Linalg):
     aliases = ('linalg_syrk',)
     transpose = Param(bool, False, doc='compute A^T A instead of A A^T')
     alpha = Param(float, 1.0, doc='scale of the product')
+
+    infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         a = _matrices(self, in_shapes[0])
@@ -218,6 +224,8 @@ class _Triangular(_Linalg):
 
     def list_arguments(self):
         return ['A', 'B']
+
+    infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         a = _matrices(self, in_shapes[0], square=True)
@@ -405,6 +413,8 @@ class Inverse(_SameShape):
 
 class _PerMatrix(_Linalg):
     """One number per square matrix: shape ``A.shape[:-2]``, (1,) for a single matrix."""
+
+    infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         a = _matrices(self, in_shapes[0], square=True)

@@ -1,26 +1,39 @@
-"""Loss heads: ``SoftmaxOutput``, the regression outputs, ``MakeLoss`` and ``make_loss``.
+"""Losses: ``SoftmaxOutput``, the regression outputs, ``SVMOutput``, ``MakeLoss``,
+``make_loss``, ``smooth_l1`` and ``softmax_cross_entropy``.
 
 A loss head's forward is the prediction (softmax, identity, sigmoid); its backward ignores
 the head gradient and makes the gradient of the implied loss, scaled exactly as MXNet 1.9.1
 does (see MXNET_SEMANTICS.md). The ``label`` argument gets a zero gradient.
+
+``smooth_l1``, ``softmax_cross_entropy`` and ``SVMOutput`` (MXNet 1.9.1 semantics):
+
+* ``smooth_l1(x, scalar=sigma)``: ``0.5 * (sigma * x) ** 2`` where ``|x| < 1 / sigma ** 2``,
+  else ``|x| - 0.5 / sigma ** 2``.
+* ``softmax_cross_entropy(data, label)``: data ``(N, K)``, label ``(N,)`` of class indices
+  (same dtype as data); the output has shape ``(1,)``: the cross entropy summed over the
+  batch. The gradient is ``(softmax(data) - onehot(label)) * head``; MXNet refuses a
+  gradient for ``label`` (it gets zeros here). The label is not inferred from data (MXNet
+  fails then too).
+* ``SVMOutput(data, label)``: a loss head: forward is the identity; backward ignores the
+  head gradient and gives the hinge-loss gradient per row of data viewed as
+  ``(-1, K)`` (one label per row, label shape ``data.shape[:-1]``), with ``c`` the
+  regularization coefficient, ``m`` the margin and ``k`` the row's label (a label out of
+  range matches no class): L1 (``use_linear``): ``-c * (m > x_k)`` for the label's class,
+  ``c * (m > -x_j)`` for the others; L2: ``-2c * (m - x_k) * (m > x_k)`` and
+  ``2c * (m + x_j) * (m > -x_j)``.
 """
+from math import prod
+
 import numpy as np
 
 from symgraph.opdef import Operator, Param, ShapeError, register, same_type
 
-from .nn import float_only
+from ._util import f32, float_only
 
 
 def softmax(xp, x, axis):
     e = xp.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
-
-
-def _prod(s):
-    n = 1
-    for d in s:
-        n *= d
-    return n
 
 
 def _zeros_if(xp, need, x):
@@ -69,6 +82,8 @@ class SoftmaxOutput(_DataLabel):
 
     is_loss = True
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         d, lab = in_shapes[:2]
         if d is None:
@@ -80,7 +95,7 @@ class SoftmaxOutput(_DataLabel):
             if len(d) < 2:
                 raise ShapeError('SoftmaxOutput: multi_output needs data with an axis 1, '
                                  'got %s' % (d,))
-            spatial = _prod(d[2:]) if all(d[2:]) else 0
+            spatial = prod(d[2:]) if all(d[2:]) else 0
             flat = (d[0], spatial)
             full = (d[0],) + d[2:]
             ones = d[:1] + (1,) + d[2:]
@@ -188,6 +203,8 @@ class _Regression(_DataLabel):
     is_loss = True
     needs_outputs = True
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         d, lab = in_shapes[:2]
         if d is None:
@@ -196,7 +213,7 @@ class _Regression(_DataLabel):
         if lab is None:
             # a (N, 1) prediction takes a 1-D label by default
             lab = (d[0],) if len(d) == 2 and d[1] == 1 else d
-        elif all(d) and all(lab) and (lab[0] != d[0] or _prod(lab) != _prod(d)):
+        elif all(d) and all(lab) and (lab[0] != d[0] or prod(lab) != prod(d)):
             raise ShapeError('%s: argument %r has shape %s but data has %s (need the same '
                              'batch size and number of elements)'
                              % (self.name, 'label', tuple(lab), d))
@@ -298,3 +315,113 @@ class MakeLossSimple(Operator):
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         return [xp.ones_like(inputs[0])]
+
+
+@register
+class SmoothL1(Operator):
+    """Smooth L1: quadratic near 0 (``|x| < 1 / sigma^2``), linear beyond."""
+
+    name = 'smooth_l1'
+    scalar = Param(float, 1.0, doc='sigma: the quadratic region is |x| < 1 / sigma^2')
+    needs_inputs = True
+    same_shape_io = True
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        s2 = self.scalar * self.scalar
+        if s2 == 0:             # 1 / 0 is inf: every element is in the quadratic branch
+            return [xp.zeros_like(x)]
+        inner = xp.abs(x) < 1.0 / s2
+        out = xp.where(inner, 0.5 * s2 * x * x, xp.abs(x) - 0.5 / s2)
+        return [out.astype(x.dtype, copy=False)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        x = inputs[0]
+        s2 = self.scalar * self.scalar
+        if s2 == 0:
+            return [xp.zeros_like(x)]
+        d = xp.where(xp.abs(x) < 1.0 / s2, s2 * x, xp.sign(x))
+        return [(out_grads[0] * d).astype(x.dtype, copy=False)]
+
+
+@register
+class SoftmaxCrossEntropy(_DataLabel):
+    """Summed cross entropy of ``softmax(data)`` against class labels; output (1,)."""
+
+    name = 'softmax_cross_entropy'
+    needs_inputs = True
+
+    infer_shape_uses_outputs = True
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        d, lab = in_shapes[:2]
+        if d is not None and len(d) != 2:
+            raise ShapeError('softmax_cross_entropy: argument %r must be 2-D, got %s'
+                             % ('data', tuple(d)))
+        if lab is not None and len(lab) != 1:
+            raise ShapeError('softmax_cross_entropy: argument %r must be 1-D, got %s'
+                             % ('label', tuple(lab)))
+        if d is not None and lab is not None and d[0] and lab[0] and d[0] != lab[0]:
+            raise ShapeError('softmax_cross_entropy: argument %r has shape %s but data %s '
+                             'has %d rows' % ('label', tuple(lab), tuple(d), d[0]))
+        return [d, lab], [(1,)], []
+
+    def _probs(self, xp, x, lab):
+        y = softmax(xp, x, 1)
+        hit = lab.astype(np.int64)[:, None] == xp.arange(x.shape[1])[None, :]
+        return y, hit
+
+    def forward(self, xp, inputs, aux, is_train):
+        x, lab = inputs
+        y, hit = self._probs(xp, x, lab)
+        picked = xp.where(hit, y, x.dtype.type(0)).sum(axis=1)
+        # MXNet clamps the probability at 1e-8 (a row contributes at most 18.42)
+        picked = xp.maximum(picked, x.dtype.type(1e-8))
+        return [(-xp.log(picked)).sum(keepdims=True).reshape(1).astype(x.dtype, copy=False)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        x, lab = inputs
+        dx = None
+        if need[0]:
+            y, hit = self._probs(xp, x, lab)
+            dx = (y - hit.astype(x.dtype)) * out_grads[0].reshape(1, 1)
+        return [dx, _zeros_if(xp, need[1], lab)]
+
+
+@register
+class SVMOutput(_DataLabel):
+    """Identity forward; backward is the (L1 or L2) hinge-loss gradient (see above)."""
+
+    name = 'SVMOutput'
+    margin = Param(float, 1.0, doc='the margin')
+    regularization_coefficient = Param(float, 1.0, doc='scale of the gradient')
+    use_linear = Param(bool, False, doc='L1 hinge loss instead of L2')
+    is_loss = True
+    needs_inputs = True
+
+    infer_shape_uses_outputs = True
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        d, lab = in_shapes[:2]
+        if d is None:
+            return [d, lab], [None], []
+        d = tuple(d)
+        return [d, _label_per_row(self, d, lab)], [d], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        return [inputs[0]]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        x, lab = inputs
+        dt = x.dtype
+        k = x.shape[-1] if x.ndim else 1
+        x2 = x.reshape(-1, k)
+        hit = lab.reshape(-1).astype(np.int64)[:, None] == xp.arange(k)[None, :]
+        # Python floats (rounded to C float as MXNet's parameters): the dtype stays dt
+        m, c = f32(self.margin), f32(self.regularization_coefficient)
+        below, above = (x2 < m).astype(dt), (-x2 < m).astype(dt)
+        if self.use_linear:
+            g = xp.where(hit, -below, above) * c
+        else:
+            g = xp.where(hit, (x2 - m) * below, (x2 + m) * above) * (2 * c)
+        return [g.astype(dt, copy=False).reshape(x.shape), _zeros_if(xp, need[1], lab)]

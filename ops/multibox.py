@@ -34,7 +34,7 @@ import numpy as np
 
 from symgraph.opdef import MXNetError, Operator, Param, ShapeError, TypeInferenceError, register
 
-from .nms_core import _host, greedy_nms_keep
+from ._nms import to_host, greedy_nms_keep
 
 _V = (0.1, 0.1, 0.2, 0.2)
 
@@ -439,8 +439,8 @@ class MultiBoxDetection(_Variances):
 
     def _suppress(self, xp, out, top, nc, dt):
         """Greedy NMS over the top rows (already in score order): IoU >= nms_threshold."""
-        h_out = _host(out)
-        h_top = _host(top)
+        h_out = to_host(out)
+        h_top = to_host(top)
         b, i = np.nonzero(h_top)
         if b.size < 2:
             return

@@ -1,36 +1,21 @@
-"""Basic neural-network layers: ``FullyConnected``, ``Activation``, ``LeakyReLU``, ``Dropout``.
+"""Basic neural-network layers: ``FullyConnected``, ``Activation``, ``LeakyReLU``,
+``hard_sigmoid``, ``Dropout``.
 
 Softmax-like operators live in :mod:`symgraph.ops.softmax`, matrix products in
 :mod:`symgraph.ops.dot`.
+
+``hard_sigmoid`` is ``clip(alpha * x + beta, 0, 1)`` (alpha and beta as C floats).
 """
 import math
+from math import prod
 
 import numpy as np
 
-from symgraph.opdef import (Operator, Param, ShapeError, TypeInferenceError, random_state,
-                            register, same_type, unify_shape)
+from symgraph.opdef import (Operator, Param, ShapeError, random_state, register, same_type,
+                            unify_shape)
 
-
-def _prod(s):
-    n = 1
-    for d in s:
-        n *= d
-    return n
-
-
-def erf(xp, x):
-    """Vectorised error function (Numerical Recipes ``erfcc``, relative error < 1.2e-7).
-
-    NumPy has no ``erf`` and operators may not import SciPy; MXNet itself evaluates GELU
-    in float32, so this accuracy matches it.
-    """
-    z = xp.abs(x)
-    t = 1.0 / (1.0 + 0.5 * z)
-    poly = (-1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
-        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
-            -0.82215223 + t * 0.17087277)))))))))
-    erfc = t * xp.exp(-z * z + poly)
-    return xp.where(x >= 0, 1.0 - erfc, erfc - 1.0).astype(x.dtype, copy=False)
+from ._specfun import erf
+from ._util import f32, float_only
 
 
 @register
@@ -49,6 +34,8 @@ class FullyConnected(Operator):
     def list_arguments(self):
         return ['data', 'weight'] if self.no_bias else ['data', 'weight', 'bias']
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         names = self.list_arguments()
         shapes = list(in_shapes[:len(names)])
@@ -65,7 +52,7 @@ class FullyConnected(Operator):
             elif self.flatten and len(d) == 2 and d[1] == 0:
                 d[1] = w[1]
         trail = d[-1:] if not self.flatten else d[1:]
-        k = _prod(trail) if all(trail) else 0
+        k = prod(trail) if all(trail) else 0
         h = self.num_hidden
         try:
             shapes[1] = unify_shape(w, (h, k))
@@ -111,14 +98,6 @@ class FullyConnected(Operator):
         if not self.no_bias and need[2]:
             grads[2] = g2.sum(axis=0).reshape(inputs[2].shape)
         return grads
-
-
-def float_only(op, t):
-    """``t``, refused unless floating point (MXNet: 'only support floating point types')."""
-    if t is not None and np.dtype(t).kind != 'f':
-        raise TypeInferenceError('this operation only supports floating point types, not %s'
-                                 % np.dtype(t).name)
-    return t
 
 
 def _softrelu(xp, x):
@@ -214,6 +193,8 @@ class LeakyReLU(Operator):
     def input_init(self):
         # MXNet gives an automatically created gamma this initializer, whatever `slope` is
         return {'gamma': '["Constant", {"value": 0.25}]'} if self.act_type == 'prelu' else {}
+
+    infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         d = in_shapes[0]
@@ -325,6 +306,8 @@ class Dropout(Operator):
     def num_visible_outputs(self):
         return 1
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         d = in_shapes[0]
         return [d], [d, d], []
@@ -347,3 +330,25 @@ class Dropout(Operator):
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         return [out_grads[0] * outputs[1]]
+
+
+@register
+class HardSigmoid(Operator):
+    """``max(0, min(1, alpha * x + beta))``."""
+
+    name = 'hard_sigmoid'
+    alpha = Param(float, 0.2, doc='slope')
+    beta = Param(float, 0.5, doc='offset')
+    needs_inputs = True
+    same_shape_io = True
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        return [xp.clip(x * f32(self.alpha) + f32(self.beta), 0, 1).astype(x.dtype,
+                                                                             copy=False)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        x = inputs[0]
+        z = x * f32(self.alpha) + f32(self.beta)
+        d = ((z > 0) & (z < 1)).astype(x.dtype) * x.dtype.type(f32(self.alpha))
+        return [out_grads[0] * d]

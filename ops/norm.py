@@ -1,4 +1,4 @@
-"""Batch normalisation (``BatchNorm``) and the helpers the normalisation families share.
+"""Batch normalisation (``BatchNorm``).
 
 ``BatchNorm`` keeps what its backward needs (mean, inverse std) as hidden outputs, as MXNet
 does, so backward never recomputes statistics. float16 data is normalised in float32, and
@@ -7,66 +7,18 @@ float32/float64 arrays with the channel axis 1 it calls the fused kernels of
 ``symgraph.cuda.loader``.
 
 MXNet stores ``eps``, ``momentum``, ``alpha``... as C ``float`` (BatchNorm's ``eps`` is a
-``double`` set from the float ``1e-3f``); :func:`_f32` rounds them the same way. It and
-:func:`_acc`, :func:`_bshape` and :func:`_channel_param_shapes` are shared with
-:mod:`symgraph.ops.norm_layers` (``LayerNorm``, ``InstanceNorm``, ``L2Normalization``,
-``LRN``); :mod:`symgraph.ops.syncbn` builds ``SyncBatchNorm`` on :class:`_BatchNormBase`.
+``double`` set from the float ``1e-3f``); ``ops._util.f32`` rounds them the same way. The
+shape rules BatchNorm shares with the other normalisations are in ``ops/_norm.py``;
+:mod:`symgraph.ops.syncbn` builds ``SyncBatchNorm`` on the same ``BatchNormBase``.
 """
 from math import prod
 
 import numpy as np
 
-from symgraph.opdef import Operator, Param, ShapeError, register, unify_shape
+from symgraph.opdef import Param, register
 
-
-def _f32(v):
-    """A parameter as MXNet's C ``float`` holds it (as a Python float)."""
-    return float(np.float32(v))
-
-
-def _acc(x):
-    """The array in its accumulation type (float16 is computed in float32)."""
-    return x.astype(np.float32) if x.dtype == np.float16 else x
-
-
-def _channel_param_shapes(op, in_shapes, axis, n_params):
-    """Data shape and the (C,) shape of ``n_params`` per-channel inputs along ``axis``.
-
-    Returns ``(data_shape, param_shape, axis)`` with the axis made non-negative; unknown
-    parts stay None or 0. The channel count may come from data or from any parameter.
-    """
-    data = in_shapes[0]
-    names = op.list_arguments() + op.list_auxiliary_states()
-    c = None
-    for i in range(1, 1 + n_params):
-        try:
-            c = unify_shape(c, in_shapes[i])
-        except ShapeError:
-            raise ShapeError('%r has shape %s but %s was expected from the other parameters'
-                             % (names[i], tuple(in_shapes[i]), c)) from None
-        if c is not None and len(c) != 1:
-            raise ShapeError('%r must be 1-D, got %s' % (names[i], c))
-    if data is None:
-        return None, c, None
-    ndim = len(data)
-    if not -ndim <= axis < ndim:
-        raise ShapeError('channel axis %d out of range for data of shape %s'
-                         % (axis, tuple(data)))
-    ax = axis % ndim
-    try:
-        c = unify_shape(c, (data[ax],))
-    except ShapeError:
-        raise ShapeError('parameters have shape %s but data %s has %d channels on axis %d'
-                         % (c, tuple(data), data[ax], ax)) from None
-    data = data[:ax] + (c[0],) + data[ax + 1:]
-    return data, c, ax
-
-
-def _bshape(ndim, ax, c):
-    """Shape that broadcasts a (C,) vector along axis ``ax`` of an ndim array."""
-    s = [1] * ndim
-    s[ax] = c
-    return tuple(s)
+from ._norm import BatchNormBase, bshape
+from ._util import acc, f32
 
 
 def _per_channel(xp, x, ax):
@@ -102,10 +54,10 @@ def _gpu_bn_forward(xp, op, data, gamma, beta, moving_mean, moving_var, is_train
     from symgraph.cuda import loader
     n, c = data.shape[:2]
     x3 = data.reshape(n, c, -1)
-    eps = _f32(op.eps)
+    eps = f32(op.eps)
     if is_train and not op.use_global_stats:
         mean, var, inv = loader.batchnorm_stats(x3, eps)
-        loader.batchnorm_update_moving(moving_mean, moving_var, mean, var, _f32(op.momentum))
+        loader.batchnorm_update_moving(moving_mean, moving_var, mean, var, f32(op.momentum))
     else:
         mean, inv = moving_mean.copy(), 1.0 / xp.sqrt(moving_var + eps)
     out = loader.batchnorm_forward(x3, mean, inv, gamma, beta, op.fix_gamma,
@@ -124,50 +76,8 @@ def _gpu_bn_backward(xp, op, dy, data, gamma, mean, inv, dest=None):
     return [dx.reshape(data.shape) if dest is None else dest, dgamma, dbeta]
 
 
-class _BatchNormBase(Operator):
-    """What BatchNorm and SyncBatchNorm share: inputs, outputs, auxiliary states, types."""
-
-    needs_inputs = True
-    needs_outputs = True
-
-    def channel_axis(self):
-        return 1
-
-    def list_arguments(self):
-        return ['data', 'gamma', 'beta']
-
-    def list_outputs(self):
-        return ['output', 'mean', 'var']
-
-    def list_auxiliary_states(self):
-        return ['moving_mean', 'moving_var']
-
-    def input_init(self):
-        # MXNet marks the automatically created running statistics this way
-        return {'moving_mean': '["zero", {}]', 'moving_var': '["one", {}]'}
-
-    def num_visible_outputs(self):
-        return 3 if self.output_mean_var else 1
-
-    def infer_shape(self, in_shapes):
-        data, c, _ = _channel_param_shapes(self, in_shapes, self.channel_axis(), 4)
-        return [data, c, c], [data, c, c], [c, c]
-
-    def infer_type(self, in_types):
-        # float16 data keeps float32 parameters and statistics, as in MXNet
-        t = in_types[0]
-        p = None
-        for x in in_types[1:]:
-            p = p if x is None else np.dtype(x)
-        if t is None:
-            return [None, p, p], [None, p, p], [p, p]
-        t = np.dtype(t)
-        p = np.dtype(np.float32) if t == np.float16 else t
-        return [t, p, p], [t, p, p], [p, p]
-
-
 @register
-class BatchNorm(_BatchNormBase):
+class BatchNorm(BatchNormBase):
     """Batch normalisation over every axis but ``axis``, with running statistics.
 
     The third output, 'var', is the inverse standard deviation, as in MXNet.
@@ -205,16 +115,16 @@ class BatchNorm(_BatchNormBase):
         if _gpu_bn_ok(xp, self, data, gamma, beta, moving_mean, moving_var):
             return _gpu_bn_forward(xp, self, data, gamma, beta, moving_mean, moving_var,
                                    is_train, dest)
-        x = _acc(data)
+        x = acc(data)
         ax, axes = self._batch_stats(xp, x)
-        bs = _bshape(x.ndim, ax, x.shape[ax])
-        eps = _f32(self.eps)
+        bs = bshape(x.ndim, ax, x.shape[ax])
+        eps = f32(self.eps)
         if is_train and not self.use_global_stats:
             m = x.size // max(x.shape[ax], 1)
             mean = _per_channel(xp, x, ax).sum(axis=(0, 2)) / max(m, 1)
             xc = x - mean.reshape(bs)
             var = _channel_dot(xp, xc, xc, ax) / max(m, 1)   # two-pass: no cancellation
-            mom = _f32(self.momentum)
+            mom = f32(self.momentum)
             moving_mean[...] = moving_mean * mom + mean * (1.0 - mom)
             moving_var[...] = moving_var * mom + var * (1.0 - mom)
         else:
@@ -246,9 +156,9 @@ class BatchNorm(_BatchNormBase):
         if _gpu_bn_ok(xp, self, data, gamma, out_grads[0], outputs[1], outputs[2]):
             return _gpu_bn_backward(xp, self, out_grads[0], data, gamma, outputs[1],
                                     outputs[2], dest)
-        x, dy = _acc(data), _acc(out_grads[0])
+        x, dy = acc(data), acc(out_grads[0])
         ax, axes = self._batch_stats(xp, x)
-        bs = _bshape(x.ndim, ax, x.shape[ax])
+        bs = bshape(x.ndim, ax, x.shape[ax])
         mean = outputs[1].astype(x.dtype, copy=False).reshape(bs)
         inv = outputs[2].astype(x.dtype, copy=False).reshape(bs)
         g = xp.ones_like(gamma) if self.fix_gamma else gamma

@@ -1,18 +1,24 @@
-"""Normalisations other than BatchNorm: ``LayerNorm``, ``InstanceNorm``, ``L2Normalization``
-and ``LRN``.
+"""Normalisations other than BatchNorm: ``LayerNorm``, ``InstanceNorm``, ``GroupNorm``,
+``L2Normalization`` and ``LRN``.
 
 Every operator keeps what its backward needs (mean, std or variance, norm) as hidden outputs,
 as MXNet does, so backward never recomputes statistics. float16 data is normalised in float32
 (:func:`symgraph.ops.norm._acc`); parameters such as ``eps`` and ``alpha`` are rounded to
 MXNet's C ``float`` (:func:`symgraph.ops.norm._f32`). ``BatchNorm`` and the shared helpers
 are in :mod:`symgraph.ops.norm`.
+
+``GroupNorm(data, gamma, beta)``: data ``(N, C, ...)`` with ``C`` divisible by
+``num_groups`` ``G``, normalised over each ``(sample, group)``; in MXNet 1.9.1 gamma and
+beta have shape ``(G,)`` (one scale per group, not per channel). Hidden outputs mean and
+std (``sqrt(var + eps)``) of shape ``(N, G)`` are visible with ``output_mean_var``.
 """
 import numpy as np
 
 from symgraph.opdef import (MXNetError, Operator, Param, ShapeError, TypeInferenceError,
                             register, same_type)
 
-from .norm import _acc, _bshape, _channel_param_shapes, _f32
+from ._norm import bshape, channel_param_shapes
+from ._util import acc, f32
 
 
 def _normalize_grad(dxhat, xhat, inv, axes):
@@ -50,7 +56,7 @@ class LayerNorm(_MeanStdNorm):
     output_mean_var = Param(bool, False, doc='also output the mean and the std')
 
     def infer_shape(self, in_shapes):
-        data, c, ax = _channel_param_shapes(self, in_shapes, self.axis, 2)
+        data, c, ax = channel_param_shapes(self, in_shapes, self.axis, 2)
         stat = None if data is None else data[:ax] + (1,) + data[ax + 1:]
         return [data, c, c], [data, stat, stat], []
 
@@ -60,11 +66,11 @@ class LayerNorm(_MeanStdNorm):
 
     def forward(self, xp, inputs, aux, is_train):
         data, gamma, beta = inputs
-        x = _acc(data)
+        x = acc(data)
         ax = self.axis % x.ndim
-        bs = _bshape(x.ndim, ax, x.shape[ax])
+        bs = bshape(x.ndim, ax, x.shape[ax])
         mean = x.mean(axis=ax, keepdims=True)
-        std = xp.sqrt(((x - mean) ** 2).mean(axis=ax, keepdims=True) + _f32(self.eps))
+        std = xp.sqrt(((x - mean) ** 2).mean(axis=ax, keepdims=True) + f32(self.eps))
         out = (x - mean) / std * gamma.reshape(bs) + beta.reshape(bs)
         t = data.dtype
         return [out.astype(t, copy=False), mean.astype(t, copy=False),
@@ -72,15 +78,15 @@ class LayerNorm(_MeanStdNorm):
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         data, gamma, _ = inputs
-        x, dy = _acc(data), _acc(out_grads[0])
+        x, dy = acc(data), acc(out_grads[0])
         ax = self.axis % x.ndim
-        bs = _bshape(x.ndim, ax, x.shape[ax])
-        inv = 1.0 / _acc(outputs[2])
-        xhat = (x - _acc(outputs[1])) * inv
+        bs = bshape(x.ndim, ax, x.shape[ax])
+        inv = 1.0 / acc(outputs[2])
+        xhat = (x - acc(outputs[1])) * inv
         others = tuple(i for i in range(x.ndim) if i != ax)
         dx = dgamma = dbeta = None
         if need[0]:
-            dx = _normalize_grad(dy * _acc(gamma).reshape(bs), xhat, inv, ax)
+            dx = _normalize_grad(dy * acc(gamma).reshape(bs), xhat, inv, ax)
             dx = dx.astype(data.dtype, copy=False)
         if need[1]:
             dgamma = (dy * xhat).sum(axis=others).astype(gamma.dtype, copy=False)
@@ -111,7 +117,7 @@ class InstanceNorm(Operator):
         if in_shapes[0] is not None and len(in_shapes[0]) < 3:
             raise ShapeError('InstanceNorm needs data of rank >= 3, got %s'
                              % (tuple(in_shapes[0]),))
-        data, c, _ = _channel_param_shapes(self, in_shapes, 1, 2)
+        data, c, _ = channel_param_shapes(self, in_shapes, 1, 2)
         stat = None if data is None else data[:2]
         return [data, c, c], [data, stat, stat], []
 
@@ -125,19 +131,19 @@ class InstanceNorm(Operator):
     def forward(self, xp, inputs, aux, is_train):
         x, gamma, beta = inputs
         axes = tuple(range(2, x.ndim))
-        bs = _bshape(x.ndim, 1, x.shape[1])
+        bs = bshape(x.ndim, 1, x.shape[1])
         mean = x.mean(axis=axes, keepdims=True)
         var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
-        out = (x - mean) / xp.sqrt(var + _f32(self.eps)) * gamma.reshape(bs) + beta.reshape(bs)
+        out = (x - mean) / xp.sqrt(var + f32(self.eps)) * gamma.reshape(bs) + beta.reshape(bs)
         return [out, mean.reshape(x.shape[:2]), var.reshape(x.shape[:2])]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         x, gamma, _ = inputs
         dy = out_grads[0]
         axes = tuple(range(2, x.ndim))
-        bs = _bshape(x.ndim, 1, x.shape[1])
+        bs = bshape(x.ndim, 1, x.shape[1])
         st = x.shape[:2] + (1,) * (x.ndim - 2)
-        inv = 1.0 / xp.sqrt(outputs[2].reshape(st) + _f32(self.eps))
+        inv = 1.0 / xp.sqrt(outputs[2].reshape(st) + f32(self.eps))
         xhat = (x - outputs[1].reshape(st)) * inv
         others = (0,) + axes
         dx = dgamma = dbeta = None
@@ -194,17 +200,17 @@ class L2Normalization(Operator):
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
         axes = self._axes(x.ndim)
-        xa = _acc(x)
-        norm = xp.sqrt((xa * xa).sum(axis=axes, keepdims=True) + _f32(self.eps))
+        xa = acc(x)
+        norm = xp.sqrt((xa * xa).sum(axis=axes, keepdims=True) + f32(self.eps))
         out = (xa / norm).astype(x.dtype, copy=False)
         keep = tuple(d for i, d in enumerate(x.shape) if i not in axes)
         return [out, norm.reshape(keep).astype(x.dtype, copy=False)]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
-        x, dy = _acc(inputs[0]), _acc(out_grads[0])
+        x, dy = acc(inputs[0]), acc(out_grads[0])
         axes = self._axes(x.ndim)
         st = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
-        norm = _acc(outputs[1]).reshape(st)
+        norm = acc(outputs[1]).reshape(st)
         dot = (dy * x).sum(axis=axes, keepdims=True)
         dx = dy / norm - x * dot / (norm * norm * norm)
         return [dx.astype(inputs[0].dtype, copy=False)]
@@ -258,17 +264,80 @@ class LRN(Operator):
 
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
-        xa = _acc(x)
-        scale = (_f32(self.knorm)
-                 + _f32(self.alpha) / self.nsize * _channel_window_sum(xp, xa * xa, self.nsize))
-        out = xa * scale ** -_f32(self.beta)
+        xa = acc(x)
+        scale = (f32(self.knorm)
+                 + f32(self.alpha) / self.nsize * _channel_window_sum(xp, xa * xa, self.nsize))
+        out = xa * scale ** -f32(self.beta)
         return [out.astype(x.dtype, copy=False), scale.astype(x.dtype, copy=False)]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
-        x, dy, scale = _acc(inputs[0]), _acc(out_grads[0]), _acc(outputs[1])
-        beta = _f32(self.beta)
+        x, dy, scale = acc(inputs[0]), acc(out_grads[0]), acc(outputs[1])
+        beta = f32(self.beta)
         p = scale ** -beta
         # the centred window is symmetric, so its adjoint is the same window sum
         t = _channel_window_sum(xp, dy * x * p / scale, self.nsize)
-        dx = dy * p - (2.0 * beta * _f32(self.alpha) / self.nsize) * x * t
+        dx = dy * p - (2.0 * beta * f32(self.alpha) / self.nsize) * x * t
         return [dx.astype(inputs[0].dtype, copy=False)]
+
+
+@register
+class GroupNorm(_MeanStdNorm):
+    """Normalise each (sample, group of channels); gamma and beta are per group."""
+
+    name = 'GroupNorm'
+    num_groups = Param(int, 1, doc='number of channel groups')
+    eps = Param(float, 1e-5, doc='added to the variance')
+    output_mean_var = Param(bool, False, doc='also output the mean and the std')
+
+    infer_shape_uses_outputs = True
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        d = in_shapes[0]
+        g = self.num_groups
+        if d is not None:
+            if len(d) < 3:
+                raise ShapeError('GroupNorm: argument %r must have rank 3 or greater '
+                                 '(N, C, ...), got %s' % ('data', tuple(d)))
+            if d[1] and d[1] % g:
+                raise ShapeError('GroupNorm: the %d channels of data %s are not divisible by '
+                                 'num_groups=%d' % (d[1], tuple(d), g))
+        for i, nm in ((1, 'gamma'), (2, 'beta')):
+            s = in_shapes[i]
+            if s is not None and (len(s) != 1 or (s[0] and s[0] != g)):
+                raise ShapeError('GroupNorm: argument %r has shape %s, expected (%d,) '
+                                 '(num_groups)' % (nm, tuple(s), g))
+        stat = None if d is None else (d[0], g)
+        return [d, (g,), (g,)], [d, stat, stat], []
+
+    def infer_type(self, in_types):
+        t = same_type(self, in_types)
+        return [t] * 3, [t] * 3, []
+
+    def forward(self, xp, inputs, aux, is_train):
+        data, gamma, beta = inputs
+        n, g = data.shape[0], self.num_groups
+        x = acc(data).reshape(n, g, -1)
+        mean = x.mean(axis=2, keepdims=True)
+        std = xp.sqrt(((x - mean) ** 2).mean(axis=2, keepdims=True) + f32(self.eps))
+        out = (x - mean) / std * acc(gamma).reshape(1, g, 1) + acc(beta).reshape(1, g, 1)
+        t = data.dtype
+        return [out.reshape(data.shape).astype(t, copy=False),
+                mean.reshape(n, g).astype(t, copy=False), std.reshape(n, g).astype(t, copy=False)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        data, gamma, _ = inputs
+        n, g = data.shape[0], self.num_groups
+        x = acc(data).reshape(n, g, -1)
+        dy = acc(out_grads[0]).reshape(n, g, -1)
+        inv = 1.0 / acc(outputs[2]).reshape(n, g, 1)
+        xhat = (x - acc(outputs[1]).reshape(n, g, 1)) * inv
+        dx = dgamma = dbeta = None
+        if need[0]:
+            dxhat = dy * acc(gamma).reshape(1, g, 1)
+            dx = _normalize_grad(dxhat, xhat, inv, 2)
+            dx = dx.reshape(data.shape).astype(data.dtype, copy=False)
+        if need[1]:
+            dgamma = (dy * xhat).sum(axis=(0, 2)).astype(gamma.dtype, copy=False)
+        if need[2]:
+            dbeta = dy.sum(axis=(0, 2)).astype(gamma.dtype, copy=False)
+        return [dx, dgamma, dbeta]

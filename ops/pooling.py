@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from symgraph.opdef import MXNetError, Operator, Param, ShapeError, register, same_type
+
 from ._conv_impl import _pad, _windows
 from .conv import Deconvolution
 

@@ -38,7 +38,7 @@ import numpy as np
 
 from symgraph.opdef import MXNetError, Operator, Param, ShapeError, register
 
-from .nms_core import _host, greedy_nms_keep
+from ._nms import to_host, greedy_nms_keep
 
 
 def generate_anchors(stride, ratios, scales):
@@ -58,10 +58,6 @@ def generate_anchors(stride, ratios, scales):
     return out.astype(np.float32)
 
 
-def _f32(v):
-    return v.astype(np.float32)
-
-
 def _decode(anchors, deltas, im_h, im_w, iou_loss):
     """Decoded, clipped (N, K, 4) float32 boxes; anchors (K, 4), deltas (N, K, 4)."""
     x1, y1, x2, y2 = (anchors[None, :, i] for i in range(4))
@@ -71,13 +67,13 @@ def _decode(anchors, deltas, im_h, im_w, iou_loss):
     else:
         one = np.float32(1)
         bw, bh = x2 - x1 + one, y2 - y1 + one
-        cx = _f32(x1 + 0.5 * (bw.astype(np.float64) - 1.0))
-        cy = _f32(y1 + 0.5 * (bh.astype(np.float64) - 1.0))
+        cx = (x1 + 0.5 * (bw.astype(np.float64) - 1.0)).astype(np.float32)
+        cy = (y1 + 0.5 * (bh.astype(np.float64) - 1.0)).astype(np.float32)
         pcx, pcy = d[0] * bw + cx, d[1] * bh + cy
         pw, ph = np.exp(d[2]) * bw, np.exp(d[3]) * bh
         hw, hh = 0.5 * (pw.astype(np.float64) - 1.0), 0.5 * (ph.astype(np.float64) - 1.0)
-        px1, px2 = _f32(pcx - hw), _f32(pcx + hw)
-        py1, py2 = _f32(pcy - hh), _f32(pcy + hh)
+        px1, px2 = (pcx - hw).astype(np.float32), (pcx + hw).astype(np.float32)
+        py1, py2 = (pcy - hh).astype(np.float32), (pcy + hh).astype(np.float32)
     zero = np.float32(0)
     mw, mh = (im_w - np.float32(1))[:, None], (im_h - np.float32(1))[:, None]
     px1, px2 = (np.maximum(np.minimum(v, mw), zero) for v in (px1, px2))
@@ -151,7 +147,7 @@ class _ProposalBase(Operator):
 
     def forward(self, xp, inputs, aux, is_train):
         dt = inputs[0].dtype
-        cls, bbox, info = (_host(a).astype(np.float32, copy=False) for a in inputs)
+        cls, bbox, info = (to_host(a).astype(np.float32, copy=False) for a in inputs)
         n, ch, h, w = cls.shape
         self._check_batch(n)
         a = ch // 2

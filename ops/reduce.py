@@ -1,5 +1,5 @@
 """Reductions: ``sum``, ``mean``, ``max``, ``min``, ``prod``, ``nansum``, ``nanprod``,
-``norm``, ``argmax``, ``argmin``, ``argmax_channel`` and ``pick``.
+``norm``, ``argmax``, ``argmin``, ``argmax_channel``, ``pick``, ``moments`` and ``cumsum``.
 
 MXNet's rules, kept here: ``axis=None`` or ``axis=()`` reduces every axis, ``exclude``
 reduces every axis *not* listed, and a reduction to a scalar has shape ``(1,)``, never
@@ -7,9 +7,24 @@ reduces every axis *not* listed, and a reduction to a scalar has shape ``(1,)``,
 ties), ``prod`` computes it as ``y / x`` (so a zero input gives NaN, as in MXNet), and
 ``argmax``/``argmin`` return indices in the input's dtype. ``topk``, ``sort`` and
 ``argsort`` are in ``ops/sorting.py``.
+
+* ``moments``: ``mean`` and ``var`` (population variance, ``mean((x - mean)^2)``) over
+  ``axes`` (required in effect: empty axes are an error; duplicates too), outputs
+  ``output0`` and ``output1``. Integer inputs give truncated integer results.
+* ``cumsum`` (operator ``_np_cumsum``, input ``a``): running sum along ``axis`` (the
+  flattened input when None) in ``dtype`` (default: the input's; bool gives int64). The
+  gradient is the reversed running sum of the head gradient, in the input's dtype.
+  Deliberate difference: ``cumsum`` accepts negative axes (MXNet 1.9.1 checks
+  ``axis >= -ndim`` but then fails at run time on them).
 """
+from math import prod
+
+import numpy as np
+
 from symgraph.base import MXNetError
 from symgraph.opdef import Operator, Param, ShapeError, register, np_dtype, unify_shape
+
+from ._util import norm_axis
 
 
 def normalize_axes(axis, ndim, what='axis'):
@@ -353,3 +368,126 @@ class Pick(Operator):
             gx = xp.zeros_like(x)
             xp.put_along_axis(gx, idx, out_grads[0].reshape(idx.shape), axis)
         return [gx, xp.zeros_like(index) if need[1] else None]
+
+
+# --- cumsum ------------------------------------------------------------------------------
+@register
+class Cumsum(Operator):
+    """Running sum along ``axis`` (the flattened input when None)."""
+
+    name = '_np_cumsum'
+    aliases = ('cumsum',)
+    axis = Param(int, None, doc='axis of the running sum; None flattens the input')
+    dtype = Param('dtype', None, doc='output and accumulator type',
+                  choices=('float16', 'float32', 'float64', 'int32', 'int64', 'int8'))
+
+    def list_arguments(self):
+        return ['a']
+
+    def infer_shape(self, in_shapes):
+        s = in_shapes[0]
+        if s is None:
+            return [None], [None], []
+        s = tuple(s)
+        if self.axis is None:
+            return [s], [(prod(s),) if all(d > 0 for d in s) else None], []
+        norm_axis(self.axis, len(s), 'cumsum: axis')
+        return [s], [s], []
+
+    def _out_type(self, t):
+        if self.dtype is not None:
+            return np.dtype(self.dtype)
+        return np.dtype('int64') if np.dtype(t) == np.bool_ else np.dtype(t)
+
+    def infer_type(self, in_types):
+        t = in_types[0]
+        return [t], [None if t is None else self._out_type(t)], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        dt = self._out_type(x.dtype)
+        if self.axis is None:
+            return [xp.cumsum(x.reshape(-1), dtype=dt)]
+        return [xp.cumsum(x, axis=norm_axis(self.axis, x.ndim, 'cumsum: axis'), dtype=dt)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        x, g = inputs[0], out_grads[0]
+        ax = 0 if self.axis is None else norm_axis(self.axis, x.ndim, 'cumsum: axis')
+        r = xp.flip(xp.cumsum(xp.flip(g, axis=ax), axis=ax), axis=ax)
+        return [r.reshape(x.shape).astype(x.dtype, copy=False)]
+
+
+# --- moments ------------------------------------------------------------------------------
+@register
+class Moments(Operator):
+    """Mean and (population) variance over ``axes``."""
+
+    name = 'moments'
+    needs_outputs = True
+    axes = Param('shape', None, doc='axes along which to compute mean and variance')
+    keepdims = Param(bool, False, doc='keep the reduced axes with length 1')
+
+    def list_outputs(self):
+        return ['output0', 'output1']
+
+    def _axes(self, ndim):
+        if not self.axes:
+            raise ShapeError('moments: empty axes are not supported; pass all axes for '
+                             'global moments')
+        axes = sorted(norm_axis(a, ndim, 'moments: axis') for a in self.axes)
+        for a, b in zip(axes, axes[1:]):
+            if a == b:
+                raise ShapeError('moments: duplicate axes %s' % (self.axes,))
+        return tuple(axes)
+
+    def _out(self, s):
+        axes = self._axes(len(s))
+        if self.keepdims:
+            return tuple(1 if i in axes else d for i, d in enumerate(s))
+        out = tuple(d for i, d in enumerate(s) if i not in axes)
+        return out or (1,)
+
+    def infer_shape(self, in_shapes):
+        s = in_shapes[0]
+        if s is None:
+            return [None], [None, None], []
+        o = self._out(tuple(s))
+        return [tuple(s)], [o, o], []
+
+    def infer_type(self, in_types):
+        t = in_types[0]
+        return [t], [t, t], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        axes = self._axes(x.ndim)
+        n = 1
+        for a in axes:
+            n *= x.shape[a]
+        out = self._out(x.shape)
+        if x.dtype.kind in 'iub':
+            mean = xp.trunc(x.sum(axis=axes, keepdims=True, dtype=np.int64) / n)
+            mean = mean.astype(np.int64)
+            var = xp.trunc(((x - mean) ** 2).sum(axis=axes, dtype=np.int64) / n)
+            return [mean.astype(x.dtype).reshape(out), var.astype(x.dtype).reshape(out)]
+        xc = x.astype(np.float32) if x.dtype == np.float16 else x
+        mean = xc.mean(axis=axes, keepdims=True)
+        var = ((xc - mean) ** 2).mean(axis=axes)
+        return [mean.astype(x.dtype, copy=False).reshape(out),
+                var.astype(x.dtype, copy=False).reshape(out)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        x = inputs[0]
+        axes = self._axes(x.ndim)
+        keep = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+        n = 1
+        for a in axes:
+            n *= x.shape[a]
+        gm, gv = out_grads[0], out_grads[1]
+        mean = outputs[0].reshape(keep)
+        g = xp.zeros(x.shape, dtype=x.dtype)
+        if gm is not None:
+            g = g + gm.reshape(keep) / x.dtype.type(n)
+        if gv is not None:
+            g = g + gv.reshape(keep) * (x - mean) * x.dtype.type(2.0 / n)
+        return [g.astype(x.dtype, copy=False)]

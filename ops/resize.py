@@ -1,4 +1,5 @@
-"""``_contrib_BilinearResize2D``: bilinear resizing of NCHW data, as in MXNet 1.9.1.
+"""Resizing NCHW data, as in MXNet 1.9.1: ``_contrib_BilinearResize2D`` and
+``_contrib_AdaptiveAvgPooling2D``.
 
 The output size comes from ``mode``: 'size' (``height``/``width``, or the input size times
 ``scale_height``/``scale_width`` where given), 'odd_scale', 'like' (a second input's
@@ -9,10 +10,15 @@ position ``o * (in - 1) / (out - 1)``; without, ``(o + 0.5) * in / out - 0.5`` c
 Each output is ``(1 - ly) * ((1 - lx) * x00 + lx * x01) + ly * ((1 - lx) * x10 + lx * x11)``
 from the two neighbouring rows and columns, computed along the width first, then the height,
 in the data's dtype. The gradient scatters the same weights back; 'like' gets none.
+
+``_contrib_AdaptiveAvgPooling2D``: NCHW averages over bins [floor(i*H/oh), ceil((i+1)*H/oh));
+``output_size`` () gives 1x1, (s,) gives sxs, (h, w) gives hxw (and, as in MXNet, any
+other length gives 1x1). Deliberate difference: it requires 4-D input in shape inference
+and float input in type inference (MXNet fails at run time).
 """
 import numpy as np
 
-from symgraph.opdef import Operator, Param, ShapeError, register
+from symgraph.opdef import Operator, Param, ShapeError, TypeInferenceError, register
 
 _MODES = ('size', 'odd_scale', 'like', 'to_even_down', 'to_even_up', 'to_odd_down',
           'to_odd_up')
@@ -135,3 +141,56 @@ class BilinearResize2D(Operator):
         if self.mode == 'like' and need[1]:
             grads[1] = xp.zeros_like(inputs[1])
         return grads
+
+
+def _bins(xp, n_in, n_out, dtype):
+    """(n_out, n_in) averaging matrix over [floor(o*n_in/n_out), ceil((o+1)*n_in/n_out))."""
+    o = xp.arange(n_out)
+    start = (o * n_in) // n_out
+    end = ((o + 1) * n_in + n_out - 1) // n_out
+    r = xp.arange(n_in)[None, :]
+    hit = (r >= start[:, None]) & (r < end[:, None])
+    return hit.astype(dtype) / (end - start)[:, None].astype(dtype)
+
+
+@register
+class AdaptiveAvgPooling2D(Operator):
+    """NCHW average pooling to ``output_size`` over adaptive bins."""
+
+    name = '_contrib_AdaptiveAvgPooling2D'
+    output_size = Param('shape', (), doc='int (square) or (height, width); () gives 1x1')
+
+    def _size(self):
+        s = tuple(self.output_size or ())
+        return (s[0], s[0]) if len(s) == 1 else (s if len(s) == 2 else (1, 1))
+
+    infer_shape_uses_outputs = True
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        d = in_shapes[0]
+        if d is None:
+            return [d], [None], []
+        if len(d) != 4:
+            raise ShapeError('_contrib_AdaptiveAvgPooling2D: argument %r has shape %s but '
+                             'must be 4-D (N, C, H, W)' % ('data', tuple(d)))
+        return [d], [tuple(d[:2]) + self._size()], []
+
+    def infer_type(self, in_types):
+        t = in_types[0]
+        if t is not None and np.dtype(t).kind != 'f':
+            raise TypeInferenceError('_contrib_AdaptiveAvgPooling2D: argument %r has type %s; '
+                                     'only floating point types are supported'
+                                     % ('data', np.dtype(t).name))
+        return [t], [t], []
+
+    def _mats(self, xp, x):
+        oh, ow = self._size()
+        return _bins(xp, x.shape[2], oh, x.dtype), _bins(xp, x.shape[3], ow, x.dtype)
+
+    def forward(self, xp, inputs, aux, is_train):
+        bh, bw = self._mats(xp, inputs[0])
+        return [xp.matmul(xp.matmul(bh, inputs[0]), bw.T)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        bh, bw = self._mats(xp, inputs[0])
+        return [xp.matmul(xp.matmul(bh.T, out_grads[0]), bw)]

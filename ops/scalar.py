@@ -11,34 +11,17 @@ floating point and truncated back. Integer division or modulo by zero gives 0 he
 1.9.1 dies of SIGFPE).
 """
 import math
-import numbers
 
 import numpy as np
 
 from symgraph.opdef import Operator, Param, register
 
+from ._elemwise import c_divide, python_mod
+
 
 def _int_scalar(s, dtype):
     """The scalar as MXNet's ``DType(scalar)`` for an integer dtype (truncated)."""
     return np.array(s).astype(dtype)[()]
-
-
-def _c_divide(xp, a, b):
-    """Integer a / b truncated towards zero, as in C (0 where b == 0)."""
-    with np.errstate(divide='ignore', invalid='ignore'):
-        q = xp.floor_divide(a, b)
-        r = a - q * b
-    return q + ((r != 0) & ((a < 0) != (b < 0)) & (b != 0)).astype(q.dtype)
-
-
-def python_mod(xp, a, b):
-    """a mod b with the divisor's sign, and 0 where b == 0, as MXNet's ``mod`` (NumPy
-    gives NaN for floats, and warns)."""
-    if isinstance(b, numbers.Number):
-        return xp.zeros_like(a) if b == 0 else xp.mod(a, b)
-    zero = b == 0
-    r = xp.mod(a, xp.where(zero, xp.ones_like(b), b))
-    return xp.where(zero, xp.zeros_like(r), r)
 
 
 class _Scalar(Operator):
@@ -66,7 +49,7 @@ class _Scalar(Operator):
         s = _int_scalar(self.scalar, x.dtype)
         a, b = (s, x) if self.reverse else (x, s)
         if self.int_mode == 'cdiv':
-            return _c_divide(xp, a, b)
+            return c_divide(xp, a, b)
         if self.int_mode == 'float':
             a, b = (np.float64(v) if v is s else v.astype(np.float64) for v in (a, b))
             with np.errstate(divide='ignore', invalid='ignore', over='ignore'):

@@ -59,6 +59,8 @@ class _SequenceBase(Operator):
                                                        tuple(ln), want, tuple(d), self.axis))
         return [want if ln is None or not ln[0] else tuple(ln)]
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         d = in_shapes[0]
         self._check_data(d)

@@ -1,59 +1,36 @@
 """Shape manipulation: ``Flatten``, ``Reshape``, ``transpose``, ``SwapAxis``, ``expand_dims``,
-``squeeze``, ``tile``, ``repeat``.
+``squeeze``, ``reshape_like``, ``shape_array`` and ``size_array``.
 
 None of these operators computes anything: forward is a view or a copy of the data in a new
-layout, and backward is the inverse rearrangement (summing over copies for ``tile`` and
-``repeat``). Joining and slicing live in :mod:`symgraph.ops.slicing`, index-driven gathers
-in :mod:`symgraph.ops.indexing`.
+layout, and backward is the inverse rearrangement. Copies into a new arrangement (``tile``,
+``repeat``, ``Pad``, ``reverse``, ``depth_to_space``...) live in
+:mod:`symgraph.ops.rearrange`, joining and slicing in :mod:`symgraph.ops.slicing`,
+index-driven gathers in :mod:`symgraph.ops.indexing`.
+
+* ``reshape_like`` gives ``lhs`` the shape ``lhs[:lhs_begin] + rhs[rhs_begin:rhs_end] +
+  lhs[lhs_end:]``; both ranges must be non-empty; ``rhs`` gets a zero gradient.
+* ``shape_array`` / ``size_array``: the input's shape (``(ndim,)``) and size (``(1,)``)
+  as int64; no gradient.
 
 Shape rules follow MXNet 1.9.1. Where MXNet also infers inputs from a known output, the
 rule takes an optional ``out_shapes`` (``infer_shape(in_shapes, out_shapes=None)``).
 """
-from symgraph.opdef import Operator, Param, ShapeError, register, unify_shape
+from math import prod
 
+import numpy as np
 
-def _known(s):
-    """Whether a partial shape is fully known (no None, no 0 dimension)."""
-    return s is not None and all(d > 0 for d in s)
+from symgraph.opdef import (Operator, Param, ShapeError, np_dtype, register, shape_known,
+                            unify_shape)
 
-
-def _size(s):
-    n = 1
-    for d in s:
-        n *= d
-    return n
-
-
-def _norm_axis(axis, ndim, what='axis'):
-    """Map a possibly negative axis into [0, ndim); ShapeError when out of range."""
-    a = axis + ndim if axis < 0 else axis
-    if not 0 <= a < ndim:
-        raise ShapeError('%s %d is out of range for an array of %d dimensions'
-                         % (what, axis, ndim))
-    return a
+from ._util import Layout, norm_axis
 
 
 def _out(out_shapes, i=0):
     return None if not out_shapes else out_shapes[i]
 
 
-class _Layout(Operator):
-    """Single-input, single-output rearrangement: subclasses give the shape map.
-
-    Backward uses only the input's shape, but the planner keeps the input either way.
-    """
-
-    def out_shape(self, s):
-        raise NotImplementedError
-
-    def infer_shape(self, in_shapes, out_shapes=None):
-        s = in_shapes[0]
-        out = None if s is None else self.out_shape(tuple(s))
-        return [s], [out], []
-
-
 @register
-class Flatten(_Layout):
+class Flatten(Layout):
     """Collapse all axes but the first: ``(d0, d1, ..., dk) -> (d0, d1*...*dk)``."""
 
     name = 'Flatten'
@@ -62,7 +39,7 @@ class Flatten(_Layout):
     def out_shape(self, s):
         if len(s) == 0:
             return None
-        return (s[0], _size(s[1:]) if all(d > 0 for d in s[1:]) else 0)
+        return (s[0], prod(s[1:]) if all(d > 0 for d in s[1:]) else 0)
 
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
@@ -132,17 +109,17 @@ def infer_reshape(spec, dshape, reverse=False):
         i += 1
     if inf >= 0:
         if all(d > 0 for d in dshape) and all(d > 0 for d in out):
-            if _size(dshape) % _size(out):
+            if prod(dshape) % prod(out):
                 raise ShapeError('Reshape: cannot infer -1: size %d is not a multiple of %d'
-                                 % (_size(dshape), _size(out)))
-            out[inf] = _size(dshape) // _size(out)
+                                 % (prod(dshape), prod(out)))
+            out[inf] = prod(dshape) // prod(out)
         else:
             out[inf] = -1
     return tuple(out[::-1] if reverse else out)
 
 
 @register
-class Reshape(_Layout):
+class Reshape(Layout):
     """Reshape with MXNet's special values (see :func:`infer_reshape`)."""
 
     name = 'Reshape'
@@ -166,9 +143,11 @@ class Reshape(_Layout):
             if any(d < 0 for d in dshape):
                 t[t.index(0)] = -1
             else:
-                rest = _size([d for d in t if d != 0])
-                t[t.index(0)] = _size(dshape) // rest
+                rest = prod([d for d in t if d != 0])
+                t[t.index(0)] = prod(dshape) // rest
         return tuple(t)
+
+    infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         d = in_shapes[0]
@@ -183,15 +162,15 @@ class Reshape(_Layout):
         # MXNet's ReverseReshapeInferShape: one unknown dimension on either side is
         # deduced from the total size of the other.
         if om.count(-1) == 0 and dm.count(-1) == 1:
-            rest = _size([x for x in dm if x > 0])
-            dm[dm.index(-1)] = _size(om) // rest
+            rest = prod([x for x in dm if x > 0])
+            dm[dm.index(-1)] = prod(om) // rest
         elif dm.count(-1) == 0 and om.count(-1) == 1:
-            rest = _size([x for x in om if x > 0])
-            om[om.index(-1)] = _size(dm) // rest
-        if -1 not in dm and -1 not in om and _size(dm) != _size(om):
+            rest = prod([x for x in om if x > 0])
+            om[om.index(-1)] = prod(dm) // rest
+        if -1 not in dm and -1 not in om and prod(dm) != prod(om):
             raise ShapeError('Reshape: target shape %s has size %d but input %r has shape '
-                             '%s (size %d)' % (tuple(om), _size(om), 'data', tuple(dm),
-                                               _size(dm)))
+                             '%s (size %d)' % (tuple(om), prod(om), 'data', tuple(dm),
+                                               prod(dm)))
         fix = (lambda s: tuple(0 if x < 0 else x for x in s))
         return [fix(dm)], [fix(om)], []
 
@@ -204,7 +183,7 @@ class Reshape(_Layout):
 
 
 @register
-class Transpose(_Layout):
+class Transpose(Layout):
     """Permute axes; empty ``axes`` reverses them."""
 
     name = 'transpose'
@@ -218,6 +197,8 @@ class Transpose(_Layout):
             raise ShapeError('transpose: axes %s is not a permutation of the %d axes of '
                              'input %r' % (self.axes, ndim, 'data'))
         return self.axes
+
+    infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         d, o = in_shapes[0], _out(out_shapes)
@@ -245,7 +226,7 @@ class Transpose(_Layout):
 
 
 @register
-class SwapAxis(_Layout):
+class SwapAxis(Layout):
     """Interchange two axes."""
 
     name = 'SwapAxis'
@@ -255,10 +236,12 @@ class SwapAxis(_Layout):
     dim2 = Param(int, 0, doc='the second axis to be swapped')
 
     def _perm(self, ndim):
-        a, b = _norm_axis(self.dim1, ndim, 'dim1'), _norm_axis(self.dim2, ndim, 'dim2')
+        a, b = norm_axis(self.dim1, ndim, 'dim1'), norm_axis(self.dim2, ndim, 'dim2')
         p = list(range(ndim))
         p[a], p[b] = p[b], p[a]
         return p
+
+    infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         d, o = in_shapes[0], _out(out_shapes)
@@ -279,19 +262,21 @@ class SwapAxis(_Layout):
 
 
 @register
-class ExpandDims(_Layout):
+class ExpandDims(Layout):
     """Insert a new axis of length 1 at ``axis`` (range [-ndim-1, ndim])."""
 
     name = 'expand_dims'
     axis = Param(int, doc='position of the new axis')
 
     def _axis(self, ndim):
-        return _norm_axis(self.axis, ndim + 1)
+        return norm_axis(self.axis, ndim + 1)
+
+    infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         d, o = in_shapes[0], _out(out_shapes)
         if d is None and o is not None:
-            a = _norm_axis(self.axis, len(o))
+            a = norm_axis(self.axis, len(o))
             d = tuple(o[:a]) + tuple(o[a + 1:])
         if d is None:
             return [None], [None], []
@@ -307,7 +292,7 @@ class ExpandDims(_Layout):
 
 
 @register
-class Squeeze(_Layout):
+class Squeeze(Layout):
     """Remove axes of length 1 (all of them, or those in ``axis``); never returns ()."""
 
     name = 'squeeze'
@@ -320,7 +305,7 @@ class Squeeze(_Layout):
             out = tuple(d for d in s if d != 1)
         else:
             axes = self.axis if isinstance(self.axis, tuple) else (self.axis,)
-            axes = {_norm_axis(a, len(s)) for a in axes}
+            axes = {norm_axis(a, len(s)) for a in axes}
             for a in axes:
                 if s[a] not in (1, 0):
                     raise ShapeError('squeeze: axis %d of input %r has length %d, not 1'
@@ -337,62 +322,94 @@ class Squeeze(_Layout):
         return [out_grads[0].reshape(inputs[0].shape)]
 
 
-@register
-class Tile(_Layout):
-    """Repeat the whole array ``reps`` times along each axis (NumPy's ``tile``)."""
-
-    name = 'tile'
-    reps = Param('shape', doc='repetitions per axis')
-
-    def _full(self, ndim):
-        n = max(ndim, len(self.reps))
-        return (1,) * (n - len(self.reps)) + tuple(self.reps), n - ndim
-
-    def out_shape(self, s):
-        reps, pad = self._full(len(s))
-        s = (1,) * pad + tuple(s)
-        return tuple(d * r for d, r in zip(s, reps))
-
-    def forward(self, xp, inputs, aux, is_train):
-        return [xp.tile(inputs[0], self._full(inputs[0].ndim)[0])]
-
-    def backward(self, xp, out_grads, inputs, outputs, aux, need):
-        x = inputs[0]
-        reps, pad = self._full(x.ndim)
-        s = (1,) * pad + tuple(x.shape)
-        # view the gradient as (r0, s0, r1, s1, ...) and sum over the copies
-        inter = []
-        for r, d in zip(reps, s):
-            inter += [r, d]
-        g = out_grads[0].reshape(inter).sum(axis=tuple(range(0, 2 * len(s), 2)))
-        return [g.reshape(x.shape)]
+def _bounds(begin, end, ndim, bname, ename):
+    b = 0 if begin is None else begin
+    b = b + ndim if b < 0 else b
+    e = ndim if end is None else (end + ndim if end < 0 else end)
+    if e > ndim:
+        raise ShapeError('reshape_like: invalid end %s=%s for %d dimensions'
+                         % (ename, end, ndim))
+    if b < 0:
+        raise ShapeError('reshape_like: invalid begin %s=%s for %d dimensions'
+                         % (bname, begin, ndim))
+    if not b < e:
+        raise ShapeError('reshape_like: invalid range %s=%s, %s=%s (empty for %d '
+                         'dimensions)' % (bname, begin, ename, end, ndim))
+    return b, e
 
 
 @register
-class Repeat(_Layout):
-    """Repeat each element ``repeats`` times along ``axis`` (flattened when None)."""
+class ReshapeLike(Operator):
+    """Replace ``lhs[lhs_begin:lhs_end]``'s dimensions by ``rhs[rhs_begin:rhs_end]``'s."""
 
-    name = 'repeat'
-    repeats = Param(int, doc='repetitions of each element')
-    axis = Param(int, None, doc='axis to repeat along; None repeats the flattened array')
+    name = 'reshape_like'
+    lhs_begin = Param(int, None, doc='first lhs dimension replaced (default 0)')
+    lhs_end = Param(int, None, doc='end of the replaced lhs dimensions (default ndim)')
+    rhs_begin = Param(int, None, doc='first rhs dimension used (default 0)')
+    rhs_end = Param(int, None, doc='end of the used rhs dimensions (default ndim)')
 
-    def out_shape(self, s):
-        if self.axis is None:
-            return (_size(s) * self.repeats,) if _known(s) else (0,)
-        a = _norm_axis(self.axis, len(s))
-        return tuple(s[:a]) + (s[a] * self.repeats,) + tuple(s[a + 1:])
+    def list_arguments(self):
+        return ['lhs', 'rhs']
+
+    def _out(self, lhs, rhs):
+        lb, le = _bounds(self.lhs_begin, self.lhs_end, len(lhs), 'lhs_begin', 'lhs_end')
+        rb, re = _bounds(self.rhs_begin, self.rhs_end, len(rhs), 'rhs_begin', 'rhs_end')
+        out = tuple(lhs[:lb]) + tuple(rhs[rb:re]) + tuple(lhs[le:])
+        if shape_known(lhs) and shape_known(out) and prod(lhs) != prod(out):
+            raise ShapeError('reshape_like: cannot reshape lhs of shape %s to %s (from rhs '
+                             '%s): the sizes differ' % (tuple(lhs), out, tuple(rhs)))
+        return out
+
+    def infer_shape(self, in_shapes):
+        lhs, rhs = in_shapes[0], in_shapes[1]
+        if lhs is None or rhs is None:
+            return [lhs, rhs], [None], []
+        return [tuple(lhs), tuple(rhs)], [self._out(lhs, rhs)], []
+
+    def infer_type(self, in_types):
+        return [in_types[0], in_types[1]], [in_types[0]], []
 
     def forward(self, xp, inputs, aux, is_train):
-        x = inputs[0]
-        if self.axis is None:
-            return [xp.repeat(x.reshape(-1), self.repeats)]
-        return [xp.repeat(x, self.repeats, axis=_norm_axis(self.axis, x.ndim))]
+        return [inputs[0].reshape(self._out(inputs[0].shape, inputs[1].shape))]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
-        x = inputs[0]
-        g = out_grads[0]
-        if self.axis is None:
-            return [g.reshape(-1, self.repeats).sum(axis=1).reshape(x.shape)]
-        a = _norm_axis(self.axis, x.ndim)
-        g = g.reshape(x.shape[:a] + (x.shape[a], self.repeats) + x.shape[a + 1:])
-        return [g.sum(axis=a + 1)]
+        return [out_grads[0].reshape(inputs[0].shape) if need[0] else None,
+                xp.zeros_like(inputs[1]) if need[1] else None]
+
+
+# --- shape_array / size_array ---------------------------------------------------------
+class _ShapeInfo(Operator):
+    no_grad = True
+
+    def infer_type(self, in_types):
+        return [in_types[0]], [np_dtype('int64')], []
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        return [xp.zeros_like(inputs[0]) if need[0] else None]
+
+
+@register
+class ShapeArray(_ShapeInfo):
+    """The shape of the input as a 1-D int64 array."""
+
+    name = 'shape_array'
+
+    def infer_shape(self, in_shapes):
+        s = in_shapes[0]
+        return [s], [None if s is None else (len(s),)], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        return [xp.asarray(np.asarray(inputs[0].shape, dtype=np.int64))]
+
+
+@register
+class SizeArray(_ShapeInfo):
+    """The number of elements of the input as a (1,) int64 array."""
+
+    name = 'size_array'
+
+    def infer_shape(self, in_shapes):
+        return [in_shapes[0]], [(1,)], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        return [xp.asarray(np.asarray([inputs[0].size], dtype=np.int64))]

@@ -1,4 +1,8 @@
-"""Joining and slicing: ``Concat``, ``stack``, ``SliceChannel``, ``slice``, ``slice_axis``.
+"""Joining and slicing: ``Concat``, ``stack``, ``SliceChannel``, ``slice``, ``slice_axis``,
+``slice_like``.
+
+``slice_like`` keeps ``data[:like.shape[a]]`` on the axes ``axes`` (all when empty);
+``shape_like`` gets a zero gradient and may have any dtype.
 
 ``Concat`` and ``stack`` take a variable number of inputs named ``arg0 ... argN-1``; their
 ``num_args`` parameter is MXNet's ``key_var_num_args`` (the symbol front end sets it from
@@ -10,13 +14,7 @@ import functools
 
 from symgraph.opdef import Operator, Param, ShapeError, register, unify_shape
 
-
-def _norm_axis(axis, ndim, what='axis'):
-    a = axis + ndim if axis < 0 else axis
-    if not 0 <= a < ndim:
-        raise ShapeError('%s %d is out of range for an array of %d dimensions'
-                         % (what, axis, ndim))
-    return a
+from ._util import norm_axis, sliced_len
 
 
 class _VarArgs(Operator):
@@ -43,6 +41,8 @@ class Concat(_VarArgs):
     needs_inputs = True  # backward needs the inputs' sizes along dim
     dim = Param(int, 1, doc='the axis to concatenate along')
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         names = self.list_arguments()
         shapes = list(in_shapes[:self.num_args])
@@ -51,7 +51,7 @@ class Concat(_VarArgs):
         if ref is None:
             return shapes, [None], []
         nd = len(ref)
-        ax = _norm_axis(self.dim, nd, 'dim')
+        ax = norm_axis(self.dim, nd, 'dim')
         # the dimensions other than `dim` agree across inputs and output
         common = tuple(0 if i == ax else d for i, d in enumerate(ref))
         for i, s in enumerate(shapes + [out]):
@@ -86,11 +86,11 @@ class Concat(_VarArgs):
         return shapes, [common[:ax] + (total,) + common[ax + 1:]], []
 
     def forward(self, xp, inputs, aux, is_train):
-        return [xp.concatenate(inputs, axis=_norm_axis(self.dim, inputs[0].ndim))]
+        return [xp.concatenate(inputs, axis=norm_axis(self.dim, inputs[0].ndim))]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         g = out_grads[0]
-        ax = _norm_axis(self.dim, g.ndim)
+        ax = norm_axis(self.dim, g.ndim)
         return _split_sizes(g, ax, [x.shape[ax] for x in inputs], need)
 
 
@@ -113,6 +113,8 @@ class Stack(_VarArgs):
     num_args = Param(int, doc='number of inputs to stack')
     axis = Param(int, 0, doc='position of the new axis in the result')
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         names = self.list_arguments()
         shapes = list(in_shapes[:self.num_args])
@@ -125,15 +127,15 @@ class Stack(_VarArgs):
                                  'other inputs' % (names[i], tuple(t), s)) from None
         if s is None:
             return shapes, [None], []
-        ax = _norm_axis(self.axis, len(s) + 1)
+        ax = norm_axis(self.axis, len(s) + 1)
         return [s] * self.num_args, [s[:ax] + (self.num_args,) + s[ax:]], []
 
     def forward(self, xp, inputs, aux, is_train):
-        return [xp.stack(inputs, axis=_norm_axis(self.axis, inputs[0].ndim + 1))]
+        return [xp.stack(inputs, axis=norm_axis(self.axis, inputs[0].ndim + 1))]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         g = out_grads[0]
-        ax = _norm_axis(self.axis, g.ndim)
+        ax = norm_axis(self.axis, g.ndim)
         return [xp.take(g, i, axis=ax) if n else None for i, n in enumerate(need)]
 
 
@@ -151,12 +153,14 @@ class SliceChannel(Operator):
     def list_outputs(self):
         return ['output%d' % i for i in range(self.num_outputs)]
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         d = in_shapes[0]
         n = self.num_outputs
         if d is None:
             return [None], [None] * n, []
-        ax = _norm_axis(self.axis, len(d))
+        ax = norm_axis(self.axis, len(d))
         if d[ax] and d[ax] % n:
             raise ShapeError('SliceChannel: num_outputs=%d does not divide length %d of '
                              'axis %d of input %r %s' % (n, d[ax], ax, 'data', tuple(d)))
@@ -171,7 +175,7 @@ class SliceChannel(Operator):
 
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
-        ax = _norm_axis(self.axis, x.ndim)
+        ax = norm_axis(self.axis, x.ndim)
         parts = xp.split(x, self.num_outputs, axis=ax)
         if self.squeeze_axis:
             parts = [p.reshape(p.shape[:ax] + p.shape[ax + 1:]) for p in parts]
@@ -181,7 +185,7 @@ class SliceChannel(Operator):
         ref = next((g for g in out_grads if g is not None), None)
         if ref is None:
             return [None]
-        ax = _norm_axis(self.axis, ref.ndim + (1 if self.squeeze_axis else 0))
+        ax = norm_axis(self.axis, ref.ndim + (1 if self.squeeze_axis else 0))
         grads = [xp.zeros_like(ref) if g is None else g for g in out_grads]
         if self.squeeze_axis:
             return [xp.stack(grads, axis=ax)]
@@ -215,10 +219,6 @@ def _slices(begin, end, step, shape):
     return tuple(out)
 
 
-def _sliced_len(sl, n):
-    return len(range(*sl.indices(n))) if n else 0
-
-
 @register
 class Slice(Operator):
     """Basic slicing ``data[b0:e0:s0, b1:e1:s1, ...]``; None entries take the default."""
@@ -244,6 +244,8 @@ class Slice(Operator):
             self._values[p] = text
             object.__setattr__(self, p, text)
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         d = in_shapes[0]
         if d is None:
@@ -251,7 +253,7 @@ class Slice(Operator):
         sl = self._sl(d)
         # an empty slice is allowed and has length 0, as in MXNet (where 0 is then
         # indistinguishable from an unknown dimension, as here)
-        out = tuple(_sliced_len(s, n) for s, n in zip(sl, d)) + tuple(d[len(sl):])
+        out = tuple(sliced_len(s, n) for s, n in zip(sl, d)) + tuple(d[len(sl):])
         return [d], [out], []
 
     def forward(self, xp, inputs, aux, is_train):
@@ -277,17 +279,19 @@ class SliceAxis(Operator):
     needs_inputs = True
 
     def _sl(self, ndim):
-        ax = _norm_axis(self.axis, ndim)
+        ax = norm_axis(self.axis, ndim)
         idx = [slice(None)] * ndim
         idx[ax] = slice(self.begin, self.end)
         return ax, tuple(idx)
+
+    infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         d = in_shapes[0]
         if d is None:
             return [None], [None], []
         ax, idx = self._sl(len(d))
-        n = _sliced_len(idx[ax], d[ax])
+        n = sliced_len(idx[ax], d[ax])
         if d[ax] and n == 0:
             # unlike slice, MXNet's slice_axis requires begin < end
             raise ShapeError('slice_axis: begin=%s end=%s is empty on axis %d of input %r %s'
@@ -303,3 +307,67 @@ class SliceAxis(Operator):
         g = xp.zeros(x.shape, dtype=out_grads[0].dtype)
         g[self._sl(x.ndim)[1]] = out_grads[0]
         return [g]
+
+
+# --- slice_like / reshape_like -----------------------------------------------------------
+@register
+class SliceLike(Operator):
+    """``data`` sliced from the start to ``shape_like``'s sizes on ``axes``."""
+
+    name = 'slice_like'
+    axes = Param('shape', (), doc='axes to slice; empty slices all of them')
+
+    def list_arguments(self):
+        return ['data', 'shape_like']
+
+    def _axes(self, dshape, lshape):
+        nd, nl = len(dshape), len(lshape)
+        if not self.axes:
+            if nd != nl:
+                raise ShapeError('slice_like: with empty axes data and shape_like need the '
+                                 'same number of dimensions, got %s and %s'
+                                 % (tuple(dshape), tuple(lshape)))
+            return list(range(nd))
+        out = []
+        for a in self.axes:
+            b = a + nd if a < 0 else a
+            if not 0 <= b < nd:
+                raise ShapeError('slice_like: axis %d exceeds data of shape %s'
+                                 % (a, tuple(dshape)))
+            if b >= nl:
+                raise ShapeError('slice_like: axis %d exceeds shape_like of shape %s'
+                                 % (a, tuple(lshape)))
+            out.append(b)
+        return out
+
+    def _out(self, dshape, lshape):
+        out = list(dshape)
+        for a in self._axes(dshape, lshape):
+            if dshape[a] > 0 and lshape[a] > dshape[a]:
+                raise ShapeError('slice_like: axis %d of shape_like %s is longer than that '
+                                 'of data %s' % (a, tuple(lshape), tuple(dshape)))
+            out[a] = lshape[a]
+        return tuple(out)
+
+    def infer_shape(self, in_shapes):
+        d, like = in_shapes[0], in_shapes[1]
+        if d is None or like is None:
+            return [d, like], [None], []
+        return [tuple(d), tuple(like)], [self._out(d, like)], []
+
+    def infer_type(self, in_types):
+        return [in_types[0], in_types[1]], [in_types[0]], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        shape = self._out(x.shape, inputs[1].shape)
+        return [x[tuple(slice(0, d) for d in shape)]]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        x, like = inputs[0], inputs[1]
+        g = out_grads[0]
+        gx = None
+        if need[0]:
+            gx = xp.zeros(x.shape, dtype=g.dtype)
+            gx[tuple(slice(0, d) for d in g.shape)] = g
+        return [gx, xp.zeros_like(like) if need[1] else None]

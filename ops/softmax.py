@@ -1,10 +1,16 @@
-"""Softmax family: ``softmax``, ``log_softmax``, ``SoftmaxActivation``.
+"""Softmax family: ``softmax``, ``log_softmax``, ``softmin``, ``SoftmaxActivation``.
 
 The loss head ``SoftmaxOutput`` is in :mod:`symgraph.ops.loss`.
+
+``softmin`` is ``softmax(-x / temperature)`` with softmax's ``axis``, ``temperature`` and
+``dtype``; like ``log_softmax`` it takes no ``length`` input, so ``use_length=True``
+cannot be used.
 """
 import numpy as np
 
 from symgraph.opdef import Operator, Param, ShapeError, TypeInferenceError, register
+
+from ._util import norm_axis
 
 
 def softmax(xp, x, axis):
@@ -17,14 +23,6 @@ def log_softmax(xp, x, axis):
     """Numerically stable log-softmax along ``axis``."""
     s = x - x.max(axis=axis, keepdims=True)
     return s - xp.log(xp.exp(s).sum(axis=axis, keepdims=True))
-
-
-def _norm_axis(axis, ndim):
-    a = axis + ndim if axis < 0 else axis
-    if not 0 <= a < ndim:
-        raise ShapeError('axis %d is out of range for an array of %d dimensions'
-                         % (axis, ndim))
-    return a
 
 
 class _SoftmaxBase(Operator):
@@ -80,13 +78,15 @@ class Softmax(_SoftmaxBase):
     def list_arguments(self):
         return ['data', 'length'] if self.use_length else ['data']
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         d = in_shapes[0]
         if not self.use_length:
             return [d], [d], []
         ln = in_shapes[1]
         if d is not None:
-            ax = _norm_axis(self.axis, len(d))
+            ax = norm_axis(self.axis, len(d))
             want = tuple(d[:ax]) + tuple(d[ax + 1:])
             if ln is not None and (len(ln) != len(want) or any(
                     a and b and a != b for a, b in zip(ln, want))):
@@ -102,7 +102,7 @@ class Softmax(_SoftmaxBase):
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
         dt = np.dtype(self.dtype) if self.dtype is not None else x.dtype
-        ax = _norm_axis(self.axis, x.ndim)
+        ax = norm_axis(self.axis, x.ndim)
         z = self._scaled(x, dt)
         if not self.use_length:
             return [softmax(xp, z, ax)]
@@ -119,7 +119,7 @@ class Softmax(_SoftmaxBase):
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         y = outputs[0]
         g = out_grads[0].astype(y.dtype, copy=False)
-        ax = _norm_axis(self.axis, y.ndim)
+        ax = norm_axis(self.axis, y.ndim)
         d = y * (g - (g * y).sum(axis=ax, keepdims=True))
         grads = [self._scale_grad(d, inputs[0]) if need[0] else None]
         if self.use_length:
@@ -135,6 +135,8 @@ class LogSoftmax(_SoftmaxBase):
     needs_inputs = True
     same_shape_io = True
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         if self.use_length:
             # MXNet accepts the flag but gives log_softmax no `length` input, then fails
@@ -145,12 +147,12 @@ class LogSoftmax(_SoftmaxBase):
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
         dt = np.dtype(self.dtype) if self.dtype is not None else x.dtype
-        return [log_softmax(xp, self._scaled(x, dt), _norm_axis(self.axis, x.ndim))]
+        return [log_softmax(xp, self._scaled(x, dt), norm_axis(self.axis, x.ndim))]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         y = outputs[0]
         g = out_grads[0].astype(y.dtype, copy=False)
-        ax = _norm_axis(self.axis, y.ndim)
+        ax = norm_axis(self.axis, y.ndim)
         d = g - xp.exp(y) * g.sum(axis=ax, keepdims=True)
         return [self._scale_grad(d, inputs[0])]
 
@@ -177,6 +179,8 @@ class SoftmaxActivation(Operator):
     def _axis(self, ndim):
         return 1 if self.mode == 'channel' and ndim > 1 else ndim - 1
 
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         d = in_shapes[0]
         if self.mode == 'channel' and d is not None and len(d) < 3:
@@ -190,3 +194,33 @@ class SoftmaxActivation(Operator):
         # (N > 2) input this is not the derivative of forward, but it is what MXNet gives.
         ax = 1 if y.ndim > 1 else 0
         return [y * (g - (g * y).sum(axis=ax, keepdims=True))]
+
+
+@register
+class Softmin(_SoftmaxBase):
+    """``softmax(-x / T)`` along ``axis``."""
+
+    name = 'softmin'
+    needs_inputs = True
+    same_shape_io = True
+
+    infer_shape_uses_outputs = True
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        if self.use_length:
+            # MXNet accepts the flag but gives softmin no `length` input, then fails
+            raise ShapeError('softmin: use_length=True needs a length input, which softmin '
+                             'does not take')
+        return [in_shapes[0]], [in_shapes[0]], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        dt = np.dtype(self.dtype) if self.dtype is not None else x.dtype
+        return [softmax(xp, -self._scaled(x, dt), norm_axis(self.axis, x.ndim))]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        y = outputs[0]
+        g = out_grads[0].astype(y.dtype, copy=False)
+        ax = norm_axis(self.axis, y.ndim)
+        d = -y * (g - (g * y).sum(axis=ax, keepdims=True))
+        return [self._scale_grad(d, inputs[0])]

@@ -6,6 +6,8 @@ are returned in the ``dtype`` parameter (float32 by default, as MXNet does). The
 outputs pass their gradient back to the positions they came from; indices and masks
 give a zero gradient.
 """
+from math import prod
+
 from symgraph.base import MXNetError
 from symgraph.opdef import Operator, Param, ShapeError, register, np_dtype
 
@@ -32,9 +34,7 @@ class _Sorting(Operator):
     def along(self, shape):
         """(axis in the viewed data, length along it, shape of the viewed data)."""
         if self.axis is None:
-            n = 1
-            for d in shape:
-                n *= d
+            n = prod(shape)
             return 0, n, (n,)
         if not -len(shape) <= self.axis < len(shape):
             raise ShapeError('axis %d is out of range for data of shape %s'

@@ -15,7 +15,7 @@ import numpy as np
 from symgraph.opdef import register
 
 from . import _specfun as sf
-from .unary import _Unary
+from ._elemwise import Unary
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -50,7 +50,7 @@ def _pole_value(dtype):
 
 # --- operators --------------------------------------------------------------------------
 @register
-class Arcsin(_Unary):
+class Arcsin(Unary):
     name, ufunc = 'arcsin', 'arcsin'
 
     def grad(self, xp, x, y, dy):
@@ -58,7 +58,7 @@ class Arcsin(_Unary):
 
 
 @register
-class Arccos(_Unary):
+class Arccos(Unary):
     name, ufunc = 'arccos', 'arccos'
 
     def grad(self, xp, x, y, dy):
@@ -66,7 +66,7 @@ class Arccos(_Unary):
 
 
 @register
-class Arcsinh(_Unary):
+class Arcsinh(Unary):
     name, ufunc = 'arcsinh', 'arcsinh'
 
     def grad(self, xp, x, y, dy):
@@ -74,7 +74,7 @@ class Arcsinh(_Unary):
 
 
 @register
-class Arccosh(_Unary):
+class Arccosh(Unary):
     name, ufunc = 'arccosh', 'arccosh'
 
     def grad(self, xp, x, y, dy):
@@ -82,7 +82,7 @@ class Arccosh(_Unary):
 
 
 @register
-class Arctanh(_Unary):
+class Arctanh(Unary):
     name, ufunc = 'arctanh', 'arctanh'
 
     def grad(self, xp, x, y, dy):
@@ -90,7 +90,7 @@ class Arctanh(_Unary):
 
 
 @register
-class Sinh(_Unary):
+class Sinh(Unary):
     name, ufunc = 'sinh', 'sinh'
 
     def grad(self, xp, x, y, dy):
@@ -98,7 +98,7 @@ class Sinh(_Unary):
 
 
 @register
-class Cosh(_Unary):
+class Cosh(Unary):
     name, ufunc = 'cosh', 'cosh'
 
     def grad(self, xp, x, y, dy):
@@ -106,7 +106,7 @@ class Cosh(_Unary):
 
 
 @register
-class Log2(_Unary):
+class Log2(Unary):
     name, ufunc = 'log2', 'log2'
 
     def grad(self, xp, x, y, dy):
@@ -114,7 +114,7 @@ class Log2(_Unary):
 
 
 @register
-class Log10(_Unary):
+class Log10(Unary):
     name, ufunc = 'log10', 'log10'
 
     def grad(self, xp, x, y, dy):
@@ -122,7 +122,7 @@ class Log10(_Unary):
 
 
 @register
-class Cbrt(_Unary):
+class Cbrt(Unary):
     """Cube root; d/dx = 1 / (3 y**2) (from the output, as MXNet)."""
 
     name, ufunc = 'cbrt', 'cbrt'
@@ -133,7 +133,7 @@ class Cbrt(_Unary):
 
 
 @register
-class Rcbrt(_Unary):
+class Rcbrt(Unary):
     """1 / cbrt(x); d/dx = -1 / (3 x cbrt(x))."""
 
     name = 'rcbrt'
@@ -146,7 +146,7 @@ class Rcbrt(_Unary):
 
 
 @register
-class Degrees(_Unary):
+class Degrees(Unary):
     """Radians to degrees, with MXNet's float32 constant 180/pi."""
 
     name = 'degrees'
@@ -160,7 +160,7 @@ class Degrees(_Unary):
 
 
 @register
-class Radians(_Unary):
+class Radians(Unary):
     """Degrees to radians, with MXNet's float32 constant pi/180."""
 
     name = 'radians'
@@ -174,7 +174,7 @@ class Radians(_Unary):
 
 
 @register
-class Erf(_Unary):
+class Erf(Unary):
     """The error function; d/dx = 2/sqrt(pi) exp(-x**2)."""
 
     name, aliases = 'erf', ('_npx_erf',)
@@ -188,7 +188,7 @@ class Erf(_Unary):
 
 
 @register
-class Erfinv(_Unary):
+class Erfinv(Unary):
     """The inverse error function; d/dx = sqrt(pi)/2 exp(y**2) (from the output)."""
 
     name, aliases = 'erfinv', ('_npx_erfinv',)
@@ -202,7 +202,7 @@ class Erfinv(_Unary):
 
 
 @register
-class Gamma(_Unary):
+class Gamma(Unary):
     """The gamma function; d/dx = gamma(x) digamma(x)."""
 
     name, aliases = 'gamma', ('_npx_gamma',)
@@ -217,7 +217,7 @@ class Gamma(_Unary):
 
 
 @register
-class Gammaln(_Unary):
+class Gammaln(Unary):
     """log|gamma(x)|; d/dx = digamma(x)."""
 
     name, aliases = 'gammaln', ('_npx_gammaln',)

@@ -1,9 +1,9 @@
 """``_contrib_SyncBatchNorm``: batch normalisation with statistics over all devices.
 
 Each of the ``ndev`` copies of the operator (one per device of a data-parallel step, e.g.
-:class:`symgraph.parallel.DataParallelExecutor`) computes partial statistics of its slice of
+DataParallelExecutor of ``symgraph.dist``) computes partial statistics of its slice of
 the batch and meets the others at the rendezvous named by ``key``, where the partials are
-summed with ``symgraph.parallel.allreduce``; every device then normalises with the mean and
+summed by the all-reduce of :func:`symgraph.opdef.device_group`; every device then normalises with the mean and
 variance of the whole batch. Backward exchanges the two per-channel sums ``sum(dy)`` and
 ``sum(dy * (x - mean))`` the same way. The outputs and input gradients are those of
 ``BatchNorm`` over the concatenated batch; gamma's and beta's gradients are the device's
@@ -24,26 +24,30 @@ unequal slices. ``ndev=1`` needs no rendezvous.
 """
 import numpy as np
 
-from symgraph.opdef import Param, register
+from symgraph.opdef import Param, device_group, register
 
-from .norm import _BatchNormBase, _acc, _bshape, _f32
+from ._norm import BatchNormBase, bshape
+from ._util import acc, f32
+
+
+def _group(ndev):
+    """The data-parallel group this copy runs in (the runtime's declared hook)."""
+    group = device_group()
+    if group is None:
+        raise RuntimeError('SyncBatchNorm with ndev=%d must run inside a data-parallel '
+                           'group (symgraph.dist.DataParallelExecutor)' % ndev)
+    return group
 
 
 def _exchange(key, ndev, buf):
     """Sum ``buf`` over the ``ndev`` devices meeting at ``key`` (returns the sum)."""
     if ndev == 1:
         return buf
-    import symgraph.parallel as parallel  # the rendezvous is runtime, not operator API
-    return parallel.rendezvous('SyncBatchNorm:' + key, ndev).allreduce(buf)
-
-
-def _rank():
-    import symgraph.parallel as parallel
-    return parallel.current_rank()
+    return _group(ndev).allreduce('SyncBatchNorm:' + key, ndev, buf)
 
 
 @register
-class SyncBatchNorm(_BatchNormBase):
+class SyncBatchNorm(BatchNormBase):
     """Batch normalisation whose statistics span the batches of ``ndev`` devices."""
 
     name = '_contrib_SyncBatchNorm'
@@ -64,12 +68,9 @@ class SyncBatchNorm(_BatchNormBase):
         c = x.shape[1]
         count = x.size // c if c else 0
         mean = x.mean(axis=axes) if count else xp.zeros((c,), x.dtype)
-        m2 = ((x - mean.reshape(_bshape(x.ndim, 1, c))) ** 2).sum(axis=axes)
+        m2 = ((x - mean.reshape(bshape(x.ndim, 1, c))) ** 2).sum(axis=axes)
         ndev = self.ndev
-        rank = _rank() if ndev > 1 else 0
-        if rank is None:
-            raise RuntimeError('SyncBatchNorm with ndev=%d must run inside a data-parallel '
-                               'group (symgraph.parallel.DataParallelExecutor)' % ndev)
+        rank = _group(ndev).rank if ndev > 1 else 0
         buf = xp.zeros((ndev, 3, c), dtype=np.float64)
         # each device fills its own row: the all-reduce is an all-gather
         buf[rank, 0] = float(count)
@@ -86,9 +87,9 @@ class SyncBatchNorm(_BatchNormBase):
     def forward(self, xp, inputs, aux, is_train):
         data, gamma, beta = inputs
         moving_mean, moving_var = aux
-        x = _acc(data)
+        x = acc(data)
         axes = tuple(i for i in range(x.ndim) if i != 1)
-        bs = _bshape(x.ndim, 1, x.shape[1])
+        bs = bshape(x.ndim, 1, x.shape[1])
         pt = gamma.dtype
         if is_train and not self.use_global_stats:
             mean, var = self._global_stats(xp, x, axes)
@@ -96,7 +97,7 @@ class SyncBatchNorm(_BatchNormBase):
         else:
             mean = moving_mean.astype(x.dtype, copy=False)
             var = moving_var.astype(x.dtype, copy=False)
-        inv = 1.0 / xp.sqrt(var + _f32(self.eps))
+        inv = 1.0 / xp.sqrt(var + f32(self.eps))
         g = xp.ones_like(gamma) if self.fix_gamma else gamma
         scale = (g * inv).astype(x.dtype, copy=False)
         shift = (beta - mean * scale).astype(x.dtype, copy=False)
@@ -105,22 +106,22 @@ class SyncBatchNorm(_BatchNormBase):
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         data, gamma, _ = inputs
-        x, dy = _acc(data), _acc(out_grads[0])
+        x, dy = acc(data), acc(out_grads[0])
         c = x.shape[1]
         axes = tuple(i for i in range(x.ndim) if i != 1)
-        bs = _bshape(x.ndim, 1, c)
+        bs = bshape(x.ndim, 1, c)
         g = xp.ones_like(gamma) if self.fix_gamma else gamma
         g = g.astype(x.dtype, copy=False).reshape(bs)
         moving_mean, moving_var = aux
         if self.use_global_stats:
             mean = moving_mean.astype(x.dtype, copy=False).reshape(bs)
-            inv = (1.0 / xp.sqrt(moving_var + _f32(self.eps))).astype(x.dtype).reshape(bs)
+            inv = (1.0 / xp.sqrt(moving_var + f32(self.eps))).astype(x.dtype).reshape(bs)
             xhat = (x - mean) * inv
             dx = dy * g * inv
         else:
             mean = outputs[1].astype(x.dtype, copy=False)
             var = outputs[2].astype(x.dtype, copy=False)
-            inv = (1.0 / xp.sqrt(var + _f32(self.eps))).reshape(bs)
+            inv = (1.0 / xp.sqrt(var + f32(self.eps))).reshape(bs)
             xhat = (x - mean.reshape(bs)) * inv
             buf = xp.zeros((3, c), dtype=np.float64)
             buf[0] = dy.sum(axis=axes)
@@ -129,7 +130,7 @@ class SyncBatchNorm(_BatchNormBase):
             buf = _exchange(self.key, self.ndev, buf)
             # MXNet updates the running statistics here, from the global batch statistics;
             # after the exchange, so that a device failing at it leaves every copy as it was
-            mom = _f32(self.momentum)
+            mom = f32(self.momentum)
             moving_mean[...] = moving_mean * mom + outputs[1] * (1.0 - mom)
             moving_var[...] = moving_var * mom + outputs[2] * (1.0 - mom)
             n = max(float(buf[2, 0]) if c else 1.0, 1.0)

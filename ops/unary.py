@@ -8,64 +8,24 @@ MXNet keeps the input dtype for every math function (``exp`` of an int32 array i
 so results are cast back where the array function would promote (NumPy turns integers
 into float64 for transcendental functions). Non-differentiable functions (``sign``,
 ``floor``, ``round``...) give a zero gradient, as MXNet does.
+
+``_contrib_div_sqrt_dim``: ``data / DType(sqrt(data.shape[-1]))`` (integers divide with
+truncation by the truncated root, as MXNet does).
 """
+import math
 import warnings
 
 import numpy as np
 
 from symgraph.opdef import Operator, Param, register, np_dtype
 
-
-class _Unary(Operator):
-    """y = f(x); subclasses give ``fn(xp, x)`` (or ``ufunc``) and ``grad(xp, x, y, dy)``."""
-
-    needs_inputs = True
-    needs_outputs = False
-    inplace = ((0, 0),)
-    #: name of the ``xp`` function computing the forward, when there is one
-    ufunc = None
-    #: the ``xp`` function keeps integer dtypes (no cast back needed)
-    keeps_dtype = False
-
-    def fn(self, xp, x):
-        return getattr(xp, self.ufunc)(x).astype(x.dtype, copy=False)
-
-    def grad(self, xp, x, y, dy):
-        raise NotImplementedError
-
-    def forward(self, xp, inputs, aux, is_train):
-        return [self.fn(xp, inputs[0])]
-
-    def fast_forward(self, xp, is_train):
-        if self.ufunc is not None and type(self).fn is _Unary.fn:
-            f = getattr(xp, self.ufunc)
-            if self.keeps_dtype:
-                return f
-            return lambda x: f(x).astype(x.dtype, copy=False)
-        fn = self.fn
-        return lambda x: fn(xp, x)
-
-    def backward(self, xp, out_grads, inputs, outputs, aux, need):
-        if not need[0]:
-            return [None]
-        x = inputs[0] if inputs else None
-        y = outputs[0] if outputs else None
-        return [self.grad(xp, x, y, out_grads[0])]
-
-
-class _ZeroGrad(_Unary):
-    """A piecewise-constant function: MXNet gives it a zero gradient."""
-
-    needs_inputs = False
-    no_grad = True
-
-    def grad(self, xp, x, y, dy):
-        return xp.zeros_like(dy)
+from ._elemwise import Unary, ZeroGrad
+from ._util import f32
 
 
 # --- exponentials and powers ------------------------------------------------------
 @register
-class Exp(_Unary):
+class Exp(Unary):
     name, ufunc = 'exp', 'exp'
     needs_inputs, needs_outputs = False, True
 
@@ -74,7 +34,7 @@ class Exp(_Unary):
 
 
 @register
-class Log(_Unary):
+class Log(Unary):
     name, ufunc = 'log', 'log'
 
     def grad(self, xp, x, y, dy):
@@ -82,7 +42,7 @@ class Log(_Unary):
 
 
 @register
-class Log1p(_Unary):
+class Log1p(Unary):
     name, ufunc = 'log1p', 'log1p'
 
     def grad(self, xp, x, y, dy):
@@ -90,7 +50,7 @@ class Log1p(_Unary):
 
 
 @register
-class Expm1(_Unary):
+class Expm1(Unary):
     name, ufunc = 'expm1', 'expm1'
     needs_inputs, needs_outputs = False, True
 
@@ -99,7 +59,7 @@ class Expm1(_Unary):
 
 
 @register
-class Sqrt(_Unary):
+class Sqrt(Unary):
     name, ufunc = 'sqrt', 'sqrt'
     needs_inputs, needs_outputs = False, True
 
@@ -108,7 +68,7 @@ class Sqrt(_Unary):
 
 
 @register
-class Rsqrt(_Unary):
+class Rsqrt(Unary):
     """1 / sqrt(x); d/dx = -y**3 / 2."""
 
     name = 'rsqrt'
@@ -122,7 +82,7 @@ class Rsqrt(_Unary):
 
 
 @register
-class Square(_Unary):
+class Square(Unary):
     name, ufunc, keeps_dtype = 'square', 'square', True
 
     def grad(self, xp, x, y, dy):
@@ -130,7 +90,7 @@ class Square(_Unary):
 
 
 @register
-class Reciprocal(_Unary):
+class Reciprocal(Unary):
     name, ufunc = 'reciprocal', 'reciprocal'
     needs_inputs, needs_outputs = False, True
 
@@ -144,7 +104,7 @@ class Reciprocal(_Unary):
 
 # --- sign and magnitude -------------------------------------------------------------
 @register
-class Negative(_Unary):
+class Negative(Unary):
     name, ufunc, keeps_dtype = 'negative', 'negative', True
     needs_inputs = False
 
@@ -153,7 +113,7 @@ class Negative(_Unary):
 
 
 @register
-class Abs(_Unary):
+class Abs(Unary):
     name, ufunc, keeps_dtype = 'abs', 'abs', True
 
     def grad(self, xp, x, y, dy):
@@ -161,22 +121,22 @@ class Abs(_Unary):
 
 
 @register
-class Sign(_ZeroGrad):
+class Sign(ZeroGrad):
     name, ufunc, keeps_dtype = 'sign', 'sign', True
 
 
 @register
-class Floor(_ZeroGrad):
+class Floor(ZeroGrad):
     name, ufunc = 'floor', 'floor'
 
 
 @register
-class Ceil(_ZeroGrad):
+class Ceil(ZeroGrad):
     name, ufunc = 'ceil', 'ceil'
 
 
 @register
-class Round(_ZeroGrad):
+class Round(ZeroGrad):
     """Round half away from zero (MXNet), not half to even (NumPy's ``round``)."""
 
     name = 'round'
@@ -190,7 +150,7 @@ class Round(_ZeroGrad):
 
 
 @register
-class Rint(_ZeroGrad):
+class Rint(ZeroGrad):
     """MXNet's ``rint``: floor(x) + 1 when the fraction is above one half (2.5 -> 2)."""
 
     name = 'rint'
@@ -201,18 +161,18 @@ class Rint(_ZeroGrad):
 
 
 @register
-class Trunc(_ZeroGrad):
+class Trunc(ZeroGrad):
     name, ufunc = 'trunc', 'trunc'
 
 
 @register
-class Fix(_ZeroGrad):
+class Fix(ZeroGrad):
     name, ufunc = 'fix', 'fix'
 
 
 # --- trigonometric ---------------------------------------------------------------------
 @register
-class Sin(_Unary):
+class Sin(Unary):
     name, ufunc = 'sin', 'sin'
 
     def grad(self, xp, x, y, dy):
@@ -220,7 +180,7 @@ class Sin(_Unary):
 
 
 @register
-class Cos(_Unary):
+class Cos(Unary):
     name, ufunc = 'cos', 'cos'
 
     def grad(self, xp, x, y, dy):
@@ -228,7 +188,7 @@ class Cos(_Unary):
 
 
 @register
-class Tan(_Unary):
+class Tan(Unary):
     name, ufunc = 'tan', 'tan'
     needs_inputs, needs_outputs = False, True
 
@@ -237,7 +197,7 @@ class Tan(_Unary):
 
 
 @register
-class Arctan(_Unary):
+class Arctan(Unary):
     name, ufunc = 'arctan', 'arctan'
 
     def grad(self, xp, x, y, dy):
@@ -246,7 +206,7 @@ class Arctan(_Unary):
 
 # --- activations -----------------------------------------------------------------------
 @register
-class Relu(_Unary):
+class Relu(Unary):
     name = 'relu'
     needs_inputs, needs_outputs = False, True
 
@@ -262,7 +222,7 @@ class Relu(_Unary):
 
 
 @register
-class Sigmoid(_Unary):
+class Sigmoid(Unary):
     """1 / (1 + exp(-x)), evaluated through exp(-|x|) so that no exp overflows."""
 
     name = 'sigmoid'
@@ -278,7 +238,7 @@ class Sigmoid(_Unary):
 
 
 @register
-class Tanh(_Unary):
+class Tanh(Unary):
     name, ufunc = 'tanh', 'tanh'
     needs_inputs, needs_outputs = False, True
 
@@ -287,7 +247,7 @@ class Tanh(_Unary):
 
 
 @register
-class Softsign(_Unary):
+class Softsign(Unary):
     name = 'softsign'
 
     def fn(self, xp, x):
@@ -299,7 +259,7 @@ class Softsign(_Unary):
 
 
 @register
-class Clip(_Unary):
+class Clip(Unary):
     """Clip to [a_min, a_max]; the gradient passes where a_min <= x <= a_max (MXNet)."""
 
     name = 'clip'
@@ -325,7 +285,7 @@ class Clip(_Unary):
 
 # --- copies, casts and constants -------------------------------------------------------
 @register
-class Copy(_Unary):
+class Copy(Unary):
     name, aliases = '_copy', ('identity',)
     needs_inputs = False
 
@@ -337,7 +297,7 @@ class Copy(_Unary):
 
 
 @register
-class BlockGrad(_ZeroGrad):
+class BlockGrad(ZeroGrad):
     """Identity forward, zero gradient: stops back-propagation into its input."""
 
     name, aliases = 'BlockGrad', ('stop_gradient',)
@@ -347,7 +307,7 @@ class BlockGrad(_ZeroGrad):
 
 
 @register
-class ZerosLike(_ZeroGrad):
+class ZerosLike(ZeroGrad):
     name = 'zeros_like'
     inplace = ()
 
@@ -356,7 +316,7 @@ class ZerosLike(_ZeroGrad):
 
 
 @register
-class OnesLike(_ZeroGrad):
+class OnesLike(ZeroGrad):
     name = 'ones_like'
     inplace = ()
 
@@ -365,7 +325,7 @@ class OnesLike(_ZeroGrad):
 
 
 @register
-class LogicalNot(_ZeroGrad):
+class LogicalNot(ZeroGrad):
     """1 where x == 0 else 0, in the input's dtype."""
 
     name = 'logical_not'
@@ -375,7 +335,7 @@ class LogicalNot(_ZeroGrad):
 
 
 @register
-class Cast(_Unary):
+class Cast(Unary):
     """Cast to ``dtype``; the gradient is cast back to the input's dtype."""
 
     name, aliases = 'Cast', ('cast',)
@@ -396,3 +356,56 @@ class Cast(_Unary):
 
     def grad(self, xp, x, y, dy):
         return dy.astype(x.dtype, copy=False)
+
+
+@register
+class DivSqrtDim(Operator):
+    """``data / sqrt(data.shape[-1])``."""
+
+    name = '_contrib_div_sqrt_dim'
+    needs_inputs = False
+
+    @staticmethod
+    def _root(dt, n):
+        return dt.type(math.sqrt(n))
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        r = self._root(x.dtype, x.shape[-1])
+        if x.dtype.kind in 'iu':         # C integer division: truncation toward zero
+            return [xp.trunc(x / r).astype(x.dtype)]
+        return [x / r]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        g = out_grads[0]
+        return [g / self._root(g.dtype, g.shape[-1])]
+
+
+# --- the worked example of docs/operators.md ----------------------------------------
+@register
+class Quadratic(Unary):
+    """``a * x**2 + b * x + c`` elementwise (``mx.sym.contrib.quadratic``).
+
+    As MXNet 1.9.1 computes it: ``a``, ``b`` and ``c`` are C floats, float16 and integer
+    data are computed in float32 and the result cast back (integers truncate).
+    """
+
+    name = '_contrib_quadratic'
+    a = Param(float, 0.0, doc='coefficient of the quadratic term')
+    b = Param(float, 0.0, doc='coefficient of the linear term')
+    c = Param(float, 0.0, doc='constant term')
+
+    def fn(self, xp, x):
+        w = _float32_unless_wider(x)
+        y = f32(self.a) * w * w + f32(self.b) * w + f32(self.c)
+        return y.astype(x.dtype, copy=False)
+
+    def grad(self, xp, x, y, dy):
+        w = _float32_unless_wider(x)
+        dx = _float32_unless_wider(dy) * (2.0 * f32(self.a) * w + f32(self.b))
+        return dx.astype(dy.dtype, copy=False)
+
+
+def _float32_unless_wider(x):
+    """``x`` as MXNet's ``float`` arithmetic sees it: float64 stays, the rest is float32."""
+    return x if x.dtype == np.float64 else x.astype(np.float32)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Install symgraph with what the test suite needs, then run the whole suite.
+# Install symgraph with what the test suite needs, then run the whole suite in phases.
 # Used by the README and by CI (.ci/run). Works on a fresh Debian machine with Python >= 3.10.
-set -euo pipefail
+# Every phase runs even when an earlier one fails; one summary line per phase is printed at the
+# end, and the script exits non-zero if any phase failed.
+set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 
@@ -17,15 +19,37 @@ fi
 
 # The package (editable, so tests see this checkout), pytest, and CuPy's NVRTC so that
 # every CUDA kernel is compiled in CI exactly as CuPy compiles it on a GPU.
-"$PY" -m pip install -q --disable-pip-version-check -e '.[test]'
+"$PY" -m pip install -q --disable-pip-version-check -e '.[test]' || exit 1
 "$PY" -m pip install -q --disable-pip-version-check cupy-cuda12x nvidia-cuda-nvrtc-cu12 \
     || echo "warning: CuPy/NVRTC could not be installed; kernel compile tests will be skipped" >&2
 
-"$PY" -m pytest -q -p no:cacheprovider tests "$@"
+LOGDIR=$(mktemp -d)
+SUMMARY=()
+FAILED=0
+
+# phase NAME COMMAND...: run one pytest phase, keep its closing line and time
+phase() {
+    local name=$1; shift
+    local log="$LOGDIR/$(echo "$name" | tr -c 'A-Za-z0-9' _).log"
+    local start=$SECONDS
+    echo "--- $name"
+    "$@" 2>&1 | tee "$log"
+    local rc=${PIPESTATUS[0]}
+    local line
+    line=$(grep -E '(passed|failed|errors?|skipped|deselected|no tests ran).* in [0-9.]+s' \
+           "$log" | tail -1 | tr -d '=' | sed 's/^ *//; s/ *$//')
+    [ -n "$line" ] || line="no pytest summary (exit $rc)"
+    [ "$rc" = 0 ] || FAILED=1
+    SUMMARY+=("$(printf '%-44s %-6s %s (%ds)' "$name" "$([ "$rc" = 0 ] && echo ok || echo FAIL)" \
+        "$line" $((SECONDS - start)))")
+}
+
+NP=$("$PY" -c 'import numpy; print(numpy.__version__)')
+phase "suite, NumPy $NP" "$PY" -m pytest -q -p no:cacheprovider tests "$@"
 # The GPU tests (-m gpu) again, on the strict CPU stand-in for CuPy with four devices
 # (tests/cuda/strict_cupy.py): device scopes, copies, kernels' arguments, multi-GPU paths.
-echo "--- GPU tests on the strict CuPy stand-in (4 devices)"
-SYMGRAPH_STRICT_CUPY=4 "$PY" -m pytest -q -p no:cacheprovider -m gpu tests "$@"
+phase "GPU tests on the strict CuPy stand-in, NumPy $NP" \
+    env SYMGRAPH_STRICT_CUPY=4 "$PY" -m pytest -q -p no:cacheprovider -m gpu tests "$@"
 
 # symgraph supports NumPy 1.26 as well as 2.x: run the suite again in a venv with NumPy 1.26
 # (set SYMGRAPH_SKIP_NUMPY1=1 to skip; skipped with a warning where no such NumPy installs).
@@ -33,13 +57,20 @@ if [ "${SYMGRAPH_SKIP_NUMPY1:-0}" != 1 ]; then
     venv="$(mktemp -d)/numpy1"
     if "$PY" -m venv "$venv" \
         && "$venv/bin/python" -m pip install -q --disable-pip-version-check \
-            "numpy>=1.26,<2" networkx graphviz pytest scipy wheel \
+            "numpy>=1.26,<2" networkx graphviz pytest hypothesis setuptools scipy wheel \
         && "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e .; then
-        echo "--- again with NumPy $("$venv/bin/python" -c 'import numpy; print(numpy.__version__)')"
-        "$venv/bin/python" -m pytest -q -p no:cacheprovider tests "$@"
-        SYMGRAPH_STRICT_CUPY=4 "$venv/bin/python" -m pytest -q -p no:cacheprovider -m gpu \
-            tests "$@"
+        NP1=$("$venv/bin/python" -c 'import numpy; print(numpy.__version__)')
+        phase "suite, NumPy $NP1" "$venv/bin/python" -m pytest -q -p no:cacheprovider tests "$@"
+        phase "GPU tests on the strict CuPy stand-in, NumPy $NP1" \
+            env SYMGRAPH_STRICT_CUPY=4 "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+            -m gpu tests "$@"
     else
         echo "warning: no NumPy 1.26 for this Python; the NumPy 1.x run was skipped" >&2
+        SUMMARY+=("$(printf '%-44s %-6s %s' "suite, NumPy 1.26" skip "no NumPy 1.26 wheel")")
     fi
 fi
+
+echo
+echo "=== summary ($("$PY" -c 'import sys; print("Python %d.%d.%d" % sys.version_info[:3])'))"
+for s in "${SUMMARY[@]}"; do echo "$s"; done
+exit $FAILED

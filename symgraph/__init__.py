@@ -22,6 +22,7 @@ from . import optimizer
 from . import kvstore as kv
 from . import model
 from . import io
+from . import rnn
 from . import test_utils
 from . import metric
 from . import callback
@@ -32,7 +33,7 @@ from . import operator
 from . import visualization
 from . import visualization as viz
 
-from . import parallel
+from . import dist
 from . import module
 from . import module as mod
 model.FeedForward = module.FeedForward     # mx.model.FeedForward (it is built on Module)

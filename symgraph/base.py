@@ -24,6 +24,18 @@ def py_str(x):
     return x.decode('utf-8') if isinstance(x, (bytes, bytearray)) else x
 
 
+def data_dir_default():
+    """MXNet's default data directory: ``%APPDATA%/mxnet`` on Windows, else ``~/.mxnet``."""
+    if sys.platform.startswith('win'):
+        return os.path.join(os.environ.get('APPDATA', ''), 'mxnet')
+    return os.path.join(os.path.expanduser('~'), '.mxnet')
+
+
+def data_dir():
+    """The data directory (datasets, models): ``$MXNET_HOME``, else :func:`data_dir_default`."""
+    return os.getenv('MXNET_HOME', data_dir_default())
+
+
 def _as_list(obj):
     """``obj`` if it is a list or tuple, else ``[obj]``."""
     if isinstance(obj, (list, tuple)):

@@ -8,9 +8,10 @@ import numpy as np
 
 from .base import MXNetError, BindError
 from .context import Context, current_context
-from .infer import infer_shapes, infer_types, shape_complete
-from .ndarray import NDArray, _to_xp
-from .plan import Plan, check_error
+from .graph.infer import infer_shapes, infer_types, shape_complete
+from .ndarray import NDArray
+from .ndarray.ndarray import _to_xp
+from .graph.plan import Plan, check_error
 
 __all__ = ['Executor', 'simple_bind']
 
@@ -67,7 +68,7 @@ class Executor:
     """A bound symbol. Create with :meth:`Symbol.bind` or :meth:`Symbol.simple_bind`."""
 
     def __init__(self, symbol, ctx, args, args_grad=None, grad_req='write', aux_states=None,
-                 group2ctx=None):
+                 group2ctx=None, _answers=None):
         self._symbol = symbol
         self._ctx = Context(ctx) if ctx is not None else current_context()
         order, arg_nodes, aux_nodes = symbol._arg_aux()
@@ -95,8 +96,10 @@ class Executor:
         type_known = {n: np.dtype(a.dtype) for n, a in zip(arg_nodes, args)}
         type_known.update({n: np.dtype(a.dtype) for n, a in zip(aux_nodes, aux)
                            if a is not None})
-        shapes = infer_shapes(order, shape_known)
-        dtypes = infer_types(order, type_known)
+        # (simple_bind's inference already asked the rules: _answers keeps what they said)
+        answers = _answers or {'shape': None, 'type': None}
+        shapes = infer_shapes(order, shape_known, answers['shape'])
+        dtypes = infer_types(order, type_known, answers['type'])
         index = {id(n): k for k, n in enumerate(order)}
         for n in order:
             for i in range(n.num_outputs()):
@@ -147,7 +150,8 @@ class Executor:
         # an executor with gradients to compute keeps what backward needs even after an
         # inference forward: MXNet lets backward follow one (saliency, adversarial inputs)
         self._any_grad = any(r != 'null' for r in reqs)
-        self._plan = Plan(order, arg_nodes, aux_nodes, heads, shapes, dtypes, reqs, xp)
+        self._plan = Plan(order, arg_nodes, aux_nodes, heads, shapes, dtypes, reqs, xp,
+                          self._ctx)
         self._saved = None
         self._monitor = None
         self._monitor_all = False
@@ -380,17 +384,27 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
         warnings.warn('simple_bind: %s are not inputs of the symbol (%s); ignored'
                       % (unknown, symbol.list_arguments()), stacklevel=3)
         shapes = {k: v for k, v in shapes.items() if k in known}
-    arg_shapes, _, aux_shapes = symbol.infer_shape(**shapes)
+    # one answer per rule and question for the whole bind, as MXNet asks a CustomOpProp once
+    answers = {'shape': {}, 'type': {}}
+    arg_shapes, _, aux_shapes = symbol._infer_shape_complete((), shapes, answers['shape'], 4)
     if arg_shapes is None:
         partial = symbol._infer_shape_impl((), shapes)[0]      # None where unknown
         unknown = [n for n, s in zip(symbol.list_arguments(), partial)
                    if s is None or not shape_complete(s)]
         raise BindError('simple_bind: cannot infer the shapes of %s from %s; give them as '
                         'keyword arguments' % (unknown, shapes))
-    types = dict(type_dict or {})
-    arg_types, _, aux_types = symbol.infer_type(**types) if types else (None, None, None)
+    if type_dict is None:
+        # MXNet's simple_bind: without a type_dict every argument that has no __dtype__
+        # attribute is float32 (so a CustomOpProp's infer_type sees float32, not None)
+        attrs = symbol.attr_dict()
+        types = {n: np.float32 for n in symbol.list_arguments()
+                 if '__dtype__' not in attrs.get(n, {})}
+    else:
+        types = dict(type_dict)
+    arg_types, _, aux_types = symbol._infer_type_complete((), types, answers['type'], 4) \
+        if types else (None, None, None)
     if arg_types is None:
-        arg_types, _, aux_types = symbol.infer_type_partial(**types)
+        arg_types, _, aux_types = symbol._infer_type_partial((), types, answers['type'])
     names = symbol.list_arguments()
     reqs = _grad_reqs(grad_req, names)
     xp = ctx.xp
@@ -402,5 +416,5 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
         grads = [None if r == 'null' else alloc(s, t)
                  for s, t, r in zip(arg_shapes, arg_types, reqs)]
         aux = [alloc(s, t) for s, t in zip(aux_shapes, aux_types)]
-    return Executor(symbol, ctx, args, grads, reqs, aux, group2ctx)
+    return Executor(symbol, ctx, args, grads, reqs, aux, group2ctx, _answers=answers)
 

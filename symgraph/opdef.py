@@ -2,38 +2,33 @@
 
 An operator is one small class deriving :class:`Operator`. Its typed parameters are
 class attributes made with :class:`Param`; an instance holds parsed values and is a value
-(equality and hash over the parameters). The executor only ever calls the methods below,
-so it knows nothing about any particular operator.
+(equality and hash over the parameters). The core (inference, plan, executor, ``mx.nd``)
+calls only the hooks declared on :class:`Operator`, each documented there with its
+arguments, return value and default; nothing is discovered with ``getattr``/``hasattr``
+and no behaviour depends on a method's signature. In short:
 
-Contract (all shape and type functions are pure and never touch arrays):
-
-``list_arguments()`` / ``list_outputs()`` / ``list_auxiliary_states()``
-    names of inputs, outputs and auxiliary states. ``num_visible_outputs()`` may be smaller
-    than ``len(list_outputs())``: hidden outputs (e.g. BatchNorm's saved mean) are computed
-    and passed to backward but not shown to users.
-``infer_shape(in_shapes[, out_shapes]) -> (in_shapes, out_shapes, aux_shapes)``
-    ``in_shapes`` covers arguments followed by auxiliary states; an entry is ``None`` when
-    unknown, a tuple otherwise (a 0 dimension means "unknown dimension"). Return what is
-    known, filling inputs where possible (a rule that takes ``out_shapes`` also gets the
-    outputs known so far, to infer inputs backwards). Raise :class:`ShapeError` naming the
-    argument. Elementwise rules may set ``same_shape_io`` instead.
-``infer_type(in_types) -> (in_types, out_types, aux_types)``
-    the same with ``numpy.dtype`` objects or ``None``.
-``forward(xp, inputs, aux, is_train) -> list of arrays``
-    ``xp`` is numpy or cupy; ``aux`` arrays may be updated in place (moving statistics).
-    Must return one array per entry of ``list_outputs()`` (hidden ones included).
-``backward(xp, out_grads, inputs, outputs, aux, need) -> list of input gradients``
-    ``need[i]`` tells whether argument i's gradient is used; return ``None`` where not
-    needed or not defined. ``out_grads[i]`` is ``None`` for hidden outputs and for loss
-    operators (``is_loss``), which make their own head gradient.
-``create_state() -> object or None``
-    stateful operators (Custom) return a per-executor object, then passed to their
-    forward and backward as ``state=``.
+structure
+    ``list_arguments()``, ``list_outputs()``, ``list_auxiliary_states()``,
+    ``num_visible_outputs()``, ``input_init()``
+inference (pure, never touching arrays)
+    ``infer_shape(in_shapes[, out_shapes])`` (the second argument exactly when
+    ``infer_shape_uses_outputs``), ``same_shape_io``, ``infer_type(in_types)``
+compute
+    ``forward(xp, inputs, aux, is_train)``, ``backward(xp, out_grads, inputs, outputs,
+    aux, need)`` with ``need`` a list of bool; ``fast_forward``/``fast_forward_typed``;
+    ``writes_into`` (``out=``/``grad_out=``); ``wants_req`` (``req=``); ``create_state``
+    (``state=``); ``out_is_first_input()``
+planner data
+    ``needs_inputs``, ``needs_outputs``, ``inplace``, ``no_grad``, ``is_loss``
+runtime services an operator may use
+    :func:`random_state` (the generator to draw from) and :func:`device_group` (the other
+    devices of a data-parallel step, for collective operators such as SyncBatchNorm).
 """
 from __future__ import annotations
 
 import ast
 import contextlib
+import inspect
 import re
 import threading
 
@@ -44,7 +39,8 @@ from .base import MXNetError, ShapeError, TypeInferenceError
 __all__ = ['Param', 'Operator', 'register', 'get_op', 'list_ops', 'OpNamespace', 'ShapeError',
            'TypeInferenceError', 'REQUIRED', 'elemwise_shape', 'same_type',
            'unify_shape', 'dtype_name', 'np_dtype', 'shape_known', 'reduce_to_shape',
-           'random_state', 'using_random_state']
+           'random_state', 'using_random_state', 'DeviceGroup', 'device_group',
+           'using_device_group']
 
 REQUIRED = object()
 
@@ -256,14 +252,17 @@ class Operator:
     no_grad = False
     #: accept any parameter (Custom passes arbitrary kwargs on to the user's prop)
     free_params = False
-    #: backward's ``need`` is a list of MXNet req strings ('write', 'add', 'null')
+    #: ``backward`` also takes ``req=``: per argument, MXNet's req string ('write', 'add'
+    #: where the argument was bound with grad_req='add' and feeds this operator directly,
+    #: 'null' where ``need`` is False). Default False: ``need`` (bools) only.
     wants_req = False
     #: ``forward`` takes ``out=`` and ``backward`` ``grad_out=``: lists (one entry per
     #: output, per argument) of None or an array of the inferred shape and dtype that
     #: the executor will hand to the user (an output NDArray, a gradient bound with
     #: grad_req='write').  The operator may compute that result straight into it and
     #: return that very array, sparing the executor a copy (MXNet's ops write into
-    #: their outputs); returning another array is always correct too.
+    #: their outputs); returning another array is always correct too.  Default False:
+    #: neither keyword is passed.
     writes_into = False
     _params = {}
 
@@ -387,6 +386,23 @@ class Operator:
         return {}
 
     # --- inference ---------------------------------------------------------------
+    #: ``infer_shape`` takes a second argument, the output shapes known so far (a list,
+    #: ``None`` where unknown), so that it can infer inputs backwards from them
+    #: (Reshape, FullyConnected's data from its output...). Default False: the rule gets
+    #: the input shapes only.
+    infer_shape_uses_outputs = False
+
+    @property
+    def same_shape_io(self):
+        """Whether every visible output has the shape of every argument (elementwise).
+
+        The inference pass then also copies a known output shape back into the
+        arguments, as MXNet's elementwise rules do. Default: True exactly when the class
+        keeps the base :meth:`infer_shape`; override with a class attribute (or a
+        property when it depends on the parameters).
+        """
+        return type(self).infer_shape is Operator.infer_shape
+
     def infer_shape(self, in_shapes):
         s = elemwise_shape(self, in_shapes, self.output_count())
         n = len(self.list_arguments())
@@ -400,19 +416,48 @@ class Operator:
 
     # --- compute -----------------------------------------------------------------
     def forward(self, xp, inputs, aux, is_train):
+        """The outputs: a list with one array per entry of ``list_outputs()`` (hidden ones
+        included).
+
+        ``xp`` is numpy or cupy; ``inputs`` the argument arrays; ``aux`` the auxiliary
+        states, which may be updated in place (moving statistics); ``is_train`` a bool.
+        Also gets ``out=`` when :attr:`writes_into` and ``state=`` when
+        :meth:`create_state` returned an object. No default: every operator defines it.
+        """
         raise NotImplementedError('operator %s has no forward' % self.name)
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        """The input gradients: a list with one entry per argument.
+
+        ``need[i]`` (a bool) tells whether argument i's gradient is used; return None
+        where it is not needed or not defined. ``out_grads[i]`` is None for hidden outputs
+        and for loss operators (:attr:`is_loss`), which make their own head gradient;
+        ``inputs``/``outputs`` hold None where :attr:`needs_inputs`/:attr:`needs_outputs`
+        leave them out. Also gets ``grad_out=`` when :attr:`writes_into`, ``req=`` when
+        :attr:`wants_req` and ``state=`` when :meth:`create_state` returned an object.
+        Default: raises NotImplementedError (no gradient).
+        """
         raise NotImplementedError('operator %s has no gradient' % self.name)
 
-    def create_state(self):
-        """Per-executor state of a stateful operator, or None (the default).
+    def out_is_first_input(self):
+        """The operator ``mx.nd`` runs when ``out=`` is the first input array itself.
 
-        An operator that returns an object here gets it as ``state=`` in every
-        :meth:`forward` and :meth:`backward` call of that executor (one object per bind,
-        shared by forward and backward; ``mx.nd`` calls get a fresh one each). Custom
-        operators keep the user's ``CustomOp`` instance there, as MXNet creates one per
-        bind.
+        MXNet's in-place update kernels (``nag_mom_update(weight, ..., out=weight)``) read
+        the weight after writing it; an operator whose result depends on that returns a
+        variant here. Default: ``self``.
+        """
+        return self
+
+    def create_state(self, ctx, in_shapes, in_dtypes):
+        """Per-bind state of a stateful operator, or None (the default).
+
+        Called once per bind (and once per ``mx.nd`` call) after inference, with the
+        bind's context (a :class:`~symgraph.context.Context`, opaque to the core) and the
+        node's input shapes and dtypes (arguments then auxiliary states). An operator that
+        returns an object here gets it as ``state=`` in every :meth:`forward` and
+        :meth:`backward` call of that executor (one object per bind, shared by forward
+        and backward). Custom operators make the user's ``CustomOp`` here, as MXNet's bind
+        calls ``create_operator``.
         """
         return None
 
@@ -461,7 +506,7 @@ def register(cls):
     if not cls.name:
         raise MXNetError('operator class %s has no name' % cls.__name__)
     if cls.writes_into:
-        import inspect
+        # validates the declaration (the attribute decides; the signature switches nothing)
         for method, kw in (('forward', 'out'), ('backward', 'grad_out')):
             if kw not in inspect.signature(getattr(cls, method)).parameters:
                 raise MXNetError('operator %s sets writes_into but its %s takes no %r '
@@ -482,22 +527,27 @@ def get_op(name):
 
 class OpNamespace:
     """Operator functions under a name prefix (``mx.sym.contrib.box_nms`` is
-    ``_contrib_box_nms``); ``maker(op_name, hint)`` builds the function."""
+    ``_contrib_box_nms``); ``maker(op_name, hint)`` builds the function. ``functions``
+    (name -> function) are given in place of the registered operators of those names."""
 
-    def __init__(self, prefix, maker):
+    def __init__(self, prefix, maker, functions=None):
         self._prefix = prefix
         self._maker = maker
+        self._functions = dict(functions or {})
 
     def __getattr__(self, name):
         if name.startswith('__'):
             raise AttributeError(name)
+        if name in self._functions:
+            return self._functions[name]
         for cand in (self._prefix + name, name):
             if cand in _REGISTRY:
                 return self._maker(cand, hint=name.lower())
         raise AttributeError('no operator %r' % (self._prefix + name))
 
     def __dir__(self):
-        return [n[len(self._prefix):] for n in _REGISTRY if n.startswith(self._prefix)]
+        names = {n[len(self._prefix):] for n in _REGISTRY if n.startswith(self._prefix)}
+        return sorted(names | set(self._functions))
 
 
 def list_ops(aliases=False):
@@ -552,6 +602,51 @@ def using_random_state(xp, state):
         yield state
     finally:
         _rng_local.states = previous
+
+
+class DeviceGroup:
+    """The devices of one data-parallel step, as an operator on one of them sees them.
+
+    The data-parallel runtime (``symgraph.dist``) runs each device's share of a step in
+    its own thread under :func:`using_device_group`; a collective operator (SyncBatchNorm)
+    reaches the others through :func:`device_group`, never by importing the runtime.
+
+    Attributes
+    ----------
+    rank : int
+        this device's slot, 0 .. ndev-1.
+    """
+
+    rank = 0
+
+    def allreduce(self, key, ndev, array):
+        """Sum ``array`` over the ``ndev`` devices that meet under ``key``.
+
+        Every device calls it with an array of one shape and dtype; each gets the sum
+        back (``array`` may be summed in place). Raises MXNetError when the others do
+        not arrive in time or another device failed.
+        """
+        raise NotImplementedError
+
+
+_group_local = threading.local()
+
+
+def device_group():
+    """The :class:`DeviceGroup` of the calling thread, or None outside a data-parallel
+    step."""
+    return getattr(_group_local, 'group', None)
+
+
+@contextlib.contextmanager
+def using_device_group(group):
+    """Make :func:`device_group` give ``group`` in this thread."""
+    previous = device_group()
+    _group_local.group = group
+    try:
+        yield group
+    finally:
+        _group_local.group = previous
 
 
 def unify_shape(a, b, what='shape'):

@@ -6,6 +6,10 @@ from the global one.
 """
 import numpy as np
 
+from . import ndarray as _nd
+from .context import Context, num_gpus, _cupy
+from .namespaces import NAMES
+
 __all__ = ['seed', 'uniform', 'normal', 'randn', 'randint', 'exponential', 'gamma',
            'poisson', 'negative_binomial', 'generalized_negative_binomial', 'multinomial',
            'shuffle']
@@ -21,7 +25,6 @@ def seed(seed_state, ctx='all'):
         ``'all'`` (MXNet's default): NumPy's global generator and CuPy's on
         every GPU; a CPU context: NumPy's only; ``mx.gpu(i)``: GPU i's only.
     """
-    from .context import Context, num_gpus, _cupy
     if isinstance(ctx, str):
         if ctx != 'all':
             raise ValueError("ctx must be a Context or 'all', got %r" % (ctx,))
@@ -40,8 +43,6 @@ def seed(seed_state, ctx='all'):
                 cupy.random.seed(seed_state)
 
 
-def __getattr__(name):
-    if name in __all__:
-        from .sampling import namespace
-        return getattr(namespace('nd'), name)
-    raise AttributeError('module symgraph.random has no attribute %r' % name)
+uniform, normal, randn, randint, exponential, gamma, poisson, negative_binomial, \
+    generalized_negative_binomial, multinomial, shuffle = \
+    (getattr(_nd.random, _name) for _name in NAMES)

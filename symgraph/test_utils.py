@@ -1,13 +1,27 @@
 """Testing helpers with MXNet's names (``mx.test_utils``)."""
 from __future__ import annotations
 
+import contextlib
+import functools
+import gzip
+import hashlib
+import logging
 import numbers
+import os
+import shutil
+import struct
+import sys
+import tarfile
+import tempfile
+import traceback
+import urllib.request
 
 import numpy as np
 
-from .base import MXNetError
-from .context import current_context
+from .base import MXNetError, data_dir
+from .context import current_context, num_gpus
 from .ndarray import NDArray, array
+from .symbol import Symbol
 
 __all__ = ['default_context', 'set_default_context', 'default_dtype', 'default_rtols',
            'default_atols', 'default_numeric_eps', 'get_tolerance', 'get_tols', 'get_rtol',
@@ -15,7 +29,10 @@ __all__ = ['default_context', 'set_default_context', 'default_dtype', 'default_r
            'almost_equal_ignore_nan', 'same', 'assert_exception', 'check_numeric_gradient',
            'check_symbolic_forward', 'check_symbolic_backward', 'random_arrays',
            'rand_ndarray', 'rand_shape_2d', 'rand_shape_3d', 'rand_shape_nd', 'np_reduce',
-           'simple_forward', 'numeric_grad']
+           'simple_forward', 'numeric_grad', 'random_sample', 'retry', 'set_env_var',
+           'environment', 'discard_stderr', 'same_array', 'list_gpus', 'get_etol',
+           'assert_almost_equal_with_err', 'check_consistency', 'download', 'get_mnist',
+           'get_mnist_ubyte', 'get_cifar10']
 
 
 def default_context():
@@ -351,3 +368,490 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
                             names=('EXPECTED_%s' % name, 'BACKWARD_%s' % name),
                             equal_nan=equal_nan)
     return {k: v for k, v in exe.grad_dict.items() if v is not None}
+
+
+# ----------------------------------------------------------------- helpers MXNet tests use
+def random_sample(population, k):
+    """``k`` elements of ``population`` in random order (NumPy's global random state)."""
+    if not 0 <= k <= len(population):
+        raise ValueError('random_sample: k=%r is not in [0, len(population)=%d]'
+                         % (k, len(population)))
+    population_copy = population[:]
+    np.random.shuffle(population_copy)
+    return population_copy[0:k]
+
+
+def retry(n):
+    """Decorator: run a stochastic test up to ``n`` times until it passes (an
+    AssertionError on the last try is raised)."""
+    if not (isinstance(n, int) and n > 0):
+        raise ValueError('retry: n must be a positive int, not %r' % (n,))
+
+    def decorate(f):
+        @functools.wraps(f)
+        def wrapper(*args, **kwargs):
+            for i in range(n):
+                try:
+                    f(*args, **kwargs)
+                    return
+                except AssertionError:
+                    if i == n - 1:
+                        raise
+        return wrapper
+    return decorate
+
+
+def set_env_var(key, val, default_val=""):
+    """Set the environment variable ``key`` to ``val``; return its previous value (or
+    ``default_val`` when it was unset)."""
+    prev_val = os.environ.get(key, default_val)
+    os.environ[key] = val
+    return prev_val
+
+
+@contextlib.contextmanager
+def environment(*args):
+    """Set environment variables for a ``with`` block or a decorated function, restoring
+    them afterwards (even on error); a value of None unsets the variable.
+
+    Parameters
+    ----------
+    *args
+        ``(name, value)``, or one dict ``{name: value}``.
+
+    Examples
+    --------
+    >>> import os
+    >>> with environment('SYMGRAPH_DOC_EXAMPLE', '1'):
+    ...     os.environ['SYMGRAPH_DOC_EXAMPLE']
+    '1'
+    >>> 'SYMGRAPH_DOC_EXAMPLE' in os.environ
+    False
+    """
+    if len(args) == 1 and isinstance(args[0], dict):
+        env_vars = args[0]
+    elif len(args) == 2:
+        env_vars = {args[0]: args[1]}
+    else:
+        raise TypeError('environment: expecting one dict arg or two args: env var name and '
+                        'value, got %d args' % len(args))
+
+    def set_environ(env_var_dict):
+        for name, value in env_var_dict.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+    snapshot = {x: os.environ.get(x) for x in env_vars}
+    set_environ(env_vars)
+    try:
+        yield
+    finally:
+        set_environ(snapshot)
+
+
+@contextlib.contextmanager
+def discard_stderr():
+    """Discard what is written to the stderr file descriptor (C code included) inside the
+    block; where stderr has no file descriptor, nothing is discarded."""
+    with open(os.devnull, 'w') as bit_bucket:
+        try:
+            stderr_fileno = sys.stderr.fileno()
+        except (AttributeError, OSError, ValueError):
+            # stderr replaced by an object without a descriptor (e.g. captured)
+            yield
+            return
+        sys.stderr.flush()
+        old_stderr = os.dup(stderr_fileno)
+        try:
+            os.dup2(bit_bucket.fileno(), stderr_fileno)
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(old_stderr, stderr_fileno)
+            os.close(old_stderr)
+
+
+def same_array(array1, array2):
+    """Whether two NDArrays share memory (checked by writing into ``array1``)."""
+    array1[:] += 1
+    if not same(array1.asnumpy(), array2.asnumpy()):
+        array1[:] -= 1
+        return False
+    array1[:] -= 1
+    return same(array1.asnumpy(), array2.asnumpy())
+
+
+def list_gpus():
+    """``range(n)`` over the n visible GPUs (empty without CuPy or a GPU)."""
+    return range(num_gpus())
+
+
+def get_etol(etol=None):
+    """The error-rate threshold of :func:`assert_almost_equal_with_err` (default 0)."""
+    return 0 if etol is None else etol
+
+
+def assert_almost_equal_with_err(a, b, rtol=None, atol=None, etol=None, names=('a', 'b'),
+                                 equal_nan=False, mismatches=(10, 10)):
+    """Like :func:`assert_almost_equal`, but with ``etol > 0`` a fraction of up to ``etol``
+    of the elements may differ.
+
+    Raises
+    ------
+    AssertionError
+        Naming the error rate, the tolerances and the worst element.
+    """
+    etol = get_etol(etol)
+    if etol <= 0:
+        assert_almost_equal(a, b, rtol=rtol, atol=atol, names=names, equal_nan=equal_nan,
+                            mismatches=mismatches)
+        return
+    rtol, atol = get_tols(a, b, rtol, atol)
+    a, b = _np(a), _np(b)
+    equals = np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    err = 1 - np.count_nonzero(equals) / equals.size
+    if err > etol:
+        viol = np.abs(a - b) / (atol + rtol * np.abs(b))
+        viol = np.where(np.isnan(viol), np.inf, viol)
+        index = tuple(int(i) for i in np.unravel_index(np.argmax(viol), viol.shape))
+        raise AssertionError(
+            'Error rate %f exceeds etol=%f (rtol=%e, atol=%e): %d of %d elements differ; '
+            'largest violation %f at %s: %s=%f, %s=%f'
+            % (err, etol, rtol, atol, equals.size - np.count_nonzero(equals), equals.size,
+               viol[index], index, names[0], a[index], names[1], b[index]))
+
+
+def check_consistency(sym, ctx_list, scale=1.0, grad_req='write', arg_params=None,
+                      aux_params=None, rtol=None, atol=None, raise_on_err=True,
+                      ground_truth=None, equal_nan=False, use_uniform=False,
+                      rand_type=np.float64):
+    """Check that a symbol gives the same outputs and gradients on several contexts and
+    dtypes (MXNet 1.9.1's procedure).
+
+    Parameters
+    ----------
+    sym : Symbol or list of Symbol
+        One symbol for all entries of ``ctx_list``, or one per entry.
+    ctx_list : list of dict
+        Each ``{'ctx': Context, <input>: shape, ..., 'type_dict': {<input>: dtype}}``: the
+        keyword arguments of ``simple_bind``.
+    scale : float
+        Scale of the random inputs (normal, or uniform in +-0.92*scale with ``use_uniform``).
+    grad_req : str, list or dict
+    arg_params, aux_params : dict of str -> array, optional
+        Inputs to use instead of random ones (aux states default to 0).
+    rtol, atol : float or dict by dtype, optional
+    raise_on_err : bool
+        Raise the first mismatch; otherwise print it and go on.
+    ground_truth : dict, optional
+        Expected outputs and gradients by name; default: those of the most precise entry.
+    equal_nan, use_uniform, rand_type
+        As MXNet.
+
+    Returns
+    -------
+    dict
+        The ground truth used (outputs and gradients by name).
+    """
+    if len(ctx_list) <= 1:
+        raise ValueError('check_consistency needs at least 2 entries in ctx_list, got %d'
+                         % len(ctx_list))
+    if isinstance(sym, Symbol):
+        sym = [sym] * len(ctx_list)
+    elif len(sym) != len(ctx_list):
+        raise ValueError('check_consistency: %d symbols for %d contexts'
+                         % (len(sym), len(ctx_list)))
+    output_names = sym[0].list_outputs()
+    arg_names = sym[0].list_arguments()
+    exe_list = []
+    for s, ctx in zip(sym, ctx_list):
+        if s.list_arguments() != arg_names or s.list_outputs() != output_names:
+            raise ValueError('check_consistency: the symbols differ in arguments or outputs: '
+                             '%s %s vs %s %s' % (arg_names, output_names, s.list_arguments(),
+                                                 s.list_outputs()))
+        exe_list.append(s.simple_bind(grad_req=grad_req, **ctx))
+
+    arg_params = {} if arg_params is None else arg_params
+    aux_params = {} if aux_params is None else aux_params
+
+    def smaller_dtype(dt1, dt2):
+        """The least precise of two dtypes."""
+        return dt1 if dt2 is None or np.dtype(dt1).itemsize < np.dtype(dt2).itemsize else dt2
+
+    # random inputs in a deterministic (sorted) order, for reproducibility
+    for n, arr in sorted(exe_list[0].arg_dict.items()):
+        if n not in arg_params:
+            if use_uniform:
+                arg_params[n] = np.random.uniform(low=-0.92 * scale, high=0.92 * scale,
+                                                  size=arr.shape).astype(rand_type)
+            else:
+                arg_params[n] = np.random.normal(size=arr.shape,
+                                                 scale=scale).astype(rand_type)
+    for n in exe_list[0].aux_dict:
+        if n not in aux_params:
+            aux_params[n] = 0
+    for exe in exe_list:
+        for name, arr in exe.arg_dict.items():
+            arr[:] = arg_params[name]
+        for name, arr in exe.aux_dict.items():
+            arr[:] = aux_params[name]
+        if grad_req == 'add':
+            for arr in exe.grad_arrays:
+                if arr is not None:
+                    arr[:] = np.zeros(arr.shape, dtype=arr.dtype)
+
+    dtypes = [np.dtype(exe.outputs[0].dtype) for exe in exe_list]
+    gt_idx = int(np.argmax(dtypes))     # the first entry of the most precise output dtype
+    gt = ground_truth
+    if gt is None:
+        gt = exe_list[gt_idx].output_dict.copy()
+        if grad_req != 'null':
+            gt.update(exe_list[gt_idx].grad_dict)
+
+    def compare(what, i, name, arr, gtarr, rt, at):
+        try:
+            assert_almost_equal(arr, gtarr, rtol=rt, atol=at, equal_nan=equal_nan,
+                                names=('%s ctx %d' % (name, i), '%s ctx %d' % (name, gt_idx)))
+        except AssertionError as e:
+            print('%s Err: ctx %d vs ctx %d at %s' % (what, i, gt_idx, name))
+            traceback.print_exc()
+            if raise_on_err:
+                raise e
+            print(str(e))
+
+    for exe in exe_list:
+        exe.forward(is_train=False)
+    for i, exe in enumerate(exe_list):
+        if i == gt_idx:
+            continue
+        for name, arr in zip(output_names, exe.outputs):
+            compare('Predict', i, name, arr, gt[name], rtol, atol)
+
+    if grad_req != 'null':
+        for exe in exe_list:
+            exe.forward(is_train=True)
+        # the first executor's outputs, in the least precise dtype, are every head gradient
+        least_precise = [out.dtype for out in exe_list[0].outputs]
+        for exe in exe_list:
+            least_precise = [smaller_dtype(out.dtype, dt)
+                             for out, dt in zip(exe.outputs, least_precise)]
+        golden = [out.asnumpy().astype(dt) for out, dt in zip(exe_list[0].outputs,
+                                                              least_precise)]
+        for exe in exe_list:
+            exe.backward([array(g, ctx=out.context, dtype=out.dtype)
+                          for g, out in zip(golden, exe.outputs)])
+        for i, exe in enumerate(exe_list):
+            if i == gt_idx:
+                continue
+            for name, arr in zip(output_names + arg_names, exe.outputs + exe.grad_arrays):
+                if gt[name] is None:
+                    if arr is not None:
+                        raise AssertionError('%s: ctx %d has a gradient where ctx %d has '
+                                             'none' % (name, i, gt_idx))
+                    continue
+                gtarr = gt[name]
+                rt, at = rtol, atol
+                # float16 data: compare float32 gradients (BatchNorm's gamma) as float16
+                small_arr = smaller_dtype(arr.dtype, dtypes[i])
+                small_gt = smaller_dtype(gtarr.dtype, dtypes[gt_idx])
+                if small_arr != arr.dtype or small_gt != gtarr.dtype:
+                    rt, at = get_tols(arr.astype(small_arr), gtarr.astype(small_gt), rtol, atol)
+                compare('Train', i, name, arr, gtarr, rt, at)
+    return gt
+
+
+# ------------------------------------------------------------------------------ datasets
+# (downloads into MXNet's cache directory $MXNET_HOME/datasets, checked by SHA-1)
+#: SHA-1 of the dataset files on MXNet's Gluon repository (those of mxnet.gluon.data.vision)
+_SHA1 = {
+    'mnist/train-images-idx3-ubyte.gz': '6c95f4b05d2bf285e1bfb0e7960c31bd3b3f8a7d',
+    'mnist/train-labels-idx1-ubyte.gz': '2a80914081dc54586dbdf242f9805a6b8d2a15fc',
+    'mnist/t10k-images-idx3-ubyte.gz': 'c3a25af1f52dad7f726cce8cacb138654b760d48',
+    'mnist/t10k-labels-idx1-ubyte.gz': '763e7fa3757d93b0cdec073cef058b2004252c17',
+    'cifar10/cifar-10-binary.tar.gz': 'fab780a1e191a7eda0f345501ccd62d20f7ed891',
+}
+
+
+def _repo_file_url(namespace, filename):
+    """URL of a file on the Gluon repository (``$MXNET_GLUON_REPO`` overrides it, as MXNet)."""
+    repo = os.environ.get('MXNET_GLUON_REPO',
+                          'https://apache-mxnet.s3-accelerate.dualstack.amazonaws.com/')
+    if not repo.endswith('/'):
+        repo += '/'
+    return '%sgluon/dataset/%s/%s' % (repo, namespace, filename)
+
+
+def check_sha1(filename, sha1_hash):
+    """Whether the SHA-1 of the file's content is ``sha1_hash``."""
+    sha1 = hashlib.sha1()
+    with open(filename, 'rb') as f:
+        for chunk in iter(lambda: f.read(1 << 20), b''):
+            sha1.update(chunk)
+    return sha1.hexdigest() == sha1_hash
+
+
+def download(url, fname=None, dirname=None, overwrite=False, retries=5, sha1_hash=None):
+    """Download ``url`` (http, https, file) into a file, as MXNet's ``test_utils.download``.
+
+    Parameters
+    ----------
+    url : str
+    fname : str, optional
+        File name (default: the last part of the URL); joined to ``dirname`` when given.
+    dirname : str, optional
+        Directory, created if missing (default: the directory of ``fname``).
+    overwrite : bool
+        Download even if the file exists (with the right SHA-1, when one is given).
+    retries : int
+        Attempts before the last error is raised.
+    sha1_hash : str, optional
+        Expected SHA-1 of the content; a mismatch counts as a failed attempt.
+
+    Returns
+    -------
+    str
+        The file name.
+    """
+    if not (isinstance(retries, int) and retries >= 0):
+        raise ValueError('Number of retries should be at least 0, got %r' % (retries,))
+    if fname is None:
+        fname = url.split('/')[-1]
+    if dirname is None:
+        dirname = os.path.dirname(fname)
+    else:
+        fname = os.path.join(dirname, fname)
+    if dirname and not os.path.exists(dirname):
+        logging.info('create directory %s', dirname)
+        os.makedirs(dirname, exist_ok=True)
+    if not overwrite and os.path.exists(fname) and (sha1_hash is None
+                                                    or check_sha1(fname, sha1_hash)):
+        logging.info("%s exists, skipping download", fname)
+        return fname
+    attempts = max(retries, 1)
+    for attempt in range(attempts):
+        tmp = None
+        try:
+            with urllib.request.urlopen(url) as r, tempfile.NamedTemporaryFile(
+                    'wb', dir=dirname or '.', prefix='.download-', delete=False) as f:
+                tmp = f.name
+                shutil.copyfileobj(r, f, 1 << 20)
+            if sha1_hash is not None and not check_sha1(tmp, sha1_hash):
+                raise ValueError('File %s downloaded from %s has the wrong content: SHA-1 is '
+                                 'not %s (the download may be incomplete or the file '
+                                 'outdated)' % (fname, url, sha1_hash))
+            os.replace(tmp, fname)
+            break
+        except (OSError, ValueError) as e:
+            if tmp is not None and os.path.exists(tmp):
+                os.remove(tmp)
+            left = attempts - attempt - 1
+            if left == 0:
+                raise
+            print("download failed, retrying, {} attempt{} left"
+                  .format(left, 's' if left > 1 else ''))
+    logging.info("downloaded %s into %s successfully", url, fname)
+    return fname
+
+
+def _dataset_file(namespace, filename):
+    """A dataset file in ``$MXNET_HOME/datasets/<namespace>``, downloaded once and checked."""
+    return download(_repo_file_url(namespace, filename),
+                    dirname=os.path.join(data_dir(), 'datasets', namespace),
+                    sha1_hash=_SHA1['%s/%s' % (namespace, filename)])
+
+
+def _read_mnist(label_name, image_name):
+    with gzip.open(_dataset_file('mnist', label_name)) as flbl:
+        struct.unpack(">II", flbl.read(8))
+        label = np.frombuffer(flbl.read(), dtype=np.int8)
+    with gzip.open(_dataset_file('mnist', image_name), 'rb') as fimg:
+        _, _, rows, cols = struct.unpack(">IIII", fimg.read(16))
+        image = np.frombuffer(fimg.read(), dtype=np.uint8).reshape(len(label), rows, cols)
+        image = image.reshape(image.shape[0], 1, rows, cols).astype(np.float32) / 255
+    return label, image
+
+
+def get_mnist():
+    """MNIST as NumPy arrays, downloaded once into ``$MXNET_HOME/datasets/mnist``
+    (``~/.mxnet`` by default) and checked by SHA-1.
+
+    Returns
+    -------
+    dict
+        ``train_data`` (60000, 1, 28, 28) float32 in [0, 1], ``train_label`` (60000,) int8,
+        ``test_data``, ``test_label``: MXNet's layout and dtypes.
+    """
+    train_lbl, train_img = _read_mnist('train-labels-idx1-ubyte.gz',
+                                       'train-images-idx3-ubyte.gz')
+    test_lbl, test_img = _read_mnist('t10k-labels-idx1-ubyte.gz', 't10k-images-idx3-ubyte.gz')
+    return {'train_data': train_img, 'train_label': train_lbl,
+            'test_data': test_img, 'test_label': test_lbl}
+
+
+def get_mnist_ubyte():
+    """Write the four MNIST idx files (uncompressed, as ``MNISTIter`` reads them) into
+    ``./data``, from the checked downloads of :func:`get_mnist`."""
+    os.makedirs('data', exist_ok=True)
+    for name in ('train-images-idx3-ubyte', 'train-labels-idx1-ubyte',
+                 't10k-images-idx3-ubyte', 't10k-labels-idx1-ubyte'):
+        target = os.path.join('data', name)
+        if not os.path.exists(target):
+            with gzip.open(_dataset_file('mnist', name + '.gz'), 'rb') as src, \
+                    open(target + '.part', 'wb') as dst:
+                shutil.copyfileobj(src, dst)
+            os.replace(target + '.part', target)
+
+
+def _extract(archive, root):
+    with tarfile.open(archive) as tar:
+        if hasattr(tarfile, 'data_filter'):
+            tar.extractall(root, filter='data')
+            return
+        for m in tar.getmembers():
+            path = os.path.realpath(os.path.join(root, m.name))
+            if not path.startswith(os.path.realpath(root) + os.sep) or m.issym() or m.islnk():
+                raise ValueError('%s: refusing to extract %r outside %s'
+                                 % (archive, m.name, root))
+        tar.extractall(root)
+
+
+def get_cifar10():
+    """CIFAR-10 as NumPy arrays: the binary archive of MXNet's Gluon repository, downloaded
+    once into ``$MXNET_HOME/datasets/cifar10``, checked by SHA-1 and unpacked.
+
+    MXNet's ``get_cifar10`` fetches RecordIO files for ``ImageRecordIter`` into ``./data``
+    and returns nothing; symgraph has no RecordIO reader, so it returns the arrays.
+
+    Returns
+    -------
+    dict
+        ``train_data`` (50000, 3, 32, 32) float32 in [0, 1], ``train_label`` (50000,) int32,
+        ``test_data`` (10000, 3, 32, 32), ``test_label``.
+    """
+    root = os.path.join(data_dir(), 'datasets', 'cifar10')
+    names = ['data_batch_%d.bin' % i for i in range(1, 6)] + ['test_batch.bin']
+
+    def find(name):
+        for d in (root, os.path.join(root, 'cifar-10-batches-bin')):
+            if os.path.exists(os.path.join(d, name)):
+                return os.path.join(d, name)
+        return None
+
+    if any(find(n) is None for n in names):
+        _extract(_dataset_file('cifar10', 'cifar-10-binary.tar.gz'), root)
+        missing = [n for n in names if find(n) is None]
+        if missing:
+            raise FileNotFoundError('the CIFAR-10 archive in %s lacks %s' % (root, missing))
+
+    def read(batch_names):
+        raw = np.concatenate([np.fromfile(find(n), dtype=np.uint8).reshape(-1, 3072 + 1)
+                              for n in batch_names])
+        return (raw[:, 1:].reshape(-1, 3, 32, 32).astype(np.float32) / 255,
+                raw[:, 0].astype(np.int32))
+
+    train_data, train_label = read(names[:5])
+    test_data, test_label = read(names[5:])
+    return {'train_data': train_data, 'train_label': train_label,
+            'test_data': test_data, 'test_label': test_label}

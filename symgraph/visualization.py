@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 
-from .infer import infer_shapes, infer_types, shape_complete
+from .graph.infer import infer_shapes, infer_types, shape_complete
 
 __all__ = ['plot_network', 'print_summary', 'summary', 'to_networkx', 'repr_svg',
            'clusters']
@@ -52,11 +52,14 @@ class _Facts:
     """Nodes in MXNet's order with what the visualisations need about them."""
 
     def __init__(self, symbol, shape=None, dtype=None, partial=False):
-        from .symbol import Symbol
-        if not isinstance(symbol, Symbol):
-            raise TypeError('symbol must be a Symbol')
+        # (the Symbol's graph is all this module reads; it never imports symbol/,
+        # which offers these functions as methods)
+        try:
+            self.order, args, aux = symbol._arg_aux()
+        except (AttributeError, TypeError):
+            raise TypeError('symbol must be a Symbol, got %s' % type(symbol).__name__) \
+                from None
         self.symbol = symbol
-        self.order, args, aux = symbol._arg_aux()
         self.index = {id(n): k for k, n in enumerate(self.order)}
         self.aux_ids = {id(n) for n in aux}
         self.param_ids = self._only_params()

@@ -1,16 +1,19 @@
 """The examples in the docstrings of symgraph and its operators run and give what they say."""
 import doctest
 import importlib
+import os
 import pkgutil
+import re
 
 import pytest
 
 import symgraph
 import symgraph.ops
 
+# every module of every subpackage (graph/, operator/, dist/, ops/, ...), recursively
 MODULES = sorted(
-    ['symgraph.' + m.name for m in pkgutil.iter_modules(symgraph.__path__)
-     if m.name not in ('__main__',)] +
+    [m.name for m in pkgutil.walk_packages(symgraph.__path__, 'symgraph.')
+     if m.name != 'symgraph.__main__'] +
     ['symgraph.ops.' + m.name for m in pkgutil.iter_modules(symgraph.ops.__path__)])
 
 
@@ -27,3 +30,30 @@ def test_there_are_docstring_examples():
         finder = doctest.DocTestFinder()
         total += sum(len(t.examples) for t in finder.find(importlib.import_module(name)))
     assert total >= 10
+
+
+GUIDE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'docs',
+                     'operators.md')
+
+
+def test_operator_guide_examples():
+    """docs/operators.md: the worked example's user-API session runs and gives what it says."""
+    result = doctest.testfile(GUIDE, module_relative=False,
+                              optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted >= 8 and result.failed == 0, result
+
+
+def test_operator_guide_shows_the_registered_code():
+    """The class and the OpCase/golden rows the guide prints are the ones in the tree."""
+    with open(GUIDE) as f:
+        blocks = re.findall(r'```python\n(.*?)```', f.read(), re.S)
+    root = os.path.dirname(GUIDE)
+    sources = {}
+    for rel in ('../ops/unary.py', '../tests/ops/test_unary.py',
+                '../tests/golden/graphs_compute.py'):
+        with open(os.path.join(root, rel)) as f:
+            sources[rel] = f.read()
+    code = [b for b in blocks if '>>>' not in b]
+    assert len(code) == 3
+    for block in code:
+        assert any(block in text for text in sources.values()), block[:80]

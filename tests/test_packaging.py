@@ -30,3 +30,19 @@ def test_pip_install_dot_gives_a_working_package(tmp_path):
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().startswith(str(target))
+
+
+def test_every_subpackage_is_listed_in_setup_cfg():
+    """A package folder left out of setup.cfg's ``packages`` is missing after install."""
+    import configparser
+    cfg = configparser.ConfigParser()
+    cfg.read(os.path.join(ROOT, 'setup.cfg'))
+    listed = set(cfg['options']['packages'].split())
+    found = set()
+    for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, 'symgraph')):
+        dirnames[:] = [d for d in dirnames if d != '__pycache__']
+        if '__init__.py' in filenames:
+            rel = os.path.relpath(dirpath, ROOT)
+            found.add(rel.replace(os.sep, '.'))
+    assert found <= listed, 'not in setup.cfg packages: %s' % sorted(found - listed)
+    assert {'symgraph.ops', 'symgraph.cuda'} <= listed

@@ -5,5 +5,17 @@ C++ iterators, here in Python, deriving from MXDataIter as MXNet's do).
 from . import io
 from .io import DataBatch, DataDesc, DataIter, PrefetchingIter, ResizeIter
 from .ndarray_iter import NDArrayIter
+from .native import CSVIter, LibSVMIter, MNISTIter, MXDataIter
 from . import utils
 from .utils import _init_data, _getdata_by_idx, _has_instance
+
+_NOT_HERE = ('ImageRecordIter', 'ImageRecordIter_v1', 'ImageRecordUInt8Iter',
+             'ImageRecordUInt8Iter_v1', 'ImageRecordInt8Iter', 'ImageDetRecordIter')
+
+
+def __getattr__(name):
+    if name in _NOT_HERE:
+        raise AttributeError("mx.io.%s (MXNet's C++ RecordIO image iterator) is not "
+                             "available in symgraph; use NDArrayIter, CSVIter or MNISTIter"
+                             % name)
+    raise AttributeError("module 'symgraph.io' has no attribute %r" % name)

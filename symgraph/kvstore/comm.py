@@ -18,8 +18,8 @@ import numpy
 
 from ..context import cpu
 from ..ndarray import NDArray
-# the ring all-reduce (moving to symgraph.dist): imported here and nowhere else
-from ..parallel import allreduce as ring_allreduce
+# the ring all-reduce: imported here and nowhere else in the kvstore
+from ..dist import allreduce as ring_allreduce
 
 __all__ = ['reduce_cpu', 'reduce_devices', 'allreduce_inplace', 'TwoBitCompression',
            'make_compression']
@@ -48,9 +48,12 @@ def allreduce_inplace(arrays):
     """Sum NDArrays of one shape, one per device, leaving the sum in each (the ring for
     float arrays; a plain sum copied back for the rest)."""
     datas = [a._data for a in arrays]
-    if arrays[0].dtype in _RING_DTYPES and all(d.flags.c_contiguous for d in datas):
+    one_kind = len({isinstance(d, numpy.ndarray) for d in datas}) == 1
+    if one_kind and arrays[0].dtype in _RING_DTYPES and \
+            all(d.flags.c_contiguous for d in datas):
         ring_allreduce(datas)
         return arrays
+    # CPU and GPU arrays together (or other dtypes): summed on the host
     total = reduce_cpu(datas, numpy.dtype(arrays[0].dtype))
     for a in arrays:
         a[:] = total

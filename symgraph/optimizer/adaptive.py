@@ -13,7 +13,7 @@ import numpy
 
 from .. import ndarray as nd
 from ..ndarray import zeros
-from .optimizer import Optimizer, register, _check_arrays
+from .optimizer import Optimizer, register, _check_arrays, sum_sq
 
 __all__ = ['Adam', 'AdaGrad', 'AdaDelta', 'RMSProp', 'Ftrl', 'Adamax', 'Nadam', 'FTML',
            'LAMB', 'Test']
@@ -472,11 +472,20 @@ class LAMB(Optimizer):
         # tensor goes through phase1/2 here
         if isinstance(index, (tuple, list)):
             for i, w, g, s in zip(index, weight, grad, state):
-                self._update_one(i, w, g, s, multi_precision)
+                self._update_one(i, w, g, s, multi_precision, True)
         else:
-            self._update_one(index, weight, grad, state, multi_precision)
+            self._update_one(index, weight, grad, state, multi_precision, False)
 
-    def _update_one(self, index, weight, grad, state, multi_precision):
+    @staticmethod
+    def _norms(weight, g, multi):
+        """(||weight||, ||g||) as (1,) arrays: multi_lamb_update takes them from
+        multi_sum_sq (of the float16 weight under multi_precision), phase 2 from norm()."""
+        if multi:
+            return (nd.array([numpy.sqrt(sum_sq(weight))], ctx=weight.context),
+                    nd.array([numpy.sqrt(sum_sq(g))], ctx=weight.context))
+        return weight.norm(), g.norm()
+
+    def _update_one(self, index, weight, grad, state, multi_precision, multi):
         _check_arrays(weight, grad)
         self._update_count(index)
         lr = self._get_lr(index)
@@ -497,15 +506,16 @@ class LAMB(Optimizer):
             mean, var = state[1]
             weight32 = state[0]
             g = nd.mp_lamb_update_phase1(weight, grad, mean, var, weight32, wd=wd, **kwargs)
-            r_1 = weight32.norm()
-            r_2 = g.norm()
-            nd.mp_lamb_update_phase2(weight, g, r_1, r_2, weight32, lr=lr, out=weight,
-                                     **bounds)
+            r_1, r_2 = self._norms(weight if multi else weight32, g, multi)
+            # MXNet 1.9.1's mp_lamb_update_phase2 leaves weight32 as it was (its
+            # multi_mp_lamb_update, which the Updater runs, updates it): update the master
+            # copy in float32 and cast it into the weight
+            nd.lamb_update_phase2(weight32, g, r_1, r_2, lr=lr, out=weight32, **bounds)
+            nd.cast(weight32, dtype=weight.dtype, out=weight)
         else:
             mean, var = state
             g = nd.lamb_update_phase1(weight, grad, mean, var, wd=wd, **kwargs)
-            r_1 = weight.norm()
-            r_2 = g.norm()
+            r_1, r_2 = self._norms(weight, g, multi)
             nd.lamb_update_phase2(weight, g, r_1, r_2, lr=lr, out=weight, **bounds)
 
     def update(self, index, weight, grad, state):

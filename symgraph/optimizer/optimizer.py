@@ -43,6 +43,15 @@ def _check_arrays(weight, grad):
                          % (weight.shape, grad.shape))
 
 
+def sum_sq(array):
+    """MXNet's ``multi_sum_sq`` of one NDArray (what LARS and the aggregated LAMB take norms
+    from): the squares in the array's dtype, added one after the other in float32."""
+    a = array.asnumpy().reshape(-1)
+    if not a.size:
+        return numpy.float32(0)
+    return numpy.cumsum(numpy.square(a), dtype=numpy.float32)[-1]
+
+
 def _init_params(klass):
     """The keyword parameters ``klass(...)`` accepts: its ``__init__``'s and those of the
     bases it passes ``**kwargs`` on to (for the message of an unknown parameter)."""

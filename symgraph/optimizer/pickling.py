@@ -145,19 +145,29 @@ class _MXNetUnpickler(pickle.Unpickler):
         return super().find_class(module, name)
 
 
-def _plain(obj):
-    """``obj`` with every unpickled MXNet NDArray made a plain NDArray (in containers)."""
+def _plain(obj, memo=None):
+    """``obj`` with every unpickled MXNet NDArray made a plain NDArray; dicts, lists and
+    optimizers are changed in place, so objects shared in the pickle stay shared (MXNet's
+    ``_index_update_count`` is one of ``_all_index_update_counts``' dicts)."""
+    memo = {} if memo is None else memo
+    if id(obj) in memo:
+        return memo[id(obj)]
     if isinstance(obj, _PickledNDArray):
-        return NDArray(obj._data, obj._ctx)
-    if isinstance(obj, tuple):
-        return tuple(_plain(o) for o in obj)
-    if isinstance(obj, list):
-        return [_plain(o) for o in obj]
-    if isinstance(obj, dict):
-        return {k: _plain(v) for k, v in obj.items()}
-    if isinstance(obj, Optimizer):
-        obj.__dict__.update(_plain(dict(obj.__dict__)))
-    return obj
+        out = NDArray(obj._data, obj._ctx)
+    elif isinstance(obj, tuple):
+        out = tuple(_plain(o, memo) for o in obj)
+    else:
+        out = obj
+        memo[id(obj)] = out          # before recursing: cycles end here
+        if isinstance(obj, list):
+            obj[:] = [_plain(o, memo) for o in obj]
+        elif isinstance(obj, dict):
+            for k, v in list(obj.items()):
+                obj[k] = _plain(v, memo)
+        elif isinstance(obj, Optimizer):
+            _plain(obj.__dict__, memo)
+    memo[id(obj)] = out
+    return out
 
 
 def dumps(obj, protocol=PROTOCOL):

@@ -20,7 +20,7 @@ import numpy
 
 from .. import ndarray as nd
 from ..ndarray import zeros
-from .optimizer import Optimizer, register, _as_lists, _check_arrays
+from .optimizer import Optimizer, register, _as_lists, _check_arrays, sum_sq
 
 __all__ = ['SGD', 'ccSGD', 'NAG', 'Signum', 'LARS', 'LBSGD', 'DCASGD', 'SGLD']
 
@@ -354,8 +354,7 @@ class LARS(Optimizer):
         f32 = numpy.float32
         out = lrs.copy()
         for k, (w, g) in enumerate(zip(weights, grads)):
-            w_sq = f32(numpy.square(w.asnumpy().astype(numpy.float64)).sum())
-            g_sq = f32(numpy.square(g.asnumpy().astype(numpy.float64)).sum())
+            w_sq, g_sq = sum_sq(w), sum_sq(g)
             w_norm = numpy.sqrt(w_sq)
             if w_norm > 0 and g_sq > 0:
                 out[k] = lrs[k] * f32(self.eta) * w_norm / (

@@ -95,6 +95,9 @@ class Updater(object):
         states = pickling.loads(states)
         if isinstance(states, tuple) and len(states) == 2:
             self.states, self.optimizer = states
+            # (MXNet keeps the old optimizer's choice and loops forever when an optimizer
+            # that aggregates is replaced by one that does not)
+            self.aggregate_updates = self.optimizer.aggregate_num > 0
         else:
             self.states = states
         if not isinstance(self.states, dict):

@@ -83,4 +83,4 @@ def test_gpu_without_a_device_fails_clearly():
 
 def test_data_parallel_group_refuses_mixed_device_kinds():
     with pytest.raises(MXNetError, match='all-CPU or all-GPU'):
-        mx.parallel.DataParallelExecutor(mx.sym.var('x'), [mx.cpu(0), mx.gpu(0)], x=(2, 1))
+        mx.dist.DataParallelExecutor(mx.sym.var('x'), [mx.cpu(0), mx.gpu(0)], x=(2, 1))

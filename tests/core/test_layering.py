@@ -1,13 +1,21 @@
-"""The layering rules of STYLE.md, enforced by parsing every module's imports."""
+"""The layering rules of docs/architecture.md, enforced by parsing every module's imports.
+
+Function-local imports count like module-level ones: a local import that hides a cycle is
+still a cycle.
+"""
 import ast
 import os
 import glob
+
+import networkx as nx
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
 
 STDLIB_OK = {'math', 'itertools', 'functools', 'operator', 'numbers', 'collections',
              'dataclasses', 'typing', 'warnings', 'threading', 'importlib', 'pkgutil',
              '__future__', 'ast', 'json', 'os', 're', 'sys', 'weakref', 'logging'}
+#: installed folder -> package name (setup.cfg's package_dir)
+FOLDERS = (('symgraph', 'symgraph'), ('ops', 'symgraph.ops'), ('cuda', 'symgraph.cuda'))
 
 
 def _imports(path):
@@ -25,7 +33,148 @@ def _imports(path):
                 out += [(a.name, node.level, id(node) in top) for a in node.names]
             else:
                 out.append((mod, node.level, id(node) in top))
+                # ``from pkg import sub`` imports the submodule pkg.sub too
+                out += [(mod + '.' + a.name, node.level, id(node) in top) for a in node.names]
     return out
+
+
+def _modules():
+    """{dotted module name: (path, is_package)} of everything installed as symgraph."""
+    mods = {}
+    for folder, pkg in FOLDERS:
+        base = os.path.join(ROOT, folder)
+        for dirpath, dirnames, filenames in os.walk(base):
+            dirnames[:] = [d for d in dirnames if d not in ('__pycache__', 'emu')]
+            for f in filenames:
+                if not f.endswith('.py'):
+                    continue
+                rel = os.path.relpath(os.path.join(dirpath, f), base)[:-3].split(os.sep)
+                if rel[-1] == '__init__':
+                    rel = rel[:-1]
+                mods['.'.join([pkg] + rel)] = (os.path.join(dirpath, f), f == '__init__.py')
+    return mods
+
+
+MODULES = _modules()
+
+
+def _resolve(module, is_package, name, level):
+    """The symgraph module an import names (relative ones resolved), or None."""
+    if level:
+        parts = module.split('.') if is_package else module.split('.')[:-1]
+        parts = parts[:len(parts) - (level - 1)]
+        name = '.'.join(parts + ([name] if name else []))
+    while name and name not in MODULES:
+        name = name.rpartition('.')[0]
+    return name or None
+
+
+def _edges():
+    """(importer, imported, is_module_level) over the package's own modules."""
+    out = []
+    for mod, (path, is_pkg) in MODULES.items():
+        for name, level, top in _imports(path):
+            target = _resolve(mod, is_pkg, name, level)
+            # a module importing its own package (or itself) is not an edge between modules
+            if target is None or target == mod or mod.startswith(target + '.'):
+                continue
+            out.append((mod, target, top))
+    return out
+
+
+EDGES = _edges()
+
+
+def test_the_module_graph_is_found():
+    assert {'symgraph.graph.infer', 'symgraph.dist.workers', 'symgraph.operator.api',
+            'symgraph.ops.nn', 'symgraph.cuda.loader', 'symgraph.symbol.symbol',
+            'symgraph.ndarray.ndarray', 'symgraph.ndarray.serialization',
+            'symgraph.namespaces'} <= set(MODULES)
+    assert ('symgraph.executor', 'symgraph.graph.plan', True) in EDGES
+
+
+def test_no_import_cycles_local_imports_included():
+    g = nx.DiGraph((a, b) for a, b, _ in EDGES)
+    cycles = list(nx.simple_cycles(g))
+    assert not cycles, 'import cycles: %s' % cycles
+
+
+#: who may import whom, by package: graph <- ndarray <- symbol <- executor/operator/... .
+#: (module, allowed symgraph modules, by prefix). ``FOUNDATION`` is open to everyone.
+FOUNDATION = ('symgraph.base', 'symgraph.opdef', 'symgraph.context', 'symgraph.name',
+              'symgraph.attribute')
+RESERVED = ('symgraph.module', 'symgraph.optimizer', 'symgraph.io', 'symgraph.kvstore',
+            'symgraph.rnn', 'symgraph.metric', 'symgraph.lr_scheduler', 'symgraph.callback',
+            'symgraph.monitor')
+RULES = {
+    'symgraph.graph': ('symgraph.graph',),
+    'symgraph.namespaces': (),
+    'symgraph.visualization': ('symgraph.graph',),
+    # ndarray/serialization.py (the .params format) imports nothing else of the package
+    'symgraph.ndarray.serialization': (),
+    'symgraph.ndarray': ('symgraph.ndarray', 'symgraph.graph', 'symgraph.namespaces'),
+    'symgraph.symbol': ('symgraph.symbol', 'symgraph.graph', 'symgraph.namespaces',
+                        'symgraph.visualization', 'symgraph.ndarray', 'symgraph.executor'),
+    'symgraph.executor': ('symgraph.graph', 'symgraph.ndarray'),
+    'symgraph.operator': ('symgraph.graph', 'symgraph.ndarray', 'symgraph.operator'),
+    'symgraph.dist': ('symgraph.ndarray', 'symgraph.dist', 'symgraph.cuda'),
+    'symgraph.random': ('symgraph.ndarray', 'symgraph.namespaces'),
+    'symgraph.initializer': ('symgraph.ndarray',),
+    # model re-exports the kvstore helpers of MXNet's model.py (_create_kvstore ...)
+    'symgraph.model': ('symgraph.ndarray', 'symgraph.symbol', 'symgraph.kvstore'),
+    'symgraph.test_utils': ('symgraph.ndarray', 'symgraph.symbol', 'symgraph.executor'),
+    'symgraph.__main__': ('symgraph.symbol', 'symgraph.visualization'),
+    'symgraph.context': ('symgraph.cuda',),
+}
+#: what the reserved homes (training stack) may import
+RESERVED_MAY_IMPORT = ('symgraph.symbol', 'symgraph.ndarray', 'symgraph.executor',
+                       'symgraph.initializer', 'symgraph.model', 'symgraph.random',
+                       'symgraph.namespaces') + RESERVED
+#: the kvstore reduces over devices with the ring all-reduce of symgraph.dist
+RULES['symgraph.kvstore'] = RESERVED_MAY_IMPORT + ('symgraph.dist',)
+
+
+def _rule(mod):
+    for prefix in sorted(RULES, key=len, reverse=True):
+        if mod == prefix or mod.startswith(prefix + '.'):
+            return RULES[prefix]
+    if mod.startswith(RESERVED):
+        return RESERVED_MAY_IMPORT
+    return None
+
+
+def _under(mod, prefixes):
+    return any(mod == p or mod.startswith(p + '.') for p in prefixes)
+
+
+def test_imports_follow_the_documented_direction():
+    bad = []
+    for a, b, _ in EDGES:
+        if a == 'symgraph' or a.startswith(('symgraph.ops', 'symgraph.cuda')):
+            continue                # the package __init__ assembles everything
+        if _under(b, FOUNDATION) and not _under(a, FOUNDATION):
+            continue
+        allowed = _rule(a)
+        if _under(a, FOUNDATION):
+            allowed = FOUNDATION + ('symgraph.cuda',)
+        assert allowed is not None, 'module %s has no layering rule: add it to RULES' % a
+        if not _under(b, allowed):
+            bad.append('%s imports %s' % (a, b))
+    assert not bad, 'imports against the documented direction:\n' + '\n'.join(bad)
+
+
+def test_graph_ndarray_symbol_never_import_the_training_stack():
+    for a, b, _ in EDGES:
+        if _under(a, ('symgraph.graph', 'symgraph.ndarray', 'symgraph.symbol',
+                      'symgraph.executor')):
+            assert not _under(b, RESERVED), '%s imports %s' % (a, b)
+
+
+def test_graph_never_imports_arrays_symbols_or_operators():
+    for a, b, _ in EDGES:
+        if _under(a, ('symgraph.graph',)):
+            assert not _under(b, ('symgraph.ndarray', 'symgraph.symbol', 'symgraph.ops',
+                                  'symgraph.operator', 'symgraph.executor')), (a, b)
 
 
 def _files(folder):
@@ -33,7 +182,7 @@ def _files(folder):
 
 
 def test_core_never_imports_the_operators():
-    for path in _files('symgraph'):
+    for path in glob.glob(os.path.join(ROOT, 'symgraph', '**', '*.py'), recursive=True):
         if os.path.basename(path) == '__init__.py':
             continue
         for mod, level, _ in _imports(path):
@@ -43,15 +192,15 @@ def test_core_never_imports_the_operators():
 
 
 def test_core_imports_optional_packages_lazily():
-    for path in _files('symgraph'):
+    for path in glob.glob(os.path.join(ROOT, 'symgraph', '**', '*.py'), recursive=True):
         for mod, _, top in _imports(path):
             if mod.split('.')[0] in ('cupy', 'cupyx', 'graphviz', 'cupy_backends'):
                 assert not top, '%s imports %s at module level' % (path, mod)
 
 
 def test_operators_use_only_the_operator_api():
-    # symgraph.cuda (kernels) and symgraph.parallel (SyncBatchNorm's all-reduce) only lazily
-    allowed = ('numpy', 'symgraph.opdef', 'symgraph.base', 'symgraph.cuda', 'symgraph.parallel')
+    # symgraph.cuda (kernels) only lazily; the rest of the core never
+    allowed = ('numpy', 'symgraph.opdef', 'symgraph.base', 'symgraph.cuda')
     for path in _files('ops'):
         for mod, level, top in _imports(path):
             if level:            # relative imports between operator modules
@@ -59,8 +208,18 @@ def test_operators_use_only_the_operator_api():
             root = mod.split('.')[0]
             assert root in STDLIB_OK or mod.startswith(allowed), \
                 '%s imports %s; operators may use numpy and symgraph.opdef only' % (path, mod)
-            if mod.startswith(('symgraph.cuda', 'symgraph.parallel')):
+            if mod.startswith('symgraph.cuda'):
                 assert not top, '%s must import %s lazily' % (path, mod)
+
+
+def test_cuda_imports_only_its_loaders_needs():
+    for path in _files('cuda'):
+        for mod, level, _ in _imports(path):
+            root = mod.split('.')[0]
+            assert level or root in STDLIB_OK | {'numpy', 'cupy', 'cupyx', 'cupy_backends',
+                                                 'ctypes', 'hashlib', 'tempfile',
+                                                 'subprocess', 'shutil', 'glob'} \
+                or mod.startswith('symgraph.cuda'), '%s imports %s' % (path, mod)
 
 
 def test_cuda_loader_imports_cupy_lazily():

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from symgraph import cuda
-from symgraph import parallel
+from symgraph import dist
 from symgraph.cuda import loader
 
 DEVICES = [1, 2, 3, 5]
@@ -29,7 +29,7 @@ def _check(result, originals, dtype):
 def test_schedule_counts_each_contribution_once(n, length):
     """Device k starts with 2**k: exactly 2**n - 1 everywhere means no loss, no double add."""
     bufs = [np.full(length, 2.0 ** k) for k in range(n)]
-    parallel.NumpyRing().run(bufs, parallel.ring_schedule(n, length))
+    dist.NumpyRing().run(bufs, dist.ring_schedule(n, length))
     for b in bufs:
         np.testing.assert_array_equal(b, 2.0 ** n - 1)
 
@@ -37,7 +37,7 @@ def test_schedule_counts_each_contribution_once(n, length):
 @pytest.mark.parametrize('n', range(1, 8))
 @pytest.mark.parametrize('length', [1, 6, 11, 100])
 def test_schedule_shape(n, length):
-    steps = parallel.ring_schedule(n, length)
+    steps = dist.ring_schedule(n, length)
     bounds = [length * k // n for k in range(n + 1)]
     rounds = sorted({s.round for s in steps})
     assert rounds == list(range(2 * (n - 1)))  # every round moves every non-empty chunk
@@ -61,14 +61,14 @@ def test_schedule_shape(n, length):
 
 
 def test_schedule_examples():
-    assert parallel.ring_schedule(1, 10) == []
-    assert parallel.ring_schedule(3, 0) == []
-    steps = parallel.ring_schedule(3, 7)  # chunks [0, 2), [2, 4), [4, 7)
-    assert steps[0] == parallel.Step('reduce', 0, 0, 1, 0, 2)
-    assert steps[3] == parallel.Step('reduce', 1, 0, 1, 4, 7)
-    assert steps[6] == parallel.Step('gather', 2, 0, 1, 2, 4)
+    assert dist.ring_schedule(1, 10) == []
+    assert dist.ring_schedule(3, 0) == []
+    steps = dist.ring_schedule(3, 7)  # chunks [0, 2), [2, 4), [4, 7)
+    assert steps[0] == dist.Step('reduce', 0, 0, 1, 0, 2)
+    assert steps[3] == dist.Step('reduce', 1, 0, 1, 4, 7)
+    assert steps[6] == dist.Step('gather', 2, 0, 1, 2, 4)
     with pytest.raises(ValueError):
-        parallel.ring_schedule(0, 4)
+        dist.ring_schedule(0, 4)
 
 
 @pytest.mark.parametrize('dtype', [np.float16, np.float32, np.float64])
@@ -77,7 +77,7 @@ def test_schedule_examples():
 def test_allreduce_numpy(n, length, dtype):
     originals = _buffers(n, length, dtype, seed=length)
     bufs = [a.copy() for a in originals]
-    out = parallel.allreduce(bufs)
+    out = dist.allreduce(bufs)
     assert all(o is b for o, b in zip(out, bufs))  # in place
     _check(out, originals, dtype)
 
@@ -85,20 +85,20 @@ def test_allreduce_numpy(n, length, dtype):
 def test_allreduce_keeps_shape():
     originals = _buffers(3, (4, 5, 3), np.float32)
     bufs = [a.copy() for a in originals]
-    parallel.allreduce(bufs)
+    dist.allreduce(bufs)
     assert bufs[1].shape == (4, 5, 3)
     _check(bufs, originals, np.float32)
 
 
 def test_allreduce_errors():
     with pytest.raises(ValueError):
-        parallel.allreduce([])
+        dist.allreduce([])
     with pytest.raises(ValueError, match='shape'):
-        parallel.allreduce([np.zeros(3), np.zeros(4)])
+        dist.allreduce([np.zeros(3), np.zeros(4)])
     with pytest.raises(TypeError, match='float16'):
-        parallel.allreduce([np.zeros(3, np.int32)] * 2)
+        dist.allreduce([np.zeros(3, np.int32)] * 2)
     with pytest.raises(ValueError, match='contiguous'):
-        parallel.allreduce([np.zeros(6)[::2], np.zeros(6)[::2]])
+        dist.allreduce([np.zeros(6)[::2], np.zeros(6)[::2]])
 
 
 @pytest.mark.parametrize('dtype', [np.float16, np.float32, np.float64])
@@ -108,9 +108,9 @@ def test_allreduce_with_emulated_kernel(emu, n, length, dtype):
     """The schedule driving the ring_add kernel (emulated) = the NumPy ring, bit for bit."""
     originals = _buffers(n, length, dtype, seed=7 * length)
     by_kernel = [a.copy() for a in originals]
-    ring = parallel.NumpyRing(add=lambda dst, src: loader.ring_add(dst, src, backend=emu))
-    parallel.allreduce(by_kernel, backend=ring)
-    by_numpy = parallel.allreduce([a.copy() for a in originals])
+    ring = dist.NumpyRing(add=lambda dst, src: loader.ring_add(dst, src, backend=emu))
+    dist.allreduce(by_kernel, backend=ring)
+    by_numpy = dist.allreduce([a.copy() for a in originals])
     for k, b in zip(by_kernel, by_numpy):
         np.testing.assert_array_equal(k, b)
     _check(by_kernel, originals, dtype)
@@ -135,9 +135,9 @@ def test_allreduce_cupy(n, dtype, spread):
     for k, a in enumerate(originals):
         with cupy.cuda.Device(k % gpus):
             bufs.append(cupy.asarray(a))
-    out = parallel.allreduce(bufs)
+    out = dist.allreduce(bufs)
     assert all(o is b for o, b in zip(out, bufs))
     _check([cupy.asnumpy(b) for b in bufs], originals, dtype)
     # the same schedule on the host gives the same bits
-    host = parallel.allreduce([a.copy() for a in originals])
+    host = dist.allreduce([a.copy() for a in originals])
     np.testing.assert_array_equal(cupy.asnumpy(bufs[0]), host[0])

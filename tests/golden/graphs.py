@@ -1,7 +1,7 @@
 """Graph builders shared by the golden generator and the golden tests.
 
 Every builder takes the MXNet-like module ``mx`` as its first argument, so the
-very same code runs under the real MXNet 1.9.1 (``generate.py``) and under
+very same code runs under the real MXNet 1.9.1 (``make_graphs.py``) and under
 symgraph (``test_golden.py``, with ``import symgraph as mx``).  Keep this file
 Python 3.8 compatible and free of any ``import mxnet``/``import symgraph``.
 

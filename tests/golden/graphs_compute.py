@@ -1,6 +1,6 @@
 """Forward/backward golden cases: one graph per operator mode (see ``graphs.Case``).
 
-Shared by ``generate.py`` (real MXNet) and ``test_golden.py`` (symgraph); builders take
+Shared by ``make_graphs.py`` (real MXNet) and ``test_golden.py`` (symgraph); builders take
 ``mx`` as their only argument.  Python 3.8 compatible.
 """
 import numpy as np
@@ -332,6 +332,13 @@ for nm in ['abs', 'sign', 'round', 'rint', 'ceil', 'floor', 'trunc', 'fix', 'sqr
     case('unary_' + nm, op1(nm), {'x': S345}, inputs={'x': _UNARY_DOMAIN.get(nm, normal())},
          rtol=1e-3 if loose else 1e-4, atol=1e-4 if loose else 1e-5,
          note='special functions: implementations differ in the last bits' if loose else '')
+
+# the worked example of docs/operators.md: contrib.quadratic in float32, float16 and float64
+case('unary_quadratic', op1('contrib.quadratic', a=0.3, b=-1.1, c=2.0), {'x': (3, 4)})
+case('unary_quadratic_f16', op1('contrib.quadratic', a=0.3, b=-1.1, c=2.0), {'x': (2, 5)},
+     type_dict={'x': 'float16'}, rtol=2e-3, atol=2e-3, note='float16 results')
+case('unary_quadratic_f64', op1('contrib.quadratic', a=0.3), {'x': (2, 3)},
+     type_dict={'x': 'float64'}, rtol=1e-12, atol=1e-12)
 
 # ---------------------------------------------------------------------------
 # convolution, deconvolution, pooling, upsampling

@@ -1,4 +1,6 @@
-"""Golden cases of the sequence operators and ops/loss_extra.py (MXNet 1.9.1 values)."""
+"""Golden cases of the sequence operators, smooth_l1, softmax_cross_entropy, SVMOutput
+(ops/loss.py), hard_sigmoid (ops/nn.py), softmin (ops/softmax.py) and GroupNorm
+(ops/norm_layers.py); MXNet 1.9.1 values."""
 from graphs_compute import case, op1, op2, lam
 from graphs import const, ints, normal, uniform
 

@@ -1,7 +1,7 @@
-"""Write checkpoints with symgraph for MXNet 1.9.1 to load (``generate.py --verify-ours``).
+"""Write checkpoints with symgraph for MXNet 1.9.1 to load (``make_graphs.py --verify-ours``).
 
     python tests/golden/make_ours.py                      # writes tests/golden/ours/
-    MXNET_MKLDNN_ENABLED=0 /path/to/mxnet-venv/bin/python tests/golden/generate.py \
+    MXNET_MKLDNN_ENABLED=0 /path/to/mxnet-venv/bin/python tests/golden/make_graphs.py \
         --verify-ours tests/golden/ours > tests/golden/ours/mxnet_verified.txt
 
 ``tests/golden/test_ours.py`` rebuilds the same files and checks they are unchanged, so

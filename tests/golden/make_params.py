@@ -265,7 +265,7 @@ def make():
 OURS = r'''
 import json, sys
 import numpy as np
-from symgraph.serialization import save_arrays
+from symgraph.ndarray.serialization import save_arrays
 src, dst, files = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 man = json.load(open(src + '/manifest.json'))['files']
 exp = np.load(src + '/expected.npz')

@@ -1,4 +1,4 @@
-"""symgraph against golden data written by the real MXNet 1.9.1 (``generate.py``).
+"""symgraph against golden data written by the real MXNet 1.9.1 (``make_graphs.py``).
 
 Families (one parametrized test each):
 

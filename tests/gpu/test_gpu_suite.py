@@ -16,7 +16,7 @@ import pytest
 
 import symgraph as mx
 from harness import ALL_CASES, _differentiable
-from symgraph import cuda, parallel
+from symgraph import cuda, dist
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not cuda.available(), reason='needs CuPy and a CUDA GPU')]
@@ -146,7 +146,7 @@ def test_sync_batchnorm_over_logical_devices_on_one_gpu(ndev):
     ref.backward([mx.nd.array(dy, ctx=mx.gpu(0))])
     sym = mx.sym.contrib.SyncBatchNorm(data, fix_gamma=False, ndev=ndev,
                                        key='gpu-suite-%d' % ndev, name='bn')
-    group = parallel.DataParallelExecutor(sym, [mx.gpu(0)] * ndev, data=x.shape)
+    group = dist.DataParallelExecutor(sym, [mx.gpu(0)] * ndev, data=x.shape)
     group.set_params(params)
     np.testing.assert_allclose(group.forward(is_train=True, data=x)[0].asnumpy(), want,
                                rtol=1e-4, atol=1e-5)

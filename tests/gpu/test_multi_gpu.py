@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import symgraph as mx
-from symgraph import parallel
+from symgraph import dist
 from symgraph.context import num_gpus
 
 pytestmark = [pytest.mark.gpu,
@@ -125,8 +125,8 @@ def test_allreduce_over_distinct_devices(length, dtype):
     for k, a in enumerate(host):
         with cupy.cuda.Device(k):
             bufs.append(cupy.asarray(a))
-    parallel.allreduce(bufs)
-    want = parallel.allreduce([a.copy() for a in host])[0]    # same schedule on the host
+    dist.allreduce(bufs)
+    want = dist.allreduce([a.copy() for a in host])[0]    # same schedule on the host
     for k, b in enumerate(bufs):
         assert b.device.id == k
         np.testing.assert_array_equal(cupy.asnumpy(b), want)
@@ -147,7 +147,7 @@ def test_sync_batchnorm_over_distinct_devices_equals_batchnorm():
     ref.backward([mx.nd.array(dy)])
     sym = mx.sym.contrib.SyncBatchNorm(data, fix_gamma=False, ndev=ndev,
                                        key='multi-gpu', name='bn')
-    group = parallel.DataParallelExecutor(sym, [mx.gpu(k) for k in range(ndev)],
+    group = dist.DataParallelExecutor(sym, [mx.gpu(k) for k in range(ndev)],
                                           data=x.shape)
     group.set_params(params)
     got = group.forward(is_train=True, data=x)[0].asnumpy()
@@ -176,7 +176,7 @@ def test_data_parallel_training_steps_allreduce_gradients_across_devices():
     params = _params(net.simple_bind(mx.cpu(), data=x.shape), 5)
     reqs = {k: 'write' for k in params}
     reqs['conv_weight'] = 'add'
-    group = parallel.DataParallelExecutor(net, [mx.gpu(k) for k in range(ndev)],
+    group = dist.DataParallelExecutor(net, [mx.gpu(k) for k in range(ndev)],
                                           grad_req=reqs, data=x.shape, softmax_label=y.shape)
     group.set_params(params)
     want = _per_device_sums(net, params, x, y, [s.stop - s.start for s in group.slices])

@@ -257,3 +257,15 @@ def test_prefetching_reraises_source_errors():
     finally:
         it.close()
     assert _no_prefetch_threads()
+
+
+def test_module_namespace():
+    for name in ('DataDesc', 'DataBatch', 'DataIter', 'NDArrayIter', 'ResizeIter',
+                 'PrefetchingIter', 'CSVIter', 'LibSVMIter', 'MNISTIter', 'MXDataIter'):
+        assert getattr(mx.io, name).__name__ == name
+    assert mx.io.io.DataBatch is mx.io.DataBatch
+    with pytest.raises(AttributeError, match="ImageRecordIter .* is not available in "
+                                             "symgraph"):
+        mx.io.ImageRecordIter
+    with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
+        mx.io.Nope

@@ -6,7 +6,7 @@ import pytest
 
 import symgraph.ops.roi  # noqa: F401  (registers ROIPooling / ROIAlign)
 from harness import case_tests, OpCase
-from symgraph.ops import nms_core as det
+from symgraph.ops import _nms as det
 from symgraph.opdef import get_op
 
 

@@ -1,5 +1,6 @@
 """gather_nd, scatter_nd, batch_take, choose_element_0index, fill_element_0index, khatri_rao,
-contrib index_copy / div_sqrt_dim / arange_like / AdaptiveAvgPooling2D against loop
+contrib index_copy / div_sqrt_dim / arange_like / AdaptiveAvgPooling2D (ops/gather_scatter.py,
+ops/indexing.py, ops/dot.py, ops/unary.py, ops/init.py, ops/resize.py) against loop
 references, plus their shape, type and index rules (golden values from MXNet 1.9.1 are in
 tests/golden/graphs_compute_indexing_extra.py)."""
 import itertools

@@ -1,5 +1,5 @@
-"""ops/loss_extra.py: smooth_l1, softmax_cross_entropy, hard_sigmoid, softmin, SVMOutput,
-GroupNorm.
+"""smooth_l1, softmax_cross_entropy, SVMOutput (ops/loss.py), hard_sigmoid (ops/nn.py),
+softmin (ops/softmax.py) and GroupNorm (ops/norm_layers.py).
 
 References are written element by element from MXNet 1.9.1's formulas (checked against
 MXNet 1.9.1 when this file was written); they do not call the operators.

@@ -24,7 +24,7 @@ CASES = list(ALL_CASES)
 
 #: operators tested outside the OpCase table, with where and why
 TESTED_ELSEWHERE = {
-    'Custom': 'tests/core/test_custom_op.py (user-defined operators)',
+    'Custom': 'tests/operator/test_custom_op.py (user-defined operators)',
 }
 
 

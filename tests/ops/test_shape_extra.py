@@ -1,5 +1,6 @@
 """Pad, reverse, slice_like, reshape_like, shape_array, size_array, depth_to_space,
-space_to_depth, diag, cumsum, moments and Crop (ops/shape_extra.py, ops/shape_extra2.py)
+space_to_depth, diag, cumsum, moments and Crop (ops/rearrange.py, ops/shape.py, ops/slicing.py,
+ops/diagonal.py, ops/reduce.py, ops/legacy.py)
 against loop references, plus their shape rules and errors (values from MXNet 1.9.1 are
 in tests/golden, cases shapex_*)."""
 import numpy as np

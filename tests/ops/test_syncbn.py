@@ -7,7 +7,7 @@ import pytest
 
 import symgraph as mx
 from harness import case_tests, OpCase
-from symgraph import parallel
+from symgraph import dist
 from symgraph.opdef import MXNetError, get_op
 
 
@@ -135,7 +135,7 @@ def test_sync_over_devices_equals_batchnorm_of_whole_batch(ndev, batch, dtype, t
     ref.backward([mx.nd.array(dy, dtype=dtype)])
 
     key = 'test-%d-%d-%s' % (ndev, batch, dtype)
-    group = parallel.DataParallelExecutor(_net(True, ndev, key),
+    group = dist.DataParallelExecutor(_net(True, ndev, key),
                                           [mx.cpu(k) for k in range(ndev)],
                                           type_dict=types, data=shape)
     group.set_params(args, aux)
@@ -164,7 +164,7 @@ def test_sync_statistics_are_stable_for_a_large_mean():
     x = (rng.standard_normal((6, 2, 8, 8)) + 1e4).astype(np.float32)
     sym = mx.sym.contrib.SyncBatchNorm(mx.sym.var('data'), ndev=2, key='stable',
                                        output_mean_var=True, name='bn')
-    group = parallel.DataParallelExecutor(sym, [mx.cpu(0), mx.cpu(1)], data=x.shape)
+    group = dist.DataParallelExecutor(sym, [mx.cpu(0), mx.cpu(1)], data=x.shape)
     group.forward(is_train=True, data=x)
     var = group.get_outputs(merge=False)[2][0].asnumpy()
     np.testing.assert_allclose(var, x.astype(np.float64).var(axis=(0, 2, 3)), rtol=1e-4)
@@ -174,7 +174,7 @@ def test_uneven_slices_give_the_exact_global_statistics():
     x = np.arange(5 * 2 * 3, dtype=np.float64).reshape(5, 2, 3) ** 1.5
     sym = mx.sym.contrib.SyncBatchNorm(mx.sym.var('data'), ndev=2, key='uneven',
                                        output_mean_var=True, name='bn')
-    group = parallel.DataParallelExecutor(sym, [mx.cpu(0), mx.cpu(1)], type_dict={
+    group = dist.DataParallelExecutor(sym, [mx.cpu(0), mx.cpu(1)], type_dict={
         'data': 'float64'}, data=x.shape)
     group.forward(is_train=True, data=x)
     outs = group.get_outputs(merge=False)
@@ -184,7 +184,7 @@ def test_uneven_slices_give_the_exact_global_statistics():
 
 
 def test_rendezvous_times_out_naming_key_and_arrivals():
-    r = parallel.Rendezvous('lonely', 3)
+    r = dist.Rendezvous('lonely', 3)
     with pytest.raises(MXNetError, match=r"'lonely'.*1 of 3 devices arrived"):
         r.allreduce(np.ones(2), rank=0, timeout=0.2)
     # the failed round left nothing behind: a full round still works
@@ -202,11 +202,11 @@ def test_rendezvous_times_out_naming_key_and_arrivals():
 
 
 def test_rendezvous_rejects_inconsistent_use():
-    parallel.rendezvous('ndev-check', 2)
+    dist.rendezvous('ndev-check', 2)
     with pytest.raises(MXNetError, match='ndev=2'):
-        parallel.rendezvous('ndev-check', 3)
+        dist.rendezvous('ndev-check', 3)
     with pytest.raises(MXNetError, match='rank 5'):
-        parallel.Rendezvous('r', 2).allreduce(np.ones(1), rank=5)
+        dist.Rendezvous('r', 2).allreduce(np.ones(1), rank=5)
 
 
 def test_sync_batchnorm_with_ndev_above_one_needs_a_group():
@@ -218,9 +218,9 @@ def test_sync_batchnorm_with_ndev_above_one_needs_a_group():
 
 def test_a_device_short_of_the_rendezvous_fails_fast(monkeypatch):
     """ndev says 3 but the group has 2 devices: a clear timeout, not a hang."""
-    monkeypatch.setattr(parallel, 'SYNC_TIMEOUT', 0.3)
+    monkeypatch.setattr(dist.workers, 'SYNC_TIMEOUT', 0.3)
     sym = mx.sym.contrib.SyncBatchNorm(mx.sym.var('data'), ndev=3, key='short', name='bn')
-    group = parallel.DataParallelExecutor(sym, [mx.cpu(0), mx.cpu(1)], data=(4, 2))
+    group = dist.DataParallelExecutor(sym, [mx.cpu(0), mx.cpu(1)], data=(4, 2))
     with pytest.raises(MXNetError, match=r"'SyncBatchNorm:short'.*2 of 3 devices"):
         group.forward(is_train=True, data=np.ones((4, 2)))
 
@@ -235,7 +235,7 @@ def test_group_splits_and_allreduces_plain_gradients():
     ref.copy_params_from({k: mx.nd.array(v) for k, v in params.items()})
     ref.forward(is_train=True, data=x)
     ref.backward()
-    group = parallel.DataParallelExecutor(net, [mx.cpu(0), mx.cpu(1), mx.cpu(2)],
+    group = dist.DataParallelExecutor(net, [mx.cpu(0), mx.cpu(1), mx.cpu(2)],
                                           grad_req={'data': 'null', 'fc_weight': 'add',
                                                     'fc_bias': 'write'}, data=(5, 4))
     assert [e.arg_dict['data'].shape[0] for e in group.execs] == [2, 2, 1]
@@ -257,13 +257,13 @@ def test_group_allreduces_all_parameter_gradients_in_one_bucket(monkeypatch):
     net = mx.sym.MakeLoss(mx.sym.sum(net * net))
     rng = np.random.RandomState(6)
     x = rng.uniform(-1, 1, (4, 5))
-    group = parallel.DataParallelExecutor(net, [mx.cpu(0), mx.cpu(1)], data=(4, 5))
+    group = dist.DataParallelExecutor(net, [mx.cpu(0), mx.cpu(1)], data=(4, 5))
     params = {k: rng.uniform(-1, 1, v.shape) for k, v in group.execs[0].arg_dict.items()
               if k != 'data'}
     group.set_params(params)
     calls = []
-    real = parallel.allreduce
-    monkeypatch.setattr(parallel, 'allreduce', lambda arrays: calls.append(
+    real = dist.allreduce
+    monkeypatch.setattr(dist.executor_group, 'allreduce', lambda arrays: calls.append(
         [a.size for a in arrays]) or real(arrays))
     group.forward(is_train=True, data=x)
     group.backward()
@@ -287,7 +287,7 @@ def test_group_buckets_by_dtype():
     w64 = mx.sym.var('w64', shape=(3,), dtype='float64')
     net = mx.sym.Group([mx.sym.MakeLoss(mx.sym.sum(mx.sym.FullyConnected(
         data, num_hidden=2, name='fc'))), mx.sym.MakeLoss(mx.sym.sum(w64 * w64))])
-    group = parallel.DataParallelExecutor(net, [mx.cpu(0), mx.cpu(1)], data=(2, 3))
+    group = dist.DataParallelExecutor(net, [mx.cpu(0), mx.cpu(1)], data=(2, 3))
     assert sorted((str(b.dtype), b.size) for b in group._buckets[0]) == [
         ('float32', 2 * 3 + 2), ('float64', 3)]
     group.set_params({'w64': np.arange(3.0), 'fc_weight': np.ones((2, 3)),

@@ -57,7 +57,7 @@ CASES = [
     OpCase('floor', shapes=[(3, 5)], ref=np.floor, inputs=avoid(0, lo=-2, hi=2)),
     OpCase('ceil', shapes=[(3, 5)], ref=np.ceil, inputs=avoid(0, lo=-2, hi=2)),
     OpCase('trunc', shapes=[(2, 5)], ref=np.trunc, inputs=avoid(0, lo=-2, hi=2)),
-    OpCase('fix', shapes=[(5, 2)], ref=np.fix, inputs=avoid(0, lo=-2, hi=2)),
+    OpCase('fix', shapes=[(5, 2)], ref=np.trunc, inputs=avoid(0, lo=-2, hi=2)),
     # MXNet rounds halves away from zero; NumPy's round would give 2 for 2.5
     OpCase('round', shapes=[(2, 6)], inputs=fixed(_HALVES), grad=(),
            ref=lambda x: np.where(x >= 0, np.floor(x + 0.5), np.ceil(x - 0.5))),
@@ -78,6 +78,14 @@ CASES = [
     OpCase('sigmoid', shapes=[(6,)], inputs=fixed([-50, -20, -3, 3, 20, 50]), grad=(),
            ref=lambda x: (1 / (1 + np.exp(-x.astype(np.float64)))), rtol=1e-6, atol=0),
     OpCase('tanh', shapes=[(4, 3)], ref=np.tanh),
+    # the worked example of docs/operators.md
+    OpCase('_contrib_quadratic', {'a': 0.3, 'b': -1.1, 'c': 2.0}, shapes=[(3, 5)],
+           ref=lambda x: np.float32(0.3) * x * x + np.float32(-1.1) * x + np.float32(2.0)),
+    OpCase('_contrib_quadratic', {'a': '1', 'b': '2', 'c': '3'}, shapes=[(2, 2)],
+           inputs=fixed([[1, 2], [3, 4]]), ref=lambda x: x * x + 2 * x + 3),
+    OpCase('_contrib_quadratic', {'a': 0.5, 'b': -1.0, 'c': 2.0}, shapes=[(2, 3)], grad=(),
+           dtypes=('int32',), inputs=fixed([[-1, 0, 2], [3, 0, 1]]),
+           ref=lambda x: np.array([[3, 2, 2], [3, 2, 1]], dtype=np.int32)),
     OpCase('softsign', shapes=[(3, 4)], ref=lambda x: x / (1 + np.abs(x)), inputs=avoid(0)),
     OpCase('clip', {'a_min': -0.4, 'a_max': 0.5}, shapes=[(4, 5)],
            ref=lambda x: np.clip(x, -0.4, 0.5), inputs=avoid(-0.4, 0.5)),

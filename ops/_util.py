@@ -1,0 +1,92 @@
+"""Small helpers shared by several operator families (a helper module, not a family).
+
+``Layout`` is the base of the one-input rearrangements of ``ops/shape.py`` and
+``ops/rearrange.py``.
+
+The names here are public to ``ops/`` so that families import them from this module
+instead of from each other.
+"""
+import numpy as np
+
+from symgraph.opdef import Operator, ShapeError, TypeInferenceError
+
+
+def norm_axis(axis, ndim, what='axis'):
+    """Map a possibly negative ``axis`` into ``[0, ndim)``.
+
+    Parameters
+    ----------
+    axis : int
+        The axis as the user gave it (``-1`` is the last).
+    ndim : int
+        Number of dimensions of the array the axis indexes.
+    what : str
+        How the error names the axis (``'axis'``, ``'dim1'``, ``'diag: axis'`` ...).
+
+    Raises
+    ------
+    ShapeError
+        When ``axis`` is outside ``[-ndim, ndim)``.
+    """
+    a = axis + ndim if axis < 0 else axis
+    if not 0 <= a < ndim:
+        raise ShapeError('%s %d is out of range for an array of %d dimensions'
+                         % (what, axis, ndim))
+    return a
+
+
+def f32(v):
+    """A parameter as MXNet's C ``float`` holds it (as a Python float).
+
+    MXNet declares ``eps``, ``momentum``, thresholds ... as ``float`` while Python gives a
+    double; rounding through float32 reproduces its numbers.
+    """
+    return float(np.float32(v))
+
+
+def acc(x):
+    """The array in its accumulation type (float16 is computed in float32)."""
+    return x.astype(np.float32) if x.dtype == np.float16 else x
+
+
+def sliced_len(sl, n):
+    """Length of the Python slice ``sl`` over a dimension of length ``n`` (0 when unknown)."""
+    return len(range(*sl.indices(n))) if n else 0
+
+
+def float_only(op, t):
+    """``t``, refused unless floating point (MXNet: 'only support floating point types')."""
+    if t is not None and np.dtype(t).kind != 'f':
+        raise TypeInferenceError('this operation only supports floating point types, not %s'
+                                 % np.dtype(t).name)
+    return t
+
+
+class Layout(Operator):
+    """Single-input, single-output rearrangement: subclasses give the shape map.
+
+    Backward uses only the input's shape, but the planner keeps the input either way.
+    """
+
+    def out_shape(self, s):
+        raise NotImplementedError
+
+    infer_shape_uses_outputs = True
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        s = in_shapes[0]
+        out = None if s is None else self.out_shape(tuple(s))
+        return [s], [out], []
+
+
+def scatter_add(xp, target, index, values):
+    """``target[index] += values`` accumulating repeated indices, for NumPy and CuPy.
+
+    NumPy and CuPy >= 13 have ``xp.add.at``; older CuPy has ``ndarray.scatter_add``.
+    """
+    at = getattr(xp.add, 'at', None)
+    if at is not None:
+        at(target, index, values)
+    else:
+        target.scatter_add(index, values)
+    return target

@@ -1,0 +1,342 @@
+"""MXNet's symbol JSON format: writing, and reading files from MXNet 1.x (and 0.x)."""
+from __future__ import annotations
+
+import json
+
+from .. import opdef
+from ..attribute import PLAIN_KEYS
+from ..base import MXNetError
+from .nodes import Node, topo_order
+
+__all__ = ['to_json', 'from_json', 'MXNET_VERSION']
+
+MXNET_VERSION = 10901
+
+
+class SymbolFormatError(MXNetError, ValueError):
+    """A symbol JSON file that is corrupt, truncated or not a symbol."""
+
+
+def to_json(heads):
+    """MXNet JSON text of the graph whose outputs are ``heads`` ((node, index) pairs)."""
+    order = topo_order([n for n, _ in heads])
+    index = {id(n): k for k, n in enumerate(order)}
+    nodes, arg_nodes, row_ptr = [], [], [0]
+    for k, n in enumerate(order):
+        d = {'op': 'null' if n.op is None else n.op.name, 'name': n.name}
+        if n.attrs:
+            d['attrs'] = dict(n.attrs)
+        d['inputs'] = [[index[id(src)], i, 0] for src, i in n.inputs]
+        nodes.append(d)
+        if n.op is None:
+            arg_nodes.append(k)
+        row_ptr.append(row_ptr[-1] + n.num_outputs())
+    doc = {'nodes': nodes, 'arg_nodes': arg_nodes, 'node_row_ptr': row_ptr,
+           'heads': [[index[id(n)], i, 0] for n, i in heads],
+           'attrs': {'mxnet_version': ['int', MXNET_VERSION]}}
+    return json.dumps(doc, indent=2)
+
+
+def _fail(source, msg):
+    raise SymbolFormatError('%s: %s' % (source, msg))
+
+
+def _split_attrs(cls, attrs, where):
+    """Operator parameters and other (string) attributes of a node read from JSON."""
+    params = {}
+    free = cls.free_params
+    for k, v in attrs.items():
+        if k in cls._params or (free and not (k.startswith('__') and k.endswith('__'))
+                                and k not in PLAIN_KEYS):
+            params[k] = v
+        elif (k.startswith('__') and k.endswith('__')) or k in PLAIN_KEYS:
+            continue
+        else:
+            raise MXNetError('%s: unknown parameter %r of operator %s; valid parameters '
+                             'are %s' % (where, k, cls.name, sorted(cls._params)))
+    return params
+
+
+# --- reading the file's structure -------------------------------------------------------
+
+def _is_int(x):
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+class _Rec:
+    """A node as the file gives it, before the legacy upgrade passes.
+
+    ``inputs`` are ``[record, output index]`` pairs, so an upgrade pass can add a Variable
+    that is in no list; ``cls`` is the operator class, None for a Variable.
+    """
+
+    __slots__ = ('index', 'name', 'cls', 'attrs', 'inputs', 'loc')
+
+    def __init__(self, index, name, cls, attrs, inputs, loc):
+        self.index, self.name, self.cls = index, name, cls
+        self.attrs, self.inputs, self.loc = attrs, inputs, loc
+
+    def where(self):
+        return 'node %d (%s)' % (self.index, self.name)
+
+
+def _entry(e, n_nodes):
+    """``(node, output)`` of an ``[node, output(, version)]`` entry; None if malformed."""
+    if not isinstance(e, list) or len(e) not in (2, 3) or not all(_is_int(x) for x in e) \
+            or not 0 <= e[0] < n_nodes:
+        return None
+    return e[0], e[1]
+
+
+def _read_nodes(doc, source):
+    """Check the structure of ``doc['nodes']`` and return one :class:`_Rec` per node."""
+    recs = []
+    for k, d in enumerate(doc['nodes']):
+        if not isinstance(d, dict) or 'op' not in d or 'name' not in d:
+            _fail(source, 'node %d is malformed: %r' % (k, d))
+        name, op_name = d['name'], d['op']
+        if not isinstance(name, str):
+            _fail(source, 'node %d: "name" must be a string, got %r' % (k, name))
+        if not isinstance(op_name, str):
+            _fail(source, 'node %d (%s): "op" must be a string, got %r' % (k, name, op_name))
+        attrs = {}
+        for key in ('attr', 'param', 'attrs'):       # 0.x used "param"/"attr"
+            a = d.get(key) or {}
+            if not isinstance(a, dict):
+                _fail(source, 'node %d (%s): %r must be an object' % (k, name, key))
+            attrs.update({str(x): str(y) for x, y in a.items()})
+        raw_inputs = d.get('inputs', [])
+        if not isinstance(raw_inputs, list):
+            _fail(source, 'node %d (%s): "inputs" must be a list, got %r'
+                  % (k, name, raw_inputs))
+        if op_name == 'null' and raw_inputs:
+            _fail(source, 'node %d (%s) is a variable ("op": "null") but has inputs %r'
+                  % (k, name, raw_inputs))
+        inputs = []
+        for e in raw_inputs:
+            ent = _entry(e, k)
+            if ent is None:
+                _fail(source, 'node %d (%s) has a bad input entry %r (an input is [node, '
+                              'output, version] of integers, and must refer to an earlier '
+                              'node)' % (k, name, e))
+            inputs.append([recs[ent[0]], ent[1]])
+        cls = None
+        if op_name != 'null':
+            try:
+                cls = opdef.get_op(op_name)
+            except MXNetError:
+                _fail(source, 'node %d (%s) uses operator %r, which is not registered'
+                      % (k, name, op_name))
+        recs.append(_Rec(k, name, cls, attrs, inputs, '%s:node %d' % (source, k)))
+    return recs
+
+
+def _version(doc, source):
+    """The ``mxnet_version`` a file was written by; files without one count as 0.8.0."""
+    attrs = doc.get('attrs', {})
+    if not isinstance(attrs, dict):
+        _fail(source, 'graph "attrs" must be an object, got %r' % (attrs,))
+    if 'mxnet_version' not in attrs:
+        return 800
+    v = attrs['mxnet_version']
+    if not (isinstance(v, list) and len(v) == 2 and v[0] == 'int' and _is_int(v[1])):
+        _fail(source, 'bad "mxnet_version" %r (expected ["int", <version>])' % (v,))
+    return v[1]
+
+
+# --- MXNet's upgrade of files from older versions (src/nnvm/legacy_json_util.cc) --------
+
+#: Operators for which MXNet's 0.8 -> 0.9 upgrade creates the missing trailing inputs (those
+#: with ``FListInputNames``); probed on MXNet 1.9.1 by tests/golden/make_json_legacy.py.
+#: For the others MXNet leaves the node short (it fails later); here that is a load error.
+_FILLS_MISSING_INPUTS = frozenset("""
+BatchNorm BatchNorm_v1 BilinearSampler CTCLoss Concat Convolution Convolution_v1 Correlation
+Crop Deconvolution Dropout Embedding FullyConnected GridGenerator GroupNorm
+IdentityAttachKLSparseReg InstanceNorm L2Normalization LRN LayerNorm LeakyReLU
+LinearRegressionOutput LogisticRegressionOutput MAERegressionOutput MakeLoss Pad Pooling
+Pooling_v1 ROIPooling SVMOutput SequenceLast SequenceMask SequenceReverse SliceChannel
+SoftmaxOutput SpatialTransformer SwapAxis UpSampling _contrib_BilinearResize2D
+_contrib_MultiBoxDetection _contrib_MultiBoxPrior _contrib_MultiBoxTarget
+_contrib_MultiProposal _contrib_Proposal _contrib_ROIAlign _contrib_SyncBatchNorm
+_contrib_box_iou _contrib_index_copy _equal _grad_add _greater _greater_equal _hypot
+_identity_with_attr_like_rhs _lesser _lesser_equal _linalg_det _linalg_extractdiag
+_linalg_extracttrian _linalg_gemm _linalg_gemm2 _linalg_inverse _linalg_makediag
+_linalg_maketrian _linalg_potrf _linalg_potri _linalg_slogdet _linalg_sumlogdiag
+_linalg_syrk _linalg_trmm _linalg_trsm _logical_and _logical_or _logical_xor _maximum
+_minimum _mod _not_equal _np_cumsum _power _sample_normal _sample_uniform
+_scatter_elemwise_div _slice_assign add_n all_finite batch_dot batch_take broadcast_add
+broadcast_div broadcast_equal broadcast_greater broadcast_greater_equal broadcast_hypot
+broadcast_lesser broadcast_lesser_equal broadcast_like broadcast_logical_and
+broadcast_logical_or broadcast_logical_xor broadcast_maximum broadcast_minimum broadcast_mod
+broadcast_mul broadcast_not_equal broadcast_power broadcast_sub depth_to_space diag dot
+elemwise_add elemwise_div elemwise_mul elemwise_sub gather_nd khatri_rao log_softmax moments
+one_hot pick repeat reshape_like reverse scatter_nd slice_like softmax softmax_cross_entropy
+space_to_depth squeeze stack take tile where
+""".split())
+
+
+def _make_op(rec, attrs, source):
+    """The operator instance of an op record, parsed from ``attrs``."""
+    params = _split_attrs(rec.cls, attrs, '%s: node %d (%r)' % (source, rec.index, rec.name))
+    try:
+        return rec.cls(**params)
+    except MXNetError as e:
+        raise MXNetError('%s: node %d (%r): %s' % (source, rec.index, rec.name, e)) from None
+
+
+def _input_names(op):
+    return op.list_arguments() + op.list_auxiliary_states()
+
+
+def _hidden_suffix(key):
+    """Whether MXNet's upgrade sets ``key`` aside before parsing: it starts with one of the
+    plain hidden keys (``lr_mult``...) or ends with one (``weight_lr_mult``)."""
+    for h in PLAIN_KEYS:
+        pos = key.rfind(h)
+        if pos == 0 or (pos != -1 and pos == len(key) - len(h)):
+            return True
+    return False
+
+
+def _upgrade_hidden_keys(rec, source):
+    """Files before 1.9.1: ``lr_mult`` becomes ``__lr_mult__``, and an operator's
+    ``<input>_lr_mult`` moves to that input's Variable as ``__lr_mult__`` (same for the
+    other plain hidden keys); anything else is put back unchanged."""
+    aside = {k: v for k, v in rec.attrs.items() if _hidden_suffix(k)}
+    for k in aside:
+        del rec.attrs[k]
+    names = _input_names(_make_op(rec, rec.attrs, source)) if rec.cls is not None else []
+    for key, value in aside.items():
+        done = False
+        for h in PLAIN_KEYS:
+            pos = key.rfind(h)
+            if pos == 0 and key == h:
+                rec.attrs['__%s__' % h] = value
+                done = True
+                break
+            if pos > 1 and pos == len(key) - len(h):
+                # MXNet cuts one separator character, whatever it is
+                arg = key[:pos - 1]
+                if rec.cls is not None and arg in names:
+                    i = names.index(arg)
+                    if i < len(rec.inputs) and rec.inputs[i][0].cls is None:
+                        rec.inputs[i][0].attrs['__%s__' % h] = value
+                        done = True
+                break
+        if not done:
+            rec.attrs[key] = value
+
+
+def _add_missing_inputs(rec, op):
+    """Files before 0.9 stored no auxiliary states: add ``<node>_<input>`` Variables for the
+    missing trailing inputs, with a copy of the node's attributes."""
+    if rec.cls.name not in _FILLS_MISSING_INPUTS:
+        return
+    names = _input_names(op)
+    for an in names[len(rec.inputs):]:
+        var_name = '%s_%s' % (rec.name, an) if rec.name else an
+        rec.inputs.append([_Rec(rec.index, var_name, None, dict(rec.attrs), [], rec.loc), 0])
+
+
+def _add_input_init(rec, op):
+    """Files before 0.9.4: the initializer an operator gives its input Variables
+    (BatchNorm's moving_mean ``["zero", {}]``), unless the Variable has one."""
+    init = op.input_init()
+    for an, (src, _) in zip(_input_names(op), rec.inputs):
+        if an in init and src.cls is None and '__init__' not in src.attrs:
+            src.attrs['__init__'] = init[an]
+
+
+def _upgrade(recs, version, source):
+    """MXNet's upgrade passes for files older than this format, in MXNet's order."""
+    if version < MXNET_VERSION:
+        for rec in recs:
+            _upgrade_hidden_keys(rec, source)
+    if version < 900:
+        for rec in recs:
+            if rec.cls is not None:
+                _add_missing_inputs(rec, _make_op(rec, rec.attrs, source))
+    if version < 904:
+        for rec in recs:
+            if rec.cls is not None:
+                _add_input_init(rec, _make_op(rec, rec.attrs, source))
+    if version < 905:
+        for rec in recs:
+            # int axis -1 meant "flatten" until optional<int> axis came in 0.9.5
+            if rec.cls is not None and rec.cls.name in ('argmax', 'argmin') \
+                    and rec.attrs.get('axis') == '-1':
+                del rec.attrs['axis']
+
+
+def _build(recs, source):
+    """Frozen graph nodes from the (upgraded) records, in file order."""
+    built = {}
+
+    def node_of(rec):
+        if id(rec) in built:
+            return built[id(rec)]
+        if rec.cls is None:
+            node = Node(None, rec.name, rec.attrs, (), rec.loc)
+        else:
+            op = _make_op(rec, rec.attrs, source)
+            inputs = []
+            for src, i in rec.inputs:
+                src_node = node_of(src)
+                if not 0 <= i < src_node.num_outputs():
+                    _fail(source, '%s reads output %d of %r, which has %d outputs'
+                          % (rec.where(), i, src.name, src_node.num_outputs()))
+                inputs.append((src_node, i))
+            if len(inputs) != op.input_count():
+                _fail(source, 'node %d (%s, operator %s) has %d inputs but the operator '
+                      'takes %d: %s' % (rec.index, rec.name, op.name, len(inputs),
+                                        op.input_count(), _input_names(op)))
+            node = Node(op, rec.name, rec.attrs, inputs, rec.loc)
+        built[id(rec)] = node
+        return node
+
+    return [node_of(rec) for rec in recs]
+
+
+def from_json(text, source='<json>'):
+    """The outputs ((node, index) pairs) of the graph in MXNet JSON text; corrupt input
+    gives SymbolFormatError (``symbol.load_json`` makes the Symbol).
+
+    Files written by older MXNet versions (``attrs.mxnet_version`` below 10901, or none:
+    0.8.0) are upgraded as MXNet 1.9.1 upgrades them.
+    """
+    try:
+        doc = json.loads(text)
+    except (ValueError, TypeError) as e:
+        _fail(source, 'not valid JSON (truncated or corrupt?): %s' % e)
+    if not isinstance(doc, dict) or not isinstance(doc.get('nodes'), list) \
+            or not isinstance(doc.get('heads'), list):
+        _fail(source, 'not an MXNet symbol file: expected an object with "nodes" and '
+                      '"heads" lists')
+    recs = _read_nodes(doc, source)
+    n = len(recs)
+    arg_nodes = doc.get('arg_nodes', [])
+    if not isinstance(arg_nodes, list):
+        _fail(source, '"arg_nodes" must be a list, got %r' % (arg_nodes,))
+    for a in arg_nodes:
+        if not _is_int(a) or not 0 <= a < n:
+            _fail(source, 'bad arg_nodes entry %r (the file has %d nodes)' % (a, n))
+        if recs[a].cls is not None:
+            _fail(source, 'arg_nodes entry %d is node %r, which is not a variable'
+                  % (a, recs[a].name))
+    head_entries = []
+    for h in doc['heads']:
+        ent = _entry(h, n)
+        if ent is None:
+            _fail(source, 'bad head entry %r (a head is [node, output, version] of integers; '
+                          'the file has %d nodes)' % (h, n))
+        head_entries.append(ent)
+    if not head_entries:
+        _fail(source, 'the symbol has no outputs ("heads" is empty)')
+    _upgrade(recs, _version(doc, source), source)
+    built = _build(recs, source)
+    heads = []
+    for k, i in head_entries:
+        if not 0 <= i < built[k].num_outputs():
+            _fail(source, 'head %r reads a missing output' % ([k, i],))
+        heads.append((built[k], i))
+    return heads

@@ -1,0 +1,397 @@
+"""Compile a bound graph once into a plan, then run it with little per-node overhead.
+
+The plan numbers every entry (an output of a node), decides which forward arrays
+backward needs, generates the backward steps (summing gradients on fan-out, only for
+what needs a gradient), computes reference-count liveness and a storage assignment with
+the real itemsize, and emits straight-line Python functions for forward and backward:
+each node becomes one line calling a prebound function on local variables, and a
+``del`` frees an array right after its last use. NumPy's allocator then reuses the
+memory of dead arrays, so the peak memory follows the liveness plan.
+"""
+from __future__ import annotations
+
+import collections
+import linecache
+import warnings
+import numpy as np
+
+from ..base import MXNetError
+
+__all__ = ['Plan']
+
+_counter = [0]
+
+
+class Plan:
+    """Forward/backward program of a graph with fixed shapes and dtypes.
+
+    order : topologically ordered nodes; arg_nodes / aux_nodes : Variables.
+    shapes, dtypes : dict (node index, output) -> shape / dtype.
+    grad_reqs : per argument, 'write', 'add' or 'null'.
+    heads : list of (node, output index).
+    ctx : the bind's context, handed to ``Operator.create_state`` (opaque here).
+    """
+
+    def __init__(self, order, arg_nodes, aux_nodes, heads, shapes, dtypes, grad_reqs, xp,
+                 ctx=None):
+        self.order = order
+        self.xp = xp
+        self.index = {id(n): k for k, n in enumerate(order)}
+        self.entry = {}                     # (node idx, out idx) -> entry id
+        self.entry_info = []                # entry id -> (node, out idx)
+        for k, n in enumerate(order):
+            for i in range(n.num_outputs()):
+                self.entry[(k, i)] = len(self.entry_info)
+                self.entry_info.append((n, i))
+        self.shapes = [shapes[(self.index[id(n)], i)] for n, i in self.entry_info]
+        self.dtypes = [np.dtype(dtypes[(self.index[id(n)], i)]) for n, i in self.entry_info]
+        self.arg_entries = [self._e(n, 0) for n in arg_nodes]
+        self.aux_entries = [self._e(n, 0) for n in aux_nodes]
+        self.head_entries = [self._e(n, i) for n, i in heads]
+        self.heads = heads
+        self.grad_reqs = list(grad_reqs)
+        self.steps = [n for n in order if n.op is not None]
+        # per-executor state of stateful operators (Custom), shared by forward and backward
+        self.op_state = {id(n): n.op.create_state(
+            ctx, [self.shapes[e] for e in self.in_entries(n)],
+            [self.dtypes[e] for e in self.in_entries(n)]) for n in self.steps}
+        self._requires_grad()
+        self._fwd_cache = {}
+        self._bwd = None
+
+    def _e(self, node, i):
+        return self.entry[(self.index[id(node)], i)]
+
+    def in_entries(self, node):
+        return [self._e(s, i) for s, i in node.inputs]
+
+    def out_entries(self, node):
+        return [self._e(node, i) for i in range(node.num_outputs())]
+
+    def nbytes(self, e):
+        return int(np.prod(self.shapes[e], dtype=np.int64)) * self.dtypes[e].itemsize
+
+    # ------------------------------------------------------------------ gradients
+    def _requires_grad(self):
+        req = [False] * len(self.entry_info)
+        for e, r in zip(self.arg_entries, self.grad_reqs):
+            req[e] = r != 'null'
+        self.bwd_steps = []
+        for n in self.steps:
+            n_args = len(n.op.list_arguments())
+            ins = self.in_entries(n)[:n_args]
+            if n.op.no_grad or not any(req[e] for e in ins):
+                continue
+            for e in self.out_entries(n):
+                req[e] = True
+            self.bwd_steps.append(n)
+        self.requires = req
+        # forward arrays that backward reads
+        saved = set()
+        for n in self.bwd_steps:
+            op = n.op
+            n_args = len(op.list_arguments())
+            ins = self.in_entries(n)
+            outs = self.out_entries(n)
+            saved.update(_select(op.needs_inputs, ins[:n_args]))
+            saved.update(ins[n_args:])
+            saved.update(_select(op.needs_outputs, outs))
+            saved.update(outs[op.num_visible_outputs():])   # hidden outputs are for backward
+        self.saved = sorted(saved)
+
+    # ------------------------------------------------------------------ code
+    def _compile(self, src, env, name):
+        _counter[0] += 1
+        fname = '<symgraph-plan-%d-%s>' % (_counter[0], name)
+        code = compile(src, fname, 'exec')
+        # register the source so tracebacks show the generated line
+        linecache.cache[fname] = (len(src), None, src.splitlines(True), fname)
+        exec(code, env)
+        return env[name], fname
+
+    def forward_fn(self, is_train, monitor=False, keep_saved=None):
+        """The compiled forward; it returns what backward needs when ``keep_saved``
+        (default: in training), so that backward may also follow an inference forward,
+        as MXNet allows."""
+        keep_saved = bool(is_train) if keep_saved is None else bool(keep_saved)
+        key = (bool(is_train), bool(monitor), keep_saved)
+        if key not in self._fwd_cache:
+            self._fwd_cache[key] = self._gen_forward(*key)
+        return self._fwd_cache[key]
+
+    def _gen_forward(self, is_train, monitor, keep_saved):
+        xp = self.xp
+        env = {}
+        lines = ['def forward(A, X, O, M=None):']
+        # heads an operator may compute straight into the user's output arrays O
+        head_slot = {}
+        for j, e in enumerate(self.head_entries):
+            head_slot.setdefault(e, j)
+        line_step = {}
+        for j, e in enumerate(self.arg_entries):
+            lines.append('    v%d = A[%d]' % (e, j))
+        for j, e in enumerate(self.aux_entries):
+            lines.append('    v%d = X[%d]' % (e, j))
+        keep = set(self.head_entries) | set(self.arg_entries) | set(self.aux_entries)
+        if keep_saved:
+            keep |= set(self.saved)
+        last_use = {}
+        for s, n in enumerate(self.steps):
+            for e in self.in_entries(n):
+                last_use[e] = s
+        if monitor:
+            for j, e in enumerate(self.arg_entries):
+                lines.append('    M(%d, v%d)' % (e, e))
+        for s, n in enumerate(self.steps):
+            fn, fast = n.op.make_forward(xp, is_train, state=self.op_state[id(n)],
+                                         in_dtypes=[self.dtypes[e] for e in self.in_entries(n)])
+            env['f%d' % s] = fn
+            ins = ', '.join('v%d' % e for e in self.in_entries(n))
+            outs = self.out_entries(n)
+            line_step[len(lines) + 1] = n
+            into = ''
+            if n.op.writes_into and not fast and any(e in head_slot for e in outs):
+                into = '%sout=[%s]' % (', ' if ins else '', ', '.join(
+                    'O[%d]' % head_slot[e] if e in head_slot else 'None' for e in outs))
+            if fast:
+                lines.append('    v%d = f%d(%s)' % (outs[0], s, ins))
+            else:
+                lines.append('    %s, = f%d(%s%s)' % (', '.join('v%d' % e for e in outs), s,
+                                                     ins, into))
+            if monitor:
+                for e in outs[:n.num_visible_outputs()]:
+                    lines.append('    M(%d, v%d)' % (e, e))
+            dead = [e for e in set(self.in_entries(n)) if last_use.get(e) == s and e not in keep]
+            dead += [e for e in outs if e not in keep and e not in last_use]
+            if dead:
+                lines.append('    del %s' % ', '.join('v%d' % e for e in sorted(dead)))
+        heads = ''.join('v%d, ' % e for e in self.head_entries)
+        saved = ''.join('v%d, ' % e for e in self.saved) if keep_saved else ''
+        lines.append('    return (%s), (%s)' % (heads, saved))
+        fn, fname = self._compile('\n'.join(lines) + '\n', env, 'forward')
+        return fn, fname, line_step
+
+    def backward_fn(self):
+        if self._bwd is None:
+            self._bwd = self._gen_backward()
+        return self._bwd
+
+    def _gen_backward(self):
+        xp = self.xp
+        env = {}
+        lines = ['def backward(S, OG, G):']
+        line_step = {}
+        if self.saved:
+            lines.append('    %s, = S' % ', '.join('v%d' % e for e in self.saved))
+        # head gradients: none for loss layers and no-grad outputs (they make their own, or
+        # none); an output listed twice takes the last one's, as MXNet 1.9.1 does
+        last = {}
+        for j, (e, (node, _)) in enumerate(zip(self.head_entries, self.heads)):
+            if self.requires[e] and not (node.op is not None
+                                         and (node.op.is_loss or node.op.no_grad)):
+                if e in last:
+                    warnings.warn(
+                        'output %s is listed more than once among the outputs: backward uses '
+                        'the head gradient of the last one only, as MXNet does'
+                        % node.output_names()[self.entry_info[e][1]], stacklevel=4)
+                last[e] = j
+        have = set()
+        for e, j in last.items():
+            lines.append('    g%d = OG[%d]' % (e, j))
+            have.add(e)
+        saved = set(self.saved)
+        # arguments bound with 'write' whose gradient has a single contribution: the
+        # operator making it may write it straight into the user's gradient array
+        contributions = collections.Counter(last)
+        for n in self.bwd_steps:
+            n_args = len(n.op.list_arguments())
+            contributions.update(e for e in self.in_entries(n)[:n_args] if self.requires[e])
+        grad_slot = {e: j for j, (e, req) in enumerate(zip(self.arg_entries, self.grad_reqs))
+                     if req == 'write' and contributions[e] == 1}
+        for s, n in enumerate(reversed(self.bwd_steps)):
+            op = n.op
+            n_args = len(op.list_arguments())
+            ins = self.in_entries(n)
+            outs = self.out_entries(n)
+            need = [self.requires[e] for e in ins[:n_args]]
+            og = []
+            for i, e in enumerate(outs):
+                if op.is_loss or i >= op.num_visible_outputs():
+                    og.append('None')
+                elif e in have:
+                    og.append('g%d' % e)
+                else:   # an output nobody differentiates: its gradient is zero
+                    env['z%d' % e] = (self.shapes[e], self.dtypes[e])
+                    og.append('_zeros(*z%d)' % e)
+            sel_in = _select(op.needs_inputs, ins[:n_args])
+            in_list = ', '.join('v%d' % e if e in sel_in else 'None' for e in ins[:n_args])
+            sel_out = set(_select(op.needs_outputs, outs)) | set(outs[op.num_visible_outputs():])
+            out_list = ', '.join('v%d' % e if e in sel_out and e in saved else 'None'
+                                 for e in outs)
+            aux_list = ', '.join('v%d' % e for e in ins[n_args:])
+            reqs = None
+            if op.wants_req:
+                # operators that follow MXNet's req protocol (Custom) see 'add' where an
+                # argument bound with grad_req='add' feeds them directly
+                arg_req = dict(zip(self.arg_entries, self.grad_reqs))
+                reqs = [('add' if arg_req.get(e) == 'add' else 'write') if nd else 'null'
+                        for e, nd in zip(ins[:n_args], need)]
+            env['b%d' % s] = _bind_backward(op, xp, need, self.op_state[id(n)], reqs)
+            into = ''
+            if op.writes_into and any(nd and e in grad_slot for e, nd in zip(ins, need)):
+                into = ', grad_out=[%s]' % ', '.join(
+                    'G[%d]' % grad_slot[e] if nd and e in grad_slot else 'None'
+                    for e, nd in zip(ins[:n_args], need))
+            line_step[len(lines) + 1] = n
+            lines.append('    r = b%d([%s], [%s], [%s], [%s]%s)'
+                         % (s, ', '.join(og), in_list, out_list, aux_list, into))
+            for j, e in enumerate(ins[:n_args]):
+                if not need[j]:
+                    continue
+                if e in have:
+                    lines.append('    g%d = g%d + r[%d]' % (e, e, j))
+                else:
+                    lines.append('    g%d = r[%d]' % (e, j))
+                    have.add(e)
+        for j, (e, req) in enumerate(zip(self.arg_entries, self.grad_reqs)):
+            if req == 'null':
+                continue
+            if e not in have:
+                if req == 'write':
+                    lines.append('    G[%d][...] = 0' % j)
+                continue
+            if req == 'add':
+                lines.append('    G[%d] += g%d' % (j, e))
+            elif e in grad_slot:
+                lines.append('    if g%d is not G[%d]:' % (e, j))
+                lines.append('        G[%d][...] = g%d' % (j, e))
+            else:
+                lines.append('    G[%d][...] = g%d' % (j, e))
+        lines.append('    return None')
+        env['_zeros'] = lambda shape, dtype: xp.zeros(shape, dtype=dtype)
+        fn, fname = self._compile('\n'.join(lines) + '\n', env, 'backward')
+        return fn, fname, line_step
+
+    # ------------------------------------------------------------------ memory
+    def memory_plan(self, is_train=True):
+        """Storage ids by liveness: returns (assignment, planned bytes, naive bytes).
+
+        Lifetimes run over forward steps and, in training, the backward steps; gradients
+        are entries too. Freed blocks are reused best-fit; an operator's declared in-place
+        pair lets an output take over the block of an input that dies at that step.
+        """
+        steps = self.steps
+        n_fwd = len(steps)
+        birth, death = {}, {}
+        persistent = set(self.arg_entries) | set(self.aux_entries)
+        for s, n in enumerate(steps):
+            for e in self.out_entries(n):
+                birth[e] = s
+                death[e] = s
+            for e in self.in_entries(n):
+                death[e] = max(death.get(e, s), s)
+        end = n_fwd + (len(self.bwd_steps) if is_train else 0)
+        for e in self.head_entries:
+            death[e] = end
+        grads = {}
+        if is_train:
+            for e in self.saved:
+                pos = [n_fwd + t for t, n in enumerate(reversed(self.bwd_steps))
+                       if e in self.in_entries(n) or e in self.out_entries(n)]
+                death[e] = max([death.get(e, 0)] + pos)
+            for t, n in enumerate(reversed(self.bwd_steps)):
+                for e in self.in_entries(n)[:len(n.op.list_arguments())]:
+                    if self.requires[e] and e not in persistent:
+                        key = ('g', e)
+                        grads.setdefault(key, [n_fwd + t, n_fwd + t])
+                        grads[key][0] = min(grads[key][0], n_fwd + t)
+                producer = {self._e(n, i): n_fwd + t for i in range(n.num_outputs())}
+                for e, t2 in producer.items():
+                    if ('g', e) in grads:
+                        grads[('g', e)][1] = max(grads[('g', e)][1], t2)
+        items = [(birth[e], death[e], e, self.nbytes(e)) for e in birth if e not in persistent]
+        items += [(b, d, k, self.nbytes(k[1])) for k, (b, d) in grads.items()]
+        items.sort(key=lambda t: (t[0], str(t[2])))
+        free, blocks, assign = [], [], {}
+        live = []
+        naive = sum(t[3] for t in items)
+        inplace_of = {}
+        for n in steps:
+            ins, outs = self.in_entries(n), self.out_entries(n)
+            for j, i in n.op.inplace:
+                if j < len(ins) and i < len(outs):
+                    inplace_of[outs[i]] = ins[j]
+        for b, d, key, size in items:
+            for item in [x for x in live if x[1] < b]:
+                live.remove(item)
+                free.append(assign[item[2]])
+            src = inplace_of.get(key) if not isinstance(key, tuple) else None
+            sid = None
+            if src is not None and src in assign and death.get(src) == b \
+                    and blocks[assign[src]] >= size:
+                sid = assign[src]
+                live = [x for x in live if x[2] != src]
+            if sid is None:
+                fits = [f for f in free if blocks[f] >= size]
+                if fits:
+                    sid = min(fits, key=lambda f: blocks[f])
+                    free.remove(sid)
+                else:
+                    sid = len(blocks)
+                    blocks.append(size)
+            assign[key] = sid
+            live.append((b, d, key))
+        return assign, int(sum(blocks)), int(naive)
+
+
+def _select(flag, entries):
+    if flag is True:
+        return list(entries)
+    if not flag:
+        return []
+    return [entries[i] for i in flag if i < len(entries)]
+
+
+def _bind_backward(op, xp, need, state=None, reqs=None):
+    """``op.backward`` with the keywords its declared hooks ask for (``state=``,
+    ``req=``, ``grad_out=``), bound once."""
+    bwd = op.backward
+    if op.writes_into and state is None and reqs is None:
+        def run_into(out_grads, inputs, outputs, aux, grad_out=None):
+            return bwd(xp, out_grads, inputs, outputs, aux, need, grad_out=grad_out)
+        return run_into
+    if state is not None or reqs is not None:
+        kw = {}
+        if state is not None:
+            kw['state'] = state
+        if reqs is not None:
+            kw['req'] = reqs
+
+        def run_stateful(out_grads, inputs, outputs, aux):
+            return bwd(xp, out_grads, inputs, outputs, aux, need, **kw)
+        return run_stateful
+
+    def run(out_grads, inputs, outputs, aux):
+        return bwd(xp, out_grads, inputs, outputs, aux, need)
+    return run
+
+
+def step_of(exc, fname, line_step):
+    """The node whose generated line raised ``exc`` (or None)."""
+    tb = exc.__traceback__
+    node = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == fname:
+            node = line_step.get(tb.tb_lineno)
+        tb = tb.tb_next
+    return node
+
+
+def check_error(exc, fname, line_step, phase):
+    node = step_of(exc, fname, line_step)
+    if node is None:
+        return None
+    if isinstance(exc, MXNetError) and str(exc).startswith('Error in'):
+        return None
+    return MXNetError('Error in %s of %s: %s: %s' % (phase, node.describe(),
+                                                     type(exc).__name__, exc))

@@ -1,0 +1,23 @@
+"""``mx.nd`` / ``mx.ndarray``: arrays on a device and the imperative operator calls.
+
+:mod:`.ndarray` holds the :class:`NDArray` class and the functions below;
+:mod:`.serialization` reads and writes MXNet's ``.params`` format (``save``, ``load``).
+Operator functions (``mx.nd.exp``, ``mx.nd.contrib.box_nms``, ``mx.nd.Custom``) run the
+registered operator's forward imperatively; the ``random``, ``contrib``, ``linalg`` and
+``_internal`` namespaces come from the table shared with ``mx.sym``
+(``symgraph.namespaces``).
+"""
+from . import ndarray
+from .ndarray import (NDArray, array, zeros, ones, empty, full, arange, eye, linspace,
+                      zeros_like, ones_like, concat, waitall, moveaxis, from_numpy,
+                      save, load, load_frombuffer, invoke,
+                      add, subtract, multiply, divide, true_divide, modulo, power, maximum,
+                      minimum, hypot, equal, not_equal, greater, greater_equal, lesser,
+                      lesser_equal, logical_and, logical_or, logical_xor,
+                      random, contrib, linalg, _internal)
+from .ndarray import __getattr__  # noqa: F401  (operator functions: mx.nd.exp)
+
+__all__ = ['NDArray', 'array', 'zeros', 'ones', 'empty', 'full', 'arange', 'eye', 'linspace',
+           'save', 'load', 'load_frombuffer',
+           'concat', 'waitall', 'zeros_like', 'ones_like']
+

@@ -1,0 +1,737 @@
+"""NDArray: a thin wrapper over a NumPy or CuPy array and its context (``mx.nd``).
+
+Operator functions (``mx.nd.exp``, ``mx.nd.contrib.box_nms``, ``mx.nd.Custom``) run the
+registered operator's forward imperatively.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import operator
+
+import numpy as np
+
+from .. import opdef
+from ..base import MXNetError
+from ..context import Context, current_context, cpu, context_of
+from ..namespaces import make_namespaces
+
+__all__ = ['NDArray', 'array', 'zeros', 'ones', 'empty', 'full', 'arange', 'eye', 'linspace',
+           'save', 'load', 'load_frombuffer',
+           'concat', 'waitall', 'zeros_like', 'ones_like']
+
+
+class NDArray:
+    """An n-dimensional array on a device. ``_data`` is the NumPy/CuPy array."""
+
+    __slots__ = ('_data', '_ctx', '__weakref__')
+    __array_priority__ = 1000.0
+
+    def __init__(self, data, ctx=None):
+        self._data = data
+        self._ctx = ctx if ctx is not None else context_of(data)
+
+    # ----------------------------------------------------------------- properties
+    @property
+    def shape(self):
+        return tuple(self._data.shape)
+
+    @property
+    def dtype(self):
+        return self._data.dtype.type
+
+    @property
+    def size(self):
+        return int(self._data.size)
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    @property
+    def context(self):
+        return self._ctx
+
+    ctx = context
+
+    @property
+    def stype(self):
+        return 'default'
+
+    @property
+    def T(self):
+        """The transpose, a new array (MXNet's ``transpose``); a 1-D array itself."""
+        if self.ndim < 2:
+            return self
+        with self._ctx.device_scope():
+            return NDArray(self._data.T.copy(), self._ctx)
+
+    @property
+    def grad(self):
+        """None: symgraph has no autograd (MXNet gives None before ``attach_grad``)."""
+        return None
+
+    @property
+    def writable(self):
+        return True
+
+    @property
+    def handle(self):
+        return self._data
+
+    def asnumpy(self):
+        """A NumPy copy of the data."""
+        d = self._data
+        if isinstance(d, np.ndarray):
+            return d.copy()
+        return d.get()
+
+    def asscalar(self):
+        if self.size != 1:
+            raise ValueError('The current array is not a scalar (shape %s)' % (self.shape,))
+        return self.asnumpy().reshape(-1)[0]
+
+    def wait_to_read(self):
+        return self
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.asnumpy()
+        return a if dtype is None else a.astype(dtype)
+
+    def __len__(self):
+        return self.shape[0]
+
+    def __repr__(self):
+        return '\n%s\n<NDArray %s @%s>' % (self.asnumpy(), 'x'.join(map(str, self.shape)),
+                                          self._ctx)
+
+    # ----------------------------------------------------------------- conversion
+    def copyto(self, other):
+        """Copy into another NDArray (same shape) or onto a Context (a new array)."""
+        if isinstance(other, NDArray):
+            if other.shape != self.shape:
+                raise ValueError('copyto: shape mismatch %s vs %s' % (self.shape, other.shape))
+            with other._ctx.device_scope():
+                other._data[...] = _to_xp(self._data, other._ctx)
+            return other
+        if isinstance(other, Context):
+            with other.device_scope():
+                xp = other.xp
+                return NDArray(xp.array(_to_xp(self._data, other), copy=True), other)
+        raise TypeError('copyto does not support type %s' % type(other))
+
+    def as_in_context(self, context):
+        if context == self._ctx:
+            return self
+        return self.copyto(context)
+
+    def astype(self, dtype, copy=True):
+        dtype = np.dtype(dtype)
+        if not copy and dtype == self._data.dtype:
+            return self
+        with self._ctx.device_scope():
+            return NDArray(self._data.astype(dtype), self._ctx)
+
+    def copy(self):
+        with self._ctx.device_scope():
+            return NDArray(self._data.copy(), self._ctx)
+
+    def __copy__(self):
+        return self.copy()       # as MXNet: a new array, not a second handle to the same
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
+    def reshape(self, *shape, **kwargs):
+        """A view of another shape; MXNet's special values (0 copies a dimension, -1
+        infers one, -2 copies the rest, -3 merges two, -4 splits one) and ``reverse``."""
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        shape = kwargs.get('shape', shape)
+        unknown = set(kwargs) - {'shape', 'reverse'}
+        if unknown:
+            raise TypeError('reshape: unexpected keyword %s' % sorted(unknown))
+        op = opdef.get_op('Reshape')(shape=tuple(shape), reverse=kwargs.get('reverse', False))
+        target = op.infer_shape([self.shape])[1][0]
+        return NDArray(self._data.reshape(target), self._ctx)
+
+    def tostype(self, stype):
+        if stype != 'default':
+            raise MXNetError('sparse storage types are not supported')
+        return self
+
+    # ----------------------------------------------------------------- indexing
+    def __getitem__(self, key):
+        """As MXNet: a contiguous basic slice is a view that writes through; any other
+        result is a new array; an integer per axis gives shape (1,), not a scalar."""
+        key = _unwrap(key)
+        with self._ctx.device_scope():       # advanced indexing runs a kernel
+            r = self._data[key]
+            if r.ndim == 0:
+                r = self._data[_one_element(key)]
+            elif r.base is not None and not r.flags.c_contiguous:
+                r = r.copy()
+            return NDArray(r, self._ctx)
+
+    def __setitem__(self, key, value):
+        key = _unwrap(key)
+        if _is_element(key, self.ndim):
+            key = _one_element(key)        # a (1,) target takes a size-1 array too
+        if isinstance(value, NDArray):
+            value = _to_xp(value._data, self._ctx)
+        elif isinstance(value, numbers.Integral) and self._data.dtype.kind in 'iu':
+            value = _wrap_int(value, self._data.dtype)
+        elif not isinstance(value, numbers.Number):
+            value = _to_xp(np.asarray(value), self._ctx) if isinstance(value, (list, tuple,
+                                                                               np.ndarray)) \
+                else _to_xp(value, self._ctx)
+        with self._ctx.device_scope():
+            self._data[key] = value
+
+    # ----------------------------------------------------------------- arithmetic
+    def _operand(self, other):
+        """``other`` as MXNet's NDArray operators take it: a number or an NDArray (a NumPy
+        array or a list becomes an NDArray of this dtype); anything else is refused."""
+        if isinstance(other, NDArray) or (isinstance(other, numbers.Number)
+                                          and not isinstance(other, bool)):
+            return other
+        if isinstance(other, (np.ndarray, list, tuple)):
+            return array(other, self._ctx, self.dtype)
+        raise TypeError('type %s not supported' % type(other).__name__)
+
+    # Through the module's functions (add, subtract, ...), as MXNet's NDArray operators: a
+    # number goes to the scalar operator, an NDArray to the broadcasting one (whose type
+    # inference refuses mixed dtypes, as MXNet does).
+    def __add__(self, o):
+        return add(self, self._operand(o))
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        return subtract(self, self._operand(o))
+
+    def __rsub__(self, o):
+        return subtract(self._operand(o), self)
+
+    def __mul__(self, o):
+        return multiply(self, self._operand(o))
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, o):
+        return divide(self, self._operand(o))
+
+    def __rtruediv__(self, o):
+        return divide(self._operand(o), self)
+
+    def __mod__(self, o):
+        return modulo(self, self._operand(o))
+
+    def __rmod__(self, o):
+        return modulo(self._operand(o), self)
+
+    def __pow__(self, o):
+        return power(self, self._operand(o))
+
+    def __rpow__(self, o):
+        return power(self._operand(o), self)
+
+    def __neg__(self):
+        with self._ctx.device_scope():
+            return NDArray(-self._data, self._ctx)
+
+    def __abs__(self):
+        with self._ctx.device_scope():
+            return NDArray(abs(self._data), self._ctx)
+
+    def __eq__(self, o):
+        return equal(self, self._operand(o))
+
+    def __ne__(self, o):
+        return not_equal(self, self._operand(o))
+
+    def __gt__(self, o):
+        return greater(self, self._operand(o))
+
+    def __ge__(self, o):
+        return greater_equal(self, self._operand(o))
+
+    def __lt__(self, o):
+        return lesser(self, self._operand(o))
+
+    def __le__(self, o):
+        return lesser_equal(self, self._operand(o))
+
+    __hash__ = object.__hash__
+
+    def _inplace(self, o, fn):
+        """``self <fn>= o``: the result written into this very array (same object, same
+        dtype), as MXNet's ``out=self``; a result of another shape is refused."""
+        r = fn(self, self._operand(o))
+        if r.shape != self.shape:
+            raise MXNetError('in-place %s: the result has shape %s, the array %s'
+                             % (fn.__name__, r.shape, self.shape))
+        with self._ctx.device_scope():
+            self._data[...] = r._data
+        return self
+
+    def __iadd__(self, o):
+        return self._inplace(o, add)
+
+    def __isub__(self, o):
+        return self._inplace(o, subtract)
+
+    def __imul__(self, o):
+        return self._inplace(o, multiply)
+
+    def __itruediv__(self, o):
+        return self._inplace(o, divide)
+
+    def __imod__(self, o):
+        return self._inplace(o, modulo)
+
+    def __bool__(self):
+        if self.size != 1:
+            raise ValueError('The truth value of an NDArray with multiple elements is '
+                             'ambiguous.')
+        return bool(self.asscalar())
+
+    def __getattr__(self, name):
+        # fluent methods: x.sum(), x.exp(), x.reshape(...) through the operators
+        if name.startswith('_'):
+            raise AttributeError(name)
+        try:
+            opdef.get_op(name)
+        except MXNetError:
+            raise AttributeError("'NDArray' object has no attribute %r" % name) from None
+        fn = _op_function(name)
+        return lambda *a, **k: fn(self, *a, **k)
+
+
+def _is_element(key, ndim):
+    """Whether ``key`` picks one element: a plain integer for every axis."""
+    k = key if isinstance(key, tuple) else (key,)
+    return len(k) == ndim and ndim > 0 and all(
+        isinstance(i, (numbers.Integral, np.integer)) and not isinstance(i, (bool, np.bool_))
+        for i in k)
+
+
+def _one_element(key):
+    """``key`` (an integer per axis) selecting a (1,) view rather than a scalar."""
+    return (key if isinstance(key, tuple) else (key,)) + (None,)
+
+
+def _wrap_int(value, dtype):
+    """A Python int as the integer ``dtype`` holds it, wrapping as C's cast does (MXNet);
+    NumPy 2 refuses out-of-range Python ints."""
+    return np.array(value).astype(np.int64).astype(dtype)[()] \
+        if -2 ** 63 <= value < 2 ** 64 else np.array(float(value)).astype(dtype)[()]
+
+
+def _index(k):
+    """An NDArray used as an index: its data, float indices truncated to integers (MXNet
+    indexes with float32 NDArrays, its default dtype)."""
+    if isinstance(k, list) and k and all(isinstance(v, bool) for v in k):
+        return [int(v) for v in k]      # MXNet takes a list of bools as integers 0/1
+    if not isinstance(k, NDArray):
+        return k
+    d = k._data
+    return d.astype(np.int64) if d.dtype.kind == 'f' else d
+
+
+def _unwrap(key):
+    if isinstance(key, tuple):
+        return tuple(_index(k) for k in key)
+    return _index(key)
+
+
+def _to_xp(data, ctx):
+    """``data`` as an array of ``ctx``'s array module (copying across devices)."""
+    if ctx is None or not ctx.is_gpu:
+        if isinstance(data, np.ndarray) or np.isscalar(data):
+            return data
+        if hasattr(data, 'get'):
+            return data.get()
+        return np.asarray(data)
+    with ctx.device_scope():
+        xp = ctx.xp
+        if isinstance(data, xp.ndarray) and data.device.id != ctx.device_id:
+            # asarray would keep the array on its own GPU; copy() lands on the current one
+            return data.copy()
+        return xp.asarray(data)
+
+
+# ---------------------------------------------------------------------- creation
+def _ctx(ctx):
+    return current_context() if ctx is None else Context(ctx)
+
+
+def _alloc(ctx, fn):
+    ctx = _ctx(ctx)
+    with ctx.device_scope():
+        return NDArray(fn(ctx.xp), ctx)
+
+
+def array(source_array, ctx=None, dtype=None):
+    """An NDArray copied from an array-like: of ``dtype`` if given, else the source's
+    dtype for an NDArray and float32 for anything else (NumPy arrays of any dtype too), as
+    in MXNet 1.9.1.
+
+    >>> import symgraph as mx, numpy as np
+    >>> mx.nd.array([[1, 2], [3, 4]]).dtype
+    <class 'numpy.float32'>
+    >>> mx.nd.array(np.arange(3)).dtype, mx.nd.array(np.arange(3), dtype='int64').dtype
+    (<class 'numpy.float32'>, <class 'numpy.int64'>)
+    """
+    if isinstance(source_array, NDArray):
+        src = source_array.asnumpy()
+        dtype = dtype or src.dtype
+    else:
+        src = source_array.get() if hasattr(source_array, 'get') and not isinstance(
+            source_array, np.ndarray) else np.asarray(source_array)
+    if dtype is None:
+        dtype = np.float32
+    return _alloc(ctx, lambda xp: xp.array(src, dtype=dtype))
+
+
+def zeros(shape, ctx=None, dtype=None, **kwargs):
+    dtype = np.float32 if dtype is None else dtype
+    return _alloc(ctx, lambda xp: xp.zeros(shape, dtype=dtype))
+
+
+def empty(shape, ctx=None, dtype=None):
+    """Like :func:`zeros`: symgraph never hands out uninitialised memory."""
+    return zeros(shape, ctx, dtype)
+
+
+def ones(shape, ctx=None, dtype=None, **kwargs):
+    dtype = np.float32 if dtype is None else dtype
+    return _alloc(ctx, lambda xp: xp.ones(shape, dtype=dtype))
+
+
+def full(shape, val, ctx=None, dtype=None, out=None):
+    dtype = np.float32 if dtype is None else dtype
+    if isinstance(val, numbers.Integral) and np.dtype(dtype).kind in 'iu':
+        val = _wrap_int(val, np.dtype(dtype))      # -1 in uint8 is 255, as MXNet
+    arr = _alloc(ctx, lambda xp: xp.full(shape, val, dtype=dtype))
+    if out is not None:
+        out[:] = arr
+        return out
+    return arr
+
+
+def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None,
+           dtype=None):
+    """``start + i * step`` for i = 0, 1, ... below ``stop`` (the ``_arange`` operator)."""
+    op = opdef.get_op('_arange')(start=start, stop=stop, step=step, repeat=repeat,
+                                 dtype=np.float32 if dtype is None else dtype)
+    return _alloc(ctx, lambda xp: op.forward(xp, [], [], False)[0])
+
+
+def eye(N, M=0, k=0, ctx=None, dtype=None, **kwargs):
+    """N x M (M=0: N) with ones on diagonal k, as ``mx.nd.eye``."""
+    dtype = np.float32 if dtype is None else dtype
+    return _alloc(ctx, lambda xp: xp.eye(N, M or N, k=k, dtype=dtype))
+
+
+def linspace(start, stop, num, endpoint=True, ctx=None, dtype=None):
+    """``num`` evenly spaced values from start to stop, as ``mx.nd.linspace``."""
+    dtype = np.float32 if dtype is None else dtype
+    values = np.linspace(start, stop, num, endpoint=endpoint).astype(dtype)
+    return _alloc(ctx, lambda xp: xp.asarray(values))
+
+
+def zeros_like(a):
+    return _alloc(a._ctx, lambda xp: xp.zeros_like(a._data))
+
+
+def ones_like(a):
+    return _alloc(a._ctx, lambda xp: xp.ones_like(a._data))
+
+
+def concat(*arrays, dim=1, num_args=None, out=None, name=None):
+    '''Join NDArrays along ``dim`` (the ``Concat`` operator) on the first one's context
+    (others are copied there).'''
+    if not arrays:
+        raise MXNetError('concat needs at least one NDArray')
+    if num_args is not None and num_args != len(arrays):
+        raise MXNetError('concat: num_args=%d but %d arrays were given'
+                         % (num_args, len(arrays)))
+    return invoke('Concat', arrays, {'dim': dim, 'out': out})
+
+
+def waitall():
+    """All computation is synchronous on the CPU; on a GPU, wait for the device."""
+    from ..context import num_gpus, _cupy
+    if num_gpus():
+        _cupy().cuda.Device().synchronize()
+
+
+# ---------------------------------------------------------------------- functions
+def _ufunc(lhs, rhs, broadcast_op, py_op, scalar_op, rscalar_op):
+    """MXNet's dispatch of ``mx.nd.add`` and friends: two numbers give a number, an array
+    and a number the scalar operator, two arrays the broadcasting one."""
+    if isinstance(lhs, numbers.Number) and isinstance(rhs, numbers.Number):
+        return py_op(lhs, rhs)
+    if isinstance(rhs, numbers.Number):
+        return invoke(scalar_op, (lhs,), {'scalar': float(rhs)})
+    if isinstance(lhs, numbers.Number):
+        return invoke(rscalar_op, (rhs,), {'scalar': float(lhs)})
+    return invoke(broadcast_op, (lhs, rhs), {})
+
+
+def _make_ufunc(name, broadcast_op, py_op, scalar_op, rscalar_op):
+    def fn(lhs, rhs):
+        return _ufunc(lhs, rhs, broadcast_op, py_op, scalar_op, rscalar_op)
+    fn.__name__ = name
+    fn.__doc__ = ('``%s(lhs, rhs)``: NDArrays broadcast (%s), an NDArray and a number use '
+                  '%s, two numbers give a number.' % (name, broadcast_op, scalar_op))
+    return fn
+
+
+add = _make_ufunc('add', 'broadcast_add', operator.add, '_plus_scalar', '_plus_scalar')
+subtract = _make_ufunc('subtract', 'broadcast_sub', operator.sub, '_minus_scalar',
+                       '_rminus_scalar')
+multiply = _make_ufunc('multiply', 'broadcast_mul', operator.mul, '_mul_scalar',
+                       '_mul_scalar')
+divide = _make_ufunc('divide', 'broadcast_div', operator.truediv, '_div_scalar',
+                     '_rdiv_scalar')
+true_divide = divide
+modulo = _make_ufunc('modulo', 'broadcast_mod', operator.mod, '_mod_scalar',
+                     '_rmod_scalar')
+power = _make_ufunc('power', 'broadcast_power', operator.pow, '_power_scalar',
+                    '_rpower_scalar')
+maximum = _make_ufunc('maximum', 'broadcast_maximum', max, '_maximum_scalar',
+                      '_maximum_scalar')
+minimum = _make_ufunc('minimum', 'broadcast_minimum', min, '_minimum_scalar',
+                      '_minimum_scalar')
+hypot = _make_ufunc('hypot', 'broadcast_hypot', math.hypot, '_hypot_scalar', '_hypot_scalar')
+equal = _make_ufunc('equal', 'broadcast_equal', lambda a, b: float(a == b), '_equal_scalar',
+                    '_equal_scalar')
+not_equal = _make_ufunc('not_equal', 'broadcast_not_equal', lambda a, b: float(a != b),
+                        '_not_equal_scalar', '_not_equal_scalar')
+greater = _make_ufunc('greater', 'broadcast_greater', lambda a, b: float(a > b),
+                      '_greater_scalar', '_lesser_scalar')
+greater_equal = _make_ufunc('greater_equal', 'broadcast_greater_equal',
+                            lambda a, b: float(a >= b), '_greater_equal_scalar',
+                            '_lesser_equal_scalar')
+lesser = _make_ufunc('lesser', 'broadcast_lesser', lambda a, b: float(a < b),
+                     '_lesser_scalar', '_greater_scalar')
+lesser_equal = _make_ufunc('lesser_equal', 'broadcast_lesser_equal',
+                           lambda a, b: float(a <= b), '_lesser_equal_scalar',
+                           '_greater_equal_scalar')
+logical_and = _make_ufunc('logical_and', 'broadcast_logical_and',
+                          lambda a, b: float(bool(a) and bool(b)), '_logical_and_scalar',
+                          '_logical_and_scalar')
+logical_or = _make_ufunc('logical_or', 'broadcast_logical_or',
+                         lambda a, b: float(bool(a) or bool(b)), '_logical_or_scalar',
+                         '_logical_or_scalar')
+logical_xor = _make_ufunc('logical_xor', 'broadcast_logical_xor',
+                          lambda a, b: float(bool(a) != bool(b)), '_logical_xor_scalar',
+                          '_logical_xor_scalar')
+
+
+def moveaxis(tensor, source, destination):
+    """``tensor`` with axis ``source`` moved to ``destination`` (a transpose)."""
+    axes = list(range(tensor.ndim))
+    src = source % tensor.ndim
+    axes.pop(src)
+    axes.insert(destination % tensor.ndim, src)
+    return invoke('transpose', (tensor,), {'axes': tuple(axes)})
+
+
+def from_numpy(ndarray, zero_copy=True):
+    """An NDArray on the CPU holding ``ndarray`` (sharing its memory with ``zero_copy``,
+    which needs a C-contiguous array, as MXNet)."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError('from_numpy takes a numpy.ndarray, got %s' % type(ndarray).__name__)
+    if zero_copy:
+        if not ndarray.flags.c_contiguous:
+            raise ValueError('from_numpy with zero_copy=True needs a C-contiguous array')
+        return NDArray(ndarray, cpu())
+    return NDArray(ndarray.copy(), cpu())
+
+
+# ---------------------------------------------------------------------- files
+def save(fname, data):
+    """Save an NDArray, a list or a dict of NDArrays in MXNet's ``.params`` format."""
+    from .serialization import save_arrays
+    if isinstance(data, NDArray):
+        data = [data]
+    if isinstance(data, dict):
+        arrays = {}
+        for k, v in data.items():
+            if not isinstance(k, str) or not isinstance(v, NDArray):
+                raise TypeError('save only accepts dict str->NDArray or list of NDArray')
+            arrays[k] = v.asnumpy()
+    elif isinstance(data, (list, tuple)):
+        if any(not isinstance(v, NDArray) for v in data):
+            raise TypeError('save only accepts dict str->NDArray or list of NDArray')
+        arrays = [v.asnumpy() for v in data]
+    else:
+        raise TypeError('save only accepts dict str->NDArray or list of NDArray')
+    save_arrays(fname, arrays)
+
+
+def load(fname, ctx=None, bfloat16='error'):
+    """Load a ``.params`` file written by MXNet or :func:`save`: a list or a dict.
+
+    ``bfloat16``: what to do with bfloat16 arrays, which symgraph does not hold:
+    ``'error'``, ``'float32'`` (exact widening) or ``'raw'`` (the uint16 bit patterns).
+    """
+    from .serialization import load_arrays
+    return _wrap_loaded(load_arrays(fname, bfloat16=bfloat16), ctx)
+
+
+def load_frombuffer(buf, ctx=None, bfloat16='error'):
+    """:func:`load` from the bytes of such a file."""
+    from .serialization import loads_arrays
+    return _wrap_loaded(loads_arrays(buf, bfloat16=bfloat16), ctx)
+
+
+def _wrap_loaded(data, ctx):
+    c = cpu() if ctx is None else ctx
+    if isinstance(data, dict):
+        return {k: array(v, c, dtype=v.dtype) for k, v in data.items()}
+    return [array(v, c, dtype=v.dtype) for v in data]
+
+
+# ---------------------------------------------------------------------- operators
+def invoke(func_name, args, kwargs):
+    """Run an operator imperatively on NDArrays (the body of ``mx.nd.<op>``)."""
+    cls = opdef.get_op(func_name)
+    # a NumPy array where an input goes is an input (refused below with its name), not
+    # the first parameter
+    args, kwargs = cls.split_positional(args, lambda a: isinstance(a, (NDArray, np.ndarray)),
+                                        kwargs)
+    kwargs = dict(kwargs)
+    out = kwargs.pop('out', None)
+    kwargs.pop('name', None)
+    nd_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, NDArray)}
+    # an explicit None is kept for a parameter (axis=None flattens, end=None runs to the
+    # end), as mx.sym does; for an input it means "not given"
+    params = {k: v for k, v in kwargs.items() if not isinstance(v, NDArray)
+              and (v is not None or k in cls._params or cls.free_params)}
+    if 'num_args' in cls._params and 'num_args' not in params:
+        params['num_args'] = len(args) + len(nd_kwargs)
+    op = cls(**params)
+    names = op.list_arguments() + op.list_auxiliary_states()
+    if len(args) > len(names):
+        raise MXNetError('operator %s: %d inputs given but it takes %d: %s'
+                         % (cls.name, len(args), len(names), names))
+    inputs = list(args) + [None] * (len(names) - len(args))
+    for k, v in nd_kwargs.items():
+        if k not in names:
+            raise MXNetError('operator %s: unknown input %r; inputs are %s'
+                             % (cls.name, k, names))
+        if names.index(k) < len(args):
+            raise MXNetError('operator %s: input %r given both by position and by keyword'
+                             % (cls.name, k))
+        inputs[names.index(k)] = v
+    missing = [n for n, v in zip(names, inputs) if v is None]
+    if missing:
+        raise MXNetError('operator %s: missing inputs %s' % (cls.name, missing))
+    for n, v in zip(names, inputs):
+        if not isinstance(v, NDArray):
+            raise TypeError('operator %s: input %r must be an NDArray, got %s'
+                            % (cls.name, n, type(v).__name__))
+    ctx = inputs[0]._ctx if inputs else current_context()
+    n_args = len(op.list_arguments())
+    if out is not None and inputs:
+        # update operators whose kernels MXNet runs in place: out= the weight itself
+        first = out[0] if isinstance(out, (list, tuple)) else out
+        if isinstance(first, NDArray) and _roots(first._data) is _roots(inputs[0]._data):
+            op = op.out_is_first_input()
+    with ctx.device_scope():
+        xp = ctx.xp
+        datas = [_to_xp(v._data, ctx) for v in inputs]
+        op.infer_shape([d.shape for d in datas])
+        try:
+            op.infer_type([d.dtype for d in datas])
+        except opdef.TypeInferenceError as e:
+            # MXNet refuses mixed dtypes too (float32 + float64, int8 + int32, ...)
+            raise MXNetError('operator %s: %s (inputs: %s)' % (cls.name, e, ', '.join(
+                '%s=%s' % (n, d.dtype) for n, d in zip(names, datas)))) from None
+        state = op.create_state(ctx, [d.shape for d in datas],
+                                [np.dtype(d.dtype) for d in datas])
+        if state is None:
+            outs = op.forward(xp, datas[:n_args], datas[n_args:], False)
+        else:
+            outs = op.forward(xp, datas[:n_args], datas[n_args:], False, state=state)
+    res = [NDArray(_own(o, datas, ctx), ctx) for o in outs[:op.num_visible_outputs()]]
+    if out is not None:
+        outs_given = out if isinstance(out, (list, tuple)) else [out]
+        for k, (dst, r) in enumerate(zip(outs_given, res)):
+            # MXNet refuses an out= of another shape or dtype (no broadcast, no cast)
+            if not isinstance(dst, NDArray) or dst.shape != r.shape or dst.dtype != r.dtype:
+                raise MXNetError('operator %s: out=%s for output %d, which is %s %s'
+                                 % (cls.name, '%s %s' % (dst.shape, np.dtype(dst.dtype).name)
+                                    if isinstance(dst, NDArray) else type(dst).__name__, k,
+                                    r.shape, np.dtype(r.dtype).name))
+            dst[:] = r
+        return out
+    return res[0] if len(res) == 1 else res
+
+
+def _roots(a):
+    """The array whose memory ``a`` views (``a`` itself when it owns it)."""
+    while getattr(a, 'base', None) is not None:
+        a = a.base
+    return a
+
+
+def _own(out, inputs, ctx):
+    """``out``, copied when it views an input's memory: an operator may return a view
+    (reverse, Flatten, slices), but an mx.nd result is a new array, as in MXNet."""
+    root = _roots(out)
+    if any(root is _roots(d) for d in inputs):
+        with ctx.device_scope():
+            return out.copy()
+    return out
+
+
+def _op_function(func_name, hint=None):
+    cls = opdef.get_op(func_name)
+
+    def fn(*args, **kwargs):
+        return invoke(func_name, args, kwargs)
+    fn.__name__ = func_name
+    fn.__doc__ = cls.__doc__
+    return fn
+
+
+def _adamw(func_name):
+    """MXNet's Python ``contrib.adamw_update`` / ``mp_adamw_update``: ``rescale_grad`` may
+    be a number (made an array on the weight's context) or an NDArray."""
+    def fn(weight, grad, mean, var, *rest, rescale_grad=None, **kwargs):
+        rest = list(rest)
+        if func_name == '_mp_adamw_update' and rest and isinstance(rest[0], NDArray):
+            kwargs['weight32'] = rest.pop(0)
+        if rescale_grad is None and rest:
+            rescale_grad = rest.pop(0)
+        if rescale_grad is None:
+            raise MXNetError('%s: rescale_grad is required' % func_name)
+        if not isinstance(rescale_grad, NDArray):
+            rescale_grad = array([float(rescale_grad)], weight._ctx, np.float32)
+        return invoke(func_name, (weight, grad, mean, var) + tuple(rest),
+                      dict(kwargs, rescale_grad=rescale_grad))
+    fn.__name__ = func_name.lstrip('_')
+    return fn
+
+
+#: mx.nd.random.uniform(...), mx.nd.contrib.box_nms, mx.nd.linalg.gemm2, ... (the table is
+#: namespaces.NAMESPACES, shared with mx.sym)
+random, contrib, linalg, _internal = make_namespaces(
+    'nd', NDArray, invoke, _op_function,
+    functions={'contrib': {'adamw_update': _adamw('_adamw_update'),
+                           'mp_adamw_update': _adamw('_mp_adamw_update')}})
+
+
+def __getattr__(name):
+    if name.startswith('__'):
+        raise AttributeError(name)
+    try:
+        return _op_function(name)
+    except MXNetError:
+        raise AttributeError('module symgraph.ndarray has no attribute or operator %r'
+                             % name) from None

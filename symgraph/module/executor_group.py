@@ -78,22 +78,22 @@ def _load_general(data, targets, major_axis, names):
             for src, dst in zip(d_src, d_targets):
                 _copy(src, dst, 'input %r' % name)
         else:
+            shape = tuple(d_src.shape)
+            full = d_targets[-1][0].stop        # the batch the devices share
+            if axis >= 0 and (len(shape) <= axis or shape[axis] != full):
+                raise MXNetError('input %r has shape %s but the module is bound to a batch '
+                                 'of %d along axis %d' % (name, shape, full, axis))
             for slice_idx, d_dst in d_targets:
-                if axis >= 0:
-                    shape = d_src.shape
-                    if slice_idx.start != 0 or shape[axis] != slice_idx.stop:
-                        if len(shape) <= axis or shape[axis] < slice_idx.stop:
-                            raise MXNetError('input %r has shape %s, too small for the batch '
-                                             'the module is bound to (%s along axis %d)'
-                                             % (name, tuple(shape), slice_idx.stop, axis))
-                        index = (slice(None),) * axis + (slice_idx,)
-                        src = d_src._data[index] if isinstance(d_src, NDArray) \
-                            else np.asarray(d_src)[index]
-                        _copy(NDArray(src, d_src.context) if isinstance(d_src, NDArray)
-                              else src, d_dst, 'input %r (slice %d:%d)'
-                              % (name, slice_idx.start, slice_idx.stop))
-                        continue
-                _copy(d_src, d_dst, 'input %r' % name)
+                if axis >= 0 and (slice_idx.start != 0 or slice_idx.stop != full):
+                    index = (slice(None),) * axis + (slice_idx,)
+                    if isinstance(d_src, NDArray):
+                        src = NDArray(d_src._data[index], d_src.context)
+                    else:
+                        src = np.asarray(d_src)[index]
+                    _copy(src, d_dst, 'input %r (slice %d:%d)'
+                          % (name, slice_idx.start, slice_idx.stop))
+                else:
+                    _copy(d_src, d_dst, 'input %r' % name)
 
 
 def _same_values(a, b):

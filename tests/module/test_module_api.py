@@ -503,3 +503,18 @@ def test_pre_sliced_batches_one_per_device(net, data, params):
     assert acc.get() == want.get()
     with pytest.raises(ValueError, match='same shape'):
         sliced.forward([parts[0], mx.io.DataBatch([mx.nd.ones((3, 5))], [])])
+
+
+def test_batch_of_another_size_on_two_devices_is_named(net, data):
+    x, y = data
+    mod, it = bound(net, x, y, batch=8, context=[mx.cpu(0), mx.cpu(1)])
+    mod.init_params()
+    bad = mx.io.DataBatch([mx.nd.ones((10, 5))], [mx.nd.ones((10,))],
+                          provide_data=[('data', (8, 5))],
+                          provide_label=[('softmax_label', (8,))])
+    # (MXNet silently uses the first 8 rows)
+    with pytest.raises(mx.base.MXNetError, match=r"input 'data' has shape \(10, 5\) but the "
+                                                 r"module is bound to a batch of 8"):
+        mod.forward(bad)
+    mod.forward(next(iter(it)))
+    assert mod.get_outputs()[0].shape == (8, 3)

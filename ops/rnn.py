@@ -196,6 +196,8 @@ class RNN(Operator):
         return len(self.list_outputs()) - 1
 
     # --- inference -------------------------------------------------------------------
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         names = self.list_arguments()
         shapes = list(in_shapes[:len(names)])
@@ -520,6 +522,8 @@ class RNNParamConcat(Operator):
             raise ShapeError('%s: dim %d is out of range for %d dimensions'
                              % (self.name, self.dim, ndim))
         return a
+
+    infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         shapes = list(in_shapes[:self.num_args])

@@ -511,6 +511,15 @@ def register(cls):
             if kw not in inspect.signature(getattr(cls, method)).parameters:
                 raise MXNetError('operator %s sets writes_into but its %s takes no %r '
                                  'argument' % (cls.name, method, kw))
+    # validates the declaration: a rule written to take the known output shapes that does not
+    # say so would silently never see them (how mx.rnn's _rnn_param_concat lost its inputs)
+    takes = len(inspect.signature(cls.infer_shape).parameters) - 1    # less self
+    if takes >= 2 and not cls.infer_shape_uses_outputs:
+        raise MXNetError('operator %s: infer_shape takes the output shapes but the class does '
+                         'not set infer_shape_uses_outputs = True' % cls.name)
+    if takes < 2 and cls.infer_shape_uses_outputs:
+        raise MXNetError('operator %s sets infer_shape_uses_outputs but its infer_shape takes '
+                         'no out_shapes argument' % cls.name)
     for n in (cls.name,) + tuple(cls.aliases):
         _REGISTRY[n] = cls
     _CANONICAL[cls.name] = cls

@@ -2,7 +2,9 @@
 ``_arange``, ``_eye`` and ``_linspace`` (behind ``mx.sym.zeros``, ``mx.sym.arange`` ...),
 and ``_contrib_arange_like`` (shaped like its input).
 
-As in MXNet 1.9.1: the dtype defaults to float32; ``_arange`` takes ``stop=None`` as
+As in MXNet 1.9.1: a 0 in the ``shape`` of ``_zeros``/``_ones``/``_full`` is an unknown
+dimension that shape inference fills from the consumer, and a bound executor makes the
+array of the inferred shape (``Operator.specialize``); the dtype defaults to float32; ``_arange`` takes ``stop=None`` as
 ``[0, start)`` and repeats each value ``repeat`` times; ``infer_range`` (the length taken
 from the consumer) is not supported and says so; ``ctx`` is accepted and ignored (the
 executor's context decides).
@@ -51,6 +53,20 @@ class _Filled(_Init):
 
     def out_shape(self):
         return tuple(self.shape)
+
+    def specialize(self, in_shapes, out_shapes):
+        # MXNet: a 0 in ``shape`` is unknown; inference fills it from the consumer and
+        # the bound operator makes an array of the inferred shape
+        want = out_shapes[0]
+        if want is None or 0 in tuple(want):
+            raise ShapeError('%s: shape %s has unknown (0) dimensions that inference could '
+                             'not fill from the consumers (inferred %s); give them in shape'
+                             % (self.name, tuple(self.shape), want))
+        if tuple(want) == tuple(self.shape):
+            return self
+        values = dict(self._values)
+        values['shape'] = tuple(want)
+        return type(self)(**values)
 
 
 @register

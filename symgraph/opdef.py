@@ -17,7 +17,8 @@ compute
     ``forward(xp, inputs, aux, is_train)``, ``backward(xp, out_grads, inputs, outputs,
     aux, need)`` with ``need`` a list of bool; ``fast_forward``/``fast_forward_typed``;
     ``writes_into`` (``out=``/``grad_out=``); ``wants_req`` (``req=``); ``create_state``
-    (``state=``); ``out_is_first_input()``
+    (``state=``); ``out_is_first_input()``; ``specialize(in_shapes, out_shapes)`` (the
+    instance a bind runs, fitted to the inferred shapes)
 planner data
     ``needs_inputs``, ``needs_outputs``, ``inplace``, ``no_grad``, ``is_loss``
 runtime services an operator may use
@@ -445,6 +446,21 @@ class Operator:
         MXNet's in-place update kernels (``nag_mom_update(weight, ..., out=weight)``) read
         the weight after writing it; an operator whose result depends on that returns a
         variant here. Default: ``self``.
+        """
+        return self
+
+    def specialize(self, in_shapes, out_shapes):
+        """The operator a bound executor runs for this node: ``self`` (the default) or an
+        instance of the same operator fitted to the inferred shapes.
+
+        Called once per bind, after inference and before :meth:`create_state`, with the
+        node's input shapes (arguments then auxiliary states) and its inferred output
+        shapes (hidden outputs included). A parameter may leave a dimension unknown (0)
+        that inference fills from the consumers (MXNet's ``mx.sym.zeros(shape=(0, H))``);
+        such an operator returns an instance whose parameters hold the inferred shape, so
+        that its :meth:`forward` makes arrays of that shape. The result must keep the
+        structure (arguments, outputs, gradient data) of ``self``; the graph, its JSON
+        and ``mx.nd`` keep the original instance.
         """
         return self
 

@@ -51,8 +51,13 @@ class Plan:
         self.heads = heads
         self.grad_reqs = list(grad_reqs)
         self.steps = [n for n in order if n.op is not None]
+        # the operator each step runs, fitted to the inferred shapes (Operator.specialize:
+        # mx.sym.zeros(shape=(0, H)) makes arrays of the shape its consumer gave)
+        self.run_op = {id(n): n.op.specialize(
+            [self.shapes[e] for e in self.in_entries(n)],
+            [self.shapes[e] for e in self.out_entries(n)]) for n in self.steps}
         # per-executor state of stateful operators (Custom), shared by forward and backward
-        self.op_state = {id(n): n.op.create_state(
+        self.op_state = {id(n): self.run_op[id(n)].create_state(
             ctx, [self.shapes[e] for e in self.in_entries(n)],
             [self.dtypes[e] for e in self.in_entries(n)]) for n in self.steps}
         self._requires_grad()
@@ -143,8 +148,9 @@ class Plan:
             for j, e in enumerate(self.arg_entries):
                 lines.append('    M(%d, v%d)' % (e, e))
         for s, n in enumerate(self.steps):
-            fn, fast = n.op.make_forward(xp, is_train, state=self.op_state[id(n)],
-                                         in_dtypes=[self.dtypes[e] for e in self.in_entries(n)])
+            fn, fast = self.run_op[id(n)].make_forward(
+                xp, is_train, state=self.op_state[id(n)],
+                in_dtypes=[self.dtypes[e] for e in self.in_entries(n)])
             env['f%d' % s] = fn
             ins = ', '.join('v%d' % e for e in self.in_entries(n))
             outs = self.out_entries(n)
@@ -236,7 +242,8 @@ class Plan:
                 arg_req = dict(zip(self.arg_entries, self.grad_reqs))
                 reqs = [('add' if arg_req.get(e) == 'add' else 'write') if nd else 'null'
                         for e, nd in zip(ins[:n_args], need)]
-            env['b%d' % s] = _bind_backward(op, xp, need, self.op_state[id(n)], reqs)
+            env['b%d' % s] = _bind_backward(self.run_op[id(n)], xp, need,
+                                            self.op_state[id(n)], reqs)
             into = ''
             if op.writes_into and any(nd and e in grad_slot for e, nd in zip(ins, need)):
                 into = ', grad_out=[%s]' % ', '.join(

@@ -607,6 +607,10 @@ def invoke(func_name, args, kwargs):
     kwargs = dict(kwargs)
     out = kwargs.pop('out', None)
     kwargs.pop('name', None)
+    # as MXNet: __key__ keyword arguments are attributes, which an imperative call drops
+    for k in [k for k in kwargs if len(k) > 4 and k.startswith('__') and k.endswith('__')
+              and k not in cls._params]:
+        del kwargs[k]
     nd_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, NDArray)}
     # an explicit None is kept for a parameter (axis=None flattens, end=None runs to the
     # end), as mx.sym does; for an input it means "not given"

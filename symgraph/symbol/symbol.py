@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 
 from .. import opdef
-from ..attribute import AttrScope, check_attrs, plain_keys, with_plain_copies
+from ..attribute import PLAIN_KEYS, AttrScope, check_attrs, plain_keys, with_plain_copies
 from ..base import MXNetError, user_location
 from ..graph import Node, topo_order, aux_variable_ids, TYPE_CODE, parse_shape_attr, \
     dtype_from_attr
@@ -561,6 +561,10 @@ def _entry_of(sym, op_name, arg):
     return sym._outputs[0]
 
 
+def _is_dunder(key):
+    return len(key) > 4 and key.startswith('__') and key.endswith('__')
+
+
 def _invoke(func_name, args, kwargs, hint=None):
     """Create an operator node: the body of every ``mx.sym.<op>`` function."""
     cls = opdef.get_op(func_name)
@@ -571,6 +575,11 @@ def _invoke(func_name, args, kwargs, hint=None):
     kwargs = dict(kwargs)
     name = kwargs.pop('name', None)
     attr = kwargs.pop('attr', None)
+    # as MXNet: keyword arguments named __key__ (and its known plain keys, lr_mult...) are
+    # node attributes, not parameters; attr= and the AttrScope override them
+    kw_attrs = {k: kwargs.pop(k) for k in list(kwargs)
+                if not isinstance(kwargs[k], Symbol) and k not in cls._params
+                and (_is_dunder(k) or k in PLAIN_KEYS)}
     sym_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, Symbol)}
     # an explicit None is kept for a parameter: MXNet writes it as 'None' (e.g. axis=None)
     params = {k: v for k, v in kwargs.items() if not isinstance(v, Symbol)
@@ -587,7 +596,8 @@ def _invoke(func_name, args, kwargs, hint=None):
     node_name = NameManager._get_current().get(name, hint)
     op = cls(**params)
     str_params = {k: opdef.Operator.format_value(v) for k, v in params.items()}
-    attrs = AttrScope._get_current().get(check_attrs(attr))
+    attrs = check_attrs(kw_attrs)
+    attrs.update(AttrScope._get_current().get(check_attrs(attr)))
     bad = [k for k in plain_keys(attrs) if k not in cls._params]
     if bad and not cls.free_params:
         raise MXNetError('operator %s: unknown parameter %s given through attr/AttrScope; '

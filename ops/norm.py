@@ -107,6 +107,10 @@ class BatchNorm(BatchNormBase):
     def forward(self, xp, inputs, aux, is_train, out=None):
         data, gamma, beta = inputs
         moving_mean, moving_var = aux
+        if self.fix_gamma:
+            # MXNet's BatchNorm writes 1 into gamma (training and inference): what a
+            # checkpoint saves and what weight decay sees between steps is 1
+            gamma[...] = 1
         dest = _dest(out, 0, data.dtype)
         if _gpu_bn_ok(xp, self, data, gamma, beta, moving_mean, moving_var):
             return _gpu_bn_forward(xp, self, data, gamma, beta, moving_mean, moving_var,

@@ -34,6 +34,9 @@ from . import visualization
 from . import visualization as viz
 
 from . import dist
+from . import module
+from . import module as mod
+model.FeedForward = module.FeedForward     # mx.model.FeedForward (it is built on Module)
 from . import ops  # noqa: E402,F401  (registers the operators; must come last)
 
 __version__ = '0.1.0'

@@ -286,6 +286,20 @@ def test_batchnorm_fix_gamma_ignores_gamma_values():
     np.testing.assert_array_equal(a, b)
 
 
+def test_batchnorm_fix_gamma_writes_one_into_gamma():
+    # as MXNet 1.9.1's BatchNorm, in training and in inference (seen: gamma 2 -> 1)
+    for is_train in (True, False):
+        gamma = np.full(2, 2.0, 'f')
+        get_op('BatchNorm')().forward(np, [np.ones((3, 2), 'f'), gamma, np.zeros(2, 'f')],
+                                      [np.zeros(2, 'f'), np.ones(2, 'f')], is_train)
+        np.testing.assert_array_equal(gamma, [1, 1])
+    gamma = np.full(2, 2.0, 'f')
+    get_op('BatchNorm')(fix_gamma=False).forward(
+        np, [np.ones((3, 2), 'f'), gamma, np.zeros(2, 'f')],
+        [np.zeros(2, 'f'), np.ones(2, 'f')], True)
+    np.testing.assert_array_equal(gamma, [2, 2])
+
+
 def test_batchnorm_float16_uses_float32_parameters():
     op = get_op('BatchNorm')(fix_gamma=False)
     _, outs, aux = op.infer_shape([(2, 3, 4), None, None, None, None])

@@ -19,6 +19,15 @@ from symgraph.opdef import MXNetError, Operator, Param, ShapeError, register
 from ._specfun import digamma, gammaln
 
 
+#: sqrt(2 * PI) with MXNet's float PI
+_SQRT_2PI = math.sqrt(2.0 * float(np.float32(math.pi)))
+
+
+def _wide(x):
+    """float16/float32 arrays are computed in float64 (then rounded once)."""
+    return x.astype(np.float64) if x.dtype.itemsize < 8 else x
+
+
 def _psi(xp, x):
     return digamma(xp, x, np.nan)
 
@@ -66,17 +75,18 @@ class _Pdf(Operator):
         return p.reshape(p.shape + (1,) * (x.ndim - p.ndim))
 
     def forward(self, xp, inputs, aux, is_train):
-        x = inputs[0]
+        x = _wide(inputs[0])
         ps = [self._bcast(x, p).astype(x.dtype, copy=False) for p in inputs[1:]]
         lp = self.logpdf(xp, x, *ps)
-        return [(lp if self.is_log else xp.exp(lp)).astype(x.dtype, copy=False)]
+        return [(lp if self.is_log else xp.exp(lp)).astype(inputs[0].dtype, copy=False)]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
-        x = inputs[0]
+        x = _wide(inputs[0])
         ps = [self._bcast(x, p).astype(x.dtype, copy=False) for p in inputs[1:]]
-        scaling = out_grads[0] if self.is_log else out_grads[0] * outputs[0]
+        scaling = _wide(out_grads[0]) if self.is_log else \
+            _wide(out_grads[0]) * _wide(outputs[0])
         gs = self.grads(xp, x, *ps)
-        res = [(scaling * gs[0]).astype(x.dtype, copy=False) if need[0] else None]
+        res = [(scaling * gs[0]).astype(inputs[0].dtype, copy=False) if need[0] else None]
         for p, g, n in zip(inputs[1:], gs[1:], need[1:]):
             if n:
                 g = scaling * g
@@ -110,7 +120,8 @@ class PdfNormal(_Pdf):
 
     def logpdf(self, xp, x, u, s):
         t = x.dtype.type
-        return (t(-0.5) * (x - u) * (x - u)) / (s * s) - xp.log(t(math.sqrt(2 * math.pi)) * s)
+        # MXNet's PI is a float constant
+        return (t(-0.5) * (x - u) * (x - u)) / (s * s) - xp.log(t(_SQRT_2PI) * s)
 
     def grads(self, xp, x, u, s):
         s2 = s * s
@@ -204,17 +215,18 @@ class PdfDirichlet(_Pdf):
         return a.reshape(a.shape[:-1] + (1,) * (x.ndim - a.ndim) + a.shape[-1:])
 
     def forward(self, xp, inputs, aux, is_train):
-        x, a = inputs
+        x, a = _wide(inputs[0]), inputs[1]
         a = self._alpha(x, a.astype(x.dtype, copy=False))
         lp = ((a - 1) * xp.log(x)).sum(axis=-1) + (gammaln(xp, a.sum(axis=-1))
                                                    - gammaln(xp, a).sum(axis=-1))
-        return [(lp if self.is_log else xp.exp(lp)).astype(x.dtype, copy=False)]
+        return [(lp if self.is_log else xp.exp(lp)).astype(inputs[0].dtype, copy=False)]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
-        x, a0 = inputs
+        x, a0 = _wide(inputs[0]), inputs[1]
         a = self._alpha(x, a0.astype(x.dtype, copy=False))
-        scaling = (out_grads[0] if self.is_log else out_grads[0] * outputs[0])[..., None]
-        gx = scaling * (a - 1) / x if need[0] else None
+        og = _wide(out_grads[0])
+        scaling = (og if self.is_log else og * _wide(outputs[0]))[..., None]
+        gx = (scaling * (a - 1) / x).astype(inputs[0].dtype) if need[0] else None
         ga = None
         if need[1]:
             g = scaling * (xp.log(x) + (_psi(xp, a.sum(axis=-1, keepdims=True))

@@ -19,7 +19,9 @@ Deliberate difference: the mutable states are *arguments* of the symbol here (MX
 them among the auxiliary states), because symgraph keeps auxiliary inputs after the
 arguments and MXNet's interleaved input order must be kept for JSON. MXNet 1.9.1's own
 ``_multi_adamw_update`` names its inputs with an indexing bug (``weight_0`` five times);
-the names here are ``weight_i, grad_i, mean_i, var_i, ..., rescale_grad``.
+the names here are ``weight_i, grad_i, mean_i, var_i, ..., rescale_grad``. As the
+single-tensor updates, the float32 inputs (master copies, mp_ states, ``multi_lars``'s
+arrays) also accept float64 here, where MXNet refuses it.
 """
 import numpy as np
 
@@ -27,6 +29,7 @@ from symgraph.opdef import (MXNetError, Operator, Param, ShapeError, TypeInferen
                             register)
 
 F32 = np.dtype(np.float32)
+F64 = np.dtype(np.float64)
 
 
 def _clip(xp, g, c):
@@ -105,7 +108,14 @@ class _Multi(Operator):
                 raise TypeInferenceError('%s: only floating point types are supported, not '
                                          '%s' % (self.name, t.name))
             for j, r in enumerate(self.roles):
-                ins[i * k + j] = F32 if r in self.f32_roles else t
+                if r in self.f32_roles:
+                    x = ins[i * k + j]
+                    if x is not None and x not in (F32, F64):
+                        raise TypeInferenceError('%s: input %s_%d must be float32, got %s'
+                                                 % (self.name, r, i, x.name))
+                    ins[i * k + j] = F32 if x is None else x
+                else:
+                    ins[i * k + j] = t
             outs.append(t)
         for j in range(len(self.tail)):
             if ins[self.n * k + j] is None:
@@ -433,17 +443,20 @@ class MultiLARS(Operator):
         return [s] * 4, [s], []
 
     def infer_type(self, in_types):
-        for n, t in zip(self.list_arguments(), in_types):
-            if t is not None and np.dtype(t) != F32:
+        t = None
+        for n, x in zip(self.list_arguments(), in_types):
+            if x is not None and np.dtype(x) not in (F32, F64):
                 raise TypeInferenceError('multi_lars: only float32 is supported; input %r '
-                                         'is %s' % (n, np.dtype(t).name))
-        return [F32] * 4, [F32], []
+                                         'is %s' % (n, np.dtype(x).name))
+            t = t or (None if x is None else np.dtype(x))
+        t = t or F32
+        return [t] * 4, [t], []
 
     def forward(self, xp, inputs, aux, is_train):
-        lrs, wss, gss, wds = (x.astype(F32, copy=False) for x in inputs)
+        lrs, wss, gss, wds = inputs
         w = xp.sqrt(wss)
         ok = (w > 0) & (gss > 0)
-        f = np.float32
+        f = lrs.dtype.type
         den = xp.sqrt(gss) * f(self.rescale_grad) + wds * w + f(self.eps)
         lars = lrs * f(self.eta) * w / xp.where(ok, den, f(1))
         return [xp.where(ok, lars, lrs)]

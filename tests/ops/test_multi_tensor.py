@@ -168,4 +168,4 @@ def test_errors_name_the_problem():
     with pytest.raises(MXNetError, match='grad_0'):
         mx.nd.multi_sgd_update(w, mx.nd.ones((4,)), lrs=(0.1,), wds=(0,), num_weights=1)
     with pytest.raises(MXNetError, match='float32'):
-        mx.nd.multi_lars(*[mx.nd.ones(2, dtype='float64')] * 4, eta=1, eps=0)
+        mx.nd.multi_lars(*[mx.nd.ones(2, dtype='float16')] * 4, eta=1, eps=0)

@@ -7,9 +7,10 @@
   log-probability of each draw, whose gradient flows back to ``data`` as MXNet's
   (``head_grad / p`` at the drawn index): the REINFORCE estimator.
 * ``_sample_unique_zipfian(range_max, shape=(batch, n))``: per row, ``n`` distinct
-  integers of ``[0, range_max)`` drawn from the log-uniform (Zipfian) distribution
-  ``P(k) = log((k+2)/(k+1)) / log(range_max+1)``, and the number of draws it took
-  (int64, as MXNet).
+  integers of ``[0, range_max)`` drawn from the log-uniform (Zipfian) distribution as
+  MXNet's kernel draws it, ``round(exp(u * log(range_max))) - 1`` with ``u ~ U[0, 1)``
+  (``P(k) = log((k+1.5)/(k+0.5)) / log(range_max)``, the ends adjusted), and the number of
+  draws it took (int64, as MXNet).
 
 The numbers come from symgraph's generator, not MXNet's; the distributions are MXNet's.
 """
@@ -121,14 +122,15 @@ class SampleUniqueZipfian(Operator):
     def forward(self, xp, inputs, aux, is_train):
         batch, n = self.shape
         rng = random_state(xp)
-        log_range = np.log(self.range_max + 1.0)
+        log_range = np.log(float(self.range_max))
         samples = np.zeros((batch, n), np.int64)
         tries = np.zeros((batch,), np.int64)
         for b in range(batch):
             seen, order, count = set(), [], 0
             while len(order) < n:
                 u = np.asarray(rng.random_sample(max(2 * (n - len(order)), 8)))
-                for v in (np.exp(u * log_range).astype(np.int64) - 1) % self.range_max:
+                # MXNet's kernel: lround(exp(u * log(range_max))) - 1 (round half away)
+                for v in np.floor(np.exp(u * log_range) + 0.5).astype(np.int64) - 1:
                     count += 1
                     if v not in seen:
                         seen.add(int(v))

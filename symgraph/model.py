@@ -26,7 +26,7 @@ BatchEndParam = namedtuple('BatchEndParams', ['epoch', 'nbatch', 'eval_metric', 
 def save_checkpoint(prefix, epoch, symbol, arg_params, aux_params, remove_amp_cast=True):
     """Write ``prefix-symbol.json`` (if a symbol is given) and ``prefix-<epoch>.params``."""
     if symbol is not None:
-        symbol.save('%s-symbol.json' % prefix)
+        symbol.save('%s-symbol.json' % prefix, remove_amp_cast=remove_amp_cast)
     save_dict = {('arg:%s' % k): v.as_in_context(v.context) for k, v in arg_params.items()}
     save_dict.update({('aux:%s' % k): v for k, v in aux_params.items()})
     param_name = '%s-%04d.params' % (prefix, epoch)

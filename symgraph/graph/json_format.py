@@ -17,16 +17,42 @@ class SymbolFormatError(MXNetError, ValueError):
     """A symbol JSON file that is corrupt, truncated or not a symbol."""
 
 
-def to_json(heads):
-    """MXNet JSON text of the graph whose outputs are ``heads`` ((node, index) pairs)."""
-    order = topo_order([n for n, _ in heads])
+_AMP_CASTS = ('amp_cast', 'amp_multicast')
+
+
+def _skip_amp_casts(entry):
+    """The entry an amp_cast / amp_multicast output stands for: its (matching) input."""
+    node, i = entry
+    while node.op is not None and node.op.name in _AMP_CASTS:
+        node, i = node.inputs[0 if node.op.name == 'amp_cast' else i]
+    return node, i
+
+
+def to_json(heads, remove_amp_cast=False):
+    """MXNet JSON text of the graph whose outputs are ``heads`` ((node, index) pairs).
+
+    ``remove_amp_cast``: as MXNet's ``RemoveAmpCast`` pass (what ``Symbol.tojson`` and
+    ``save`` apply by default), every input fed by an ``amp_cast`` / ``amp_multicast``
+    is fed by that cast's input instead; casts that are outputs of the graph stay.
+    """
+    if remove_amp_cast:
+        rewired = {}
+
+        def inputs_of(n):
+            if id(n) not in rewired:
+                rewired[id(n)] = [_skip_amp_casts(e) for e in n.inputs]
+            return rewired[id(n)]
+    else:
+        def inputs_of(n):
+            return n.inputs
+    order = topo_order([n for n, _ in heads], inputs_of)
     index = {id(n): k for k, n in enumerate(order)}
     nodes, arg_nodes, row_ptr = [], [], [0]
     for k, n in enumerate(order):
         d = {'op': 'null' if n.op is None else n.op.name, 'name': n.name}
         if n.attrs:
             d['attrs'] = dict(n.attrs)
-        d['inputs'] = [[index[id(src)], i, 0] for src, i in n.inputs]
+        d['inputs'] = [[index[id(src)], i, 0] for src, i in inputs_of(n)]
         nodes.append(d)
         if n.op is None:
             arg_nodes.append(k)

@@ -723,12 +723,55 @@ def _adamw(func_name):
     return fn
 
 
+def _multi_update(func_name, roles):
+    """MXNet's Python ``contrib.multi_adamw_update`` / ``multi_mp_adamw_update`` /
+    ``multi_lamb_update`` / ``multi_mp_lamb_update``: lists of arrays per role, flattened
+    per tensor into the operator's interleaved inputs."""
+    adamw = 'adamw' in func_name
+
+    def fn(weights, grads, mean, var, *rest, out=None, name=None, size=0, num_tensors=0,
+           **kwargs):
+        rest = list(rest)
+        lists = [weights, grads, mean, var] + ([rest.pop(0)] if len(roles) == 5 else [])
+        n = size or num_tensors or len(weights)
+        if any(len(x) != len(weights) for x in lists):
+            raise MXNetError('%s: the lists of %s differ in length (%s)'
+                             % (func_name, ', '.join(roles), [len(x) for x in lists]))
+        flat = [a for group in zip(*lists) for a in group]
+        if adamw:
+            names = ('rescale_grad', 'lrs', 'wds', 'etas')
+            for k, v in zip(names, rest):
+                kwargs[k] = v
+            rescale = kwargs.pop('rescale_grad')
+            if not isinstance(rescale, NDArray):
+                rescale = array([float(rescale)], weights[0]._ctx, np.float32)
+            flat.append(rescale)
+            kwargs['num_weights'] = n
+        else:
+            for k, v in zip(('step_count', 'lrs', 'wds'), rest):
+                kwargs[k] = v
+            kwargs['learning_rates'] = kwargs.pop('lrs')
+            kwargs['num_tensors'] = n
+        return invoke(func_name, tuple(flat), dict(kwargs, out=out))
+    fn.__name__ = func_name.lstrip('_')
+    return fn
+
+
 #: mx.nd.random.uniform(...), mx.nd.contrib.box_nms, mx.nd.linalg.gemm2, ... (the table is
 #: namespaces.NAMESPACES, shared with mx.sym)
 random, contrib, linalg, _internal = make_namespaces(
     'nd', NDArray, invoke, _op_function,
-    functions={'contrib': {'adamw_update': _adamw('_adamw_update'),
-                           'mp_adamw_update': _adamw('_mp_adamw_update')}})
+    functions={'contrib': {
+        'adamw_update': _adamw('_adamw_update'),
+        'mp_adamw_update': _adamw('_mp_adamw_update'),
+        'multi_adamw_update': _multi_update('_multi_adamw_update',
+                                            ('weights', 'grads', 'mean', 'var')),
+        'multi_mp_adamw_update': _multi_update(
+            '_multi_mp_adamw_update', ('weights', 'grads', 'mean', 'var', 'weights32')),
+        'multi_lamb_update': _multi_update('_multi_lamb_update',
+                                           ('weights', 'grads', 'mean', 'var')),
+        'multi_mp_lamb_update': _multi_update(
+            '_multi_mp_lamb_update', ('weights', 'grads', 'mean', 'var', 'weights32'))}})
 
 
 def __getattr__(name):

@@ -164,7 +164,7 @@ class Symbol:
         return Symbol(outputs)
 
     def __deepcopy__(self, memo):
-        return load_json(self.tojson())
+        return load_json(self.tojson(remove_amp_cast=False))
 
     def __repr__(self):
         if len(self._outputs) == 1:
@@ -340,14 +340,15 @@ class Symbol:
                 [t(get(n)) for n in aux_nodes])
 
     # ------------------------------------------------------------------ JSON
-    def tojson(self):
-        """The graph in MXNet's JSON format."""
-        return to_json(self._outputs)
+    def tojson(self, remove_amp_cast=True):
+        """The graph in MXNet's JSON format; as MXNet, without the ``amp_cast`` /
+        ``amp_multicast`` nodes that feed other nodes unless ``remove_amp_cast=False``."""
+        return to_json(self._outputs, remove_amp_cast=remove_amp_cast)
 
     def save(self, fname, remove_amp_cast=True):
-        """Write the JSON graph to ``fname``."""
+        """Write the JSON graph to ``fname`` (``remove_amp_cast`` as :meth:`tojson`)."""
         with open(fname, 'w') as f:
-            f.write(self.tojson())
+            f.write(self.tojson(remove_amp_cast=remove_amp_cast))
 
     # ------------------------------------------------------------------ execution
     def simple_bind(self, ctx=None, grad_req='write', type_dict=None, stype_dict=None,
@@ -470,7 +471,7 @@ class Symbol:
 
     # attributes of MXNet's Symbol handled elsewhere
     def __reduce__(self):
-        return (load_json, (self.tojson(),))
+        return (load_json, (self.tojson(remove_amp_cast=False),))
 
 
 _FLUENT = frozenset('''reshape reshape_like transpose flatten expand_dims squeeze sum mean

@@ -60,3 +60,27 @@ def test_bad_parameters_are_refused():
         mx.nd.amp_cast(mx.nd.ones(2), dtype='bfloat16')
     with pytest.raises(MXNetError, match='num_outputs'):
         mx.nd.amp_multicast(mx.nd.ones(2), num_outputs=0)
+
+
+def test_tojson_and_save_remove_the_casts_that_feed_other_nodes_as_mxnet(tmp_path):
+    """MXNet's RemoveAmpCast pass: inputs fed by amp_cast / amp_multicast are rewired to
+    the casts' inputs; casts that are graph outputs stay (MXNet 1.9.1 writes
+    ``['x', 'op']`` for amp_cast(amp_cast(x, name='to16'), name='op'))."""
+    import json
+    x, w = mx.sym.var('x'), mx.sym.var('w')
+    h = mx.sym.amp_cast(x, dtype='float16', name='to16')
+    y = mx.sym.amp_cast(h, dtype='float32', name='op')
+    assert [n['name'] for n in json.loads(y.tojson())['nodes']] == ['x', 'op']
+    kept = json.loads(y.tojson(remove_amp_cast=False))['nodes']
+    assert [n['name'] for n in kept] == ['x', 'to16', 'op']
+    a, b = mx.sym.amp_multicast(x, w, num_outputs=2, name='mc')
+    z = mx.sym.elemwise_add(a, mx.sym.relu(b, name='r'), name='sum')
+    nodes = json.loads(z.tojson())['nodes']
+    assert [n['name'] for n in nodes] == ['x', 'w', 'r', 'sum']
+    assert nodes[2]['inputs'] == [[1, 0, 0]] and nodes[3]['inputs'] == [[0, 0, 0], [2, 0, 0]]
+    z.save(str(tmp_path / 'a.json'))
+    assert 'amp_multicast' not in (tmp_path / 'a.json').read_text()
+    z.save(str(tmp_path / 'b.json'), remove_amp_cast=False)
+    assert 'amp_multicast' in (tmp_path / 'b.json').read_text()
+    import copy
+    assert 'amp_multicast' in copy.deepcopy(z).tojson(remove_amp_cast=False)

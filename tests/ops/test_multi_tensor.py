@@ -169,3 +169,25 @@ def test_errors_name_the_problem():
         mx.nd.multi_sgd_update(w, mx.nd.ones((4,)), lrs=(0.1,), wds=(0,), num_weights=1)
     with pytest.raises(MXNetError, match='float32'):
         mx.nd.multi_lars(*[mx.nd.ones(2, dtype='float16')] * 4, eta=1, eps=0)
+
+
+def test_contrib_list_wrappers_equal_the_operators():
+    """mx.nd.contrib.multi_adamw_update / multi_lamb_update take lists per role, as
+    MXNet's Python functions, and give the operator's result."""
+    a = _arrays((3, 4), (3, 4), (3, 4), (3, 4), (5,), (5,), (5,), (5,), seed=4)
+    for x in (a[3], a[7]):
+        x[:] = abs(x.asnumpy())
+    b = [x.copy() for x in a]
+    kw = dict(lrs=(0.1, 0.2), wds=(0.01, 0.0), etas=(1.0, 0.5))
+    mx.nd._multi_adamw_update(*a, mx.nd.array([0.5]), num_weights=2, out=[a[0], a[4]], **kw)
+    mx.nd.contrib.multi_adamw_update(b[0::4], b[1::4], b[2::4], b[3::4], 0.5,
+                                     out=[b[0], b[4]], **kw)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x.asnumpy(), y.asnumpy())
+    kw = dict(wds=(0.01, 0.0), step_count=(1, 1))
+    mx.nd._multi_lamb_update(*a, learning_rates=(0.1, 0.2), num_tensors=2,
+                             out=[a[0], a[4]], **kw)
+    mx.nd.contrib.multi_lamb_update(b[0::4], b[1::4], b[2::4], b[3::4], lrs=(0.1, 0.2),
+                                    out=[b[0], b[4]], **kw)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x.asnumpy(), y.asnumpy())

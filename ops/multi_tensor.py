@@ -311,8 +311,8 @@ class _MultiLamb(_Multi):
         else:
             g = mean / (xp.sqrt(var) + eps) + t(np.float32(self.wds[i])) * w
         g = g.astype(F32)                               # MXNet's float temp_g
-        r1 = np.sqrt(np.float32(_sum_sq(xp, a['weight'])))
-        r2 = np.sqrt(np.float32(_sum_sq(xp, g)))
+        r1 = np.sqrt(np.float32(float(_sum_sq(xp, a['weight']))))
+        r2 = np.sqrt(np.float32(float(_sum_sq(xp, g))))
         if self.lower_bound >= 0:
             r1 = max(r1, np.float32(self.lower_bound))
         if self.upper_bound >= 0:

@@ -19,6 +19,8 @@ import numpy as np
 from symgraph.opdef import (MXNetError, Operator, Param, ShapeError, np_dtype, random_state,
                             register)
 
+from ._util import scatter_add
+
 
 @register
 class SampleMultinomial(Operator):
@@ -83,7 +85,7 @@ class SampleMultinomial(Operator):
             probs = p.reshape(rows, k)
             contrib = head / xp.take_along_axis(probs, idx, axis=1)
             r = xp.repeat(xp.arange(rows), idx.shape[1])
-            xp.add.at(g, (r, idx.reshape(-1)), contrib.reshape(-1).astype(p.dtype))
+            scatter_add(xp, g, (r, idx.reshape(-1)), contrib.reshape(-1).astype(p.dtype))
         return [g.reshape(p.shape)]
 
 
@@ -128,7 +130,8 @@ class SampleUniqueZipfian(Operator):
         for b in range(batch):
             seen, order, count = set(), [], 0
             while len(order) < n:
-                u = np.asarray(rng.random_sample(max(2 * (n - len(order)), 8)))
+                u = rng.random_sample(max(2 * (n - len(order)), 8))
+                u = u.get() if hasattr(u, 'get') else np.asarray(u)     # CuPy: to the host
                 # MXNet's kernel: lround(exp(u * log(range_max))) - 1 (round half away)
                 for v in np.floor(np.exp(u * log_range) + 0.5).astype(np.int64) - 1:
                     count += 1

@@ -7,7 +7,9 @@ prefix (``mx.sym.contrib.box_nms`` is ``_contrib_box_nms``, ``mx.nd.linalg.gemm2
 
 Random samplers, as in MXNet: scalar distribution parameters make a ``_random_*`` node of ``shape``
 samples; NDArray/Symbol parameters make a ``_sample_*`` node with one distribution per
-element; ``exponential`` takes the scale (``lam = 1 / scale``); the NDArray functions
+element; ``exponential`` takes the scale (``lam = 1 / scale``, also for arrays);
+``multinomial`` is ``_sample_multinomial``; ``<name>_like`` are the ``_random_<name>_like``
+operators (the shape and dtype of ``data``); the NDArray functions
 default to ``shape=1`` and run on ``ctx`` (default: the current context).
 """
 import numbers
@@ -148,18 +150,18 @@ def make_namespace(kind, array_type, invoke_op):
 
     def gamma(alpha=1, beta=1, shape=_NULL, dtype=_NULL, ctx=None, out=None, **kwargs):
         """Samples of the gamma distribution (shape alpha, scale beta)."""
-        return helper('_random_gamma', '_sample_gamma', ('alpha', 'beta'), (alpha, beta), shape, dtype,
-                      ctx, out, kwargs)
+        return helper('_random_gamma', '_sample_gamma', ('alpha', 'beta'), (alpha, beta),
+                      shape, dtype, ctx, out, kwargs)
 
     def poisson(lam=1, shape=_NULL, dtype=_NULL, ctx=None, out=None, **kwargs):
         """Samples of the Poisson distribution of mean ``lam`` (as floats)."""
-        return helper('_random_poisson', '_sample_poisson', ('lam',), (lam,), shape, dtype, ctx, out,
-                      kwargs)
+        return helper('_random_poisson', '_sample_poisson', ('lam',), (lam,), shape, dtype,
+                      ctx, out, kwargs)
 
     def negative_binomial(k=1, p=1, shape=_NULL, dtype=_NULL, ctx=None, out=None, **kwargs):
         """Failures before ``k`` successes of probability ``p`` (as floats)."""
-        return helper('_random_negative_binomial', '_sample_negative_binomial', ('k', 'p'), (k, p), shape, dtype,
-                      ctx, out, kwargs)
+        return helper('_random_negative_binomial', '_sample_negative_binomial', ('k', 'p'),
+                      (k, p), shape, dtype, ctx, out, kwargs)
 
     def generalized_negative_binomial(mu=1, alpha=1, shape=_NULL, dtype=_NULL, ctx=None,
                                       out=None, **kwargs):

@@ -47,8 +47,12 @@ class SampleMultinomial(Operator):
         if len(s) < 1:
             raise ShapeError('_sample_multinomial: data must have at least one axis (the '
                              'categories), got shape %s' % (s,))
-        out = s[:-1] + tuple(self.shape)
-        return [s], [out] * self.output_count(), []
+        return [s], [self._out_shape(s)] * self.output_count(), []
+
+    def _out_shape(self, s):
+        """``data.shape[:-1] + shape``; one draw of a single distribution is (1,), as
+        MXNet's shape rule gives (it has no 0-d arrays)."""
+        return (s[:-1] + tuple(self.shape)) or (1,)
 
     def infer_type(self, in_types):
         t = in_types[0]
@@ -65,7 +69,7 @@ class SampleMultinomial(Operator):
         # the first category whose cumulative probability exceeds u (the last one if none)
         idx = (u[:, :, None] >= cdf[:, None, :]).sum(axis=2)
         idx = xp.minimum(idx, k - 1)
-        out_shape = p.shape[:-1] + tuple(self.shape)
+        out_shape = self._out_shape(tuple(p.shape))
         outs = [idx.reshape(out_shape).astype(np.dtype(self.dtype))]
         if self.get_prob:
             chosen = xp.take_along_axis(probs, idx, axis=1)

@@ -319,11 +319,10 @@ class Module(BaseModule):
         grad_req : str, list or dict
             ``'write'``, ``'add'`` or ``'null'``.
         """
-        if force_rebind:
-            self._reset_bind()
-        if self.binded:
+        if self.binded and not force_rebind:
             self.logger.warning('Already bound, ignoring bind()')
             return
+        # (a rebinding that fails below leaves the module bound as it was)
         if not for_training and inputs_need_grad:
             raise ValueError('bind: inputs_need_grad=True needs for_training=True')
         data_shapes, label_shapes = _parse_data_desc(
@@ -360,11 +359,18 @@ class Module(BaseModule):
         else:
             shared_group = None
 
-        self._exec_group = DataParallelExecutorGroup(
+        group = DataParallelExecutorGroup(
             self._symbol, self._context, self._work_load_list, data_shapes, label_shapes,
             self._param_names, for_training, inputs_need_grad, shared_group,
             logger=self.logger, fixed_param_names=self._fixed_param_names,
             grad_req=grad_req, group2ctxs=self._group2ctxs, state_names=self._state_names)
+        if self.params_initialized and shared_module is None:
+            # re-binding (or parameters loaded from a checkpoint): copy them to the devices
+            if self._params_dirty:
+                self._sync_params_from_devices()
+            group.set_params(self._arg_params, self._aux_params)
+        self._reset_bind()
+        self._exec_group = group
         self.for_training = for_training
         self.inputs_need_grad = inputs_need_grad
         self._grad_req = grad_req
@@ -374,10 +380,7 @@ class Module(BaseModule):
             self.params_initialized = True
             self._arg_params = shared_module._arg_params
             self._aux_params = shared_module._aux_params
-        elif self.params_initialized:
-            # re-binding (or parameters loaded from a checkpoint): copy them to the devices
-            self._exec_group.set_params(self._arg_params, self._aux_params)
-        else:
+        elif not self.params_initialized:
             # (MXNet asserts here that there are none yet, which fails on a force_rebind
             # before init_params; the parameters of the old binding were never set)
             self._arg_params = {name: nd.zeros(x[0].shape, dtype=x[0].dtype)

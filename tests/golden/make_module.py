@@ -21,6 +21,9 @@ auxiliary states; max pooling, FC 16, FC 10).  The runs:
 * ``ff_mlp_sgd``: ``mx.model.FeedForward`` (SGD, momentum, wd) on the MLP for 3 epochs
   of ``epoch_size=3`` batches (the 4-batch iterator is reset mid-epoch), then
   ``predict``, ``score`` and ``save``;
+* ``bucket_sgd``: ``BucketingModule.fit`` (embedding, mean over the sequence, FC;
+  SGD with momentum and wd) over batches of token sequences of lengths 8, 3, 6, 3, 8, 5
+  (the data and initial parameters are in runs.npz as ``bucket_data|...``);
 * ``<mlp run>_resume``: ``save_checkpoint(prefix, 2, save_optimizer_states=True)``,
   ``Module.load(prefix, 2, load_optimizer_states=True)`` and one more epoch
   (``begin_epoch=2, num_epoch=3``).
@@ -243,6 +246,77 @@ def run_feedforward(name, data, arrays, report, tmp):
     report[name] = entry
 
 
+VOCAB, BUCKET_BATCH = 12, 5
+BUCKET_LENGTHS = [8, 3, 6, 3, 8, 5]
+
+
+def bucket_sym_gen(seq_len):
+    data = mx.sym.var('data')
+    emb = mx.sym.Embedding(data, input_dim=VOCAB, output_dim=4, name='embed')
+    pooled = mx.sym.mean(emb, axis=1)
+    fc = mx.sym.FullyConnected(pooled, num_hidden=3, name='fc')
+    return mx.sym.SoftmaxOutput(fc, name='softmax'), ('data',), ('softmax_label',)
+
+
+class BucketIter(mx.io.DataIter):
+    """Batches of token sequences, each batch of one length (its bucket key)."""
+
+    def __init__(self, batches):
+        super().__init__(BUCKET_BATCH)
+        self.batches = batches
+        self.default_bucket_key = max(n for n, _, _ in batches)
+        self.provide_data = [mx.io.DataDesc('data', (BUCKET_BATCH, self.default_bucket_key))]
+        self.provide_label = [mx.io.DataDesc('softmax_label', (BUCKET_BATCH,))]
+        self.cur = 0
+
+    def reset(self):
+        self.cur = 0
+
+    def next(self):
+        if self.cur == len(self.batches):
+            raise StopIteration
+        n, x, y = self.batches[self.cur]
+        self.cur += 1
+        return mx.io.DataBatch([mx.nd.array(x)], [mx.nd.array(y)], pad=0, bucket_key=n,
+                               provide_data=[mx.io.DataDesc('data', x.shape)],
+                               provide_label=[mx.io.DataDesc('softmax_label', y.shape)])
+
+
+def bucket_data():
+    rng = np.random.RandomState(13)
+    batches = [(n, rng.randint(0, VOCAB, (BUCKET_BATCH, n)).astype(np.float32),
+                rng.randint(0, 3, BUCKET_BATCH).astype(np.float32)) for n in BUCKET_LENGTHS]
+    params = {'embed_weight': rng.uniform(-1, 1, (VOCAB, 4)).astype(np.float32),
+              'fc_weight': rng.uniform(-1, 1, (3, 4)).astype(np.float32),
+              'fc_bias': np.zeros(3, np.float32)}
+    return batches, params
+
+
+def run_bucketing(name, arrays, report):
+    """BucketingModule.fit over batches of lengths 8, 3, 6, 3, 8, 5 (SGD with momentum
+    and wd, 'acc'), 2 epochs."""
+    batches, params = bucket_data()
+    for i, (n, x, y) in enumerate(batches):
+        arrays['bucket_data|%d|x' % i] = x
+        arrays['bucket_data|%d|y' % i] = y
+    for k, v in params.items():
+        arrays['bucket_data|init:%s' % k] = v
+    mod = mx.mod.BucketingModule(bucket_sym_gen, default_bucket_key=8)
+    cap = Capture()
+    root = logging.getLogger()
+    root.addHandler(cap)
+    try:
+        mod.fit(BucketIter(batches), num_epoch=2, eval_metric='acc',
+                arg_params={k: mx.nd.array(v) for k, v in params.items()},
+                optimizer_params={'learning_rate': 0.5, 'momentum': 0.9, 'wd': 1e-3})
+    finally:
+        root.removeHandler(cap)
+    report[name] = {'log': clean(cap.lines, '<none>'), 'lengths': BUCKET_LENGTHS,
+                    'buckets': sorted(int(k) for k in mod._buckets)}
+    for k, v in mod.get_params()[0].items():
+        arrays['%s|arg:%s' % (name, k)] = v.asnumpy()
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     data = load_data()
@@ -265,6 +339,7 @@ def main():
         run('mlp_sgd_wl', 'mlp', 'sgd', data, arrays, report, tmp,
             contexts=[mx.cpu(0), mx.cpu(1), mx.cpu(2)], work_load_list=[1, 2, 1])
         run_feedforward('ff_mlp_sgd', data, arrays, report, tempfile.mkdtemp(dir=tmp))
+        run_bucketing('bucket_sgd', arrays, report)
     finally:
         shutil.rmtree(tmp)
     np.savez_compressed(os.path.join(OUT, 'runs.npz'), **arrays)

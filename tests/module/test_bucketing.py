@@ -1,4 +1,5 @@
 """mx.mod.BucketingModule: one executor per bucket key, one set of parameters."""
+import json
 import os
 
 import numpy as np
@@ -170,3 +171,39 @@ def test_bad_input():
         mod.update()
     mod.forward(next(iter(BucketIter([4]))))      # still usable
     assert mod.get_outputs()[0].shape == (BATCH, CLASSES)
+
+
+def test_fit_matches_mxnet(root_log):
+    """BucketingModule.fit against MXNet 1.9.1 (tests/golden/make_module.py, bucket_sgd):
+    batches of lengths 8, 3, 6, 3, 8, 5, SGD with momentum and wd, two epochs."""
+    golden = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'golden',
+                          'module')
+    runs = np.load(os.path.join(golden, 'runs.npz'))
+    with open(os.path.join(golden, 'runs.json')) as f:
+        entry = json.load(f)['bucket_sgd']
+
+    class GoldenIter(BucketIter):
+        def __init__(self):
+            super().__init__([])
+            self.batches = [(n, runs['bucket_data|%d|x' % i], runs['bucket_data|%d|y' % i])
+                            for i, n in enumerate(entry['lengths'])]
+
+    def gen(seq_len):
+        data = mx.sym.var('data')
+        emb = mx.sym.Embedding(data, input_dim=VOCAB, output_dim=4, name='embed')
+        fc = mx.sym.FullyConnected(mx.sym.mean(emb, axis=1), num_hidden=3, name='fc')
+        return mx.sym.SoftmaxOutput(fc, name='softmax'), ('data',), ('softmax_label',)
+    init = {k.split(':')[1]: mx.nd.array(runs[k]) for k in runs.files
+            if k.startswith('bucket_data|init:')}
+    mod = mx.mod.BucketingModule(gen, default_bucket_key=8)
+    mod.fit(GoldenIter(), num_epoch=2, eval_metric='acc', arg_params=init,
+            optimizer_params={'learning_rate': 0.5, 'momentum': 0.9, 'wd': 1e-3})
+    assert sorted(mod._buckets) == entry['buckets']
+    for k, v in mod.get_params()[0].items():
+        np.testing.assert_allclose(v.asnumpy(), runs['bucket_sgd|arg:%s' % k], rtol=1e-5,
+                                   atol=1e-6, err_msg=k)
+    lines = [m for m in root_log.messages('INFO') if m.startswith('Epoch')]
+    assert [line.split('=')[0] for line in lines] == \
+        [line.split('=')[0] for line in entry['log']]
+    assert [line for line in lines if 'Train' in line] == \
+        [line for line in entry['log'] if 'Train' in line]

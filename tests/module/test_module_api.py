@@ -475,3 +475,31 @@ def test_dropout_on_several_devices_repeats_after_seeding():
     np.testing.assert_array_equal(outs[0], outs[1])
     # each device draws its own mask: the two halves differ
     assert not np.array_equal(outs[0][:4], outs[0][4:])
+
+
+def test_pre_sliced_batches_one_per_device(net, data, params):
+    """A list of DataBatches, one per device (MXNet's pre-sliced input), equals the whole
+    batch split by the module."""
+    x, y = data
+    args, _ = params(net, (8, 5))
+    whole, it = bound(net, x, y, batch=8, context=[mx.cpu(0), mx.cpu(1)])
+    whole.init_params(arg_params=args)
+    whole.forward_backward(next(iter(it)))
+    parts = [mx.io.DataBatch([mx.nd.array(x[k:k + 4])], [mx.nd.array(y[k:k + 4])])
+             for k in (0, 4)]
+    sliced, _ = bound(net, x, y, batch=8, context=[mx.cpu(0), mx.cpu(1)])
+    sliced.init_params(arg_params=args)
+    sliced.forward(parts, is_train=True)
+    sliced.backward()
+    np.testing.assert_allclose(sliced.get_outputs()[0].asnumpy(),
+                               whole.get_outputs()[0].asnumpy(), rtol=1e-6)
+    for g1, g2 in zip(whole._exec_group.grad_arrays, sliced._exec_group.grad_arrays):
+        for a, b in zip(g1, g2):
+            np.testing.assert_allclose(b.asnumpy(), a.asnumpy(), rtol=1e-6, atol=1e-8)
+    acc = mx.metric.Accuracy()
+    sliced.update_metric(acc, [b.label for b in parts], pre_sliced=True)
+    want = mx.metric.Accuracy()
+    whole.update_metric(want, [mx.nd.array(y[:8])])
+    assert acc.get() == want.get()
+    with pytest.raises(ValueError, match='same shape'):
+        sliced.forward([parts[0], mx.io.DataBatch([mx.nd.ones((3, 5))], [])])

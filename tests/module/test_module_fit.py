@@ -293,3 +293,23 @@ def test_compression_params_reach_the_kvstore(net, data):
                         compression_params={'type': '2bit', 'threshold': 0.5})
     with pytest.raises(ValueError, match='Gradient compression is not supported'):
         mod.fit(mx.io.NDArrayIter(x, y, 4), num_epoch=1, kvstore='local')
+
+
+def test_rebinding_keeps_the_trained_parameters(net, data):
+    x, y = data
+    mod, it = fit_ready(net, x, y)
+    mod.init_optimizer(optimizer_params={'learning_rate': 0.5})
+    for batch in it:
+        mod.forward_backward(batch)
+        mod.update()
+    trained = {k: v.asnumpy() for k, v in mod._exec_group.execs[0].arg_dict.items()
+               if k.startswith('fc')}
+    # (MXNet copies the parameters of its last sync, from before these updates)
+    mod.bind([('data', (2, 5))], [('softmax_label', (2,))], force_rebind=True)
+    for k, v in trained.items():
+        np.testing.assert_array_equal(mod._exec_group.execs[0].arg_dict[k].asnumpy(), v)
+    # a rebinding that fails leaves the module bound as it was
+    with pytest.raises(ValueError, match='Too many slices|batch size'):
+        mod.bind([('data', (2, 5))], [('softmax_label', (3,))], force_rebind=True)
+    assert mod.binded and [d.shape for d in mod.data_shapes] == [(2, 5)]
+    mod.forward(mx.io.DataBatch([mx.nd.array(x[:2])], [mx.nd.array(y[:2])]))

@@ -14,7 +14,7 @@ import numbers
 import types
 
 from . import opdef
-from .base import MXNetError
+from .base import ArgumentError, ArgumentTypeError, NotSupportedError
 from .context import Context, current_context
 
 __all__ = ['NAMESPACES', 'NAMES', 'make_namespaces', 'make_namespace']
@@ -55,7 +55,7 @@ def make_namespaces(kind, array_type, invoke_op, op_function, functions=None):
     functions = functions or {}
     unknown = set(functions) - {name for name, _ in NAMESPACES}
     if unknown:
-        raise ValueError('functions for unknown namespaces: %s' % ', '.join(sorted(unknown)))
+        raise ArgumentError('functions for unknown namespaces: %s' % ', '.join(sorted(unknown)))
     out = []
     for name, prefix in NAMESPACES:
         if prefix is None:
@@ -95,17 +95,17 @@ def make_namespace(kind, array_type, invoke_op):
             params['dtype'] = dtype
         if isinstance(values[0], array_type):
             if sample_op is None:
-                raise MXNetError('%s takes numbers as distribution parameters, got %s'
-                                 % (random_op, type(values[0]).__name__))
+                raise ArgumentTypeError('%s takes numbers as distribution parameters, got %s'
+                                        % (random_op, type(values[0]).__name__))
             if not all(isinstance(v, array_type) for v in values):
-                raise MXNetError('distribution parameters must all have the same type, got '
-                                 '%s' % ', '.join(type(v).__name__ for v in values))
+                raise ArgumentTypeError('distribution parameters must all have the same type, got '
+                                        '%s' % ', '.join(type(v).__name__ for v in values))
             params.update(zip(sample_names[sample_op], values))
             return invoke(sample_op, params, out)
         if not all(isinstance(v, numbers.Number) for v in values):
-            raise MXNetError('distribution parameters must be numbers or %ss, got %s'
-                             % (array_type.__name__,
-                                ', '.join(type(v).__name__ for v in values)))
+            raise ArgumentTypeError('distribution parameters must be numbers or %ss, got %s'
+                                    % (array_type.__name__,
+                                       ', '.join(type(v).__name__ for v in values)))
         if kind == 'nd' and shape is _NULL and out is None:
             params['shape'] = 1
         params.update(zip(names, values))
@@ -137,7 +137,7 @@ def make_namespace(kind, array_type, invoke_op):
     def exponential(scale=1, shape=_NULL, dtype=_NULL, ctx=None, out=None, **kwargs):
         """Samples of the exponential distribution of mean ``scale``."""
         if not isinstance(scale, numbers.Number):
-            raise MXNetError('exponential: per-element scales are not supported here')
+            raise NotSupportedError('exponential: per-element scales are not supported here')
         return helper('_random_exponential', None, ('lam',), (1.0 / scale,), shape, dtype,
                       ctx, out, kwargs)
 
@@ -163,8 +163,8 @@ def make_namespace(kind, array_type, invoke_op):
                       (mu, alpha), shape, dtype, ctx, out, kwargs)
 
     def multinomial(data, shape=_NULL, get_prob=False, out=None, dtype='int32', **kwargs):
-        raise MXNetError('random.multinomial (_sample_multinomial) is not implemented in '
-                         'symgraph')
+        raise NotSupportedError('random.multinomial (_sample_multinomial) is not implemented in '
+                                'symgraph')
 
     def shuffle(data, **kwargs):
         """The rows of ``data`` in a random order."""

@@ -38,7 +38,8 @@ import numpy as np
 from .base import (MXNetError, ShapeError, TypeInferenceError, ArgumentError, ParameterError,
                    UnknownNameError, UnknownOperatorError, close_names)
 
-__all__ = ['Param', 'Operator', 'register', 'get_op', 'unknown_operator', 'list_ops', 'OpNamespace', 'ShapeError',
+__all__ = ['Param', 'Operator', 'register', 'get_op', 'unknown_operator', 'list_ops',
+           'OpNamespace', 'ShapeError',
            'TypeInferenceError', 'REQUIRED', 'elemwise_shape', 'same_type',
            'unify_shape', 'dtype_name', 'np_dtype', 'shape_known', 'reduce_to_shape',
            'random_state', 'using_random_state', 'DeviceGroup', 'device_group',

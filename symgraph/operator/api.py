@@ -40,7 +40,8 @@ from ..ndarray.ndarray import _to_xp
 from ..context import array_module
 
 __all__ = ['CustomOp', 'CustomOpProp', 'register', 'get_all_registered_operators',
-           'CustomOpError', 'UnassignedResultError', 'NotAvailable', 'lookup_prop', 'registered_props']
+           'CustomOpError', 'UnassignedResultError', 'NotAvailable', 'lookup_prop',
+           'registered_props']
 
 #: op_type -> CustomOpProp subclass (filled by ``symgraph.operator.register``)
 _PROPS = {}

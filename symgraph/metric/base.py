@@ -9,7 +9,7 @@ import numpy
 
 from .. import ndarray as nd
 from ..ndarray import NDArray
-from ..base import numeric_types, string_types, ArgumentError, ArgumentTypeError, UnknownNameError
+from ..base import numeric_types, string_types
 
 __all__ = ['EvalMetric', 'CompositeEvalMetric', 'CustomMetric', 'np', 'create', 'register',
            'alias', 'check_label_shapes']
@@ -75,8 +75,8 @@ def check_label_shapes(labels, preds, wrap=False, shape=False):
         label_shape, pred_shape = labels.shape, preds.shape
 
     if label_shape != pred_shape:
-        raise ArgumentError("Shape of labels {} does not match shape of "
-                            "predictions {}".format(label_shape, pred_shape))
+        raise ValueError("Shape of labels {} does not match shape of "
+                         "predictions {}".format(label_shape, pred_shape))
     if wrap:
         if isinstance(labels, (NDArray, numpy.ndarray)):
             labels = [labels]
@@ -205,8 +205,8 @@ def _lookup(mapping, name, what):
     try:
         return mapping[name]
     except KeyError:
-        raise UnknownNameError('%s name %r is not among the given %ss %s'
-                               % (what, name, what, list(mapping))) from None
+        raise KeyError('%s name %r is not among the given %ss %s'
+                       % (what, name, what, list(mapping))) from None
 
 
 # --------------------------------------------------------------------------- registry
@@ -226,7 +226,7 @@ def register(klass, name=None):
     klass
     """
     if not (isinstance(klass, type) and issubclass(klass, EvalMetric)):
-        raise ArgumentTypeError('Can only register subclass of EvalMetric, not %r' % (klass,))
+        raise TypeError('Can only register subclass of EvalMetric, not %r' % (klass,))
     name = (klass.__name__ if name is None else name).lower()
     if name in _REGISTRY:
         old = _REGISTRY[name]
@@ -253,18 +253,18 @@ def _create(*args, **kwargs):
         name, args = args[0], args[1:]
     else:
         if 'metric' not in kwargs:
-            raise ArgumentTypeError('metric.create needs a metric (name, instance or config)')
+            raise TypeError('metric.create needs a metric (name, instance or config)')
         name = kwargs.pop('metric')
     if isinstance(name, EvalMetric):
         if args or kwargs:
-            raise ArgumentError('metric is already an instance. Additional arguments are '
-                                'invalid: %r %r' % (args, kwargs))
+            raise ValueError('metric is already an instance. Additional arguments are '
+                             'invalid: %r %r' % (args, kwargs))
         return name
     if isinstance(name, dict):
         return _create(**name)
     if not isinstance(name, string_types):
-        raise ArgumentTypeError('metric must be a name (str), an EvalMetric, a callable or a list, '
-                                'not %s' % type(name).__name__)
+        raise TypeError('metric must be a name (str), an EvalMetric, a callable or a list, '
+                        'not %s' % type(name).__name__)
     if name.startswith('['):
         name, kwargs = json.loads(name)
         return _create(name, **kwargs)
@@ -272,8 +272,8 @@ def _create(*args, **kwargs):
         return _create(**json.loads(name))
     key = name.lower()
     if key not in _REGISTRY:
-        raise ArgumentError('metric %r is not registered; valid names: %s. Register new ones '
-                            'with metric.register' % (name, ', '.join(sorted(_REGISTRY))))
+        raise ValueError('metric %r is not registered; valid names: %s. Register new ones '
+                         'with metric.register' % (name, ', '.join(sorted(_REGISTRY))))
     return _REGISTRY[key](*args, **kwargs)
 
 
@@ -340,7 +340,7 @@ class CompositeEvalMetric(EvalMetric):
         try:
             return self.metrics[index]
         except IndexError:
-            raise ArgumentError("Metric index {} is out of range 0 and {}".format(
+            raise ValueError("Metric index {} is out of range 0 and {}".format(
                 index, len(self.metrics))) from None
 
     def update_dict(self, labels, preds):  # pylint: disable=arguments-differ
@@ -417,8 +417,8 @@ class CustomMetric(EvalMetric):
     def __init__(self, feval, name=None, allow_extra_outputs=False, output_names=None,
                  label_names=None):
         if not callable(feval):
-            raise ArgumentTypeError('CustomMetric: feval must be callable, not %s'
-                                    % type(feval).__name__)
+            raise TypeError('CustomMetric: feval must be callable, not %s'
+                            % type(feval).__name__)
         if name is None:
             name = feval.__name__
             if name.find('<') != -1:

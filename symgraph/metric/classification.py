@@ -7,7 +7,6 @@ import numpy
 
 from .. import ndarray as nd
 from .base import EvalMetric, register, alias, check_label_shapes, _asnumpy, _asnd
-from ..base import ArgumentError
 
 __all__ = ['Accuracy', 'TopKAccuracy', 'F1', 'MCC', 'PCC', 'Perplexity']
 
@@ -75,8 +74,8 @@ class TopKAccuracy(EvalMetric):
                          label_names=label_names, has_global_stats=True)
         self.top_k = top_k
         if not self.top_k > 1:
-            raise ArgumentError('Please use Accuracy if top_k is no more than 1 (top_k=%r)'
-                                % (top_k,))
+            raise ValueError('Please use Accuracy if top_k is no more than 1 (top_k=%r)'
+                             % (top_k,))
         self.name += '_%d' % self.top_k
 
     def update(self, labels, preds):
@@ -84,8 +83,8 @@ class TopKAccuracy(EvalMetric):
         for label, pred_label in zip(labels, preds):
             pred_label = _asnumpy(pred_label)
             if len(pred_label.shape) > 2:
-                raise ArgumentError('Predictions should be no more than 2 dims, got shape %s'
-                                    % (pred_label.shape,))
+                raise ValueError('Predictions should be no more than 2 dims, got shape %s'
+                                 % (pred_label.shape,))
             pred_label = numpy.argpartition(pred_label.astype('float32'), -self.top_k)
             label = _asnumpy(label).astype('int32')
             check_label_shapes(label, pred_label)
@@ -120,8 +119,8 @@ class _BinaryClassificationMetrics(object):
         pred_label = numpy.argmax(pred, axis=1)
         check_label_shapes(label, pred)
         if len(numpy.unique(label)) > 2:
-            raise ArgumentError("%s currently only supports binary classification."
-                                % self.__class__.__name__)
+            raise ValueError("%s currently only supports binary classification."
+                             % self.__class__.__name__)
         pred_true = (pred_label == 1)
         pred_false = 1 - pred_true
         label_true = (label == 1)
@@ -198,7 +197,7 @@ class _BinaryClassificationMetrics(object):
 
 def _check_average(average):
     if average not in ('macro', 'micro'):
-        raise ArgumentError("average must be 'macro' or 'micro', not %r" % (average,))
+        raise ValueError("average must be 'macro' or 'micro', not %r" % (average,))
 
 
 @register
@@ -323,15 +322,15 @@ class Perplexity(EvalMetric):
 
     def update(self, labels, preds):
         if len(labels) != len(preds):
-            raise ArgumentError("Shape of labels {} does not match shape of "
-                                "predictions {}".format(len(labels), len(preds)))
+            raise ValueError("Shape of labels {} does not match shape of "
+                             "predictions {}".format(len(labels), len(preds)))
         # float(): MXNet's NumPy 1.x promoted the float32 sums to float64 here
         loss = 0.
         num = 0
         for label, pred in zip(labels, preds):
             label, pred = _asnd(label), _asnd(pred)
             if label.size != pred.size / pred.shape[-1]:
-                raise ArgumentError("shape mismatch: %s vs. %s" % (label.shape, pred.shape))
+                raise ValueError("shape mismatch: %s vs. %s" % (label.shape, pred.shape))
             label = label.as_in_context(pred.context).reshape((label.size,))
             pred = nd.pick(pred, label.astype(dtype='int32'), axis=self.axis)
             if self.ignore_label is not None:

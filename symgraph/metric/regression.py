@@ -7,7 +7,6 @@ import numpy
 from .. import ndarray as nd
 from ..ndarray import NDArray
 from .base import EvalMetric, register, alias, check_label_shapes, _asnumpy, _asnd, _plain
-from ..base import ArgumentError
 
 __all__ = ['MAE', 'MSE', 'RMSE', 'CrossEntropy', 'NegativeLogLikelihood',
            'PearsonCorrelation', 'Loss', 'Torch', 'Caffe']
@@ -119,9 +118,9 @@ class _LogLikelihood(EvalMetric):
             pred = _asnumpy(pred)
             num_examples = pred.shape[0]
             if label.shape[0] != num_examples:
-                raise ArgumentError('%s: %d labels for %d predictions (shapes %s and %s)'
-                                    % (type(self).__name__, label.shape[0], num_examples,
-                                       label.shape, pred.shape))
+                raise ValueError('%s: %d labels for %d predictions (shapes %s and %s)'
+                                 % (type(self).__name__, label.shape[0], num_examples,
+                                    label.shape, pred.shape))
             prob = pred[numpy.arange(num_examples, dtype=numpy.int64), numpy.int64(label)]
             loss = float((-numpy.log(prob + self.eps)).sum())
             self.sum_metric += loss
@@ -189,7 +188,7 @@ class PearsonCorrelation(EvalMetric):
     def __init__(self, name='pearsonr', output_names=None, label_names=None,
                  average='macro'):
         if average not in ('macro', 'micro'):
-            raise ArgumentError("average must be 'macro' or 'micro', not %r" % (average,))
+            raise ValueError("average must be 'macro' or 'micro', not %r" % (average,))
         self.average = average
         super().__init__(name, output_names=output_names, label_names=label_names,
                          has_global_stats=True)

@@ -17,7 +17,8 @@ import math
 
 import numpy as np
 
-from symgraph.opdef import MXNetError, Operator, Param, ShapeError, np_dtype, register
+from symgraph.opdef import Operator, Param, ShapeError, np_dtype, register
+from symgraph.base import ParameterError
 
 _DTYPES = [np_dtype(t) for t in ('float16', 'float32', 'float64', 'uint8', 'int8', 'int32',
                                  'int64', 'bool')]
@@ -109,12 +110,12 @@ class Arange(_Init):
 
     def check(self):
         if self.infer_range:
-            raise MXNetError('_arange: infer_range=True (the length taken from the consumer) '
-                             'is not supported; give stop')
+            raise ParameterError('_arange: infer_range=True (the length taken from the consumer) '
+                                 'is not supported; give stop')
         if self.step == 0:
-            raise MXNetError('_arange: step must not be 0')
+            raise ParameterError('_arange: step must not be 0')
         if self.repeat < 1:
-            raise MXNetError('_arange: repeat must be >= 1, got %d' % self.repeat)
+            raise ParameterError('_arange: repeat must be >= 1, got %d' % self.repeat)
 
     def _bounds(self):
         return (0.0, self.start) if self.stop is None else (self.start, self.stop)
@@ -195,8 +196,8 @@ class ArangeLike(Operator):
 
     def check(self):
         if self.repeat < 1:
-            raise MXNetError('_contrib_arange_like: repeat must be positive, got %d'
-                             % self.repeat)
+            raise ParameterError('_contrib_arange_like: repeat must be positive, got %d'
+                                 % self.repeat)
 
     def _out_shape(self, d):
         if self.axis is None:

@@ -12,8 +12,8 @@ otherwise (int32 for randint).
 """
 import numpy as np
 
-from symgraph.opdef import (MXNetError, Operator, Param, ShapeError, np_dtype, random_state,
-                            register)
+from symgraph.opdef import Operator, Param, ShapeError, np_dtype, random_state, register
+from symgraph.base import ParameterError
 
 _FLOATS = [None] + [np_dtype(t) for t in ('float16', 'float32', 'float64')]
 
@@ -59,7 +59,7 @@ class RandomUniform(_Random):
 
     def check(self):
         if self.high < self.low:
-            raise MXNetError('_random_uniform: high (%g) < low (%g)' % (self.high, self.low))
+            raise ParameterError('_random_uniform: high (%g) < low (%g)' % (self.high, self.low))
 
     def draw(self, xp, size):
         return random_state(xp).uniform(self.low, self.high, size)
@@ -74,7 +74,7 @@ class RandomNormal(_Random):
 
     def check(self):
         if self.scale < 0:
-            raise MXNetError('_random_normal: scale must be >= 0, got %g' % self.scale)
+            raise ParameterError('_random_normal: scale must be >= 0, got %g' % self.scale)
 
     def draw(self, xp, size):
         return random_state(xp).normal(self.loc, self.scale, size)
@@ -92,8 +92,8 @@ class RandomRandint(_Random):
 
     def check(self):
         if self.high <= self.low:
-            raise MXNetError('_random_randint: high (%d) must exceed low (%d)'
-                             % (self.high, self.low))
+            raise ParameterError('_random_randint: high (%d) must exceed low (%d)'
+                                 % (self.high, self.low))
 
     def draw(self, xp, size):
         return random_state(xp).randint(self.low, self.high, size)
@@ -107,7 +107,7 @@ class RandomExponential(_Random):
 
     def check(self):
         if self.lam <= 0:
-            raise MXNetError('_random_exponential: lam must be > 0, got %g' % self.lam)
+            raise ParameterError('_random_exponential: lam must be > 0, got %g' % self.lam)
 
     def draw(self, xp, size):
         return random_state(xp).exponential(1.0 / self.lam, size)
@@ -122,8 +122,8 @@ class RandomGamma(_Random):
 
     def check(self):
         if self.alpha <= 0 or self.beta <= 0:
-            raise MXNetError('_random_gamma: alpha and beta must be > 0, got %g and %g'
-                             % (self.alpha, self.beta))
+            raise ParameterError('_random_gamma: alpha and beta must be > 0, got %g and %g'
+                                 % (self.alpha, self.beta))
 
     def draw(self, xp, size):
         return random_state(xp).gamma(self.alpha, self.beta, size)
@@ -137,7 +137,7 @@ class RandomPoisson(_Random):
 
     def check(self):
         if self.lam < 0:
-            raise MXNetError('_random_poisson: lam must be >= 0, got %g' % self.lam)
+            raise ParameterError('_random_poisson: lam must be >= 0, got %g' % self.lam)
 
     def draw(self, xp, size):
         return random_state(xp).poisson(self.lam, size)
@@ -154,8 +154,8 @@ class RandomNegativeBinomial(_Random):
 
     def check(self):
         if self.k <= 0 or not 0 < self.p <= 1:
-            raise MXNetError('_random_negative_binomial: needs k > 0 and 0 < p <= 1, got '
-                             'k=%d p=%g' % (self.k, self.p))
+            raise ParameterError('_random_negative_binomial: needs k > 0 and 0 < p <= 1, got '
+                                 'k=%d p=%g' % (self.k, self.p))
 
     def draw(self, xp, size):
         return random_state(xp).negative_binomial(self.k, self.p, size)
@@ -174,8 +174,8 @@ class RandomGeneralizedNegativeBinomial(_Random):
 
     def check(self):
         if self.mu < 0 or self.alpha < 0:
-            raise MXNetError('_random_generalized_negative_binomial: needs mu >= 0 and '
-                             'alpha >= 0, got mu=%g alpha=%g' % (self.mu, self.alpha))
+            raise ParameterError('_random_generalized_negative_binomial: needs mu >= 0 and '
+                                 'alpha >= 0, got mu=%g alpha=%g' % (self.mu, self.alpha))
 
     def draw(self, xp, size):
         rng = random_state(xp)

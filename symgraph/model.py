@@ -7,7 +7,7 @@ from collections import namedtuple
 
 from . import ndarray as nd
 from . import symbol as sym
-from .base import MXNetError
+from .base import ArgumentError, MissingFileError
 # MXNet's model-level kvstore helpers, which Module imports from here as from MXNet's
 # model.py (defined in symgraph.kvstore.training)
 from .kvstore.training import (_create_kvstore, _initialize_kvstore,  # noqa: F401
@@ -37,9 +37,15 @@ def save_checkpoint(prefix, epoch, symbol, arg_params, aux_params, remove_amp_ca
 def load_params(prefix, epoch):
     """``(arg_params, aux_params)`` from ``prefix-<epoch>.params``."""
     fname = '%s-%04d.params' % (prefix, epoch)
-    save_dict = nd.load(fname)
+    try:
+        save_dict = nd.load(fname)
+    except FileNotFoundError as e:
+        if isinstance(e, MissingFileError):
+            raise
+        raise MissingFileError(e.errno, 'load_params: no such file (epoch %d of checkpoint %r)'
+                               % (epoch, prefix), fname) from None
     if not isinstance(save_dict, dict):
-        raise MXNetError('%s holds an unnamed list of arrays, not a checkpoint' % fname)
+        raise ArgumentError('%s holds an unnamed list of arrays, not a checkpoint' % fname)
     arg_params, aux_params = {}, {}
     for k, v in save_dict.items():
         tp, sep, name = k.partition(':')

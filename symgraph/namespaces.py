@@ -16,7 +16,7 @@ import numbers
 import types
 
 from . import opdef
-from .base import MXNetError
+from .base import ArgumentError, ArgumentTypeError
 from .context import Context, current_context
 
 __all__ = ['NAMESPACES', 'NAMES', 'make_namespaces', 'make_namespace']
@@ -61,7 +61,7 @@ def make_namespaces(kind, array_type, invoke_op, op_function, functions=None):
     functions = functions or {}
     unknown = set(functions) - {name for name, _ in NAMESPACES}
     if unknown:
-        raise ValueError('functions for unknown namespaces: %s' % ', '.join(sorted(unknown)))
+        raise ArgumentError('functions for unknown namespaces: %s' % ', '.join(sorted(unknown)))
     out = []
     for name, prefix in NAMESPACES:
         if prefix is None:
@@ -101,17 +101,17 @@ def make_namespace(kind, array_type, invoke_op):
             params['dtype'] = dtype
         if isinstance(values[0], array_type):
             if sample_op is None:
-                raise MXNetError('%s takes numbers as distribution parameters, got %s'
-                                 % (random_op, type(values[0]).__name__))
+                raise ArgumentTypeError('%s takes numbers as distribution parameters, got %s'
+                                        % (random_op, type(values[0]).__name__))
             if not all(isinstance(v, array_type) for v in values):
-                raise MXNetError('distribution parameters must all have the same type, got '
-                                 '%s' % ', '.join(type(v).__name__ for v in values))
+                raise ArgumentTypeError('distribution parameters must all have the same type, got '
+                                        '%s' % ', '.join(type(v).__name__ for v in values))
             params.update(zip(sample_names[sample_op], values))
             return invoke(sample_op, params, out)
         if not all(isinstance(v, numbers.Number) for v in values):
-            raise MXNetError('distribution parameters must be numbers or %ss, got %s'
-                             % (array_type.__name__,
-                                ', '.join(type(v).__name__ for v in values)))
+            raise ArgumentTypeError('distribution parameters must be numbers or %ss, got %s'
+                                    % (array_type.__name__,
+                                       ', '.join(type(v).__name__ for v in values)))
         if kind == 'nd' and shape is _NULL and out is None:
             params['shape'] = 1
         params.update(zip(names, values))

@@ -15,7 +15,8 @@ import linecache
 import warnings
 import numpy as np
 
-from ..base import MXNetError
+from ..base import (MXNetError, ArgumentError, ArgumentTypeError, NotSupportedError,
+                    UnknownNameError, UsageError, rewrap)
 
 __all__ = ['Plan']
 
@@ -400,5 +401,14 @@ def check_error(exc, fname, line_step, phase):
         return None
     if isinstance(exc, MXNetError) and str(exc).startswith('Error in'):
         return None
-    return MXNetError('Error in %s of %s: %s: %s' % (phase, node.describe(),
-                                                     type(exc).__name__, exc))
+    msg = 'Error in %s of %s: %s: %s' % (phase, node.describe(), type(exc).__name__, exc)
+    # the same class where it is a symgraph error, else the symgraph class of its builtin,
+    # so that ``except ValueError`` and the like keep working through the executor
+    if isinstance(exc, MXNetError):
+        return rewrap(exc, msg, whole=True)
+    for builtin, cls in ((KeyError, UnknownNameError), (ValueError, ArgumentError),
+                         (TypeError, ArgumentTypeError), (NotImplementedError, NotSupportedError),
+                         (RuntimeError, UsageError)):
+        if isinstance(exc, builtin):
+            return cls(msg)
+    return MXNetError(msg)

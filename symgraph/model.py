@@ -7,7 +7,7 @@ from collections import namedtuple
 
 from . import ndarray as nd
 from . import symbol as sym
-from .base import MXNetError
+from .ndarray.serialization import ParamsFormatError
 # MXNet's model-level kvstore helpers, which Module imports from here as from MXNet's
 # model.py (defined in symgraph.kvstore.training)
 from .kvstore.training import (_create_kvstore, _initialize_kvstore,  # noqa: F401
@@ -39,7 +39,7 @@ def load_params(prefix, epoch):
     fname = '%s-%04d.params' % (prefix, epoch)
     save_dict = nd.load(fname)
     if not isinstance(save_dict, dict):
-        raise MXNetError('%s holds an unnamed list of arrays, not a checkpoint' % fname)
+        raise ParamsFormatError('%s holds an unnamed list of arrays, not a checkpoint' % fname)
     arg_params, aux_params = {}, {}
     for k, v in save_dict.items():
         tp, sep, name = k.partition(':')

@@ -13,7 +13,8 @@ if os.environ.get('SYMGRAPH_STRICT_CUPY'):
     strict_cupy.install(int(os.environ['SYMGRAPH_STRICT_CUPY']))
 
 # property-based tests (the loader fuzz tests): 'ci' by default, about a minute in all;
-# ``--hypothesis-profile=long`` for a long run (the command is in README). No example database: runs leave nothing in the checkout.
+# ``--hypothesis-profile=long`` for a long run (the command is in README). No example
+# database: runs leave nothing in the checkout.
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 settings.register_profile('ci', max_examples=150, deadline=5000, database=None,

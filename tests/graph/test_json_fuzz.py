@@ -152,6 +152,8 @@ def mutated_doc(draw):
 @given(mutated_doc())
 @example({'nodes': [{'op': 'null', 'name': 'x', 'attrs': {'__dtype__': '99'}}],
           'heads': [[0, 0, 0]]})                        # was a KeyError at infer_type
+@example({'nodes': [{'op': 'null', 'name': 'x', 'attrs': {'__dtype__': 'a'}}],
+          'heads': [[0, 0, 0]]})                        # NumPy's DeprecationWarning (long run)
 @example({'nodes': [{'op': 'null', 'name': 'x', 'attrs': {'__shape__': '(2, x)'}}],
           'heads': [[0, 0, 0]]})                        # was a ValueError at infer_shape
 @example({'nodes': [{'op': 'null', 'name': 'x'},

@@ -7,7 +7,8 @@ from collections import namedtuple
 
 from . import ndarray as nd
 from . import symbol as sym
-from .base import ArgumentError, MissingFileError
+from .base import MissingFileError
+from .ndarray.serialization import ParamsFormatError
 # MXNet's model-level kvstore helpers, which Module imports from here as from MXNet's
 # model.py (defined in symgraph.kvstore.training)
 from .kvstore.training import (_create_kvstore, _initialize_kvstore,  # noqa: F401
@@ -45,7 +46,7 @@ def load_params(prefix, epoch):
         raise MissingFileError(e.errno, 'load_params: no such file (epoch %d of checkpoint %r)'
                                % (epoch, prefix), fname) from None
     if not isinstance(save_dict, dict):
-        raise ArgumentError('%s holds an unnamed list of arrays, not a checkpoint' % fname)
+        raise ParamsFormatError('%s holds an unnamed list of arrays, not a checkpoint' % fname)
     arg_params, aux_params = {}, {}
     for k, v in save_dict.items():
         tp, sep, name = k.partition(':')

@@ -11,8 +11,10 @@ memory of dead arrays, so the peak memory follows the liveness plan.
 from __future__ import annotations
 
 import collections
+import itertools
 import linecache
 import warnings
+import weakref
 import numpy as np
 
 from ..base import (MXNetError, ArgumentError, ArgumentTypeError, NotSupportedError,
@@ -20,7 +22,9 @@ from ..base import (MXNetError, ArgumentError, ArgumentTypeError, NotSupportedEr
 
 __all__ = ['Plan']
 
-_counter = [0]
+# numbers the generated code's file names (next() on a count is atomic: binds may run in
+# several threads)
+_counter = itertools.count(1)
 
 
 class Plan:
@@ -107,12 +111,14 @@ class Plan:
 
     # ------------------------------------------------------------------ code
     def _compile(self, src, env, name):
-        _counter[0] += 1
-        fname = '<symgraph-plan-%d-%s>' % (_counter[0], name)
+        fname = '<symgraph-plan-%d-%s>' % (next(_counter), name)
         code = compile(src, fname, 'exec')
-        # register the source so tracebacks show the generated line
+        # register the source so tracebacks show the generated line, for as long as the
+        # function lives: linecache never drops such entries itself, and every bind
+        # compiles new functions
         linecache.cache[fname] = (len(src), None, src.splitlines(True), fname)
         exec(code, env)
+        weakref.finalize(env[name], linecache.cache.pop, fname, None)
         return env[name], fname
 
     def forward_fn(self, is_train, monitor=False, keep_saved=None):

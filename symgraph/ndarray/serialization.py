@@ -190,6 +190,10 @@ def _read_data(r, flag, shape, bfloat16):
     dt = _FLAG_TO_DTYPE[flag]
     if count == 0:
         return _Record(np.empty(shape, dt.newbyteorder('=')))
+    if dt.kind == 'b':
+        # any non-zero byte is True (as MXNet's C++ bool); a bool array holding byte 2
+        # would compare unequal to True
+        return _Record((np.frombuffer(r.buf, np.uint8, count, start) != 0).reshape(shape))
     arr = np.frombuffer(r.buf, dt, count, start).astype(dt.newbyteorder('='))
     return _Record(arr.reshape(shape))
 
@@ -343,8 +347,15 @@ def loads_arrays(data, bfloat16='error', source='<bytes>'):
     >>> loads_arrays(blob)['w'].shape
     (2, 3)
     """
+    try:
+        if isinstance(data, str):     # text would be a file read in text mode
+            raise TypeError
+        view = memoryview(data)
+    except TypeError:
+        raise TypeError('the bytes of an NDArray file are needed (bytes, bytearray, mmap or '
+                        'another buffer), not %s' % type(data).__name__) from None
     # release the views even on error: an mmap cannot be closed while a view of it lives
-    with memoryview(data) as view, view.cast('B') as buf:
+    with view, view.cast('B') as buf:
         return _parse(buf, source, bfloat16)
 
 

@@ -46,7 +46,7 @@ import sys
 
 import numpy as np
 
-from ..base import MXNetError
+from ..base import MissingFileError, MXNetError
 
 __all__ = ['ParamsFormatError', 'save_arrays', 'load_arrays', 'dumps_arrays', 'loads_arrays']
 
@@ -383,7 +383,11 @@ def load_arrays(fname, bfloat16='error'):
     if hasattr(fname, 'read'):
         return loads_arrays(fname.read(), bfloat16, getattr(fname, 'name', '<file object>'))
     source = os.fspath(fname)
-    with open(source, 'rb') as f:
+    try:
+        f = open(source, 'rb')
+    except FileNotFoundError as e:
+        raise MissingFileError(e.errno, 'mx.nd.load: no such file', source) from None
+    with f:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
             # a pipe or device cannot be mapped (and reports size 0)

@@ -140,6 +140,7 @@ def test_missing_files_are_file_not_found_errors(tmp_path):
     x.save(missing + '-symbol.json')
     _raises(FileNotFoundError, lambda: mx.model.load_checkpoint(missing, 3),
             'none-0003.params')
+    _raises(FileNotFoundError, lambda: mx.nd.load(missing + '.params'), 'none.params')
 
 
 # ------------------------------------------------------------------ custom ops

@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__))))
 
 import symgraph as mx  # noqa: E402
-from symgraph import cuda, parallel  # noqa: E402
+from symgraph import cuda, dist  # noqa: E402
 from symgraph.cuda import loader  # noqa: E402
 
 #: (name, C_in, C_out, kernel, stride, pad, H=W of the input) of ResNet-18 at 224x224
@@ -183,7 +183,7 @@ def bench_allreduce(cp, repeat, mbytes=64, ndev=4):
     n = mbytes * (1 << 20) // 4
     bufs = [cp.full(n, float(k + 1), dtype=cp.float32) for k in range(ndev)]
     sync = cp.cuda.Device().synchronize
-    t = timeit(lambda: parallel.allreduce(bufs), sync, repeat, warmup=2)
+    t = timeit(lambda: dist.allreduce(bufs), sync, repeat, warmup=2)
     src, dst = cp.ones(n, cp.float32), cp.empty(n, cp.float32)
     tcopy = timeit(lambda: dst.__setitem__(Ellipsis, src), sync, repeat)
     nbytes = n * 4
@@ -216,7 +216,7 @@ def ring_traffic_bytes(ndev, length, itemsize, same_device=True):
     60000
     """
     total = 0
-    for step in parallel.ring_schedule(ndev, length):
+    for step in dist.ring_schedule(ndev, length):
         chunk = (step.stop - step.start) * itemsize
         if step.phase == 'reduce':
             total += 3 * chunk + (0 if same_device else 2 * chunk)
@@ -249,7 +249,7 @@ def _nccl_allreduce(cp, n, ngpu, repeat):
         for d in devs:
             cp.cuda.Device(d).synchronize()
     t = timeit(run, sync, repeat, warmup=2)
-    ours = timeit(lambda: parallel.allreduce(bufs), sync, repeat, warmup=2)
+    ours = timeit(lambda: dist.allreduce(bufs), sync, repeat, warmup=2)
     return {'gpus': ngpu, 'nccl_ms': 1e3 * t, 'ours_ms_same_gpus': 1e3 * ours}
 
 

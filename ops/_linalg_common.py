@@ -1,8 +1,8 @@
 """Shared rules of the linalg operators (``ops/linalg.py``, ``ops/linalg_trian.py``)."""
 import numpy as np
 
-from symgraph.opdef import (MXNetError, Operator, ShapeError, TypeInferenceError, same_type,
-                            unify_shape)
+from symgraph.opdef import Operator, ShapeError, TypeInferenceError, same_type, unify_shape
+from symgraph.base import ArgumentError
 
 _FLOATS = (np.dtype('float32'), np.dtype('float64'))
 _SINGULAR = 'the input matrix is singular'
@@ -23,7 +23,7 @@ def _lapack(xp, op, why, fn, *args):
     try:
         return fn(*args)
     except (np.linalg.LinAlgError, xp.linalg.LinAlgError) as e:
-        raise MXNetError('%s failed: %s [%s]' % (op.name, why, e)) from None
+        raise ArgumentError('%s failed: %s [%s]' % (op.name, why, e)) from None
 
 
 def _dim(a, b, what):
@@ -75,8 +75,8 @@ class _Linalg(Operator):
     def _check_dtype(self, arrays):
         for a in arrays:
             if a.dtype not in _FLOATS:
-                raise MXNetError('%s: this operation only supports 32-bit and 64-bit floating '
-                                 'point, got %s' % (self.name, a.dtype))
+                raise TypeInferenceError('%s: this operation only supports 32-bit and 64-bit '
+                                         'floating point, got %s' % (self.name, a.dtype))
 
 
 class _SameShape(_Linalg):

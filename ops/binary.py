@@ -11,7 +11,7 @@ division truncates.
 """
 import numpy as np
 
-from symgraph.base import MXNetError
+from symgraph.base import ParameterError
 from symgraph.opdef import Operator, Param, ShapeError, register, reduce_to_shape
 
 from ._elemwise import c_divide, python_mod
@@ -233,7 +233,7 @@ class AddN(Operator):
 
     def check(self):
         if self.num_args < 1:
-            raise MXNetError('add_n needs num_args >= 1, got %d' % self.num_args)
+            raise ParameterError('add_n needs num_args >= 1, got %d' % self.num_args)
 
     def list_arguments(self):
         return ['arg%d' % i for i in range(self.num_args)]

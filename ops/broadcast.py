@@ -4,7 +4,7 @@ The binary broadcasting operators (``broadcast_add``...) are in ``ops/binary.py`
 Gradients are summed back to the input's shape; ``broadcast_like``'s ``rhs`` only lends
 its shape and gets a zero gradient, as in MXNet.
 """
-from symgraph.base import MXNetError
+from symgraph.base import ParameterError
 from symgraph.opdef import Operator, Param, ShapeError, register, reduce_to_shape
 
 
@@ -62,8 +62,8 @@ class BroadcastAxis(_BroadcastOne):
 
     def check(self):
         if len(self.axis) != len(self.size):
-            raise MXNetError('broadcast_axis: axis %s and size %s differ in length'
-                             % (self.axis, self.size))
+            raise ParameterError('broadcast_axis: axis %s and size %s differ in length'
+                                 % (self.axis, self.size))
 
     def target(self, shapes):
         out = list(shapes[0])

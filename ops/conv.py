@@ -5,10 +5,10 @@ Parameters, shape inference and the forward/backward wiring live here; the array
 Deconvolution is the convolution's arithmetic with the roles of data and output swapped:
 its forward is :func:`conv_backward_data`, its data gradient :func:`conv_forward`.
 """
-from symgraph.opdef import (MXNetError, Operator, Param, ShapeError, register, same_type,
-                            unify_shape)
+from symgraph.opdef import Operator, Param, ShapeError, register, same_type, unify_shape
 
 from ._conv_impl import conv_backward_data, conv_backward_weight, conv_forward, conv_out_size
+from symgraph.base import ParameterError
 
 _LAYOUTS = ('None', 'NCW', 'NCHW', 'NCDHW', 'NHWC', 'NDHWC')
 _TUNE = ('None', 'fastest', 'limited_workspace', 'off')
@@ -31,21 +31,21 @@ class _ConvBase(Operator):
     def check(self):
         nd = len(self.kernel)
         if nd not in (1, 2, 3):
-            raise MXNetError('%s: kernel must have 1, 2 or 3 dimensions, got %s'
-                             % (self.name, self.kernel))
+            raise ParameterError('%s: kernel must have 1, 2 or 3 dimensions, got %s'
+                                 % (self.name, self.kernel))
         for p in ('stride', 'dilate', 'pad') + (('adj',) if hasattr(self, 'adj') else ()):
             v = getattr(self, p)
             if v and len(v) != nd:
-                raise MXNetError('%s: %s %s must have as many dimensions as kernel %s'
-                                 % (self.name, p, v, self.kernel))
+                raise ParameterError('%s: %s %s must have as many dimensions as kernel %s'
+                                     % (self.name, p, v, self.kernel))
         if min(self.kernel) <= 0 or min(self.st) <= 0 or min(self.dl) <= 0:
-            raise MXNetError('%s: kernel, stride and dilate must be positive' % self.name)
+            raise ParameterError('%s: kernel, stride and dilate must be positive' % self.name)
         if self.layout not in (None, 'None', ('NCW', 'NCHW', 'NCDHW')[nd - 1]):
-            raise MXNetError('%s: only NCW, NCHW and NCDHW layouts are supported, got %s'
-                             % (self.name, self.layout))
+            raise ParameterError('%s: only NCW, NCHW and NCDHW layouts are supported, got %s'
+                                 % (self.name, self.layout))
         if self.num_group <= 0 or self.num_filter % self.num_group:
-            raise MXNetError('%s: num_filter %d must be divisible by num_group %d'
-                             % (self.name, self.num_filter, self.num_group))
+            raise ParameterError('%s: num_filter %d must be divisible by num_group %d'
+                                 % (self.name, self.num_filter, self.num_group))
 
     # stride, dilate and pad with MXNet's defaults filled in
     @property
@@ -175,8 +175,8 @@ class Deconvolution(_ConvBase):
     def check(self):
         super().check()
         if self.target_shape and len(self.target_shape) != len(self.kernel):
-            raise MXNetError('Deconvolution: target_shape %s must have as many dimensions '
-                             'as kernel %s' % (self.target_shape, self.kernel))
+            raise ParameterError('Deconvolution: target_shape %s must have as many dimensions '
+                                 'as kernel %s' % (self.target_shape, self.kernel))
 
     def pad_adj(self, spatial):
         """(pad, adj) per axis for input spatial shape ``spatial`` (0 = unknown)."""

@@ -10,10 +10,11 @@ box whose IoU equals the threshold to the last bit may be decided differently.
 """
 import numpy as np
 
-from symgraph.opdef import MXNetError, Operator, Param, ShapeError, register, same_type
+from symgraph.opdef import Operator, Param, ShapeError, register, same_type
 
 from ._nms import to_host, box_corners, greedy_nms_keep, nms_indices
 from ._util import f32
+from symgraph.base import ParameterError
 
 _FORMATS = ('center', 'corner')
 
@@ -96,8 +97,8 @@ class BoxNMS(Operator):
 
     def check(self):
         if self.id_index >= 0 and self.id_index == self.score_index:
-            raise MXNetError('box_nms: id_index %d conflicts with score_index'
-                             % self.id_index)
+            raise ParameterError('box_nms: id_index %d conflicts with score_index'
+                                 % self.id_index)
 
     def list_outputs(self):
         # the hidden second output records which input row each output row came from

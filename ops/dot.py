@@ -12,8 +12,9 @@ from math import prod
 
 import numpy as np
 
-from symgraph.opdef import (MXNetError, Operator, Param, ShapeError, TypeInferenceError,
-                            register, same_type, unify_shape)
+from symgraph.opdef import (Operator, Param, ShapeError, TypeInferenceError, register, same_type,
+                            unify_shape)
+from symgraph.base import ArgumentError, ParameterError
 
 _STYPES = (None, 'None', 'csr', 'default', 'row_sparse')
 
@@ -37,7 +38,7 @@ class _DotBase(Operator):
 
     def check(self):
         if self.forward_stype not in _STYPES:
-            raise ValueError('forward_stype must be one of None, csr, default, row_sparse')
+            raise ArgumentError('forward_stype must be one of None, csr, default, row_sparse')
 
     def list_arguments(self):
         return ['lhs', 'rhs']
@@ -168,7 +169,7 @@ class KhatriRao(Operator):
 
     def check(self):
         if self.num_args < 1:
-            raise MXNetError('khatri_rao needs num_args >= 1, got %d' % self.num_args)
+            raise ParameterError('khatri_rao needs num_args >= 1, got %d' % self.num_args)
 
     def list_arguments(self):
         return ['arg%d' % i for i in range(self.num_args)]

@@ -30,7 +30,7 @@ accepts (MXNet's applies gather_nd's float check there: 3.9 fails for n = 4);
 """
 import numpy as np
 
-from symgraph.base import MXNetError
+from symgraph.base import ArgumentError
 from symgraph.opdef import Operator, Param, ShapeError, register, same_type, unify_shape
 
 from ._util import scatter_add
@@ -48,7 +48,7 @@ def _rows(xp, idx, n, op, arg, limit=None):
     i = idx.astype(np.int64)
     bad = (i < 0) | (i >= n)
     if bool(bad.any()):
-        raise MXNetError('%s: %r holds %g, out of range %s' % (
+        raise ArgumentError('%s: %r holds %g, out of range %s' % (
             op, arg, float(idx[bad][0]), limit or '[0, %d)' % n))
     return i
 
@@ -97,8 +97,8 @@ class GatherND(_IndexOp):
         bad = (x > n - 1) | (x < -n)
         if bool(bad.any()):
             k = int(xp.argmax(bad.reshape(m, -1).any(axis=1)))
-            raise MXNetError('gather_nd: index %g is out of bounds for axis %d with size %d'
-                             % (float(x[k][bad[k]][0]), k, data.shape[k]))
+            raise ArgumentError('gather_nd: index %g is out of bounds for axis %d with size %d'
+                                % (float(x[k][bad[k]][0]), k, data.shape[k]))
         i = xp.where(x < 0, x + n, x).astype(np.int64)
         return m, _linear(xp, i, data.shape[:m])
 

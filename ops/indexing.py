@@ -12,7 +12,7 @@ the rows of ``a.reshape(-1, K)`` (MXNet reads past the data there).
 """
 import numpy as np
 
-from symgraph.base import MXNetError
+from symgraph.base import ArgumentError
 from symgraph.opdef import (Operator, Param, ShapeError, TypeInferenceError, register,
                             shape_known, unify_shape)
 
@@ -54,8 +54,8 @@ class Take(Operator):
         if self.mode == 'wrap':
             return xp.mod(i, n)
         if bool(((i < 0) | (i >= n)).any()):
-            raise MXNetError('take: index out of range for axis of length %d (mode=raise)'
-                             % n)
+            raise ArgumentError('take: index out of range for axis of length %d (mode=raise)'
+                                % n)
         return i
 
     def forward(self, xp, inputs, aux, is_train):

@@ -2,7 +2,9 @@
 ``_arange``, ``_eye`` and ``_linspace`` (behind ``mx.sym.zeros``, ``mx.sym.arange`` ...),
 and ``_contrib_arange_like`` (shaped like its input).
 
-As in MXNet 1.9.1: the dtype defaults to float32; ``_arange`` takes ``stop=None`` as
+As in MXNet 1.9.1: a 0 in the ``shape`` of ``_zeros``/``_ones``/``_full`` is an unknown
+dimension that shape inference fills from the consumer, and a bound executor makes the
+array of the inferred shape (``Operator.specialize``); the dtype defaults to float32; ``_arange`` takes ``stop=None`` as
 ``[0, start)`` and repeats each value ``repeat`` times; ``infer_range`` (the length taken
 from the consumer) is not supported and says so; ``ctx`` is accepted and ignored (the
 executor's context decides).
@@ -15,7 +17,8 @@ import math
 
 import numpy as np
 
-from symgraph.opdef import MXNetError, Operator, Param, ShapeError, np_dtype, register
+from symgraph.opdef import Operator, Param, ShapeError, np_dtype, register
+from symgraph.base import ParameterError
 
 _DTYPES = [np_dtype(t) for t in ('float16', 'float32', 'float64', 'uint8', 'int8', 'int32',
                                  'int64', 'bool')]
@@ -51,6 +54,20 @@ class _Filled(_Init):
 
     def out_shape(self):
         return tuple(self.shape)
+
+    def specialize(self, in_shapes, out_shapes):
+        # MXNet: a 0 in ``shape`` is unknown; inference fills it from the consumer and
+        # the bound operator makes an array of the inferred shape
+        want = out_shapes[0]
+        if want is None or 0 in tuple(want):
+            raise ShapeError('%s: shape %s has unknown (0) dimensions that inference could '
+                             'not fill from the consumers (inferred %s); give them in shape'
+                             % (self.name, tuple(self.shape), want))
+        if tuple(want) == tuple(self.shape):
+            return self
+        values = dict(self._values)
+        values['shape'] = tuple(want)
+        return type(self)(**values)
 
 
 @register
@@ -93,12 +110,12 @@ class Arange(_Init):
 
     def check(self):
         if self.infer_range:
-            raise MXNetError('_arange: infer_range=True (the length taken from the consumer) '
-                             'is not supported; give stop')
+            raise ParameterError('_arange: infer_range=True (the length taken from the consumer) '
+                                 'is not supported; give stop')
         if self.step == 0:
-            raise MXNetError('_arange: step must not be 0')
+            raise ParameterError('_arange: step must not be 0')
         if self.repeat < 1:
-            raise MXNetError('_arange: repeat must be >= 1, got %d' % self.repeat)
+            raise ParameterError('_arange: repeat must be >= 1, got %d' % self.repeat)
 
     def _bounds(self):
         return (0.0, self.start) if self.stop is None else (self.start, self.stop)
@@ -179,8 +196,8 @@ class ArangeLike(Operator):
 
     def check(self):
         if self.repeat < 1:
-            raise MXNetError('_contrib_arange_like: repeat must be positive, got %d'
-                             % self.repeat)
+            raise ParameterError('_contrib_arange_like: repeat must be positive, got %d'
+                                 % self.repeat)
 
     def _out_shape(self, d):
         if self.axis is None:

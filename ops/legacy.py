@@ -34,7 +34,7 @@ size in shape inference (MXNet at run time).
 """
 import numpy as np
 
-from symgraph.opdef import MXNetError, Operator, Param, ShapeError, register, unify_shape
+from symgraph.opdef import Operator, Param, ShapeError, register, unify_shape
 
 from ._util import sliced_len
 from .binary import ElemwiseAdd, ElemwiseDiv
@@ -43,6 +43,7 @@ from .norm import BatchNorm
 from .pooling import Pooling
 from .scalar import MinusScalar, PlusScalar
 from .slicing import Slice
+from symgraph.base import ParameterError
 
 
 @register
@@ -53,8 +54,8 @@ class ConvolutionV1(Convolution):
 
     def check(self):
         if len(self.kernel) not in (2, 3):
-            raise MXNetError('Convolution_v1: kernel must be (h, w) or (d, h, w), got %s'
-                             % (self.kernel,))
+            raise ParameterError('Convolution_v1: kernel must be (h, w) or (d, h, w), got %s'
+                                 % (self.kernel,))
         super().check()
 
 
@@ -72,8 +73,8 @@ class PoolingV1(Pooling):
 
     def check(self):
         if not self.global_pool and len(self.kernel) not in (2, 3):
-            raise MXNetError('Pooling_v1: kernel must be (y, x) or (d, y, x), got %s'
-                             % (self.kernel,))
+            raise ParameterError('Pooling_v1: kernel must be (y, x) or (d, y, x), got %s'
+                                 % (self.kernel,))
         super().check()
 
 
@@ -328,7 +329,7 @@ class Crop(Operator):
 
     def check(self):
         if self.num_args not in (1, 2):
-            raise MXNetError('Crop: num_args must be 1 or 2, got %d' % self.num_args)
+            raise ParameterError('Crop: num_args must be 1 or 2, got %d' % self.num_args)
 
     def list_arguments(self):
         return ['arg%d' % i for i in range(self.num_args)]

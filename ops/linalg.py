@@ -21,10 +21,11 @@ here; MXNet's shape inference accepts it and its forward fails.
 """
 import numpy as np
 
-from symgraph.opdef import MXNetError, Param, ShapeError, register, unify_shape
+from symgraph.opdef import Param, ShapeError, register, unify_shape
 
 from ._linalg_common import (_SINGULAR, _SINGULAR_TRI, _Linalg, _SameShape, _batch_of, _dim,
                              _lapack, _matrices, _t, _tri)
+from symgraph.base import ArgumentError
 
 
 # ----------------------------------------------------------------------------------
@@ -352,8 +353,8 @@ class Potrf(_SameShape):
         try:
             low = xp.linalg.cholesky(sym)
         except (np.linalg.LinAlgError, xp.linalg.LinAlgError):
-            raise MXNetError('%s failed: the input matrix is not symmetric positive definite'
-                             % self.name) from None
+            raise ArgumentError('%s failed: the input matrix is not symmetric positive definite'
+                                % self.name) from None
         return [xp.ascontiguousarray(xp.tril(low))]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):

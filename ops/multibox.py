@@ -32,9 +32,10 @@ Prior's and Detection's, Target's cls_pred) where here zeros are added.
 """
 import numpy as np
 
-from symgraph.opdef import MXNetError, Operator, Param, ShapeError, TypeInferenceError, register
+from symgraph.opdef import Operator, Param, ShapeError, TypeInferenceError, register
 
 from ._nms import to_host, greedy_nms_keep
+from symgraph.base import ArgumentError, ParameterError
 
 _V = (0.1, 0.1, 0.2, 0.2)
 
@@ -72,8 +73,8 @@ class _Variances(Operator):
 
     def check(self):
         if len(self.variances) != 4:
-            raise MXNetError('%s: variances must have 4 values, got %s'
-                             % (self.name, self.variances))
+            raise ParameterError('%s: variances must have 4 values, got %s'
+                                 % (self.name, self.variances))
 
 
 # ----------------------------------------------------------------------------------
@@ -95,14 +96,14 @@ class MultiBoxPrior(Operator):
     def check(self):
         for k in ('sizes', 'ratios'):
             if not getattr(self, k):
-                raise MXNetError('MultiBoxPrior: %s must not be empty' % k)
+                raise ParameterError('MultiBoxPrior: %s must not be empty' % k)
         for k in ('steps', 'offsets'):
             if len(getattr(self, k)) != 2:
-                raise MXNetError('MultiBoxPrior: %s must have 2 values (y, x), got %s'
-                                 % (k, getattr(self, k)))
+                raise ParameterError('MultiBoxPrior: %s must have 2 values (y, x), got %s'
+                                     % (k, getattr(self, k)))
         if self.steps[0] * self.steps[1] < 0:
-            raise MXNetError('MultiBoxPrior: steps %s: give both step_y and step_x'
-                             % (self.steps,))
+            raise ParameterError('MultiBoxPrior: steps %s: give both step_y and step_x'
+                                 % (self.steps,))
 
     def num_anchors(self):
         return len(self.sizes) + len(self.ratios) - 1
@@ -260,8 +261,8 @@ class MultiBoxTarget(_Variances):
         n_valid = xp.where(pad.any(axis=1), xp.argmax(pad, axis=1), nl)
         first = label[xp.arange(nb), xp.minimum(n_valid, nl - 1), 1:5]
         if bool(((n_valid < nl)[:, None] & (first != -1)).any()):
-            raise MXNetError('MultiBoxTarget: a label row with class -1 (padding) must have '
-                             'coordinates -1 too')
+            raise ArgumentError('MultiBoxTarget: a label row with class -1 (padding) must have '
+                                'coordinates -1 too')
         nl = int(n_valid.max())          # padding columns take no part
         if not nl:
             return [loc_t.reshape(nb, -1), mask.reshape(nb, -1), cls_t]
@@ -309,8 +310,8 @@ class MultiBoxTarget(_Variances):
     def _mine(self, xp, cls_pred, pos, free, best_iou, has_gt, dt):
         """Hard negatives: the lowest background probabilities among the candidates."""
         if self.negative_mining_thresh <= 0:
-            raise MXNetError('MultiBoxTarget: negative_mining_thresh must be > 0, got %s'
-                             % self.negative_mining_thresh)
+            raise ParameterError('MultiBoxTarget: negative_mining_thresh must be > 0, got %s'
+                                 % self.negative_mining_thresh)
         nb, na = pos.shape
         n_pos = pos.sum(axis=1)
         want = (n_pos.astype(np.float32) * np.float32(self.negative_mining_ratio))
@@ -319,10 +320,10 @@ class MultiBoxTarget(_Variances):
         cand = free & (best_iou < _f(dt, self.negative_mining_thresh))
         short = cand.sum(axis=1) < want
         if bool(short.any()):
-            raise MXNetError('MultiBoxTarget: %d negatives wanted but only %d anchors have '
-                             'an IoU below negative_mining_thresh=%s'
-                             % (int(want[short][0]), int(cand.sum(axis=1)[short][0]),
-                                self.negative_mining_thresh))
+            raise ArgumentError('MultiBoxTarget: %d negatives wanted but only %d anchors have '
+                                'an IoU below negative_mining_thresh=%s'
+                                % (int(want[short][0]), int(cand.sum(axis=1)[short][0]),
+                                   self.negative_mining_thresh))
         prob = _background_prob(xp, cls_pred[:nb])
         key = xp.where(cand, prob, dt(np.inf))
         order = xp.argsort(key, axis=1, kind='stable')

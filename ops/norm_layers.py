@@ -14,11 +14,11 @@ std (``sqrt(var + eps)``) of shape ``(N, G)`` are visible with ``output_mean_var
 """
 import numpy as np
 
-from symgraph.opdef import (MXNetError, Operator, Param, ShapeError, TypeInferenceError,
-                            register, same_type)
+from symgraph.opdef import Operator, Param, ShapeError, TypeInferenceError, register, same_type
 
 from ._norm import bshape, channel_param_shapes
 from ._util import acc, f32
+from symgraph.base import ParameterError
 
 
 def _normalize_grad(dxhat, xhat, inv, axes):
@@ -241,7 +241,7 @@ class LRN(Operator):
 
     def check(self):
         if self.nsize is None or self.nsize < 1 or self.nsize % 2 != 1:
-            raise MXNetError('LRN only supports odd values for nsize, got %r' % (self.nsize,))
+            raise ParameterError('LRN only supports odd values for nsize, got %r' % (self.nsize,))
 
     def list_outputs(self):
         return ['output', 'tmp_norm']

@@ -41,8 +41,7 @@ kernel always uses the new ``weight32`` for that term, and so does this one.
 """
 import numpy as np
 
-from symgraph.opdef import (Operator, Param, register, ShapeError, TypeInferenceError,
-                            MXNetError, unify_shape)
+from symgraph.opdef import Operator, Param, register, ShapeError, TypeInferenceError, unify_shape
 
 F32 = np.dtype(np.float32)
 F64 = np.dtype(np.float64)
@@ -126,8 +125,8 @@ class _Update(Operator):
     def forward(self, xp, inputs, aux, is_train):
         w, g = inputs
         if w.dtype.kind != 'f':
-            raise MXNetError('%s: only floating point types are supported, not %s'
-                             % (self.name, w.dtype.name))
+            raise TypeInferenceError('%s: only floating point types are supported, not %s'
+                                     % (self.name, w.dtype.name))
         states = dict(zip(self.states, aux))
         new_w, new_states = self.update(xp, w, g, dict(states), *aux[len(self.states):])
         for k, v in new_states.items():          # MXNet's mutable inputs: in place
@@ -500,6 +499,6 @@ class AllFinite(Operator):
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
         if x.dtype.kind != 'f':
-            raise MXNetError('all_finite: only floating point types are supported, not %s'
-                             % x.dtype.name)
+            raise TypeInferenceError('all_finite: only floating point types are supported, not %s'
+                                     % x.dtype.name)
         return [xp.isfinite(x).all().reshape(1).astype(F32)]

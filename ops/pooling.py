@@ -11,10 +11,11 @@ import math
 
 import numpy as np
 
-from symgraph.opdef import MXNetError, Operator, Param, ShapeError, register, same_type
+from symgraph.opdef import Operator, Param, ShapeError, register, same_type
 
 from ._conv_impl import _pad, _windows
 from .conv import Deconvolution
+from symgraph.base import ParameterError
 
 _LAYOUTS = ('None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC')
 
@@ -67,21 +68,21 @@ class Pooling(Operator):
     def check(self):
         nd = len(self.kernel)
         if not self.global_pool and nd not in (1, 2, 3):
-            raise MXNetError('Pooling: kernel must have 1, 2 or 3 dimensions, got %s'
-                             % (self.kernel,))
+            raise ParameterError('Pooling: kernel must have 1, 2 or 3 dimensions, got %s'
+                                 % (self.kernel,))
         for p in ('stride', 'pad'):
             v = getattr(self, p)
             if v and nd and len(v) != nd:
-                raise MXNetError('Pooling: %s %s must have as many dimensions as kernel %s'
-                                 % (p, v, self.kernel))
+                raise ParameterError('Pooling: %s %s must have as many dimensions as kernel %s'
+                                     % (p, v, self.kernel))
         if self.stride and min(self.stride) <= 0:
-            raise MXNetError('Pooling: stride must be positive, got %s' % (self.stride,))
+            raise ParameterError('Pooling: stride must be positive, got %s' % (self.stride,))
         if self.pool_type == 'lp' and self.p_value not in (1, 2, 3):
-            raise MXNetError('Pooling: lp pooling needs p_value 1, 2 or 3, got %r'
-                             % (self.p_value,))
+            raise ParameterError('Pooling: lp pooling needs p_value 1, 2 or 3, got %r'
+                                 % (self.p_value,))
         if self.pooling_convention == 'same' and (any(self.pad) or nd not in (0, 1)):
-            raise MXNetError("Pooling: pooling_convention='same' supports only 1-D pooling "
-                             "without pad")
+            raise ParameterError("Pooling: pooling_convention='same' supports only 1-D pooling "
+                                 "without pad")
 
     # ---- geometry -----------------------------------------------------------------
     def _channels_last(self, ndim):
@@ -270,9 +271,9 @@ class UpSampling(Operator):
 
     def check(self):
         if self.scale < 1:
-            raise MXNetError('UpSampling: scale must be positive, got %d' % self.scale)
+            raise ParameterError('UpSampling: scale must be positive, got %d' % self.scale)
         if self.sample_type == 'bilinear' and self.num_args not in (1, 2):
-            raise MXNetError('UpSampling: bilinear takes data and weight only')
+            raise ParameterError('UpSampling: bilinear takes data and weight only')
 
     def _deconv(self):
         s = self.scale

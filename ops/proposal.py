@@ -36,9 +36,10 @@ on a host copy of CuPy arrays.
 """
 import numpy as np
 
-from symgraph.opdef import MXNetError, Operator, Param, ShapeError, register
+from symgraph.opdef import Operator, Param, ShapeError, register
 
 from ._nms import to_host, greedy_nms_keep
+from symgraph.base import NotSupportedError, TypeInferenceError
 
 
 def generate_anchors(stride, ratios, scales):
@@ -136,13 +137,13 @@ class _ProposalBase(Operator):
         known = [np.dtype(t) for t in in_types if t is not None]
         for name, t in zip(self.list_arguments(), in_types):
             if t is not None and np.dtype(t) not in (np.float32, np.float64):
-                raise MXNetError('%s: unsupported data type %s for %s (float32 only; '
-                                 'float64 is a symgraph extension)'
-                                 % (self.name, np.dtype(t).name, name))
+                raise TypeInferenceError('%s: unsupported data type %s for %s (float32 only; '
+                                         'float64 is a symgraph extension)'
+                                         % (self.name, np.dtype(t).name, name))
         f = known[0] if known else np.dtype(np.float32)
         if any(t != f for t in known):
-            raise MXNetError('%s: inputs must have one dtype, got %s'
-                             % (self.name, [t.name for t in known]))
+            raise TypeInferenceError('%s: inputs must have one dtype, got %s'
+                                     % (self.name, [t.name for t in known]))
         return [f, f, f], [f, f], []
 
     def forward(self, xp, inputs, aux, is_train):
@@ -165,7 +166,7 @@ class _ProposalBase(Operator):
         rh = (info[:, 0] / np.float32(s)).astype(np.int64)
         rw = (info[:, 1] / np.float32(s)).astype(np.int64)
         if n and (rh.max() > h or rw.max() > w):
-            raise MXNetError('%s: the feature map (%d, %d) must cover im_info / '
+            raise ShapeError('%s: the feature map (%d, %d) must cover im_info / '
                              'feature_stride = (%d, %d) (check height >= real_height and '
                              'width >= real_width failed)'
                              % (self.name, h, w, rh.max(), rw.max()))
@@ -212,8 +213,8 @@ class Proposal(_ProposalBase):
 
     def _check_batch(self, n):
         if n != 1:
-            raise MXNetError('_contrib_Proposal: cls_prob has batch size %d; multiple '
-                             'images each device is not implemented (use MultiProposal)' % n)
+            raise NotSupportedError('_contrib_Proposal: cls_prob has batch size %d; multiple '
+                                    'images each device is not implemented (use MultiProposal)' % n)
 
 
 @register

@@ -1,7 +1,9 @@
 """Random sampling operators: ``_random_uniform``, ``_random_normal``, ``_random_randint``,
-``_random_exponential``, ``_random_gamma``, ``_random_poisson`` (no inputs, distribution
-parameters as scalars), ``_sample_uniform`` and ``_sample_normal`` (one distribution per
-element of their inputs) and ``_shuffle`` (rows of the input in random order).
+``_random_exponential``, ``_random_gamma``, ``_random_poisson``, the negative binomials
+(no inputs, distribution parameters as scalars), their ``_random_*_like`` forms (the shape
+and dtype of an input), the ``_sample_*`` family (one distribution per element of the
+parameter arrays; ``_sample_multinomial``, ``_sample_unique_zipfian`` in
+``ops/sample.py``) and ``_shuffle`` (rows of the input in random order).
 
 They draw from NumPy's global generator on the CPU and CuPy's on a GPU, both seeded by
 ``mx.random.seed``; the numbers differ from MXNet's generator, the distributions do not.
@@ -10,8 +12,8 @@ otherwise (int32 for randint).
 """
 import numpy as np
 
-from symgraph.opdef import (MXNetError, Operator, Param, ShapeError, np_dtype, random_state,
-                            register)
+from symgraph.opdef import Operator, Param, ShapeError, np_dtype, random_state, register
+from symgraph.base import ParameterError
 
 _FLOATS = [None] + [np_dtype(t) for t in ('float16', 'float32', 'float64')]
 
@@ -57,7 +59,7 @@ class RandomUniform(_Random):
 
     def check(self):
         if self.high < self.low:
-            raise MXNetError('_random_uniform: high (%g) < low (%g)' % (self.high, self.low))
+            raise ParameterError('_random_uniform: high (%g) < low (%g)' % (self.high, self.low))
 
     def draw(self, xp, size):
         return random_state(xp).uniform(self.low, self.high, size)
@@ -72,7 +74,7 @@ class RandomNormal(_Random):
 
     def check(self):
         if self.scale < 0:
-            raise MXNetError('_random_normal: scale must be >= 0, got %g' % self.scale)
+            raise ParameterError('_random_normal: scale must be >= 0, got %g' % self.scale)
 
     def draw(self, xp, size):
         return random_state(xp).normal(self.loc, self.scale, size)
@@ -90,8 +92,8 @@ class RandomRandint(_Random):
 
     def check(self):
         if self.high <= self.low:
-            raise MXNetError('_random_randint: high (%d) must exceed low (%d)'
-                             % (self.high, self.low))
+            raise ParameterError('_random_randint: high (%d) must exceed low (%d)'
+                                 % (self.high, self.low))
 
     def draw(self, xp, size):
         return random_state(xp).randint(self.low, self.high, size)
@@ -105,7 +107,7 @@ class RandomExponential(_Random):
 
     def check(self):
         if self.lam <= 0:
-            raise MXNetError('_random_exponential: lam must be > 0, got %g' % self.lam)
+            raise ParameterError('_random_exponential: lam must be > 0, got %g' % self.lam)
 
     def draw(self, xp, size):
         return random_state(xp).exponential(1.0 / self.lam, size)
@@ -120,8 +122,8 @@ class RandomGamma(_Random):
 
     def check(self):
         if self.alpha <= 0 or self.beta <= 0:
-            raise MXNetError('_random_gamma: alpha and beta must be > 0, got %g and %g'
-                             % (self.alpha, self.beta))
+            raise ParameterError('_random_gamma: alpha and beta must be > 0, got %g and %g'
+                                 % (self.alpha, self.beta))
 
     def draw(self, xp, size):
         return random_state(xp).gamma(self.alpha, self.beta, size)
@@ -135,7 +137,7 @@ class RandomPoisson(_Random):
 
     def check(self):
         if self.lam < 0:
-            raise MXNetError('_random_poisson: lam must be >= 0, got %g' % self.lam)
+            raise ParameterError('_random_poisson: lam must be >= 0, got %g' % self.lam)
 
     def draw(self, xp, size):
         return random_state(xp).poisson(self.lam, size)
@@ -152,8 +154,8 @@ class RandomNegativeBinomial(_Random):
 
     def check(self):
         if self.k <= 0 or not 0 < self.p <= 1:
-            raise MXNetError('_random_negative_binomial: needs k > 0 and 0 < p <= 1, got '
-                             'k=%d p=%g' % (self.k, self.p))
+            raise ParameterError('_random_negative_binomial: needs k > 0 and 0 < p <= 1, got '
+                                 'k=%d p=%g' % (self.k, self.p))
 
     def draw(self, xp, size):
         return random_state(xp).negative_binomial(self.k, self.p, size)
@@ -172,8 +174,8 @@ class RandomGeneralizedNegativeBinomial(_Random):
 
     def check(self):
         if self.mu < 0 or self.alpha < 0:
-            raise MXNetError('_random_generalized_negative_binomial: needs mu >= 0 and '
-                             'alpha >= 0, got mu=%g alpha=%g' % (self.mu, self.alpha))
+            raise ParameterError('_random_generalized_negative_binomial: needs mu >= 0 and '
+                                 'alpha >= 0, got mu=%g alpha=%g' % (self.mu, self.alpha))
 
     def draw(self, xp, size):
         rng = random_state(xp)
@@ -192,14 +194,15 @@ class _Sample(Operator):
     needs_inputs = False
 
     def infer_shape(self, in_shapes):
-        a, b = in_shapes
-        if a is not None and b is not None and tuple(a) != tuple(b):
-            raise ShapeError('%s: parameter arrays differ in shape: %s and %s'
-                             % (self.name, tuple(a), tuple(b)))
-        p = a if a is not None else b
+        shapes = [None if x is None else tuple(x) for x in in_shapes]
+        p = next((x for x in shapes if x is not None), None)
+        for n, x in zip(self.list_arguments(), shapes):
+            if x is not None and x != p:
+                raise ShapeError('%s: parameter arrays differ in shape: %r is %s but %s was '
+                                 'expected' % (self.name, n, x, p))
         if p is None:
-            return list(in_shapes), [None], []
-        return [p, p], [tuple(p) + tuple(self.shape)], []
+            return shapes, [None], []
+        return [p] * len(shapes), [tuple(p) + tuple(self.shape)], []
 
     def infer_type(self, in_types):
         t = np.dtype(self.dtype) if self.dtype is not None else np.dtype(np.float32)
@@ -209,10 +212,10 @@ class _Sample(Operator):
         return a.reshape(a.shape + (1,) * len(self.shape))
 
     def forward(self, xp, inputs, aux, is_train):
-        a, b = (self._expand(x.astype(np.float64)) for x in inputs)
+        params = [self._expand(x.astype(np.float64)) for x in inputs]
         size = inputs[0].shape + tuple(self.shape)
         t = np.dtype(self.dtype) if self.dtype is not None else np.dtype(np.float32)
-        return [self.draw(xp, a, b, size).astype(t, copy=False)]
+        return [self.draw(xp, *params, size).astype(t, copy=False)]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         return [xp.zeros_like(x) if n else None for x, n in zip(inputs, need)]
@@ -238,6 +241,111 @@ class SampleNormal(_Sample):
 
     def draw(self, xp, mu, sigma, size):
         return mu + sigma * random_state(xp).standard_normal(size)
+
+
+@register
+class SampleGamma(_Sample):
+    """Gamma of shape ``alpha`` and *scale* ``beta`` (mean alpha * beta)."""
+    name, aliases = '_sample_gamma', ('sample_gamma',)
+
+    def list_arguments(self):
+        return ['alpha', 'beta']
+
+    def draw(self, xp, alpha, beta, size):
+        return random_state(xp).gamma(alpha, 1.0, size) * beta
+
+
+@register
+class SampleExponential(_Sample):
+    """Exponential of *rate* ``lam`` (mean 1 / lam)."""
+    name, aliases = '_sample_exponential', ('sample_exponential',)
+
+    def list_arguments(self):
+        return ['lam']
+
+    def draw(self, xp, lam, size):
+        return random_state(xp).standard_exponential(size) / lam
+
+
+@register
+class SamplePoisson(_Sample):
+    name, aliases = '_sample_poisson', ('sample_poisson',)
+
+    def list_arguments(self):
+        return ['lam']
+
+    def draw(self, xp, lam, size):
+        return random_state(xp).poisson(xp.broadcast_to(lam, size))
+
+
+@register
+class SampleNegativeBinomial(_Sample):
+    """Failures before ``k`` successes of probability ``p`` (a gamma-Poisson mixture, as
+    MXNet draws it, so that ``k`` need not be an integer)."""
+    name, aliases = '_sample_negative_binomial', ('sample_negative_binomial',)
+
+    def list_arguments(self):
+        return ['k', 'p']
+
+    def draw(self, xp, k, p, size):
+        rng = random_state(xp)
+        lam = rng.gamma(xp.broadcast_to(k, size), 1.0) * ((1 - p) / p)
+        return rng.poisson(lam)
+
+
+@register
+class SampleGeneralizedNegativeBinomial(_Sample):
+    """Gamma-Poisson of mean ``mu`` and dispersion ``alpha`` (Poisson where alpha is 0)."""
+    name = '_sample_generalized_negative_binomial'
+    aliases = ('sample_generalized_negative_binomial',)
+
+    def list_arguments(self):
+        return ['mu', 'alpha']
+
+    def draw(self, xp, mu, alpha, size):
+        rng = random_state(xp)
+        mu, alpha = xp.broadcast_to(mu, size), xp.broadcast_to(alpha, size)
+        safe = xp.where(alpha > 0, alpha, 1.0)
+        lam = xp.where(alpha > 0, rng.gamma(1.0 / safe, 1.0) * (mu * safe), mu)
+        return rng.poisson(lam)
+
+
+class _RandomLike(Operator):
+    """A ``_random_*`` distribution with the shape and dtype of ``data``."""
+
+    no_grad = True
+    needs_inputs = False
+    same_shape_io = True
+
+    def infer_shape(self, in_shapes):
+        s = None if in_shapes[0] is None else tuple(in_shapes[0])
+        return [s], [s], []
+
+    def infer_type(self, in_types):
+        return [in_types[0]], [in_types[0]], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        return [self.draw(xp, x.shape).astype(x.dtype, copy=False)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        return [xp.zeros_like(inputs[0]) if need[0] else None]
+
+
+def _like(base):
+    body = {k: v for k, v in vars(base).items() if isinstance(v, Param)}
+    body.update(name=base.name + '_like', check=base.check, draw=base.draw,
+                __doc__='``%s`` with the shape and dtype of ``data``.' % base.name,
+                __module__=__name__)
+    if base.param_order:
+        body['param_order'] = tuple(k for k in base.param_order
+                                    if k not in ('shape', 'ctx', 'dtype'))
+    return register(type(base.__name__ + 'Like', (_RandomLike,), body))
+
+
+for _base in (RandomUniform, RandomNormal, RandomGamma, RandomExponential, RandomPoisson,
+              RandomNegativeBinomial, RandomGeneralizedNegativeBinomial):
+    _like(_base)
 
 
 @register

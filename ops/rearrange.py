@@ -23,7 +23,7 @@ from math import prod
 
 import numpy as np
 
-from symgraph.base import MXNetError
+from symgraph.base import ParameterError
 from symgraph.opdef import (Operator, Param, ShapeError, TypeInferenceError, register,
                             shape_known)
 
@@ -161,8 +161,8 @@ class _Block(Operator):
 
     def check(self):
         if self.block_size < 1:
-            raise MXNetError('%s: block_size must be a positive integer, got %d'
-                             % (self.name, self.block_size))
+            raise ParameterError('%s: block_size must be a positive integer, got %d'
+                                 % (self.name, self.block_size))
 
     def infer_shape(self, in_shapes):
         s = in_shapes[0]

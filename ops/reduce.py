@@ -21,7 +21,7 @@ from math import prod
 
 import numpy as np
 
-from symgraph.base import MXNetError
+from symgraph.base import ParameterError
 from symgraph.opdef import Operator, Param, ShapeError, register, np_dtype, unify_shape
 
 from ._util import norm_axis
@@ -281,8 +281,8 @@ class Argmax(_ArgReduce):
 
     def check(self):
         if isinstance(self.axis, tuple):
-            raise MXNetError('%s: axis must be an int or None, got %s'
-                             % (self.name, self.axis))
+            raise ParameterError('%s: axis must be an int or None, got %s'
+                                 % (self.name, self.axis))
 
 
 @register
@@ -318,8 +318,8 @@ class Pick(Operator):
 
     def check(self):
         if self.axis is None or isinstance(self.axis, tuple):
-            raise MXNetError('pick: axis must be an int (axis=None is not supported by '
-                             'MXNet either), got %s' % (self.axis,))
+            raise ParameterError('pick: axis must be an int (axis=None is not supported by '
+                                 'MXNet either), got %s' % (self.axis,))
 
     def list_arguments(self):
         return ['data', 'index']

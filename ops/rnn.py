@@ -32,8 +32,9 @@ import math
 
 import numpy as np
 
-from symgraph.opdef import (MXNetError, Operator, Param, ShapeError, TypeInferenceError, np_dtype,
+from symgraph.opdef import (Operator, Param, ShapeError, TypeInferenceError, np_dtype,
                             random_state, register, unify_shape)
+from symgraph.base import ParameterError
 
 _GATES = {'rnn_relu': 1, 'rnn_tanh': 1, 'lstm': 4, 'gru': 3}
 
@@ -151,29 +152,29 @@ class RNN(Operator):
 
     def check(self):
         if self.p >= 1:
-            raise MXNetError('RNN: unsupported dropout value p=%s, should be 0 <= p < 1'
-                             % self.p)
+            raise ParameterError('RNN: unsupported dropout value p=%s, should be 0 <= p < 1'
+                                 % self.p)
         if self.num_layers < 1 or self.state_size < 1:
-            raise MXNetError('RNN: num_layers and state_size must be positive, got %d and %d'
-                             % (self.num_layers, self.state_size))
+            raise ParameterError('RNN: num_layers and state_size must be positive, got %d and %d'
+                                 % (self.num_layers, self.state_size))
         if self.projection_size is not None:
             if self.mode != 'lstm':
-                raise MXNetError('RNN: projection is only supported for LSTM (mode=%r)'
-                                 % self.mode)
+                raise ParameterError('RNN: projection is only supported for LSTM (mode=%r)'
+                                     % self.mode)
             if not 0 < self.projection_size <= self.state_size:
-                raise MXNetError('RNN: projection_size=%d must be in [1, state_size=%d]'
-                                 % (self.projection_size, self.state_size))
+                raise ParameterError('RNN: projection_size=%d must be in [1, state_size=%d]'
+                                     % (self.projection_size, self.state_size))
         lo, hi = self.lstm_state_clip_min, self.lstm_state_clip_max
         if lo is not None or hi is not None:
             if self.mode != 'lstm':
-                raise MXNetError('RNN: state clipping is only supported for LSTM (mode=%r)'
-                                 % self.mode)
+                raise ParameterError('RNN: state clipping is only supported for LSTM (mode=%r)'
+                                     % self.mode)
             if lo is None or hi is None:
-                raise MXNetError('RNN: lstm_state_clip_min and lstm_state_clip_max must be '
-                                 'specified together')
+                raise ParameterError('RNN: lstm_state_clip_min and lstm_state_clip_max must be '
+                                     'specified together')
             if hi < lo:
-                raise MXNetError('RNN: lstm_state_clip_max=%s must be greater or equal to '
-                                 'lstm_state_clip_min=%s' % (hi, lo))
+                raise ParameterError('RNN: lstm_state_clip_max=%s must be greater or equal to '
+                                     'lstm_state_clip_min=%s' % (hi, lo))
 
     # --- structure -------------------------------------------------------------------
     def list_arguments(self):
@@ -196,6 +197,8 @@ class RNN(Operator):
         return len(self.list_outputs()) - 1
 
     # --- inference -------------------------------------------------------------------
+    infer_shape_uses_outputs = True
+
     def infer_shape(self, in_shapes, out_shapes=None):
         names = self.list_arguments()
         shapes = list(in_shapes[:len(names)])
@@ -520,6 +523,8 @@ class RNNParamConcat(Operator):
             raise ShapeError('%s: dim %d is out of range for %d dimensions'
                              % (self.name, self.dim, ndim))
         return a
+
+    infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
         shapes = list(in_shapes[:self.num_args])

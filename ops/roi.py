@@ -7,7 +7,8 @@ feature map by ``spatial_scale``. Both operators gather every sample of every bi
 """
 import numpy as np
 
-from symgraph.opdef import MXNetError, Operator, Param, ShapeError, register, same_type
+from symgraph.opdef import Operator, Param, ShapeError, register, same_type
+from symgraph.base import ArgumentError, ParameterError
 
 _CHUNK_ELEMENTS = 1 << 24       # temporaries per chunk of ROIs
 
@@ -47,8 +48,8 @@ class _ROIBase(Operator):
 
     def check(self):
         if self.pooled_size is None or len(self.pooled_size) != 2 or min(self.pooled_size) < 1:
-            raise MXNetError('%s: pooled_size must be two positive ints, got %r'
-                             % (self.name, self.pooled_size))
+            raise ParameterError('%s: pooled_size must be two positive ints, got %r'
+                                 % (self.name, self.pooled_size))
 
     def list_arguments(self):
         return ['data', 'rois']
@@ -223,7 +224,7 @@ class ROIAlign(_ROIBase):
         rw, rh = x2 - x1, y2 - y1
         if self.aligned:
             if bool(((rw <= 0) | (rh <= 0))[batch >= 0].any()):
-                raise MXNetError('ROIAlign with aligned=True needs ROIs of positive size')
+                raise ArgumentError('ROIAlign with aligned=True needs ROIs of positive size')
         else:
             rw, rh = xp.maximum(rw, dt.type(1)), xp.maximum(rh, dt.type(1))
         if self.sample_ratio > 0:

@@ -15,6 +15,7 @@ import functools
 from symgraph.opdef import Operator, Param, ShapeError, register, unify_shape
 
 from ._util import norm_axis, sliced_len
+from symgraph.base import ArgumentError
 
 
 class _VarArgs(Operator):
@@ -25,7 +26,7 @@ class _VarArgs(Operator):
 
     def check(self):
         if self.num_args < 1:
-            raise ValueError('%s: num_args must be at least 1' % self.name)
+            raise ArgumentError('%s: num_args must be at least 1' % self.name)
 
     def list_arguments(self):
         return ['arg%d' % i for i in range(self.num_args)]
@@ -239,7 +240,7 @@ class Slice(Operator):
             try:
                 text = str(_opt_tuple(getattr(self, p)))
             except (ValueError, SyntaxError, TypeError):
-                raise ValueError('slice: cannot parse %s=%r' % (p, getattr(self, p))) from None
+                raise ArgumentError('slice: cannot parse %s=%r' % (p, getattr(self, p))) from None
             # written back as MXNet writes a Python tuple: '(0, None)', '(1,)'
             self._values[p] = text
             object.__setattr__(self, p, text)

@@ -11,6 +11,7 @@ import numpy as np
 from symgraph.opdef import Operator, Param, ShapeError, TypeInferenceError, register
 
 from ._util import norm_axis
+from symgraph.base import ArgumentError
 
 
 def softmax(xp, x, axis):
@@ -36,7 +37,7 @@ class _SoftmaxBase(Operator):
     def check(self):
         if self.dtype is not None and np.dtype(self.dtype).name not in (
                 'float16', 'float32', 'float64'):
-            raise ValueError('%s: dtype must be float16, float32 or float64' % self.name)
+            raise ArgumentError('%s: dtype must be float16, float32 or float64' % self.name)
 
     def infer_type(self, in_types):
         t = in_types[0]

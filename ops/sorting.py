@@ -8,7 +8,7 @@ give a zero gradient.
 """
 from math import prod
 
-from symgraph.base import MXNetError
+from symgraph.base import ParameterError
 from symgraph.opdef import Operator, Param, ShapeError, register, np_dtype
 
 _INDEX_DTYPES = [np_dtype(t) for t in ('float16', 'float32', 'float64', 'int32', 'int64',
@@ -28,8 +28,8 @@ class _Sorting(Operator):
 
     def check(self):
         if isinstance(self.axis, tuple):
-            raise MXNetError('%s: axis must be an int or None, got %s'
-                             % (self.name, self.axis))
+            raise ParameterError('%s: axis must be an int or None, got %s'
+                                 % (self.name, self.axis))
 
     def along(self, shape):
         """(axis in the viewed data, length along it, shape of the viewed data)."""

@@ -44,7 +44,7 @@ shape errors here.
 """
 import numpy as np
 
-from symgraph.base import MXNetError
+from symgraph.base import ParameterError
 from symgraph.opdef import Operator, Param, ShapeError, TypeInferenceError, register
 
 
@@ -351,12 +351,12 @@ class Correlation(Operator):
     def check(self):
         for k in ('kernel_size', 'max_displacement', 'pad_size'):
             if getattr(self, k) < 0:
-                raise MXNetError('operator Correlation: %s must be >= 0, got %d'
-                                 % (k, getattr(self, k)))
+                raise ParameterError('operator Correlation: %s must be >= 0, got %d'
+                                     % (k, getattr(self, k)))
         for k in ('stride1', 'stride2'):
             if getattr(self, k) < 1:
-                raise MXNetError('operator Correlation: %s must be >= 1, got %d'
-                                 % (k, getattr(self, k)))
+                raise ParameterError('operator Correlation: %s must be >= 1, got %d'
+                                     % (k, getattr(self, k)))
 
     def list_arguments(self):
         return ['data1', 'data2']

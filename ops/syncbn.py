@@ -28,14 +28,15 @@ from symgraph.opdef import Param, device_group, register
 
 from ._norm import BatchNormBase, bshape
 from ._util import acc, f32
+from symgraph.base import ArgumentError, UsageError
 
 
 def _group(ndev):
     """The data-parallel group this copy runs in (the runtime's declared hook)."""
     group = device_group()
     if group is None:
-        raise RuntimeError('SyncBatchNorm with ndev=%d must run inside a data-parallel '
-                           'group (symgraph.dist.DataParallelExecutor)' % ndev)
+        raise UsageError('SyncBatchNorm with ndev=%d must run inside a data-parallel '
+                         'group (symgraph.dist.DataParallelExecutor)' % ndev)
     return group
 
 
@@ -61,7 +62,7 @@ class SyncBatchNorm(BatchNormBase):
 
     def check(self):
         if self.ndev < 1:
-            raise ValueError('SyncBatchNorm ndev must be >= 1, got %d' % self.ndev)
+            raise ArgumentError('SyncBatchNorm ndev must be >= 1, got %d' % self.ndev)
 
     def _global_stats(self, xp, x, axes):
         """Mean and biased variance over the batches of all devices (float64)."""

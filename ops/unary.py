@@ -167,7 +167,7 @@ class Trunc(ZeroGrad):
 
 @register
 class Fix(ZeroGrad):
-    name, ufunc = 'fix', 'fix'
+    name, ufunc = 'fix', 'trunc'   # numpy.fix is deprecated in NumPy 2.5; same rounding
 
 
 # --- trigonometric ---------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Attribute scopes (MXNet's ``mx.AttrScope``)."""
 import threading
 
-from .base import MXNetError
+from .base import ArgumentError, ArgumentTypeError
 from .name import _CurrentMeta
 
 __all__ = ['AttrScope']
@@ -22,7 +22,7 @@ def check_attrs(attrs):
     out = {}
     for k, v in (attrs or {}).items():
         if not isinstance(k, str):
-            raise MXNetError('attribute names must be strings, got %r' % (k,))
+            raise ArgumentTypeError('attribute names must be strings, got %r' % (k,))
         out['__%s__' % k if k in PLAIN_KEYS else k] = str(v)
     return out
 
@@ -56,7 +56,7 @@ class AttrScope(metaclass=_CurrentMeta):
     def __init__(self, **kwargs):
         for v in kwargs.values():
             if not isinstance(v, str):
-                raise ValueError('Attributes need to be string')
+                raise ArgumentError('Attributes need to be string')
         self._attr = check_attrs(kwargs)
         self._old = None
 

@@ -1,6 +1,7 @@
 """Errors and small shared utilities (MXNet's ``mxnet.base``)."""
 from __future__ import annotations
 
+import difflib
 import inspect
 import os
 import sys
@@ -8,8 +9,10 @@ import sys
 import numpy as _np
 
 __all__ = ['SymgraphError', 'MXNetError', 'ShapeError', 'TypeInferenceError',
-           'BindError', 'user_location', 'string_types', 'numeric_types', 'integer_types',
-           'mx_real_t', 'py_str', 'NotImplementedForSymbol']
+           'BindError', 'ArgumentError', 'ParameterError', 'ArgumentTypeError',
+           'UnknownNameError', 'UnknownOperatorError', 'MissingFileError', 'UsageError',
+           'NotSupportedError', 'close_names', 'rewrap', 'user_location', 'string_types',
+           'numeric_types', 'integer_types', 'mx_real_t', 'py_str', 'NotImplementedForSymbol']
 
 # MXNet's type tuples: numpy scalars count as numbers (metrics return them)
 string_types = (str,)
@@ -60,6 +63,62 @@ class TypeInferenceError(SymgraphError, TypeError):
 
 class BindError(SymgraphError, ValueError):
     """Arrays given to ``bind`` that do not fit the symbol."""
+
+
+class ArgumentError(SymgraphError, ValueError):
+    """A value given to symgraph that does not fit (``except ValueError`` catches it)."""
+
+
+class ParameterError(ArgumentError):
+    """An operator parameter with a bad value, a bad combination of them, or missing one."""
+
+
+class ArgumentTypeError(SymgraphError, TypeError):
+    """A wrong kind of object: a Symbol where an NDArray goes, an NDArray into ``mx.sym``."""
+
+
+class UnknownNameError(SymgraphError, KeyError):
+    """An unknown name (operator, op_type, parameter, input, keyword); the message lists
+    the valid names.  ``except KeyError`` catches it; ``str()`` is the plain message (a bare
+    KeyError would quote it)."""
+
+    def __str__(self):
+        return str(self.args[0]) if len(self.args) == 1 else super().__str__()
+
+
+class UnknownOperatorError(UnknownNameError, AttributeError):
+    """An operator name that is not registered; also an ``AttributeError``, so that
+    ``hasattr(mx.sym, name)`` and ``getattr(mx.nd, name, None)`` keep working."""
+
+
+def close_names(name, valid, n=3):
+    """Up to ``n`` names of ``valid`` that look like ``name`` (for 'did you mean')."""
+    return difflib.get_close_matches(str(name), [str(v) for v in valid], n=n)
+
+
+def rewrap(err, prefix, whole=False):
+    """``err`` (a symgraph error) again, of the same class, its message led by ``prefix``
+    (replaced by it if ``whole``); ``SymgraphError`` when the class cannot be built from a
+    message."""
+    msg = prefix if whole else '%s: %s' % (prefix, err)
+    try:
+        new = type(err)(msg)
+    except TypeError:
+        new = SymgraphError(msg)
+    return new
+
+
+class MissingFileError(SymgraphError, FileNotFoundError):
+    """A file to load that does not exist."""
+
+
+class UsageError(SymgraphError, RuntimeError):
+    """A call that does not fit the object's state (backward before forward, a closed
+    iterator, a missing parameter at bind): a ``RuntimeError``, as MXNet raises there."""
+
+
+class NotSupportedError(SymgraphError, NotImplementedError):
+    """Something MXNet has that symgraph does not implement (sparse storage, ...)."""
 
 
 class NotImplementedForSymbol(SymgraphError, NotImplementedError):

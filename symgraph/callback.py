@@ -12,6 +12,7 @@ import math
 import time
 
 from .model import save_checkpoint
+from .base import ArgumentError
 
 __all__ = ['module_checkpoint', 'do_checkpoint', 'log_train_metric', 'Speedometer',
            'ProgressBar', 'LogValidationMetricsCallback', 'TqdmProgress']
@@ -225,8 +226,8 @@ class TqdmProgress(object):
 
     def __init__(self, total=None, show_metric=True, desc='Epoch[{epoch}]', **tqdm_kwargs):
         if total is not None and (not isinstance(total, int) or total <= 0):
-            raise ValueError('TqdmProgress: total must be a positive int or None, not %r'
-                             % (total,))
+            raise ArgumentError('TqdmProgress: total must be a positive int or None, not %r'
+                                % (total,))
         self._tqdm = _import_tqdm().tqdm
         self.total = total
         self.show_metric = show_metric

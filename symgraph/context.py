@@ -3,7 +3,7 @@ import threading
 
 import numpy as np
 
-from .base import MXNetError
+from .base import MXNetError, ArgumentError, UnknownNameError
 
 __all__ = ['Context', 'cpu', 'gpu', 'cpu_pinned', 'current_context', 'num_gpus']
 
@@ -29,8 +29,8 @@ class Context:
         if isinstance(device_type, Context):
             device_type, device_id = device_type.device_type, device_type.device_id
         if device_type not in self.devstr2type:
-            raise MXNetError('unknown device type %r; use one of %s'
-                             % (device_type, sorted(self.devstr2type)))
+            raise UnknownNameError('unknown device type %r; use one of %s'
+                                   % (device_type, sorted(self.devstr2type)))
         self.device_type = device_type
         self.device_id = int(device_id)
         self._old = None
@@ -50,8 +50,8 @@ class Context:
             cp = _cupy()
             n = num_gpus()
             if self.device_id >= n:
-                raise MXNetError('gpu(%d) requested but %d GPU(s) are visible'
-                                 % (self.device_id, n))
+                raise ArgumentError('gpu(%d) requested but %d GPU(s) are visible'
+                                    % (self.device_id, n))
             return cp
         return np
 

@@ -6,7 +6,8 @@ import warnings
 
 import numpy as np
 
-from .base import MXNetError, BindError
+from .base import (BindError, ArgumentError, ArgumentTypeError, ShapeError, UnknownNameError,
+                   UsageError)
 from .context import Context, current_context
 from .graph.infer import infer_shapes, infer_types, shape_complete
 from .ndarray import NDArray
@@ -34,7 +35,7 @@ def _grad_reqs(grad_req, names):
                           'ignored' % (unknown, names), stacklevel=4)
         reqs = [grad_req.get(n, 'null') for n in names]
     else:
-        raise TypeError('grad_req must be a str, a list or a dict')
+        raise ArgumentTypeError('grad_req must be a str, a list or a dict')
     for n, r in zip(names, reqs):
         if r not in _REQS:
             raise BindError('grad_req for %r is %r; use one of write, add, null' % (n, r))
@@ -61,7 +62,7 @@ def _as_list(values, names, what, required=True):
             raise BindError('bind: %d %s given but the symbol has %d: %s'
                             % (len(values), what, len(names), names))
         return list(values) + [None] * (len(names) - len(values))
-    raise TypeError('bind: %s must be a list or a dict of NDArrays' % what)
+    raise ArgumentTypeError('bind: %s must be a list or a dict of NDArrays' % what)
 
 
 class Executor:
@@ -77,8 +78,8 @@ class Executor:
         args = _as_list(args, self._arg_names, 'arguments')
         for n, a in zip(self._arg_names, args):
             if not isinstance(a, NDArray):
-                raise TypeError('bind: argument %r must be an NDArray, got %s'
-                                % (n, type(a).__name__))
+                raise ArgumentTypeError('bind: argument %r must be an NDArray, got %s'
+                                        % (n, type(a).__name__))
         aux = _as_list(aux_states, self._aux_names, 'auxiliary states')
         if args_grad is None:
             grads = [None] * len(args)
@@ -197,11 +198,11 @@ class Executor:
         """Run forward; keyword arguments are copied into the argument arrays first."""
         for k, v in kwargs.items():
             if k not in self._arg_names:
-                raise MXNetError('forward: unknown argument %r; arguments are %s'
-                                 % (k, self._arg_names))
+                raise UnknownNameError('forward: unknown argument %r; arguments are %s'
+                                       % (k, self._arg_names))
             dst = self.arg_arrays[self._arg_names.index(k)]
             if tuple(np.shape(v)) != dst.shape:
-                raise MXNetError('forward: argument %r has shape %s, the executor was bound '
+                raise ShapeError('forward: argument %r has shape %s, the executor was bound '
                                  'with %s' % (k, tuple(np.shape(v)), dst.shape))
             dst[:] = v
         keep = bool(is_train) or self._any_grad
@@ -227,7 +228,7 @@ class Executor:
                 raise err from e
             for out, h, (node, i) in zip(self.outputs, heads, self._plan.heads):
                 if h.shape != out.shape or h.dtype != out._data.dtype:
-                    raise MXNetError('%s produced output %d with shape %s %s but %s %s was '
+                    raise ShapeError('%s produced output %d with shape %s %s but %s %s was '
                                      'inferred' % (node.describe(), i, h.shape, h.dtype,
                                                    out.shape, out._data.dtype))
                 if h is not out._data:    # not computed straight into it (writes_into)
@@ -240,7 +241,7 @@ class Executor:
     def backward(self, out_grads=None, is_train=True):
         """Run backward from the last forward, honouring grad_req."""
         if self._saved is None:
-            raise MXNetError('backward: call forward first (there was none, it failed, or '
+            raise UsageError('backward: call forward first (there was none, it failed, or '
                              'the executor has no gradients to compute)')
         plan = self._plan
         if out_grads is None:
@@ -257,7 +258,7 @@ class Executor:
                 continue
             if g is None:
                 if plan.requires[plan.head_entries[k]]:
-                    raise MXNetError(
+                    raise ArgumentError(
                         'backward: output %r is not a loss, so it needs a head gradient: pass '
                         'out_grads, or wrap the output in MakeLoss to minimise it'
                         % self._output_names[k])
@@ -265,7 +266,7 @@ class Executor:
                 continue
             arr = _to_xp(g._data if isinstance(g, NDArray) else np.asarray(g), self._ctx)
             if tuple(arr.shape) != self.outputs[k].shape:
-                raise MXNetError('backward: head gradient %d has shape %s but output %r has '
+                raise ShapeError('backward: head gradient %d has shape %s but output %r has '
                                  'shape %s' % (k, tuple(arr.shape), self._output_names[k],
                                                self.outputs[k].shape))
             with self._ctx.device_scope():
@@ -313,17 +314,17 @@ class Executor:
                 if k in names:
                     dst = arrays[names.index(k)]
                     if tuple(v.shape) != dst.shape:
-                        raise MXNetError('copy_params_from: %r has shape %s but the bound %s '
+                        raise ShapeError('copy_params_from: %r has shape %s but the bound %s '
                                          'has %s' % (k, tuple(v.shape), what, dst.shape))
                     dst[:] = v
                 elif not allow_extra_params:
-                    raise ValueError('Find name "%s" that is not in the %ss' % (k, what))
+                    raise ArgumentError('Find name "%s" that is not in the %ss' % (k, what))
 
     def reshape(self, partial_shaping=False, allow_up_sizing=False, **kwargs):
         """A new executor for new input shapes, sharing arrays whose shape is unchanged."""
         arg_shapes, _, aux_shapes = self._symbol.infer_shape(**kwargs)
         if arg_shapes is None:
-            raise MXNetError('reshape: cannot infer all shapes from %s' % kwargs)
+            raise ShapeError('reshape: cannot infer all shapes from %s' % kwargs)
         xp = self._ctx.xp
 
         def new(old, shape, name):
@@ -332,10 +333,10 @@ class Executor:
             if old.shape == tuple(shape):
                 return old
             if name not in kwargs and not partial_shaping:
-                raise MXNetError('reshape: %r changes shape from %s to %s; pass '
+                raise ShapeError('reshape: %r changes shape from %s to %s; pass '
                                  'partial_shaping=True to allow it' % (name, old.shape, shape))
             if np.prod(shape) > np.prod(old.shape) and not allow_up_sizing:
-                raise MXNetError('reshape: %r grows from %s to %s; pass allow_up_sizing=True'
+                raise ShapeError('reshape: %r grows from %s to %s; pass allow_up_sizing=True'
                                  % (name, old.shape, shape))
             with self._ctx.device_scope():
                 return NDArray(xp.zeros(shape, dtype=old._data.dtype), self._ctx)

@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from .base import MXNetError
+from .base import MXNetError, ArgumentError, ArgumentTypeError, ShapeError, UnknownNameError
 
 __all__ = ['InitDesc', 'Initializer', 'Zero', 'One', 'Constant', 'Uniform', 'Normal',
            'Xavier', 'MSRAPrelu', 'Orthogonal', 'Bilinear', 'LSTMBias', 'Load', 'Mixed',
@@ -30,8 +30,8 @@ def register(cls):
     """Register an initializer class under its lower-case name (for ``__init__`` JSON and
     :func:`create`); aliases come from :func:`alias` or ``_aliases``."""
     if not (isinstance(cls, type) and issubclass(cls, Initializer)):
-        raise TypeError('mx.init.register takes a subclass of mx.init.Initializer, got %r'
-                        % (cls,))
+        raise ArgumentTypeError('mx.init.register takes a subclass of mx.init.Initializer, got %r'
+                                % (cls,))
     _REGISTRY[cls.__name__.lower()] = cls
     for a in getattr(cls, '_aliases', ()):
         _REGISTRY[a.lower()] = cls
@@ -112,7 +112,7 @@ class Initializer:
                       'please use init(mx.init.InitDesc(...), NDArray) instead.',
                       DeprecationWarning, stacklevel=3)
         if not isinstance(name, str):
-            raise TypeError('name must be string')
+            raise ArgumentTypeError('name must be string')
         if name.startswith('upsampling'):
             self._init_bilinear(name, arr)
         elif name.startswith('stn_loc') and name.endswith('weight'):
@@ -283,14 +283,14 @@ class Xavier(Initializer):
         factor = {'avg': (fan_in + fan_out) / 2.0, 'in': fan_in, 'out': fan_out}.get(
             self.factor_type)
         if factor is None:
-            raise ValueError('Incorrect factor type %r' % self.factor_type)
+            raise ArgumentError('Incorrect factor type %r' % self.factor_type)
         scale = np.sqrt(self.magnitude / factor)
         if self.rnd_type == 'uniform':
             arr[:] = np.random.uniform(-scale, scale, shape)
         elif self.rnd_type == 'gaussian':
             arr[:] = np.random.normal(0, scale, shape)
         else:
-            raise ValueError('Unknown random type %r' % self.rnd_type)
+            raise ArgumentError('Unknown random type %r' % self.rnd_type)
 
 
 @register
@@ -355,7 +355,7 @@ class Load:
             from .ndarray import load
             param = load(param)
         if not isinstance(param, dict):
-            raise TypeError('Load takes a dict of arrays or a .params file of a dict')
+            raise ArgumentTypeError('Load takes a dict of arrays or a .params file of a dict')
         self.param = {}
         for name, arr in param.items():
             if name.startswith('arg:') or name.startswith('aux:'):
@@ -369,15 +369,15 @@ class Load:
         if key in self.param:
             value = self.param[key]
             if tuple(value.shape) != tuple(arr.shape):
-                raise MXNetError('Load: parameter %s has shape %s in the file but %s here'
+                raise ShapeError('Load: parameter %s has shape %s in the file but %s here'
                                  % (key, tuple(value.shape), tuple(arr.shape)))
             arr[:] = value
             if self.verbose:
                 logging.info('Initialized %s by loading', key)
         else:
             if self.default_init is None:
-                raise MXNetError('Load: cannot initialize %s: it is not among the loaded '
-                                 'parameters and there is no default_init' % key)
+                raise UnknownNameError('Load: cannot initialize %s: it is not among the loaded '
+                                       'parameters and there is no default_init' % key)
             self.default_init(name, arr)        # the InitDesc itself, attributes and all
             if self.verbose:
                 logging.info('Initialized %s by default', key)
@@ -397,7 +397,7 @@ class Mixed:
             if prog.match(str(name)):
                 init(name, arr)
                 return
-        raise ValueError('Parameter name %s did not match any pattern' % name)
+        raise ArgumentError('Parameter name %s did not match any pattern' % name)
 
 
 def create(*args, **kwargs):
@@ -409,19 +409,19 @@ def create(*args, **kwargs):
     elif 'initializer' in kwargs:
         spec = kwargs.pop('initializer')
     else:
-        raise TypeError('create needs an initializer name, instance or JSON')
+        raise ArgumentTypeError('create needs an initializer name, instance or JSON')
     if isinstance(spec, Initializer):
         if args or kwargs:
-            raise TypeError('create(%r) takes no further arguments' % (spec,))
+            raise ArgumentTypeError('create(%r) takes no further arguments' % (spec,))
         return spec
     if isinstance(spec, dict):
         return create(**spec)
     if not isinstance(spec, str):
-        raise TypeError('cannot create an initializer from %r' % (spec,))
+        raise ArgumentTypeError('cannot create an initializer from %r' % (spec,))
     s = spec.strip()
     if s.startswith('[') or s.startswith('{'):
         if args or kwargs:
-            raise TypeError('create(%r) takes no further arguments' % (spec,))
+            raise ArgumentTypeError('create(%r) takes no further arguments' % (spec,))
         loaded = json.loads(s)
         if isinstance(loaded, dict):
             return create(**loaded)

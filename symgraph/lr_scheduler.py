@@ -14,6 +14,7 @@ The step schedulers log each change on the root logger exactly as MXNet does
 """
 import logging
 from math import cos, pi
+from .base import ArgumentError, ArgumentTypeError
 
 __all__ = ['LRScheduler', 'FactorScheduler', 'MultiFactorScheduler', 'PolyScheduler',
            'CosineScheduler']
@@ -26,7 +27,7 @@ _log = logging.getLogger()
 def _check_int(value, what):
     # MXNet asserts isinstance(..., int); a clear TypeError names the argument instead
     if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError('%s must be an int, got %r' % (what, value))
+        raise ArgumentTypeError('%s must be an int, got %r' % (what, value))
 
 
 class LRScheduler(object):
@@ -53,12 +54,12 @@ class LRScheduler(object):
         self.warmup_final_lr = base_lr
         self.warmup_begin_lr = warmup_begin_lr
         if self.warmup_begin_lr > self.warmup_final_lr:
-            raise ValueError("Base lr has to be higher than warmup_begin_lr")
+            raise ArgumentError("Base lr has to be higher than warmup_begin_lr")
         if self.warmup_steps < 0:
-            raise ValueError("Warmup steps has to be positive or 0")
+            raise ArgumentError("Warmup steps has to be positive or 0")
         if warmup_mode not in ['linear', 'constant']:
-            raise ValueError("Supports only linear and constant modes of warmup (got "
-                             "warmup_mode=%r)" % (warmup_mode,))
+            raise ArgumentError("Supports only linear and constant modes of warmup (got "
+                                "warmup_mode=%r)" % (warmup_mode,))
         self.warmup_mode = warmup_mode
 
     def get_warmup_lr(self, num_update):
@@ -70,7 +71,7 @@ class LRScheduler(object):
             return self.warmup_begin_lr + increase
         if self.warmup_mode == 'constant':
             return self.warmup_begin_lr
-        raise ValueError("Invalid warmup mode %s" % self.warmup_mode)
+        raise ArgumentError("Invalid warmup mode %s" % self.warmup_mode)
 
     def __call__(self, num_update):
         """The learning rate after ``num_update`` updates (the largest count of any weight).
@@ -105,9 +106,9 @@ class FactorScheduler(LRScheduler):
         super(FactorScheduler, self).__init__(base_lr, warmup_steps, warmup_begin_lr,
                                               warmup_mode)
         if step < 1:
-            raise ValueError("Schedule step must be greater or equal than 1 round")
+            raise ArgumentError("Schedule step must be greater or equal than 1 round")
         if factor > 1.0:
-            raise ValueError("Factor must be no more than 1 to make lr reduce")
+            raise ArgumentError("Factor must be no more than 1 to make lr reduce")
         self.step = step
         self.factor = factor
         self.stop_factor_lr = stop_factor_lr
@@ -151,14 +152,14 @@ class MultiFactorScheduler(LRScheduler):
         super(MultiFactorScheduler, self).__init__(base_lr, warmup_steps,
                                                    warmup_begin_lr, warmup_mode)
         if not isinstance(step, list) or len(step) < 1:
-            raise ValueError('step must be a non-empty list of int, got %r' % (step,))
+            raise ArgumentError('step must be a non-empty list of int, got %r' % (step,))
         for i, _step in enumerate(step):
             if i != 0 and step[i] <= step[i - 1]:
-                raise ValueError("Schedule step must be an increasing integer list")
+                raise ArgumentError("Schedule step must be an increasing integer list")
             if _step < 1:
-                raise ValueError("Schedule step must be greater or equal than 1 round")
+                raise ArgumentError("Schedule step must be greater or equal than 1 round")
         if factor > 1.0:
-            raise ValueError("Factor must be no more than 1 to make lr reduce")
+            raise ArgumentError("Factor must be no more than 1 to make lr reduce")
         self.step = step
         self.cur_step_ind = 0
         self.factor = factor
@@ -208,7 +209,7 @@ class PolyScheduler(LRScheduler):
                                             warmup_mode)
         _check_int(max_update, 'max_update')
         if max_update < 1:
-            raise ValueError("maximum number of updates must be strictly positive")
+            raise ArgumentError("maximum number of updates must be strictly positive")
         self.power = pwr
         self.base_lr_orig = self.base_lr
         self.max_update = max_update
@@ -250,7 +251,7 @@ class CosineScheduler(LRScheduler):
                                               warmup_mode)
         _check_int(max_update, 'max_update')
         if max_update < 1:
-            raise ValueError("maximum number of updates must be strictly positive")
+            raise ArgumentError("maximum number of updates must be strictly positive")
         self.base_lr_orig = base_lr
         self.max_update = max_update
         self.final_lr = final_lr

@@ -7,7 +7,8 @@ from collections import namedtuple
 
 from . import ndarray as nd
 from . import symbol as sym
-from .base import MXNetError
+from .base import MissingFileError
+from .ndarray.serialization import ParamsFormatError
 # MXNet's model-level kvstore helpers, which Module imports from here as from MXNet's
 # model.py (defined in symgraph.kvstore.training)
 from .kvstore.training import (_create_kvstore, _initialize_kvstore,  # noqa: F401
@@ -26,7 +27,7 @@ BatchEndParam = namedtuple('BatchEndParams', ['epoch', 'nbatch', 'eval_metric', 
 def save_checkpoint(prefix, epoch, symbol, arg_params, aux_params, remove_amp_cast=True):
     """Write ``prefix-symbol.json`` (if a symbol is given) and ``prefix-<epoch>.params``."""
     if symbol is not None:
-        symbol.save('%s-symbol.json' % prefix)
+        symbol.save('%s-symbol.json' % prefix, remove_amp_cast=remove_amp_cast)
     save_dict = {('arg:%s' % k): v.as_in_context(v.context) for k, v in arg_params.items()}
     save_dict.update({('aux:%s' % k): v for k, v in aux_params.items()})
     param_name = '%s-%04d.params' % (prefix, epoch)
@@ -37,9 +38,15 @@ def save_checkpoint(prefix, epoch, symbol, arg_params, aux_params, remove_amp_ca
 def load_params(prefix, epoch):
     """``(arg_params, aux_params)`` from ``prefix-<epoch>.params``."""
     fname = '%s-%04d.params' % (prefix, epoch)
-    save_dict = nd.load(fname)
+    try:
+        save_dict = nd.load(fname)
+    except FileNotFoundError as e:
+        if isinstance(e, MissingFileError):
+            raise
+        raise MissingFileError(e.errno, 'load_params: no such file (epoch %d of checkpoint %r)'
+                               % (epoch, prefix), fname) from None
     if not isinstance(save_dict, dict):
-        raise MXNetError('%s holds an unnamed list of arrays, not a checkpoint' % fname)
+        raise ParamsFormatError('%s holds an unnamed list of arrays, not a checkpoint' % fname)
     arg_params, aux_params = {}, {}
     for k, v in save_dict.items():
         tp, sep, name = k.partition(':')

@@ -7,6 +7,7 @@ from math import sqrt
 
 from . import ndarray as nd
 from .ndarray import NDArray
+from .base import ArgumentError, ArgumentTypeError
 
 __all__ = ['Monitor']
 
@@ -42,10 +43,10 @@ class Monitor(object):
                 return nd.norm(x) / sqrt(x.size)
             stat_func = asum_stat
         if not callable(stat_func):
-            raise TypeError('Monitor: stat_func must be callable, not %s'
-                            % type(stat_func).__name__)
+            raise ArgumentTypeError('Monitor: stat_func must be callable, not %s'
+                                    % type(stat_func).__name__)
         if not isinstance(interval, int) or interval <= 0:
-            raise ValueError('Monitor: interval must be a positive int, not %r' % (interval,))
+            raise ArgumentError('Monitor: interval must be a positive int, not %r' % (interval,))
         self.stat_func = stat_func
         self.interval = interval
         self.activated = False
@@ -107,13 +108,13 @@ class Monitor(object):
             if isinstance(v_list, NDArray):
                 v_list = [v_list]
             if not isinstance(v_list, list):
-                raise TypeError('Monitor: stat_func must return an NDArray or a list of '
-                                'NDArrays, not %s' % type(v_list).__name__)
+                raise ArgumentTypeError('Monitor: stat_func must return an NDArray or a list of '
+                                        'NDArrays, not %s' % type(v_list).__name__)
             s = ''
             for v in v_list:
                 if not isinstance(v, NDArray):
-                    raise TypeError('Monitor: stat_func returned a %s in its list, not an '
-                                    'NDArray' % type(v).__name__)
+                    raise ArgumentTypeError('Monitor: stat_func returned a %s in its list, not an '
+                                            'NDArray' % type(v).__name__)
                 if v.shape == (1,):
                     s += str(v.asscalar()) + '\t'
                 else:

@@ -17,7 +17,8 @@ compute
     ``forward(xp, inputs, aux, is_train)``, ``backward(xp, out_grads, inputs, outputs,
     aux, need)`` with ``need`` a list of bool; ``fast_forward``/``fast_forward_typed``;
     ``writes_into`` (``out=``/``grad_out=``); ``wants_req`` (``req=``); ``create_state``
-    (``state=``); ``out_is_first_input()``
+    (``state=``); ``out_is_first_input()``; ``specialize(in_shapes, out_shapes)`` (the
+    instance a bind runs, fitted to the inferred shapes)
 planner data
     ``needs_inputs``, ``needs_outputs``, ``inplace``, ``no_grad``, ``is_loss``
 runtime services an operator may use
@@ -34,9 +35,11 @@ import threading
 
 import numpy as np
 
-from .base import MXNetError, ShapeError, TypeInferenceError
+from .base import (MXNetError, ShapeError, TypeInferenceError, ArgumentError, ParameterError,
+                   UnknownNameError, UnknownOperatorError, close_names)
 
-__all__ = ['Param', 'Operator', 'register', 'get_op', 'list_ops', 'OpNamespace', 'ShapeError',
+__all__ = ['Param', 'Operator', 'register', 'get_op', 'unknown_operator', 'list_ops',
+           'OpNamespace', 'ShapeError',
            'TypeInferenceError', 'REQUIRED', 'elemwise_shape', 'same_type',
            'unify_shape', 'dtype_name', 'np_dtype', 'shape_known', 'reduce_to_shape',
            'random_state', 'using_random_state', 'DeviceGroup', 'device_group',
@@ -60,7 +63,7 @@ def _parse_bool(v):
         return True
     if s in ('False', 'false', '0'):
         return False
-    raise ValueError('expected a boolean, got %r' % (v,))
+    raise ArgumentError('expected a boolean, got %r' % (v,))
 
 
 def _literal(v):
@@ -71,7 +74,7 @@ def _literal(v):
         try:
             return ast.literal_eval(s)
         except (ValueError, SyntaxError):
-            raise ValueError('cannot parse %r' % (v,)) from None
+            raise ArgumentError('cannot parse %r' % (v,)) from None
     return v
 
 
@@ -83,17 +86,17 @@ def _parse_shape(v):
         return (int(v),)
     if isinstance(v, (list, tuple)):
         return tuple(int(x) for x in v)
-    raise ValueError('expected a tuple of ints, got %r' % (v,))
+    raise ArgumentError('expected a tuple of ints, got %r' % (v,))
 
 
 def _parse_int(v):
     if isinstance(v, str) and not re.fullmatch(r'\s*[+-]?\d+\s*|\s*(None)?\s*', v):
-        raise ValueError('expected an int, got %r' % (v,))     # '2.0', '1e3', 'True'
+        raise ArgumentError('expected an int, got %r' % (v,))     # '2.0', '1e3', 'True'
     v = _literal(v)
     if v is None:
         return None
     if isinstance(v, (bool, np.bool_)) or (isinstance(v, float) and v != int(v)):
-        raise ValueError('expected an int, got %r' % (v,))
+        raise ArgumentError('expected an int, got %r' % (v,))
     return int(v)
 
 
@@ -209,17 +212,17 @@ class Param:
         try:
             parsed = _PARSERS[self.kind](value)
         except (ValueError, TypeError) as e:
-            raise ValueError('parameter %r: %s' % (self.name, e)) from None
+            raise ArgumentError('parameter %r: %s' % (self.name, e)) from None
         if parsed is None and not self.nullable and self.kind in (int, float, bool):
             # 'None' or '' where a number is needed (an int is not optional here)
-            raise ValueError('parameter %r: expected %s, got %r'
-                             % (self.name, self.kind.__name__, value))
+            raise ArgumentError('parameter %r: expected %s, got %r'
+                                % (self.name, self.kind.__name__, value))
         if self.choices is not None and parsed not in self.choices:
-            raise ValueError('parameter %r must be one of %s, got %r'
-                             % (self.name, list(self.choices), value))
+            raise ArgumentError('parameter %r must be one of %s, got %r'
+                                % (self.name, list(self.choices), value))
         if self.minimum is not None and parsed is not None and parsed < self.minimum:
-            raise ValueError('value %s for parameter %r should be greater equal to %s'
-                             % (parsed, self.name, self.minimum))
+            raise ArgumentError('value %s for parameter %r should be greater equal to %s'
+                                % (parsed, self.name, self.minimum))
         return parsed
 
     def __repr__(self):
@@ -280,19 +283,19 @@ class Operator:
     def __init__(self, **kwargs):
         unknown = [k for k in kwargs if k not in self._params]
         if unknown:
-            raise MXNetError('operator %s: unknown parameter %s; valid parameters are %s'
-                             % (self.name, ', '.join(repr(k) for k in unknown),
-                                sorted(self._params)))
+            raise UnknownNameError('operator %s: unknown parameter %s; valid parameters are %s'
+                                   % (self.name, ', '.join(repr(k) for k in unknown),
+                                      sorted(self._params)))
         values = {}
         for k, p in self._params.items():
             if k in kwargs:
                 try:
                     values[k] = p.parse(kwargs[k])
                 except ValueError as e:
-                    raise MXNetError('operator %s: %s' % (self.name, e)) from None
+                    raise ParameterError('operator %s: %s' % (self.name, e)) from None
             elif p.default is REQUIRED:
-                raise MXNetError('operator %s: required parameter %r is missing'
-                                 % (self.name, k))
+                raise ParameterError('operator %s: required parameter %r is missing'
+                                     % (self.name, k))
             else:
                 values[k] = p.default
         object.__setattr__(self, '_values', values)
@@ -343,16 +346,16 @@ class Operator:
             return inputs, kwargs
         names = cls.positional_params()
         if len(rest) > len(names):
-            raise MXNetError('operator %s: %d positional parameters given but it takes %d '
-                             '(%s)' % (cls.name, len(rest), len(names), ', '.join(names)))
+            raise ParameterError('operator %s: %d positional parameters given but it takes %d '
+                                 '(%s)' % (cls.name, len(rest), len(names), ', '.join(names)))
         kwargs = dict(kwargs)
         for name, value in zip(names, rest):
             if is_input(value):
-                raise MXNetError('operator %s: inputs must come before parameters, got an '
-                                 'input for parameter %r' % (cls.name, name))
+                raise ParameterError('operator %s: inputs must come before parameters, got an '
+                                     'input for parameter %r' % (cls.name, name))
             if name in kwargs:
-                raise MXNetError('operator %s: parameter %r given twice (by position and '
-                                 'keyword)' % (cls.name, name))
+                raise ParameterError('operator %s: parameter %r given twice (by position and '
+                                     'keyword)' % (cls.name, name))
             kwargs[name] = value
         return inputs, kwargs
 
@@ -448,6 +451,21 @@ class Operator:
         """
         return self
 
+    def specialize(self, in_shapes, out_shapes):
+        """The operator a bound executor runs for this node: ``self`` (the default) or an
+        instance of the same operator fitted to the inferred shapes.
+
+        Called once per bind, after inference and before :meth:`create_state`, with the
+        node's input shapes (arguments then auxiliary states) and its inferred output
+        shapes (hidden outputs included). A parameter may leave a dimension unknown (0)
+        that inference fills from the consumers (MXNet's ``mx.sym.zeros(shape=(0, H))``);
+        such an operator returns an instance whose parameters hold the inferred shape, so
+        that its :meth:`forward` makes arrays of that shape. The result must keep the
+        structure (arguments, outputs, gradient data) of ``self``; the graph, its JSON
+        and ``mx.nd`` keep the original instance.
+        """
+        return self
+
     def create_state(self, ctx, in_shapes, in_dtypes):
         """Per-bind state of a stateful operator, or None (the default).
 
@@ -511,10 +529,31 @@ def register(cls):
             if kw not in inspect.signature(getattr(cls, method)).parameters:
                 raise MXNetError('operator %s sets writes_into but its %s takes no %r '
                                  'argument' % (cls.name, method, kw))
+    # validates the declaration: a rule written to take the known output shapes that does not
+    # say so would silently never see them (how mx.rnn's _rnn_param_concat lost its inputs)
+    takes = len(inspect.signature(cls.infer_shape).parameters) - 1    # less self
+    if takes >= 2 and not cls.infer_shape_uses_outputs:
+        raise MXNetError('operator %s: infer_shape takes the output shapes but the class does '
+                         'not set infer_shape_uses_outputs = True' % cls.name)
+    if takes < 2 and cls.infer_shape_uses_outputs:
+        raise MXNetError('operator %s sets infer_shape_uses_outputs but its infer_shape takes '
+                         'no out_shapes argument' % cls.name)
     for n in (cls.name,) + tuple(cls.aliases):
         _REGISTRY[n] = cls
     _CANONICAL[cls.name] = cls
     return cls
+
+
+def unknown_operator(name, prefix=''):
+    """The error for an operator name that is not registered: a KeyError and an
+    AttributeError, with the closest registered names."""
+    full = prefix + str(name)
+    near = close_names(full, _REGISTRY) or close_names(name, _REGISTRY)
+    err = UnknownOperatorError(
+        'operator %r is not registered%s (%d operators are: symgraph.opdef.list_ops())'
+        % (full, '; did you mean %s?' % ', '.join(near) if near else '', len(_CANONICAL)))
+    err.valid = sorted(_REGISTRY)
+    return err
 
 
 def get_op(name):
@@ -522,7 +561,7 @@ def get_op(name):
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise MXNetError('operator %r is not registered' % (name,)) from None
+        raise unknown_operator(name) from None
 
 
 class OpNamespace:
@@ -543,7 +582,7 @@ class OpNamespace:
         for cand in (self._prefix + name, name):
             if cand in _REGISTRY:
                 return self._maker(cand, hint=name.lower())
-        raise AttributeError('no operator %r' % (self._prefix + name))
+        raise unknown_operator(name, self._prefix)
 
     def __dir__(self):
         names = {n[len(self._prefix):] for n in _REGISTRY if n.startswith(self._prefix)}

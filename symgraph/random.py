@@ -9,6 +9,7 @@ import numpy as np
 from . import ndarray as _nd
 from .context import Context, num_gpus, _cupy
 from .namespaces import NAMES
+from .base import ArgumentError
 
 __all__ = ['seed', 'uniform', 'normal', 'randn', 'randint', 'exponential', 'gamma',
            'poisson', 'negative_binomial', 'generalized_negative_binomial', 'multinomial',
@@ -27,7 +28,7 @@ def seed(seed_state, ctx='all'):
     """
     if isinstance(ctx, str):
         if ctx != 'all':
-            raise ValueError("ctx must be a Context or 'all', got %r" % (ctx,))
+            raise ArgumentError("ctx must be a Context or 'all', got %r" % (ctx,))
         np.random.seed(seed_state)
         gpus = range(num_gpus())
     elif Context(ctx).is_gpu:

@@ -18,7 +18,7 @@ import urllib.request
 
 import numpy as np
 
-from .base import MXNetError, data_dir
+from .base import data_dir, ArgumentError, ArgumentTypeError, MissingFileError, NotSupportedError
 from .context import current_context, num_gpus
 from .ndarray import NDArray, array
 from .symbol import Symbol
@@ -177,7 +177,7 @@ def rand_ndarray(shape, stype='default', density=None, dtype=None, modifier_func
     """A dense NDArray of standard-normal values (as MXNet's); sparse types are not
     supported."""
     if stype != 'default':
-        raise MXNetError('rand_ndarray: sparse storage (%r) is not supported' % (stype,))
+        raise NotSupportedError('rand_ndarray: sparse storage (%r) is not supported' % (stype,))
     arr = array(random_arrays(shape), ctx=ctx, dtype=dtype or default_dtype())
     if modifier_func is not None:
         arr = array(modifier_func(arr.asnumpy()), ctx=ctx, dtype=arr.dtype)
@@ -228,7 +228,7 @@ def _location(sym, location, ctx, dtype):
     if isinstance(location, dict):
         missing = set(sym.list_arguments()) - set(location)
         if missing:
-            raise ValueError('location lacks arguments %s' % sorted(missing))
+            raise ArgumentError('location lacks arguments %s' % sorted(missing))
         location = {k: location[k] for k in sym.list_arguments()}
     else:
         location = dict(zip(sym.list_arguments(), location))
@@ -374,8 +374,8 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
 def random_sample(population, k):
     """``k`` elements of ``population`` in random order (NumPy's global random state)."""
     if not 0 <= k <= len(population):
-        raise ValueError('random_sample: k=%r is not in [0, len(population)=%d]'
-                         % (k, len(population)))
+        raise ArgumentError('random_sample: k=%r is not in [0, len(population)=%d]'
+                            % (k, len(population)))
     population_copy = population[:]
     np.random.shuffle(population_copy)
     return population_copy[0:k]
@@ -385,7 +385,7 @@ def retry(n):
     """Decorator: run a stochastic test up to ``n`` times until it passes (an
     AssertionError on the last try is raised)."""
     if not (isinstance(n, int) and n > 0):
-        raise ValueError('retry: n must be a positive int, not %r' % (n,))
+        raise ArgumentError('retry: n must be a positive int, not %r' % (n,))
 
     def decorate(f):
         @functools.wraps(f)
@@ -433,8 +433,8 @@ def environment(*args):
     elif len(args) == 2:
         env_vars = {args[0]: args[1]}
     else:
-        raise TypeError('environment: expecting one dict arg or two args: env var name and '
-                        'value, got %d args' % len(args))
+        raise ArgumentTypeError('environment: expecting one dict arg or two args: env var name and '
+                                'value, got %d args' % len(args))
 
     def set_environ(env_var_dict):
         for name, value in env_var_dict.items():
@@ -556,21 +556,21 @@ def check_consistency(sym, ctx_list, scale=1.0, grad_req='write', arg_params=Non
         The ground truth used (outputs and gradients by name).
     """
     if len(ctx_list) <= 1:
-        raise ValueError('check_consistency needs at least 2 entries in ctx_list, got %d'
-                         % len(ctx_list))
+        raise ArgumentError('check_consistency needs at least 2 entries in ctx_list, got %d'
+                            % len(ctx_list))
     if isinstance(sym, Symbol):
         sym = [sym] * len(ctx_list)
     elif len(sym) != len(ctx_list):
-        raise ValueError('check_consistency: %d symbols for %d contexts'
-                         % (len(sym), len(ctx_list)))
+        raise ArgumentError('check_consistency: %d symbols for %d contexts'
+                            % (len(sym), len(ctx_list)))
     output_names = sym[0].list_outputs()
     arg_names = sym[0].list_arguments()
     exe_list = []
     for s, ctx in zip(sym, ctx_list):
         if s.list_arguments() != arg_names or s.list_outputs() != output_names:
-            raise ValueError('check_consistency: the symbols differ in arguments or outputs: '
-                             '%s %s vs %s %s' % (arg_names, output_names, s.list_arguments(),
-                                                 s.list_outputs()))
+            raise ArgumentError('check_consistency: the symbols differ in arguments or outputs: '
+                                '%s %s vs %s %s' % (arg_names, output_names, s.list_arguments(),
+                                                    s.list_outputs()))
         exe_list.append(s.simple_bind(grad_req=grad_req, **ctx))
 
     arg_params = {} if arg_params is None else arg_params
@@ -715,7 +715,7 @@ def download(url, fname=None, dirname=None, overwrite=False, retries=5, sha1_has
         The file name.
     """
     if not (isinstance(retries, int) and retries >= 0):
-        raise ValueError('Number of retries should be at least 0, got %r' % (retries,))
+        raise ArgumentError('Number of retries should be at least 0, got %r' % (retries,))
     if fname is None:
         fname = url.split('/')[-1]
     if dirname is None:
@@ -738,9 +738,9 @@ def download(url, fname=None, dirname=None, overwrite=False, retries=5, sha1_has
                 tmp = f.name
                 shutil.copyfileobj(r, f, 1 << 20)
             if sha1_hash is not None and not check_sha1(tmp, sha1_hash):
-                raise ValueError('File %s downloaded from %s has the wrong content: SHA-1 is '
-                                 'not %s (the download may be incomplete or the file '
-                                 'outdated)' % (fname, url, sha1_hash))
+                raise ArgumentError('File %s downloaded from %s has the wrong content: SHA-1 is '
+                                    'not %s (the download may be incomplete or the file '
+                                    'outdated)' % (fname, url, sha1_hash))
             os.replace(tmp, fname)
             break
         except (OSError, ValueError) as e:
@@ -812,8 +812,8 @@ def _extract(archive, root):
         for m in tar.getmembers():
             path = os.path.realpath(os.path.join(root, m.name))
             if not path.startswith(os.path.realpath(root) + os.sep) or m.issym() or m.islnk():
-                raise ValueError('%s: refusing to extract %r outside %s'
-                                 % (archive, m.name, root))
+                raise ArgumentError('%s: refusing to extract %r outside %s'
+                                    % (archive, m.name, root))
         tar.extractall(root)
 
 
@@ -843,7 +843,7 @@ def get_cifar10():
         _extract(_dataset_file('cifar10', 'cifar-10-binary.tar.gz'), root)
         missing = [n for n in names if find(n) is None]
         if missing:
-            raise FileNotFoundError('the CIFAR-10 archive in %s lacks %s' % (root, missing))
+            raise MissingFileError('the CIFAR-10 archive in %s lacks %s' % (root, missing))
 
     def read(batch_names):
         raw = np.concatenate([np.fromfile(find(n), dtype=np.uint8).reshape(-1, 3072 + 1)

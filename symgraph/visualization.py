@@ -19,6 +19,7 @@ import sys
 import numpy as np
 
 from .graph.infer import infer_shapes, infer_types, shape_complete
+from .base import ArgumentError, ArgumentTypeError
 
 __all__ = ['plot_network', 'print_summary', 'summary', 'to_networkx', 'repr_svg',
            'clusters']
@@ -57,7 +58,7 @@ class _Facts:
         try:
             self.order, args, aux = symbol._arg_aux()
         except (AttributeError, TypeError):
-            raise TypeError('symbol must be a Symbol, got %s' % type(symbol).__name__) \
+            raise ArgumentTypeError('symbol must be a Symbol, got %s' % type(symbol).__name__) \
                 from None
         self.symbol = symbol
         self.index = {id(n): k for k, n in enumerate(self.order)}
@@ -76,8 +77,8 @@ class _Facts:
             missing = [n.name for n in arg_nodes + aux_nodes
                        if not ok(values.get((self.index[id(n)], 0)))]
             if missing:
-                raise ValueError('Input %s is incomplete: cannot infer %s; give them too'
-                                 % (kind, ', '.join(missing)))
+                raise ArgumentError('Input %s is incomplete: cannot infer %s; give them too'
+                                    % (kind, ', '.join(missing)))
         return values
 
     def shape(self, node, i=0):
@@ -162,7 +163,7 @@ def summary(symbol, shape=None, count='mxnet'):
         the total number of parameters.
     """
     if count not in ('mxnet', 'all'):
-        raise ValueError("count must be 'mxnet' or 'all', got %r" % (count,))
+        raise ArgumentError("count must be 'mxnet' or 'all', got %r" % (count,))
     if shape is None and count == 'all':
         # no input shapes: still use what the graph knows (``__shape__`` attributes)
         facts = _Facts(symbol, {}, partial=True)
@@ -569,8 +570,8 @@ def _collapsed(formed, collapse):
     picked = {p for p in formed if '_'.join(p) in wanted}
     unknown = wanted - {'_'.join(p) for p in picked}
     if unknown:
-        raise ValueError('collapse: no cluster named %s; clusters are %s'
-                         % (sorted(unknown), sorted('_'.join(p) for p in formed)))
+        raise ArgumentError('collapse: no cluster named %s; clusters are %s'
+                            % (sorted(unknown), sorted('_'.join(p) for p in formed)))
     return picked
 
 

@@ -11,3 +11,14 @@ if os.environ.get('SYMGRAPH_STRICT_CUPY'):
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), 'cuda'))
     import strict_cupy
     strict_cupy.install(int(os.environ['SYMGRAPH_STRICT_CUPY']))
+
+# property-based tests (the loader fuzz tests): 'ci' by default, about a minute in all;
+# ``--hypothesis-profile=long`` for a long run (the command is in README). No example
+# database: runs leave nothing in the checkout.
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+settings.register_profile('ci', max_examples=150, deadline=5000, database=None,
+                          print_blob=True, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile('long', max_examples=3000, deadline=20000, database=None,
+                          print_blob=True, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile('ci')

@@ -21,6 +21,7 @@ including lengths below N (some chunks are then empty and skipped).
 import collections
 
 import numpy
+from ..base import ArgumentError, ArgumentTypeError
 
 __all__ = ['Step', 'ring_schedule', 'allreduce', 'NumpyRing']
 
@@ -58,7 +59,7 @@ def ring_schedule(n_devices, length):
     """
     n, length = int(n_devices), int(length)
     if n < 1 or length < 0:
-        raise ValueError('ring_schedule needs n_devices >= 1 and length >= 0')
+        raise ArgumentError('ring_schedule needs n_devices >= 1 and length >= 0')
     bounds = [length * k // n for k in range(n + 1)]
     steps = []
     for phase, first, rounds in (('reduce', 0, 0), ('gather', 1, n - 1)):
@@ -223,20 +224,20 @@ def allreduce(arrays, backend=None):
     """
     arrays = list(arrays)
     if not arrays:
-        raise ValueError('allreduce needs at least one array')
+        raise ArgumentError('allreduce needs at least one array')
     first = arrays[0]
     for a in arrays:
         if a.shape != first.shape or a.dtype != first.dtype:
-            raise ValueError('allreduce needs arrays of one shape and dtype: %r %s vs %r %s'
-                             % (a.shape, a.dtype, first.shape, first.dtype))
+            raise ArgumentError('allreduce needs arrays of one shape and dtype: %r %s vs %r %s'
+                                % (a.shape, a.dtype, first.shape, first.dtype))
         if not a.flags.c_contiguous:
-            raise ValueError('allreduce works in place on C-contiguous arrays')
+            raise ArgumentError('allreduce works in place on C-contiguous arrays')
     if first.dtype not in [numpy.dtype(d) for d in _DTYPES]:
-        raise TypeError('allreduce supports float16, float32 and float64, not %s'
-                        % first.dtype)
+        raise ArgumentTypeError('allreduce supports float16, float32 and float64, not %s'
+                                % first.dtype)
     kinds = {_is_cupy(a) for a in arrays}
     if len(kinds) > 1:
-        raise TypeError('allreduce cannot mix NumPy and CuPy arrays')
+        raise ArgumentTypeError('allreduce cannot mix NumPy and CuPy arrays')
     if backend is None:
         backend = _CupyRing() if kinds.pop() else NumpyRing()
     steps = ring_schedule(len(arrays), first.size)

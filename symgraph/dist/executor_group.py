@@ -8,7 +8,7 @@ import collections
 
 import numpy
 
-from ..base import MXNetError
+from ..base import ArgumentError, ShapeError, UnknownNameError
 from ..context import Context
 from ..ndarray import NDArray
 from ..opdef import using_random_state
@@ -64,21 +64,21 @@ class DataParallelExecutor:
     def __init__(self, symbol, contexts, grad_req='write', type_dict=None, **data_shapes):
         self.contexts = [Context(c) for c in contexts]
         if not self.contexts:
-            raise MXNetError('DataParallelExecutor needs at least one context')
+            raise ArgumentError('DataParallelExecutor needs at least one context')
         if len({c.is_gpu for c in self.contexts}) > 1:
-            raise MXNetError('DataParallelExecutor needs all-CPU or all-GPU contexts, got %s'
-                             % self.contexts)
+            raise ArgumentError('DataParallelExecutor needs all-CPU or all-GPU contexts, got %s'
+                                % self.contexts)
         if not data_shapes:
-            raise MXNetError('DataParallelExecutor needs the shapes of the batch inputs '
-                             '(e.g. data=(32, 3, 224, 224))')
+            raise ArgumentError('DataParallelExecutor needs the shapes of the batch inputs '
+                                '(e.g. data=(32, 3, 224, 224))')
         batches = {tuple(s)[0] for s in data_shapes.values()}
         if len(batches) != 1:
-            raise MXNetError('batch inputs disagree on the batch size: %s' % data_shapes)
+            raise ArgumentError('batch inputs disagree on the batch size: %s' % data_shapes)
         self.batch_size = batches.pop()
         n = len(self.contexts)
         if self.batch_size < n:
-            raise MXNetError('a batch of %d cannot be split over %d devices'
-                             % (self.batch_size, n))
+            raise ArgumentError('a batch of %d cannot be split over %d devices'
+                                % (self.batch_size, n))
         self.symbol = symbol
         self.data_names = list(data_shapes)
         self.slices = []
@@ -116,8 +116,8 @@ class DataParallelExecutor:
         """
         for k in data:
             if k not in self.data_names:
-                raise MXNetError('forward: %r is not a batch input of the group (%s)'
-                                 % (k, self.data_names))
+                raise UnknownNameError('forward: %r is not a batch input of the group (%s)'
+                                       % (k, self.data_names))
         for k, v in data.items():
             v = v.asnumpy() if isinstance(v, NDArray) else numpy.asarray(v)
             self._check_batch('forward: input %r' % k, v, self._full_shape(k))
@@ -138,8 +138,8 @@ class DataParallelExecutor:
             og = out_grads if isinstance(out_grads, (list, tuple)) else [out_grads]
             og = [g.asnumpy() if isinstance(g, NDArray) else numpy.asarray(g) for g in og]
             if len(og) > len(self.execs[0].outputs):
-                raise MXNetError('backward: %d head gradients for %d outputs'
-                                 % (len(og), len(self.execs[0].outputs)))
+                raise ArgumentError('backward: %d head gradients for %d outputs'
+                                    % (len(og), len(self.execs[0].outputs)))
             for i, g in enumerate(og):
                 per = self.execs[0].outputs[i].shape
                 self._check_batch('backward: head gradient %d' % i, g,
@@ -212,7 +212,7 @@ class DataParallelExecutor:
     def _check_batch(what, value, want):
         # the slices would broadcast or drop rows of a wrong-sized batch silently
         if tuple(value.shape) != tuple(want):
-            raise MXNetError('%s has shape %s, the group was bound for %s'
+            raise ShapeError('%s has shape %s, the group was bound for %s'
                              % (what, tuple(value.shape), tuple(want)))
 
     # ------------------------------------------------------------------ results

@@ -11,7 +11,7 @@
 import threading
 import time
 
-from ..base import MXNetError
+from ..base import ArgumentError, UsageError
 from ..opdef import DeviceGroup, using_device_group
 from .allreduce import allreduce
 
@@ -62,7 +62,7 @@ class Rendezvous:
 
     def __init__(self, key, ndev):
         if int(ndev) < 1:
-            raise ValueError('a rendezvous needs ndev >= 1, got %r' % (ndev,))
+            raise ArgumentError('a rendezvous needs ndev >= 1, got %r' % (ndev,))
         self.key = key
         self.ndev = int(ndev)
         self._cond = threading.Condition()
@@ -99,11 +99,11 @@ class Rendezvous:
             if rank is None:
                 rank = len(self._pending)
             if not 0 <= rank < self.ndev:
-                raise MXNetError('rendezvous %r: rank %d is outside 0..%d (ndev=%d); the '
-                                 'operator runs on more devices than its ndev says'
-                                 % (self.key, rank, self.ndev - 1, self.ndev))
+                raise ArgumentError('rendezvous %r: rank %d is outside 0..%d (ndev=%d); the '
+                                    'operator runs on more devices than its ndev says'
+                                    % (self.key, rank, self.ndev - 1, self.ndev))
             if rank in self._pending:
-                raise MXNetError('rendezvous %r: two participants claim rank %d in one round'
+                raise UsageError('rendezvous %r: two participants claim rank %d in one round'
                                  % (self.key, rank))
             my_round = self._round
             self._pending[rank] = array
@@ -117,9 +117,9 @@ class Rendezvous:
                     arrived = len(self._pending)
                     del self._pending[rank]
                     if failed is not None:
-                        raise MXNetError('rendezvous %r abandoned: another device failed (%s)'
+                        raise UsageError('rendezvous %r abandoned: another device failed (%s)'
                                          % (self.key, failed))
-                    raise MXNetError(
+                    raise UsageError(
                         'rendezvous %r timed out after %g s: %d of %d devices arrived; every '
                         'device must run the operator (is ndev right, and do all executors '
                         'run forward/backward concurrently?)'
@@ -133,7 +133,7 @@ class Rendezvous:
             if error is not None and not results:
                 del self._error[my_round]
         if error is not None:
-            raise MXNetError('rendezvous %r: all-reduce failed: %s' % (self.key, error))
+            raise UsageError('rendezvous %r: all-reduce failed: %s' % (self.key, error))
         return out
 
     def _finish(self):
@@ -161,8 +161,8 @@ def rendezvous(key, ndev):
         if r is None:
             r = _registry[key] = Rendezvous(key, ndev)
         elif r.ndev != int(ndev):
-            raise MXNetError('rendezvous key %r is in use with ndev=%d, asked with ndev=%d'
-                             % (key, r.ndev, int(ndev)))
+            raise ArgumentError('rendezvous key %r is in use with ndev=%d, asked with ndev=%d'
+                                % (key, r.ndev, int(ndev)))
     return r
 
 

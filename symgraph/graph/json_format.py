@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 from .. import opdef
 from ..attribute import PLAIN_KEYS
 from ..base import MXNetError
-from .nodes import Node, topo_order
+from .nodes import TYPE_CODE, Node, dtype_from_attr, parse_shape_attr, topo_order
 
 __all__ = ['to_json', 'from_json', 'MXNET_VERSION']
 
@@ -17,16 +18,42 @@ class SymbolFormatError(MXNetError, ValueError):
     """A symbol JSON file that is corrupt, truncated or not a symbol."""
 
 
-def to_json(heads):
-    """MXNet JSON text of the graph whose outputs are ``heads`` ((node, index) pairs)."""
-    order = topo_order([n for n, _ in heads])
+_AMP_CASTS = ('amp_cast', 'amp_multicast')
+
+
+def _skip_amp_casts(entry):
+    """The entry an amp_cast / amp_multicast output stands for: its (matching) input."""
+    node, i = entry
+    while node.op is not None and node.op.name in _AMP_CASTS:
+        node, i = node.inputs[0 if node.op.name == 'amp_cast' else i]
+    return node, i
+
+
+def to_json(heads, remove_amp_cast=False):
+    """MXNet JSON text of the graph whose outputs are ``heads`` ((node, index) pairs).
+
+    ``remove_amp_cast``: as MXNet's ``RemoveAmpCast`` pass (what ``Symbol.tojson`` and
+    ``save`` apply by default), every input fed by an ``amp_cast`` / ``amp_multicast``
+    is fed by that cast's input instead; casts that are outputs of the graph stay.
+    """
+    if remove_amp_cast:
+        rewired = {}
+
+        def inputs_of(n):
+            if id(n) not in rewired:
+                rewired[id(n)] = [_skip_amp_casts(e) for e in n.inputs]
+            return rewired[id(n)]
+    else:
+        def inputs_of(n):
+            return n.inputs
+    order = topo_order([n for n, _ in heads], inputs_of)
     index = {id(n): k for k, n in enumerate(order)}
     nodes, arg_nodes, row_ptr = [], [], [0]
     for k, n in enumerate(order):
         d = {'op': 'null' if n.op is None else n.op.name, 'name': n.name}
         if n.attrs:
             d['attrs'] = dict(n.attrs)
-        d['inputs'] = [[index[id(src)], i, 0] for src, i in n.inputs]
+        d['inputs'] = [[index[id(src)], i, 0] for src, i in inputs_of(n)]
         nodes.append(d)
         if n.op is None:
             arg_nodes.append(k)
@@ -52,8 +79,9 @@ def _split_attrs(cls, attrs, where):
         elif (k.startswith('__') and k.endswith('__')) or k in PLAIN_KEYS:
             continue
         else:
-            raise MXNetError('%s: unknown parameter %r of operator %s; valid parameters '
-                             'are %s' % (where, k, cls.name, sorted(cls._params)))
+            raise SymbolFormatError('%s: unknown parameter %r of operator %s; valid '
+                                    'parameters are %s' % (where, k, cls.name,
+                                                           sorted(cls._params)))
     return params
 
 
@@ -105,6 +133,7 @@ def _read_nodes(doc, source):
             if not isinstance(a, dict):
                 _fail(source, 'node %d (%s): %r must be an object' % (k, name, key))
             attrs.update({str(x): str(y) for x, y in a.items()})
+        _check_hidden(attrs, source, k, name)
         raw_inputs = d.get('inputs', [])
         if not isinstance(raw_inputs, list):
             _fail(source, 'node %d (%s): "inputs" must be a list, got %r'
@@ -129,6 +158,27 @@ def _read_nodes(doc, source):
                       % (k, name, op_name))
         recs.append(_Rec(k, name, cls, attrs, inputs, '%s:node %d' % (source, k)))
     return recs
+
+
+def _check_hidden(attrs, source, k, name):
+    """``__shape__`` and ``__dtype__`` are read by inference long after the load: a corrupt
+    value is reported now, as the file's error, not later as a parser's KeyError."""
+    for key, parse in (('__shape__', parse_shape_attr), ('__dtype__', _known_dtype)):
+        if key in attrs:
+            try:
+                parse(attrs[key])
+            except (ValueError, TypeError, KeyError, OverflowError):
+                _fail(source, 'node %d (%s): attribute %s=%r is not a valid %s'
+                      % (k, name, key, attrs[key], key.strip('_')))
+
+
+def _known_dtype(text):
+    with warnings.catch_warnings():
+        # NumPy warns about deprecated aliases ('a'); they name no MXNet type either
+        warnings.simplefilter('ignore')
+        dt = dtype_from_attr(text)
+    if dt.name not in TYPE_CODE:
+        raise ValueError(dt.name)
 
 
 def _version(doc, source):
@@ -180,8 +230,10 @@ def _make_op(rec, attrs, source):
     params = _split_attrs(rec.cls, attrs, '%s: node %d (%r)' % (source, rec.index, rec.name))
     try:
         return rec.cls(**params)
-    except MXNetError as e:
-        raise MXNetError('%s: node %d (%r): %s' % (source, rec.index, rec.name, e)) from None
+    except (MXNetError, ValueError, TypeError, KeyError, OverflowError) as e:
+        # a corrupt attribute value is a format error of the file, whatever its parser raised
+        raise SymbolFormatError('%s: node %d (%r): %s' % (source, rec.index, rec.name, e)) \
+            from None
 
 
 def _input_names(op):
@@ -308,6 +360,9 @@ def from_json(text, source='<json>'):
         doc = json.loads(text)
     except (ValueError, TypeError) as e:
         _fail(source, 'not valid JSON (truncated or corrupt?): %s' % e)
+    except RecursionError:
+        # the C decoder recurses per nesting level; no symbol file nests more than a few
+        _fail(source, 'not a symbol file: JSON nested too deeply to parse')
     if not isinstance(doc, dict) or not isinstance(doc.get('nodes'), list) \
             or not isinstance(doc.get('heads'), list):
         _fail(source, 'not an MXNet symbol file: expected an object with "nodes" and '

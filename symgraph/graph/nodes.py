@@ -60,9 +60,11 @@ class Node:
         return '<Node %s %s>' % ('null' if self.op is None else self.op.name, self.name)
 
 
-def topo_order(head_nodes):
+def topo_order(head_nodes, inputs_of=None):
     """Nodes reachable from ``head_nodes`` in MXNet's order: depth-first post-order over
-    inputs, heads in order. Iterative, so deep graphs need no recursion."""
+    inputs, heads in order. Iterative, so deep graphs need no recursion. ``inputs_of``
+    (node -> list of (node, index)) replaces ``node.inputs`` (a rewired graph)."""
+    inputs_of = inputs_of or (lambda n: n.inputs)
     visited = set()
     order = []
     for head in head_nodes:
@@ -73,9 +75,10 @@ def topo_order(head_nodes):
         while stack:
             top = stack[-1]
             node, i = top
-            if i < len(node.inputs):
+            ins = inputs_of(node)
+            if i < len(ins):
                 top[1] = i + 1
-                child = node.inputs[i][0]
+                child = ins[i][0]
                 if id(child) not in visited:
                     visited.add(id(child))
                     stack.append([child, 0])

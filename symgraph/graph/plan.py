@@ -11,15 +11,20 @@ memory of dead arrays, so the peak memory follows the liveness plan.
 from __future__ import annotations
 
 import collections
+import itertools
 import linecache
 import warnings
+import weakref
 import numpy as np
 
-from ..base import MXNetError
+from ..base import (MXNetError, ArgumentError, ArgumentTypeError, NotSupportedError,
+                    UnknownNameError, UsageError, rewrap)
 
 __all__ = ['Plan']
 
-_counter = [0]
+# numbers the generated code's file names (next() on a count is atomic: binds may run in
+# several threads)
+_counter = itertools.count(1)
 
 
 class Plan:
@@ -51,8 +56,13 @@ class Plan:
         self.heads = heads
         self.grad_reqs = list(grad_reqs)
         self.steps = [n for n in order if n.op is not None]
+        # the operator each step runs, fitted to the inferred shapes (Operator.specialize:
+        # mx.sym.zeros(shape=(0, H)) makes arrays of the shape its consumer gave)
+        self.run_op = {id(n): n.op.specialize(
+            [self.shapes[e] for e in self.in_entries(n)],
+            [self.shapes[e] for e in self.out_entries(n)]) for n in self.steps}
         # per-executor state of stateful operators (Custom), shared by forward and backward
-        self.op_state = {id(n): n.op.create_state(
+        self.op_state = {id(n): self.run_op[id(n)].create_state(
             ctx, [self.shapes[e] for e in self.in_entries(n)],
             [self.dtypes[e] for e in self.in_entries(n)]) for n in self.steps}
         self._requires_grad()
@@ -101,12 +111,14 @@ class Plan:
 
     # ------------------------------------------------------------------ code
     def _compile(self, src, env, name):
-        _counter[0] += 1
-        fname = '<symgraph-plan-%d-%s>' % (_counter[0], name)
+        fname = '<symgraph-plan-%d-%s>' % (next(_counter), name)
         code = compile(src, fname, 'exec')
-        # register the source so tracebacks show the generated line
+        # register the source so tracebacks show the generated line, for as long as the
+        # function lives: linecache never drops such entries itself, and every bind
+        # compiles new functions
         linecache.cache[fname] = (len(src), None, src.splitlines(True), fname)
         exec(code, env)
+        weakref.finalize(env[name], linecache.cache.pop, fname, None)
         return env[name], fname
 
     def forward_fn(self, is_train, monitor=False, keep_saved=None):
@@ -143,8 +155,9 @@ class Plan:
             for j, e in enumerate(self.arg_entries):
                 lines.append('    M(%d, v%d)' % (e, e))
         for s, n in enumerate(self.steps):
-            fn, fast = n.op.make_forward(xp, is_train, state=self.op_state[id(n)],
-                                         in_dtypes=[self.dtypes[e] for e in self.in_entries(n)])
+            fn, fast = self.run_op[id(n)].make_forward(
+                xp, is_train, state=self.op_state[id(n)],
+                in_dtypes=[self.dtypes[e] for e in self.in_entries(n)])
             env['f%d' % s] = fn
             ins = ', '.join('v%d' % e for e in self.in_entries(n))
             outs = self.out_entries(n)
@@ -236,7 +249,8 @@ class Plan:
                 arg_req = dict(zip(self.arg_entries, self.grad_reqs))
                 reqs = [('add' if arg_req.get(e) == 'add' else 'write') if nd else 'null'
                         for e, nd in zip(ins[:n_args], need)]
-            env['b%d' % s] = _bind_backward(op, xp, need, self.op_state[id(n)], reqs)
+            env['b%d' % s] = _bind_backward(self.run_op[id(n)], xp, need,
+                                            self.op_state[id(n)], reqs)
             into = ''
             if op.writes_into and any(nd and e in grad_slot for e, nd in zip(ins, need)):
                 into = ', grad_out=[%s]' % ', '.join(
@@ -393,5 +407,14 @@ def check_error(exc, fname, line_step, phase):
         return None
     if isinstance(exc, MXNetError) and str(exc).startswith('Error in'):
         return None
-    return MXNetError('Error in %s of %s: %s: %s' % (phase, node.describe(),
-                                                     type(exc).__name__, exc))
+    msg = 'Error in %s of %s: %s: %s' % (phase, node.describe(), type(exc).__name__, exc)
+    # the same class where it is a symgraph error, else the symgraph class of its builtin,
+    # so that ``except ValueError`` and the like keep working through the executor
+    if isinstance(exc, MXNetError):
+        return rewrap(exc, msg, whole=True)
+    for builtin, cls in ((KeyError, UnknownNameError), (ValueError, ArgumentError),
+                         (TypeError, ArgumentTypeError), (NotImplementedError, NotSupportedError),
+                         (RuntimeError, UsageError)):
+        if isinstance(exc, builtin):
+            return cls(msg)
+    return MXNetError(msg)

@@ -10,6 +10,7 @@ import struct
 import warnings
 
 import numpy as np
+from ..base import ArgumentError, MissingFileError
 
 __all__ = []
 
@@ -23,10 +24,10 @@ def list_files(path, what):
         names = sorted(n for n in os.listdir(path)
                        if os.path.isfile(os.path.join(path, n)) and not n.startswith('.'))
         if not names:
-            raise FileNotFoundError('%s: the directory %r has no files' % (what, path))
+            raise MissingFileError('%s: the directory %r has no files' % (what, path))
         return [os.path.join(path, n) for n in names]
     if not os.path.exists(path):
-        raise FileNotFoundError(2, '%s: no such file' % what, path)
+        raise MissingFileError(2, '%s: no such file' % what, path)
     return [path]
 
 
@@ -111,14 +112,14 @@ def read_csv(path, shape, dtype, what):
         if len(fields) > 1 and fields[-1] == '':
             fields.pop()
         if len(fields) != size:
-            raise ValueError('%s: line %d of %r has %d values, but the shape %s needs %d'
-                             % (what, n, p, len(fields), tuple(shape), size))
+            raise ArgumentError('%s: line %d of %r has %d values, but the shape %s needs %d'
+                                % (what, n, p, len(fields), tuple(shape), size))
         try:
             rows.append([conv(f) for f in fields])
         except ValueError:
             bad = next(f for f in fields if not _is_number(f, conv))
-            raise ValueError('%s: line %d of %r: %r is not a number'
-                             % (what, n, p, bad)) from None
+            raise ArgumentError('%s: line %d of %r: %r is not a number'
+                                % (what, n, p, bad)) from None
     return np.array(rows, dtype=dtype).reshape((len(rows),) + tuple(shape))
 
 
@@ -142,8 +143,8 @@ def read_libsvm(path, dim, what, num_parts=1, part_index=0):
         try:
             labels.append(float(tokens[0]))
         except ValueError:
-            raise ValueError('%s: line %d of %r starts with %r, not a label'
-                             % (what, n, p, tokens[0])) from None
+            raise ArgumentError('%s: line %d of %r starts with %r, not a label'
+                                % (what, n, p, tokens[0])) from None
         row = np.zeros(dim, np.float32)
         seen = set()
         for tok in tokens[1:]:
@@ -155,14 +156,14 @@ def read_libsvm(path, dim, what, num_parts=1, part_index=0):
                     raise ValueError
                 idx, v = int(key), float(val)
             except ValueError:
-                raise ValueError('%s: line %d of %r: %r is not an index:value pair'
-                                 % (what, n, p, tok)) from None
+                raise ArgumentError('%s: line %d of %r: %r is not an index:value pair'
+                                    % (what, n, p, tok)) from None
             if not 0 <= idx < dim:
-                raise ValueError('%s: line %d of %r: index %d is outside the shape (%d,) '
-                                 '(indices are zero-based)' % (what, n, p, idx, dim))
+                raise ArgumentError('%s: line %d of %r: index %d is outside the shape (%d,) '
+                                    '(indices are zero-based)' % (what, n, p, idx, dim))
             if idx in seen:
-                raise ValueError('%s: line %d of %r: index %d appears twice'
-                                 % (what, n, p, idx))
+                raise ArgumentError('%s: line %d of %r: index %d appears twice'
+                                    % (what, n, p, idx))
             seen.add(idx)
             row[idx] = v
         rows.append(row)
@@ -190,18 +191,18 @@ def read_idx_images(path, num_parts, part_index):
     with _open_idx(path, 'MNISTIter: image') as f:
         head = f.read(16)
         if len(head) < 16:
-            raise ValueError('MNISTIter: image file %r is too short for an idx header'
-                             % path)
+            raise ArgumentError('MNISTIter: image file %r is too short for an idx header'
+                                % path)
         magic, count, rows, cols = struct.unpack('>iiii', head)
         if magic != 2051:
-            raise ValueError('MNISTIter: image file %r is not an idx3-ubyte file (magic '
-                             'number %d, expected 2051)' % (path, magic))
+            raise ArgumentError('MNISTIter: image file %r is not an idx3-ubyte file (magic '
+                                'number %d, expected 2051)' % (path, magic))
         start, end = _part(count, num_parts, part_index)
         f.read(start * rows * cols)
         body = f.read((end - start) * rows * cols)
     if len(body) != (end - start) * rows * cols:
-        raise ValueError('MNISTIter: image file %r is truncated: its header promises %d '
-                         'images of %dx%d' % (path, count, rows, cols))
+        raise ArgumentError('MNISTIter: image file %r is truncated: its header promises %d '
+                            'images of %dx%d' % (path, count, rows, cols))
     return np.frombuffer(body, np.uint8).reshape(end - start, rows, cols)
 
 
@@ -211,18 +212,18 @@ def read_idx_labels(path, num_parts, part_index):
     with _open_idx(path, 'MNISTIter: label') as f:
         head = f.read(8)
         if len(head) < 8:
-            raise ValueError('MNISTIter: label file %r is too short for an idx header'
-                             % path)
+            raise ArgumentError('MNISTIter: label file %r is too short for an idx header'
+                                % path)
         magic, count = struct.unpack('>ii', head)
         if magic != 2049:
-            raise ValueError('MNISTIter: label file %r is not an idx1-ubyte file (magic '
-                             'number %d, expected 2049)' % (path, magic))
+            raise ArgumentError('MNISTIter: label file %r is not an idx1-ubyte file (magic '
+                                'number %d, expected 2049)' % (path, magic))
         start, end = _part(count, num_parts, part_index)
         f.read(start)
         body = f.read(end - start)
     if len(body) != end - start:
-        raise ValueError('MNISTIter: label file %r is truncated: its header promises %d '
-                         'labels' % (path, count))
+        raise ArgumentError('MNISTIter: label file %r is truncated: its header promises %d '
+                            'labels' % (path, count))
     return np.frombuffer(body, np.uint8)
 
 

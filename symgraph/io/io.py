@@ -9,6 +9,7 @@ from collections import namedtuple
 import threading
 
 import numpy as np
+from ..base import ArgumentError, ArgumentTypeError, UnknownNameError, UsageError
 
 __all__ = ['DataDesc', 'DataBatch', 'DataIter', 'ResizeIter', 'PrefetchingIter']
 
@@ -122,11 +123,11 @@ class DataBatch(object):
     def __init__(self, data, label=None, pad=None, index=None,
                  bucket_key=None, provide_data=None, provide_label=None):
         if data is not None and not isinstance(data, (list, tuple)):
-            raise TypeError('DataBatch: data must be a list of NDArrays, got %s'
-                            % type(data).__name__)
+            raise ArgumentTypeError('DataBatch: data must be a list of NDArrays, got %s'
+                                    % type(data).__name__)
         if label is not None and not isinstance(label, (list, tuple)):
-            raise TypeError('DataBatch: label must be a list of NDArrays, got %s'
-                            % type(label).__name__)
+            raise ArgumentTypeError('DataBatch: label must be a list of NDArrays, got %s'
+                                    % type(label).__name__)
         self.data = data
         self.label = label
         self.pad = pad
@@ -359,14 +360,14 @@ DataDesc[data_2,(25, 10),<class 'numpy.float32'>,NCHW]]
         if not isinstance(iters, list):
             iters = [iters]
         if not iters:
-            raise ValueError('PrefetchingIter needs at least one iterator')
+            raise ArgumentError('PrefetchingIter needs at least one iterator')
         self.n_iter = len(iters)
         self.iters = iters
         for what, rename in (('rename_data', rename_data), ('rename_label', rename_label)):
             if rename is not None and (not isinstance(rename, (list, tuple))
                                        or len(rename) != self.n_iter):
-                raise ValueError('PrefetchingIter: %s must be a list of %d dicts (one per '
-                                 'iterator), got %r' % (what, self.n_iter, rename))
+                raise ArgumentError('PrefetchingIter: %s must be a list of %d dicts (one per '
+                                    'iterator), got %r' % (what, self.n_iter, rename))
         self.rename_data = rename_data
         self.rename_label = rename_label
         self.batch_size = self.provide_data[0][1][0]
@@ -406,8 +407,8 @@ DataDesc[data_2,(25, 10),<class 'numpy.float32'>,NCHW]]
             for x in descs_i:
                 x = x if isinstance(x, DataDesc) else DataDesc(*x)
                 if x.name not in r:
-                    raise KeyError('PrefetchingIter: %s[%d] has no entry for %r (it has %s)'
-                                   % (what, i, x.name, sorted(r)))
+                    raise UnknownNameError('PrefetchingIter: %s[%d] has no entry for %r (it has %s)'
+                                           % (what, i, x.name, sorted(r)))
                 out.append(DataDesc(r[x.name], x.shape, x.dtype))
         return out
 
@@ -427,7 +428,7 @@ DataDesc[data_2,(25, 10),<class 'numpy.float32'>,NCHW]]
 
     def _check_running(self):
         if not self.started:
-            raise RuntimeError('PrefetchingIter was closed')
+            raise UsageError('PrefetchingIter was closed')
 
     def reset(self):
         self._check_running()
@@ -457,14 +458,14 @@ DataDesc[data_2,(25, 10),<class 'numpy.float32'>,NCHW]]
         ended = [b is None for b in self.next_batch]
         if any(ended):
             if not all(ended):
-                raise ValueError('PrefetchingIter: the iterators have different numbers of '
-                                 'batches (iterators %s ended, the others did not)'
-                                 % [i for i, e in enumerate(ended) if e])
+                raise ArgumentError('PrefetchingIter: the iterators have different numbers of '
+                                    'batches (iterators %s ended, the others did not)'
+                                    % [i for i, e in enumerate(ended) if e])
             return False
         for batch in self.next_batch:
             if batch.pad != self.next_batch[0].pad:
-                raise ValueError('PrefetchingIter: the iterators pad their batches '
-                                 'differently (%s)' % [b.pad for b in self.next_batch])
+                raise ArgumentError('PrefetchingIter: the iterators pad their batches '
+                                    'differently (%s)' % [b.pad for b in self.next_batch])
         self.current_batch = DataBatch(sum([batch.data for batch in self.next_batch], []),
                                        sum([batch.label for batch in self.next_batch], []),
                                        self.next_batch[0].pad,

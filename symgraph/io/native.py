@@ -26,6 +26,7 @@ from .. import ndarray as nd
 from ..context import cpu
 from .io import DataBatch, DataDesc, DataIter
 from . import formats
+from ..base import ArgumentError
 
 __all__ = ['MXDataIter', 'CSVIter', 'LibSVMIter', 'MNISTIter']
 
@@ -160,9 +161,9 @@ class _BatchLoader(object):
         if self.round_batch:
             need = self.batch_size - top
             if need > self.n:
-                raise ValueError('%s: batch_size %d is too large for the %d examples of the '
-                                 'data with round_batch=True (a batch may take the data at '
-                                 'most twice)' % (self.what, self.batch_size, self.n))
+                raise ArgumentError('%s: batch_size %d is too large for the %d examples of the '
+                                    'data with round_batch=True (a batch may take the data at '
+                                    'most twice)' % (self.what, self.batch_size, self.n))
             self._copy(top, 0, need)
             self.pos = need
             self.num_overflow = need
@@ -216,9 +217,9 @@ def _as_int(value, what, low=None):
             raise ValueError
         v = int(float(value))
     except (TypeError, ValueError):
-        raise ValueError('%s must be an integer, got %r' % (what, value)) from None
+        raise ArgumentError('%s must be an integer, got %r' % (what, value)) from None
     if low is not None and v < low:
-        raise ValueError('%s must be at least %d, got %r' % (what, low, value))
+        raise ArgumentError('%s must be at least %d, got %r' % (what, low, value))
     return v
 
 
@@ -231,7 +232,7 @@ def _as_bool(value, what):
             return False
     elif isinstance(value, (bool, int, np.integer)) and value in (0, 1):
         return bool(value)
-    raise ValueError('%s must be a boolean (True/False, 1/0), got %r' % (what, value))
+    raise ArgumentError('%s must be a boolean (True/False, 1/0), got %r' % (what, value))
 
 
 def _as_shape(value, what):
@@ -247,8 +248,8 @@ def _as_shape(value, what):
     except ValueError:
         shape = ()
     if not shape:
-        raise ValueError('%s must be a shape of positive integers, e.g. (3,), got %r'
-                         % (what, value))
+        raise ArgumentError('%s must be a shape of positive integers, e.g. (3,), got %r'
+                            % (what, value))
     return shape
 
 
@@ -262,8 +263,8 @@ def _as_dtype(value, what, allowed):
     except TypeError:
         dt = None
     if dt is None or dt.name not in allowed:
-        raise ValueError('%s: dtype %r is not supported; use one of None, %s'
-                         % (what, value, ', '.join(repr(a) for a in allowed)))
+        raise ArgumentError('%s: dtype %r is not supported; use one of None, %s'
+                            % (what, value, ', '.join(repr(a) for a in allowed)))
     return dt
 
 
@@ -271,8 +272,8 @@ def _check_parts(name, num_parts, part_index):
     num_parts = _as_int(num_parts, '%s: num_parts' % name, 1)
     part_index = _as_int(part_index, '%s: part_index' % name, 0)
     if part_index >= num_parts:
-        raise ValueError('%s: part_index %d must be below num_parts %d'
-                         % (name, part_index, num_parts))
+        raise ArgumentError('%s: part_index %d must be below num_parts %d'
+                            % (name, part_index, num_parts))
     return num_parts, part_index
 
 
@@ -289,8 +290,8 @@ def _match_rows(name, data, data_what, labels, label_what):
     """Data and label files must have as many rows (MXNet fails on fewer labels and
     ignores extra ones: warned)."""
     if len(labels) < len(data):
-        raise ValueError('%s: %s has %d rows but %s only %d'
-                         % (name, data_what, len(data), label_what, len(labels)))
+        raise ArgumentError('%s: %s has %d rows but %s only %d'
+                            % (name, data_what, len(data), label_what, len(labels)))
     if len(labels) > len(data):
         warnings.warn('%s: %s has %d rows but %s %d: the extra labels are ignored'
                       % (name, label_what, len(labels), data_what, len(data)), stacklevel=3)
@@ -349,7 +350,7 @@ class CSVIter(MXDataIter):
         dt = _as_dtype(dtype, 'CSVIter', ('float32', 'int32', 'int64'))
         data = formats.read_csv(data_csv, data_shape, dt, 'CSVIter: data_csv')
         if not len(data):
-            raise ValueError('CSVIter: data_csv %r has no rows' % (data_csv,))
+            raise ArgumentError('CSVIter: data_csv %r has no rows' % (data_csv,))
         if label_csv is None or label_csv == 'NULL':
             labels = np.zeros((len(data),), dt)
         else:
@@ -415,24 +416,24 @@ class LibSVMIter(MXDataIter):
         batch_size = _as_int(batch_size, 'LibSVMIter: batch_size', 1)
         num_parts, part_index = _check_parts('LibSVMIter', num_parts, part_index)
         if not _as_bool(round_batch, 'LibSVMIter: round_batch'):
-            raise ValueError("LibSVMIter: round_batch=False is not supported (MXNet: "
-                             "sparse batch loader doesn't support round_batch == false)")
+            raise ArgumentError("LibSVMIter: round_batch=False is not supported (MXNet: "
+                                "sparse batch loader doesn't support round_batch == false)")
         _as_dtype(dtype, 'LibSVMIter', ('float32',))
         if len(data_shape) != 1:
-            raise ValueError('LibSVMIter: data_shape must have one dimension, got %s'
-                             % (data_shape,))
+            raise ArgumentError('LibSVMIter: data_shape must have one dimension, got %s'
+                                % (data_shape,))
         no_label_file = label_libsvm is None or label_libsvm == 'NULL'
         if no_label_file and int(np.prod(label_shape)) != 1:
-            raise ValueError('LibSVMIter: label_shape is expected to be (1,) when '
-                             'label_libsvm is not given, got %s' % (label_shape,))
+            raise ArgumentError('LibSVMIter: label_shape is expected to be (1,) when '
+                                'label_libsvm is not given, got %s' % (label_shape,))
         if not no_label_file and len(label_shape) != 1:
-            raise ValueError('LibSVMIter: label_shape must have one dimension, got %s'
-                             % (label_shape,))
+            raise ArgumentError('LibSVMIter: label_shape must have one dimension, got %s'
+                                % (label_shape,))
         labels, data = formats.read_libsvm(data_libsvm, data_shape[0],
                                            'LibSVMIter: data_libsvm', num_parts, part_index)
         if not len(data):
-            raise ValueError('LibSVMIter: data_libsvm %r has no rows (in part %d of %d)'
-                             % (data_libsvm, part_index, num_parts))
+            raise ArgumentError('LibSVMIter: data_libsvm %r has no rows (in part %d of %d)'
+                                % (data_libsvm, part_index, num_parts))
         if not no_label_file:
             _, labels = formats.read_libsvm(label_libsvm, label_shape[0],
                                             'LibSVMIter: label_libsvm', num_parts,
@@ -495,12 +496,12 @@ class MNISTIter(MXDataIter):
         images = formats.read_idx_images(image, num_parts, part_index)
         labels = formats.read_idx_labels(label, num_parts, part_index)
         if len(images) != len(labels):
-            raise ValueError('MNISTIter: image file %r has %d images but label file %r '
-                             '%d labels' % (image, len(images), label, len(labels)))
+            raise ArgumentError('MNISTIter: image file %r has %d images but label file %r '
+                                '%d labels' % (image, len(images), label, len(labels)))
         if batch_size > len(images):
-            raise ValueError('MNISTIter: batch_size %d is larger than the %d images of %r '
-                             '(MNISTIter returns whole batches only)'
-                             % (batch_size, len(images), image))
+            raise ArgumentError('MNISTIter: batch_size %d is larger than the %d images of %r '
+                                '(MNISTIter returns whole batches only)'
+                                % (batch_size, len(images), image))
         count, rows, cols = images.shape
         if shuffle:
             order = formats.std_shuffle_permutation(count, seed)

@@ -5,6 +5,7 @@ from ..ndarray import NDArray
 from .. import ndarray as nd
 from .io import DataBatch, DataDesc, DataIter
 from .utils import _init_data, _getdata_by_idx, _slice_along_batch_axis, _is_h5py
+from ..base import ArgumentError
 
 __all__ = ['NDArrayIter']
 
@@ -58,36 +59,36 @@ class NDArrayIter(DataIter):
                  label_name='softmax_label', layout='NCHW'):
         super(NDArrayIter, self).__init__(batch_size)
         if last_batch_handle not in _LAST_BATCH_HANDLES:
-            raise ValueError("NDArrayIter: last_batch_handle must be one of %s, got %r"
-                             % (', '.join("'%s'" % h for h in _LAST_BATCH_HANDLES),
-                                last_batch_handle))
+            raise ArgumentError("NDArrayIter: last_batch_handle must be one of %s, got %r"
+                                % (', '.join("'%s'" % h for h in _LAST_BATCH_HANDLES),
+                                   last_batch_handle))
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
                 or batch_size < 1:
-            raise ValueError('NDArrayIter: batch_size must be a positive integer, got %r'
-                             % (batch_size,))
+            raise ArgumentError('NDArrayIter: batch_size must be a positive integer, got %r'
+                                % (batch_size,))
         if not isinstance(layout, str) or 'N' not in layout:
-            raise ValueError("NDArrayIter: layout %r has no batch axis 'N'" % (layout,))
+            raise ArgumentError("NDArrayIter: layout %r has no batch axis 'N'" % (layout,))
         self.data = _init_data(data, allow_empty=False, default_name=data_name)
         self.label = _init_data(label, allow_empty=True, default_name=label_name)
         batch_axis = layout.find('N')
         lengths = []
         for k, v in self.data + self.label:
             if len(v.shape) <= batch_axis:
-                raise ValueError("NDArrayIter: %r has shape %s, which has no batch axis %d "
-                                 "(layout %r)" % (k, tuple(v.shape), batch_axis, layout))
+                raise ArgumentError("NDArrayIter: %r has shape %s, which has no batch axis %d "
+                                    "(layout %r)" % (k, tuple(v.shape), batch_axis, layout))
             lengths.append((k, v.shape[batch_axis]))
         if any(n != lengths[0][1] for _, n in lengths):
-            raise ValueError('NDArrayIter: data and label must have the same number of '
-                             'examples: %s' % ', '.join('%r has %d' % kn for kn in lengths))
+            raise ArgumentError('NDArrayIter: data and label must have the same number of '
+                                'examples: %s' % ', '.join('%r has %d' % kn for kn in lengths))
         if shuffle and any(_is_h5py(v) for _, v in self.data + self.label):
-            raise ValueError('NDArrayIter: shuffle=True is not supported with h5py Datasets')
+            raise ArgumentError('NDArrayIter: shuffle=True is not supported with h5py Datasets')
         num_data = lengths[0][1]
         if last_batch_handle != 'pad' and batch_size > num_data:
             # MXNet yields no batch at all with 'discard', and with 'roll_over' fails in
             # the third epoch (slicing past the end)
-            raise ValueError("NDArrayIter: batch_size %d is larger than the %d examples of "
-                             "the data, which last_batch_handle=%r cannot handle (use 'pad')"
-                             % (batch_size, num_data, last_batch_handle))
+            raise ArgumentError("NDArrayIter: batch_size %d is larger than the %d examples of "
+                                "the data, which last_batch_handle=%r cannot handle (use 'pad')"
+                                % (batch_size, num_data, last_batch_handle))
 
         self.idx = np.arange(num_data)
         self.shuffle = shuffle

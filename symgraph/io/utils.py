@@ -8,6 +8,7 @@ import numpy as np
 
 from ..ndarray import NDArray
 from .. import ndarray as nd
+from ..base import ArgumentError, ArgumentTypeError
 
 __all__ = []
 
@@ -42,7 +43,7 @@ def _init_data(data, allow_empty, default_name):
     """
     if data is None:
         if not allow_empty:
-            raise TypeError('NDArrayIter needs data: got None for %r' % default_name)
+            raise ArgumentTypeError('NDArrayIter needs data: got None for %r' % default_name)
         data = []
     if isinstance(data, (np.ndarray, NDArray)) or _is_h5py(data) or _is_sparse(data):
         data = [data]
@@ -50,30 +51,30 @@ def _init_data(data, allow_empty, default_name):
         data = list(data)
     if isinstance(data, list):
         if not data and not allow_empty:
-            raise ValueError('NDArrayIter needs data: %r is an empty list' % default_name)
+            raise ArgumentError('NDArrayIter needs data: %r is an empty list' % default_name)
         if len(data) == 1:
             data = OrderedDict([(default_name, data[0])])
         else:
             data = OrderedDict([('_%d_%s' % (i, default_name), d) for i, d in enumerate(data)])
     if not isinstance(data, dict):
-        raise TypeError('Input must be NDArray, numpy.ndarray, h5py.Dataset a list of them '
-                        'or dict with them as values; got %s for %r'
-                        % (type(data).__name__, default_name))
+        raise ArgumentTypeError('Input must be NDArray, numpy.ndarray, h5py.Dataset a list of them '
+                                'or dict with them as values; got %s for %r'
+                                % (type(data).__name__, default_name))
     out = {}
     for k, v in data.items():
         if _is_sparse(v):
-            raise TypeError('%r is a sparse matrix (%s): symgraph has no sparse NDArray; '
-                            'give NDArrayIter a dense array (e.g. .toarray())'
-                            % (k, type(v).__name__))
+            raise ArgumentTypeError('%r is a sparse matrix (%s): symgraph has no sparse NDArray; '
+                                    'give NDArrayIter a dense array (e.g. .toarray())'
+                                    % (k, type(v).__name__))
         if not isinstance(v, NDArray) and not _is_h5py(v):
             try:
                 v = nd.array(v)
             except Exception as err:     # as MXNet: whatever fails, a TypeError naming k
-                raise TypeError(("Invalid type '%s' for %s, " % (type(v), k)) +
-                                'should be NDArray, numpy.ndarray or h5py.Dataset') from err
+                raise ArgumentTypeError(("Invalid type '%s' for %s, " % (type(v), k)) +
+                                        'should be NDArray, numpy.ndarray or h5py.Dataset') from err
         if len(v.shape) == 0:
-            raise ValueError('%r is a scalar (shape ()): NDArrayIter needs arrays whose '
-                             'first axis runs over the examples' % (k,))
+            raise ArgumentError('%r is a scalar (shape ()): NDArrayIter needs arrays whose '
+                                'first axis runs over the examples' % (k,))
         out[k] = v
     return list(sorted(out.items()))
 

@@ -3,6 +3,7 @@
 import warnings
 
 from ..ndarray import NDArray
+from ..base import ArgumentError, ArgumentTypeError
 
 __all__ = ['KVStoreBase', 'TestStore', 'LOCAL_TYPES', 'MULTI_PROCESS']
 
@@ -63,7 +64,7 @@ class KVStoreBase(object):
     def register(klass):
         """Register a store class under its lower-cased name (for :func:`create`)."""
         if not isinstance(klass, type):
-            raise TypeError('register takes a KVStore class, got %r' % (klass,))
+            raise ArgumentTypeError('register takes a KVStore class, got %r' % (klass,))
         name = klass.__name__.lower()
         if name in KVStoreBase.kv_registry:
             warnings.warn('WARNING: New kvstore %s.%s is overriding '
@@ -106,7 +107,7 @@ class TestStore(KVStoreBase):
     def is_capable(capability):
         if capability.lower() == KVStoreBase.OPTIMIZER:
             return False
-        raise ValueError('Unknown capability: {}'.format(capability))
+        raise ArgumentError('Unknown capability: {}'.format(capability))
 
     @property
     def type(self):

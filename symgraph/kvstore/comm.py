@@ -20,6 +20,7 @@ from ..context import cpu
 from ..ndarray import NDArray
 # the ring all-reduce: imported here and nowhere else in the kvstore
 from ..dist import allreduce as ring_allreduce
+from ..base import ArgumentError, ArgumentTypeError
 
 __all__ = ['reduce_cpu', 'reduce_devices', 'allreduce_inplace', 'TwoBitCompression',
            'make_compression']
@@ -108,13 +109,13 @@ class TwoBitCompression(object):
 def make_compression(params):
     """The compression of ``set_gradient_compression``'s dict, validated."""
     if not isinstance(params, dict):
-        raise TypeError('compression_params must be a dict such as {"type": "2bit", '
-                        '"threshold": 0.5}, got %s' % type(params).__name__)
+        raise ArgumentTypeError('compression_params must be a dict such as {"type": "2bit", '
+                                '"threshold": 0.5}, got %s' % type(params).__name__)
     if 'type' not in params:
-        raise ValueError('compression_params needs a "type" ("2bit"); got %r' % (params,))
+        raise ArgumentError('compression_params needs a "type" ("2bit"); got %r' % (params,))
     kind = str(params['type'])
     if kind != '2bit':
-        raise ValueError('Unknown type for gradient compression %s (supported: 2bit)' % kind)
+        raise ArgumentError('Unknown type for gradient compression %s (supported: 2bit)' % kind)
     unknown = sorted(set(params) - {'type', 'threshold'})
     if unknown:
         # MXNet accepts and ignores them
@@ -123,11 +124,11 @@ def make_compression(params):
     try:
         threshold = float(params.get('threshold', 0.5))
     except (TypeError, ValueError):
-        raise ValueError('gradient compression threshold must be a number, got %r'
-                         % (params['threshold'],)) from None
+        raise ArgumentError('gradient compression threshold must be a number, got %r'
+                            % (params['threshold'],)) from None
     if not threshold > 0:
-        raise ValueError('gradient compression threshold must be greater than 0, got %r'
-                         % (params.get('threshold'),))
+        raise ArgumentError('gradient compression threshold must be greater than 0, got %r'
+                            % (params.get('threshold'),))
     return TwoBitCompression(threshold)
 
 

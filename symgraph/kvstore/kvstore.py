@@ -12,13 +12,15 @@ from .. import optimizer as opt
 from ..ndarray import NDArray
 from . import comm
 from .base import KVStoreBase, LOCAL_TYPES, MULTI_PROCESS
+from ..base import ArgumentError, ArgumentTypeError, UnknownNameError, UsageError
 
 __all__ = ['KVStore', 'create']
 
 
 def _check_key(key):
     if isinstance(key, bool) or not isinstance(key, (int, str)):
-        raise TypeError('kvstore keys are int or str, got %r (%s)' % (key, type(key).__name__))
+        raise ArgumentTypeError('kvstore keys are int or str, got %r (%s)'
+                                % (key, type(key).__name__))
     return key
 
 
@@ -26,18 +28,18 @@ def _pairs(keys, values, what):
     """[(key, [NDArray, ...]), ...] from MXNet's key/value arguments."""
     if isinstance(keys, (tuple, list)):
         if not isinstance(values, (tuple, list)) or len(values) != len(keys):
-            raise ValueError('%s: %d keys need a list of %d values (one NDArray or a list of '
-                             'NDArrays per key), got %s' % (
-                                 what, len(keys), len(keys),
-                                 '%d values' % len(values)
-                                 if isinstance(values, (tuple, list)) else
-                                 type(values).__name__))
+            raise ArgumentError('%s: %d keys need a list of %d values (one NDArray or a list of '
+                                'NDArrays per key), got %s' % (
+                                    what, len(keys), len(keys),
+                                    '%d values' % len(values)
+                                    if isinstance(values, (tuple, list)) else
+                                    type(values).__name__))
         out = []
         for k, v in zip(keys, values):
             out += _pairs(k, v, what)
         kinds = {isinstance(k, str) for k, _ in out}
         if len(kinds) > 1:
-            raise TypeError('%s: inconsistent types of keys detected (int and str)' % what)
+            raise ArgumentTypeError('%s: inconsistent types of keys detected (int and str)' % what)
         return out
     _check_key(keys)
     if isinstance(values, NDArray):
@@ -45,8 +47,8 @@ def _pairs(keys, values, what):
     if isinstance(values, (tuple, list)) and values and \
             all(isinstance(v, NDArray) for v in values):
         return [(keys, list(values))]
-    raise TypeError('%s: the value of key %r must be an NDArray or a non-empty list of '
-                    'NDArrays, got %r' % (what, keys, values))
+    raise ArgumentTypeError('%s: the value of key %r must be an NDArray or a non-empty list of '
+                            'NDArrays, got %r' % (what, keys, values))
 
 
 class KVStore(KVStoreBase):
@@ -57,7 +59,7 @@ class KVStore(KVStoreBase):
 
     def __init__(self, name='local'):
         if name not in LOCAL_TYPES:
-            raise ValueError('KVStore: unknown type %r (use create())' % (name,))
+            raise ArgumentError('KVStore: unknown type %r (use create())' % (name,))
         self._type = name
         self._device_comm = 'device' in name
         self._store = {}
@@ -73,15 +75,17 @@ class KVStore(KVStoreBase):
         if self._key_is_str is None:
             self._key_is_str = is_str
         elif self._key_is_str != is_str:
-            raise TypeError('Mixed key types are not allowed: this store has %s keys, got %r'
-                            % ('str' if self._key_is_str else 'int', key))
+            raise ArgumentTypeError('Mixed key types are not allowed: this store has %s keys, '
+                                    'got %r'
+                                    % ('str' if self._key_is_str else 'int', key))
 
     def _stored(self, key):
         self._check_key_type(key)
         try:
             return self._store[key]
         except KeyError:
-            raise KeyError('key %r has not been inited (call kv.init first)' % (key,)) from None
+            raise UnknownNameError('key %r has not been inited (call kv.init first)'
+                                   % (key,)) from None
 
     def _grouped(self, pairs):
         """(key, values) with the values of repeated keys together, in MXNet's key order."""
@@ -97,8 +101,8 @@ class KVStore(KVStoreBase):
     def _check_shapes(key, stored, arrays, what):
         for a in arrays:
             if a.shape != stored.shape:
-                raise ValueError('%s: key %r holds shape %s, got an array of shape %s'
-                                 % (what, key, stored.shape, a.shape))
+                raise ArgumentError('%s: key %r holds shape %s, got an array of shape %s'
+                                    % (what, key, stored.shape, a.shape))
 
     # ----------------------------------------------------------------- operations
     def init(self, key, value):
@@ -121,8 +125,8 @@ class KVStore(KVStoreBase):
         for k, vals in pairs:
             self._check_key_type(k)
             if k in self._store or k in seen or len(vals) != 1:
-                raise ValueError('duplicate init of key %r. Please double check if you called '
-                                 'kv.init or kv.broadcast with this key multiple times' % (k,))
+                raise ArgumentError('duplicate init of key %r. Please double check if you called '
+                                    'kv.init or kv.broadcast with this key multiple times' % (k,))
             seen.add(k)
         for k, vals in pairs:
             if isinstance(k, str) and k not in self._str_ids:
@@ -199,7 +203,7 @@ class KVStore(KVStoreBase):
             No ``out``, or an ``out`` whose shape is not the stored one.
         """
         if out is None:
-            raise ValueError('pull needs out= (the arrays to fill)')
+            raise ArgumentError('pull needs out= (the arrays to fill)')
         for k, outs in _pairs(key, out, 'pull'):
             stored = self._stored(k)
             self._check_shapes(k, stored, outs, 'pull')
@@ -249,11 +253,11 @@ class KVStore(KVStoreBase):
             1-D row indices per output (one for all outputs of a key is allowed).
         """
         if out is None or row_ids is None:
-            raise ValueError('row_sparse_pull needs out= and row_ids=')
+            raise ArgumentError('row_sparse_pull needs out= and row_ids=')
         if isinstance(row_ids, NDArray):
             row_ids = [row_ids]
         if not isinstance(row_ids, list):
-            raise TypeError('row_ids should be NDArray or list of NDArray')
+            raise ArgumentTypeError('row_ids should be NDArray or list of NDArray')
         first_out = out
         single_rowid = len(row_ids) == 1 and isinstance(out, list)
         if single_rowid:
@@ -261,8 +265,8 @@ class KVStore(KVStoreBase):
         pairs = _pairs(key, first_out, 'row_sparse_pull')
         outs = [o for _, os_ in pairs for o in os_]
         if len(outs) != len(row_ids):
-            raise ValueError('the number of row_ids (%d) does not match the number of values '
-                             '(%d)' % (len(row_ids), len(outs)))
+            raise ArgumentError('the number of row_ids (%d) does not match the number of values '
+                                '(%d)' % (len(row_ids), len(outs)))
         ids = iter(row_ids)
         for k, os_ in pairs:
             stored = self._stored(k)
@@ -293,8 +297,8 @@ class KVStore(KVStoreBase):
             ``compression_params`` is not a dict.
         """
         if 'device' not in self.type:
-            raise ValueError('Gradient compression is not supported for this type of kvstore '
-                             '(%r); create a \'device\' kvstore' % self.type)
+            raise ArgumentError('Gradient compression is not supported for this type of kvstore '
+                                '(%r); create a \'device\' kvstore' % self.type)
         self._compression = comm.make_compression(compression_params)
 
     def set_optimizer(self, optimizer):
@@ -306,15 +310,15 @@ class KVStore(KVStoreBase):
             The optimizer.
         """
         if not isinstance(optimizer, opt.Optimizer):
-            raise TypeError('set_optimizer takes an Optimizer (mx.optimizer.create(...)), got '
-                            '%s' % type(optimizer).__name__)
+            raise ArgumentTypeError('set_optimizer takes an Optimizer (mx.optimizer.create(...)), '
+                                    'got %s' % type(optimizer).__name__)
         self._set_updater(opt.get_updater(optimizer))
 
     def _set_updater(self, updater):
         """Set the function ``updater(key, merged_gradient, stored_weight)`` that pushes
         run (str keys reach it as bytes, as in MXNet)."""
         if not callable(updater):
-            raise TypeError('the updater must be callable, got %s' % type(updater).__name__)
+            raise ArgumentTypeError('the updater must be callable, got %s' % type(updater).__name__)
         self._updater = updater
 
     set_updater = _set_updater
@@ -323,7 +327,7 @@ class KVStore(KVStoreBase):
         """Whether the store can run an optimizer (``'optimizer'``): yes."""
         if capability.lower() == KVStoreBase.OPTIMIZER:
             return not self._is_p3
-        raise ValueError('Unknown capability: {}'.format(capability))
+        raise ArgumentError('Unknown capability: {}'.format(capability))
 
     @property
     def type(self):
@@ -346,12 +350,12 @@ class KVStore(KVStoreBase):
     barrier = _barrier
 
     def _send_command_to_servers(self, head, body):
-        raise ValueError('a %r kvstore has no servers to send commands to' % self.type)
+        raise ArgumentError('a %r kvstore has no servers to send commands to' % self.type)
 
     def _updater_or_error(self):
         if not isinstance(self._updater, opt.Updater):
-            raise RuntimeError('this kvstore has no optimizer states: call set_optimizer '
-                               'first')
+            raise UsageError('this kvstore has no optimizer states: call set_optimizer '
+                             'first')
         return self._updater
 
     def save_optimizer_states(self, fname, dump_optimizer=False):
@@ -405,18 +409,18 @@ def create(name='local'):
     ('local', 0, 1)
     """
     if not isinstance(name, str):
-        raise TypeError('name must be a string, got %s' % type(name).__name__)
+        raise ArgumentTypeError('name must be a string, got %s' % type(name).__name__)
     name = name.lower()
     if name in KVStoreBase.kv_registry:
         return KVStoreBase.kv_registry[name]()
     if name in LOCAL_TYPES:
         return KVStore(name)
     if any(p in name for p in MULTI_PROCESS):
-        raise ValueError("kvstore type %r is a multi-process kvstore: those come with the "
-                         "dist_sync/MPI launcher feature (issue 17) and are not available "
-                         "yet; in one process use 'local' or 'device'" % name)
+        raise ArgumentError("kvstore type %r is a multi-process kvstore: those come with the "
+                            "dist_sync/MPI launcher feature (issue 17) and are not available "
+                            "yet; in one process use 'local' or 'device'" % name)
     if name == 'nccl':
-        raise ValueError("kvstore type 'nccl' is not available; 'device' reduces over the "
-                         "devices with symgraph's ring all-reduce")
-    raise ValueError('unknown kvstore type %r; the types are %s' % (
+        raise ArgumentError("kvstore type 'nccl' is not available; 'device' reduces over the "
+                            "devices with symgraph's ring all-reduce")
+    raise ArgumentError('unknown kvstore type %r; the types are %s' % (
         name, ', '.join(repr(t) for t in LOCAL_TYPES + tuple(sorted(KVStoreBase.kv_registry)))))

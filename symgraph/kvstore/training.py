@@ -9,6 +9,7 @@ import os
 
 from .base import KVStoreBase
 from .kvstore import create
+from ..base import ArgumentTypeError
 
 __all__ = ['_create_kvstore', '_initialize_kvstore', '_update_params_on_kvstore',
            '_update_params_on_kvstore_nccl', '_update_params']
@@ -43,7 +44,8 @@ def _create_kvstore(kvstore, num_device, arg_params):
                 if max_size > 1024 * 1024 * 16:
                     update_on_kvstore = False
     else:
-        raise TypeError('kvstore must be KVStore, str or None, got %s' % type(kvstore).__name__)
+        raise ArgumentTypeError('kvstore must be KVStore, str or None, got %s'
+                                % type(kvstore).__name__)
 
     if kv is None:
         update_on_kvstore = False

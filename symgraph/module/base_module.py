@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import metric
 from .. import ndarray as nd
-from ..base import MXNetError, _as_list
+from ..base import MXNetError, _as_list, ArgumentError, UsageError
 from ..context import cpu
 from ..initializer import Uniform
 from ..io import DataDesc, DataIter, DataBatch
@@ -43,7 +43,7 @@ def _check_input_names(symbol, names, typename, throw):
               "Did you mean one of:\n\t%s\033[0m" % (
                   typename, str(names), name, '\n\t'.join(candidates))
         if throw:
-            raise ValueError(msg)
+            raise ArgumentError(msg)
         warnings.warn(msg, stacklevel=3)
 
 
@@ -54,7 +54,7 @@ def _check_names_match(data_names, data_shapes, name, throw):
         msg = "Data provided by %s_shapes don't match names specified by %s_names (%s vs. %s)" \
               % (name, name, str(data_shapes), str(data_names))
         if throw:
-            raise ValueError(msg)
+            raise ArgumentError(msg)
         warnings.warn(msg, stacklevel=4)
 
 
@@ -212,7 +212,7 @@ class BaseModule:
             self.forward(DataBatch([eval_data]))
             return self.get_outputs()[0]
         if not isinstance(eval_data, DataIter):
-            raise ValueError('eval_data must be of type NDArray or DataIter')
+            raise ArgumentError('eval_data must be of type NDArray or DataIter')
         if reset:
             eval_data.reset()
         output_list = []
@@ -230,8 +230,8 @@ class BaseModule:
             num_outputs = len(output_list[0])
             for out in output_list:
                 if len(out) != num_outputs:
-                    raise MXNetError('Cannot merge batches, as num of outputs is not the '
-                                     'same in mini-batches. Maybe bucketing is used?')
+                    raise ArgumentError('Cannot merge batches, as num of outputs is not the '
+                                        'same in mini-batches. Maybe bucketing is used?')
             output_list2 = [nd.concat(*[out[i] for out in output_list], dim=0)
                             for i in range(num_outputs)]
             if num_outputs == 1 and not always_output_list:
@@ -287,7 +287,7 @@ class BaseModule:
             See :meth:`prepare`.
         """
         if num_epoch is None:
-            raise ValueError('fit: please specify number of epochs (num_epoch)')
+            raise ArgumentError('fit: please specify number of epochs (num_epoch)')
         self.bind(data_shapes=train_data.provide_data, label_shapes=train_data.provide_label,
                   for_training=True, force_rebind=force_rebind)
         if monitor is not None:
@@ -433,8 +433,8 @@ class BaseModule:
             elif arg_type == 'aux':
                 aux_params[name] = value
             else:
-                raise ValueError('Invalid param file %s: entry %r is neither arg:<name> nor '
-                                 'aux:<name>' % (fname, k))
+                raise ArgumentError('Invalid param file %s: entry %r is neither arg:<name> nor '
+                                    'aux:<name>' % (fname, k))
         self.set_params(arg_params, aux_params)
 
     def get_states(self, merge_multi_context=True):
@@ -442,7 +442,7 @@ class BaseModule:
         _require(self.binded and self.params_initialized,
                  'get_states: bind the module and initialize its parameters first')
         if merge_multi_context:
-            raise MXNetError('this module has no states to merge')
+            raise UsageError('this module has no states to merge')
         return []
 
     def set_states(self, states=None, value=None):
@@ -450,7 +450,7 @@ class BaseModule:
         _require(self.binded and self.params_initialized,
                  'set_states: bind the module and initialize its parameters first')
         if states or value:
-            raise MXNetError('this module has no states to set')
+            raise UsageError('this module has no states to set')
 
     def install_monitor(self, mon):
         """Install a monitor on all executors."""

@@ -13,6 +13,7 @@ from ..model import load_params
 from ..name import NameManager
 from .base_module import BaseModule, _check_input_names, _require
 from .module import Module
+from ..base import ArgumentError
 
 __all__ = ['BucketingModule']
 
@@ -58,7 +59,7 @@ class BucketingModule(BaseModule):
                  state_names=None, group2ctxs=None, compression_params=None):
         super().__init__(logger=logger)
         if default_bucket_key is None:
-            raise ValueError('BucketingModule needs a default_bucket_key')
+            raise ArgumentError('BucketingModule needs a default_bucket_key')
         self._default_bucket_key = default_bucket_key
         self._sym_gen = sym_gen
         symbol, data_names, label_names = self._call_sym_gen(default_bucket_key)
@@ -191,7 +192,7 @@ class BucketingModule(BaseModule):
              grad_req='write'):
         """Bind the default bucket; the others are bound by :meth:`switch_bucket`."""
         if shared_module is not None:
-            raise ValueError('shared_module for BucketingModule is not supported')
+            raise ArgumentError('shared_module for BucketingModule is not supported')
         if self.params_initialized:
             arg_params, aux_params = self.get_params()
         if force_rebind:
@@ -270,9 +271,9 @@ class BucketingModule(BaseModule):
         _require(self.binded and self.params_initialized,
                  'forward: bind the module and initialize its parameters first')
         if getattr(data_batch, 'bucket_key', None) is None:
-            raise ValueError('BucketingModule.forward: the batch has no bucket_key (give '
-                             'DataBatch(..., bucket_key=..., provide_data=..., '
-                             'provide_label=...))')
+            raise ArgumentError('BucketingModule.forward: the batch has no bucket_key (give '
+                                'DataBatch(..., bucket_key=..., provide_data=..., '
+                                'provide_label=...))')
         self.switch_bucket(data_batch.bucket_key, data_batch.provide_data,
                            data_batch.provide_label)
         self._curr_module.forward(data_batch, is_train=is_train)
@@ -328,7 +329,7 @@ class BucketingModule(BaseModule):
         """Save the shared parameters, each bucket's symbol
         (``prefix-<key>-symbol.json``) and the bucket keys (``prefix.buckets``)."""
         if not self._buckets:
-            raise ValueError('Empty BucketingModule cannot be saved')
+            raise ArgumentError('Empty BucketingModule cannot be saved')
         param_name = '%s-%04d.params' % (prefix, epoch)
         self.save_params(param_name)
         for bucket_key in self._buckets:
@@ -341,9 +342,9 @@ class BucketingModule(BaseModule):
     def load(prefix, epoch, sym_gen=None, default_bucket_key=None, **kwargs):
         """A BucketingModule from :meth:`save_checkpoint`'s files."""
         if sym_gen is None:
-            raise ValueError('sym_gen is required for loading BucketingModule')
+            raise ArgumentError('sym_gen is required for loading BucketingModule')
         if default_bucket_key is None:
-            raise ValueError('default_bucket_key is required for loading BucketingModule')
+            raise ArgumentError('default_bucket_key is required for loading BucketingModule')
         buckets = nd.load('%s.buckets' % prefix)
         buckets = list(buckets[0].asnumpy().astype('int32'))
         bucketing_mod = BucketingModule(sym_gen, default_bucket_key, **kwargs)
@@ -355,8 +356,8 @@ class BucketingModule(BaseModule):
             if bucket_key == default_bucket_key:
                 bucketing_mod._curr_module = bucketing_mod._buckets[bucket_key]
         if bucketing_mod._curr_module is None:
-            raise ValueError('%s.buckets has no bucket %r (it has %s)'
-                             % (prefix, default_bucket_key, buckets))
+            raise ArgumentError('%s.buckets has no bucket %r (it has %s)'
+                                % (prefix, default_bucket_key, buckets))
         arg_params, aux_params = load_params(prefix, epoch)
         bucketing_mod._curr_module._arg_params = arg_params
         bucketing_mod._curr_module._aux_params = aux_params
@@ -372,8 +373,8 @@ class BucketingModule(BaseModule):
                             (aux_params, 'aux_params'),
                             (default_bucket_key, 'default_bucket_key')):
             if value is None:
-                raise ValueError('%s needs to be provided for BucketingModule.load_dict'
-                                 % what)
+                raise ArgumentError('%s needs to be provided for BucketingModule.load_dict'
+                                    % what)
         bucketing_mod = BucketingModule(sym_gen, default_bucket_key, **kwargs)
         for bucket_key, loaded_sym in sym_dict.items():
             _, data_names, label_names = sym_gen(default_bucket_key)

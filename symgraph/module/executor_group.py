@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import ndarray as nd
 from ..ndarray import NDArray
-from ..base import MXNetError
+from ..base import ArgumentError, ArgumentTypeError, NotSupportedError, ShapeError, UsageError
 from ..context import Context, cpu
 from ..opdef import using_random_state
 from ..io import DataDesc
@@ -47,8 +47,8 @@ def _split_input_slice(batch_size, work_load_list):
         begin = int(min((end, batch_size)))
         end = int(min((begin + batch_num, batch_size)))
         if begin >= end:
-            raise ValueError('Too many slices. Some splits are empty: a batch of %d split '
-                             'by work_load_list %s' % (batch_size, list(work_load_list)))
+            raise ArgumentError('Too many slices. Some splits are empty: a batch of %d split '
+                                'by work_load_list %s' % (batch_size, list(work_load_list)))
         slices.append(slice(begin, end))
     return slices
 
@@ -57,7 +57,7 @@ def _copy(src, dst, what):
     """``dst[...] = src`` for NDArrays (or NumPy arrays as ``src``), checking the shape."""
     data = src._data if isinstance(src, NDArray) else src
     if tuple(data.shape) != dst.shape:
-        raise MXNetError('%s has shape %s but the module is bound to %s'
+        raise ShapeError('%s has shape %s but the module is bound to %s'
                          % (what, tuple(data.shape), dst.shape))
     d = dst._data
     if type(data) is np.ndarray and type(d) is np.ndarray:
@@ -81,7 +81,7 @@ def _load_general(data, targets, major_axis, names):
             shape = tuple(d_src.shape)
             full = d_targets[-1][0].stop        # the batch the devices share
             if axis >= 0 and (len(shape) <= axis or shape[axis] != full):
-                raise MXNetError('input %r has shape %s but the module is bound to a batch '
+                raise ShapeError('input %r has shape %s but the module is bound to a batch '
                                  'of %d along axis %d' % (name, shape, full, axis))
             for slice_idx, d_dst in d_targets:
                 if axis >= 0 and (slice_idx.start != 0 or slice_idx.stop != full):
@@ -128,8 +128,8 @@ def _prepare_group2ctxs(group2ctxs, ctx_len):
         return [None] * ctx_len
     if isinstance(group2ctxs, list):
         if len(group2ctxs) != ctx_len:
-            raise ValueError('group2ctxs has %d entries for %d contexts'
-                             % (len(group2ctxs), ctx_len))
+            raise ArgumentError('group2ctxs has %d entries for %d contexts'
+                                % (len(group2ctxs), ctx_len))
         return group2ctxs
     if isinstance(group2ctxs, dict):
         ret = [{} for _ in range(ctx_len)]
@@ -141,13 +141,13 @@ def _prepare_group2ctxs(group2ctxs, ctx_len):
             elif len(v) == ctx_len:
                 ctxs = v
             else:
-                raise ValueError('group2ctxs[%r] has %d contexts; give 1 or %d'
-                                 % (k, len(v), ctx_len))
+                raise ArgumentError('group2ctxs[%r] has %d contexts; give 1 or %d'
+                                    % (k, len(v), ctx_len))
             for i in range(ctx_len):
                 ret[i][k] = ctxs[i]
         return ret
-    raise TypeError('group2ctxs should be a dict of str to context (or list of contexts), '
-                    'or a list of such dicts, not %s' % type(group2ctxs).__name__)
+    raise ArgumentTypeError('group2ctxs should be a dict of str to context (or list of contexts), '
+                            'or a list of such dicts, not %s' % type(group2ctxs).__name__)
 
 
 def _run_each(fns):
@@ -277,20 +277,20 @@ class DataParallelExecutorGroup:
             return {k: default(k, grad_req) for k in self.arg_names}
         if isinstance(grad_req, (list, tuple)):
             if len(grad_req) != len(self.arg_names):
-                raise ValueError('grad_req has %d entries for the %d arguments %s'
-                                 % (len(grad_req), len(self.arg_names), self.arg_names))
+                raise ArgumentError('grad_req has %d entries for the %d arguments %s'
+                                    % (len(grad_req), len(self.arg_names), self.arg_names))
             return dict(zip(self.arg_names, grad_req))
         if isinstance(grad_req, dict):
             reqs = {k: default(k, 'write') for k in self.arg_names}
             reqs.update(grad_req)
             return reqs
-        raise ValueError('grad_req must be one of str, list, tuple, or dict.')
+        raise ArgumentError('grad_req must be one of str, list, tuple, or dict.')
 
     # ------------------------------------------------------------------ binding
     def decide_slices(self, data_shapes):
         """The batch axis of each input; sets ``batch_size`` and ``slices``."""
         if not data_shapes:
-            raise ValueError('the module needs at least one data input')
+            raise ArgumentError('the module needs at least one data input')
         major_axis = [DataDesc.get_batch_axis(x.layout) for x in data_shapes]
         for (name, shape), axis in zip(data_shapes, major_axis):
             if axis == -1:
@@ -298,9 +298,9 @@ class DataParallelExecutorGroup:
             batch_size = shape[axis]
             if self.batch_size is not None:
                 if batch_size != self.batch_size:
-                    raise ValueError('all data must have the same batch size: batch_size = '
-                                     '%d, but %s has shape %s'
-                                     % (self.batch_size, name, tuple(shape)))
+                    raise ArgumentError('all data must have the same batch size: batch_size = '
+                                        '%d, but %s has shape %s'
+                                        % (self.batch_size, name, tuple(shape)))
             else:
                 self.batch_size = batch_size
                 self.slices = _split_input_slice(self.batch_size, self.workload)
@@ -349,7 +349,7 @@ class DataParallelExecutorGroup:
         Nothing changes when binding fails: the group keeps its executors.
         """
         if not reshape and self.execs:
-            raise MXNetError('bind_exec: the executors are already bound; use reshape')
+            raise UsageError('bind_exec: the executors are already bound; use reshape')
         old = (self.batch_size, self.slices)
         self.batch_size = None
         try:
@@ -444,7 +444,7 @@ class DataParallelExecutorGroup:
         sym = self.symbol
         arg_shapes, _, aux_shapes = sym.infer_shape(**input_shapes)
         if arg_shapes is None:
-            raise MXNetError('bind: cannot infer the shapes of every argument of the bucket '
+            raise ShapeError('bind: cannot infer the shapes of every argument of the bucket '
                              'from %s' % input_shapes)
         arg_types, _, aux_types = sym.infer_type_partial(**input_types)
         shared_args, shared_grads = shared_exec.arg_dict, shared_exec.grad_dict
@@ -560,18 +560,18 @@ class DataParallelExecutorGroup:
     def get_states(self, merge_multi_context=True):
         """The state arrays, per state a list of per-device arrays."""
         if merge_multi_context:
-            raise MXNetError('merge_multi_context=True is not supported for get_states yet.')
+            raise NotSupportedError('merge_multi_context=True is not supported for get_states yet.')
         return self.state_arrays
 
     def set_states(self, states=None, value=None):
         """Set the states from per-device arrays (``states``) or to a scalar ``value``."""
         if states is not None:
             if value is not None:
-                raise ValueError('Only one of states & value can be specified.')
+                raise ArgumentError('Only one of states & value can be specified.')
             _load_general(states, self.state_arrays, (0,) * len(states), self.state_names)
         else:
             if value is None:
-                raise ValueError('At least one of states & value must be specified.')
+                raise ArgumentError('At least one of states & value must be specified.')
             for d_dst in self.state_arrays:
                 for dst in d_dst:
                     dst[:] = value
@@ -579,7 +579,7 @@ class DataParallelExecutorGroup:
     def get_input_grads(self, merge_multi_context=True):
         """Gradients of the data inputs from the last backward."""
         if not self.inputs_need_grad:
-            raise MXNetError('get_input_grads: bind with inputs_need_grad=True')
+            raise UsageError('get_input_grads: bind with inputs_need_grad=True')
         if merge_multi_context:
             return _merge_multi_context(self.input_grad_arrays, self.data_layouts)
         return self.input_grad_arrays
@@ -587,7 +587,7 @@ class DataParallelExecutorGroup:
     def backward(self, out_grads=None):
         """Backward on every device; ``out_grads`` (whole batch) are sliced per device."""
         if not self.for_training:
-            raise MXNetError('re-bind with for_training=True to run backward')
+            raise UsageError('re-bind with for_training=True to run backward')
         if out_grads is None:
             out_grads = []
         elif isinstance(out_grads, NDArray):

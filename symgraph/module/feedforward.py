@@ -14,7 +14,7 @@ from .. import io
 from .. import metric
 from .. import ndarray as nd
 from .. import optimizer as opt
-from ..base import MXNetError
+from ..base import ArgumentError, ArgumentTypeError, ShapeError, TypeInferenceError
 from ..callback import LogValidationMetricsCallback
 from ..context import Context, cpu
 from ..initializer import Uniform, InitDesc
@@ -43,9 +43,9 @@ def _check_arguments(symbol):
         seen = set()
         for name in names:
             if name in seen:
-                raise ValueError(('Find duplicated %s name "%s", please make the weight name '
-                                  'non-duplicated(using name arguments), arguments are %s')
-                                 % (what, name, str(names)))
+                raise ArgumentError(('Find duplicated %s name "%s", please make the weight name '
+                                     'non-duplicated(using name arguments), arguments are %s')
+                                    % (what, name, str(names)))
             seen.add(name)
 
 
@@ -89,8 +89,8 @@ class FeedForward:
             self.sym_gen = None
         else:
             if not callable(symbol):
-                raise TypeError('FeedForward: symbol must be a Symbol or a callable '
-                                'sym_gen, not %s' % type(symbol).__name__)
+                raise ArgumentTypeError('FeedForward: symbol must be a Symbol or a callable '
+                                        'sym_gen, not %s' % type(symbol).__name__)
             self.symbol = None
             self.sym_gen = symbol
         self.arg_params = arg_params
@@ -139,13 +139,13 @@ class FeedForward:
         input_shapes = {item.name: item.shape for item in inputs}
         arg_shapes, _, aux_shapes = self.symbol.infer_shape(**input_shapes)
         if arg_shapes is None:
-            raise MXNetError('FeedForward: cannot infer the parameter shapes from %s'
+            raise ShapeError('FeedForward: cannot infer the parameter shapes from %s'
                              % input_shapes)
         input_dtypes = {item.name: item.dtype for item in inputs}
         arg_dtypes, _, aux_dtypes = self.symbol.infer_type(**input_dtypes)
         if arg_dtypes is None:
-            raise MXNetError('FeedForward: cannot infer the parameter dtypes from %s'
-                             % input_dtypes)
+            raise TypeInferenceError('FeedForward: cannot infer the parameter dtypes from %s'
+                                     % input_dtypes)
         arg_names = self.symbol.list_arguments()
         param_names = [key for key in arg_names if key not in input_shapes]
         aux_names = self.symbol.list_auxiliary_states()
@@ -181,7 +181,7 @@ class FeedForward:
         shapes.update({x.name: tuple(x.shape) for x in input_shapes})
         arg_shapes, _, _ = self.symbol.infer_shape(**shapes)
         if arg_shapes is None:
-            raise MXNetError('FeedForward: incomplete input shapes %s' % shapes)
+            raise ShapeError('FeedForward: incomplete input shapes %s' % shapes)
         if self._pred_exec is not None and \
                 [tuple(d.shape) for d in self._pred_exec.data_shapes] == \
                 [tuple(x.shape) for x in input_shapes]:
@@ -204,23 +204,23 @@ class FeedForward:
         if isinstance(X, (np.ndarray, nd.NDArray)):
             if y is None:
                 if is_train:
-                    raise ValueError('y must be specified when X is numpy.ndarray')
+                    raise ArgumentError('y must be specified when X is numpy.ndarray')
                 y = np.zeros(X.shape[0])
             if not isinstance(y, (np.ndarray, nd.NDArray)):
-                raise TypeError('y must be ndarray when X is numpy.ndarray')
+                raise ArgumentTypeError('y must be ndarray when X is numpy.ndarray')
             if X.shape[0] != y.shape[0]:
-                raise ValueError("The numbers of data points and labels not equal")
+                raise ArgumentError("The numbers of data points and labels not equal")
             if y.ndim == 2 and y.shape[1] == 1:
                 y = y.flatten() if isinstance(y, np.ndarray) else y.reshape((-1,))
             if y.ndim != 1:
-                raise ValueError("Label must be 1D or 2D (with 2nd dimension being 1)")
+                raise ArgumentError("Label must be 1D or 2D (with 2nd dimension being 1)")
             if is_train:
                 return io.NDArrayIter(X, y, min(X.shape[0], self.numpy_batch_size),
                                       shuffle=is_train, last_batch_handle='roll_over')
             return io.NDArrayIter(X, y, min(X.shape[0], self.numpy_batch_size),
                                   shuffle=False)
         if not isinstance(X, io.DataIter):
-            raise TypeError('X must be DataIter, NDArray or numpy.ndarray')
+            raise ArgumentTypeError('X must be DataIter, NDArray or numpy.ndarray')
         return X
 
     def _init_eval_iter(self, eval_data):
@@ -235,10 +235,10 @@ class FeedForward:
                 input_label = (np.array(eval_data[1]) if isinstance(eval_data[1], list)
                                else eval_data[1])
                 return self._init_iter(input_data, input_label, is_train=True)
-            raise ValueError("Eval data is NONE")
+            raise ArgumentError("Eval data is NONE")
         if not isinstance(eval_data, io.DataIter):
-            raise TypeError('Eval data must be DataIter, or NDArray/numpy.ndarray/list pair '
-                            '(i.e. tuple/list of length 2)')
+            raise ArgumentTypeError('Eval data must be DataIter, or NDArray/numpy.ndarray/list '
+                                    'pair (i.e. tuple/list of length 2)')
         return eval_data
 
     def predict(self, X, num_batch=None, return_data=False, reset=True):
@@ -364,8 +364,8 @@ class FeedForward:
             if not optimizer.idx2name:
                 optimizer.idx2name = param_idx2name.copy()
         else:
-            raise TypeError('FeedForward: optimizer must be a name or an Optimizer, not %s'
-                            % type(self.optimizer).__name__)
+            raise ArgumentTypeError('FeedForward: optimizer must be a name or an Optimizer, not %s'
+                                    % type(self.optimizer).__name__)
         self._train(data, eval_data, eval_metric, optimizer, kvstore, arg_names,
                     epoch_end_callback, batch_end_callback, logger or logging,
                     work_load_list, monitor, eval_end_callback, eval_batch_end_callback)
@@ -456,7 +456,7 @@ class FeedForward:
         if epoch is None:
             epoch = self.num_epoch
         if epoch is None:
-            raise ValueError('FeedForward.save: give the epoch (num_epoch is not set)')
+            raise ArgumentError('FeedForward.save: give the epoch (num_epoch is not set)')
         save_checkpoint(prefix, epoch, self.symbol, self.arg_params or {},
                         self.aux_params or {}, remove_amp_cast=remove_amp_cast)
 

@@ -6,7 +6,7 @@ from .. import context as ctx
 from .. import ndarray as nd
 from .. import optimizer as opt
 from .. import kvstore as kvs
-from ..base import MXNetError
+from ..base import MXNetError, ArgumentError, ArgumentTypeError, UsageError
 from ..initializer import Uniform, InitDesc
 from ..io import DataDesc
 from ..model import (load_checkpoint, _create_kvstore, _initialize_kvstore, _update_params,
@@ -27,8 +27,8 @@ def _check_kvstore_type(kvstore):
     """A kvstore type name must exist, even on one device, where none is created."""
     if isinstance(kvstore, str) and kvstore.lower() not in KVSTORE_TYPES and \
             kvstore.lower() not in kvs.KVStoreBase.kv_registry:
-        raise ValueError('kvstore %r is not a kvstore type; use one of %s (or None, or a '
-                         'KVStore)' % (kvstore, ', '.join(KVSTORE_TYPES)))
+        raise ArgumentError('kvstore %r is not a kvstore type; use one of %s (or None, or a '
+                            'KVStore)' % (kvstore, ', '.join(KVSTORE_TYPES)))
 
 
 class Module(BaseModule):
@@ -77,12 +77,12 @@ class Module(BaseModule):
             context = [context]
         self._context = list(context)
         if not self._context:
-            raise ValueError('Module: context is an empty list')
+            raise ArgumentError('Module: context is an empty list')
         if work_load_list is None:
             work_load_list = [1] * len(self._context)
         if len(work_load_list) != len(self._context):
-            raise ValueError('Module: work_load_list has %d entries for %d contexts'
-                             % (len(work_load_list), len(self._context)))
+            raise ArgumentError('Module: work_load_list has %d entries for %d contexts'
+                                % (len(work_load_list), len(self._context)))
         self._work_load_list = work_load_list
         self._group2ctxs = group2ctxs
         self._symbol = symbol
@@ -230,14 +230,14 @@ class Module(BaseModule):
                     cache_arr = cache[name]
                     if cache_arr is not arr:
                         if tuple(cache_arr.shape) != arr.shape:
-                            raise ValueError('init_params: %r has shape %s but the module '
-                                             'needs %s' % (str(name),
-                                                           tuple(cache_arr.shape),
-                                                           arr.shape))
+                            raise ArgumentError('init_params: %r has shape %s but the module '
+                                                'needs %s' % (str(name),
+                                                              tuple(cache_arr.shape),
+                                                              arr.shape))
                         cache_arr.copyto(arr)
                 else:
                     if not allow_missing:
-                        raise RuntimeError("%s is not presented" % name)
+                        raise UsageError("%s is not presented" % name)
                     if initializer is not None:
                         initializer(name, arr)
             else:
@@ -290,7 +290,7 @@ class Module(BaseModule):
                                         (aux_params, self._aux_names, 'auxiliary state')):
                 for k in (params or {}):
                     if k not in names:
-                        raise ValueError('Find name "%s" that is not in the %ss' % (k, what))
+                        raise ArgumentError('Find name "%s" that is not in the %ss' % (k, what))
         self._exec_group.set_params(arg_params, aux_params, allow_extra=allow_extra)
         # self._arg_params were not updated: they are dirty now
         self._params_dirty = True
@@ -324,13 +324,13 @@ class Module(BaseModule):
             return
         # (a rebinding that fails below leaves the module bound as it was)
         if not for_training and inputs_need_grad:
-            raise ValueError('bind: inputs_need_grad=True needs for_training=True')
+            raise ArgumentError('bind: inputs_need_grad=True needs for_training=True')
         data_shapes, label_shapes = _parse_data_desc(
             self.data_names, self.label_names, data_shapes, label_shapes)
         args = self._symbol.list_arguments()
         for desc in label_shapes or []:
             if desc.name not in args:
-                raise ValueError(
+                raise ArgumentError(
                     "bind: label %r (from label_shapes %s) is not an argument of the "
                     "symbol, whose inputs are %s; create the Module with label_names "
                     "naming the symbol's labels (label_names=None for none)"
@@ -342,7 +342,7 @@ class Module(BaseModule):
             missing = [n for n in self._param_names if n not in self._arg_params] + \
                 [n for n in self._aux_names if n not in self._aux_params]
             if missing:
-                raise RuntimeError(
+                raise UsageError(
                     'bind: the parameters loaded for this module lack %s; load the '
                     'checkpoint with mx.model.load_checkpoint and pass its arg_params and '
                     'aux_params to fit or init_params with allow_missing=True to initialize '
@@ -350,12 +350,12 @@ class Module(BaseModule):
         if shared_module is not None:
             if not isinstance(shared_module, Module) or not shared_module.binded or \
                     not shared_module.params_initialized:
-                raise ValueError('bind: shared_module must be a bound Module with '
-                                 'initialized parameters')
+                raise ArgumentError('bind: shared_module must be a bound Module with '
+                                    'initialized parameters')
             shared_group = shared_module._exec_group
             if len(shared_group.execs) < len(self._context):
-                raise ValueError('bind: shared_module has %d devices, this module %d'
-                                 % (len(shared_group.execs), len(self._context)))
+                raise ArgumentError('bind: shared_module has %d devices, this module %d'
+                                    % (len(shared_group.execs), len(self._context)))
         else:
             shared_group = None
 
@@ -448,8 +448,8 @@ class Module(BaseModule):
                                    **optimizer_params)
         else:
             if not isinstance(optimizer, opt.Optimizer):
-                raise TypeError('init_optimizer: optimizer must be a name or an Optimizer, '
-                                'not %s' % type(optimizer).__name__)
+                raise ArgumentTypeError('init_optimizer: optimizer must be a name or an Optimizer, '
+                                        'not %s' % type(optimizer).__name__)
             if optimizer.rescale_grad != rescale_grad:
                 warnings.warn(
                     "Optimizer created manually outside Module but rescale_grad " +
@@ -506,14 +506,14 @@ class Module(BaseModule):
         curr_data_shapes = tuple(i.shape for i in self._data_shapes)
         if isinstance(data_batch, list):
             if not data_batch:
-                raise ValueError('forward: Encountered empty data batch')
+                raise ArgumentError('forward: Encountered empty data batch')
             new_data_shapes = []
             for i in range(len(data_batch[0].data)):
                 shape = data_batch[0].data[i].shape
                 for db in data_batch:
                     if shape != db.data[i].shape:
-                        raise ValueError('All data batches in a list need to have the same '
-                                         'shape')
+                        raise ArgumentError('All data batches in a list need to have the same '
+                                            'shape')
                 new_batch_size = len(data_batch) * shape[0]
                 new_data_shapes.append((new_batch_size,) + shape[1:])
             new_data_shapes = tuple(new_data_shapes)
@@ -634,7 +634,7 @@ class Module(BaseModule):
             else:
                 row_ids = sparse_row_id_fn(data_batch)
                 if not isinstance(row_ids, dict):
-                    raise TypeError('Expected dict output from sparse_row_id_fn')
+                    raise ArgumentTypeError('Expected dict output from sparse_row_id_fn')
                 for param_name in row_ids:
                     warnings.warn(UserWarning("%s.stype is not 'row_sparse'. No need to "
                                               "perform row_sparse_pull." % param_name))

@@ -6,6 +6,7 @@ import logging
 from .. import ndarray as nd
 from ..initializer import Uniform
 from .base_module import BaseModule, _require
+from ..base import ArgumentError, ArgumentTypeError, NotSupportedError
 
 __all__ = ['PythonModule', 'PythonLossModule']
 
@@ -79,7 +80,7 @@ class PythonModule(BaseModule):
         if self._label_shapes is None:
             return
         if pre_sliced:
-            raise RuntimeError("PythonModule does not support presliced labels")
+            raise NotSupportedError("PythonModule does not support presliced labels")
         eval_metric.update(labels, self.get_outputs())
 
     def bind(self, data_shapes, label_shapes=None, for_training=True,
@@ -90,16 +91,16 @@ class PythonModule(BaseModule):
             self.logger.warning('Already bound, ignoring bind()')
             return
         if grad_req != 'write':
-            raise ValueError("Python module only support write gradient, not %r" % (grad_req,))
+            raise ArgumentError("Python module only support write gradient, not %r" % (grad_req,))
         data_names = [x[0] for x in data_shapes]
         if data_names != list(self._data_names):
-            raise ValueError('bind: data_shapes name %s but the module takes %s'
-                             % (data_names, self._data_names))
+            raise ArgumentError('bind: data_shapes name %s but the module takes %s'
+                                % (data_names, self._data_names))
         if label_shapes is not None:
             label_names = [x[0] for x in label_shapes]
             if self._label_names is None or label_names != list(self._label_names):
-                raise ValueError('bind: label_shapes name %s but the module takes %s'
-                                 % (label_names, self._label_names))
+                raise ArgumentError('bind: label_shapes name %s but the module takes %s'
+                                    % (label_names, self._label_names))
         self.for_training = for_training
         self.inputs_need_grad = inputs_need_grad
         self._data_shapes = data_shapes
@@ -142,13 +143,13 @@ class PythonLossModule(PythonModule):
         super().__init__(data_names, label_names, [name + '_output'], logger=logger)
         self._name = name
         if len(data_names) != 1 or len(label_names) != 1:
-            raise ValueError('PythonLossModule takes one data and one label, not %s and %s'
-                             % (list(data_names), list(label_names)))
+            raise ArgumentError('PythonLossModule takes one data and one label, not %s and %s'
+                                % (list(data_names), list(label_names)))
         self._scores = None
         self._labels = None
         self._scores_grad = None
         if grad_func is not None and not callable(grad_func):
-            raise TypeError('grad_func must be callable')
+            raise ArgumentTypeError('grad_func must be callable')
         self._grad_func = grad_func
 
     def _compute_output_shapes(self):
@@ -165,14 +166,14 @@ class PythonLossModule(PythonModule):
     def get_outputs(self, merge_multi_context=True):
         """``[scores]``."""
         if merge_multi_context is not True:
-            raise ValueError('PythonLossModule runs on one context: merge_multi_context '
-                             'must be True')
+            raise ArgumentError('PythonLossModule runs on one context: merge_multi_context '
+                                'must be True')
         return [self._scores]
 
     def backward(self, out_grads=None):
         """Compute the gradient of the scores with ``grad_func``."""
         if out_grads is not None:
-            raise ValueError('For a loss module, out_grads should be None')
+            raise ArgumentError('For a loss module, out_grads should be None')
         _require(self.for_training, 'backward: bind with for_training=True first')
         self._backward_impl()
 
@@ -188,8 +189,8 @@ class PythonLossModule(PythonModule):
     def get_input_grads(self, merge_multi_context=True):
         """``[gradient of the scores]``."""
         if merge_multi_context is not True:
-            raise ValueError('PythonLossModule runs on one context: merge_multi_context '
-                             'must be True')
+            raise ArgumentError('PythonLossModule runs on one context: merge_multi_context '
+                                'must be True')
         return [self._scores_grad]
 
     def install_monitor(self, mon):

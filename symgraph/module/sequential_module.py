@@ -7,6 +7,7 @@ import warnings
 from ..initializer import Uniform
 from .base_module import BaseModule, _require
 from .module import Module
+from ..base import ArgumentError
 
 __all__ = ['SequentialModule']
 
@@ -54,8 +55,8 @@ class SequentialModule(BaseModule):
         """
         for key in kwargs:
             if key not in self._meta_keys:
-                raise ValueError('Unknown meta "%s", a typo? Known: %s'
-                                 % (key, sorted(self._meta_keys)))
+                raise ArgumentError('Unknown meta "%s", a typo? Known: %s'
+                                    % (key, sorted(self._meta_keys)))
         self._modules.append(module)
         self._metas.append(kwargs)
         # a new module must be bound and initialized with the others
@@ -139,11 +140,11 @@ class SequentialModule(BaseModule):
         def _check_name(known_names, new_names, modules, i):
             for name in new_names:
                 if name in known_names:
-                    raise ValueError(
+                    raise ArgumentError(
                         'Duplicated parameter names: name "%s" in layer %d (%s) is already '
                         'used in layer %d (%s).' % (name, i, type(modules[i]),
-                                                    known_names[name],
-                                                    type(modules[known_names[name]])))
+                                                       known_names[name],
+                                                       type(modules[known_names[name]])))
                 known_names[name] = i
         arg_names = dict()
         aux_names = dict()
@@ -161,11 +162,11 @@ class SequentialModule(BaseModule):
             self.logger.warning('Already bound, ignoring bind()')
             return
         if inputs_need_grad and not for_training:
-            raise ValueError('bind: inputs_need_grad=True needs for_training=True')
+            raise ArgumentError('bind: inputs_need_grad=True needs for_training=True')
         if shared_module is not None:
-            raise ValueError('Shared module is not supported')
+            raise ArgumentError('Shared module is not supported')
         if not self._modules:
-            raise ValueError('Attempting to bind an empty SequentialModule')
+            raise ArgumentError('Attempting to bind an empty SequentialModule')
         self.binded = True
         self.for_training = for_training
         self.inputs_need_grad = inputs_need_grad
@@ -185,9 +186,9 @@ class SequentialModule(BaseModule):
                 data_names = module.data_names
                 if len(data_names) != len(my_data_shapes):
                     self.binded = False
-                    raise ValueError('auto_wiring: module %d has data names %s for %d '
-                                     'inputs %s' % (i_layer, data_names, len(my_data_shapes),
-                                                    my_data_shapes))
+                    raise ArgumentError('auto_wiring: module %d has data names %s for %d '
+                                        'inputs %s' % (i_layer, data_names, len(my_data_shapes),
+                                                       my_data_shapes))
                 my_data_shapes = [(new_name, shape) for (new_name, (_, shape))
                                   in zip(data_names, my_data_shapes)]
             try:

@@ -9,10 +9,13 @@ import math
 import numbers
 import operator
 
+import sys
+
 import numpy as np
 
 from .. import opdef
-from ..base import MXNetError
+from ..base import (MXNetError, ArgumentError, ArgumentTypeError, NotSupportedError,
+                    ParameterError, ShapeError, TypeInferenceError, UnknownNameError)
 from ..context import Context, current_context, cpu, context_of
 from ..namespaces import make_namespaces
 
@@ -88,7 +91,7 @@ class NDArray:
 
     def asscalar(self):
         if self.size != 1:
-            raise ValueError('The current array is not a scalar (shape %s)' % (self.shape,))
+            raise ArgumentError('The current array is not a scalar (shape %s)' % (self.shape,))
         return self.asnumpy().reshape(-1)[0]
 
     def wait_to_read(self):
@@ -110,15 +113,16 @@ class NDArray:
         """Copy into another NDArray (same shape) or onto a Context (a new array)."""
         if isinstance(other, NDArray):
             if other.shape != self.shape:
-                raise ValueError('copyto: shape mismatch %s vs %s' % (self.shape, other.shape))
+                raise ArgumentError('copyto: shape mismatch %s vs %s' % (self.shape, other.shape))
             with other._ctx.device_scope():
                 other._data[...] = _to_xp(self._data, other._ctx)
+            other._wrote()
             return other
         if isinstance(other, Context):
             with other.device_scope():
                 xp = other.xp
                 return NDArray(xp.array(_to_xp(self._data, other), copy=True), other)
-        raise TypeError('copyto does not support type %s' % type(other))
+        raise ArgumentTypeError('copyto does not support type %s' % type(other))
 
     def as_in_context(self, context):
         if context == self._ctx:
@@ -150,14 +154,14 @@ class NDArray:
         shape = kwargs.get('shape', shape)
         unknown = set(kwargs) - {'shape', 'reverse'}
         if unknown:
-            raise TypeError('reshape: unexpected keyword %s' % sorted(unknown))
+            raise ArgumentTypeError('reshape: unexpected keyword %s' % sorted(unknown))
         op = opdef.get_op('Reshape')(shape=tuple(shape), reverse=kwargs.get('reverse', False))
         target = op.infer_shape([self.shape])[1][0]
         return NDArray(self._data.reshape(target), self._ctx)
 
     def tostype(self, stype):
         if stype != 'default':
-            raise MXNetError('sparse storage types are not supported')
+            raise NotSupportedError('sparse storage types are not supported')
         return self
 
     # ----------------------------------------------------------------- indexing
@@ -173,7 +177,11 @@ class NDArray:
                 r = r.copy()
             return NDArray(r, self._ctx)
 
+    def _wrote(self):
+        """Hook called after a write into this array (custom ops track their outputs)."""
+
     def __setitem__(self, key, value):
+        self._wrote()
         key = _unwrap(key)
         if _is_element(key, self.ndim):
             key = _one_element(key)        # a (1,) target takes a size-1 array too
@@ -197,7 +205,15 @@ class NDArray:
             return other
         if isinstance(other, (np.ndarray, list, tuple)):
             return array(other, self._ctx, self.dtype)
-        raise TypeError('type %s not supported' % type(other).__name__)
+        method = sys._getframe(1).f_code.co_name          # __add__, __rsub__, ...
+        sign = _OPERATOR_SIGNS.get(method.strip('_').lstrip('ri'), method)
+        left, right = 'NDArray', type(other).__name__
+        if method.startswith('__r') and method.strip('_').lstrip('ri') in _OPERATOR_SIGNS:
+            left, right = right, left
+        raise ArgumentTypeError(
+            'unsupported operand types for %s: %s and %s (an NDArray operator takes numbers, '
+            'NumPy arrays and NDArrays%s)' % (sign, left, right, '; Symbols combine with '
+                                              'Symbols only' if _is_symbol(other) else ''))
 
     # Through the module's functions (add, subtract, ...), as MXNet's NDArray operators: a
     # number goes to the scalar operator, an NDArray to the broadcasting one (whose type
@@ -269,10 +285,11 @@ class NDArray:
         dtype), as MXNet's ``out=self``; a result of another shape is refused."""
         r = fn(self, self._operand(o))
         if r.shape != self.shape:
-            raise MXNetError('in-place %s: the result has shape %s, the array %s'
+            raise ShapeError('in-place %s: the result has shape %s, the array %s'
                              % (fn.__name__, r.shape, self.shape))
         with self._ctx.device_scope():
             self._data[...] = r._data
+        self._wrote()
         return self
 
     def __iadd__(self, o):
@@ -292,8 +309,8 @@ class NDArray:
 
     def __bool__(self):
         if self.size != 1:
-            raise ValueError('The truth value of an NDArray with multiple elements is '
-                             'ambiguous.')
+            raise ArgumentError('The truth value of an NDArray with multiple elements is '
+                                'ambiguous.')
         return bool(self.asscalar())
 
     def __getattr__(self, name):
@@ -453,10 +470,10 @@ def concat(*arrays, dim=1, num_args=None, out=None, name=None):
     '''Join NDArrays along ``dim`` (the ``Concat`` operator) on the first one's context
     (others are copied there).'''
     if not arrays:
-        raise MXNetError('concat needs at least one NDArray')
+        raise ArgumentError('concat needs at least one NDArray')
     if num_args is not None and num_args != len(arrays):
-        raise MXNetError('concat: num_args=%d but %d arrays were given'
-                         % (num_args, len(arrays)))
+        raise ArgumentError('concat: num_args=%d but %d arrays were given'
+                            % (num_args, len(arrays)))
     return invoke('Concat', arrays, {'dim': dim, 'out': out})
 
 
@@ -544,10 +561,10 @@ def from_numpy(ndarray, zero_copy=True):
     """An NDArray on the CPU holding ``ndarray`` (sharing its memory with ``zero_copy``,
     which needs a C-contiguous array, as MXNet)."""
     if not isinstance(ndarray, np.ndarray):
-        raise TypeError('from_numpy takes a numpy.ndarray, got %s' % type(ndarray).__name__)
+        raise ArgumentTypeError('from_numpy takes a numpy.ndarray, got %s' % type(ndarray).__name__)
     if zero_copy:
         if not ndarray.flags.c_contiguous:
-            raise ValueError('from_numpy with zero_copy=True needs a C-contiguous array')
+            raise ArgumentError('from_numpy with zero_copy=True needs a C-contiguous array')
         return NDArray(ndarray, cpu())
     return NDArray(ndarray.copy(), cpu())
 
@@ -562,14 +579,14 @@ def save(fname, data):
         arrays = {}
         for k, v in data.items():
             if not isinstance(k, str) or not isinstance(v, NDArray):
-                raise TypeError('save only accepts dict str->NDArray or list of NDArray')
+                raise ArgumentTypeError('save only accepts dict str->NDArray or list of NDArray')
             arrays[k] = v.asnumpy()
     elif isinstance(data, (list, tuple)):
         if any(not isinstance(v, NDArray) for v in data):
-            raise TypeError('save only accepts dict str->NDArray or list of NDArray')
+            raise ArgumentTypeError('save only accepts dict str->NDArray or list of NDArray')
         arrays = [v.asnumpy() for v in data]
     else:
-        raise TypeError('save only accepts dict str->NDArray or list of NDArray')
+        raise ArgumentTypeError('save only accepts dict str->NDArray or list of NDArray')
     save_arrays(fname, arrays)
 
 
@@ -597,44 +614,63 @@ def _wrap_loaded(data, ctx):
 
 
 # ---------------------------------------------------------------------- operators
+#: NDArray's arithmetic methods (without __, r, i) -> the Python operator, for messages
+_OPERATOR_SIGNS = {'add': '+', 'sub': '-', 'mul': '*', 'truediv': '/', 'div': '/',
+                   'floordiv': '//', 'mod': '%', 'pow': '**', 'eq': '==', 'ne': '!=',
+                   'lt': '<', 'le': '<=', 'gt': '>', 'ge': '>='}
+
+
+def _is_symbol(v):
+    """A Symbol (recognised by its methods: mx.nd does not import mx.sym)."""
+    return hasattr(type(v), 'list_arguments') and hasattr(type(v), 'tojson')
+
+
 def invoke(func_name, args, kwargs):
     """Run an operator imperatively on NDArrays (the body of ``mx.nd.<op>``)."""
     cls = opdef.get_op(func_name)
     # a NumPy array where an input goes is an input (refused below with its name), not
     # the first parameter
-    args, kwargs = cls.split_positional(args, lambda a: isinstance(a, (NDArray, np.ndarray)),
-                                        kwargs)
+    args, kwargs = cls.split_positional(
+        args, lambda a: isinstance(a, (NDArray, np.ndarray)) or _is_symbol(a), kwargs)
     kwargs = dict(kwargs)
     out = kwargs.pop('out', None)
     kwargs.pop('name', None)
-    nd_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, NDArray)}
+    # as MXNet: __key__ keyword arguments are attributes, which an imperative call drops
+    for k in [k for k in kwargs if len(k) > 4 and k.startswith('__') and k.endswith('__')
+              and k not in cls._params]:
+        del kwargs[k]
+    # a Symbol is an input of the wrong kind: refused below, naming the input
+    nd_kwargs = {k: v for k, v in kwargs.items()
+                 if isinstance(v, NDArray) or (_is_symbol(v) and k not in cls._params)}
     # an explicit None is kept for a parameter (axis=None flattens, end=None runs to the
     # end), as mx.sym does; for an input it means "not given"
-    params = {k: v for k, v in kwargs.items() if not isinstance(v, NDArray)
+    params = {k: v for k, v in kwargs.items() if k not in nd_kwargs
               and (v is not None or k in cls._params or cls.free_params)}
     if 'num_args' in cls._params and 'num_args' not in params:
         params['num_args'] = len(args) + len(nd_kwargs)
     op = cls(**params)
     names = op.list_arguments() + op.list_auxiliary_states()
     if len(args) > len(names):
-        raise MXNetError('operator %s: %d inputs given but it takes %d: %s'
-                         % (cls.name, len(args), len(names), names))
+        raise ArgumentError('operator %s: %d inputs given but it takes %d: %s'
+                            % (cls.name, len(args), len(names), names))
     inputs = list(args) + [None] * (len(names) - len(args))
     for k, v in nd_kwargs.items():
         if k not in names:
-            raise MXNetError('operator %s: unknown input %r; inputs are %s'
-                             % (cls.name, k, names))
+            raise UnknownNameError('operator %s: unknown input %r; inputs are %s'
+                                   % (cls.name, k, names))
         if names.index(k) < len(args):
-            raise MXNetError('operator %s: input %r given both by position and by keyword'
-                             % (cls.name, k))
+            raise ArgumentError('operator %s: input %r given both by position and by keyword'
+                                % (cls.name, k))
         inputs[names.index(k)] = v
+    for n, v in zip(names, inputs):
+        if v is not None and not isinstance(v, NDArray):
+            raise ArgumentTypeError('operator %s: input %r must be an NDArray, got %s%s'
+                                    % (cls.name, n, type(v).__name__,
+                                       ' (Symbols go to mx.sym.%s)' % cls.name
+                                       if _is_symbol(v) else ''))
     missing = [n for n, v in zip(names, inputs) if v is None]
     if missing:
-        raise MXNetError('operator %s: missing inputs %s' % (cls.name, missing))
-    for n, v in zip(names, inputs):
-        if not isinstance(v, NDArray):
-            raise TypeError('operator %s: input %r must be an NDArray, got %s'
-                            % (cls.name, n, type(v).__name__))
+        raise ArgumentError('operator %s: missing inputs %s' % (cls.name, missing))
     ctx = inputs[0]._ctx if inputs else current_context()
     n_args = len(op.list_arguments())
     if out is not None and inputs:
@@ -650,7 +686,7 @@ def invoke(func_name, args, kwargs):
             op.infer_type([d.dtype for d in datas])
         except opdef.TypeInferenceError as e:
             # MXNet refuses mixed dtypes too (float32 + float64, int8 + int32, ...)
-            raise MXNetError('operator %s: %s (inputs: %s)' % (cls.name, e, ', '.join(
+            raise TypeInferenceError('operator %s: %s (inputs: %s)' % (cls.name, e, ', '.join(
                 '%s=%s' % (n, d.dtype) for n, d in zip(names, datas)))) from None
         state = op.create_state(ctx, [d.shape for d in datas],
                                 [np.dtype(d.dtype) for d in datas])
@@ -664,7 +700,7 @@ def invoke(func_name, args, kwargs):
         for k, (dst, r) in enumerate(zip(outs_given, res)):
             # MXNet refuses an out= of another shape or dtype (no broadcast, no cast)
             if not isinstance(dst, NDArray) or dst.shape != r.shape or dst.dtype != r.dtype:
-                raise MXNetError('operator %s: out=%s for output %d, which is %s %s'
+                raise ShapeError('operator %s: out=%s for output %d, which is %s %s'
                                  % (cls.name, '%s %s' % (dst.shape, np.dtype(dst.dtype).name)
                                     if isinstance(dst, NDArray) else type(dst).__name__, k,
                                     r.shape, np.dtype(r.dtype).name))
@@ -710,7 +746,7 @@ def _adamw(func_name):
         if rescale_grad is None and rest:
             rescale_grad = rest.pop(0)
         if rescale_grad is None:
-            raise MXNetError('%s: rescale_grad is required' % func_name)
+            raise ParameterError('%s: rescale_grad is required' % func_name)
         if not isinstance(rescale_grad, NDArray):
             rescale_grad = array([float(rescale_grad)], weight._ctx, np.float32)
         return invoke(func_name, (weight, grad, mean, var) + tuple(rest),
@@ -719,12 +755,55 @@ def _adamw(func_name):
     return fn
 
 
+def _multi_update(func_name, roles):
+    """MXNet's Python ``contrib.multi_adamw_update`` / ``multi_mp_adamw_update`` /
+    ``multi_lamb_update`` / ``multi_mp_lamb_update``: lists of arrays per role, flattened
+    per tensor into the operator's interleaved inputs."""
+    adamw = 'adamw' in func_name
+
+    def fn(weights, grads, mean, var, *rest, out=None, name=None, size=0, num_tensors=0,
+           **kwargs):
+        rest = list(rest)
+        lists = [weights, grads, mean, var] + ([rest.pop(0)] if len(roles) == 5 else [])
+        n = size or num_tensors or len(weights)
+        if any(len(x) != len(weights) for x in lists):
+            raise MXNetError('%s: the lists of %s differ in length (%s)'
+                             % (func_name, ', '.join(roles), [len(x) for x in lists]))
+        flat = [a for group in zip(*lists) for a in group]
+        if adamw:
+            names = ('rescale_grad', 'lrs', 'wds', 'etas')
+            for k, v in zip(names, rest):
+                kwargs[k] = v
+            rescale = kwargs.pop('rescale_grad')
+            if not isinstance(rescale, NDArray):
+                rescale = array([float(rescale)], weights[0]._ctx, np.float32)
+            flat.append(rescale)
+            kwargs['num_weights'] = n
+        else:
+            for k, v in zip(('step_count', 'lrs', 'wds'), rest):
+                kwargs[k] = v
+            kwargs['learning_rates'] = kwargs.pop('lrs')
+            kwargs['num_tensors'] = n
+        return invoke(func_name, tuple(flat), dict(kwargs, out=out))
+    fn.__name__ = func_name.lstrip('_')
+    return fn
+
+
 #: mx.nd.random.uniform(...), mx.nd.contrib.box_nms, mx.nd.linalg.gemm2, ... (the table is
 #: namespaces.NAMESPACES, shared with mx.sym)
 random, contrib, linalg, _internal = make_namespaces(
     'nd', NDArray, invoke, _op_function,
-    functions={'contrib': {'adamw_update': _adamw('_adamw_update'),
-                           'mp_adamw_update': _adamw('_mp_adamw_update')}})
+    functions={'contrib': {
+        'adamw_update': _adamw('_adamw_update'),
+        'mp_adamw_update': _adamw('_mp_adamw_update'),
+        'multi_adamw_update': _multi_update('_multi_adamw_update',
+                                            ('weights', 'grads', 'mean', 'var')),
+        'multi_mp_adamw_update': _multi_update(
+            '_multi_mp_adamw_update', ('weights', 'grads', 'mean', 'var', 'weights32')),
+        'multi_lamb_update': _multi_update('_multi_lamb_update',
+                                           ('weights', 'grads', 'mean', 'var')),
+        'multi_mp_lamb_update': _multi_update(
+            '_multi_mp_lamb_update', ('weights', 'grads', 'mean', 'var', 'weights32'))}})
 
 
 def __getattr__(name):
@@ -733,5 +812,4 @@ def __getattr__(name):
     try:
         return _op_function(name)
     except MXNetError:
-        raise AttributeError('module symgraph.ndarray has no attribute or operator %r'
-                             % name) from None
+        raise opdef.unknown_operator(name) from None

@@ -46,7 +46,7 @@ import sys
 
 import numpy as np
 
-from ..base import MXNetError
+from ..base import MissingFileError, MXNetError
 
 __all__ = ['ParamsFormatError', 'save_arrays', 'load_arrays', 'dumps_arrays', 'loads_arrays']
 
@@ -190,6 +190,10 @@ def _read_data(r, flag, shape, bfloat16):
     dt = _FLAG_TO_DTYPE[flag]
     if count == 0:
         return _Record(np.empty(shape, dt.newbyteorder('=')))
+    if dt.kind == 'b':
+        # any non-zero byte is True (as MXNet's C++ bool); a bool array holding byte 2
+        # would compare unequal to True
+        return _Record((np.frombuffer(r.buf, np.uint8, count, start) != 0).reshape(shape))
     arr = np.frombuffer(r.buf, dt, count, start).astype(dt.newbyteorder('='))
     return _Record(arr.reshape(shape))
 
@@ -343,8 +347,15 @@ def loads_arrays(data, bfloat16='error', source='<bytes>'):
     >>> loads_arrays(blob)['w'].shape
     (2, 3)
     """
+    try:
+        if isinstance(data, str):     # text would be a file read in text mode
+            raise TypeError
+        view = memoryview(data)
+    except TypeError:
+        raise TypeError('the bytes of an NDArray file are needed (bytes, bytearray, mmap or '
+                        'another buffer), not %s' % type(data).__name__) from None
     # release the views even on error: an mmap cannot be closed while a view of it lives
-    with memoryview(data) as view, view.cast('B') as buf:
+    with view, view.cast('B') as buf:
         return _parse(buf, source, bfloat16)
 
 
@@ -372,7 +383,11 @@ def load_arrays(fname, bfloat16='error'):
     if hasattr(fname, 'read'):
         return loads_arrays(fname.read(), bfloat16, getattr(fname, 'name', '<file object>'))
     source = os.fspath(fname)
-    with open(source, 'rb') as f:
+    try:
+        f = open(source, 'rb')
+    except FileNotFoundError as e:
+        raise MissingFileError(e.errno, 'mx.nd.load: no such file', source) from None
+    with f:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
             # a pipe or device cannot be mapped (and reports size 0)

@@ -5,9 +5,9 @@ types); :mod:`.custom` adapts a registered prop into the operator protocol of
 :mod:`symgraph.opdef` as the ``Custom`` operator. The adapter imports the API, never the
 reverse.
 """
-from .api import (CustomOp, CustomOpProp, CustomOpError, NotAvailable, register,
-                  get_all_registered_operators)
+from .api import (CustomOp, CustomOpProp, CustomOpError, UnassignedResultError, NotAvailable,
+                  register, get_all_registered_operators)
 from . import custom  # noqa: F401  (registers the Custom operator)
 
 __all__ = ['CustomOp', 'CustomOpProp', 'register', 'get_all_registered_operators',
-           'CustomOpError']
+           'CustomOpError', 'UnassignedResultError']

@@ -23,7 +23,9 @@ array([2., 4.], dtype=float32)
 
 Differences from MXNet: :meth:`CustomOp.assign` also accepts NumPy arrays and scalars for
 ``req='add'``; arrays a backward did not declare raise a clear error when used instead of
-holding undefined data; outputs and input gradients start zeroed.
+holding undefined data; a forward that never writes an output, or a backward that never
+writes an input gradient it was asked for (req write/add), raises
+:class:`UnassignedResultError` instead of handing back undefined data.
 """
 from __future__ import annotations
 
@@ -32,13 +34,14 @@ import warnings
 import numpy as np
 
 from .. import opdef
-from ..base import MXNetError
+from ..base import MXNetError, ArgumentError, ArgumentTypeError, UnknownNameError, UsageError
 from ..ndarray import NDArray
 from ..ndarray.ndarray import _to_xp
 from ..context import array_module
 
 __all__ = ['CustomOp', 'CustomOpProp', 'register', 'get_all_registered_operators',
-           'CustomOpError', 'NotAvailable', 'lookup_prop', 'registered_props']
+           'CustomOpError', 'UnassignedResultError', 'NotAvailable', 'lookup_prop',
+           'registered_props']
 
 #: op_type -> CustomOpProp subclass (filled by ``symgraph.operator.register``)
 _PROPS = {}
@@ -54,9 +57,9 @@ def lookup_prop(op_type):
     try:
         return _PROPS[op_type]
     except KeyError:
-        raise MXNetError('Cannot find custom operator %r: register a CustomOpProp subclass '
-                         'with @mx.operator.register(%r) first (registered custom operators: '
-                         '%s)' % (op_type, op_type, registered_props() or 'none')) from None
+        raise UnknownNameError('Cannot find custom operator %r: register a CustomOpProp subclass '
+                               'with @mx.operator.register(%r) first (registered custom operators: '
+                               '%s)' % (op_type, op_type, registered_props() or 'none')) from None
 
 
 class CustomOpError(MXNetError):
@@ -64,6 +67,11 @@ class CustomOpError(MXNetError):
 
     The original exception is chained (``__cause__``), so its traceback is kept.
     """
+
+
+class UnassignedResultError(CustomOpError, RuntimeError):
+    """A custom op's forward left an output unwritten, or its backward an input gradient
+    it was asked for (req write or add): symgraph refuses the silent zeros."""
 
 
 class NotAvailable:
@@ -75,12 +83,12 @@ class NotAvailable:
         object.__setattr__(self, '_why', why)
 
     def _fail(self, *args, **kwargs):
-        raise MXNetError(self._why)
+        raise UsageError(self._why)
 
     def __getattr__(self, name):
         if name.startswith('__') and name.endswith('__'):
             raise AttributeError(name)
-        raise MXNetError(self._why)
+        raise UsageError(self._why)
 
     def __repr__(self):
         return '<not available: %s>' % self._why
@@ -160,7 +168,8 @@ class CustomOp:
         if isinstance(dst, NotAvailable):
             dst._fail()
         if not isinstance(dst, NDArray):
-            raise TypeError('assign: dst must be an NDArray, got %s' % type(dst).__name__)
+            raise ArgumentTypeError('assign: dst must be an NDArray, got %s' % type(dst).__name__)
+        dst._wrote()
         if req in ('write', 'inplace'):
             dst[:] = src
         elif req == 'add':
@@ -168,8 +177,8 @@ class CustomOp:
             xp = array_module(data)
             xp.add(data, as_array_of(dst, src), out=data, casting='unsafe')
         else:
-            raise MXNetError("assign: req must be 'null', 'write', 'inplace' or 'add', "
-                             "got %r" % (req,))
+            raise ArgumentError("assign: req must be 'null', 'write', 'inplace' or 'add', "
+                                "got %r" % (req,))
 
 
 class CustomOpProp:
@@ -243,8 +252,8 @@ def register(reg_name):
 
     def do_register(prop_cls):
         if not (isinstance(prop_cls, type) and issubclass(prop_cls, CustomOpProp)):
-            raise TypeError('mx.operator.register(%r) decorates CustomOpProp subclasses, '
-                            'not %r' % (reg_name, prop_cls))
+            raise ArgumentTypeError('mx.operator.register(%r) decorates CustomOpProp subclasses, '
+                                    'not %r' % (reg_name, prop_cls))
         old = _PROPS.get(reg_name)
         if old is not None and old is not prop_cls:
             warnings.warn('custom operator %r is registered again: %s.%s replaces %s.%s'

@@ -17,11 +17,13 @@ from __future__ import annotations
 import numpy as np
 
 from .. import opdef
-from ..base import MXNetError, ShapeError, TypeInferenceError
+from ..base import (MXNetError, ShapeError, TypeInferenceError, ArgumentError, ParameterError,
+                    UsageError)
 from ..context import cpu, gpu, context_of
 from ..graph import TYPE_CODE
 from ..ndarray import NDArray
-from .api import CustomOp, CustomOpError, NotAvailable, lookup_prop, registered_props
+from .api import (CustomOp, CustomOpError, NotAvailable, UnassignedResultError, lookup_prop,
+                  registered_props)
 
 __all__ = ['Custom']
 
@@ -44,10 +46,43 @@ class _ReadOnly(NDArray):
     __slots__ = ()
 
     def _refuse(self, *args):
-        raise MXNetError('this NDArray is an input of a custom operator and is read-only; '
-                         'write to out_data/in_grad (e.g. with self.assign) instead')
+        raise ArgumentError('this NDArray is an input of a custom operator and is read-only; '
+                            'write to out_data/in_grad (e.g. with self.assign) instead')
 
     __setitem__ = __iadd__ = __isub__ = __imul__ = __itruediv__ = _refuse
+
+
+class CustomOpTypeError(CustomOpError, TypeError):
+    """``create_operator`` returned something that is not a CustomOp, or user code of a
+    custom op raised a TypeError."""
+
+
+class CustomOpValueError(CustomOpError, ValueError):
+    """User code of a custom op raised a ValueError (e.g. it assigned a wrong shape)."""
+
+
+class _Result(NDArray):
+    """An out_data (forward) or in_grad (backward) array of a custom op: notes whether
+    user code wrote into it (assign, ``[:] =``, in-place arithmetic, ``out=``, copyto), so
+    that a result never written is an error rather than silent zeros, at no copy."""
+
+    __slots__ = ('_written',)
+
+    def __init__(self, data, ctx):
+        super().__init__(data, ctx)
+        self._written = False
+
+    def _wrote(self):
+        self._written = True
+
+
+def _check_written(op, what, arrays, names, reqs):
+    for a, name, req in zip(arrays, names, reqs):
+        if req in ('write', 'inplace', 'add') and not a._written:
+            raise UnassignedResultError(
+                'custom operator %r: %s.%s never assigned %s (req=%r); write it with '
+                'self.assign(...) or [:] =' % (op.op_type, type(op.prop).__name__, what,
+                                               name, req))
 
 
 # ----------------------------------------------------------------------------------
@@ -169,9 +204,9 @@ class Custom(opdef.Operator):
 
     def __init__(self, op_type=None, **kwargs):
         if op_type is None:
-            raise MXNetError('operator Custom: required parameter \'op_type\' is missing '
-                             '(registered custom operators: %s)'
-                             % (registered_props() or 'none'))
+            raise ParameterError('operator Custom: required parameter \'op_type\' is missing '
+                                 '(registered custom operators: %s)'
+                                 % (registered_props() or 'none'))
         op_type = str(op_type)
         prop_cls = lookup_prop(op_type)
         params = {k: opdef.Operator.format_value(v) for k, v in kwargs.items()}
@@ -297,7 +332,7 @@ class Custom(opdef.Operator):
                                      [list(s) for s in shapes],
                                      [TYPE_CODE.get(t.name, -1) for t in dtypes])
             if not isinstance(user_op, CustomOp):
-                raise CustomOpError('custom operator %r: %s.create_operator returned %r, '
+                raise CustomOpTypeError('custom operator %r: %s.create_operator returned %r, '
                                     'not a CustomOp' % (self.op_type, type(self.prop).__name__,
                                                         user_op))
             st = _State(user_op, shapes, dtypes, [tuple(s) for s in sh_out], out_types)
@@ -313,18 +348,21 @@ class Custom(opdef.Operator):
         st = self._state(state, ctx, tuple(tuple(a.shape) for a in arrays),
                          tuple(np.dtype(a.dtype) for a in arrays))
         in_data = [_ReadOnly(a, ctx) for a in inputs]
-        out_data = [NDArray(xp.zeros(s, dtype=t), ctx)
+        out_data = [_Result(xp.zeros(s, dtype=t), ctx)
                     for s, t in zip(st.out_shapes, st.out_dtypes)]
         aux_nd = [NDArray(a, ctx) for a in aux]
         with ctx:
             _call_user(self, 'forward', st.op.forward, is_train=int(bool(is_train)),
                        req=['write'] * len(out_data), in_data=in_data, out_data=out_data,
                        aux=aux_nd)
+        _check_written(self, 'forward', out_data,
+                       ['output %r (out_data[%d])' % (n, i) for i, n in enumerate(self._outs)],
+                       ['write'] * len(out_data))
         return [o._data for o in out_data]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need, state=None, req=None):
         if state is None or state['last'] is None:
-            raise MXNetError('custom operator %r: backward without a forward in this '
+            raise UsageError('custom operator %r: backward without a forward in this '
                              'executor' % self.op_type)
         ctx = _ctx_of(xp, list(out_grads) + list(inputs) + list(outputs) + list(aux))
         st = state['ops'][state['last']]
@@ -346,7 +384,7 @@ class Custom(opdef.Operator):
             return res
         og = [g if i in self._dep_og else None for i, g in enumerate(out_grads)]
         n = len(self._args)
-        in_grad = [NDArray(xp.zeros(s, dtype=t), ctx)
+        in_grad = [_Result(xp.zeros(s, dtype=t), ctx)
                    for s, t in zip(st.in_shapes[:n], st.in_dtypes[:n])]
         with ctx:
             if req is None:
@@ -356,6 +394,9 @@ class Custom(opdef.Operator):
                        in_data=avail(inputs, 'in_data', self._args),
                        out_data=avail(outputs, 'out_data', self._outs),
                        in_grad=in_grad, aux=[NDArray(a, ctx) for a in aux])
+        _check_written(self, 'backward', in_grad,
+                       ['the gradient of input %r (in_grad[%d])' % (n, i)
+                        for i, n in enumerate(self._args)], req)
         return [g._data if nd else None for g, nd in zip(in_grad, need)]
 
 
@@ -364,7 +405,9 @@ def _call_user(op, what, fn, *args, **kwargs):
     try:
         return fn(*args, **kwargs)
     except Exception as e:
-        raise CustomOpError('custom operator %r (%s.%s) raised %s: %s'
+        cls = (CustomOpValueError if isinstance(e, ValueError) else
+               CustomOpTypeError if isinstance(e, TypeError) else CustomOpError)
+        raise cls('custom operator %r (%s.%s) raised %s: %s'
                             % (op.op_type, type(getattr(fn, '__self__', op.prop)).__name__,
                                what, type(e).__name__, e)) from e
 

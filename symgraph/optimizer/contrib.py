@@ -17,6 +17,7 @@ import numpy
 from .. import ndarray as nd
 from ..ndarray import zeros
 from .optimizer import Optimizer, register, _check_arrays
+from ..base import ArgumentError
 
 __all__ = ['GroupAdaGrad', 'AdamW']
 
@@ -46,8 +47,8 @@ class GroupAdaGrad(Optimizer):
 
     def create_state(self, index, weight):
         if len(weight.shape) != 2:
-            raise ValueError('GroupAdaGrad updates 2-D weights; index %r has shape %s'
-                             % (index, weight.shape))
+            raise ArgumentError('GroupAdaGrad updates 2-D weights; index %r has shape %s'
+                                % (index, weight.shape))
         return zeros((weight.shape[0], 1), weight.context)
 
     def update(self, index, weight, grad, state):
@@ -56,8 +57,8 @@ class GroupAdaGrad(Optimizer):
         lr = self._get_lr(index)
         wd = self._get_wd(index)
         if wd != 0:
-            raise ValueError('Weight decay is not supported for GroupAdaGrad (index %r has '
-                             'wd=%g)' % (index, wd))
+            raise ArgumentError('Weight decay is not supported for GroupAdaGrad (index %r has '
+                                'wd=%g)' % (index, wd))
         grad = grad * self.rescale_grad
         if self.clip_gradient is not None:
             grad = nd.clip(grad, -self.clip_gradient, self.clip_gradient)

@@ -19,6 +19,7 @@ import numpy
 
 from .. import ndarray as nd
 from ..ndarray import NDArray
+from ..base import ArgumentError, ArgumentTypeError
 
 __all__ = ['Optimizer', 'register', 'create']
 
@@ -36,11 +37,11 @@ def _as_lists(indices, weights, grads, states):
 
 def _check_arrays(weight, grad):
     if not isinstance(weight, NDArray) or not isinstance(grad, NDArray):
-        raise TypeError('an optimizer updates NDArrays: got weight %s and grad %s'
-                        % (type(weight).__name__, type(grad).__name__))
+        raise ArgumentTypeError('an optimizer updates NDArrays: got weight %s and grad %s'
+                                % (type(weight).__name__, type(grad).__name__))
     if weight.shape != grad.shape:
-        raise ValueError('weight and gradient shapes differ: weight %s, grad %s'
-                         % (weight.shape, grad.shape))
+        raise ArgumentError('weight and gradient shapes differ: weight %s, grad %s'
+                            % (weight.shape, grad.shape))
 
 
 def sum_sq(array):
@@ -113,9 +114,9 @@ class Optimizer(object):
         if kwargs:
             # MXNet: "__init__() got an unexpected keyword argument"; name them and the
             # parameters the optimizer takes
-            raise TypeError('optimizer %s got unknown parameter(s) %s; it takes %s'
-                            % (type(self).__name__, ', '.join(map(repr, sorted(kwargs))),
-                               ', '.join(_init_params(type(self)))))
+            raise ArgumentTypeError('optimizer %s got unknown parameter(s) %s; it takes %s'
+                                    % (type(self).__name__, ', '.join(map(repr, sorted(kwargs))),
+                                       ', '.join(_init_params(type(self)))))
         self.rescale_grad = rescale_grad
         self.lr_scheduler = lr_scheduler
         if self.lr_scheduler is None and learning_rate is None:
@@ -142,8 +143,8 @@ class Optimizer(object):
         if param_idx2name is None:
             param_idx2name = {}
         if not isinstance(param_idx2name, dict):
-            raise TypeError('param_idx2name should be a dict of param indexes to names, '
-                            'got %s' % type(param_idx2name).__name__)
+            raise ArgumentTypeError('param_idx2name should be a dict of param indexes to names, '
+                                    'got %s' % type(param_idx2name).__name__)
         self.idx2name = param_idx2name.copy()
         self.sym_info = (sym.attr_dict(), sym.list_arguments()) if sym is not None else ()
         self.param_dict = param_dict if param_dict else {}
@@ -168,7 +169,7 @@ class Optimizer(object):
         >>> del mx.optimizer.Optimizer.opt_registry['myoptimizer']
         """
         if not isinstance(klass, type):
-            raise TypeError('register takes an optimizer class, got %r' % (klass,))
+            raise ArgumentTypeError('register takes an optimizer class, got %r' % (klass,))
         name = klass.__name__.lower()
         if name in Optimizer.opt_registry:
             warnings.warn('WARNING: New optimizer %s.%s is overriding '
@@ -197,11 +198,11 @@ class Optimizer(object):
         'Adam'
         """
         if not isinstance(name, str):
-            raise TypeError('optimizer name must be a str, got %s' % type(name).__name__)
+            raise ArgumentTypeError('optimizer name must be a str, got %s' % type(name).__name__)
         if name.lower() in Optimizer.opt_registry:
             return Optimizer.opt_registry[name.lower()](**kwargs)
-        raise ValueError('Cannot find optimizer %s (registered optimizers: %s)'
-                         % (name, ', '.join(sorted(Optimizer.opt_registry))))
+        raise ArgumentError('Cannot find optimizer %s (registered optimizers: %s)'
+                            % (name, ', '.join(sorted(Optimizer.opt_registry))))
 
     # ------------------------------------------------------------------ states
     @property

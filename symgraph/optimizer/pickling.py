@@ -20,6 +20,7 @@ from .. import ndarray as nd
 from .. import lr_scheduler
 from ..ndarray import NDArray
 from .optimizer import Optimizer
+from ..base import ArgumentTypeError
 
 __all__ = ['dumps', 'loads', 'ndarray_to_raw_bytes', 'ndarray_from_raw_bytes']
 
@@ -198,5 +199,6 @@ def loads(data):
         The pickle refers to an MXNet class symgraph does not have, or is not a pickle.
     """
     if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise TypeError('optimizer states are bytes (a pickle), got %s' % type(data).__name__)
+        raise ArgumentTypeError('optimizer states are bytes (a pickle), got %s'
+                                % type(data).__name__)
     return _plain(_MXNetUnpickler(io.BytesIO(data)).load())

@@ -7,6 +7,7 @@ weight)`` by the kvstore and by Module (MXNet's ``mx.optimizer.Updater``).
 from ..ndarray import NDArray
 from . import pickling
 from .optimizer import Optimizer
+from ..base import ArgumentError, ArgumentTypeError
 
 __all__ = ['Updater', 'get_updater']
 
@@ -23,7 +24,7 @@ class Updater(object):
 
     def __init__(self, optimizer):
         if not isinstance(optimizer, Optimizer):
-            raise TypeError('Updater needs an Optimizer, got %s' % type(optimizer).__name__)
+            raise ArgumentTypeError('Updater needs an Optimizer, got %s' % type(optimizer).__name__)
         self.optimizer = optimizer
         self.states = {}
         self.states_synced = {}
@@ -41,13 +42,13 @@ class Updater(object):
             grads = list(grad)
             weights = list(weight)
         if not len(indices) == len(grads) == len(weights):
-            raise ValueError('Updater: %d indices, %d gradients and %d weights'
-                             % (len(indices), len(grads), len(weights)))
+            raise ArgumentError('Updater: %d indices, %d gradients and %d weights'
+                                % (len(indices), len(grads), len(weights)))
         for what, arrays in (('gradient', grads), ('weight', weights)):
             for a in arrays:
                 if not isinstance(a, NDArray):
-                    raise TypeError('Updater: each %s must be an NDArray, got %s'
-                                    % (what, type(a).__name__))
+                    raise ArgumentTypeError('Updater: each %s must be an NDArray, got %s'
+                                            % (what, type(a).__name__))
         if weights:
             self.optimizer._set_current_context(weights[0].context.device_id)
         for i, idx in enumerate(indices):
@@ -101,8 +102,8 @@ class Updater(object):
         else:
             self.states = states
         if not isinstance(self.states, dict):
-            raise TypeError('optimizer states must unpickle to a dict of index to state, '
-                            'got %s' % type(self.states).__name__)
+            raise ArgumentTypeError('optimizer states must unpickle to a dict of index to state, '
+                                    'got %s' % type(self.states).__name__)
         self.states_synced = dict.fromkeys(self.states.keys(), False)
 
     def get_states(self, dump_optimizer=False):

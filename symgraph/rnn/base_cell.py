@@ -43,19 +43,6 @@ def _cells_pack_weights(cells, args):
         args = cell.pack_weights(args)
     return args
 
-def _dunder_as_attr(func, kwargs):
-    """MXNet's operator functions take ``__layout__=...`` as a node attribute; symgraph's
-    take such attributes through ``attr`` (variables take them directly)."""
-    if func in (symbol.Variable, symbol.var):
-        return kwargs
-    kwargs = dict(kwargs)
-    dunder = {k: str(kwargs.pop(k)) for k in list(kwargs)
-              if k.startswith('__') and k.endswith('__')}
-    if dunder:
-        kwargs['attr'] = dict(kwargs.get('attr') or {}, **dunder)
-    return kwargs
-
-
 def _normalize_sequence(length, inputs, layout, merge, in_layout=None):
     assert inputs is not None, \
         "unroll(inputs=None) has been deprecated. " \
@@ -226,7 +213,7 @@ class BaseRNNCell(object):
             else:
                 kwargs.update(info)
                 state = func(name='%sbegin_state_%d'%(self._prefix, self._init_counter),
-                             **_dunder_as_attr(func, kwargs))
+                             **kwargs)
             states.append(state)
         return states
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..io import DataIter, DataBatch, DataDesc
 from .. import ndarray
+from ..base import ArgumentError
 
 def encode_sentences(sentences, vocab=None, invalid_label=-1, invalid_key='\n',
                      start_label=0, unknown_token=None):
@@ -164,7 +165,7 @@ class BucketSentenceIter(DataIter):
                 name=self.label_name, shape=(self.default_bucket_key, batch_size),
                 layout=self.layout)]
         else:
-            raise ValueError("Invalid layout %s: Must by NT (batch major) or TN (time major)")
+            raise ArgumentError("Invalid layout %s: Must by NT (batch major) or TN (time major)")
 
         self.idx = []
         for i, buck in enumerate(self.data):

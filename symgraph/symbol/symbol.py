@@ -12,14 +12,16 @@ import warnings
 import numpy as np
 
 from .. import opdef
-from ..attribute import AttrScope, check_attrs, plain_keys, with_plain_copies
-from ..base import MXNetError, user_location
+from ..attribute import PLAIN_KEYS, AttrScope, check_attrs, plain_keys, with_plain_copies
+from ..base import (MXNetError, user_location, ArgumentError, ArgumentTypeError, NotSupportedError,
+                    ParameterError, UnknownNameError, MissingFileError, rewrap)
 from ..graph import Node, topo_order, aux_variable_ids, TYPE_CODE, parse_shape_attr, \
     dtype_from_attr
 from ..graph.infer import infer_shapes, infer_types, shape_complete
 from ..graph.json_format import SymbolFormatError, from_json, to_json
 from ..name import NameManager
 from ..namespaces import make_namespaces
+from ..ndarray import NDArray
 from ..visualization import repr_svg, to_networkx
 
 __all__ = ['Symbol', 'Variable', 'var', 'Group', 'load', 'load_json', 'maximum', 'minimum',
@@ -81,9 +83,9 @@ class Symbol:
             names = self.list_outputs()
             matches = [i for i, n in enumerate(names) if n == index]
             if not matches:
-                raise ValueError('cannot find output %r in %s' % (index, names))
+                raise ArgumentError('cannot find output %r in %s' % (index, names))
             if len(matches) > 1:
-                raise ValueError('there are multiple outputs named %r' % index)
+                raise ArgumentError('there are multiple outputs named %r' % index)
             index = matches[0]
         if isinstance(index, slice):
             # as MXNet: each index in range(start, stop, step) must exist
@@ -92,10 +94,10 @@ class Symbol:
             picked = [self[i] for i in range(start, stop, 1 if index.step is None
                                              else index.step)]
             if not picked:
-                raise TypeError('slice %r selects no output of %d' % (index, len(self)))
+                raise ArgumentTypeError('slice %r selects no output of %d' % (index, len(self)))
             return Symbol([o for p in picked for o in p._outputs])
         if not isinstance(index, int):
-            raise TypeError('Symbol index must be an int, a slice or an output name')
+            raise ArgumentTypeError('Symbol index must be an int, a slice or an output name')
         if index >= len(self._outputs) or index < -len(self._outputs):
             raise IndexError('output index %d out of range (%d outputs)'
                              % (index, len(self._outputs)))
@@ -127,20 +129,20 @@ class Symbol:
         of this symbol."""
         name = kwargs.pop('name', None)
         if args:
-            raise MXNetError('compose: give the replacement symbols by keyword '
-                             '(argument=symbol); MXNet composes general symbols by keyword '
-                             'only')
+            raise ArgumentError('compose: give the replacement symbols by keyword '
+                                '(argument=symbol); MXNet composes general symbols by keyword '
+                                'only')
         arg_names = self.list_inputs()      # auxiliary states may be replaced too
         for k, v in kwargs.items():
             if k not in arg_names:
-                raise MXNetError('compose: %r is not an input of this symbol; inputs are %s'
-                                 % (k, arg_names))
+                raise UnknownNameError('compose: %r is not an input of this symbol; inputs are %s'
+                                       % (k, arg_names))
             if not isinstance(v, Symbol):
-                raise TypeError('compose: argument %r must be a Symbol, got %s'
-                                % (k, type(v).__name__))
+                raise ArgumentTypeError('compose: argument %r must be a Symbol, got %s'
+                                        % (k, type(v).__name__))
             if len(v._outputs) != 1:
-                raise MXNetError('compose: argument %r is a group of %d outputs; a single '
-                                 'output is required' % (k, len(v._outputs)))
+                raise ArgumentError('compose: argument %r is a group of %d outputs; a single '
+                                    'output is required' % (k, len(v._outputs)))
         # MXNet composes a copy of the whole graph: the Variables it keeps are new nodes
         # too (a group of two compositions lists their shared weight names twice)
         new = {}
@@ -157,14 +159,14 @@ class Symbol:
         if name is not None:
             heads = {id(n) for n, _ in outputs}
             if len(heads) != 1 or outputs[0][0].op is None:
-                raise MXNetError('compose: name= renames a single operator head')
+                raise ArgumentError('compose: name= renames a single operator head')
             head = outputs[0][0]
             renamed = Node(head.op, name, head.attrs, head.inputs, head.location)
             outputs = [(renamed, i) for _, i in outputs]
         return Symbol(outputs)
 
     def __deepcopy__(self, memo):
-        return load_json(self.tojson())
+        return load_json(self.tojson(remove_amp_cast=False))
 
     def __repr__(self):
         if len(self._outputs) == 1:
@@ -202,26 +204,26 @@ class Symbol:
         the operator rebuilt with it, as MXNet re-parses its parameters."""
         for k, v in kwargs.items():
             if not isinstance(v, str):
-                raise ValueError('Set Attr only accepts string values')
+                raise ArgumentError('Set Attr only accepts string values')
         heads = {id(n): n for n, _ in self._outputs}
         if len(heads) != 1:
-            raise MXNetError('_set_attr: the symbol has %d head nodes; set attributes on one '
-                             'node at a time' % len(heads))
+            raise ArgumentError('_set_attr: the symbol has %d head nodes; set attributes on one '
+                                'node at a time' % len(heads))
         (n,) = heads.values()
         attrs = check_attrs(kwargs)
         if n.op is not None:
             params = {k: v for k, v in attrs.items() if k in n.op._params}
             bad = [k for k in plain_keys(attrs) if k not in n.op._params]
             if bad and n.op._params and not n.op.free_params:
-                raise MXNetError('operator %s: unknown parameter %s (other attributes must be '
-                                 '__dunder__)' % (n.op.name, bad))
+                raise UnknownNameError('operator %s: unknown parameter %s (other attributes must '
+                                       'be __dunder__)' % (n.op.name, bad))
             if params:
                 values = {k: v for k, v in n.attrs.items() if k in n.op._params}
                 values.update(params)
                 new_op = type(n.op)(**values)
                 if new_op.list_arguments() != n.op.list_arguments():
-                    raise MXNetError('operator %s: setting %s would change its inputs'
-                                     % (n.op.name, sorted(params)))
+                    raise ParameterError('operator %s: setting %s would change its inputs'
+                                         % (n.op.name, sorted(params)))
                 object.__setattr__(n, 'op', new_op)
         n.attrs.update(attrs)
 
@@ -230,12 +232,12 @@ class Symbol:
         order, arg_nodes, aux_nodes = self._arg_aux()
         known = {}
         if args and kwargs:
-            raise ValueError('infer_%s: give either positional or keyword arguments' % kind)
+            raise ArgumentError('infer_%s: give either positional or keyword arguments' % kind)
         if args:
             if len(args) > len(arg_nodes):
-                raise ValueError('infer_%s: %d positional values for %d arguments %s'
-                                 % (kind, len(args), len(arg_nodes),
-                                    [n.name for n in arg_nodes]))
+                raise ArgumentError('infer_%s: %d positional values for %d arguments %s'
+                                    % (kind, len(args), len(arg_nodes),
+                                       [n.name for n in arg_nodes]))
             for n, v in zip(arg_nodes, args):
                 if v is not None:
                     known[n] = v
@@ -244,8 +246,8 @@ class Symbol:
             by_name.setdefault(n.name, []).append(n)     # Variables may share a name
         for k, v in kwargs.items():
             if k not in by_name:
-                raise ValueError('infer_%s: %r is not an input of the symbol; inputs are %s'
-                                 % (kind, k, list(by_name)))
+                raise ArgumentError('infer_%s: %r is not an input of the symbol; inputs are %s'
+                                    % (kind, k, list(by_name)))
             if v is not None:
                 for n in by_name[k]:
                     known[n] = v
@@ -340,14 +342,15 @@ class Symbol:
                 [t(get(n)) for n in aux_nodes])
 
     # ------------------------------------------------------------------ JSON
-    def tojson(self):
-        """The graph in MXNet's JSON format."""
-        return to_json(self._outputs)
+    def tojson(self, remove_amp_cast=True):
+        """The graph in MXNet's JSON format; as MXNet, without the ``amp_cast`` /
+        ``amp_multicast`` nodes that feed other nodes unless ``remove_amp_cast=False``."""
+        return to_json(self._outputs, remove_amp_cast=remove_amp_cast)
 
     def save(self, fname, remove_amp_cast=True):
-        """Write the JSON graph to ``fname``."""
+        """Write the JSON graph to ``fname`` (``remove_amp_cast`` as :meth:`tojson`)."""
         with open(fname, 'w') as f:
-            f.write(self.tojson())
+            f.write(self.tojson(remove_amp_cast=remove_amp_cast))
 
     # ------------------------------------------------------------------ execution
     def simple_bind(self, ctx=None, grad_req='write', type_dict=None, stype_dict=None,
@@ -470,7 +473,7 @@ class Symbol:
 
     # attributes of MXNet's Symbol handled elsewhere
     def __reduce__(self):
-        return (load_json, (self.tojson(),))
+        return (load_json, (self.tojson(remove_amp_cast=False),))
 
 
 _FLUENT = frozenset('''reshape reshape_like transpose flatten expand_dims squeeze sum mean
@@ -488,10 +491,10 @@ def _input_shape(name, shape):
     try:
         dims = tuple(int(d) for d in shape)
     except TypeError:
-        raise ValueError('the shape of %r must be a tuple of ints, got %r'
-                         % (name, shape)) from None
+        raise ArgumentError('the shape of %r must be a tuple of ints, got %r'
+                            % (name, shape)) from None
     if any(d < -1 for d in dims):
-        raise ValueError('the shape of %r has a dimension below -1: %s' % (name, dims))
+        raise ArgumentError('the shape of %r has a dimension below -1: %s' % (name, dims))
     return tuple(max(d, 0) for d in dims)
 
 
@@ -506,7 +509,7 @@ def Variable(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None
     [('__lr_mult__', '2.0'), ('__shape__', '(3, 4)'), ('lr_mult', '2.0')]
     """
     if not isinstance(name, str):
-        raise TypeError('Expect a string for variable `name`')
+        raise ArgumentTypeError('Expect a string for variable `name`')
     attrs = AttrScope._get_current().get(check_attrs(attr))
     if shape is not None:
         attrs['__shape__'] = str(tuple(shape))
@@ -521,19 +524,19 @@ def Variable(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None
     if stype is not None:
         codes = {'default': '0', 'row_sparse': '1', 'csr': '2'}
         if stype not in codes:
-            raise MXNetError('Variable %r: unknown storage type %r (MXNet knows %s)'
-                             % (name, stype, sorted(codes)))
+            raise UnknownNameError('Variable %r: unknown storage type %r (MXNet knows %s)'
+                                   % (name, stype, sorted(codes)))
         if stype != 'default':
-            raise MXNetError('Variable %r: sparse storage (%r) is not supported by symgraph'
-                             % (name, stype))
+            raise NotSupportedError('Variable %r: sparse storage (%r) is not supported by symgraph'
+                                    % (name, stype))
         attrs['__storage_type__'] = codes[stype]
     for k, v in kwargs.items():
         if k.startswith('__') and k.endswith('__'):
             attrs[k] = str(v)
         else:
-            raise ValueError('Attribute name=%s is not supported. Additional attributes '
-                             'must start and end with double underscores, e.g, '
-                             '__yourattr__' % k)
+            raise ArgumentError('Attribute name=%s is not supported. Additional attributes '
+                                'must start and end with double underscores, e.g, '
+                                '__yourattr__' % k)
     return Symbol([(Node(None, name, attrs, (), user_location()), 0)])
 
 
@@ -543,7 +546,7 @@ var = Variable
 def Group(symbols):
     """One symbol whose outputs are the outputs of ``symbols`` in order."""
     if not symbols or any(not isinstance(s, Symbol) for s in symbols):
-        raise TypeError('Expected a list of symbols as input')
+        raise ArgumentTypeError('Expected a list of symbols as input')
     outs = []
     for s in symbols:
         outs.extend(s._outputs)
@@ -552,13 +555,17 @@ def Group(symbols):
 
 def _entry_of(sym, op_name, arg):
     if not isinstance(sym, Symbol):
-        raise TypeError('operator %s: input %r must be a Symbol, got %s'
-                        % (op_name, arg, type(sym).__name__))
+        raise ArgumentTypeError('operator %s: input %r must be a Symbol, got %s'
+                                % (op_name, arg, type(sym).__name__))
     if len(sym._outputs) != 1:
-        raise MXNetError('operator %s: input %r is a group of %d outputs %s; compose with '
-                         'one output' % (op_name, arg, len(sym._outputs),
-                                         sym.list_outputs()))
+        raise ArgumentError('operator %s: input %r is a group of %d outputs %s; compose with '
+                            'one output' % (op_name, arg, len(sym._outputs),
+                                            sym.list_outputs()))
     return sym._outputs[0]
+
+
+def _is_dunder(key):
+    return len(key) > 4 and key.startswith('__') and key.endswith('__')
 
 
 def _invoke(func_name, args, kwargs, hint=None):
@@ -566,54 +573,68 @@ def _invoke(func_name, args, kwargs, hint=None):
     cls = opdef.get_op(func_name)
     # None for an input means "not given": MXNet then creates the input Variable itself
     # (conv(data, weight=None) helpers pass it straight through)
-    args, kwargs = cls.split_positional(args, lambda a: isinstance(a, Symbol) or a is None,
-                                        kwargs)
+    args, kwargs = cls.split_positional(
+        args, lambda a: isinstance(a, Symbol) or a is None or _is_array(a), kwargs)
     kwargs = dict(kwargs)
     name = kwargs.pop('name', None)
     attr = kwargs.pop('attr', None)
-    sym_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, Symbol)}
+    # as MXNet: keyword arguments named __key__ (and its known plain keys, lr_mult...) are
+    # node attributes, not parameters; attr= and the AttrScope override them
+    kw_attrs = {k: kwargs.pop(k) for k in list(kwargs)
+                if not isinstance(kwargs[k], Symbol) and k not in cls._params
+                and (_is_dunder(k) or k in PLAIN_KEYS)}
+    # arrays (an NDArray, a NumPy array) are inputs given as the wrong kind: refused below,
+    # naming the input, once the operator knows its input names
+    sym_kwargs = {k: v for k, v in kwargs.items()
+                  if isinstance(v, Symbol) or (_is_array(v) and k not in cls._params)}
     # an explicit None is kept for a parameter: MXNet writes it as 'None' (e.g. axis=None)
-    params = {k: v for k, v in kwargs.items() if not isinstance(v, Symbol)
+    params = {k: v for k, v in kwargs.items() if k not in sym_kwargs
               and (v is not None or k in cls._params or cls.free_params)}
-    for a in args:
-        if not isinstance(a, Symbol) and a is not None:
-            raise TypeError('operator %s: positional inputs must be Symbols, got %s; give '
-                            'parameters by keyword' % (cls.name, type(a).__name__))
     if 'num_args' in cls._params and 'num_args' not in params:
         params['num_args'] = len(args) + len(sym_kwargs)
     # the name is taken before the operator is made: a call that fails still uses up its
     # counter, as in MXNet, so later automatic names match MXNet's
     hint = hint or func_name.lower()
     node_name = NameManager._get_current().get(name, hint)
-    op = cls(**params)
+    location = user_location()
+    where = 'node %r (operator %s, created at %s)' % (node_name, cls.name, location)
+    try:
+        op = cls(**params)
+    except MXNetError as e:
+        raise rewrap(e, where) from None
     str_params = {k: opdef.Operator.format_value(v) for k, v in params.items()}
-    attrs = AttrScope._get_current().get(check_attrs(attr))
+    attrs = check_attrs(kw_attrs)
+    attrs.update(AttrScope._get_current().get(check_attrs(attr)))
     bad = [k for k in plain_keys(attrs) if k not in cls._params]
     if bad and not cls.free_params:
-        raise MXNetError('operator %s: unknown parameter %s given through attr/AttrScope; '
-                         'valid parameters are %s (other attributes must be __dunder__)'
-                         % (cls.name, bad, sorted(cls._params)))
+        raise UnknownNameError('%s: unknown parameter %s given through attr/AttrScope; '
+                               'valid parameters are %s (other attributes must be __dunder__)'
+                               % (where, bad, sorted(cls._params)))
     attrs.update(str_params)
     arg_names = op.list_arguments()
     in_names = arg_names + op.list_auxiliary_states()
     if len(args) > len(in_names):
-        raise MXNetError('operator %s: %d positional inputs but it takes %d: %s'
-                         % (cls.name, len(args), len(in_names), in_names))
+        raise ArgumentError('operator %s: %d positional inputs but it takes %d: %s'
+                            % (cls.name, len(args), len(in_names), in_names))
     for k in sym_kwargs:
         if k not in in_names:
-            raise MXNetError('operator %s: unknown input %r; inputs are %s'
-                             % (cls.name, k, in_names))
+            raise UnknownNameError('operator %s: unknown input %r; inputs are %s'
+                                   % (cls.name, k, in_names))
     twice = [an for j, an in enumerate(in_names[:len(args)])
              if an in sym_kwargs and args[j] is not None]
     if twice:
-        raise MXNetError('operator %s: input %s given both by position and by keyword'
-                         % (cls.name, ', '.join(repr(a) for a in twice)))
-    location = user_location()
+        raise ArgumentError('operator %s: input %s given both by position and by keyword'
+                            % (cls.name, ', '.join(repr(a) for a in twice)))
     default_init = op.input_init()
     inputs = []
     for j, an in enumerate(in_names):
         if an in sym_kwargs or (j < len(args) and args[j] is not None):
-            entry = _entry_of(sym_kwargs[an] if an in sym_kwargs else args[j], cls.name, an)
+            given = sym_kwargs[an] if an in sym_kwargs else args[j]
+            if not isinstance(given, Symbol):
+                raise ArgumentTypeError(
+                    '%s: input %r must be a Symbol, got %s (arrays go to mx.nd.%s)'
+                    % (where, an, type(given).__name__, cls.name))
+            entry = _entry_of(given, cls.name, an)
             src = entry[0]
             if an in default_init and src.op is None and '__init__' not in src.attrs:
                 # MXNet gives the user's Variable the operator's initializer, in place
@@ -629,6 +650,11 @@ def _invoke(func_name, args, kwargs, hint=None):
     node = Node(op, node_name, attrs, inputs, location)
     n = op.num_visible_outputs()
     return Symbol([(node, i) for i in range(n)])
+
+
+def _is_array(v):
+    """An NDArray or a NumPy array: never a parameter value of ``mx.sym`` functions."""
+    return isinstance(v, (NDArray, np.ndarray))
 
 
 def _op_function(func_name, hint=None):
@@ -719,8 +745,11 @@ def load_json(json_str):
 
 def load(fname):
     """A symbol from a JSON file (``model-symbol.json``, UTF-8 as MXNet writes it)."""
-    with open(fname, 'rb') as f:
-        raw = f.read()
+    try:
+        with open(fname, 'rb') as f:
+            raw = f.read()
+    except FileNotFoundError as e:
+        raise MissingFileError(e.errno, 'mx.sym.load: no such file', fname) from None
     try:
         text = raw.decode('utf-8')
     except UnicodeDecodeError as e:
@@ -743,8 +772,7 @@ def __getattr__(name):
     try:
         return _op_function(name)
     except MXNetError:
-        raise AttributeError('module symgraph.symbol has no attribute or operator %r'
-                             % name) from None
+        raise opdef.unknown_operator(name) from None
 
 
 def __dir__():

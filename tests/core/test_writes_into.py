@@ -124,6 +124,30 @@ def test_an_operator_claiming_writes_into_must_take_the_arrays():
         register(Bad)
 
 
+def test_an_output_aware_shape_rule_must_be_declared():
+    """A rule taking out_shapes without infer_shape_uses_outputs would never see them."""
+    class Undeclared(Operator):
+        name = '_test_undeclared_out_shapes'
+
+        def infer_shape(self, in_shapes, out_shapes):
+            return in_shapes, out_shapes, []
+
+    class Overclaimed(Operator):
+        name = '_test_overclaimed_out_shapes'
+        infer_shape_uses_outputs = True
+
+        def infer_shape(self, in_shapes):
+            return in_shapes, in_shapes, []
+
+    with pytest.raises(MXNetError, match='_test_undeclared_out_shapes: infer_shape takes the '
+                                         'output shapes but the class does not set'):
+        register(Undeclared)
+    with pytest.raises(MXNetError, match='_test_overclaimed_out_shapes sets '
+                                         'infer_shape_uses_outputs'):
+        register(Overclaimed)
+    assert '_test_undeclared_out_shapes' not in mx.opdef.list_ops()
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(mx.context.num_gpus() < 1, reason='needs a CUDA GPU')
 def test_batchnorm_kernels_write_into_the_executor_arrays_on_a_gpu(monkeypatch):

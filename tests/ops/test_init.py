@@ -1,12 +1,14 @@
 """Operators without inputs (``_zeros``, ``_ones``, ``_full``, ``_arange``, ``_eye``,
 ``_linspace``): values, shapes, dtypes and MXNet's parameter handling; golden values and
 JSON from MXNet 1.9.1 are in tests/golden."""
+import json
+
 import numpy as np
 import pytest
 
 import symgraph as mx
 from harness import OpCase, parametrize_cases, check_forward
-from symgraph.base import MXNetError
+from symgraph.base import MXNetError, ShapeError
 
 CASES = [
     OpCase('_zeros', dict(shape=(2, 3)), shapes=[], ref=lambda: np.zeros((2, 3)), grad=()),
@@ -52,6 +54,43 @@ def test_graphs_mixing_made_arrays_and_inputs():
     exe.backward([mx.nd.ones((3,))])
     np.testing.assert_array_equal(exe.grad_dict['x'].asnumpy(), [1, 2, 3])
     np.testing.assert_array_equal(mx.sym.eye(2).eval()[0].asnumpy(), np.eye(2))
+
+
+@pytest.mark.parametrize('make, fill', [
+    (lambda: mx.sym.zeros(shape=(0, 4)), 0.0),
+    (lambda: mx.sym.ones(shape=(0, 4)), 1.0),
+    (lambda: mx.sym.full(shape=(0, 0), val=2.5), 2.5)])
+def test_unknown_dimension_takes_the_consumers_shape(make, fill):
+    # MXNet 1.9.1: a 0 in shape is unknown; inference fills it from the consumer and the
+    # bound forward makes the array of the inferred shape (FullyConnected(data (3, 5),
+    # num_hidden=4) + zeros(shape=(0, 4)) gives (3, 4)); the graph keeps shape (0, ...)
+    z = make()
+    shape_attr = z.list_attr()['shape']
+    net = mx.sym.FullyConnected(mx.sym.var('data'), num_hidden=4, name='fc') + z
+    assert net.infer_shape(data=(3, 5))[1] == [(3, 4)]
+    rng = np.random.RandomState(0)
+    args = {'data': rng.randn(3, 5), 'fc_weight': rng.randn(4, 5), 'fc_bias': rng.randn(4)}
+    exe = net.bind(mx.cpu(), {k: mx.nd.array(v) for k, v in args.items()},
+                   args_grad={'data': mx.nd.zeros((3, 5))})
+    out = exe.forward(is_train=True)[0]
+    want = args['data'] @ args['fc_weight'].T + args['fc_bias'] + fill
+    assert out.shape == (3, 4)
+    np.testing.assert_allclose(out.asnumpy(), want, rtol=1e-5, atol=1e-5)
+    exe.backward([mx.nd.ones((3, 4))])
+    np.testing.assert_allclose(exe.grad_dict['data'].asnumpy(),
+                               np.ones((3, 4)) @ args['fc_weight'], rtol=1e-5, atol=1e-5)
+    assert z.list_attr()['shape'] == shape_attr
+    assert [n['attrs']['shape'] for n in json.loads(net.tojson())['nodes']
+            if n['op'] in ('_zeros', '_ones', '_full')] == [shape_attr]
+
+
+def test_unknown_dimension_nobody_fills_is_refused_at_bind():
+    # MXNet's simple_bind fails too ("InferShape pass cannot decide shapes")
+    with pytest.raises(ShapeError, match=r'_zeros: shape \(0, 4\) has unknown'):
+        mx.sym.zeros(shape=(0, 4)).simple_bind(mx.cpu())
+    net = mx.sym.broadcast_mul(mx.sym.var('x'), mx.sym.ones(shape=(0, 0)))
+    with pytest.raises(ShapeError, match=r'_ones: shape \(0, 0\) has unknown'):
+        net.simple_bind(mx.cpu(), x=(2, 3))
 
 
 def test_bad_parameters_are_refused():

@@ -6,6 +6,7 @@ import pytest
 
 import symgraph as mx
 from harness import case_tests, OpCase
+from _refs import F16
 from symgraph.opdef import ShapeError, get_op
 
 SELU_A, SELU_L = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
@@ -156,7 +157,25 @@ CASES = [
      for a in ('relu', 'sigmoid', 'tanh', 'softrelu', 'softsign')]
 
 
-test_forward, test_gradient = case_tests(CASES)
+def _hard_sigmoid_ref(alpha=0.2, beta=0.5):
+    return lambda x: np.minimum(np.maximum(alpha * x + beta, 0), 1)
+
+
+def _hs_inputs(rng, shapes, dtype):
+    # 3.7 and -3.3 lie outside the linear part for the default alpha and beta
+    x = rng.uniform(-2, 2, shapes[0])
+    x.flat[0], x.flat[1] = 3.7, -3.3
+    return [x]
+
+
+HARD_SIGMOID_CASES = [
+    OpCase('hard_sigmoid', {}, [(3, 4)], inputs=_hs_inputs, ref=_hard_sigmoid_ref(), dtypes=F16),
+    OpCase('hard_sigmoid', dict(alpha=0.5, beta=0.2), [(2, 5)], inputs=_hs_inputs,
+           ref=_hard_sigmoid_ref(0.5, 0.2)),
+]
+
+
+test_forward, test_gradient = case_tests(CASES + HARD_SIGMOID_CASES)
 
 
 def test_softrelu_does_not_overflow():

@@ -44,20 +44,10 @@ def test_cell_matches_mxnet(name):
     assert [list(s) for s in arg_shapes] == want['arg_shapes']
     assert [list(s) for s in out_shapes] == want['out_shapes']
     args = {n: mx.nd.array(STORE[name + '|arg|' + n]) for n in want['arguments']}
-    if name in ('sequential', 'zoneout'):
-        # their begin states / zoneout's previous output are (0, ...) zeros whose batch
-        # size symgraph's _zeros cannot yet take from shape inference; MXNet's own
-        # ModifierCell.begin_state(func=...) fails ("multiple values for 'func'"), so
-        # variables cannot stand in for them here
-        pytest.xfail('_zeros with an inferred (0) dimension is not supported yet')
-    # symgraph's _zeros cannot yet take its batch size from shape inference (begin_state's
-    # (0, H) zeros): the same begin states as zero-filled variables of the same names
-    _, _, vsym = _unroll(name, begin_state=mx.sym.Variable)
-    vshapes = dict(zip(vsym.list_arguments(), vsym.infer_shape(data=DATA_SHAPE[layout])[0]))
-    vargs = {n: args[n] if n in args else mx.nd.zeros(vshapes[n]) for n in vshapes}
-    assert all(n.endswith(tuple('begin_state_%d' % i for i in range(9)))
-               for n in set(vargs) - set(args))
-    exe = vsym.bind(mx.cpu(), vargs)
+    # the default begin states (and zoneout's first previous output) are
+    # mx.sym.zeros(shape=(0, H)): their batch size comes from shape inference, as in MXNet
+    assert any(n['op'] == '_zeros' for n in json.loads(sym.tojson())['nodes'])
+    exe = sym.bind(mx.cpu(), args)
     for i, o in enumerate(exe.forward(is_train=False)):
         np.testing.assert_allclose(o.asnumpy(), STORE['%s|out|%d' % (name, i)],
                                    rtol=1e-5, atol=1e-6)
@@ -78,8 +68,7 @@ def test_unfuse_equals_fused(mode, bi):
                                 get_next_state=True)
     x = mx.sym.var('data')
     unfused = fused.unfuse()
-    # begin states as variables (symgraph's _zeros cannot take its batch size from
-    # inference yet); random ones test more than zeros would
+    # begin states as variables: random ones test more than the default zeros would
     out_f, _ = fused.unroll(5, x, layout='TNC', merge_outputs=True,
                             begin_state=fused.begin_state(func=mx.sym.Variable))
     out_u, _ = unfused.unroll(5, x, layout='TNC', merge_outputs=True,

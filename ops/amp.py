@@ -1,0 +1,100 @@
+"""Mixed precision casts (MXNet 1.9.1 ``src/operator/tensor/amp_cast.h``): the nodes that
+``mx.contrib.amp.convert_symbol`` / ``convert_model`` insert into a graph.
+
+* ``amp_cast(data, dtype)`` casts *floating* inputs (float16, float32) to ``dtype``; any
+  other input type (float64, integers) passes through unchanged, as MXNet's type rule
+  says. The gradient is the head gradient cast back to the input's type.
+* ``amp_multicast(*data, num_outputs, cast_narrow=False)`` casts its float16/float32 inputs
+  to the widest of them (float32 when any is float32), or with ``cast_narrow`` to the
+  narrowest (float16 when any is float16); other types pass through. One output per input.
+
+bfloat16 is not an array type here: ``dtype='bfloat16'`` is refused with an error.
+"""
+import numpy as np
+
+from symgraph.opdef import MXNetError, Operator, Param, TypeInferenceError, np_dtype, register
+
+_F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
+_AMP_FLOATS = (_F16, _F32)
+_CAST_TYPES = ('float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8')
+
+
+@register
+class AMPCast(Operator):
+    """Cast float16/float32 ``data`` to ``dtype``; other types pass through."""
+
+    name = 'amp_cast'
+    dtype = Param('dtype', doc='Output data type.',
+                  choices=[np_dtype(t) for t in _CAST_TYPES])
+    inplace = ((0, 0),)
+    needs_inputs = True
+
+    def _out(self, t):
+        return np.dtype(self.dtype) if np.dtype(t) in _AMP_FLOATS else np.dtype(t)
+
+    def infer_shape(self, in_shapes):
+        s = None if in_shapes[0] is None else tuple(in_shapes[0])
+        return [s], [s], []
+
+    same_shape_io = True
+
+    def infer_type(self, in_types):
+        t = in_types[0]
+        return [t], [None if t is None else self._out(t)], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        return [x.astype(self._out(x.dtype), copy=False)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        return [out_grads[0].astype(inputs[0].dtype, copy=False) if need[0] else None]
+
+
+@register
+class AMPMultiCast(Operator):
+    """Cast float16/float32 inputs to their widest (or, ``cast_narrow``, narrowest) type."""
+
+    name = 'amp_multicast'
+    num_outputs = Param(int, doc='Number of input/output pairs to be casted to the widest '
+                                 'type.')
+    cast_narrow = Param(bool, False, doc='Whether to cast to the narrowest type')
+    needs_inputs = True
+
+    def check(self):
+        if self.num_outputs < 1:
+            raise MXNetError('amp_multicast: num_outputs must be >= 1, got %d'
+                             % self.num_outputs)
+
+    def list_arguments(self):
+        return ['data_%d' % i for i in range(self.num_outputs)]
+
+    def list_outputs(self):
+        return ['output%d' % i for i in range(self.num_outputs)]
+
+    def infer_shape(self, in_shapes):
+        s = [None if x is None else tuple(x) for x in in_shapes]
+        return s, list(s), []
+
+    def _target(self, types):
+        known = [np.dtype(t) for t in types if t is not None]
+        if self.cast_narrow:
+            return _F16 if _F16 in known else _F32
+        return _F32 if (_F32 in known or not known) else np.dtype(types[0] or _F32)
+
+    def infer_type(self, in_types):
+        if len(in_types) != self.num_outputs:
+            raise TypeInferenceError('amp_multicast: %d inputs for num_outputs=%d'
+                                     % (len(in_types), self.num_outputs))
+        target = self._target(in_types)
+        outs = [None if t is None else (target if np.dtype(t) in _AMP_FLOATS
+                                        else np.dtype(t)) for t in in_types]
+        return list(in_types), outs, []
+
+    def forward(self, xp, inputs, aux, is_train):
+        target = self._target([x.dtype for x in inputs])
+        return [x.astype(target, copy=False) if x.dtype in _AMP_FLOATS else x
+                for x in inputs]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        return [g.astype(x.dtype, copy=False) if n else None
+                for g, x, n in zip(out_grads, inputs, need)]

@@ -143,8 +143,8 @@ class SequentialModule(BaseModule):
                     raise ArgumentError(
                         'Duplicated parameter names: name "%s" in layer %d (%s) is already '
                         'used in layer %d (%s).' % (name, i, type(modules[i]),
-                                                       known_names[name],
-                                                       type(modules[known_names[name]])))
+                                                    known_names[name],
+                                                    type(modules[known_names[name]])))
                 known_names[name] = i
         arg_names = dict()
         aux_names = dict()

@@ -2,7 +2,6 @@
 split over two, each equal to MXNet's CPU run.  Skipped without GPUs; in CI they run on
 the strict CuPy stand-in (``SYMGRAPH_STRICT_CUPY=4``), which raises wherever an array of
 one device meets a kernel of another."""
-import numpy as np
 import pytest
 
 import symgraph as mx

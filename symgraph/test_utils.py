@@ -20,6 +20,7 @@ import numpy as np
 
 from .base import data_dir, ArgumentError, ArgumentTypeError, MissingFileError, NotSupportedError
 from .context import current_context, num_gpus
+from . import io
 from .ndarray import NDArray, array
 from .symbol import Symbol
 
@@ -802,6 +803,28 @@ def get_mnist_ubyte():
                     open(target + '.part', 'wb') as dst:
                 shutil.copyfileobj(src, dst)
             os.replace(target + '.part', target)
+
+
+def get_mnist_iterator(batch_size, input_shape, num_parts=1, part_index=0):
+    """MNIST training and validation iterators (``mx.io.MNISTIter``) over the idx files that
+    :func:`get_mnist_ubyte` writes into ``./data``, as MXNet's: the training one shuffles,
+    and ``input_shape`` of 3 dimensions gives images, otherwise flat rows.
+
+    Returns
+    -------
+    (MNISTIter, MNISTIter)
+        The training and the validation iterator.
+    """
+    get_mnist_ubyte()
+    flat = len(input_shape) != 3
+    train = io.MNISTIter(image='data/train-images-idx3-ubyte',
+                         label='data/train-labels-idx1-ubyte', input_shape=input_shape,
+                         batch_size=batch_size, shuffle=True, flat=flat, num_parts=num_parts,
+                         part_index=part_index)
+    val = io.MNISTIter(image='data/t10k-images-idx3-ubyte', label='data/t10k-labels-idx1-ubyte',
+                       input_shape=input_shape, batch_size=batch_size, flat=flat,
+                       num_parts=num_parts, part_index=part_index)
+    return train, val
 
 
 def _extract(archive, root):

@@ -122,7 +122,8 @@ RULES = {
     'symgraph.initializer': ('symgraph.ndarray',),
     # model re-exports the kvstore helpers of MXNet's model.py (_create_kvstore ...)
     'symgraph.model': ('symgraph.ndarray', 'symgraph.symbol', 'symgraph.kvstore'),
-    'symgraph.test_utils': ('symgraph.ndarray', 'symgraph.symbol', 'symgraph.executor'),
+    'symgraph.test_utils': ('symgraph.ndarray', 'symgraph.symbol', 'symgraph.executor',
+                            'symgraph.io'),
     'symgraph.__main__': ('symgraph.symbol', 'symgraph.visualization'),
     'symgraph.context': ('symgraph.cuda',),
 }

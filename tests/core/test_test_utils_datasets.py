@@ -117,6 +117,22 @@ def test_get_mnist_ubyte_writes_the_idx_files_into_data(fake_mnist, tmp_path, mo
     np.testing.assert_array_equal(np.frombuffer(raw[8:], np.uint8), fake_mnist[2]['train'][1])
 
 
+def test_get_mnist_iterator_reads_the_idx_files_as_mxnet(fake_mnist, tmp_path, monkeypatch):
+    work = tmp_path / 'work'
+    work.mkdir()
+    monkeypatch.chdir(work)
+    train, val = mx.test_utils.get_mnist_iterator(batch_size=2, input_shape=(1, 28, 28))
+    assert isinstance(train, mx.io.MXDataIter)
+    assert train.provide_data[0].shape == (2, 1, 28, 28)
+    batch = next(iter(val))          # MNISTIter shuffles by default (MXNet's too): match pairs
+    imgs, labs = fake_mnist[2]['t10k']
+    for img, lab in zip(batch.data[0].asnumpy()[:, 0], batch.label[0].asnumpy()):
+        k = [i for i in range(len(imgs)) if np.allclose(img, imgs[i] / np.float32(256))]
+        assert len(k) == 1 and labs[k[0]] == lab
+    flat, _ = mx.test_utils.get_mnist_iterator(batch_size=5, input_shape=(784,))
+    assert flat.provide_data[0].shape == (5, 784)
+
+
 def _cifar_tar(rs, prefix=''):
     buf, batches = io.BytesIO(), {}
     with tarfile.open(fileobj=buf, mode='w:gz') as tar:

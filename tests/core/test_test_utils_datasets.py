@@ -129,8 +129,8 @@ def test_get_mnist_iterator_reads_the_idx_files_as_mxnet(fake_mnist, tmp_path, m
     for img, lab in zip(batch.data[0].asnumpy()[:, 0], batch.label[0].asnumpy()):
         k = [i for i in range(len(imgs)) if np.allclose(img, imgs[i] / np.float32(256))]
         assert len(k) == 1 and labs[k[0]] == lab
-    flat, _ = mx.test_utils.get_mnist_iterator(batch_size=5, input_shape=(784,))
-    assert flat.provide_data[0].shape == (5, 784)
+    flat, _ = mx.test_utils.get_mnist_iterator(batch_size=3, input_shape=(784,))
+    assert flat.provide_data[0].shape == (3, 784)
 
 
 def _cifar_tar(rs, prefix=''):

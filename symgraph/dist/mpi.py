@@ -278,10 +278,18 @@ class Communicator:
         req.Wait()
 
     def _stop_watchdog(self):
-        if self._watchdog is not None and self.broken is None:
+        """Stop the watchdog and cancel the pending probe receive (before MPI is
+        finalized)."""
+        if self.broken is not None:
+            return
+        if self._watchdog is not None:
             self._stop.set()
             self._watchdog.join()
             self._watchdog = None
+        if self._probe_req is not None:
+            self._probe_req.Cancel()
+            self._probe_req.Wait()
+            self._probe_req = None
 
     def _tell_failed(self):
         """Tell every other rank that this one failed (waiting :attr:`grace` at most for the

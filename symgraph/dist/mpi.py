@@ -33,10 +33,11 @@ import time
 import numpy
 
 from ..base import MXNetError
+from ..opdef import ProcessGroup, set_process_group
 from .allreduce import ring_schedule
 
-__all__ = ['Communicator', 'DistTimeoutError', 'import_mpi', 'env_timeout', 'DEFAULT_TIMEOUT',
-           'ALGORITHMS']
+__all__ = ['Communicator', 'DistTimeoutError', 'MPIProcessGroup', 'world', 'import_mpi',
+           'env_timeout', 'DEFAULT_TIMEOUT', 'ALGORITHMS']
 
 #: seconds a collective waits for the other processes unless SYMGRAPH_DIST_TIMEOUT says
 DEFAULT_TIMEOUT = 300.0
@@ -421,3 +422,41 @@ class Communicator:
             self._answer_probes()
             time.sleep(0.001)
         return sorted(pending)
+
+
+class MPIProcessGroup(ProcessGroup):
+    """The processes of a :class:`Communicator`, as operators see them
+    (:func:`symgraph.opdef.process_group`: SyncBatchNorm's statistics span them)."""
+
+    def __init__(self, comm):
+        self.comm = comm
+        self.rank = comm.rank
+        self.size = comm.size
+
+    def allreduce(self, array):
+        """The sum over the processes: a NumPy array in place, a CuPy one through the
+        host (a new array)."""
+        if isinstance(array, numpy.ndarray):
+            if array.flags.c_contiguous and array.flags.writeable:
+                return self.comm.allreduce(array)
+            host = numpy.ascontiguousarray(array)
+            return self.comm.allreduce(host)
+        host = numpy.ascontiguousarray(array.get())
+        self.comm.allreduce(host)
+        out = array.copy()
+        out.set(host)
+        return out
+
+
+_world = []
+
+
+def world():
+    """The :class:`Communicator` over all processes of the job (``MPI.COMM_WORLD``), made on
+    first use; it also becomes the :func:`symgraph.opdef.process_group` of this process, so
+    that collective operators (SyncBatchNorm) span the processes."""
+    if not _world:
+        comm = Communicator()
+        _world.append(comm)
+        set_process_group(MPIProcessGroup(comm) if comm.size > 1 else None)
+    return _world[0]

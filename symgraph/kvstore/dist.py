@@ -24,7 +24,7 @@ import numpy
 
 from ..context import cpu
 from ..ndarray import NDArray
-from ..dist.mpi import Communicator
+from ..dist.mpi import world
 from .base import MULTI_PROCESS_TYPES
 from .kvstore import KVStore, _pairs
 
@@ -72,7 +72,8 @@ class DistKVStore(KVStore):
     name : str
         The type.
     comm : symgraph.dist.mpi.Communicator, optional
-        The workers (all processes of ``MPI.COMM_WORLD`` by default).
+        The workers (by default :func:`symgraph.dist.mpi.world`: all processes of the job,
+        which SyncBatchNorm's statistics then span too).
     bucket_bytes : int, optional
         The most bytes fused into one all-reduce (``SYMGRAPH_DIST_BUCKET_MB``, default 25 MB).
     """
@@ -87,7 +88,7 @@ class DistKVStore(KVStore):
         super().__init__('local')
         self._type = name
         self._device_comm = 'device' in name
-        self._comm = Communicator() if comm is None else comm
+        self._comm = world() if comm is None else comm
         self.bucket_bytes = _bucket_bytes() if bucket_bytes is None else int(bucket_bytes)
         if self.bucket_bytes < 1:
             raise ValueError('bucket_bytes must be >= 1, got %r' % (bucket_bytes,))

@@ -14,7 +14,8 @@
 from .allreduce import Step, ring_schedule, allreduce, NumpyRing
 from .workers import Rendezvous, rendezvous, current_rank
 from .executor_group import DataParallelExecutor
-from .mpi import Communicator, DistTimeoutError
+from .mpi import Communicator, DistTimeoutError, DistWorkerError
 
 __all__ = ['Step', 'ring_schedule', 'allreduce', 'NumpyRing', 'Rendezvous', 'rendezvous',
-           'current_rank', 'DataParallelExecutor', 'Communicator', 'DistTimeoutError']
+           'current_rank', 'DataParallelExecutor', 'Communicator', 'DistTimeoutError',
+           'DistWorkerError']

@@ -15,12 +15,15 @@ Every operation is non-blocking underneath and waited for by polling with a dead
 arrives therefore cannot hang the others: when the deadline passes, the waiting process asks
 every other process, on a separate communicator, whether it is alive (processes that are
 themselves waiting in a collective answer at once); the ranks that do not answer within a
-short grace are named in the :class:`DistTimeoutError` it raises. The communicator is then
-broken: at exit the process does not finalize MPI (which could wait for the dead rank) but
-tells every other process that the job failed and exits. Each process runs a watchdog thread
-that, told so, ends its process unless it is itself waiting in a collective (then it times out
-and reports on its own): a process hung outside MPI is stopped too, so ``mpiexec`` (and the
-launcher) return.
+short grace are named in the :class:`DistTimeoutError` it raises.
+
+A failed process (its collective timed out, or it dies of an uncaught exception: a
+``sys.excepthook`` is installed) tells every other process so before it exits, without
+finalizing MPI (which could wait for the dead rank). Each process runs a watchdog thread
+that receives this: a process waiting in a collective then raises at once
+(:class:`DistTimeoutError` naming the missing ranks, or :class:`DistWorkerError` naming the
+failed one), any other process (one hung outside MPI) is ended, so ``mpiexec`` and the
+launcher return.
 
 mpi4py is imported when a communicator is made, never at import of this module.
 """
@@ -36,7 +39,7 @@ from ..base import MXNetError
 from ..opdef import ProcessGroup, set_process_group
 from .allreduce import ring_schedule
 
-__all__ = ['Communicator', 'DistTimeoutError', 'MPIProcessGroup', 'world', 'import_mpi',
+__all__ = ['Communicator', 'DistTimeoutError', 'DistWorkerError', 'MPIProcessGroup', 'world', 'import_mpi',
            'env_timeout', 'DEFAULT_TIMEOUT', 'ALGORITHMS']
 
 #: seconds a collective waits for the other processes unless SYMGRAPH_DIST_TIMEOUT says
@@ -63,6 +66,25 @@ class DistTimeoutError(MXNetError, TimeoutError):
     def __init__(self, message, missing=()):
         super().__init__(message)
         self.missing = tuple(missing)
+
+
+class DistWorkerError(MXNetError, RuntimeError):
+    """Another worker failed (an uncaught exception, or its collective timed out) while
+    this one waited for it in a collective.
+
+    Attributes
+    ----------
+    missing : tuple of int
+        The rank that reported the failure.
+    """
+
+    def __init__(self, message, missing=()):
+        super().__init__(message)
+        self.missing = tuple(missing)
+
+
+def _ranks(ranks):
+    return 'rank%s %s' % ('s' if len(ranks) > 1 else '', ', '.join(str(r) for r in ranks))
 
 
 def import_mpi():
@@ -115,8 +137,26 @@ def _exit_if_broken():
     comm = _broken[0]
     sys.stdout.flush()
     sys.stderr.flush()
-    comm._tell_failed()
+    comm._tell_failed(comm._missing)
     os._exit(1)
+
+
+def _excepthook(kind, value, tb):
+    """sys.excepthook while a communicator lives: after the traceback, a worker dying of an
+    uncaught exception tells the others (who then fail at once instead of after the
+    timeout) and exits without finalizing MPI (which could wait for them)."""
+    _previous_hook[0](kind, value, tb)
+    comms = [c for c in _live if c.size > 1]
+    if not comms:
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    for comm in comms:
+        comm._tell_failed(comm._missing)
+    os._exit(1)
+
+
+_previous_hook = []
 
 
 def _stop_watchdogs():
@@ -165,6 +205,8 @@ class Communicator:
         self._probe_buf = numpy.zeros(1, numpy.int64)
         self._probe_req = None
         self._waiting = False
+        self._peer_failed = None
+        self._missing = ()
         self._ctl = base.Dup()
         self._watchdog = None
         self._stop = threading.Event()
@@ -174,6 +216,8 @@ class Communicator:
             self._watchdog.start()
         if not _live:
             atexit.register(_stop_watchdogs)
+            _previous_hook.append(sys.excepthook)
+            sys.excepthook = _excepthook
         _live.append(self)
 
     @staticmethod
@@ -261,12 +305,15 @@ class Communicator:
     # ----------------------------------------------------------------- failure
     def _watch(self):
         """The watchdog thread: when another rank says the job failed, end this process
-        unless it is waiting in a collective (it will time out and report by itself)."""
-        buf = numpy.zeros(1, numpy.int64)
+        unless it is waiting in a collective (which then raises DistWorkerError)."""
+        buf = numpy.zeros(self.size + 1, numpy.int64)
         status = self._mpi.Status()
         req = self._ctl.Irecv(buf, source=self._mpi.ANY_SOURCE, tag=_TAG_FAILED)
         while not self._stop.is_set():
             if req.Test(status):
+                if self._peer_failed is None:
+                    self._peer_failed = (status.Get_source(),
+                                         tuple(int(r) for r in buf[1:1 + int(buf[0])]))
                 if self.broken is None and not self._waiting:
                     sys.stderr.write('symgraph.dist: rank %d stops: rank %d reported that a '
                                      'collective timed out (a rank died or hung)\n'
@@ -292,10 +339,12 @@ class Communicator:
             self._probe_req.Wait()
             self._probe_req = None
 
-    def _tell_failed(self):
-        """Tell every other rank that this one failed (waiting :attr:`grace` at most for the
-        messages to leave)."""
-        note = numpy.array([self.rank], numpy.int64)
+    def _tell_failed(self, missing=()):
+        """Tell every other rank that this one failed, and which ranks it found missing
+        (waiting :attr:`grace` at most for the messages to leave)."""
+        note = numpy.full(self.size + 1, -1, numpy.int64)
+        note[0] = len(missing)
+        note[1:1 + len(missing)] = missing
         reqs = [self._ctl.Isend(note, dest=r, tag=_TAG_FAILED)
                 for r in range(self.size) if r != self.rank]
         deadline = time.monotonic() + self.grace
@@ -364,6 +413,8 @@ class Communicator:
             if mpi.Request.Testall(reqs):
                 return
             self._answer_probes()
+            if self._peer_failed is not None:
+                self._fail_for_peer(what)
             now = time.monotonic()
             if now >= deadline:
                 break
@@ -376,8 +427,7 @@ class Communicator:
             except Exception:     # noqa: BLE001 -- collectives cannot be cancelled
                 pass
         if missing:
-            who = 'rank%s %s' % ('s' if len(missing) > 1 else '',
-                                 ', '.join(str(r) for r in missing))
+            who = _ranks(missing)
             message = ('%s: %s of %d did not take part within %g s (SYMGRAPH_DIST_TIMEOUT): '
                        'dead or stuck outside the collective; this is rank %d'
                        % (what, who, self.size, self.timeout, self.rank))
@@ -385,11 +435,28 @@ class Communicator:
             message = ('%s did not complete within %g s (SYMGRAPH_DIST_TIMEOUT) although '
                        'every rank answered; this is rank %d' % (what, self.timeout,
                                                                   self.rank))
+        self._mark_broken(message, missing)
+        raise DistTimeoutError(message, missing)
+
+    def _fail_for_peer(self, what):
+        rank, missing = self._peer_failed
+        if missing:
+            message = ('%s: %s of %d did not take part within %g s (SYMGRAPH_DIST_TIMEOUT), '
+                       'as rank %d found; this is rank %d'
+                       % (what, _ranks(missing), self.size, self.timeout, rank, self.rank))
+            self._mark_broken(message, missing)
+            raise DistTimeoutError(message, missing)
+        message = ('%s: rank %d of %d failed (it reported an error; see its traceback); this '
+                   'is rank %d' % (what, rank, self.size, self.rank))
+        self._mark_broken(message, ())
+        raise DistWorkerError(message, (rank,))
+
+    def _mark_broken(self, message, missing):
         self.broken = message
+        self._missing = tuple(missing)
         if not _broken:
             _broken.append(self)
             atexit.register(_exit_if_broken)
-        raise DistTimeoutError(message, missing)
 
     def _answer_probes(self):
         """Tell a peer that probes us (it timed out) that we are alive and waiting."""

@@ -239,3 +239,30 @@ def test_communicator_argument_errors(tmp_path):
     '''
     check(launch(tmp_path, 2, source))
     assert sorted(p.name for p in tmp_path.glob('ok*')) == ['ok0', 'ok1']
+
+
+CRASH = '''
+import time
+import numpy as np
+from symgraph.dist.mpi import Communicator, DistWorkerError
+comm = Communicator()          # timeout: 60 s, far above what the test allows
+comm.barrier()
+if comm.rank == 0:
+    raise ValueError('a bug in rank 0')
+start = time.monotonic()
+try:
+    comm.allreduce(np.ones(4))
+except DistWorkerError as err:
+    with open('report%d.txt' % comm.rank, 'w') as f:
+        f.write('%s|%.2f|%s' % (list(err.missing), time.monotonic() - start, err))
+    raise
+'''
+
+
+def test_a_worker_dying_of_an_exception_makes_the_others_fail_at_once(tmp_path):
+    proc = launch(tmp_path, 2, CRASH, timeout=60, bound=40)
+    assert proc.returncode != 0
+    assert 'ValueError: a bug in rank 0' in proc.stderr
+    missing, took, message = (tmp_path / 'report1.txt').read_text().split('|')
+    assert missing == '[0]' and float(took) < 10
+    assert 'rank 0 of 2 failed (it reported an error' in message

@@ -162,3 +162,21 @@ def test_two_process_fit_equals_one_process_on_the_combined_batch(tmp_path, monk
     assert list((tmp_path / 'ckpt1').iterdir()) == []
     saved = mx.nd.load(str(tmp_path / 'ckpt0' / 'm-0002.params'))
     np.testing.assert_array_equal(saved['arg:fc1_weight'].asnumpy(), got[0]['fc1_weight'])
+
+
+def test_the_dist_training_example_runs_as_the_readme_says(tmp_path):
+    import os
+    example = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'examples',
+                           'train_dist.py')
+    source = 'import runpy, sys\nsys.argv = [%r] + sys.argv[1:]\n' \
+             'runpy.run_path(%r, run_name="__main__")\n' % (example, example)
+    (tmp_path / 'ck').mkdir()
+    proc = check(launch(tmp_path, 2, source, args=['--kv-store', 'dist_sync', '--epochs', '3',
+                                                   '--target', '0.85', '--prefix',
+                                                   tmp_path / 'ck' / 'lenet'],
+                        timeout=60, bound=240))
+    import re
+    accs = re.findall(r'rank (\d) of 2: test accuracy ([\d.]+)', proc.stdout)
+    assert sorted(r for r, _ in accs) == ['0', '1'] and len({a for _, a in accs}) == 1
+    assert sorted(p.name for p in (tmp_path / 'ck').iterdir()) == [
+        'lenet-0001.params', 'lenet-0002.params', 'lenet-0003.params', 'lenet-symbol.json']

@@ -315,8 +315,8 @@ class Communicator:
                     self._peer_failed = (status.Get_source(),
                                          tuple(int(r) for r in buf[1:1 + int(buf[0])]))
                 if self.broken is None and not self._waiting:
-                    sys.stderr.write('symgraph.dist: rank %d stops: rank %d reported that a '
-                                     'collective timed out (a rank died or hung)\n'
+                    sys.stderr.write('symgraph.dist: rank %d stops: rank %d failed (an '
+                                     'error, or a rank that died or hung)\n'
                                      % (self.rank, status.Get_source()))
                     sys.stderr.flush()
                     os._exit(1)

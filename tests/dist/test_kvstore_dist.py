@@ -87,20 +87,35 @@ def test_dist_async_and_unknown_types_are_refused():
         mx.kv.create('horovod')
 
 
-FIT = '''
+NETS = '''
+def make_net(mx, kind):
+    data = mx.sym.Variable('data')
+    if kind == 'cnn':
+        h = mx.sym.Convolution(mx.sym.reshape(data, shape=(-1, 1, 2, 5)), kernel=(2, 2),
+                               pad=(1, 1), num_filter=4, name='conv')
+        h = mx.sym.Activation(mx.sym.BatchNorm(h, fix_gamma=False, name='bn'),
+                              act_type='relu')
+        return mx.sym.SoftmaxOutput(mx.sym.FullyConnected(h, num_hidden=3, name='fc2'),
+                                    name='softmax')
+    return mx.sym.SoftmaxOutput(mx.sym.FullyConnected(mx.sym.Activation(
+        mx.sym.FullyConnected(data, num_hidden=16, name='fc1'), act_type='tanh'),
+        num_hidden=3, name='fc2'), name='softmax')
+'''
+exec(NETS)
+
+FIT = NETS + '''
 import json, os, sys
 import numpy as np
 import symgraph as mx
 ndev, kind, steps = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+net_kind = sys.argv[5]
 data = np.load(sys.argv[4])
 kv = mx.kv.create(kind)
 r, n = kv.rank, kv.num_workers
 x, y = data['x'], data['y']
 per = x.shape[0] // n
 x, y = x[r * per:(r + 1) * per], y[r * per:(r + 1) * per]
-net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(mx.sym.Activation(mx.sym.FullyConnected(
-    mx.sym.Variable('data'), num_hidden=16, name='fc1'), act_type='tanh'), num_hidden=3,
-    name='fc2'), name='softmax')
+net = make_net(mx, net_kind)
 it = mx.io.NDArrayIter(x, y, per // steps)
 mod = mx.mod.Module(net, context=[mx.cpu(i) for i in range(ndev)])
 # rank 1 starts from other parameters: init broadcasts rank 0's
@@ -111,27 +126,30 @@ mod.fit(it, num_epoch=2, kvstore=kv, optimizer='sgd',
         arg_params=args, epoch_end_callback=mx.callback.do_checkpoint('ckpt%d/m' % r))
 mod.save_checkpoint('ckpt%d/mod' % r, 7, save_optimizer_states=True)
 assert mod._optimizer.rescale_grad == 1.0 / (per // steps * n)
-np.savez('params%d.npz' % r, **{k: v.asnumpy() for k, v in mod.get_params()[0].items()})
+arg, aux = mod.get_params()
+np.savez('params%d.npz' % r, **{k: v.asnumpy() for k, v in arg.items()})
+np.savez('aux%d.npz' % r, **{k: v.asnumpy() for k, v in aux.items()})
 '''
 
 
-def _reference(data, steps, n):
-    """One process, batch = the workers' batches side by side."""
+def _reference(data, steps, n, net_kind='mlp', ndev=1):
+    """One process (``ndev`` devices), batch = the workers' batches side by side."""
     x, y = data['x'], data['y']
     per = x.shape[0] // n
     b = per // steps
     order = np.concatenate([np.arange(r * per + s * b, r * per + (s + 1) * b)
                             for s in range(steps) for r in range(n)])
-    net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(mx.sym.Activation(mx.sym.FullyConnected(
-        mx.sym.Variable('data'), num_hidden=16, name='fc1'), act_type='tanh'), num_hidden=3,
-        name='fc2'), name='softmax')
+    net = make_net(mx, net_kind)
     it = mx.io.NDArrayIter(x[order], y[order], b * n)
-    mod = mx.mod.Module(net, context=mx.cpu())
+    mod = mx.mod.Module(net, context=[mx.cpu(i) for i in range(ndev)])
     args = {k[4:]: mx.nd.array(v) for k, v in data.items() if k.startswith('arg:')}
     mod.fit(it, num_epoch=2, kvstore='local', optimizer='sgd',
             optimizer_params={'learning_rate': 0.5, 'momentum': 0.9, 'wd': 0.01},
             arg_params=args)
-    return {k: v.asnumpy() for k, v in mod.get_params()[0].items()}
+    arg, aux = mod.get_params()
+    if net_kind == 'mlp':
+        return {k: v.asnumpy() for k, v in arg.items()}
+    return {k: v.asnumpy() for k, v in arg.items()}, {k: v.asnumpy() for k, v in aux.items()}
 
 
 @pytest.mark.parametrize('ndev, kind, update_on_kvstore', [
@@ -148,7 +166,8 @@ def test_two_process_fit_equals_one_process_on_the_combined_batch(tmp_path, monk
             'arg:fc2_weight': rng.normal(0, 0.3, (3, 16)).astype('f'),
             'arg:fc2_bias': np.zeros(3, 'f')}
     np.savez(tmp_path / 'data.npz', **data)
-    check(launch(tmp_path, n, FIT, args=[ndev, kind, steps, tmp_path / 'data.npz'], bound=180))
+    check(launch(tmp_path, n, FIT, args=[ndev, kind, steps, tmp_path / 'data.npz', 'mlp'],
+                 bound=180))
     got = [dict(np.load(tmp_path / ('params%d.npz' % r))) for r in range(n)]
     ref = _reference(data, steps, n)
     for name in ref:
@@ -180,3 +199,31 @@ def test_the_dist_training_example_runs_as_the_readme_says(tmp_path):
     assert sorted(r for r, _ in accs) == ['0', '1'] and len({a for _, a in accs}) == 1
     assert sorted(p.name for p in (tmp_path / 'ck').iterdir()) == [
         'lenet-0001.params', 'lenet-0002.params', 'lenet-0003.params', 'lenet-symbol.json']
+
+
+def test_cnn_with_batchnorm_two_processes_equal_one_process_with_two_devices(tmp_path):
+    """BatchNorm normalises each device's slice: 2 processes x 1 device train as 1 process x
+    2 devices on the combined batch; the moving statistics are each worker's own (MXNet's
+    behaviour), and their mean is what the 2-device module reports."""
+    rng = np.random.RandomState(3)
+    steps, n = 2, 2
+    data = {'x': rng.uniform(-1, 1, (32, 10)).astype('f'),
+            'y': rng.randint(0, 3, 32).astype('f'),
+            'arg:conv_weight': rng.normal(0, 0.5, (4, 1, 2, 2)).astype('f'),
+            'arg:conv_bias': np.zeros(4, 'f'),
+            'arg:bn_gamma': np.ones(4, 'f'), 'arg:bn_beta': np.zeros(4, 'f'),
+            'arg:fc2_weight': rng.normal(0, 0.3, (3, 72)).astype('f'),
+            'arg:fc2_bias': np.zeros(3, 'f')}
+    np.savez(tmp_path / 'data.npz', **data)
+    check(launch(tmp_path, n, FIT, args=[1, 'dist_sync', steps, tmp_path / 'data.npz', 'cnn'],
+                 bound=180))
+    got = [dict(np.load(tmp_path / ('params%d.npz' % r))) for r in range(n)]
+    aux = [dict(np.load(tmp_path / ('aux%d.npz' % r))) for r in range(n)]
+    ref, ref_aux = _reference(data, steps, n, 'cnn', ndev=2)
+    for name in ref:
+        np.testing.assert_array_equal(got[0][name], got[1][name])
+        np.testing.assert_allclose(got[0][name], ref[name], rtol=1e-5, atol=1e-6)
+    assert not np.allclose(aux[0]['bn_moving_mean'], aux[1]['bn_moving_mean'])
+    for name in ref_aux:
+        np.testing.assert_allclose((aux[0][name] + aux[1][name]) / 2, ref_aux[name],
+                                   rtol=1e-5, atol=1e-6)

@@ -192,6 +192,11 @@ class DistKVStore(KVStore):
                 fout.write(updater.get_states(dump_optimizer))
         self._barrier()
 
+    def allreduce_host(self, array):
+        """Sum a NumPy array over the workers, in place (Module.fit's logged metrics)."""
+        self.num_collectives += 1
+        return self._comm.allreduce(array)
+
     # ----------------------------------------------------------------- the workers
     @property
     def rank(self):

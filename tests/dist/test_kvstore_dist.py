@@ -1,6 +1,7 @@
 """kvstore 'dist_sync' / 'dist_device_sync' over MPI processes, and Module.fit across
 processes: equal to one process training on the combined batch. Every run is bounded."""
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -109,6 +110,9 @@ import numpy as np
 import symgraph as mx
 ndev, kind, steps = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 net_kind = sys.argv[5]
+import logging
+logging.basicConfig(level=logging.INFO, filename='log%d.txt' % int(os.environ['DMLC_WORKER_ID']),
+                    format='%(message)s')
 data = np.load(sys.argv[4])
 kv = mx.kv.create(kind)
 r, n = kv.rank, kv.num_workers
@@ -121,14 +125,17 @@ mod = mx.mod.Module(net, context=[mx.cpu(i) for i in range(ndev)])
 # rank 1 starts from other parameters: init broadcasts rank 0's
 args = {k[4:]: mx.nd.array(v + r) for k, v in data.items() if k.startswith('arg:')}
 os.makedirs('ckpt%d' % r)
+local = []
 mod.fit(it, num_epoch=2, kvstore=kv, optimizer='sgd',
         optimizer_params={'learning_rate': 0.5, 'momentum': 0.9, 'wd': 0.01},
-        arg_params=args, epoch_end_callback=mx.callback.do_checkpoint('ckpt%d/m' % r))
+        arg_params=args, epoch_end_callback=mx.callback.do_checkpoint('ckpt%d/m' % r),
+        batch_end_callback=lambda p: local.append(p.eval_metric.get()[1]))
 mod.save_checkpoint('ckpt%d/mod' % r, 7, save_optimizer_states=True)
 assert mod._optimizer.rescale_grad == 1.0 / (per // steps * n)
 arg, aux = mod.get_params()
 np.savez('params%d.npz' % r, **{k: v.asnumpy() for k, v in arg.items()})
 np.savez('aux%d.npz' % r, **{k: v.asnumpy() for k, v in aux.items()})
+json.dump(local[steps - 1::steps], open('local%d.json' % r, 'w'))
 '''
 
 
@@ -154,8 +161,9 @@ def _reference(data, steps, n, net_kind='mlp', ndev=1):
 
 @pytest.mark.parametrize('ndev, kind, update_on_kvstore', [
     (1, 'dist_sync', '1'), (2, 'dist_sync', '1'), (2, 'dist_device_sync', '0')])
-def test_two_process_fit_equals_one_process_on_the_combined_batch(tmp_path, monkeypatch, ndev,
-                                                                  kind, update_on_kvstore):
+def test_two_process_fit_equals_one_process_on_the_combined_batch(tmp_path, monkeypatch, caplog,
+                                                                  ndev, kind,
+                                                                  update_on_kvstore):
     monkeypatch.setenv('MXNET_UPDATE_ON_KVSTORE', update_on_kvstore)
     rng = np.random.RandomState(0)
     steps, n = 2, 2
@@ -165,11 +173,26 @@ def test_two_process_fit_equals_one_process_on_the_combined_batch(tmp_path, monk
             'arg:fc1_bias': np.zeros(16, 'f'),
             'arg:fc2_weight': rng.normal(0, 0.3, (3, 16)).astype('f'),
             'arg:fc2_bias': np.zeros(3, 'f')}
+    data['y'][16:] = 0      # rank 1's shard: one class (the workers' own accuracies differ)
     np.savez(tmp_path / 'data.npz', **data)
     check(launch(tmp_path, n, FIT, args=[ndev, kind, steps, tmp_path / 'data.npz', 'mlp'],
                  bound=180))
     got = [dict(np.load(tmp_path / ('params%d.npz' % r))) for r in range(n)]
+    caplog.set_level(logging.INFO)
     ref = _reference(data, steps, n)
+    # the logged training metric is the global one: the same on both workers, and the one
+    # process's on the combined batch
+    want = [r.getMessage() for r in caplog.records if 'Train-accuracy' in r.getMessage()]
+    assert len(want) == 2
+    for r in range(n):
+        logged = [l for l in (tmp_path / ('log%d.txt' % r)).read_text().splitlines()
+                  if 'Train-accuracy' in l]
+        assert logged == want
+    # (each worker's own accuracy differs: the test sees the reduction)
+    local = [json.loads((tmp_path / ('local%d.json' % r)).read_text()) for r in range(n)]
+    assert local[0] != local[1]
+    assert ['Epoch[%d] Train-accuracy=%f' % (e, (a + b) / 2)
+            for e, (a, b) in enumerate(zip(*local))] == want
     for name in ref:
         np.testing.assert_array_equal(got[0][name], got[1][name])   # workers agree exactly
         np.testing.assert_allclose(got[0][name], ref[name], rtol=1e-5, atol=1e-6)

@@ -101,7 +101,8 @@ def test_a_dead_or_missing_worker_makes_the_others_fail_naming_it(tmp_path, how,
         report = json.loads(p.read_text())
         assert report['missing'] == [1]
         assert 'rank 1 of 3 did not take part within 2 s' in report['message']
-        assert report['elapsed'] < 2.0 + 0.5
+        # within the timeout (plus scheduling slack on a loaded 2-core machine)
+        assert report['elapsed'] < 2.0 + 1.0
     assert 'DistTimeoutError' in proc.stderr
     # no hang: the worker stuck outside MPI is stopped by the survivors' MPI_Abort
     assert took < 50

@@ -116,6 +116,9 @@ logging.basicConfig(level=logging.INFO, filename='log%d.txt' % int(os.environ['D
 data = np.load(sys.argv[4])
 kv = mx.kv.create(kind)
 r, n = kv.rank, kv.num_workers
+assert kv._comm.algorithm == os.environ.get('SYMGRAPH_DIST_ALLREDUCE', 'mpi')
+assert mx.model._create_kvstore(kv, ndev, {})[1] == (
+    os.environ.get('MXNET_UPDATE_ON_KVSTORE', '1') == '1')
 x, y = data['x'], data['y']
 per = x.shape[0] // n
 x, y = x[r * per:(r + 1) * per], y[r * per:(r + 1) * per]
@@ -159,12 +162,14 @@ def _reference(data, steps, n, net_kind='mlp', ndev=1):
     return {k: v.asnumpy() for k, v in arg.items()}, {k: v.asnumpy() for k, v in aux.items()}
 
 
-@pytest.mark.parametrize('ndev, kind, update_on_kvstore', [
-    (1, 'dist_sync', '1'), (2, 'dist_sync', '1'), (2, 'dist_device_sync', '0')])
+@pytest.mark.parametrize('ndev, kind, update_on_kvstore, algorithm', [
+    (1, 'dist_sync', '1', 'mpi'), (2, 'dist_sync', '1', 'ring'),
+    (2, 'dist_device_sync', '0', 'mpi')])
 def test_two_process_fit_equals_one_process_on_the_combined_batch(tmp_path, monkeypatch, caplog,
-                                                                  ndev, kind,
-                                                                  update_on_kvstore):
+                                                                  ndev, kind, update_on_kvstore,
+                                                                  algorithm):
     monkeypatch.setenv('MXNET_UPDATE_ON_KVSTORE', update_on_kvstore)
+    monkeypatch.setenv('SYMGRAPH_DIST_ALLREDUCE', algorithm)
     rng = np.random.RandomState(0)
     steps, n = 2, 2
     data = {'x': rng.uniform(-1, 1, (32, 10)).astype('f'),

@@ -3,8 +3,8 @@
 Each of the ``ndev`` copies of the operator (one per device of a data-parallel step, e.g.
 DataParallelExecutor of ``symgraph.dist``) computes partial statistics of its slice of
 the batch and meets the others at the rendezvous named by ``key``, where the partials are
-summed by the all-reduce of :func:`symgraph.opdef.device_group`; every device then normalises with the mean and
-variance of the whole batch. Backward exchanges the two per-channel sums ``sum(dy)`` and
+summed by the all-reduce of :func:`symgraph.opdef.device_group`; every device then normalises
+with the mean and variance of the whole batch. Backward exchanges the two per-channel sums ``sum(dy)`` and
 ``sum(dy * (x - mean))`` the same way. The outputs and input gradients are those of
 ``BatchNorm`` over the concatenated batch; gamma's and beta's gradients are the device's
 share (the executor group sums them over the devices).

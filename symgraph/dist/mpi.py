@@ -39,7 +39,8 @@ from ..base import MXNetError
 from ..opdef import ProcessGroup, set_process_group
 from .allreduce import ring_schedule
 
-__all__ = ['Communicator', 'DistTimeoutError', 'DistWorkerError', 'MPIProcessGroup', 'world', 'import_mpi',
+__all__ = ['Communicator', 'DistTimeoutError', 'DistWorkerError', 'MPIProcessGroup', 'world',
+           'import_mpi',
            'env_timeout', 'DEFAULT_TIMEOUT', 'ALGORITHMS']
 
 #: seconds a collective waits for the other processes unless SYMGRAPH_DIST_TIMEOUT says
@@ -396,7 +397,6 @@ class Communicator:
     def _wait(self, reqs, what):
         """Poll ``reqs`` until done, answering the probes of timed-out peers; past the
         deadline, find the missing ranks and raise."""
-        mpi = self._mpi
         self._seq += 1
         self._waiting = True
         try:

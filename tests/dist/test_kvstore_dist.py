@@ -149,7 +149,7 @@ def _reference(data, steps, n, net_kind='mlp', ndev=1):
     b = per // steps
     order = np.concatenate([np.arange(r * per + s * b, r * per + (s + 1) * b)
                             for s in range(steps) for r in range(n)])
-    net = make_net(mx, net_kind)
+    net = make_net(mx, net_kind)  # noqa: F821 -- defined by exec(NETS)
     it = mx.io.NDArrayIter(x[order], y[order], b * n)
     mod = mx.mod.Module(net, context=[mx.cpu(i) for i in range(ndev)])
     args = {k[4:]: mx.nd.array(v) for k, v in data.items() if k.startswith('arg:')}

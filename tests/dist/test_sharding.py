@@ -36,7 +36,8 @@ def test_parts_keep_the_dtype_and_shuffle_within_the_part():
 
 
 @pytest.mark.parametrize('kw, exc, text', [
-    ({'num_parts': 2, 'part_index': 2}, ValueError, 'part_index 2 must lie in \\[0, num_parts=2\\)'),
+    ({'num_parts': 2, 'part_index': 2}, ValueError,
+     'part_index 2 must lie in \\[0, num_parts=2\\)'),
     ({'num_parts': 0, 'part_index': 0}, ValueError, 'part_index 0 must lie'),
     ({'num_parts': 2.0, 'part_index': 0}, TypeError, 'num_parts must be an int'),
     ({'num_parts': 2, 'part_index': True}, TypeError, 'part_index must be an int')])

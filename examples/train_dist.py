@@ -55,6 +55,7 @@ def main():
     test_it = mx.io.NDArrayIter(x[test], y[test], args.batch)
 
     mx.random.seed(rank)            # a different init per worker: kvstore init makes rank 0's win
+    np.random.seed(rank)            # (the order in which NDArrayIter shuffles)
     prefix = args.prefix or os.path.join(tempfile.mkdtemp(), 'lenet')
     mod = mx.mod.Module(build_lenet(), context=mx.cpu())
     mod.fit(train_it, num_epoch=args.epochs, kvstore=kv, optimizer='sgd',

@@ -3,8 +3,8 @@
 Each of the ``ndev`` copies of the operator (one per device of a data-parallel step, e.g.
 DataParallelExecutor of ``symgraph.dist``) computes partial statistics of its slice of
 the batch and meets the others at the rendezvous named by ``key``, where the partials are
-summed by the all-reduce of :func:`symgraph.opdef.device_group`; every device then normalises with the mean and
-variance of the whole batch. Backward exchanges the two per-channel sums ``sum(dy)`` and
+summed by the all-reduce of :func:`symgraph.opdef.device_group`; every device then normalises
+with the mean and variance of the whole batch. Backward exchanges the two per-channel sums ``sum(dy)`` and
 ``sum(dy * (x - mean))`` the same way. The outputs and input gradients are those of
 ``BatchNorm`` over the concatenated batch; gamma's and beta's gradients are the device's
 share (the executor group sums them over the devices).
@@ -21,10 +21,16 @@ all-reduce of an (ndev, 3, C) buffer where device r fills row r (an all-gather);
 them with Chan's formula avoids the cancellation of ``E[x^2] - E[x]^2`` that MXNet's
 one-pass version suffers in float32, and gives the exact statistics when the devices hold
 unequal slices. ``ndev=1`` needs no rendezvous.
+
+In a multi-process job (``python -m symgraph.launch``, with a ``'dist_sync'`` kvstore or
+:func:`symgraph.dist.mpi.world`) the statistics span every device of every process: the
+exchanges also sum over the processes (:func:`symgraph.opdef.process_group`), once per
+process after the sum over its devices, and the forward buffer has a row per device of
+every process.
 """
 import numpy as np
 
-from symgraph.opdef import Param, device_group, register
+from symgraph.opdef import Param, device_group, process_group, register
 
 from ._norm import BatchNormBase, bshape
 from ._util import acc, f32
@@ -40,11 +46,20 @@ def _group(ndev):
     return group
 
 
+def _processes():
+    """The processes of a multi-process job (``python -m symgraph.launch`` with a dist
+    kvstore), or None."""
+    group = process_group()
+    return group if group is not None and group.size > 1 else None
+
+
 def _exchange(key, ndev, buf):
-    """Sum ``buf`` over the ``ndev`` devices meeting at ``key`` (returns the sum)."""
+    """Sum ``buf`` over the ``ndev`` devices meeting at ``key``, and over the processes of
+    a multi-process job (returns the sum)."""
+    procs = _processes()
     if ndev == 1:
-        return buf
-    return _group(ndev).allreduce('SyncBatchNorm:' + key, ndev, buf)
+        return buf if procs is None else procs.allreduce(buf)
+    return _group(ndev).allreduce('SyncBatchNorm:' + key, ndev, buf, processes=procs)
 
 
 @register
@@ -71,13 +86,18 @@ class SyncBatchNorm(BatchNormBase):
         mean = x.mean(axis=axes) if count else xp.zeros((c,), x.dtype)
         m2 = ((x - mean.reshape(bshape(x.ndim, 1, c))) ** 2).sum(axis=axes)
         ndev = self.ndev
+        procs = _processes()
         rank = _group(ndev).rank if ndev > 1 else 0
+        if procs is not None:
+            # one row per device of every process
+            rank += procs.rank * ndev
+            ndev *= procs.size
         buf = xp.zeros((ndev, 3, c), dtype=np.float64)
         # each device fills its own row: the all-reduce is an all-gather
         buf[rank, 0] = float(count)
         buf[rank, 1] = mean
         buf[rank, 2] = m2
-        buf = _exchange(self.key, ndev, buf)
+        buf = _exchange(self.key, self.ndev, buf)
         counts, means, m2s = buf[:, 0], buf[:, 1], buf[:, 2]
         n = counts.sum(axis=0)
         safe = xp.maximum(n, 1.0)

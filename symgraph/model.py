@@ -14,6 +14,7 @@ from .ndarray.serialization import ParamsFormatError
 from .kvstore.training import (_create_kvstore, _initialize_kvstore,  # noqa: F401
                                _update_params_on_kvstore, _update_params_on_kvstore_nccl,
                                _update_params)
+from .kvstore import dist as _dist
 
 __all__ = ['save_checkpoint', 'load_checkpoint', 'load_params', 'check_params']
 
@@ -24,8 +25,27 @@ log = logging.getLogger(__name__)
 BatchEndParam = namedtuple('BatchEndParams', ['epoch', 'nbatch', 'eval_metric', 'locals'])
 
 
+def _dist_rank0_writes():
+    """In a multi-process job (a ``'dist_sync'`` store exists): whether this is rank 0, the
+    one worker that writes checkpoints. Outside one: True."""
+    store = _dist.current()
+    return store is None or store.num_workers == 1 or store.rank == 0
+
+
+def _dist_barrier():
+    store = _dist.current()
+    if store is not None and store.num_workers > 1:
+        store.barrier()
+
+
 def save_checkpoint(prefix, epoch, symbol, arg_params, aux_params, remove_amp_cast=True):
-    """Write ``prefix-symbol.json`` (if a symbol is given) and ``prefix-<epoch>.params``."""
+    """Write ``prefix-symbol.json`` (if a symbol is given) and ``prefix-<epoch>.params``.
+
+    In a multi-process job (a ``'dist_sync'`` kvstore) only rank 0 writes (the parameters
+    are the same in every worker), and every worker waits for it (a barrier)."""
+    if not _dist_rank0_writes():
+        _dist_barrier()
+        return
     if symbol is not None:
         symbol.save('%s-symbol.json' % prefix, remove_amp_cast=remove_amp_cast)
     save_dict = {('arg:%s' % k): v.as_in_context(v.context) for k, v in arg_params.items()}
@@ -33,6 +53,7 @@ def save_checkpoint(prefix, epoch, symbol, arg_params, aux_params, remove_amp_ca
     param_name = '%s-%04d.params' % (prefix, epoch)
     nd.save(param_name, save_dict)
     log.info('Saved checkpoint to "%s"', param_name)
+    _dist_barrier()
 
 
 def load_params(prefix, epoch):

@@ -43,7 +43,7 @@ __all__ = ['Param', 'Operator', 'register', 'get_op', 'unknown_operator', 'list_
            'TypeInferenceError', 'REQUIRED', 'elemwise_shape', 'same_type',
            'unify_shape', 'dtype_name', 'np_dtype', 'shape_known', 'reduce_to_shape',
            'random_state', 'using_random_state', 'DeviceGroup', 'device_group',
-           'using_device_group']
+           'using_device_group', 'ProcessGroup', 'process_group', 'set_process_group']
 
 REQUIRED = object()
 
@@ -658,14 +658,55 @@ class DeviceGroup:
 
     rank = 0
 
-    def allreduce(self, key, ndev, array):
+    def allreduce(self, key, ndev, array, processes=None):
         """Sum ``array`` over the ``ndev`` devices that meet under ``key``.
 
         Every device calls it with an array of one shape and dtype; each gets the sum
-        back (``array`` may be summed in place). Raises MXNetError when the others do
-        not arrive in time or another device failed.
+        back (``array`` may be summed in place). With ``processes`` (a
+        :class:`ProcessGroup`) the sum also spans the processes of a multi-process job
+        (the devices of every process). Raises MXNetError when the others do not arrive
+        in time or another device failed.
         """
         raise NotImplementedError
+
+
+class ProcessGroup:
+    """The processes of a multi-process job (``python -m symgraph.launch``), as an operator
+    sees them: :func:`process_group` gives the one the runtime (``symgraph.dist``) set.
+
+    Attributes
+    ----------
+    rank : int
+        this process's rank, 0 .. size-1.
+    size : int
+        the number of processes.
+    """
+
+    rank = 0
+    size = 1
+
+    def allreduce(self, array):
+        """The sum of ``array`` (NumPy or CuPy, one shape in every process) over the
+        processes; every process calls it in the same order."""
+        raise NotImplementedError
+
+
+_process_group = []
+
+
+def process_group():
+    """The :class:`ProcessGroup` of this process's job, or None (one process)."""
+    return _process_group[-1] if _process_group else None
+
+
+def set_process_group(group):
+    """Make :func:`process_group` give ``group`` (None: one process)."""
+    if group is not None and not isinstance(group, ProcessGroup):
+        raise TypeError('set_process_group takes a ProcessGroup or None, got %s'
+                        % type(group).__name__)
+    del _process_group[:]
+    if group is not None:
+        _process_group.append(group)
 
 
 _group_local = threading.local()

@@ -11,6 +11,8 @@
 import threading
 import time
 
+import numpy
+
 from ..base import ArgumentError, UsageError
 from ..opdef import DeviceGroup, using_device_group
 from .allreduce import allreduce
@@ -70,8 +72,9 @@ class Rendezvous:
         self._pending = {}     # rank -> array of the round being gathered
         self._done = {}        # round -> {rank: array} of finished rounds not yet collected
         self._error = {}       # round -> exception raised by the all-reduce
+        self._processes = None  # the ProcessGroup of the round being gathered, if any
 
-    def allreduce(self, array, rank=None, timeout=None):
+    def allreduce(self, array, rank=None, timeout=None, processes=None):
         """Contribute ``array`` and return the sum over all participants.
 
         Parameters
@@ -83,6 +86,9 @@ class Rendezvous:
             :func:`current_rank`, else the arrival order.
         timeout : float, optional
             Seconds to wait for the others; default :data:`SYNC_TIMEOUT`.
+        processes : symgraph.opdef.ProcessGroup, optional
+            Also sum over these processes (once per round, by the last device to arrive,
+            after the sum over the devices).
 
         Raises
         ------
@@ -106,6 +112,8 @@ class Rendezvous:
                 raise UsageError('rendezvous %r: two participants claim rank %d in one round'
                                  % (self.key, rank))
             my_round = self._round
+            if processes is not None:
+                self._processes = processes
             self._pending[rank] = array
             if len(self._pending) == self.ndev:
                 self._finish()
@@ -142,12 +150,27 @@ class Rendezvous:
         arrays = [self._pending[r] for r in ranks]
         try:
             allreduce(arrays)
+            if self._processes is not None:
+                total = self._processes.allreduce(arrays[0].copy())
+                for a in arrays:
+                    _assign(a, total)
         except Exception as e:  # every participant reports it, none hangs
             self._error[self._round] = e
+        self._processes = None
         self._done[self._round] = dict(zip(ranks, arrays))
         self._pending = {}
         self._round += 1
         self._cond.notify_all()
+
+
+def _assign(dst, src):
+    """``dst[...] = src`` for NumPy or CuPy arrays (src on the host or a device)."""
+    if isinstance(dst, numpy.ndarray):
+        dst[...] = src if isinstance(src, numpy.ndarray) else src.get()
+    elif isinstance(src, numpy.ndarray):
+        dst.set(src)
+    else:
+        dst[...] = src
 
 
 def rendezvous(key, ndev):
@@ -173,8 +196,8 @@ class _Member(DeviceGroup):
     def __init__(self, rank):
         self.rank = rank
 
-    def allreduce(self, key, ndev, array):
-        return rendezvous(key, ndev).allreduce(array, rank=self.rank)
+    def allreduce(self, key, ndev, array, processes=None):
+        return rendezvous(key, ndev).allreduce(array, rank=self.rank, processes=processes)
 
 
 def run_on_devices(fns):

@@ -37,6 +37,12 @@ class NDArrayIter(DataIter):
         Names of a single data / label array.
     layout : str, optional
         The data layout; its ``N`` is the batch axis.
+    num_parts, part_index : int, optional (keyword only; not in MXNet's NDArrayIter)
+        Iterate over part ``part_index`` of ``num_parts`` (one per worker of a
+        multi-process job: ``kv.num_workers``, ``kv.rank``): contiguous parts of
+        ``ceil(N / num_parts)`` examples, the last ones padded with examples from the start,
+        so that every worker gets as many batches as the others (a worker with one batch
+        more would wait for the others in its all-reduce).
 
     Notes
     -----
@@ -56,7 +62,7 @@ class NDArrayIter(DataIter):
 
     def __init__(self, data, label=None, batch_size=1, shuffle=False,
                  last_batch_handle='pad', data_name='data',
-                 label_name='softmax_label', layout='NCHW'):
+                 label_name='softmax_label', layout='NCHW', *, num_parts=1, part_index=0):
         super(NDArrayIter, self).__init__(batch_size)
         if last_batch_handle not in _LAST_BATCH_HANDLES:
             raise ArgumentError("NDArrayIter: last_batch_handle must be one of %s, got %r"
@@ -83,6 +89,8 @@ class NDArrayIter(DataIter):
         if shuffle and any(_is_h5py(v) for _, v in self.data + self.label):
             raise ArgumentError('NDArrayIter: shuffle=True is not supported with h5py Datasets')
         num_data = lengths[0][1]
+        if (num_parts, part_index) != (1, 0):
+            num_data = self._shard(num_data, num_parts, part_index, batch_axis)
         if last_batch_handle != 'pad' and batch_size > num_data:
             # MXNet yields no batch at all with 'discard', and with 'roll_over' fails in
             # the third epoch (slicing past the end)
@@ -105,6 +113,24 @@ class NDArrayIter(DataIter):
         # used for 'roll_over'
         self._cache_data = None
         self._cache_label = None
+
+    def _shard(self, num_data, num_parts, part_index, axis):
+        """Keep part ``part_index`` of ``num_parts`` of every array; the new length."""
+        for what, v in (('num_parts', num_parts), ('part_index', part_index)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise TypeError('NDArrayIter: %s must be an int, got %r' % (what, v))
+        if num_parts < 1 or not 0 <= part_index < num_parts:
+            raise ValueError('NDArrayIter: part_index %d must lie in [0, num_parts=%d)'
+                             % (part_index, num_parts))
+        if any(_is_h5py(v) for _, v in self.data + self.label):
+            raise ValueError('NDArrayIter: num_parts is not supported with h5py Datasets')
+        size = -(-num_data // num_parts)
+        rows = np.arange(part_index * size, (part_index + 1) * size) % num_data
+        self.data = [(k, nd.array(np.take(v.asnumpy(), rows, axis=axis), dtype=v.dtype))
+                     for k, v in self.data]
+        self.label = [(k, nd.array(np.take(v.asnumpy(), rows, axis=axis), dtype=v.dtype))
+                      for k, v in self.label]
+        return size
 
     def _descs(self, arrays):
         batch_axis = self.layout.find('N')

@@ -5,13 +5,15 @@ import warnings
 from ..ndarray import NDArray
 from ..base import ArgumentError, ArgumentTypeError
 
-__all__ = ['KVStoreBase', 'TestStore', 'LOCAL_TYPES', 'MULTI_PROCESS']
+__all__ = ['KVStoreBase', 'TestStore', 'LOCAL_TYPES', 'MULTI_PROCESS', 'MULTI_PROCESS_TYPES']
 
 #: the single-process store types: 'local*' reduce on the CPU, '*device*' on the devices
 LOCAL_TYPES = ('local', 'device', 'local_update_cpu', 'local_allreduce_cpu',
                'local_allreduce_device')
-#: names of multi-process stores (the dist_sync/MPI launcher of issue 17)
+#: names of multi-process stores
 MULTI_PROCESS = ('dist', 'horovod', 'byteps', 'p3')
+#: the multi-process types create() makes: name -> class (filled by kvstore/dist.py)
+MULTI_PROCESS_TYPES = {}
 
 
 class KVStoreBase(object):

@@ -11,7 +11,7 @@ were first initialised.
 from .. import optimizer as opt
 from ..ndarray import NDArray
 from . import comm
-from .base import KVStoreBase, LOCAL_TYPES, MULTI_PROCESS
+from .base import KVStoreBase, LOCAL_TYPES, MULTI_PROCESS, MULTI_PROCESS_TYPES
 from ..base import ArgumentError, ArgumentTypeError, UnknownNameError, UsageError
 
 __all__ = ['KVStore', 'create']
@@ -172,7 +172,10 @@ class KVStore(KVStoreBase):
             self._push_one(k, stored, vals)
 
     def _push_one(self, k, stored, vals):
-        merged = self._merge(k, vals)
+        self._apply(k, stored, self._merge(k, vals))
+
+    def _apply(self, k, stored, merged):
+        """Store the summed value of key ``k``, or update the stored weight from it."""
         if self._updater is None:
             stored[:] = merged
             return
@@ -387,8 +390,9 @@ def create(name='local'):
     name : str
         ``'local'`` (reduce and update on the CPU), ``'device'`` (reduce with the ring
         all-reduce and update on a device), the aliases ``'local_update_cpu'``,
-        ``'local_allreduce_cpu'``, ``'local_allreduce_device'``, or a registered store
-        (``'teststore'``). Case insensitive.
+        ``'local_allreduce_cpu'``, ``'local_allreduce_device'``, ``'dist_sync'`` /
+        ``'dist_device_sync'`` (several processes over MPI: :mod:`symgraph.kvstore.dist`),
+        or a registered store (``'teststore'``). Case insensitive.
 
     Returns
     -------
@@ -397,9 +401,8 @@ def create(name='local'):
     Raises
     ------
     ValueError
-        A multi-process type (``'dist_sync'``, ``'dist_async'``, ``'dist_device_sync'``,
-        ``'horovod'``, ...), which needs the dist_sync/MPI launcher that is not there yet,
-        or an unknown type.
+        ``'dist_async'`` (no parameter server), ``'horovod'``, ``'byteps'``, ``'p3'``, or
+        an unknown type.
 
     Examples
     --------
@@ -415,10 +418,17 @@ def create(name='local'):
         return KVStoreBase.kv_registry[name]()
     if name in LOCAL_TYPES:
         return KVStore(name)
+    if name in MULTI_PROCESS_TYPES:
+        return MULTI_PROCESS_TYPES[name](name)
+    if 'dist' in name and 'async' in name:
+        raise ArgumentError("kvstore type %r is not supported: symgraph's workers reduce their "
+                            "gradients among themselves over MPI, with no parameter server to "
+                            "apply them asynchronously; use 'dist_sync' (or 'dist_device_sync')"
+                            % name)
     if any(p in name for p in MULTI_PROCESS):
-        raise ArgumentError("kvstore type %r is a multi-process kvstore: those come with the "
-                            "dist_sync/MPI launcher feature (issue 17) and are not available "
-                            "yet; in one process use 'local' or 'device'" % name)
+        raise ArgumentError("kvstore type %r is not available; the multi-process types are %s "
+                            "(python -m symgraph.launch), in one process use 'local' or 'device'"
+                            % (name, ', '.join(map(repr, sorted(MULTI_PROCESS_TYPES)))))
     if name == 'nccl':
         raise ArgumentError("kvstore type 'nccl' is not available; 'device' reduces over the "
                             "devices with symgraph's ring all-reduce")

@@ -63,11 +63,15 @@ def _prod(shape):
 
 def _initialize_kvstore(kvstore, param_arrays, arg_params, param_names, update_on_kvstore):
     """Initialise the store with the parameters (broadcast to the devices when the store
-    runs the optimizer)."""
+    runs the optimizer, or when it spans several processes)."""
     for idx, param_on_devs in enumerate(param_arrays):
         name = param_names[idx]
         if not update_on_kvstore:
             kvstore.init(name, arg_params[name])
+            if getattr(kvstore, 'fuses_lists', False):
+                # a multi-process store: every worker starts from rank 0's values (MXNet
+                # leaves each worker with its own, which diverge unless seeded alike)
+                kvstore.pull(name, out=param_on_devs)
         else:
             kvstore.broadcast(name, arg_params[name], out=param_on_devs)
 
@@ -91,7 +95,14 @@ def _update_params_on_kvstore_nccl(param_arrays, grad_arrays, kvstore, param_nam
 
 def _update_params_on_kvstore(param_arrays, grad_arrays, kvstore, param_names):
     """Push each parameter's gradients (one per device) and pull the updated weights: the
-    store runs the optimizer."""
+    store runs the optimizer. A store that fuses lists (``'dist_sync'``) gets every key in
+    one call."""
+    if getattr(kvstore, 'fuses_lists', False):
+        valid = [i for i, g in enumerate(grad_arrays) if g[0] is not None]
+        if valid:
+            kvstore.pushpull([param_names[i] for i in valid], [grad_arrays[i] for i in valid],
+                             out=[param_arrays[i] for i in valid])
+        return
     for index, pair in enumerate(zip(param_arrays, grad_arrays)):
         arg_list, grad_list = pair
         if grad_list[0] is None:
@@ -105,12 +116,18 @@ def _update_params(param_arrays, grad_arrays, updater, num_device,
     """Sum the gradients through the store (if any), then run ``updater`` on every device's
     copy; the index of parameter i on device k is ``i*num_device + k``, as MXNet's."""
     updates = [[] for _ in range(num_device)]
+    fused = kvstore and getattr(kvstore, 'fuses_lists', False)
+    if fused:
+        # a store that fuses lists ('dist_sync') sums every gradient in one call
+        valid = [i for i, g in enumerate(grad_arrays) if g[0] is not None]
+        if valid:
+            kvstore.pushpull([param_names[i] for i in valid], [grad_arrays[i] for i in valid])
     for i, pair in enumerate(zip(param_arrays, grad_arrays)):
         arg_list, grad_list = pair
         if grad_list[0] is None:
             continue
         index = i
-        if kvstore:
+        if kvstore and not fused:
             name = param_names[index]
             kvstore.pushpull(name, grad_list, priority=-index)
         for k, p in enumerate(zip(arg_list, grad_list)):

@@ -337,6 +337,8 @@ class BaseModule:
                         callback(batch_end_params)
                 nbatch += 1
 
+            eval_name_vals = _over_workers(eval_metric, eval_name_vals,
+                                           getattr(self, '_kvstore', None))
             for name, val in eval_name_vals:
                 self.logger.info('Epoch[%d] Train-%s=%f', epoch, name, val)
             toc = time.time()
@@ -502,3 +504,31 @@ class BaseModule:
     def symbol(self):
         """The symbol of this module (for BucketingModule, the current bucket's)."""
         return self._symbol
+
+
+def _metric_leaves(m):
+    if isinstance(m, metric.CompositeEvalMetric):
+        return [leaf for child in m.metrics for leaf in _metric_leaves(child)]
+    return [m]
+
+
+def _over_workers(eval_metric, local, kvstore):
+    """The epoch's training metric over every worker of a multi-process kvstore
+    (``'dist_sync'``): the (sum, count) of each metric summed over the workers. MXNet logs
+    each worker's own; metrics whose value is not sum / count (F1, MCC, Pearson, custom
+    ``get``) keep the worker's own values, as does one process."""
+    if kvstore is None or not getattr(kvstore, 'fuses_lists', False) or \
+            kvstore.num_workers == 1:
+        return local
+    leaves = _metric_leaves(eval_metric)
+    plain = all(type(m).get is metric.EvalMetric.get and
+                type(m).get_global is metric.EvalMetric.get_global and
+                isinstance(m.name, str) for m in leaves)
+    if not plain:
+        return local
+    use_global = [m._has_global_stats for m in leaves]
+    sums = np.array([[m.global_sum_metric, m.global_num_inst] if g else
+                     [m.sum_metric, m.num_inst] for m, g in zip(leaves, use_global)],
+                    dtype=np.float64)
+    kvstore.allreduce_host(sums)
+    return [(m.name, float(s / n) if n else float('nan')) for m, (s, n) in zip(leaves, sums)]

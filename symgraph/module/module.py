@@ -140,7 +140,26 @@ class Module(BaseModule):
     def save_checkpoint(self, prefix, epoch, save_optimizer_states=False,
                         remove_amp_cast=True):
         """Save ``prefix-symbol.json``, ``prefix-%04d.params`` and, with
-        ``save_optimizer_states``, ``prefix-%04d.states``."""
+        ``save_optimizer_states``, ``prefix-%04d.states``.
+
+        With a multi-process kvstore (``'dist_sync'``) rank 0 writes them, and every worker
+        waits for it (a barrier)."""
+        kv = self._kvstore
+        if kv is not None and 'dist' in kv.type and kv.num_workers > 1:
+            if kv.rank == 0:
+                self._save_checkpoint(prefix, epoch, save_optimizer_states and
+                                      not self._update_on_kvstore, remove_amp_cast)
+            if save_optimizer_states and self._update_on_kvstore:
+                # the store's own save: rank 0 writes, then a barrier
+                state_name = '%s-%04d.states' % (prefix, epoch)
+                self.save_optimizer_states(state_name)
+                if kv.rank == 0:
+                    logging.info('Saved optimizer state to \"%s\"', state_name)
+            kv.barrier()
+            return
+        self._save_checkpoint(prefix, epoch, save_optimizer_states, remove_amp_cast)
+
+    def _save_checkpoint(self, prefix, epoch, save_optimizer_states, remove_amp_cast):
         self._symbol.save('%s-symbol.json' % prefix, remove_amp_cast=remove_amp_cast)
         param_name = '%s-%04d.params' % (prefix, epoch)
         self.save_params(param_name)

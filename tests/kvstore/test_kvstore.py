@@ -19,12 +19,27 @@ def test_create_types_and_properties():
     assert isinstance(mx.kv.create('teststore'), mx.kv.TestStore)
 
 
-@pytest.mark.parametrize('name', ['dist_sync', 'dist_async', 'dist_device_sync', 'horovod',
-                                  'dist_sync_device', 'byteps'])
-def test_multi_process_types_name_the_missing_feature(name):
-    with pytest.raises(ValueError, match=r"%r is a multi-process kvstore: those come with the "
-                                         r"dist_sync/MPI launcher feature \(issue 17\)" % name):
+@pytest.mark.parametrize('name', ['dist_async', 'dist_device_async'])
+def test_dist_async_is_refused_naming_dist_sync(name):
+    with pytest.raises(ValueError, match=r"%r is not supported: .* no parameter server .*; "
+                                         r"use 'dist_sync'" % name):
         mx.kv.create(name)
+
+
+@pytest.mark.parametrize('name', ['horovod', 'byteps', 'p3'])
+def test_other_multi_process_types_name_the_available_ones(name):
+    with pytest.raises(ValueError, match=r"%r is not available; the multi-process types are "
+                                         r"'dist_device_sync', 'dist_sync', "
+                                         r"'dist_sync_device'" % name):
+        mx.kv.create(name)
+
+
+def test_dist_sync_types_are_the_mpi_store():
+    # (made over MPI processes in tests/dist/test_kvstore_dist.py)
+    from symgraph.kvstore.base import MULTI_PROCESS_TYPES
+    from symgraph.kvstore.dist import DistKVStore
+    assert MULTI_PROCESS_TYPES == {k: DistKVStore for k in ('dist_sync', 'dist_device_sync',
+                                                             'dist_sync_device')}
 
 
 def test_unknown_and_unavailable_types():
@@ -255,8 +270,9 @@ def test_create_kvstore_rules():
     assert model._create_kvstore(None, 4, params) == (None, False)
     with pytest.raises(TypeError, match='kvstore must be KVStore, str or None'):
         model._create_kvstore(3, 2, params)
-    with pytest.raises(ValueError, match='issue 17'):
-        model._create_kvstore('dist_sync', 1, params)
+    # a dist type makes a store even with one device (over MPI: tests/dist/)
+    with pytest.raises(ValueError, match="'dist_async' is not supported"):
+        model._create_kvstore('dist_async', 1, params)
 
 
 def test_create_kvstore_honours_the_environment(monkeypatch):

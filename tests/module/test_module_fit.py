@@ -98,10 +98,11 @@ def test_unknown_kvstore_is_named_and_the_module_stays_usable(net, data, kvstore
         mod.fit(it, kvstore='local', num_epoch=1)
 
 
-def test_multi_process_kvstore_says_it_is_not_there_yet(net, data):
+def test_dist_async_kvstore_is_refused(net, data):
+    # dist_sync over MPI processes: tests/dist/test_kvstore_dist.py
     mod, it = fit_ready(net, *data)
-    with pytest.raises(ValueError, match='multi-process'):
-        mod.init_optimizer(kvstore='dist_sync')
+    with pytest.raises(ValueError, match="'dist_async' is not supported"):
+        mod.init_optimizer(kvstore='dist_async')
     mod.init_optimizer(kvstore='local')
 
 

@@ -1,4 +1,4 @@
-"""N-d gathers and scatters of MXNet 1.9.1: ``gather_nd``, ``scatter_nd``,
+"""N-d gathers and scatters of MXNet 1.9.1: ``gather_nd``, ``scatter_nd``, ``_scatter_set_nd``,
 ``fill_element_0index`` and ``_contrib_index_copy`` (``mx.sym.contrib.index_copy``).
 ``choose_element_0index`` is an alias of ``pick`` (:mod:`symgraph.ops.reduce`).
 
@@ -12,6 +12,9 @@ Semantics (MXNet's, checked against 1.9.1 on the CPU):
 * ``scatter_nd(data, indices, shape)``: zeros of ``shape`` with ``out[indices] = data``
   (data.shape == Y... + shape[M:]); repeated places keep the last write (MXNet's CPU order).
   The data gradient is gather_nd of the head gradient.
+* ``_scatter_set_nd(lhs, rhs, indices, shape)``: lhs with ``out[indices] = rhs`` (what
+  ``NDArray.__setitem__`` runs); MXNet registers no gradient and runs it only in place
+  (``out=lhs``): here it also runs out of place (a copy of lhs) and has no gradient either.
 * ``fill_element_0index(lhs, mhs, rhs)``: lhs (n, k) with ``out[i, rhs[i]] = mhs[i]``; no
   gradient (as in MXNet).
 * ``_contrib_index_copy(old_tensor, index_vector, new_tensor)``: old with rows
@@ -263,3 +266,50 @@ class IndexCopy(_IndexOp):
             g_old[i] = 0
         return [g_old, xp.zeros_like(idx) if need[1] else None,
                 g[i].astype(new.dtype, copy=False) if need[2] else None]
+
+
+@register
+class ScatterSetND(_IndexOp):
+    """``lhs`` with ``out[indices[0, y...], ..., indices[M-1, y...]] = rhs[y...]``."""
+
+    name = '_scatter_set_nd'
+    shape = Param('shape', doc='shape of lhs and of the output')
+    needs_inputs = False
+    inplace = ((0, 0),)
+
+    def list_arguments(self):
+        return ['lhs', 'rhs', 'indices']
+
+    def infer_shape(self, in_shapes):
+        lhs, rhs, i = in_shapes[:3]
+        out = tuple(self.shape)
+        try:
+            lhs = unify_shape(lhs, out)
+        except ShapeError:
+            raise ShapeError('_scatter_set_nd: argument %r has shape %s but shape=%s'
+                             % ('lhs', tuple(lhs), out)) from None
+        if i is not None:
+            m = _nd_shapes(self.name, i, out)
+            want = tuple(i[1:]) + out[m:]
+            try:
+                rhs = unify_shape(rhs, want)
+            except ShapeError:
+                raise ShapeError('_scatter_set_nd: argument %r has shape %s but indices %s '
+                                 'and shape=%s need %s' % ('rhs', tuple(rhs), tuple(i), out,
+                                                           want)) from None
+        return [lhs, rhs, i], [out], []
+
+    def infer_type(self, in_types):
+        t = same_type(self, in_types[:2])
+        return [t, t, in_types[2]], [t], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        lhs, rhs, indices = inputs
+        m = indices.shape[0]
+        dims = tuple(self.shape[:m])
+        n = xp.asarray(np.array(dims, dtype=np.int64)).reshape((m,) + (1,) * (indices.ndim - 1))
+        i = _rows(xp, indices, n, self.name, 'indices', 'shape=%s' % (tuple(self.shape),))
+        rest = tuple(self.shape[m:])
+        out = lhs.reshape((-1,) + rest).copy()
+        out[_linear(xp, i, dims).reshape(-1)] = rhs.reshape((-1,) + rest)
+        return [out.reshape(self.shape)]

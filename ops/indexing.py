@@ -1,4 +1,5 @@
-"""Index-driven operators: ``take``, ``batch_take``, ``Embedding``, ``one_hot``, ``where``.
+"""Index-driven operators: ``take``, ``batch_take``, ``Embedding``, ``one_hot``, ``where``,
+``_ravel_multi_index`` and ``_unravel_index``.
 The n-d gathers and scatters are in :mod:`symgraph.ops.gather_scatter`.
 
 Indices arrive as floating-point arrays (MXNet's default dtype) and are truncated toward
@@ -264,3 +265,86 @@ class BatchTake(Operator):
         rows = a.reshape(-1, k)
         i = xp.clip(indices.reshape(-1).astype(np.int64), 0, k - 1)
         return [rows[xp.arange(rows.shape[0]), i].reshape(indices.shape)]
+
+
+def _trunc_div(a, b):
+    """C integer division (toward zero) of int64 arrays."""
+    q = a // b
+    return q + ((q < 0) & (q * b != a))
+
+
+class _Ravel(Operator):
+    """Shared parts of ``_ravel_multi_index`` / ``_unravel_index``: a ``shape`` parameter,
+    indices computed in int64 (float input truncates), a zero gradient (MXNet's
+    ``MakeZeroGradNodes``)."""
+
+    shape = Param('shape', None, doc='shape of the array the flat indices address')
+
+    def check(self):
+        if not self.shape:
+            raise MXNetError('%s: parameter shape must be given (a tuple of ints)' % self.name)
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        return [xp.zeros_like(inputs[0]) if need[0] else None]
+
+
+@register
+class RavelMultiIndex(_Ravel):
+    """Flat indices of the multi-indices in the rows of ``data`` (``ravel_multi_index``).
+
+    As MXNet 1.9.1: ``out = ((data[0] * shape[1] + data[1]) * shape[2] + ...)`` with every
+    entry truncated to an integer, no bounds check (negative and too large entries go into
+    the sum), the result in data's dtype; ``shape[0]`` is not used (``-1`` is accepted).
+    """
+
+    name = '_ravel_multi_index'
+    aliases = ('ravel_multi_index',)
+
+    def infer_shape(self, in_shapes):
+        d = in_shapes[0]
+        if d is None:
+            return [None], [None], []
+        d = tuple(d)
+        if not d or (d[0] and d[0] != len(self.shape)):
+            raise ShapeError('_ravel_multi_index: data %s must have %d rows, one per entry of '
+                             'shape=%s' % (d, len(self.shape), tuple(self.shape)))
+        return [d], [d[1:]], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        idx = _as_index(xp, x)
+        ret = xp.zeros(x.shape[1:], np.int64)
+        for j, n in enumerate(self.shape):
+            ret = ret * int(n) + idx[j]
+        return [ret.astype(x.dtype)]
+
+
+@register
+class UnravelIndex(_Ravel):
+    """Multi-indices of the flat indices ``data`` into an array of ``shape``
+    (``unravel_index``): one row per dimension, output shape ``(len(shape),) + data.shape``.
+
+    As MXNet 1.9.1: data truncated to integers; each row but the first is the C remainder
+    (negative for negative data), the first row is what remains (no wrap, so indices past
+    the end give a first entry >= shape[0]).
+    """
+
+    name = '_unravel_index'
+    aliases = ('unravel_index',)
+
+    def infer_shape(self, in_shapes):
+        d = in_shapes[0]
+        if d is None:
+            return [None], [None], []
+        return [tuple(d)], [(len(self.shape),) + tuple(d)], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        idx = _as_index(xp, x)
+        rows = [None] * len(self.shape)
+        for j in range(len(self.shape) - 1, 0, -1):
+            q = _trunc_div(idx, int(self.shape[j]))
+            rows[j] = idx - q * int(self.shape[j])
+            idx = q
+        rows[0] = idx
+        return [xp.stack(rows).astype(x.dtype)]

@@ -13,7 +13,7 @@ from .ndarray import (NDArray, array, zeros, ones, empty, full, arange, eye, lin
                       save, load, load_frombuffer, invoke,
                       add, subtract, multiply, divide, true_divide, modulo, power, maximum,
                       minimum, hypot, equal, not_equal, greater, greater_equal, lesser,
-                      lesser_equal, logical_and, logical_or, logical_xor,
+                      lesser_equal, logical_and, logical_or, logical_xor, split_v2, histogram,
                       random, contrib, linalg, _internal)
 from .ndarray import __getattr__  # noqa: F401  (operator functions: mx.nd.exp)
 

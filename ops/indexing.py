@@ -292,9 +292,10 @@ class _Ravel(Operator):
 class RavelMultiIndex(_Ravel):
     """Flat indices of the multi-indices in the rows of ``data`` (``ravel_multi_index``).
 
-    As MXNet 1.9.1: ``out = ((data[0] * shape[1] + data[1]) * shape[2] + ...)`` with every
-    entry truncated to an integer, no bounds check (negative and too large entries go into
-    the sum), the result in data's dtype; ``shape[0]`` is not used (``-1`` is accepted).
+    As MXNet 1.9.1: data is (len(shape), N); ``r = int(r * shape[j] + data[j])`` for each
+    row j, the sum computed in data's dtype and truncated at every step (2.5, 3.9 with
+    shape (7, 6) give 15), no bounds check (negative and too large entries go into the sum),
+    the result in data's dtype; ``shape[0]`` is not used (``-1`` is accepted).
     """
 
     name = '_ravel_multi_index'
@@ -305,17 +306,22 @@ class RavelMultiIndex(_Ravel):
         if d is None:
             return [None], [None], []
         d = tuple(d)
-        if not d or (d[0] and d[0] != len(self.shape)):
+        if len(d) != 2:
+            raise ShapeError('_ravel_multi_index: input %r must be two-dimensional (one row '
+                             'per dimension of shape), got %s' % ('data', d))
+        if d[0] and d[0] != len(self.shape):
             raise ShapeError('_ravel_multi_index: data %s must have %d rows, one per entry of '
                              'shape=%s' % (d, len(self.shape), tuple(self.shape)))
         return [d], [d[1:]], []
 
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
-        idx = _as_index(xp, x)
         ret = xp.zeros(x.shape[1:], np.int64)
         for j, n in enumerate(self.shape):
-            ret = ret * int(n) + idx[j]
+            if x.dtype.kind == 'f':     # MXNet: index_t ret = ret * shape[j] + x (in DType)
+                ret = xp.trunc(ret.astype(x.dtype) * x.dtype.type(n) + x[j]).astype(np.int64)
+            else:
+                ret = ret * int(n) + x[j].astype(np.int64)
         return [ret.astype(x.dtype)]
 
 
@@ -326,7 +332,8 @@ class UnravelIndex(_Ravel):
 
     As MXNet 1.9.1: data truncated to integers; each row but the first is the C remainder
     (negative for negative data), the first row is what remains (no wrap, so indices past
-    the end give a first entry >= shape[0]).
+    the end give a first entry >= shape[0]). Deliberate difference: data of more than one
+    dimension is refused (MXNet's result there is its first input values, not indices).
     """
 
     name = '_unravel_index'
@@ -336,6 +343,10 @@ class UnravelIndex(_Ravel):
         d = in_shapes[0]
         if d is None:
             return [None], [None], []
+        if len(d) != 1:
+            # MXNet 1.9.1 infers (len(shape), d[0]) and fills it with data's first values
+            raise ShapeError('_unravel_index: input %r must be one-dimensional, got %s'
+                             % ('data', tuple(d)))
         return [tuple(d)], [(len(self.shape),) + tuple(d)], []
 
     def forward(self, xp, inputs, aux, is_train):

@@ -81,9 +81,13 @@ CASES = [
     OpCase('_ravel_multi_index', dict(shape=(7, 6)), [(2, 5)],
            inputs=given([[3, 6, 6, -1, 7], [4, 5, 1, 2, 9]]),
            ref=lambda x: np.array([22, 41, 37, -4, 51], x.dtype), grad=()),
-    OpCase('ravel_multi_index', dict(shape=(4, 3, 5)), [(3, 2, 2)],
-           inputs=given([[[2.5, 1], [3, 0]], [[1.7, 2], [0, 2]], [[0.5, 4], [3.9, 1]]]),
+    OpCase('ravel_multi_index', dict(shape=(4, 3, 5)), [(3, 4)],
+           inputs=given([[2, 1, 3, 0], [1, 2, 0, 2], [0, 4, 3, 1]]),
            ref=_ravel_ref((4, 3, 5)), grad=()),
+    OpCase('ravel_multi_index', dict(shape=(7, 6)), [(2, 3)],
+           inputs=given([[2.5, 1.7, -1], [3.9, 0.5, 2.5]]),
+           ref=lambda x: np.array([15, 6, -3], x.dtype), grad=(), dtypes=('float32',),
+           id='ravel_multi_index[truncated at every step, MXNet 1.9.1]'),
     OpCase('_ravel_multi_index', dict(shape=(5, 6)), [(2, 3)], dtypes=('int32', 'int64'),
            inputs=given(np.array([[1, 2, 4], [0, 5, 3]], np.int32)),
            ref=_ravel_ref((5, 6)), grad=()),
@@ -91,8 +95,8 @@ CASES = [
            inputs=given([22, 41, 37, 50, -1, 3.7]),
            ref=lambda x: np.array([[3, 6, 6, 8, 0, 0], [4, 5, 1, 2, -1, 3]], x.dtype),
            grad=()),
-    OpCase('unravel_index', dict(shape=(-1, 3, 4)), [(2, 3)],
-           inputs=given([[0, 13, 25], [7, 30, 11.5]]), ref=_unravel_ref((-1, 3, 4)), grad=()),
+    OpCase('unravel_index', dict(shape=(-1, 3, 4)), [(6,)],
+           inputs=given([0, 13, 25, 7, 30, 11.5]), ref=_unravel_ref((-1, 3, 4)), grad=()),
     OpCase('_scatter_set_nd', dict(shape=(3, 4, 2)), [(3, 4, 2), (2, 2), (2, 2)],
            inputs=given(_LHS, [[100, 101], [200, 201]], [[0, 2], [1, 3]]),
            ref=_set_ref, grad=()),
@@ -169,12 +173,17 @@ def test_ravel_unravel_errors_and_zero_gradient():
         mx.nd.ravel_multi_index(mx.nd.ones((2, 3)))
     with pytest.raises(ShapeError, match='must have 2 rows'):
         get_op('_ravel_multi_index')(shape=(3, 4)).infer_shape([(3, 5)])
+    with pytest.raises(ShapeError, match='two-dimensional'):
+        get_op('_ravel_multi_index')(shape=(3, 4)).infer_shape([(2, 5, 1)])
+    with pytest.raises(ShapeError, match='one-dimensional'):
+        get_op('_unravel_index')(shape=(3, 4)).infer_shape([(2, 5)])
     x = mx.sym.var('x')
-    for s in (mx.sym.ravel_multi_index(x, shape=(7, 6)), mx.sym.unravel_index(x, shape=(7, 6))):
-        ex = s.simple_bind(mx.cpu(), x=(2, 3))
-        ex.forward(is_train=True, x=mx.nd.array([[1, 2, 3], [0, 1, 2]]))
+    for s, v in ((mx.sym.ravel_multi_index(x, shape=(7, 6)), [[1, 2, 3], [0, 1, 2]]),
+                 (mx.sym.unravel_index(x, shape=(7, 6)), [1, 2, 3])):
+        ex = s.simple_bind(mx.cpu(), x=np.shape(v))
+        ex.forward(is_train=True, x=mx.nd.array(v))
         ex.backward(mx.nd.ones(ex.outputs[0].shape))
-        np.testing.assert_array_equal(ex.grad_dict['x'].asnumpy(), np.zeros((2, 3)))
+        np.testing.assert_array_equal(ex.grad_dict['x'].asnumpy(), np.zeros(np.shape(v)))
 
 
 def test_scatter_set_nd_errors():

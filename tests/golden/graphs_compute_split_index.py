@@ -1,0 +1,57 @@
+"""Golden cases of the issue-15 shape, indexing and attention operators: ``_split_v2``
+(ops/slicing.py), ``_ravel_multi_index`` / ``_unravel_index`` (ops/indexing.py),
+``_histogram`` (ops/sorting.py) and the four ``_contrib_interleaved_matmul_*``
+(ops/attention.py). ``_scatter_set_nd`` has none: MXNet runs it only in place
+(``out=lhs``), which a graph cannot express. Python 3.8 compatible."""
+from graphs_compute import case
+from graphs import const
+
+
+def _v(mx, *names):
+    return [mx.sym.Variable(n) for n in names]
+
+
+def _split(ios, **kw):
+    def build(mx):
+        return mx.sym.Group(list(mx.sym.split_v2(mx.sym.Variable('x'), ios, **kw)))
+    return build
+
+
+def _internal(opname, *names, **attrs):
+    def build(mx):
+        out = getattr(mx.sym._internal, opname)(*_v(mx, *names), name='op', **attrs)
+        return out
+    return build
+
+
+def _contrib(opname, *names, **attrs):
+    def build(mx):
+        return getattr(mx.sym.contrib, opname)(*_v(mx, *names), name='op', **attrs)
+    return build
+
+
+case('splitidx_split_v2_indices', _split((1, 3), axis=1), {'x': (2, 5, 3)})
+case('splitidx_split_v2_sections', _split(3, axis=-1, squeeze_axis=True), {'x': (2, 5, 3)})
+case('splitidx_split_v2_axis0', _split((2,)), {'x': (4, 3)})
+case('splitidx_ravel', _internal('_ravel_multi_index', 'x', shape=(7, 6)), {'x': (2, 5)},
+     inputs={'x': const([[3, 6, 6, -1, 7], [4, 5, 1, 2.5, 9.7]])},
+     note='no bounds check, each entry truncated; zero gradient')
+case('splitidx_unravel', _internal('_unravel_index', 'x', shape=(7, 6)), {'x': (6,)},
+     inputs={'x': const([22, 41, 50, -1, 3.7, 0])},
+     note='first row not wrapped, C remainder for negative values; zero gradient')
+case('splitidx_histogram', _internal('_histogram', 'x', bin_cnt=4, range=(0, 5)),
+     {'x': (2, 5)}, inputs={'x': const([[0, 1, 1, 2.5, 3], [4, 5, 5.5, -1, 10]])},
+     phases=('infer',), grad_req='null', note='MXNet registers no gradient')
+case('splitidx_histogram_bins', _internal('_histogram', 'x', 'y'), {'x': (9,), 'y': (5,)},
+     inputs={'x': const([0, 1, 1, 2.5, 3, 4, 5, 5.5, -1]), 'y': const([0, 1, 2, 5, 6])},
+     phases=('infer',), grad_req='null')
+case('splitidx_selfatt_qk', _contrib('interleaved_matmul_selfatt_qk', 'x', heads=2),
+     {'x': (4, 3, 2 * 3 * 5)})
+case('splitidx_selfatt_valatt', _contrib('interleaved_matmul_selfatt_valatt', 'x', 'y',
+                                          heads=2),
+     {'x': (4, 3, 2 * 3 * 5), 'y': (3 * 2, 4, 4)})
+case('splitidx_encdec_qk', _contrib('interleaved_matmul_encdec_qk', 'x', 'y', heads=3),
+     {'x': (2, 2, 3 * 4), 'y': (5, 2, 3 * 2 * 4)})
+case('splitidx_encdec_valatt', _contrib('interleaved_matmul_encdec_valatt', 'x', 'y',
+                                        heads=3),
+     {'x': (5, 2, 3 * 2 * 4), 'y': (2 * 3, 2, 5)})

@@ -55,3 +55,24 @@ case('splitidx_encdec_qk', _contrib('interleaved_matmul_encdec_qk', 'x', 'y', he
 case('splitidx_encdec_valatt', _contrib('interleaved_matmul_encdec_valatt', 'x', 'y',
                                         heads=3),
      {'x': (5, 2, 3 * 2 * 4), 'y': (2 * 3, 2, 5)})
+
+
+def _la(opname):
+    def build(mx):
+        return getattr(mx.sym.linalg, opname)(mx.sym.Variable('x'), name='op')
+    return build
+
+
+_SYM = [[2.0, 0.3, -0.7, 0.1], [0.3, 1.1, 0.4, -0.2], [-0.7, 0.4, -1.5, 0.6],
+        [0.1, -0.2, 0.6, 0.5]]
+case('splitidx_gelqf', _la('gelqf'), {'x': (3, 5)}, type_dict={'x': 'float64'},
+     rtol=1e-9, atol=1e-10)
+case('splitidx_gelqf_batch', _la('gelqf'), {'x': (2, 2, 3)}, rtol=1e-4, atol=1e-5)
+case('splitidx_syevd', _la('syevd'), {'x': (4, 4)}, inputs={'x': const(_SYM)},
+     type_dict={'x': 'float64'}, rtol=1e-9, atol=1e-10)
+case('splitidx_syevd_f32_batch', _la('syevd'), {'x': (2, 4, 4)},
+     inputs={'x': const([_SYM, [[r * 0.5 + (i == j) for j, r in enumerate(row)]
+                                for i, row in enumerate(_SYM)]])})
+case('splitidx_syevd_lower', _la('syevd'), {'x': (3, 3)},
+     inputs={'x': const([[1.0, 9.0, 9.0], [0.5, 2.0, 9.0], [-0.3, 0.2, 3.0]])},
+     phases=('infer',), grad_req='null', note='which triangle syevd reads')

@@ -1,5 +1,5 @@
 """Index-driven operators: ``take``, ``batch_take``, ``Embedding``, ``one_hot``, ``where``,
-``_ravel_multi_index`` and ``_unravel_index``.
+``_ravel_multi_index``, ``_unravel_index`` and ``_contrib_index_array``.
 The n-d gathers and scatters are in :mod:`symgraph.ops.gather_scatter`.
 
 Indices arrive as floating-point arrays (MXNet's default dtype) and are truncated toward
@@ -359,3 +359,39 @@ class UnravelIndex(_Ravel):
             idx = q
         rows[0] = idx
         return [xp.stack(rows).astype(x.dtype)]
+
+
+@register
+class IndexArray(Operator):
+    """The index of every element: ``out[i..., k] = i[axes[k]]`` (``contrib.index_array``).
+
+    As MXNet 1.9.1: int64, shape ``data.shape + (len(axes),)`` (all axes when ``axes`` is
+    None, negative axes counted from the end); data only gives the shape and gets a zero
+    gradient.
+    """
+
+    name = '_contrib_index_array'
+    axes = Param('shape', None, doc='the axes whose indices are given (None: all)')
+    needs_inputs = True
+
+    def _axes(self, ndim):
+        if self.axes is None:
+            return list(range(ndim))
+        return [norm_axis(a, ndim, 'index_array: axes entry') for a in self.axes]
+
+    def infer_shape(self, in_shapes):
+        d = in_shapes[0]
+        if d is None:
+            return [None], [None], []
+        return [tuple(d)], [tuple(d) + (len(self._axes(len(d))),)], []
+
+    def infer_type(self, in_types):
+        return [in_types[0]], [np.dtype(np.int64)], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        shape = inputs[0].shape
+        grids = xp.indices(shape, dtype=np.int64)
+        return [xp.stack([grids[a] for a in self._axes(len(shape))], axis=-1)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        return [xp.zeros_like(inputs[0]) if need[0] else None]

@@ -76,3 +76,31 @@ case('splitidx_syevd_f32_batch', _la('syevd'), {'x': (2, 4, 4)},
 case('splitidx_syevd_lower', _la('syevd'), {'x': (3, 3)},
      inputs={'x': const([[1.0, 9.0, 9.0], [0.5, 2.0, 9.0], [-0.3, 0.2, 3.0]])},
      phases=('infer',), grad_req='null', note='which triangle syevd reads')
+
+
+# straight-through estimators, gradient multiplier, index_array, allclose
+_HALVES = const([[-1.5, -0.5, 0.5, 0.0], [1.5, 2.5, 0.2, -0.7], [3.49, -2.51, 7.0, -0.0]])
+case('splitidx_round_ste', _contrib('round_ste', 'x'), {'x': (3, 4)}, inputs={'x': _HALVES})
+case('splitidx_sign_ste', _contrib('sign_ste', 'x'), {'x': (3, 4)}, inputs={'x': _HALVES})
+case('splitidx_gradientmultiplier', _contrib('gradientmultiplier', 'x', scalar=-2.5),
+     {'x': (3, 4)})
+case('splitidx_gradientmultiplier_f64', _contrib('gradientmultiplier', 'x', scalar=0.3),
+     {'x': (2, 3)}, type_dict={'x': 'float64'}, rtol=1e-12, atol=1e-12)
+case('splitidx_index_array', _contrib('index_array', 'x'), {'x': (2, 3)}, phases=('infer',),
+     grad_req='null')
+case('splitidx_index_array_axes', _contrib('index_array', 'x', axes=(2, -3)), {'x': (2, 3, 4)},
+     phases=('infer',), grad_req='null')
+def _allclose(**attrs):
+    def build(mx):
+        c = mx.sym.contrib.allclose(*_v(mx, 'x', 'y'), name='op', **attrs)
+        # MXNet's output has shape (), which its asnumpy gives as (1,): reshaped to compare
+        return mx.sym.reshape(c, shape=(1,), name='r')
+    return build
+
+
+case('splitidx_allclose', _allclose(rtol=0.5, atol=0.1), {'x': (2, 3), 'y': (2, 3)},
+     inputs={'x': const([[1, 2, 3], [4, 5, 6]]), 'y': const([[1.2, 2.5, 4], [5, 6, 7]])},
+     phases=('infer',), grad_req='null', note='true: within atol + rtol * |b|')
+case('splitidx_allclose_false', _allclose(), {'x': (2, 3), 'y': (2, 3)},
+     inputs={'x': const([[1, 2, 3], [4, 5, 6]]), 'y': const([[1, 2, 3], [4, 5, 6.001]])},
+     phases=('infer',), grad_req='null')

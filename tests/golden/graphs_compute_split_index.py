@@ -104,3 +104,29 @@ case('splitidx_allclose', _allclose(rtol=0.5, atol=0.1), {'x': (2, 3), 'y': (2, 
 case('splitidx_allclose_false', _allclose(), {'x': (2, 3), 'y': (2, 3)},
      inputs={'x': const([[1, 2, 3], [4, 5, 6]]), 'y': const([[1, 2, 3], [4, 5, 6.001]])},
      phases=('infer',), grad_req='null')
+
+
+# box coders (ops/detection.py)
+def _box_encode(mx):
+    names = ('samples', 'matches', 'anchors', 'refs', 'means', 'stds')
+    return mx.sym.contrib.box_encode(*_v(mx, *names), name='op')
+
+
+_ANCH = [[[0, 0, 2, 2], [1, 1, 4, 3], [2, 0, 5, 5]], [[0.5, 0.5, 1.5, 2], [1, 0, 2, 1],
+                                                      [0, 0, 3, 3]]]
+case('splitidx_box_encode', _box_encode,
+     {'samples': (2, 3), 'matches': (2, 3), 'anchors': (2, 3, 4), 'refs': (2, 2, 4),
+      'means': (4,), 'stds': (4,)},
+     inputs={'samples': const([[1, -1, 1], [0, 1, 1]]), 'matches': const([[0, 1, 1], [1, 0, 1]]),
+             'anchors': const(_ANCH),
+             'refs': const([[[0.2, 0.1, 2.5, 1.8], [1, 2, 4, 4.5]],
+                            [[0, 0.5, 1, 2.5], [0.5, 0.2, 3.5, 2]]]),
+             'means': const([0.1, -0.1, 0.05, 0]), 'stds': const([0.1, 0.1, 0.2, 0.2])},
+     note='zero gradients')
+case('splitidx_box_decode', _contrib('box_decode', 'x', 'y', std0=0.1, std1=0.1, std2=2.0,
+                                     std3=2.0, clip=1.0),
+     {'x': (2, 3, 4), 'y': (1, 3, 4)},
+     inputs={'y': const([[[1, 1, 2, 2], [3, 2, 1, 4], [0.5, 0.5, 1, 1]]])},
+     note='center anchors; clip bounds the scaled size offsets (x > 0.5 reaches it)')
+case('splitidx_box_decode_corner', _contrib('box_decode', 'x', 'y', format='corner'),
+     {'x': (1, 3, 4), 'y': (1, 3, 4)}, inputs={'y': const([_ANCH[0]])})

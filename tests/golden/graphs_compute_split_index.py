@@ -130,3 +130,20 @@ case('splitidx_box_decode', _contrib('box_decode', 'x', 'y', std0=0.1, std1=0.1,
      note='center anchors; clip bounds the scaled size offsets (x > 0.5 reaches it)')
 case('splitidx_box_decode_corner', _contrib('box_decode', 'x', 'y', format='corner'),
      {'x': (1, 3, 4), 'y': (1, 3, 4)}, inputs={'y': const([_ANCH[0]])})
+
+
+# im2col / col2im (ops/im2col.py)
+def _op1(opname, **attrs):
+    def build(mx):
+        return getattr(mx.sym, opname)(mx.sym.Variable('x'), name='op', **attrs)
+    return build
+
+
+case('splitidx_im2col', _op1('im2col', kernel=(2, 3), stride=(1, 2), pad=(1, 0)),
+     {'x': (2, 3, 4, 6)})
+case('splitidx_im2col_dilate', _op1('im2col', kernel=(3, 2), dilate=(2, 1), pad=(2, 1)),
+     {'x': (1, 2, 5, 4)})
+case('splitidx_col2im', _op1('col2im', output_size=(4, 6), kernel=(2, 3), stride=(1, 2),
+                             pad=(1, 0)), {'x': (2, 18, 10)})
+# no 1-D or 3-D cases: MXNet 1.9.1's CPU im2col fails on a 1-D kernel ("index = 3 must be
+# in range [0, 3)") and col2im on a 3-D one ("new and old shape do not match")

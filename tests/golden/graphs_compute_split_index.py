@@ -153,3 +153,14 @@ case('splitidx_col2im', _op1('col2im', output_size=(4, 6), kernel=(2, 3), stride
 # without oneDNN ("Neither FCompute nor FComputeEx registered") and crashes with oneDNN
 # (segmentation fault in simple_bind/forward), so its values come from BatchNorm's golden
 # cases plus relu (tests/ops/test_norm.py)
+
+
+# PSROIPooling (ops/deformable.py)
+_ROIS = const([[0, 0, 0, 4, 4], [0, 1, 1, 5, 3], [1, 2.5, 0.4, 7, 6.6], [1, 6, 6, 9, 9]])
+case('splitidx_psroi', _contrib('PSROIPooling', 'x', 'y', spatial_scale=1.0, output_dim=2,
+                                pooled_size=2), {'x': (2, 8, 6, 7), 'y': (4, 5)},
+     inputs={'y': _ROIS}, note='the last roi lies partly outside the map')
+case('splitidx_psroi_scale', _contrib('PSROIPooling', 'x', 'y', spatial_scale=0.5,
+                                      output_dim=3, pooled_size=3, group_size=2),
+     {'x': (2, 12, 5, 5), 'y': (4, 5)}, inputs={'y': _ROIS},
+     note='group_size 2 with 3 bins per side')

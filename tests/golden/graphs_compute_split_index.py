@@ -4,7 +4,7 @@
 (ops/attention.py). ``_scatter_set_nd`` has none: MXNet runs it only in place
 (``out=lhs``), which a graph cannot express. Python 3.8 compatible."""
 from graphs_compute import case
-from graphs import const
+from graphs import const, normal
 
 
 def _v(mx, *names):
@@ -164,3 +164,33 @@ case('splitidx_psroi_scale', _contrib('PSROIPooling', 'x', 'y', spatial_scale=0.
                                       output_dim=3, pooled_size=3, group_size=2),
      {'x': (2, 12, 5, 5), 'y': (4, 5)}, inputs={'y': _ROIS},
      note='group_size 2 with 3 bins per side')
+
+
+# deformable convolutions (ops/deformable.py): offsets of a few pixels reach the borders
+def _dconv(opname, names, **attrs):
+    def build(mx):
+        return getattr(mx.sym.contrib, opname)(*_v(mx, *names), name='op', **attrs)
+    return build
+
+
+case('splitidx_dconv', _dconv('DeformableConvolution', ('x', 'off', 'w', 'b'), kernel=(3, 3),
+                              pad=(1, 1), num_filter=4),
+     {'x': (2, 4, 5, 6), 'off': (2, 18, 5, 6), 'w': (4, 4, 3, 3), 'b': (4,)},
+     inputs={'off': normal(1.5)}, phases=('infer',), grad_req='null',
+     note="MXNet's CPU backward is 'only implemented in GPU'")
+case('splitidx_dconv_groups', _dconv('DeformableConvolution', ('x', 'off', 'w'), kernel=(2, 3),
+                                     stride=(2, 1), dilate=(1, 2), num_filter=4, num_group=2,
+                                     num_deformable_group=2, no_bias=True),
+     {'x': (1, 4, 6, 7), 'off': (1, 24, 3, 3), 'w': (4, 2, 2, 3)},
+     inputs={'off': normal(2.0)}, phases=('infer',), grad_req='null')
+case('splitidx_mdconv', _dconv('ModulatedDeformableConvolution', ('x', 'off', 'm', 'w', 'b'),
+                               kernel=(3, 3), pad=(1, 1), num_filter=3),
+     {'x': (2, 4, 5, 6), 'off': (2, 18, 5, 6), 'm': (2, 9, 5, 6), 'w': (3, 4, 3, 3),
+      'b': (3,)}, inputs={'off': normal(1.5)}, phases=('infer',), grad_req='null',
+     note="MXNet's CPU backward is 'only implemented in GPU'")
+case('splitidx_mdconv_groups', _dconv('ModulatedDeformableConvolution',
+                                      ('x', 'off', 'm', 'w'), kernel=(2, 2), stride=(2, 2),
+                                      num_filter=4, num_group=2, num_deformable_group=2,
+                                      no_bias=True),
+     {'x': (1, 4, 6, 7), 'off': (1, 16, 3, 3), 'm': (1, 8, 3, 3), 'w': (4, 2, 2, 2)},
+     inputs={'off': normal(2.0)}, phases=('infer',), grad_req='null')

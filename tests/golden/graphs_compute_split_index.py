@@ -194,3 +194,28 @@ case('splitidx_mdconv_groups', _dconv('ModulatedDeformableConvolution',
                                       no_bias=True),
      {'x': (1, 4, 6, 7), 'off': (1, 16, 3, 3), 'm': (1, 8, 3, 3), 'w': (4, 2, 2, 2)},
      inputs={'off': normal(2.0)}, phases=('infer',), grad_req='null')
+
+
+# DeformablePSROIPooling (ops/deformable.py)
+_DROIS = const([[0, 0, 0, 4, 4], [0, 1, 1, 5, 3], [1, 2.5, 0.4, 7, 6.6], [1, 5, 5, 9, 8]])
+case('splitidx_dpsroi', _dconv('DeformablePSROIPooling', ('x', 'y', 't'), spatial_scale=1.0,
+                               output_dim=2, group_size=2, pooled_size=2, trans_std=0.1),
+     {'x': (2, 8, 6, 7), 'y': (4, 5), 't': (4, 2, 2, 2)}, inputs={'y': _DROIS,
+                                                                 't': normal(1.0)})
+case('splitidx_dpsroi_parts', _dconv('DeformablePSROIPooling', ('x', 'y', 't'),
+                                     spatial_scale=0.5, output_dim=4, group_size=3,
+                                     pooled_size=3, part_size=2, sample_per_part=2,
+                                     trans_std=0.2),
+     {'x': (2, 36, 5, 5), 'y': (4, 5), 't': (4, 4, 2, 2)}, inputs={'y': _DROIS,
+                                                                  't': normal(1.0)},
+     note='two classes of offsets, 2x2 parts for 3x3 bins, 4 samples per bin')
+
+
+def _dpsroi_no_trans(mx):
+    return mx.sym.contrib.DeformablePSROIPooling(
+        data=mx.sym.Variable('x'), rois=mx.sym.Variable('y'), spatial_scale=1.0,
+        output_dim=2, group_size=2, pooled_size=2, no_trans=True, name='op')
+
+
+case('splitidx_dpsroi_no_trans', _dpsroi_no_trans, {'x': (2, 8, 6, 7), 'y': (4, 5)},
+     inputs={'y': _DROIS})

@@ -200,3 +200,90 @@ def test_deformable_convolution_shapes_and_errors():
         get_op('_contrib_DeformableConvolution')(kernel=(1, 1), num_filter=4,
                                                  num_group=3).infer_shape([(1, 4, 5, 5)] +
                                                                           [None] * 3)
+
+
+# --- DeformablePSROIPooling -------------------------------------------------------------------
+def _dpsroi_ref(scale, dim, group, pooled, part=0, spp=1, std=0.0, no_trans=False):
+    part = part or pooled
+
+    def ref(x, rois, trans=None):
+        n, c, h, w = x.shape
+        out = np.zeros((len(rois), dim, pooled, pooled))
+        ncls = 1 if no_trans else trans.shape[1] // 2
+        for r, roi in enumerate(rois):
+            b = int(roi[0])
+            x1 = _cround(roi[1]) * scale - 0.5
+            y1 = _cround(roi[2]) * scale - 0.5
+            x2 = (_cround(roi[3]) + 1) * scale - 0.5
+            y2 = (_cround(roi[4]) + 1) * scale - 0.5
+            rw, rh = max(x2 - x1, 0.1), max(y2 - y1, 0.1)
+            bw, bh = rw / pooled, rh / pooled
+            for k, ph, pw in np.ndindex(dim, pooled, pooled):
+                cls = k // (dim // ncls)
+                qh, qw = math.floor(ph / pooled * part), math.floor(pw / pooled * part)
+                tx = 0 if no_trans else trans[r, 2 * cls, qh, qw] * std
+                ty = 0 if no_trans else trans[r, 2 * cls + 1, qh, qw] * std
+                ws = pw * bw + x1 + tx * rw
+                hs = ph * bh + y1 + ty * rh
+                gh = min(max(math.floor(ph * group / pooled), 0), group - 1)
+                gw = min(max(math.floor(pw * group / pooled), 0), group - 1)
+                ch = (k * group + gh) * group + gw
+                total, count = 0.0, 0
+                for ih, iw in np.ndindex(spp, spp):
+                    sw, sh = ws + iw * bw / spp, hs + ih * bh / spp
+                    if sw < -0.5 or sw > w - 0.5 or sh < -0.5 or sh > h - 0.5:
+                        continue
+                    sw, sh = min(max(sw, 0), w - 1), min(max(sh, 0), h - 1)
+                    xa, xb, ya, yb = (math.floor(sw), math.ceil(sw), math.floor(sh),
+                                      math.ceil(sh))
+                    ddx, ddy = sw - xa, sh - ya
+                    img = x[b, ch]
+                    total += ((1 - ddx) * (1 - ddy) * img[ya, xa] + (1 - ddx) * ddy * img[yb, xa]
+                              + ddx * (1 - ddy) * img[ya, xb] + ddx * ddy * img[yb, xb])
+                    count += 1
+                out[r, k, ph, pw] = total / count if count else 0.0
+        return out
+    return ref
+
+
+def _dps_inputs(rows):
+    def make(rng, shapes, dtype):
+        arrs = [rng.uniform(-1, 1, shapes[0]), np.array(rows, np.float64)]
+        return arrs + [rng.normal(0, 1, s) for s in shapes[2:]]
+    return make
+
+
+_DR = [[0, 0, 0, 4, 4], [0, 1, 1, 5, 3], [1, 2.5, 0.4, 7, 6.6], [1, 5, 5, 9, 8]]
+CASES_DPS = [
+    OpCase('_contrib_DeformablePSROIPooling',
+           dict(spatial_scale=1.0, output_dim=2, group_size=2, pooled_size=2, trans_std=0.1),
+           [(2, 8, 6, 7), (4, 5), (4, 2, 2, 2)], inputs=_dps_inputs(_DR),
+           ref=_dpsroi_ref(1.0, 2, 2, 2, std=0.1), grad=(0, 2), rtol=1e-4, atol=1e-5),
+    OpCase('_contrib_DeformablePSROIPooling',
+           dict(spatial_scale=0.5, output_dim=4, group_size=3, pooled_size=3, part_size=2,
+                sample_per_part=2, trans_std=0.2),
+           [(2, 36, 5, 5), (4, 5), (4, 4, 2, 2)], inputs=_dps_inputs(_DR),
+           ref=_dpsroi_ref(0.5, 4, 3, 3, part=2, spp=2, std=0.2), grad=(0, 2),
+           rtol=1e-4, atol=1e-5),
+    OpCase('_contrib_DeformablePSROIPooling',
+           dict(spatial_scale=1.0, output_dim=2, group_size=2, pooled_size=2, no_trans=True),
+           [(2, 8, 6, 7), (4, 5)], inputs=_dps_inputs(_DR),
+           ref=_dpsroi_ref(1.0, 2, 2, 2, no_trans=True), grad=(0,), rtol=1e-4, atol=1e-5),
+]
+
+test_forward_dps, test_gradient_dps = case_tests(CASES_DPS)
+
+
+def test_deformable_psroi_structure_and_errors():
+    s = mx.sym.contrib.DeformablePSROIPooling(mx.sym.var('x'), mx.sym.var('r'),
+                                              mx.sym.var('t'), spatial_scale=1.0,
+                                              output_dim=2, group_size=2, pooled_size=2)
+    assert s.list_arguments() == ['x', 'r', 't'] and len(s.list_outputs()) == 1
+    assert s.infer_shape(x=(1, 8, 5, 5), r=(3, 5), t=(3, 2, 2, 2))[1] == [(3, 2, 2, 2)]
+    op = get_op('_contrib_DeformablePSROIPooling')(spatial_scale=1.0, output_dim=2,
+                                                   group_size=2, pooled_size=2, no_trans=True)
+    assert op.list_arguments() == ['data', 'rois']
+    op = get_op('_contrib_DeformablePSROIPooling')(spatial_scale=1.0, output_dim=2,
+                                                   group_size=2, pooled_size=2)
+    with pytest.raises(ShapeError, match="'trans' must be"):
+        op.infer_shape([(1, 8, 5, 5), (3, 5), (3, 2, 3, 3)])

@@ -1,6 +1,6 @@
-"""Binary operators: same-shape (``elemwise_add``...), broadcasting (``broadcast_add``...)
-``add_n`` and ``_contrib_allclose``. The ``*_scalar`` forms are in ``ops/scalar.py``; ``broadcast_to``,
-``broadcast_axis`` and ``broadcast_like`` in ``ops/broadcast.py``.
+"""Binary operators: same-shape (``elemwise_add``...), broadcasting (``broadcast_add``...),
+``add_n`` and ``_contrib_allclose``. The ``*_scalar`` forms are in ``ops/scalar.py``;
+``broadcast_to``, ``broadcast_axis`` and ``broadcast_like`` in ``ops/broadcast.py``.
 
 A same-shape operator ``F`` and its broadcasting twin share the math: the twin is
 ``class BroadcastF(_Broadcast, F)``, which only changes shape inference (NumPy rules,

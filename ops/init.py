@@ -1,7 +1,6 @@
 """Operators that make arrays from their parameters: ``_zeros``, ``_zeros_without_dtype``,
-``_ones``, ``_full``,
-``_arange``, ``_eye`` and ``_linspace`` (behind ``mx.sym.zeros``, ``mx.sym.arange`` ...),
-and ``_contrib_arange_like`` (shaped like its input).
+``_ones``, ``_full``, ``_arange``, ``_eye`` and ``_linspace`` (behind ``mx.sym.zeros``,
+``mx.sym.arange`` ...), and ``_contrib_arange_like`` (shaped like its input).
 
 As in MXNet 1.9.1: a 0 in the ``shape`` of ``_zeros``/``_ones``/``_full`` is an unknown
 dimension that shape inference fills from the consumer, and a bound executor makes the

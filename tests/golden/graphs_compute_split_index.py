@@ -219,3 +219,16 @@ def _dpsroi_no_trans(mx):
 
 case('splitidx_dpsroi_no_trans', _dpsroi_no_trans, {'x': (2, 8, 6, 7), 'y': (4, 5)},
      inputs={'y': _DROIS})
+
+
+# RROIAlign (ops/deformable.py)
+_RROIS = const([[0, 3, 3, 4, 2, 30], [1, 2.2, 4.1, 5.5, 3.2, -60], [0, 6.5, 1, 4, 6, 135],
+                [1, 0.5, 0.5, 2, 2, 0]])
+case('splitidx_rroi', _dconv('RROIAlign', ('x', 'y'), pooled_size=(2, 3), spatial_scale=1.0),
+     {'x': (2, 3, 6, 7), 'y': (4, 6)}, inputs={'y': _RROIS}, phases=('infer',),
+     grad_req='null', note='adaptive sampling grid; rois partly outside the map; MXNet '
+     'registers no gradient (binding one fails)')
+case('splitidx_rroi_ratio', _dconv('RROIAlign', ('x', 'y'), pooled_size=(3, 2),
+                                   spatial_scale=0.5, sampling_ratio=2),
+     {'x': (2, 2, 5, 4), 'y': (4, 6)}, inputs={'y': _RROIS}, phases=('infer',),
+     grad_req='null')

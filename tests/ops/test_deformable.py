@@ -1,6 +1,8 @@
-"""The position-sensitive / deformable detection operators of ops/deformable.py against loop
-references written from MXNet 1.9.1's CPU kernels, plus shape errors. MXNet's values: golden
-cases splitidx_psroi* (tests/golden/graphs_compute_split_index.py)."""
+"""The position-sensitive, deformable and rotated roi operators (ops/psroi.py,
+ops/deformable.py, RROIAlign in ops/roi.py) against loop references written from MXNet
+1.9.1's CPU kernels, plus shape errors. MXNet's values: golden cases splitidx_psroi*,
+splitidx_dpsroi*, splitidx_dconv*, splitidx_mdconv*, splitidx_rroi*
+(tests/golden/graphs_compute_split_index.py)."""
 import math
 
 import numpy as np
@@ -287,3 +289,72 @@ def test_deformable_psroi_structure_and_errors():
                                                    group_size=2, pooled_size=2)
     with pytest.raises(ShapeError, match="'trans' must be"):
         op.infer_shape([(1, 8, 5, 5), (3, 5), (3, 2, 3, 3)])
+
+
+# --- RROIAlign -------------------------------------------------------------------------------
+def _rroi_ref(pooled, scale, ratio=-1):
+    ph_n, pw_n = pooled
+
+    def ref(x, rois):
+        n, c, h, w = x.shape
+        out = np.zeros((len(rois), c, ph_n, pw_n))
+        for r, roi in enumerate(rois):
+            b = int(roi[0])
+            cx, cy = roi[1] * scale, roi[2] * scale
+            rw, rh = max(roi[3] * scale, 1.0), max(roi[4] * scale, 1.0)
+            th = roi[5] * math.pi / 180
+            bh, bw = rh / ph_n, rw / pw_n
+            gh = ratio if ratio > 0 else math.ceil(rh / ph_n)
+            gw = ratio if ratio > 0 else math.ceil(rw / pw_n)
+            for ph, pw in np.ndindex(ph_n, pw_n):
+                acc = np.zeros(c)
+                for iy, ix in np.ndindex(gh, gw):
+                    yy = -rh / 2 + ph * bh + (iy + 0.5) * bh / gh
+                    xx = -rw / 2 + pw * bw + (ix + 0.5) * bw / gw
+                    y = yy * math.cos(th) - xx * math.sin(th) + cy
+                    xq = yy * math.sin(th) + xx * math.cos(th) + cx
+                    if y < -1 or y > h or xq < -1 or xq > w:
+                        continue
+                    y, xq = max(y, 0.0), max(xq, 0.0)
+                    y0, x0 = int(y), int(xq)
+                    if y0 >= h - 1:
+                        y0 = y1 = h - 1
+                        y = float(y0)
+                    else:
+                        y1 = y0 + 1
+                    if x0 >= w - 1:
+                        x0 = x1 = w - 1
+                        xq = float(x0)
+                    else:
+                        x1 = x0 + 1
+                    ly, lx = y - y0, xq - x0
+                    acc += ((1 - ly) * (1 - lx) * x[b, :, y0, x0] + (1 - ly) * lx * x[b, :, y0, x1]
+                            + ly * (1 - lx) * x[b, :, y1, x0] + ly * lx * x[b, :, y1, x1])
+                out[r, :, ph, pw] = acc / (gh * gw)
+        return out
+    return ref
+
+
+_RR = [[0, 3, 3, 4, 2, 30], [1, 2.2, 4.1, 5.5, 3.2, -60], [0, 6.5, 1, 4, 6, 135],
+       [1, 0.5, 0.5, 2, 2, 0]]
+CASES_RROI = [
+    OpCase('_contrib_RROIAlign', dict(pooled_size=(2, 3), spatial_scale=1.0),
+           [(2, 3, 6, 7), (4, 6)], inputs=_rois(_RR), ref=_rroi_ref((2, 3), 1.0), grad=(0,)),
+    OpCase('_contrib_RROIAlign', dict(pooled_size='(3, 2)', spatial_scale=0.5,
+                                      sampling_ratio=2),
+           [(2, 2, 5, 4), (4, 6)], inputs=_rois(_RR), ref=_rroi_ref((3, 2), 0.5, 2),
+           grad=(0,)),
+]
+
+test_forward_rroi, test_gradient_rroi = case_tests(CASES_RROI)
+
+
+def test_rroi_align_shapes_and_errors():
+    s = mx.sym.contrib.RROIAlign(mx.sym.var('x'), mx.sym.var('r'), pooled_size=(2, 2),
+                                 spatial_scale=0.25)
+    assert s.infer_shape(x=(1, 5, 8, 8), r=(3, 6))[1] == [(3, 5, 2, 2)]
+    op = get_op('_contrib_RROIAlign')(pooled_size=(2, 2), spatial_scale=1.0)
+    with pytest.raises(ShapeError, match=r"'rois' must be \(R, 6\)"):
+        op.infer_shape([(1, 5, 8, 8), (3, 5)])
+    with pytest.raises(Exception, match='pooled_size'):
+        get_op('_contrib_RROIAlign')(pooled_size=(2,), spatial_scale=1.0)

@@ -767,7 +767,7 @@ def _adamw(func_name):
 
 #: mx.nd.random.uniform(...), mx.nd.contrib.box_nms, mx.nd.linalg.gemm2, ... (the table is
 #: namespaces.NAMESPACES, shared with mx.sym)
-random, contrib, linalg, _internal = make_namespaces(
+random, contrib, linalg, _internal, image = make_namespaces(
     'nd', NDArray, invoke, _op_function,
     functions={'contrib': {'adamw_update': _adamw('_adamw_update'),
                            'mp_adamw_update': _adamw('_mp_adamw_update')}})

@@ -11,7 +11,7 @@ from . import symbol
 from .symbol import (Symbol, Variable, var, Group, load, load_json, maximum, minimum, pow,
                      power, hypot, zeros, ones, full, arange, eye, linspace, split_v2, histogram,
                      random,
-                     contrib, linalg, _internal)
+                     contrib, linalg, _internal, image)
 from .symbol import __getattr__  # noqa: F401  (operator functions: mx.sym.FullyConnected)
 
 __all__ = ['Symbol', 'Variable', 'var', 'Group', 'load', 'load_json', 'maximum', 'minimum',

@@ -787,7 +787,8 @@ def load(fname):
 
 #: mx.sym.random.uniform(...), mx.sym.contrib.box_nms, mx.sym.linalg.gemm2, ... (the table
 #: is namespaces.NAMESPACES, shared with mx.nd)
-random, contrib, linalg, _internal = make_namespaces('sym', Symbol, _invoke, _op_function)
+random, contrib, linalg, _internal, image = make_namespaces('sym', Symbol, _invoke,
+                                                           _op_function)
 
 
 def __getattr__(name):

@@ -4,7 +4,7 @@
 (ops/attention.py). ``_scatter_set_nd`` has none: MXNet runs it only in place
 (``out=lhs``), which a graph cannot express. Python 3.8 compatible."""
 from graphs_compute import case
-from graphs import const, normal
+from graphs import const, ints, normal, uniform
 
 
 def _v(mx, *names):
@@ -232,3 +232,59 @@ case('splitidx_rroi_ratio', _dconv('RROIAlign', ('x', 'y'), pooled_size=(3, 2),
                                    spatial_scale=0.5, sampling_ratio=2),
      {'x': (2, 2, 5, 4), 'y': (4, 6)}, inputs={'y': _RROIS}, phases=('infer',),
      grad_req='null')
+
+
+# image operators (ops/image.py); the random augmenters with min_factor == max_factor are
+# deterministic
+def _img(opname, **attrs):
+    def build(mx):
+        return getattr(mx.sym.image, opname)(mx.sym.Variable('x'), name='op', **attrs)
+    return build
+
+
+_PIX = ints(0, 256)
+_U8 = {'x': 'uint8'}
+case('splitidx_img_to_tensor', _img('to_tensor'), {'x': (4, 5, 3)}, inputs={'x': _PIX},
+     note="gradient: MXNet's _copy of the head gradient")
+case('splitidx_img_to_tensor_batch', _img('to_tensor'), {'x': (2, 3, 4, 1)}, inputs={'x': _PIX},
+     type_dict=_U8, phases=('infer',), grad_req='null')
+case('splitidx_img_normalize', _img('normalize', mean=(0.5, 0.4, 0.3), std=(0.2, 0.3, 0.4)),
+     {'x': (3, 4, 5)})
+case('splitidx_img_normalize_batch', _img('normalize', mean=0.5, std=0.25), {'x': (2, 1, 3, 4)})
+case('splitidx_img_crop', _img('crop', x=1, y=2, width=3, height=2), {'x': (4, 5, 3)})
+case('splitidx_img_crop_u8', _img('crop', x=0, y=1, width=4, height=3), {'x': (2, 4, 5, 3)},
+     inputs={'x': _PIX}, type_dict=_U8, phases=('infer',), grad_req='null')
+case('splitidx_img_flip_lr', _img('flip_left_right'), {'x': (4, 6, 3)},
+     note="gradient: MXNet's _copy (not flipped)")
+case('splitidx_img_flip_tb', _img('flip_top_bottom'), {'x': (4, 5, 1)}, inputs={'x': _PIX},
+     type_dict=_U8, phases=('infer',), grad_req='null')
+case('splitidx_img_lighting', _img('adjust_lighting', alpha=(0.1, -0.2, 0.3)), {'x': (4, 5, 3)},
+     inputs={'x': uniform(0, 255)})
+case('splitidx_img_lighting_u8', _img('adjust_lighting', alpha=(1.5, -2.2, 0.3)),
+     {'x': (4, 5, 3)}, inputs={'x': _PIX}, type_dict=_U8, phases=('infer',), grad_req='null',
+     note='clamped to [0, 255]')
+case('splitidx_img_resize', _img('resize', size=(3, 2)), {'x': (4, 5, 3)}, phases=('infer',),
+     grad_req='null', note='MXNet registers no gradient for resize')
+case('splitidx_img_resize_up_batch', _img('resize', size=(7, 6)), {'x': (2, 4, 5, 3)},
+     phases=('infer',), grad_req='null')
+case('splitidx_img_resize_keep_u8', _img('resize', size=(9, 6)), {'x': (4, 5, 3)},
+     inputs={'x': _PIX}, type_dict=_U8, phases=('infer',), grad_req='null', atol=1.5,
+     note='OpenCV fixed point: a few values next to the border may differ by 1')
+case('splitidx_img_resize_nearest', _img('resize', size=6, keep_ratio=True, interp=0),
+     {'x': (4, 5, 3)}, inputs={'x': _PIX}, type_dict=_U8, phases=('infer',),
+     grad_req='null')
+case('splitidx_img_brightness', _img('random_brightness', min_factor=1.3, max_factor=1.3),
+     {'x': (4, 5, 3)}, inputs={'x': _PIX}, type_dict=_U8, phases=('infer',), grad_req='null')
+case('splitidx_img_contrast', _img('random_contrast', min_factor=0.6, max_factor=0.6),
+     {'x': (4, 5, 3)}, inputs={'x': uniform(0, 255)})
+case('splitidx_img_saturation', _img('random_saturation', min_factor=1.7, max_factor=1.7),
+     {'x': (4, 5, 3)}, inputs={'x': _PIX}, type_dict=_U8, phases=('infer',),
+     grad_req='null', note="MXNet's gray is the blue channel times 0.114 only")
+case('splitidx_img_hue', _img('random_hue', min_factor=0.15, max_factor=0.15),
+     {'x': (4, 5, 3)}, inputs={'x': uniform(0, 255)}, phases=('infer',), grad_req='null',
+     rtol=1e-3, atol=1e-3)
+case('splitidx_img_hue_u8', _img('random_hue', min_factor=0.7, max_factor=0.7),
+     {'x': (4, 5, 3)}, inputs={'x': _PIX}, type_dict=_U8, phases=('infer',), grad_req='null',
+     atol=1.5, note='float rounding may move a truncated uint8 value by 1')
+case('splitidx_img_lighting_zero', _img('random_lighting', alpha_std=0.0), {'x': (3, 4, 3)},
+     phases=('infer',), grad_req='null', note='alpha_std 0: the image unchanged')

@@ -138,8 +138,9 @@ class Normalize(Operator):
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
         c = x.shape[-3]
-        y = (x.astype(np.float32) - self._per_channel(xp, self.mean, c)) / \
-            self._per_channel(xp, self.std, c)
+        f = x if x.dtype == np.float64 else x.astype(np.float32)
+        y = (f - self._per_channel(xp, self.mean, c).astype(f.dtype)) / \
+            self._per_channel(xp, self.std, c).astype(f.dtype)
         return [_saturate(xp, y, x.dtype) if x.dtype.kind in 'iu' else y.astype(x.dtype)]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):

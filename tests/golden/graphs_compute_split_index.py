@@ -3,6 +3,8 @@
 ``_histogram`` (ops/sorting.py) and the four ``_contrib_interleaved_matmul_*``
 (ops/attention.py). ``_scatter_set_nd`` has none: MXNet runs it only in place
 (``out=lhs``), which a graph cannot express. Python 3.8 compatible."""
+import numpy as np
+
 from graphs_compute import case
 from graphs import const, ints, normal, uniform
 
@@ -288,3 +290,22 @@ case('splitidx_img_hue_u8', _img('random_hue', min_factor=0.7, max_factor=0.7),
      atol=1.5, note='float rounding may move a truncated uint8 value by 1')
 case('splitidx_img_lighting_zero', _img('random_lighting', alpha_std=0.0), {'x': (3, 4, 3)},
      phases=('infer',), grad_req='null', note='alpha_std 0: the image unchanged')
+
+
+# calibrate_entropy (ops/calibrate.py): threshold exact, divergence to ~1e-2 relative
+def _calib_inputs(n, seed, nonzero=1.0):
+    r = np.random.RandomState(seed)
+    hist, _ = np.histogram(r.normal(size=20000), bins=n, range=(-4, 4))
+    hist = hist * (r.uniform(size=n) < nonzero)
+    return {'x': const(hist.astype(np.float32).tolist()),
+            'y': const(np.linspace(-3, 3, n + 1).astype(np.float32).tolist())}
+
+
+case('splitidx_calibrate', _dconv('calibrate_entropy', ('x', 'y'), num_quantized_bins=31),
+     {'x': (513,), 'y': (514,)}, inputs=_calib_inputs(513, 1), phases=('infer',),
+     grad_req='null', rtol=3e-3, atol=1e-6)
+case('splitidx_calibrate_sparse', _dconv('calibrate_entropy', ('x', 'y')),
+     {'x': (1001,), 'y': (1002,)}, inputs=_calib_inputs(1001, 2, 0.4), phases=('infer',),
+     grad_req='null', rtol=1.5e-2, atol=1e-6,
+     note="the divergence of a histogram with many empty bins differs by ~1% (MXNet's "
+     "arithmetic order and float32 sums); the threshold is exact")

@@ -1,5 +1,6 @@
 """Index-driven operators: ``take``, ``batch_take``, ``Embedding``, ``one_hot``, ``where``,
-``_ravel_multi_index``, ``_unravel_index`` and ``_contrib_index_array``.
+``_ravel_multi_index``, ``_unravel_index``, ``_contrib_index_array`` and
+``_contrib_boolean_mask``.
 The n-d gathers and scatters are in :mod:`symgraph.ops.gather_scatter`.
 
 Indices arrive as floating-point arrays (MXNet's default dtype) and are truncated toward
@@ -395,3 +396,50 @@ class IndexArray(Operator):
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         return [xp.zeros_like(inputs[0]) if need[0] else None]
+
+
+@register
+class BooleanMask(Operator):
+    """The rows of ``data`` whose ``index`` entry is nonzero (``contrib.boolean_mask``).
+
+    As MXNet 1.9.1: ``axis`` must be 0; the output's length depends on the values, so its
+    shape is known only when the operator runs: ``mx.nd`` calls work, a symbol graph cannot
+    infer it (MXNet's dynamic shapes; here binding says so). The data gradient scatters the
+    head gradient back to the kept rows; index gets a zero gradient.
+    """
+
+    name = '_contrib_boolean_mask'
+    axis = Param(int, 0, doc='the axis to mask (only 0 is supported, as in MXNet)')
+
+    def check(self):
+        if self.axis != 0:
+            raise MXNetError('_contrib_boolean_mask: axis=%d is not supported (MXNet 1.9.1: '
+                             '"Not supported yet"); only axis=0' % self.axis)
+
+    def list_arguments(self):
+        return ['data', 'index']
+
+    def infer_shape(self, in_shapes):
+        d, i = in_shapes
+        if i is not None and len(i) != 1:
+            raise ShapeError('_contrib_boolean_mask: input %r must be 1-D, got %s'
+                             % ('index', tuple(i)))
+        if d is not None and i is not None and d[0] and i[0] and d[0] != i[0]:
+            raise ShapeError('_contrib_boolean_mask: index %s must have the length of axis 0 '
+                             'of data %s' % (tuple(i), tuple(d)))
+        return [d, i], [None], []
+
+    def infer_type(self, in_types):
+        return list(in_types), [in_types[0]], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        data, index = inputs
+        return [data[index != 0]]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        data, index = inputs
+        gd = None
+        if need[0]:
+            gd = xp.zeros(data.shape, out_grads[0].dtype)
+            gd[index != 0] = out_grads[0]
+        return [gd, xp.zeros_like(index) if need[1] else None]

@@ -25,6 +25,8 @@ CASES = list(ALL_CASES)
 #: operators tested outside the OpCase table, with where and why
 TESTED_ELSEWHERE = {
     'Custom': 'tests/operator/test_custom_op.py (user-defined operators)',
+    '_contrib_boolean_mask': 'tests/ops/test_boolean_mask.py (the output length depends on '
+                             'the values)',
 }
 
 

@@ -55,27 +55,40 @@ EXCLUDED_NAMES = {
     '_split_v2_backward': 'gradient operator of _split_v2',
 }
 
-#: TEMPORARY -- not yet implemented, issue 15. Operators that the issue asks for and that no
-#: branch has added yet; whoever adds one removes its names here (the test below fails on
-#: an entry that has become registered).
-NOT_YET_IMPLEMENTED_ISSUE_15 = frozenset('''
-_cond _contrib_group_adagrad_update _contrib_hawkesll _copyto _cvcopyMakeBorder _cvimdecode
-_cvimread _cvimresize _foreach _imdecode _multi_adamw_update _multi_lamb_update
-_multi_mp_adamw_update _multi_mp_lamb_update _onehot_encode _random_exponential_like
-_random_gamma_like _random_generalized_negative_binomial_like _random_negative_binomial_like
-_random_normal_like _random_pdf_dirichlet _random_pdf_exponential _random_pdf_gamma
-_random_pdf_generalized_negative_binomial _random_pdf_negative_binomial _random_pdf_normal
-_random_pdf_poisson _random_pdf_uniform _random_poisson_like _random_uniform_like
+#: TEMPORARY -- not yet implemented, issue 15. Public MXNet 1.9.1 operators that no branch had
+#: added when this test was written; whoever adds one removes its names here (the test below
+#: fails on an entry that has become registered). Grouped by who is on them:
+_PENDING_CONTROL_FLOW = '_cond _foreach _while_loop'
+_PENDING_AMP_MULTI_TENSOR = '''
+amp_cast amp_multicast multi_all_finite multi_lars multi_sum_sq reset_arrays
+multi_sgd_update multi_sgd_mom_update multi_mp_sgd_update multi_mp_sgd_mom_update
+preloaded_multi_sgd_update preloaded_multi_sgd_mom_update preloaded_multi_mp_sgd_update
+preloaded_multi_mp_sgd_mom_update _multi_adamw_update _multi_mp_adamw_update
+_multi_lamb_update _multi_mp_lamb_update _contrib_group_adagrad_update
+'''
+_PENDING_RANDOM = '''
 _sample_exponential _sample_gamma _sample_generalized_negative_binomial _sample_multinomial
-_sample_negative_binomial _sample_poisson _sample_unique_zipfian _set_value _while_loop amp_cast
-amp_multicast multi_all_finite multi_lars multi_mp_sgd_mom_update multi_mp_sgd_update
-multi_sgd_mom_update multi_sgd_update multi_sum_sq preloaded_multi_mp_sgd_mom_update
-preloaded_multi_mp_sgd_update preloaded_multi_sgd_mom_update preloaded_multi_sgd_update
+_sample_negative_binomial _sample_poisson _sample_unique_zipfian
+sample_exponential sample_gamma sample_generalized_negative_binomial sample_multinomial
+sample_negative_binomial sample_poisson
+_random_exponential_like _random_gamma_like _random_generalized_negative_binomial_like
+_random_negative_binomial_like _random_normal_like _random_poisson_like _random_uniform_like
+_random_pdf_dirichlet _random_pdf_exponential _random_pdf_gamma
+_random_pdf_generalized_negative_binomial _random_pdf_negative_binomial _random_pdf_normal
+_random_pdf_poisson _random_pdf_uniform
 random_pdf_dirichlet random_pdf_exponential random_pdf_gamma
 random_pdf_generalized_negative_binomial random_pdf_negative_binomial random_pdf_normal
-random_pdf_poisson random_pdf_uniform reset_arrays sample_exponential sample_gamma
-sample_generalized_negative_binomial sample_multinomial sample_negative_binomial sample_poisson
-'''.split())
+random_pdf_poisson random_pdf_uniform
+'''
+#: of the attention / linear algebra group
+_PENDING_ATTENTION_LINALG = '_contrib_hawkesll'
+#: public names that issue 15's list does not name (OpenCV image decoding and legacy
+#: imperative NDArray functions): to be decided -- implement or document as exclusions
+_PENDING_UNLISTED = '_copyto _set_value _onehot_encode _imdecode _cvimdecode _cvimread ' \
+    '_cvimresize _cvcopyMakeBorder'
+NOT_YET_IMPLEMENTED_ISSUE_15 = frozenset(' '.join((
+    _PENDING_CONTROL_FLOW, _PENDING_AMP_MULTI_TENSOR, _PENDING_RANDOM,
+    _PENDING_ATTENTION_LINALG, _PENDING_UNLISTED)).split())
 
 
 def _excluded(name):

@@ -1,5 +1,6 @@
 """Reductions: ``sum``, ``_square_sum``, ``mean``, ``max``, ``min``, ``prod``, ``nansum``,
-``nanprod``, ``norm``, ``argmax``, ``argmin``, ``argmax_channel``, ``pick``, ``moments`` and ``cumsum``.
+``nanprod``, ``norm``, ``argmax``, ``argmin``, ``argmax_channel``, ``pick``, ``moments`` and
+``cumsum``.
 
 MXNet's rules, kept here: ``axis=None`` or ``axis=()`` reduces every axis, ``exclude``
 reduces every axis *not* listed, and a reduction to a scalar has shape ``(1,)``, never

@@ -1,6 +1,6 @@
-"""Binary operators: same-shape (``elemwise_add``...), broadcasting (``broadcast_add``...)
-and ``add_n``. The ``*_scalar`` forms are in ``ops/scalar.py``; ``broadcast_to``,
-``broadcast_axis`` and ``broadcast_like`` in ``ops/broadcast.py``.
+"""Binary operators: same-shape (``elemwise_add``...), broadcasting (``broadcast_add``...),
+``add_n`` and ``_contrib_allclose``. The ``*_scalar`` forms are in ``ops/scalar.py``;
+``broadcast_to``, ``broadcast_axis`` and ``broadcast_like`` in ``ops/broadcast.py``.
 
 A same-shape operator ``F`` and its broadcasting twin share the math: the twin is
 ``class BroadcastF(_Broadcast, F)``, which only changes shape inference (NumPy rules,
@@ -388,3 +388,48 @@ class BroadcastLogicalOr(_Broadcast, LogicalOr):
 @register
 class BroadcastLogicalXor(_Broadcast, LogicalXor):
     name = 'broadcast_logical_xor'
+
+
+@register
+class AllClose(Operator):
+    """1 (uint8, shape ``()``) when every ``|a - b| <= atol + rtol * |b|`` (``contrib.allclose``).
+
+    As MXNet 1.9.1: a and b of one shape (no broadcasting), the difference computed in
+    their dtype and ``rtol``/``atol`` as C floats; with ``equal_nan`` two NaNs are equal,
+    otherwise any NaN gives 0. No gradient.
+    """
+
+    name = '_contrib_allclose'
+    rtol = Param(float, 1e-05, doc='relative tolerance')
+    atol = Param(float, 1e-08, doc='absolute tolerance')
+    equal_nan = Param(bool, True, doc='whether two NaNs compare equal')
+    no_grad = True
+    needs_inputs = False
+
+    def list_arguments(self):
+        return ['a', 'b']
+
+    def infer_shape(self, in_shapes):
+        a, b = in_shapes
+        if a is not None and b is not None and tuple(a) != tuple(b):
+            raise ShapeError('_contrib_allclose: inputs %r %s and %r %s must have the same '
+                             'shape' % ('a', tuple(a), 'b', tuple(b)))
+        s = a if a is not None else b
+        return [s, s], [()], []
+
+    def infer_type(self, in_types):
+        t = in_types[0] if in_types[0] is not None else in_types[1]
+        return [t, t], [np.dtype(np.uint8)], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        a, b = inputs
+        dt = a.dtype if a.dtype.kind == 'f' else np.dtype(np.float64)
+        a, b = a.astype(dt, copy=False), b.astype(dt, copy=False)
+        tol = np.float32(self.atol).astype(dt) + np.float32(self.rtol).astype(dt) * xp.abs(b)
+        close = xp.abs(a - b) <= tol
+        na, nb = xp.isnan(a), xp.isnan(b)
+        close = xp.where(na | nb, (na & nb) if self.equal_nan else False, close)
+        return [xp.asarray(close.all(), dtype=np.uint8)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        return [None, None]

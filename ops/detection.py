@@ -1,4 +1,5 @@
-"""Box operators: ``_contrib_box_nms``, ``_contrib_box_iou`` and ``_contrib_nms``.
+"""Box operators: ``_contrib_box_nms``, ``_contrib_box_iou``, ``_contrib_nms``, and the box
+coders ``_contrib_box_encode`` / ``_contrib_box_decode``.
 
 The greedy NMS itself is in ``ops/nms_core.py`` (:func:`nms_indices`,
 :func:`greedy_nms_keep`): it never builds the n x n IoU matrix and reproduces MXNet's result
@@ -332,3 +333,128 @@ class NMS(Operator):
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         return [xp.zeros_like(inputs[0]) if need[0] else None,
                 xp.zeros_like(inputs[1]) if need[1] else None]
+
+
+class _BoxCoder(Operator):
+    """Shared by box_encode / box_decode: MXNet gives every input a zero gradient."""
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        return [xp.zeros_like(a) if n else None for a, n in zip(inputs, need)]
+
+
+def _centers(b):
+    """(x, y, w, h) of corner boxes (last axis)."""
+    w = b[..., 2] - b[..., 0]
+    h = b[..., 3] - b[..., 1]
+    return b[..., 0] + w * 0.5, b[..., 1] + h * 0.5, w, h
+
+
+@register
+class BoxEncode(_BoxCoder):
+    """Training targets of matched anchors (``contrib.box_encode``), as MXNet 1.9.1.
+
+    samples (B, N): > 0.5 marks a positive anchor; matches (B, N): the matched row of refs;
+    anchors (B, N, 4) and refs (B, M, 4) corner boxes; means, stds (4,). Outputs the
+    targets ``((rx - ax) / aw - m0) / s0``, ``((ry - ay) / ah - m1) / s1``,
+    ``(log(rw / aw) - m2) / s2``, ``(log(rh / ah) - m3) / s3`` times the 0/1 positive mask,
+    and that mask, both (B, N, 4).
+    """
+
+    name = '_contrib_box_encode'
+
+    def list_arguments(self):
+        return ['samples', 'matches', 'anchors', 'refs', 'means', 'stds']
+
+    def list_outputs(self):
+        return ['output0', 'output1']
+
+    def infer_shape(self, in_shapes):
+        s, m, a, r, mu, sd = in_shapes
+        names = self.list_arguments()
+
+        def need(i, shape, ndim, last=None):
+            if shape is not None and (len(shape) != ndim or (last and shape[-1] != last)):
+                raise ShapeError('_contrib_box_encode: argument %r must be %d-D%s, got %s'
+                                 % (names[i], ndim, ' ending in %d' % last if last else '',
+                                    tuple(shape)))
+        for i, (shape, nd, last) in enumerate(((s, 2, None), (m, 2, None), (a, 3, 4),
+                                               (r, 3, 4), (mu, 1, 4), (sd, 1, 4))):
+            need(i, shape, nd, last)
+        bn = s or m or (a[:2] if a is not None else None)
+        if bn is not None:
+            bn = tuple(bn)
+            for i, shape in ((0, s), (1, m), (2, a)):
+                if shape is not None and tuple(shape[:2]) != bn:
+                    raise ShapeError('_contrib_box_encode: argument %r %s does not match '
+                                     '(B, N) = %s' % (names[i], tuple(shape), bn))
+        out = None if bn is None else bn + (4,)
+        return ([bn, bn, out, r, (4,), (4,)], [out, out], [])
+
+    def forward(self, xp, inputs, aux, is_train):
+        samples, matches, anchors, refs, means, stds = inputs
+        dt = anchors.dtype.type
+        valid = (samples > dt(0.5)).astype(anchors.dtype)
+        idx = matches.astype(np.int64)
+        b = xp.arange(refs.shape[0])[:, None]
+        ref = refs[b, idx]
+        ax, ay, aw, ah = _centers(anchors)
+        rx, ry, rw, rh = _centers(ref)
+        with np.errstate(divide='ignore', invalid='ignore'):
+            t = xp.stack([(rx - ax) / aw, (ry - ay) / ah, xp.log(rw / aw), xp.log(rh / ah)],
+                         axis=-1)
+            t = valid[..., None] * (t - means) / stds
+        mask = xp.broadcast_to(valid[..., None], t.shape).copy()
+        return [t.astype(anchors.dtype, copy=False), mask]
+
+
+@register
+class BoxDecode(_BoxCoder):
+    """Corner boxes from predicted offsets and anchors (``contrib.box_decode``).
+
+    As MXNet 1.9.1: data (B, N, 4), anchors (1, N, 4) in ``format``; ``x = d0 * std0 * aw +
+    ax``, ``y = d1 * std1 * ah + ay``, ``w = exp(min(d2 * std2, clip)) * aw`` (clip only when
+    > 0), likewise h; output (B, N, 4) corner boxes; zero gradients.
+    """
+
+    name = '_contrib_box_decode'
+    std0 = Param(float, 1.0, doc='scale of the x offset')
+    std1 = Param(float, 1.0, doc='scale of the y offset')
+    std2 = Param(float, 1.0, doc='scale of the width offset')
+    std3 = Param(float, 1.0, doc='scale of the height offset')
+    clip = Param(float, -1.0, doc='upper bound of the scaled width/height offsets if > 0')
+    format = Param(str, 'center', doc="anchor encoding: 'center' or 'corner'",
+                   choices=list(_FORMATS))
+
+    def list_arguments(self):
+        return ['data', 'anchors']
+
+    def infer_shape(self, in_shapes):
+        d, a = in_shapes
+        for name, s in (('data', d), ('anchors', a)):
+            if s is not None and (len(s) != 3 or s[2] != 4):
+                raise ShapeError('_contrib_box_decode: argument %r must be (B, N, 4), got %s'
+                                 % (name, tuple(s)))
+        if d is not None and a is not None and (a[0] != 1 or a[1] != d[1]):
+            raise ShapeError('_contrib_box_decode: anchors %s must be (1, N, 4) with N of '
+                             'data %s' % (tuple(a), tuple(d)))
+        return [d, a], [d], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x, anchors = inputs
+        dt = x.dtype.type
+        a = anchors[0]
+        if self.format == 'corner':
+            ax, ay, aw, ah = _centers(a)
+        else:
+            ax, ay, aw, ah = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
+        ox = x[..., 0] * dt(f32(self.std0)) * aw + ax
+        oy = x[..., 1] * dt(f32(self.std1)) * ah + ay
+        dw = x[..., 2] * dt(f32(self.std2))
+        dh = x[..., 3] * dt(f32(self.std3))
+        if self.clip > 0:
+            dw = xp.minimum(dw, dt(f32(self.clip)))
+            dh = xp.minimum(dh, dt(f32(self.clip)))
+        ow = xp.exp(dw) * aw * dt(0.5)
+        oh = xp.exp(dh) * ah * dt(0.5)
+        return [xp.stack([ox - ow, oy - oh, ox + ow, oy + oh], axis=-1).astype(x.dtype,
+                                                                              copy=False)]

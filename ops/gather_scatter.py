@@ -1,5 +1,6 @@
-"""N-d gathers and scatters of MXNet 1.9.1: ``gather_nd``, ``scatter_nd``,
-``fill_element_0index`` and ``_contrib_index_copy`` (``mx.sym.contrib.index_copy``).
+"""N-d gathers and scatters of MXNet 1.9.1: ``gather_nd``, ``scatter_nd``, ``_scatter_set_nd``,
+``_contrib_count_sketch``, ``fill_element_0index`` and ``_contrib_index_copy``
+(``mx.sym.contrib.index_copy``).
 ``choose_element_0index`` is an alias of ``pick`` (:mod:`symgraph.ops.reduce`).
 
 Semantics (MXNet's, checked against 1.9.1 on the CPU):
@@ -12,6 +13,9 @@ Semantics (MXNet's, checked against 1.9.1 on the CPU):
 * ``scatter_nd(data, indices, shape)``: zeros of ``shape`` with ``out[indices] = data``
   (data.shape == Y... + shape[M:]); repeated places keep the last write (MXNet's CPU order).
   The data gradient is gather_nd of the head gradient.
+* ``_scatter_set_nd(lhs, rhs, indices, shape)``: lhs with ``out[indices] = rhs`` (what
+  ``NDArray.__setitem__`` runs); MXNet registers no gradient and runs it only in place
+  (``out=lhs``): here it also runs out of place (a copy of lhs) and has no gradient either.
 * ``fill_element_0index(lhs, mhs, rhs)``: lhs (n, k) with ``out[i, rhs[i]] = mhs[i]``; no
   gradient (as in MXNet).
 * ``_contrib_index_copy(old_tensor, index_vector, new_tensor)``: old with rows
@@ -263,3 +267,106 @@ class IndexCopy(_IndexOp):
             g_old[i] = 0
         return [g_old, xp.zeros_like(idx) if need[1] else None,
                 g[i].astype(new.dtype, copy=False) if need[2] else None]
+
+
+@register
+class ScatterSetND(_IndexOp):
+    """``lhs`` with ``out[indices[0, y...], ..., indices[M-1, y...]] = rhs[y...]``."""
+
+    name = '_scatter_set_nd'
+    shape = Param('shape', doc='shape of lhs and of the output')
+    needs_inputs = False
+    inplace = ((0, 0),)
+
+    def list_arguments(self):
+        return ['lhs', 'rhs', 'indices']
+
+    def infer_shape(self, in_shapes):
+        lhs, rhs, i = in_shapes[:3]
+        out = tuple(self.shape)
+        try:
+            lhs = unify_shape(lhs, out)
+        except ShapeError:
+            raise ShapeError('_scatter_set_nd: argument %r has shape %s but shape=%s'
+                             % ('lhs', tuple(lhs), out)) from None
+        if i is not None:
+            m = _nd_shapes(self.name, i, out)
+            want = tuple(i[1:]) + out[m:]
+            try:
+                rhs = unify_shape(rhs, want)
+            except ShapeError:
+                raise ShapeError('_scatter_set_nd: argument %r has shape %s but indices %s '
+                                 'and shape=%s need %s' % ('rhs', tuple(rhs), tuple(i), out,
+                                                           want)) from None
+        return [lhs, rhs, i], [out], []
+
+    def infer_type(self, in_types):
+        t = same_type(self, in_types[:2])
+        return [t, t, in_types[2]], [t], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        lhs, rhs, indices = inputs
+        m = indices.shape[0]
+        dims = tuple(self.shape[:m])
+        n = xp.asarray(np.array(dims, dtype=np.int64)).reshape((m,) + (1,) * (indices.ndim - 1))
+        i = _rows(xp, indices, n, self.name, 'indices', 'shape=%s' % (tuple(self.shape),))
+        rest = tuple(self.shape[m:])
+        out = lhs.reshape((-1,) + rest).copy()
+        out[_linear(xp, i, dims).reshape(-1)] = rhs.reshape((-1,) + rest)
+        return [out.reshape(self.shape)]
+
+
+@register
+class CountSketch(Operator):
+    """``out[n, h[j]] += s[j] * data[n, j]`` (``contrib.count_sketch``; GPU-only in MXNet).
+
+    data (N, in_dim), h (1, in_dim) hash buckets in [0, out_dim), s (1, in_dim) signs;
+    output (N, out_dim). The data gradient is ``s[j] * dy[n, h[j]]``; h and s get none.
+    ``processing_batch_size`` is accepted and does not change results.
+    """
+
+    name = '_contrib_count_sketch'
+    out_dim = Param(int, doc='number of hash buckets')
+    processing_batch_size = Param(int, 32, doc='ignored (MXNet: rows per GPU launch)')
+    needs_outputs = False
+
+    def list_arguments(self):
+        return ['data', 'h', 's']
+
+    def infer_shape(self, in_shapes):
+        d, h, s = in_shapes
+        if d is not None and len(d) != 2:
+            raise ShapeError('_contrib_count_sketch: input %r must be (N, in_dim), got %s'
+                             % ('data', tuple(d)))
+        want = None if d is None else (1, d[1])
+        for name, v in (('h', h), ('s', s)):
+            if v is not None and want is not None and tuple(v) != want:
+                raise ShapeError('_contrib_count_sketch: input %r must be %s, got %s'
+                                 % (name, want, tuple(v)))
+        out = None if d is None else (d[0], self.out_dim)
+        return [d, want or h, want or s], [out], []
+
+    def infer_type(self, in_types):
+        t = in_types[0]
+        return [t, in_types[1] or t, in_types[2] or t], [t], []
+
+    def _buckets(self, xp, h):
+        b = h.reshape(-1).astype(np.int64)
+        if bool(((b < 0) | (b >= self.out_dim)).any()):
+            raise MXNetError('_contrib_count_sketch: %r holds buckets outside [0, out_dim=%d)'
+                             % ('h', self.out_dim))
+        return b
+
+    def forward(self, xp, inputs, aux, is_train):
+        data, h, s = inputs
+        b = self._buckets(xp, h)
+        out = xp.zeros((data.shape[0], self.out_dim), data.dtype)
+        scatter_add(xp, out, (slice(None), b), data * s.reshape(1, -1).astype(data.dtype))
+        return [out]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        data, h, s = inputs
+        gd = None
+        if need[0]:
+            gd = out_grads[0][:, self._buckets(xp, h)] * s.reshape(1, -1).astype(data.dtype)
+        return [gd, xp.zeros_like(h) if need[1] else None, xp.zeros_like(s) if need[2] else None]

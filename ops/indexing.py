@@ -1,4 +1,6 @@
-"""Index-driven operators: ``take``, ``batch_take``, ``Embedding``, ``one_hot``, ``where``.
+"""Index-driven operators: ``take``, ``batch_take``, ``Embedding``, ``one_hot``, ``where``,
+``_ravel_multi_index``, ``_unravel_index``, ``_contrib_index_array`` and
+``_contrib_boolean_mask``.
 The n-d gathers and scatters are in :mod:`symgraph.ops.gather_scatter`.
 
 Indices arrive as floating-point arrays (MXNet's default dtype) and are truncated toward
@@ -264,3 +266,180 @@ class BatchTake(Operator):
         rows = a.reshape(-1, k)
         i = xp.clip(indices.reshape(-1).astype(np.int64), 0, k - 1)
         return [rows[xp.arange(rows.shape[0]), i].reshape(indices.shape)]
+
+
+def _trunc_div(a, b):
+    """C integer division (toward zero) of int64 arrays."""
+    q = a // b
+    return q + ((q < 0) & (q * b != a))
+
+
+class _Ravel(Operator):
+    """Shared parts of ``_ravel_multi_index`` / ``_unravel_index``: a ``shape`` parameter,
+    indices computed in int64 (float input truncates), a zero gradient (MXNet's
+    ``MakeZeroGradNodes``)."""
+
+    shape = Param('shape', None, doc='shape of the array the flat indices address')
+
+    def check(self):
+        if not self.shape:
+            raise MXNetError('%s: parameter shape must be given (a tuple of ints)' % self.name)
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        return [xp.zeros_like(inputs[0]) if need[0] else None]
+
+
+@register
+class RavelMultiIndex(_Ravel):
+    """Flat indices of the multi-indices in the rows of ``data`` (``ravel_multi_index``).
+
+    As MXNet 1.9.1: data is (len(shape), N); ``r = int(r * shape[j] + data[j])`` for each
+    row j, the sum computed in data's dtype and truncated at every step (2.5, 3.9 with
+    shape (7, 6) give 15), no bounds check (negative and too large entries go into the sum),
+    the result in data's dtype; ``shape[0]`` is not used (``-1`` is accepted).
+    """
+
+    name = '_ravel_multi_index'
+    aliases = ('ravel_multi_index',)
+
+    def infer_shape(self, in_shapes):
+        d = in_shapes[0]
+        if d is None:
+            return [None], [None], []
+        d = tuple(d)
+        if len(d) != 2:
+            raise ShapeError('_ravel_multi_index: input %r must be two-dimensional (one row '
+                             'per dimension of shape), got %s' % ('data', d))
+        if d[0] and d[0] != len(self.shape):
+            raise ShapeError('_ravel_multi_index: data %s must have %d rows, one per entry of '
+                             'shape=%s' % (d, len(self.shape), tuple(self.shape)))
+        return [d], [d[1:]], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        ret = xp.zeros(x.shape[1:], np.int64)
+        for j, n in enumerate(self.shape):
+            if x.dtype.kind == 'f':     # MXNet: index_t ret = ret * shape[j] + x (in DType)
+                ret = xp.trunc(ret.astype(x.dtype) * x.dtype.type(n) + x[j]).astype(np.int64)
+            else:
+                ret = ret * int(n) + x[j].astype(np.int64)
+        return [ret.astype(x.dtype)]
+
+
+@register
+class UnravelIndex(_Ravel):
+    """Multi-indices of the flat indices ``data`` into an array of ``shape``
+    (``unravel_index``): one row per dimension, output shape ``(len(shape),) + data.shape``.
+
+    As MXNet 1.9.1: data truncated to integers; each row but the first is the C remainder
+    (negative for negative data), the first row is what remains (no wrap, so indices past
+    the end give a first entry >= shape[0]). Deliberate difference: data of more than one
+    dimension is refused (MXNet's result there is its first input values, not indices).
+    """
+
+    name = '_unravel_index'
+    aliases = ('unravel_index',)
+
+    def infer_shape(self, in_shapes):
+        d = in_shapes[0]
+        if d is None:
+            return [None], [None], []
+        if len(d) != 1:
+            # MXNet 1.9.1 infers (len(shape), d[0]) and fills it with data's first values
+            raise ShapeError('_unravel_index: input %r must be one-dimensional, got %s'
+                             % ('data', tuple(d)))
+        return [tuple(d)], [(len(self.shape),) + tuple(d)], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        idx = _as_index(xp, x)
+        rows = [None] * len(self.shape)
+        for j in range(len(self.shape) - 1, 0, -1):
+            q = _trunc_div(idx, int(self.shape[j]))
+            rows[j] = idx - q * int(self.shape[j])
+            idx = q
+        rows[0] = idx
+        return [xp.stack(rows).astype(x.dtype)]
+
+
+@register
+class IndexArray(Operator):
+    """The index of every element: ``out[i..., k] = i[axes[k]]`` (``contrib.index_array``).
+
+    As MXNet 1.9.1: int64, shape ``data.shape + (len(axes),)`` (all axes when ``axes`` is
+    None, negative axes counted from the end); data only gives the shape and gets a zero
+    gradient.
+    """
+
+    name = '_contrib_index_array'
+    axes = Param('shape', None, doc='the axes whose indices are given (None: all)')
+    needs_inputs = True
+
+    def _axes(self, ndim):
+        if self.axes is None:
+            return list(range(ndim))
+        return [norm_axis(a, ndim, 'index_array: axes entry') for a in self.axes]
+
+    def infer_shape(self, in_shapes):
+        d = in_shapes[0]
+        if d is None:
+            return [None], [None], []
+        return [tuple(d)], [tuple(d) + (len(self._axes(len(d))),)], []
+
+    def infer_type(self, in_types):
+        return [in_types[0]], [np.dtype(np.int64)], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        shape = inputs[0].shape
+        grids = xp.indices(shape, dtype=np.int64)
+        return [xp.stack([grids[a] for a in self._axes(len(shape))], axis=-1)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        return [xp.zeros_like(inputs[0]) if need[0] else None]
+
+
+@register
+class BooleanMask(Operator):
+    """The rows of ``data`` whose ``index`` entry is nonzero (``contrib.boolean_mask``).
+
+    As MXNet 1.9.1: ``axis`` must be 0; the output's length depends on the values, so its
+    shape is known only when the operator runs: ``mx.nd`` calls work, a symbol graph cannot
+    infer it (MXNet's dynamic shapes; here binding says so). The data gradient scatters the
+    head gradient back to the kept rows; index gets a zero gradient.
+    """
+
+    name = '_contrib_boolean_mask'
+    axis = Param(int, 0, doc='the axis to mask (only 0 is supported, as in MXNet)')
+
+    def check(self):
+        if self.axis != 0:
+            raise MXNetError('_contrib_boolean_mask: axis=%d is not supported (MXNet 1.9.1: '
+                             '"Not supported yet"); only axis=0' % self.axis)
+
+    def list_arguments(self):
+        return ['data', 'index']
+
+    def infer_shape(self, in_shapes):
+        d, i = in_shapes
+        if i is not None and len(i) != 1:
+            raise ShapeError('_contrib_boolean_mask: input %r must be 1-D, got %s'
+                             % ('index', tuple(i)))
+        if d is not None and i is not None and d[0] and i[0] and d[0] != i[0]:
+            raise ShapeError('_contrib_boolean_mask: index %s must have the length of axis 0 '
+                             'of data %s' % (tuple(i), tuple(d)))
+        return [d, i], [None], []
+
+    def infer_type(self, in_types):
+        return list(in_types), [in_types[0]], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        data, index = inputs
+        return [data[index != 0]]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        data, index = inputs
+        gd = None
+        if need[0]:
+            gd = xp.zeros(data.shape, out_grads[0].dtype)
+            gd[index != 0] = out_grads[0]
+        return [gd, xp.zeros_like(index) if need[1] else None]

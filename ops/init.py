@@ -1,6 +1,6 @@
-"""Operators that make arrays from their parameters: ``_zeros``, ``_ones``, ``_full``,
-``_arange``, ``_eye`` and ``_linspace`` (behind ``mx.sym.zeros``, ``mx.sym.arange`` ...),
-and ``_contrib_arange_like`` (shaped like its input).
+"""Operators that make arrays from their parameters: ``_zeros``, ``_zeros_without_dtype``,
+``_ones``, ``_full``, ``_arange``, ``_eye`` and ``_linspace`` (behind ``mx.sym.zeros``,
+``mx.sym.arange`` ...), and ``_contrib_arange_like`` (shaped like its input).
 
 As in MXNet 1.9.1: a 0 in the ``shape`` of ``_zeros``/``_ones``/``_full`` is an unknown
 dimension that shape inference fills from the consumer, and a bound executor makes the
@@ -76,6 +76,31 @@ class Zeros(_Filled):
 
     def forward(self, xp, inputs, aux, is_train):
         return [xp.zeros(self.out_shape(), dtype=self.dtype)]
+
+
+@register
+class ZerosWithoutDtype(_Filled):
+    """``_zeros_without_dtype``: zeros whose ``dtype`` is MXNet's type flag, -1 (the
+    default) meaning float32 (0 float32, 1 float64, 2 float16, 3 uint8, 4 int32, 5 int8,
+    6 int64, 7 bool)."""
+
+    name = '_zeros_without_dtype'
+    dtype = Param(int, -1, doc='type flag of the output (-1: float32)')
+
+    def check(self):
+        if self.dtype not in _TYPE_FLAGS:
+            raise MXNetError('_zeros_without_dtype: dtype must be one of the type flags %s, '
+                             'got %d' % (sorted(_TYPE_FLAGS), self.dtype))
+
+    def infer_type(self, in_types):
+        return [], [np.dtype(_TYPE_FLAGS[self.dtype])], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        return [xp.zeros(self.out_shape(), dtype=_TYPE_FLAGS[self.dtype])]
+
+
+_TYPE_FLAGS = {-1: 'float32', 0: 'float32', 1: 'float64', 2: 'float16', 3: 'uint8',
+               4: 'int32', 5: 'int8', 6: 'int64', 7: 'bool'}
 
 
 @register

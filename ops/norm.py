@@ -1,4 +1,4 @@
-"""Batch normalisation (``BatchNorm``).
+"""Batch normalisation (``BatchNorm``, and ``_contrib_BatchNormWithReLU``: BatchNorm then relu).
 
 ``BatchNorm`` keeps what its backward needs (mean, inverse std) as hidden outputs, as MXNet
 does, so backward never recomputes statistics. float16 data is normalised in float32, and
@@ -190,3 +190,24 @@ class BatchNorm(BatchNormBase):
         if need[2]:
             dbeta = sum_dy.astype(gamma.dtype, copy=False)
         return [dx, dgamma, dbeta]
+
+
+@register
+class BatchNormWithReLU(BatchNorm):
+    """``BatchNorm`` followed by ``relu`` (``contrib.BatchNormWithReLU``, MXNet's fused
+    operator): BatchNorm's parameters, inputs and outputs; the data/gamma/beta gradients
+    see the head gradient masked where the output is not positive."""
+
+    name = '_contrib_BatchNormWithReLU'
+    aliases = ()
+
+    def forward(self, xp, inputs, aux, is_train, out=None):
+        res = super().forward(xp, inputs, aux, is_train, out=out)
+        y = res[0]
+        xp.maximum(y, 0, out=y)
+        return res
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None):
+        dy = xp.where(outputs[0] > 0, out_grads[0], 0).astype(out_grads[0].dtype, copy=False)
+        return super().backward(xp, [dy] + list(out_grads[1:]), inputs, outputs, aux, need,
+                                grad_out=grad_out)

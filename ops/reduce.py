@@ -1,5 +1,6 @@
-"""Reductions: ``sum``, ``mean``, ``max``, ``min``, ``prod``, ``nansum``, ``nanprod``,
-``norm``, ``argmax``, ``argmin``, ``argmax_channel``, ``pick``, ``moments`` and ``cumsum``.
+"""Reductions: ``sum``, ``_square_sum``, ``mean``, ``max``, ``min``, ``prod``, ``nansum``,
+``nanprod``, ``norm``, ``argmax``, ``argmin``, ``argmax_channel``, ``pick``, ``moments`` and
+``cumsum``.
 
 MXNet's rules, kept here: ``axis=None`` or ``axis=()`` reduces every axis, ``exclude``
 reduces every axis *not* listed, and a reduction to a scalar has shape ``(1,)``, never
@@ -114,6 +115,20 @@ class _Reduce(_ReduceBase):
         if self.exclude:
             axes = tuple(i for i in range(ndim) if i not in axes)
         return axes
+
+
+@register
+class SquareSum(_Reduce):
+    """``sum(data ** 2)`` over the axes (MXNet's ``_square_sum``, which its CPU build runs on
+    row_sparse data only: here on dense data, as its GPU and dense fallback define it)."""
+
+    name = '_square_sum'
+
+    def reduce(self, xp, x, axes):
+        return xp.sum(x * x, axis=axes, keepdims=True)
+
+    def grad(self, xp, x, yk, dyk, axes):
+        return (2 * x * dyk).astype(x.dtype, copy=False)
 
 
 @register

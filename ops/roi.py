@@ -1,4 +1,5 @@
-"""Region-of-interest pooling: ``ROIPooling`` (max) and ``_contrib_ROIAlign`` (bilinear).
+"""Region-of-interest pooling: ``ROIPooling`` (max), ``_contrib_ROIAlign`` (bilinear) and
+``_contrib_RROIAlign`` (rotated rois, see its class).
 
 ``rois`` is (R, 5): batch index, x1, y1, x2, y2 in image coordinates, scaled onto the
 feature map by ``spatial_scale``. Both operators gather every sample of every bin at once
@@ -9,6 +10,8 @@ import numpy as np
 
 from symgraph.opdef import Operator, Param, ShapeError, register, same_type
 from symgraph.base import ArgumentError, ParameterError
+
+from ._util import scatter_add
 
 _CHUNK_ELEMENTS = 1 << 24       # temporaries per chunk of ROIs
 
@@ -270,3 +273,118 @@ class ROIAlign(_ROIBase):
                               xp.broadcast_to(out_grads[0][..., None] * wt, idx.shape),
                               data.dtype)
         return [dx, xp.zeros_like(rois) if need[1] else None]
+
+
+@register
+class RROIAlign(Operator):
+    """Rotated roi align (``contrib.RROIAlign``), as MXNet 1.9.1's CPU kernel.
+
+    rois (R, 6) ``[batch, cx, cy, w, h, angle in degrees]`` scaled by ``spatial_scale``
+    (no rounding; w and h at least 1); each of the ``pooled_size`` bins averages a grid of
+    ``sampling_ratio`` (<= 0: ``ceil(roi size / bins)``) samples per side, taken in the roi's
+    frame and rotated by the angle about its centre (``y = yy cos - xx sin + cy``,
+    ``x = yy sin + xx cos + cx``); samples beyond one pixel outside the map count as 0, the
+    others are clamped and interpolated bilinearly. Gradient: data (bilinear weights); rois
+    none. Deliberate difference: MXNet 1.9.1 registers no gradient (binding one fails).
+    """
+
+    name = '_contrib_RROIAlign'
+    pooled_size = Param('shape', doc='output bins (height, width)')
+    spatial_scale = Param(float, doc='ratio of the feature map to the image size')
+    sampling_ratio = Param(int, -1, doc='samples per bin side (<= 0: adaptive)')
+
+    def check(self):
+        if len(self.pooled_size) != 2 or min(self.pooled_size) <= 0:
+            raise MXNetError('%s: pooled_size must be (height, width) of positive ints, got '
+                             '%s' % (self.name, self.pooled_size))
+
+    def list_arguments(self):
+        return ['data', 'rois']
+
+    def infer_shape(self, in_shapes):
+        d, r = in_shapes
+        if d is not None and len(d) != 4:
+            raise ShapeError('%s: input %r must be (N, C, H, W), got %s' % (self.name, 'data',
+                                                                            tuple(d)))
+        if r is not None and (len(r) != 2 or r[1] != 6):
+            raise ShapeError('%s: input %r must be (R, 6), got %s' % (self.name, 'rois',
+                                                                      tuple(r)))
+        out = None if d is None or r is None else (r[0], d[1]) + tuple(self.pooled_size)
+        return [d, r], [out], []
+
+    def infer_type(self, in_types):
+        t = in_types[0] if in_types[0] is not None else in_types[1]
+        return [t, t], [t], []
+
+    def _taps(self, rois, h, w, dtype):
+        """Per roi (host loop; the grid size depends on the roi): corner indices, weights."""
+        ph, pw = self.pooled_size
+        dt = np.dtype(dtype).type
+        out = []
+        for roi in rois:
+            sc = dt(self.spatial_scale)
+            cx, cy = dt(roi[1]) * sc, dt(roi[2]) * sc
+            rw = max(dt(roi[3]) * sc, dt(1))
+            rh = max(dt(roi[4]) * sc, dt(1))
+            theta = dt(roi[5]) * dt(np.pi) / dt(180.0)
+            bh, bw = rh / dt(ph), rw / dt(pw)
+            gh = self.sampling_ratio if self.sampling_ratio > 0 else int(np.ceil(rh / ph))
+            gw = self.sampling_ratio if self.sampling_ratio > 0 else int(np.ceil(rw / pw))
+            iy = (np.arange(gh) + dt(0.5)).astype(dtype) * bh / dt(gh)
+            ix = (np.arange(gw) + dt(0.5)).astype(dtype) * bw / dt(gw)
+            yy = (-rh / dt(2) + np.arange(ph).astype(dtype) * bh)[:, None, None, None] + \
+                iy[None, None, :, None]
+            xx = (-rw / dt(2) + np.arange(pw).astype(dtype) * bw)[None, :, None, None] + \
+                ix[None, None, None, :]
+            cos, sin = np.cos(theta), np.sin(theta)
+            y = yy * cos - xx * sin + cy
+            x = yy * sin + xx * cos + cx                        # (ph, pw, gh, gw)
+            inside = ~((y < -1) | (y > h) | (x < -1) | (x > w))
+            y = np.maximum(y, 0)
+            x = np.maximum(x, 0)
+            y0 = y.astype(np.int64)
+            x0 = x.astype(np.int64)
+            yc = y0 >= h - 1
+            xc = x0 >= w - 1
+            y0 = np.where(yc, h - 1, y0)
+            x0 = np.where(xc, w - 1, x0)
+            y1 = np.where(yc, h - 1, y0 + 1)
+            x1 = np.where(xc, w - 1, x0 + 1)
+            ly = np.where(yc, 0, y - y0).astype(dtype)
+            lx = np.where(xc, 0, x - x0).astype(dtype)
+            m = inside.astype(dtype)
+            wts = [(1 - ly) * (1 - lx) * m, (1 - ly) * lx * m, ly * (1 - lx) * m, ly * lx * m]
+            out.append((int(roi[0]), [(y0, x0), (y0, x1), (y1, x0), (y1, x1)], wts, gh * gw))
+        return out
+
+    def forward(self, xp, inputs, aux, is_train):
+        data, rois = inputs
+        n, c, h, w = data.shape
+        host = rois.get() if hasattr(rois, 'get') else np.asarray(rois)
+        res = []
+        for b, corners, wts, count in self._taps(host, h, w, data.dtype):
+            acc = 0
+            for (yi, xi), wt in zip(corners, wts):
+                acc = acc + data[b][:, xp.asarray(yi), xp.asarray(xi)] * xp.asarray(wt)
+            res.append(acc.sum(axis=(3, 4)) / data.dtype.type(count))
+        out = xp.stack(res) if res else xp.zeros((0, c) + tuple(self.pooled_size), data.dtype)
+        return [out.astype(data.dtype, copy=False)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        data, rois = inputs
+        res = [None, xp.zeros_like(rois) if need[1] else None]
+        if not need[0]:
+            return res
+        n, c, h, w = data.shape
+        host = rois.get() if hasattr(rois, 'get') else np.asarray(rois)
+        gd = xp.zeros(data.shape, data.dtype)
+        for r, (b, corners, wts, count) in enumerate(self._taps(host, h, w, data.dtype)):
+            g = out_grads[0][r][:, :, :, None, None] / data.dtype.type(count)
+            for (yi, xi), wt in zip(corners, wts):
+                shape = (c,) + yi.shape
+                ci = xp.broadcast_to(xp.arange(c)[:, None, None, None, None], shape)
+                yb = xp.broadcast_to(xp.asarray(yi)[None], shape)
+                xb = xp.broadcast_to(xp.asarray(xi)[None], shape)
+                scatter_add(xp, gd[b], (ci, yb, xb), (g * xp.asarray(wt)).astype(data.dtype))
+        res[0] = gd
+        return res

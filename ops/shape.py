@@ -1,5 +1,5 @@
 """Shape manipulation: ``Flatten``, ``Reshape``, ``transpose``, ``SwapAxis``, ``expand_dims``,
-``squeeze``, ``reshape_like``, ``shape_array`` and ``size_array``.
+``squeeze``, ``reshape_like``, ``shape_array``, ``size_array`` and ``cast_storage`` (dense).
 
 None of these operators computes anything: forward is a view or a copy of the data in a new
 layout, and backward is the inverse rearrangement. Copies into a new arrangement (``tile``,
@@ -19,6 +19,7 @@ from math import prod
 
 import numpy as np
 
+from symgraph.base import MXNetError
 from symgraph.opdef import (Operator, Param, ShapeError, np_dtype, register, shape_known,
                             unify_shape)
 
@@ -413,3 +414,29 @@ class SizeArray(_ShapeInfo):
 
     def forward(self, xp, inputs, aux, is_train):
         return [xp.asarray(np.asarray([inputs[0].size], dtype=np.int64))]
+
+
+@register
+class CastStorage(Operator):
+    """``cast_storage``: the dense array unchanged for ``stype='default'``.
+
+    symgraph has dense storage only: 'csr' and 'row_sparse' (MXNet's sparse storage types)
+    are refused with an error naming them.
+    """
+
+    name = 'cast_storage'
+    stype = Param(str, doc="storage type: 'default' (dense); 'csr' and 'row_sparse' are "
+                  "refused", choices=['csr', 'default', 'row_sparse'])
+    needs_inputs = False
+    inplace = ((0, 0),)
+
+    def check(self):
+        if self.stype != 'default':
+            raise MXNetError("cast_storage: stype=%r is sparse storage, which symgraph does "
+                             "not support (dense arrays only: stype='default')" % self.stype)
+
+    def forward(self, xp, inputs, aux, is_train):
+        return [inputs[0]]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        return [out_grads[0] if need[0] else None]

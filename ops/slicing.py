@@ -1,5 +1,5 @@
-"""Joining and slicing: ``Concat``, ``stack``, ``SliceChannel``, ``slice``, ``slice_axis``,
-``slice_like``.
+"""Joining and slicing: ``Concat``, ``stack``, ``SliceChannel``, ``_split_v2``, ``slice``,
+``slice_axis``, ``slice_like``.
 
 ``slice_like`` keeps ``data[:like.shape[a]]`` on the axes ``axes`` (all when empty);
 ``shape_like`` gets a zero gradient and may have any dtype.
@@ -12,6 +12,7 @@ the number of positional inputs). ``SliceChannel`` has one output per piece, nam
 import ast
 import functools
 
+from symgraph.base import MXNetError
 from symgraph.opdef import Operator, Param, ShapeError, register, unify_shape
 
 from ._util import norm_axis, sliced_len
@@ -191,6 +192,100 @@ class SliceChannel(Operator):
         if self.squeeze_axis:
             return [xp.stack(grads, axis=ax)]
         return [xp.concatenate(grads, axis=ax)]
+
+
+@register
+class SplitV2(Operator):
+    """Split an array along ``axis`` at ``indices`` or into ``sections`` equal pieces.
+
+    MXNet's ``_split_v2`` (written by ``mx.sym.split_v2`` and Gluon exports). ``indices``
+    holds the start of every piece (the Python wrappers prepend 0), the last piece runs to
+    the end of the axis; ``sections > 0`` takes precedence over ``indices``.
+    """
+
+    name = '_split_v2'
+    indices = Param('shape', doc='start of every piece along axis (the first must be 0)')
+    axis = Param(int, 1, doc='the axis to split')
+    squeeze_axis = Param(bool, False, doc='remove the split axis (pieces of length 1)')
+    sections = Param(int, 0, doc='number of equal pieces (0: split at indices)')
+    needs_inputs = True     # the input's shape places the pieces of absent head gradients
+
+    def check(self):
+        if self.sections < 0:
+            raise MXNetError('_split_v2: sections must be >= 0, got %d' % self.sections)
+        if self.sections == 0 and not self.indices:
+            raise MXNetError('_split_v2: give indices (the start of every piece) or '
+                             'sections > 0')
+
+    def _count(self):
+        return self.sections if self.sections > 0 else len(self.indices)
+
+    def list_outputs(self):
+        return ['output%d' % i for i in range(self._count())]
+
+    def _bounds(self, n, ax, shape):
+        """(start, end) of every piece on an axis of length ``n``."""
+        k = self._count()
+        if self.sections > 0:
+            if n % k:
+                raise ShapeError('_split_v2: length %d of axis %d of input %r %s is not '
+                                 'divisible by sections=%d' % (n, ax, 'data', shape, k))
+            return [(i * (n // k), (i + 1) * (n // k)) for i in range(k)]
+        ind = self.indices
+        if ind[0] != 0:
+            raise ShapeError('_split_v2: indices %s must start with 0 (the pieces must cover '
+                             'axis %d of input %r %s)' % (ind, ax, 'data', shape))
+        out = []
+        for i in range(k):
+            start, end = ind[i], ind[i + 1] if i + 1 < k else n
+            if start > end or end > n:
+                raise ShapeError('_split_v2: piece %d [%d, %d) is not inside axis %d of '
+                                 'length %d of input %r %s (indices %s)'
+                                 % (i, start, end, ax, n, 'data', shape, ind))
+            out.append((start, end))
+        return out
+
+    def infer_shape(self, in_shapes):
+        d = in_shapes[0]
+        k = self._count()
+        if d is None:
+            return [None], [None] * k, []
+        d = tuple(d)
+        ax = norm_axis(self.axis, len(d))
+        if not d[ax]:
+            return [d], [None] * k, []
+        outs = []
+        for i, (b, e) in enumerate(self._bounds(d[ax], ax, d)):
+            if self.squeeze_axis:
+                if e - b != 1:
+                    raise ShapeError('_split_v2: squeeze_axis needs pieces of length 1, '
+                                     'piece %d of input %r %s has %d' % (i, 'data', d, e - b))
+                outs.append(d[:ax] + d[ax + 1:])
+            else:
+                outs.append(d[:ax] + (e - b,) + d[ax + 1:])
+        return [d], outs, []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0]
+        ax = norm_axis(self.axis, x.ndim)
+        outs = []
+        for b, e in self._bounds(x.shape[ax], ax, x.shape):
+            p = x[(slice(None),) * ax + (slice(b, e),)]
+            if self.squeeze_axis:
+                p = p.reshape(p.shape[:ax] + p.shape[ax + 1:])
+            outs.append(p.copy())
+        return outs
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        if not need[0]:
+            return [None]
+        x = inputs[0]
+        ax = norm_axis(self.axis, x.ndim)
+        pieces = []
+        for g, (b, e) in zip(out_grads, self._bounds(x.shape[ax], ax, x.shape)):
+            shape = x.shape[:ax] + (e - b,) + x.shape[ax + 1:]
+            pieces.append(xp.zeros(shape, x.dtype) if g is None else g.reshape(shape))
+        return [xp.concatenate(pieces, axis=ax)]
 
 
 @functools.lru_cache(maxsize=None)

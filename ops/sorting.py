@@ -1,4 +1,4 @@
-"""Sorting: ``topk``, ``sort`` and ``argsort``.
+"""Sorting: ``topk``, ``sort`` and ``argsort``; counting into bins: ``_histogram``.
 
 ``axis=None`` works on the flattened array. Sorts are stable in both directions: equal
 elements keep their input order (MXNet's order for ties, descending included). Indices
@@ -8,7 +8,9 @@ give a zero gradient.
 """
 from math import prod
 
-from symgraph.base import ParameterError
+import numpy as np
+
+from symgraph.base import MXNetError, ParameterError
 from symgraph.opdef import Operator, Param, ShapeError, register, np_dtype
 
 _INDEX_DTYPES = [np_dtype(t) for t in ('float16', 'float32', 'float64', 'int32', 'int64',
@@ -197,3 +199,75 @@ class Argsort(_Sorting):
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         return [xp.zeros_like(inputs[0]) if need[0] else None]
+
+
+@register
+class Histogram(Operator):
+    """Counts of ``data`` in ``bin_cnt`` equal bins over ``range`` or between the sorted
+    edges ``bins`` (``mx.nd.histogram``); outputs the int64 counts and the edges.
+
+    As MXNet 1.9.1: with ``bin_cnt`` the operator has the single input ``data`` and the
+    range defaults to data's min and max; values outside the range and NaN are not
+    counted, the last bin includes its right edge; a value's bin is
+    ``int((x - lo) * bin_cnt / (hi - lo))`` computed in data's dtype; no gradient (MXNet
+    refuses to bind one).
+    """
+
+    name = '_histogram'
+    bin_cnt = Param(int, None, doc='number of equal bins (None: the bins input gives edges)')
+    range = Param('floats', None, doc='(lower, upper) of the bins (None: min, max of data)')
+    no_grad = True
+    needs_inputs = False
+
+    def check(self):
+        if self.bin_cnt is not None and self.bin_cnt <= 0:
+            raise MXNetError('_histogram: bin_cnt must be positive, got %d' % self.bin_cnt)
+        if self.range is not None and (len(self.range) != 2 or
+                                       not self.range[0] < self.range[1]):
+            raise MXNetError('_histogram: range must be (lower, upper) with lower < upper, '
+                             'got %s' % (self.range,))
+
+    def list_arguments(self):
+        return ['data'] if self.bin_cnt is not None else ['data', 'bins']
+
+    def list_outputs(self):
+        return ['output0', 'output1']
+
+    def infer_shape(self, in_shapes):
+        if self.bin_cnt is not None:
+            return [in_shapes[0]], [(self.bin_cnt,), (self.bin_cnt + 1,)], []
+        b = in_shapes[1]
+        if b is not None and len(b) != 1:
+            raise ShapeError('_histogram: argument %r must be 1-D, got %s' % ('bins', tuple(b)))
+        if b is None or not b[0]:
+            return list(in_shapes[:2]), [None, b], []
+        if b[0] < 2:
+            raise ShapeError('_histogram: argument %r needs at least 2 edges, got %s'
+                             % ('bins', tuple(b)))
+        return list(in_shapes[:2]), [(b[0] - 1,), tuple(b)], []
+
+    def infer_type(self, in_types):
+        t = in_types[0]
+        return list(in_types), [np.dtype(np.int64), t], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        x = inputs[0].reshape(-1)
+        if self.bin_cnt is not None:
+            n = self.bin_cnt
+            if self.range is not None:
+                lo, hi = self.range
+            else:
+                lo, hi = (float(x.min()), float(x.max())) if x.size else (0.0, 1.0)
+            edges = xp.asarray((lo + np.arange(n + 1) * ((hi - lo) / n)).astype(x.dtype))
+            dt = x.dtype.type
+            inside = (x >= dt(lo)) & (x <= dt(hi))
+            xs = x[inside]
+            k = ((xs - dt(lo)) * dt(n) / (dt(hi) - dt(lo))).astype(np.int64)
+        else:
+            edges = inputs[1]
+            n = edges.shape[0] - 1
+            inside = (x >= edges[0]) & (x <= edges[n])
+            xs = x[inside]
+            k = xp.searchsorted(edges, xs, side='right') - 1
+        k = xp.minimum(k, n - 1)
+        return [xp.bincount(k, minlength=n).astype(np.int64), edges]

@@ -1,8 +1,8 @@
 """The namespaces of ``mx.nd`` and ``mx.sym``, made from one table for both APIs.
 
 :data:`NAMESPACES` lists them: ``random`` (the samplers below), and ``contrib``,
-``linalg``, ``_internal``, whose functions are the registered operators under a name
-prefix (``mx.sym.contrib.box_nms`` is ``_contrib_box_nms``, ``mx.nd.linalg.gemm2`` is
+``linalg``, ``_internal``, ``image``, whose functions are the registered operators under a
+name prefix (``mx.sym.contrib.box_nms`` is ``_contrib_box_nms``, ``mx.nd.linalg.gemm2`` is
 ``_linalg_gemm2``). ``mx.random`` re-exports the NDArray samplers.
 
 Random samplers, as in MXNet: scalar distribution parameters make a ``_random_*`` node of ``shape``
@@ -24,7 +24,7 @@ __all__ = ['NAMESPACES', 'NAMES', 'make_namespaces', 'make_namespace']
 #: namespace attribute of ``mx.nd`` / ``mx.sym`` -> the operator name prefix its functions
 #: resolve to (None: the random samplers, made by :func:`make_namespace`)
 NAMESPACES = (('random', None), ('contrib', '_contrib_'), ('linalg', '_linalg_'),
-              ('_internal', ''))
+              ('_internal', ''), ('image', '_image_'))
 
 #: the functions of ``mx.nd.random`` (``mx.sym.random`` has all but ``randn``)
 NAMES = ('uniform', 'normal', 'randn', 'randint', 'exponential', 'gamma', 'poisson',

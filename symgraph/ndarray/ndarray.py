@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+import warnings
 
 import sys
 
@@ -313,6 +314,10 @@ class NDArray:
                                 'ambiguous.')
         return bool(self.asscalar())
 
+    def split_v2(self, *args, **kwargs):
+        """Fluent :func:`split_v2` with this array as ``ary``."""
+        return split_v2(self, *args, **kwargs)
+
     def __getattr__(self, name):
         # fluent methods: x.sum(), x.exp(), x.reshape(...) through the operators
         if name.startswith('_'):
@@ -456,6 +461,43 @@ def linspace(start, stop, num, endpoint=True, ctx=None, dtype=None):
     dtype = np.float32 if dtype is None else dtype
     values = np.linspace(start, stop, num, endpoint=endpoint).astype(dtype)
     return _alloc(ctx, lambda xp: xp.asarray(values))
+
+
+def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
+    """Split ``ary`` along ``axis`` into equal sections or at indices (``_split_v2``).
+
+    As MXNet's ``mx.nd.split_v2``: a number of sections becomes the indices of the pieces
+    (so that the axis must divide evenly); a tuple gets a leading 0.
+    """
+    axis_size = ary.shape[axis]
+    if isinstance(indices_or_sections, int):
+        sections = indices_or_sections
+        if axis_size % sections:
+            raise ValueError('array split does not result in an equal division')
+        section_size = int(axis_size / sections)
+        indices = [i * section_size for i in range(sections)]
+    elif isinstance(indices_or_sections, tuple):
+        indices = [0] + list(indices_or_sections)
+    else:
+        raise ValueError('indices_or_sections must either int or tuple of ints')
+    return invoke('_split_v2', (ary,), dict(indices=indices, axis=axis,
+                                           squeeze_axis=squeeze_axis))
+
+
+def histogram(a, bins=10, range=None):
+    """Counts of ``a`` in bins and the bin edges (``_histogram``), as ``mx.nd.histogram``:
+    ``bins`` an NDArray of edges, or a number of equal bins over ``range`` (None: NumPy's
+    histogram of the values, with MXNet's warning)."""
+    if isinstance(bins, NDArray):
+        return invoke('_histogram', (a, bins), {})
+    if isinstance(bins, int):
+        if range is None:
+            warnings.warn("range is not specified, using numpy's result to ensure "
+                          "consistency with numpy")
+            res, bin_bounds = np.histogram(a.asnumpy(), bins=bins)
+            return array(res), array(bin_bounds)
+        return invoke('_histogram', (a,), dict(bin_cnt=bins, range=range))
+    raise ValueError('bins argument should be either an integer or an NDArray')
 
 
 def zeros_like(a):
@@ -791,7 +833,7 @@ def _multi_update(func_name, roles):
 
 #: mx.nd.random.uniform(...), mx.nd.contrib.box_nms, mx.nd.linalg.gemm2, ... (the table is
 #: namespaces.NAMESPACES, shared with mx.sym)
-random, contrib, linalg, _internal = make_namespaces(
+random, contrib, linalg, _internal, image = make_namespaces(
     'nd', NDArray, invoke, _op_function,
     functions={'contrib': {
         'adamw_update': _adamw('_adamw_update'),

@@ -9,8 +9,9 @@ come from the table shared with ``mx.nd`` (``symgraph.namespaces``).
 from .. import opdef
 from . import symbol
 from .symbol import (Symbol, Variable, var, Group, load, load_json, maximum, minimum, pow,
-                     power, hypot, zeros, ones, full, arange, eye, linspace, random, contrib,
-                     linalg, _internal)
+                     power, hypot, zeros, ones, full, arange, eye, linspace, split_v2, histogram,
+                     random,
+                     contrib, linalg, _internal, image)
 from .symbol import __getattr__  # noqa: F401  (operator functions: mx.sym.FullyConnected)
 
 __all__ = ['Symbol', 'Variable', 'var', 'Group', 'load', 'load_json', 'maximum', 'minimum',

@@ -471,6 +471,10 @@ class Symbol:
                 if a else fn(self, **k)
         return lambda *a, **k: fn(self, *a, **k)
 
+    def split_v2(self, *args, **kwargs):
+        """Fluent :func:`split_v2` with this symbol as ``ary``."""
+        return split_v2(self, *args, **kwargs)
+
     # attributes of MXNet's Symbol handled elsewhere
     def __reduce__(self):
         return (load_json, (self.tojson(remove_amp_cast=False),))
@@ -738,6 +742,45 @@ def linspace(start, stop, num, endpoint=True, name=None, dtype=None):
                                          name=name, dtype=_dtype_name(dtype)))
 
 
+def _split_v2_params(indices_or_sections):
+    """``(indices, sections)`` of ``_split_v2`` from the wrappers' one argument."""
+    if isinstance(indices_or_sections, int):
+        return [], indices_or_sections
+    if isinstance(indices_or_sections, tuple):
+        return [0] + list(indices_or_sections), 0
+    raise ValueError('indices_or_sections must either int or tuple of ints')
+
+
+def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
+    """Split ``ary`` along ``axis`` into equal sections or at indices (``_split_v2``).
+
+    Parameters
+    ----------
+    ary : Symbol
+    indices_or_sections : int or tuple of ints
+        The number of equal pieces, or the sorted indices where the axis is split.
+    axis : int
+        The axis to split (default 0, as MXNet's wrapper).
+    squeeze_axis : bool
+        Remove the split axis from pieces of length 1.
+    """
+    indices, sections = _split_v2_params(indices_or_sections)
+    return _invoke('_split_v2', (ary,), dict(indices=indices, axis=axis,
+                                             squeeze_axis=squeeze_axis, sections=sections))
+
+
+def histogram(a, bins=10, range=None, **kwargs):
+    """Counts of ``a`` in bins (``_histogram``): ``bins`` a Symbol of edges, or a number of
+    equal bins over ``range`` (required in symbol mode, as MXNet)."""
+    if isinstance(bins, Symbol):
+        return _invoke('_histogram', (a,), dict(kwargs, bins=bins))
+    if isinstance(bins, int):
+        if range is None:
+            raise ValueError('null range is not supported in symbol mode')
+        return _invoke('_histogram', (a,), dict(kwargs, bin_cnt=bins, range=range))
+    raise ValueError('bins argument should be either an integer or an NDArray')
+
+
 def load_json(json_str):
     """A symbol from MXNet's JSON text (files written by MXNet 1.x load)."""
     return Symbol(from_json(json_str))
@@ -763,7 +806,8 @@ def load(fname):
 
 #: mx.sym.random.uniform(...), mx.sym.contrib.box_nms, mx.sym.linalg.gemm2, ... (the table
 #: is namespaces.NAMESPACES, shared with mx.nd)
-random, contrib, linalg, _internal = make_namespaces('sym', Symbol, _invoke, _op_function)
+random, contrib, linalg, _internal, image = make_namespaces('sym', Symbol, _invoke,
+                                                           _op_function)
 
 
 def __getattr__(name):

@@ -59,27 +59,8 @@ EXCLUDED_NAMES = {
 #: added when this test was written; whoever adds one removes its names here (the test below
 #: fails on an entry that has become registered). Grouped by who is on them:
 _PENDING_CONTROL_FLOW = '_cond _foreach _while_loop'
-_PENDING_AMP_MULTI_TENSOR = '''
-amp_cast amp_multicast multi_all_finite multi_lars multi_sum_sq reset_arrays
-multi_sgd_update multi_sgd_mom_update multi_mp_sgd_update multi_mp_sgd_mom_update
-preloaded_multi_sgd_update preloaded_multi_sgd_mom_update preloaded_multi_mp_sgd_update
-preloaded_multi_mp_sgd_mom_update _multi_adamw_update _multi_mp_adamw_update
-_multi_lamb_update _multi_mp_lamb_update _contrib_group_adagrad_update
-'''
-_PENDING_RANDOM = '''
-_sample_exponential _sample_gamma _sample_generalized_negative_binomial _sample_multinomial
-_sample_negative_binomial _sample_poisson _sample_unique_zipfian
-sample_exponential sample_gamma sample_generalized_negative_binomial sample_multinomial
-sample_negative_binomial sample_poisson
-_random_exponential_like _random_gamma_like _random_generalized_negative_binomial_like
-_random_negative_binomial_like _random_normal_like _random_poisson_like _random_uniform_like
-_random_pdf_dirichlet _random_pdf_exponential _random_pdf_gamma
-_random_pdf_generalized_negative_binomial _random_pdf_negative_binomial _random_pdf_normal
-_random_pdf_poisson _random_pdf_uniform
-random_pdf_dirichlet random_pdf_exponential random_pdf_gamma
-random_pdf_generalized_negative_binomial random_pdf_negative_binomial random_pdf_normal
-random_pdf_poisson random_pdf_uniform
-'''
+_PENDING_AMP_MULTI_TENSOR = ''    # all registered (ops/amp.py, ops/multi_tensor.py)
+_PENDING_RANDOM = ''               # all registered (ops/random.py, sample.py, random_pdf.py)
 #: of the attention / linear algebra group
 _PENDING_ATTENTION_LINALG = '_contrib_hawkesll'
 #: public names that issue 15's list does not name (OpenCV image decoding and legacy

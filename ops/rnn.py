@@ -398,7 +398,7 @@ class RNN(Operator):
         gates, hs, cs, tcs = r[('gates', key)], r[('h', key)], r[('c', key)], r[('tc', key)]
         scale, offset = self._gate_scale(xp, H, gx.dtype)
         gx *= scale
-        whs_t = (wh * scale[:, None]).T
+        whs_t = xp.ascontiguousarray((wh * scale[:, None]).T)    # (P, 4H): a faster GEMM
         tmp = xp.empty((N, H), dtype=gx.dtype)
         h, c = h0, c0
         for t in (range(T - 1, -1, -1) if reverse else range(T)):
@@ -596,8 +596,9 @@ class RNN(Operator):
         dgx2, dgh2 = dgx.reshape(T * N, G * H), dgh.reshape(T * N, G * H)
         dwx += dgx2.T @ x.reshape(T * N, -1)
         dwh += dgh2.T @ hprev.reshape(T * N, -1)
-        dbx += dgx2.sum(axis=0)
-        dbh += dgh2.sum(axis=0)
+        db = dgx2.sum(axis=0)
+        dbx += db
+        dbh += db if dgh is dgx else dgh2.sum(axis=0)
         if dx_out is not None:
             dx_out[:, :, :] += (dgx2 @ wx).reshape(T, N, -1)
         return dh, (dc if is_lstm else None)

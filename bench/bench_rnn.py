@@ -169,8 +169,12 @@ def main(argv=None):
         mx = mxnet
         serve(mx.nd.waitall)
         return
-    # NumPy's BLAS reads its thread count when it loads: set it before importing symgraph
-    os.environ['OPENBLAS_NUM_THREADS'] = str(args.threads)
+    # NumPy's OpenBLAS reads its thread count when it loads (this module imported NumPy
+    # already): start again with the count in the environment
+    if os.environ.get('OPENBLAS_NUM_THREADS') != str(args.threads):
+        os.environ['OPENBLAS_NUM_THREADS'] = str(args.threads)
+        argv = sys.argv[1:] if argv is None else list(argv)
+        os.execv(sys.executable, [sys.executable, os.path.abspath(__file__)] + argv)
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
     import symgraph
     mx = symgraph

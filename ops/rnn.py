@@ -62,6 +62,9 @@ class _Layout:
         self.proj = op.projection_size is not None
         self.clip = op.lstm_state_clip_min is not None and op.mode == 'lstm'
         self.dropout = op.p > 0 and self.L > 1
+        # plain LSTM (no projection, clipping or sequence lengths): the fast time loop
+        self.fast = (self.mode == 'lstm' and not self.proj and not self.clip
+                     and not op.use_sequence_length)
 
     def layer_input(self, layer):
         return self.C if layer == 0 else self.D * self.P
@@ -109,6 +112,8 @@ class _Layout:
                 segs.append((('h', k), (T, N, P)))         # carried (projected) state
                 if self.mode == 'lstm':
                     segs.append((('c', k), (T, N, H)))     # carried cell state
+                    if self.fast:
+                        segs.append((('tc', k), (T, N, H)))    # tanh(cell state)
                     if self.proj:
                         segs.append((('hh', k), (T, N, H)))    # h before projection
                     if self.clip:
@@ -320,6 +325,9 @@ class RNN(Operator):
         else:
             gx += bx + bh
         reverse = key[1] == 1
+        if lay.fast and mask is None:
+            self._forward_lstm(xp, lay, r, key, gx, wh, h0, c0, y, reverse)
+            return
         h, c = h0, c0
         lo, hi = self.lstm_state_clip_min, self.lstm_state_clip_max
         for t in (range(T - 1, -1, -1) if reverse else range(T)):
@@ -369,6 +377,95 @@ class RNN(Operator):
             if c is not None:
                 r[('c', key)][t] = cn
                 c = r[('c', key)][t]
+
+    @staticmethod
+    def _gate_scale(xp, H, dtype):
+        """Per-column factors of the LSTM gate block (i, f, g, o): 0.5 for the sigmoid gates
+        (sigmoid(a) = (tanh(a/2) + 1) / 2), 1 for g, and the offsets 0.5 and 0."""
+        scale = xp.full((4 * H,), 0.5, dtype=dtype)
+        scale[2 * H:3 * H] = 1
+        offset = xp.full((4 * H,), 0.5, dtype=dtype)
+        offset[2 * H:3 * H] = 0
+        return scale, offset
+
+    def _forward_lstm(self, xp, lay, r, key, gx, wh, h0, c0, y, reverse):
+        """The plain LSTM's time loop: ten array calls a step, no allocation.
+
+        The sigmoid gates' halving (exact in binary floating point) is folded into the
+        recurrent weights and the input projections, so one ``tanh`` over the whole gate
+        block and one multiply-add give all four activations, bit for bit as
+        ``_sigmoid`` and ``tanh`` gate by gate."""
+        T, N, H = lay.T, lay.N, lay.H
+        gates, hs, cs, tcs = r[('gates', key)], r[('h', key)], r[('c', key)], r[('tc', key)]
+        scale, offset = self._gate_scale(xp, H, gx.dtype)
+        gx *= scale
+        whs_t = xp.ascontiguousarray((wh * scale[:, None]).T)    # (P, 4H): a faster GEMM
+        tmp = xp.empty((N, H), dtype=gx.dtype)
+        h, c = h0, c0
+        for t in (range(T - 1, -1, -1) if reverse else range(T)):
+            a = gates[t]
+            xp.matmul(h, whs_t, out=a)
+            a += gx[t]
+            xp.tanh(a, out=a)
+            a *= scale
+            a += offset
+            ct = cs[t]
+            xp.multiply(a[:, H:2 * H], c, out=ct)
+            xp.multiply(a[:, :H], a[:, 2 * H:3 * H], out=tmp)
+            ct += tmp
+            xp.tanh(ct, out=tcs[t])
+            xp.multiply(a[:, 3 * H:], tcs[t], out=hs[t])
+            h, c = hs[t], ct
+        y[...] = hs
+
+    def _backward_lstm(self, xp, lay, r, key, wh, c0, dy, dh, dc, dgx, reverse):
+        """Backward through time of the plain LSTM into ``dgx`` (T, N, 4H): every factor
+        that does not depend on the incoming gradients is computed for all steps at once
+        before the loop, which then makes seven array calls a step."""
+        T, N, H = lay.T, lay.N, lay.H
+        gates, cs, tcs = r[('gates', key)], r[('c', key)], r[('tc', key)]
+        dt = dy.dtype
+        i, f, g, o = (gates[:, :, k * H:(k + 1) * H] for k in range(4))
+        if reverse:
+            c_prev = xp.concatenate([cs[1:], c0[None]], axis=0)
+        else:
+            c_prev = xp.concatenate([c0[None], cs[:-1]], axis=0)
+        # d gate pre-activations = dct * k (i, f, g) or dh * ao (o); dct = dh * b + dc
+        k3 = xp.empty((T, N, 3, H), dtype=dt)
+        one_minus = xp.subtract(1, i, dtype=dt)
+        xp.multiply(i, one_minus, out=k3[:, :, 0])
+        k3[:, :, 0] *= g
+        xp.subtract(1, f, out=one_minus)
+        xp.multiply(f, one_minus, out=k3[:, :, 1])
+        k3[:, :, 1] *= c_prev
+        xp.multiply(g, g, out=one_minus)
+        xp.subtract(1, one_minus, out=one_minus)
+        xp.multiply(i, one_minus, out=k3[:, :, 2])
+        ao = xp.subtract(1, o, dtype=dt)
+        ao *= o
+        ao *= tcs
+        b = xp.multiply(tcs, tcs, dtype=dt)
+        xp.subtract(1, b, out=b)
+        b *= o
+        dgx4 = dgx.reshape(T, N, 4, H)
+        steps = list(range(T) if reverse else range(T - 1, -1, -1))
+        dht = xp.empty((N, H), dtype=dt)
+        if dh is None:
+            dht[...] = dy[steps[0]]
+        else:
+            xp.add(dh, dy[steps[0]], out=dht)
+        dcn = xp.zeros((N, H), dtype=dt) if dc is None else dc.astype(dt, copy=True)
+        dct = xp.empty((N, H), dtype=dt)
+        for j, t in enumerate(steps):
+            xp.multiply(dht, b[t], out=dct)
+            dct += dcn
+            xp.multiply(k3[t], dct[:, None, :], out=dgx4[t, :, :3])
+            xp.multiply(dht, ao[t], out=dgx4[t, :, 3])
+            xp.multiply(dct, f[t], out=dcn)
+            xp.matmul(dgx[t], wh, out=dht)
+            if j + 1 < T:
+                dht += dy[steps[j + 1]]
+        return dht, dcn
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         x, w, hx = inputs[0], inputs[1], inputs[2]
@@ -434,8 +531,12 @@ class RNN(Operator):
             dc = xp.zeros(c0.shape, dtype=dy.dtype) if dc is None else dc
         dgx = xp.empty((T, N, G * H), dtype=dy.dtype)
         dgh = xp.empty((T, N, G * H), dtype=dy.dtype) if is_gru else dgx
+        if lay.fast and mask is None:
+            dh, dc = self._backward_lstm(xp, lay, r, key, wh, c0, dy, dh, dc, dgx, reverse)
+            steps = ()
+        else:
+            steps = range(T) if reverse else range(T - 1, -1, -1)
         lo, hi = self.lstm_state_clip_min, self.lstm_state_clip_max
-        steps = range(T) if reverse else range(T - 1, -1, -1)
         for t in steps:
             tp = t + 1 if reverse else t - 1     # the step that came before
             first = tp < 0 or tp >= T
@@ -496,8 +597,9 @@ class RNN(Operator):
         dgx2, dgh2 = dgx.reshape(T * N, G * H), dgh.reshape(T * N, G * H)
         dwx += dgx2.T @ x.reshape(T * N, -1)
         dwh += dgh2.T @ hprev.reshape(T * N, -1)
-        dbx += dgx2.sum(axis=0)
-        dbh += dgh2.sum(axis=0)
+        db = dgx2.sum(axis=0)
+        dbx += db
+        dbh += db if dgh is dgx else dgh2.sum(axis=0)
         if dx_out is not None:
             dx_out[:, :, :] += (dgx2 @ wx).reshape(T, N, -1)
         return dh, (dc if is_lstm else None)

@@ -10,7 +10,8 @@ import numpy as _np
 
 __all__ = ['SymgraphError', 'MXNetError', 'ShapeError', 'TypeInferenceError',
            'BindError', 'ArgumentError', 'NameCollisionError', 'ParameterError',
-           'ArgumentTypeError', 'UnknownNameError', 'UnknownOperatorError', 'MissingFileError', 'UsageError',
+           'ArgumentTypeError', 'UnknownNameError', 'UnknownOperatorError', 'MissingFileError',
+           'UsageError',
            'NotSupportedError', 'close_names', 'rewrap', 'user_location', 'string_types',
            'numeric_types', 'integer_types', 'mx_real_t', 'py_str', 'NotImplementedForSymbol']
 

@@ -58,7 +58,8 @@ def test_two_variables_with_one_name_are_refused():
     _assert_names_both(info.value, 'x', line_a, line_b)
     # an explicit Variable colliding with an automatic one
     w = mx.sym.var('fc_weight'); line_w = _lineno()  # noqa: E702
-    fc = mx.sym.FullyConnected(mx.sym.var('d'), num_hidden=2, name='fc'); line_fc = _lineno()  # noqa: E702,E501
+    d = mx.sym.var('d')
+    fc = mx.sym.FullyConnected(d, num_hidden=2, name='fc'); line_fc = _lineno()  # noqa: E702
     with pytest.raises(NameCollisionError) as info:
         (fc + w).infer_shape(d=(1, 2))
     _assert_names_both(info.value, 'fc_weight', line_fc, line_w)

@@ -9,8 +9,9 @@ import sys
 import numpy as _np
 
 __all__ = ['SymgraphError', 'MXNetError', 'ShapeError', 'TypeInferenceError',
-           'BindError', 'ArgumentError', 'ParameterError', 'ArgumentTypeError',
-           'UnknownNameError', 'UnknownOperatorError', 'MissingFileError', 'UsageError',
+           'BindError', 'ArgumentError', 'NameCollisionError', 'ParameterError',
+           'ArgumentTypeError', 'UnknownNameError', 'UnknownOperatorError', 'MissingFileError',
+           'UsageError',
            'NotSupportedError', 'close_names', 'rewrap', 'user_location', 'string_types',
            'numeric_types', 'integer_types', 'mx_real_t', 'py_str', 'NotImplementedForSymbol']
 
@@ -67,6 +68,11 @@ class BindError(SymgraphError, ValueError):
 
 class ArgumentError(SymgraphError, ValueError):
     """A value given to symgraph that does not fit (``except ValueError`` catches it)."""
+
+
+class NameCollisionError(ArgumentError):
+    """Two different Variables of one graph with the same name (two ``fc1_weight`` from two
+    layers both named ``fc1``): binding by name could not tell them apart."""
 
 
 class ParameterError(ArgumentError):

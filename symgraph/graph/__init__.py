@@ -13,4 +13,4 @@ passes call only the hooks declared on :class:`symgraph.opdef.Operator`.
     MXNet's symbol JSON, read (with the upgrades of older files) and written.
 """
 from .nodes import (Node, topo_order, aux_variable_ids, TYPE_CODE,  # noqa: F401
-                    parse_shape_attr, dtype_from_attr)
+                    parse_shape_attr, dtype_from_attr, variable_name_clash)

@@ -320,15 +320,28 @@ def _upgrade(recs, version, source):
                 del rec.attrs['axis']
 
 
-def _build(recs, source):
-    """Frozen graph nodes from the (upgraded) records, in file order."""
+def _build(recs, source, warn_duplicates=True):
+    """Frozen graph nodes from the (upgraded) records, in file order.
+
+    MXNet writes (and binds by name) graphs in which different Variables share a name (a
+    group of compositions, two layers given one name): they load, each later one standing
+    for the first (``Node.same_as``), with a warning naming them unless
+    ``warn_duplicates`` is false (our own copies)."""
     built = {}
+    first_var = {}          # name -> the first Variable node of that name
+    same_named = {}         # name -> file indices of its Variables, when more than one
 
     def node_of(rec):
         if id(rec) in built:
             return built[id(rec)]
         if rec.cls is None:
-            node = Node(None, rec.name, rec.attrs, (), rec.loc)
+            first = first_var.get(rec.name)
+            node = Node(None, rec.name, rec.attrs, (), rec.loc, same_as=first)
+            if first is None:
+                first_var[rec.name] = node
+                same_named[rec.name] = [rec.index]
+            else:
+                same_named[rec.name].append(rec.index)
         else:
             op = _make_op(rec, rec.attrs, source)
             inputs = []
@@ -346,15 +359,26 @@ def _build(recs, source):
         built[id(rec)] = node
         return node
 
-    return [node_of(rec) for rec in recs]
+    nodes = [node_of(rec) for rec in recs]
+    dups = [(name, idx) for name, idx in same_named.items() if len(idx) > 1]
+    if dups and warn_duplicates:
+        warnings.warn('%s: different Variables share a name (%s); binding by name gives them '
+                      'one array, as in MXNet. If they are meant to be different parameters, '
+                      'rename them' % (source, '; '.join(
+                          '%r at nodes %s' % (name, ', '.join(str(i) for i in idx[:10]) +
+                                              (', ...' if len(idx) > 10 else ''))
+                          for name, idx in dups[:10]) + ('; ...' if len(dups) > 10 else '')),
+                      UserWarning, stacklevel=4)
+    return nodes
 
 
-def from_json(text, source='<json>'):
+def from_json(text, source='<json>', warn_duplicates=True):
     """The outputs ((node, index) pairs) of the graph in MXNet JSON text; corrupt input
     gives SymbolFormatError (``symbol.load_json`` makes the Symbol).
 
     Files written by older MXNet versions (``attrs.mxnet_version`` below 10901, or none:
-    0.8.0) are upgraded as MXNet 1.9.1 upgrades them.
+    0.8.0) are upgraded as MXNet 1.9.1 upgrades them. Different Variables with one name
+    load with a UserWarning naming them and their node indices (``warn_duplicates``).
     """
     try:
         doc = json.loads(text)
@@ -388,7 +412,7 @@ def from_json(text, source='<json>'):
     if not head_entries:
         _fail(source, 'the symbol has no outputs ("heads" is empty)')
     _upgrade(recs, _version(doc, source), source)
-    built = _build(recs, source)
+    built = _build(recs, source, warn_duplicates)
     heads = []
     for k, i in head_entries:
         if not 0 <= i < built[k].num_outputs():

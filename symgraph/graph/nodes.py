@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ['Node', 'topo_order', 'aux_variable_ids', 'TYPE_CODE', 'CODE_TYPE']
+__all__ = ['Node', 'topo_order', 'aux_variable_ids', 'variable_name_clash', 'TYPE_CODE',
+           'CODE_TYPE']
 
 #: MXNet's type flags (``__dtype__`` attributes and ``.params`` files)
 TYPE_CODE = {'float32': 0, 'float64': 1, 'float16': 2, 'uint8': 3, 'int32': 4, 'int8': 5,
@@ -20,16 +21,21 @@ class Node:
         parameters as the user gave them, plus ``__dunder__`` and scope attributes).
     inputs : tuple of (Node, output index).
     location : 'file:line' of the user code that created the node.
+    same_as : for a Variable, the Variable it stands for (the original of a copy made by
+        composition, or the first of same-named Variables read from JSON), or None: such
+        Variables share their name legitimately (see :func:`variable_name_clash`).
     """
 
-    __slots__ = ('op', 'name', 'attrs', 'inputs', 'location')
+    __slots__ = ('op', 'name', 'attrs', 'inputs', 'location', 'same_as')
 
-    def __init__(self, op, name, attrs, inputs, location='<unknown>'):
+    def __init__(self, op, name, attrs, inputs, location='<unknown>', same_as=None):
         object.__setattr__(self, 'op', op)
         object.__setattr__(self, 'name', name)
         object.__setattr__(self, 'attrs', dict(attrs or {}))
         object.__setattr__(self, 'inputs', tuple(inputs))
         object.__setattr__(self, 'location', location)
+        object.__setattr__(self, 'same_as', None if same_as is None
+                           else (same_as.same_as or same_as))
 
     def __setattr__(self, k, v):
         raise AttributeError('graph nodes are immutable')
@@ -98,6 +104,24 @@ def aux_variable_ids(order):
         for src, _ in n.inputs[n_args:]:
             aux.add(id(src))
     return aux
+
+
+def variable_name_clash(order):
+    """The first two different Variables of ``order`` that have the same name, or None.
+
+    Variables are the same when they are one node, or one stands for the other
+    (``same_as``: copies made by composition, same-named Variables read from JSON).
+    One pass over the nodes: a dict lookup per Variable.
+    """
+    seen = {}
+    for n in order:
+        if n.op is not None:
+            continue
+        key = n.same_as or n
+        first = seen.setdefault(n.name, (key, n))
+        if first[0] is not key:
+            return first[1], n
+    return None
 
 
 def parse_shape_attr(s):

@@ -14,9 +14,10 @@ import numpy as np
 from .. import opdef
 from ..attribute import PLAIN_KEYS, AttrScope, check_attrs, plain_keys, with_plain_copies
 from ..base import (MXNetError, user_location, ArgumentError, ArgumentTypeError, NotSupportedError,
-                    ParameterError, UnknownNameError, MissingFileError, rewrap)
+                    ParameterError, UnknownNameError, MissingFileError, NameCollisionError,
+                    rewrap)
 from ..graph import Node, topo_order, aux_variable_ids, TYPE_CODE, parse_shape_attr, \
-    dtype_from_attr
+    dtype_from_attr, variable_name_clash
 from ..graph.infer import infer_shapes, infer_types, shape_complete
 from ..graph.json_format import SymbolFormatError, from_json, to_json
 from ..name import NameManager
@@ -49,8 +50,17 @@ class Symbol:
     def _order(self):
         return topo_order([n for n, _ in self._outputs])
 
-    def _arg_aux(self):
+    def _checked_order(self):
+        """:meth:`_order`, refused when two different Variables share a name (they could
+        not be told apart when bound by name; MXNet binds them ambiguously). Checked where a
+        whole graph is used (listing, inference, bind, Group, composition), not at each
+        operator call, which would make building a graph quadratic."""
         order = self._order()
+        _check_names(order)
+        return order
+
+    def _arg_aux(self):
+        order = self._checked_order()
         aux_ids = aux_variable_ids(order)
         args = [n for n in order if n.op is None and id(n) not in aux_ids]
         aux = [n for n in order if n.op is None and id(n) in aux_ids]
@@ -66,7 +76,7 @@ class Symbol:
 
     def list_inputs(self):
         """Names of all Variables: arguments and auxiliary states, in graph order."""
-        return [n.name for n in self._order() if n.op is None]
+        return [n.name for n in self._checked_order() if n.op is None]
 
     def list_outputs(self):
         """Names of the outputs: ``<node>_output`` or ``<node>_<name>``."""
@@ -149,7 +159,7 @@ class Symbol:
         for n in self._order():
             if n.op is None:
                 new[id(n)] = kwargs[n.name]._outputs[0] if n.name in kwargs else \
-                    (Node(None, n.name, n.attrs, (), n.location), 0)
+                    (Node(None, n.name, n.attrs, (), n.location, same_as=n), 0)
                 continue
             inputs = [(new[id(src)][0], new[id(src)][1] if src.op is None else i)
                       for src, i in n.inputs]
@@ -163,10 +173,13 @@ class Symbol:
             head = outputs[0][0]
             renamed = Node(head.op, name, head.attrs, head.inputs, head.location)
             outputs = [(renamed, i) for _, i in outputs]
-        return Symbol(outputs)
+        composed = Symbol(outputs)
+        composed._checked_order()       # a replacement may bring a Variable's name again
+        return composed
 
     def __deepcopy__(self, memo):
-        return load_json(self.tojson(remove_amp_cast=False))
+        self._checked_order()
+        return _load_json_copy(self.tojson(remove_amp_cast=False))
 
     def __repr__(self):
         if len(self._outputs) == 1:
@@ -477,7 +490,8 @@ class Symbol:
 
     # attributes of MXNet's Symbol handled elsewhere
     def __reduce__(self):
-        return (load_json, (self.tojson(remove_amp_cast=False),))
+        self._checked_order()
+        return (_load_json_copy, (self.tojson(remove_amp_cast=False),))
 
 
 _FLUENT = frozenset('''reshape reshape_like transpose flatten expand_dims squeeze sum mean
@@ -554,7 +568,21 @@ def Group(symbols):
     outs = []
     for s in symbols:
         outs.extend(s._outputs)
-    return Symbol(outs)
+    group = Symbol(outs)
+    group._checked_order()      # symbols built apart may each have their own 'fc1_weight'
+    return group
+
+
+def _check_names(order):
+    """NameCollisionError naming the name and where both Variables were created."""
+    clash = variable_name_clash(order)
+    if clash is not None:
+        a, b = clash
+        raise NameCollisionError(
+            'two different Variables are named %r in one graph: one created at %s, the other '
+            'at %s; they could not be told apart when bound by name. Give the layers or '
+            'Variables distinct names, or share a weight by passing the same Variable '
+            '(weight=w) to both layers' % (a.name, a.location, b.location))
 
 
 def _entry_of(sym, op_name, arg):
@@ -784,6 +812,12 @@ def histogram(a, bins=10, range=None, **kwargs):
 def load_json(json_str):
     """A symbol from MXNet's JSON text (files written by MXNet 1.x load)."""
     return Symbol(from_json(json_str))
+
+
+def _load_json_copy(json_str):
+    """A copy (deepcopy, pickle) of a symbol from its JSON: same-named Variables in it
+    stand for one another already (compositions), so no warning."""
+    return Symbol(from_json(json_str, warn_duplicates=False))
 
 
 def load(fname):

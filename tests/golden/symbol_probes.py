@@ -19,10 +19,11 @@ def run(mx):
                                     (np.int64(3) > x).name]
         out['fluent'] = [x.astype('int32').name, x.sin().name, x.log1p().name,
                          x.reciprocal().name]
-    # one shape for every Variable of that name
-    a, b = mx.sym.var('y'), mx.sym.var('y')
+    # one shape for every Variable of that name (composition copies the Variable 'y':
+    # two Variables made apart with one name are an error in symgraph, issue 14)
+    a = mx.sym.var('y')
     out['same_name_shapes'] = [list(s) for s in
-                               mx.sym.Group([a * 2, b * 3]).infer_shape(y=(2, 3))[1]]
+                               mx.sym.Group([a * 2, (a * 3)()]).infer_shape(y=(2, 3))[1]]
     # _set_attr re-parses an operator parameter
     fc = mx.sym.FullyConnected(x, num_hidden=3, name='fc')
     fc._set_attr(num_hidden='5')

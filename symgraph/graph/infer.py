@@ -11,7 +11,7 @@ import numpy as np
 from ..base import ShapeError, TypeInferenceError, MXNetError
 from ..opdef import unify_shape
 
-__all__ = ['infer_shapes', 'infer_types', 'shape_complete']
+__all__ = ['infer_shapes', 'infer_types', 'infer_entries', 'shape_complete']
 
 
 def shape_complete(s):
@@ -170,3 +170,13 @@ def infer_types(order, known, answers=None):
     """dtypes of all entries. ``known`` maps variable Node -> dtype (``answers``: as in
     :func:`infer_shapes`)."""
     return _run(order, known, 'type', answers)
+
+
+def infer_entries(order, known, kind):
+    """Shapes (``kind`` 'shape') or dtypes ('type') of all entries, from ``known``:
+    {(node, output index): value} for any entries, not only Variables (a subgraph's
+    outputs known from the loop around it)."""
+    p = _Pass(order, kind)
+    for (node, i), value in known.items():
+        p.merge((p.index[id(node)], i), value, node, kind)
+    return p.run()

@@ -7,6 +7,7 @@ from .. import opdef
 from ..attribute import PLAIN_KEYS
 from ..base import MXNetError
 from .nodes import Node, topo_order
+from .subgraph import GraphSubgraph
 
 __all__ = ['to_json', 'from_json', 'MXNET_VERSION']
 
@@ -19,6 +20,14 @@ class SymbolFormatError(MXNetError, ValueError):
 
 def to_json(heads):
     """MXNet JSON text of the graph whose outputs are ``heads`` ((node, index) pairs)."""
+    doc = _graph_doc(heads)
+    doc['attrs'] = {'mxnet_version': ['int', MXNET_VERSION]}
+    return json.dumps(doc, indent=2)
+
+
+def _graph_doc(heads):
+    """The JSON object of a graph (a control-flow node's ``subgraphs`` entries are such
+    objects without the graph ``attrs``, as MXNet writes them)."""
     order = topo_order([n for n, _ in heads])
     index = {id(n): k for k, n in enumerate(order)}
     nodes, arg_nodes, row_ptr = [], [], [0]
@@ -27,14 +36,14 @@ def to_json(heads):
         if n.attrs:
             d['attrs'] = dict(n.attrs)
         d['inputs'] = [[index[id(src)], i, 0] for src, i in n.inputs]
+        if n.op is not None and n.op.subgraphs:
+            d['subgraphs'] = [_graph_doc(g.heads) for g in n.op.subgraphs]
         nodes.append(d)
         if n.op is None:
             arg_nodes.append(k)
         row_ptr.append(row_ptr[-1] + n.num_outputs())
-    doc = {'nodes': nodes, 'arg_nodes': arg_nodes, 'node_row_ptr': row_ptr,
-           'heads': [[index[id(n)], i, 0] for n, i in heads],
-           'attrs': {'mxnet_version': ['int', MXNET_VERSION]}}
-    return json.dumps(doc, indent=2)
+    return {'nodes': nodes, 'arg_nodes': arg_nodes, 'node_row_ptr': row_ptr,
+            'heads': [[index[id(n)], i, 0] for n, i in heads]}
 
 
 def _fail(source, msg):
@@ -70,11 +79,12 @@ class _Rec:
     that is in no list; ``cls`` is the operator class, None for a Variable.
     """
 
-    __slots__ = ('index', 'name', 'cls', 'attrs', 'inputs', 'loc')
+    __slots__ = ('index', 'name', 'cls', 'attrs', 'inputs', 'loc', 'subgraphs')
 
-    def __init__(self, index, name, cls, attrs, inputs, loc):
+    def __init__(self, index, name, cls, attrs, inputs, loc, subgraphs=None):
         self.index, self.name, self.cls = index, name, cls
         self.attrs, self.inputs, self.loc = attrs, inputs, loc
+        self.subgraphs = subgraphs
 
     def where(self):
         return 'node %d (%s)' % (self.index, self.name)
@@ -127,7 +137,12 @@ def _read_nodes(doc, source):
             except MXNetError:
                 _fail(source, 'node %d (%s) uses operator %r, which is not registered'
                       % (k, name, op_name))
-        recs.append(_Rec(k, name, cls, attrs, inputs, '%s:node %d' % (source, k)))
+        subgraphs = d.get('subgraphs')
+        if subgraphs is not None and (not isinstance(subgraphs, list) or not all(
+                isinstance(g, dict) for g in subgraphs)):
+            _fail(source, 'node %d (%s): "subgraphs" must be a list of graph objects'
+                  % (k, name))
+        recs.append(_Rec(k, name, cls, attrs, inputs, '%s:node %d' % (source, k), subgraphs))
     return recs
 
 
@@ -268,7 +283,7 @@ def _upgrade(recs, version, source):
                 del rec.attrs['axis']
 
 
-def _build(recs, source):
+def _build(recs, source, version):
     """Frozen graph nodes from the (upgraded) records, in file order."""
     built = {}
 
@@ -290,6 +305,18 @@ def _build(recs, source):
                 _fail(source, 'node %d (%s, operator %s) has %d inputs but the operator '
                       'takes %d: %s' % (rec.index, rec.name, op.name, len(inputs),
                                         op.input_count(), _input_names(op)))
+            if op.num_subgraphs or rec.subgraphs:
+                if len(rec.subgraphs or ()) != op.num_subgraphs:
+                    _fail(source, 'node %d (%s, operator %s) has %d subgraphs but the '
+                          'operator holds %d' % (rec.index, rec.name, op.name,
+                                                 len(rec.subgraphs or ()), op.num_subgraphs))
+                graphs = [GraphSubgraph(_from_doc(g, '%s:node %d subgraph %d'
+                                                  % (source, rec.index, j), version))
+                          for j, g in enumerate(rec.subgraphs)]
+                try:
+                    op = op.with_subgraphs(graphs)
+                except MXNetError as e:
+                    _fail(source, 'node %d (%s): %s' % (rec.index, rec.name, e))
             node = Node(op, rec.name, rec.attrs, inputs, rec.loc)
         built[id(rec)] = node
         return node
@@ -308,6 +335,12 @@ def from_json(text, source='<json>'):
         doc = json.loads(text)
     except (ValueError, TypeError) as e:
         _fail(source, 'not valid JSON (truncated or corrupt?): %s' % e)
+    return _from_doc(doc, source, None)
+
+
+def _from_doc(doc, source, version):
+    """The outputs of the graph object ``doc``; ``version``: that of the enclosing file
+    for a subgraph (None: read from ``doc``)."""
     if not isinstance(doc, dict) or not isinstance(doc.get('nodes'), list) \
             or not isinstance(doc.get('heads'), list):
         _fail(source, 'not an MXNet symbol file: expected an object with "nodes" and '
@@ -332,8 +365,10 @@ def from_json(text, source='<json>'):
         head_entries.append(ent)
     if not head_entries:
         _fail(source, 'the symbol has no outputs ("heads" is empty)')
-    _upgrade(recs, _version(doc, source), source)
-    built = _build(recs, source)
+    if version is None:
+        version = _version(doc, source)
+    _upgrade(recs, version, source)
+    built = _build(recs, source, version)
     heads = []
     for k, i in head_entries:
         if not 0 <= i < built[k].num_outputs():

@@ -72,6 +72,11 @@ class _State:
         return r
 
 
+def _output_names(n):
+    """MXNet's names: 'output' for one output, else 'output0', 'output1', ..."""
+    return ['output'] if n == 1 else ['output%d' % i for i in range(n)]
+
+
 def _zeros_like(xp, a):
     return xp.zeros(a.shape, dtype=a.dtype)
 
@@ -134,7 +139,7 @@ class Foreach(Operator):
         return ['data%d' % i for i in range(self.num_args - 1)]
 
     def list_outputs(self):
-        return ['output%d' % i for i in range(self.num_outputs)]
+        return _output_names(self.num_outputs)
 
     # --- inference -------------------------------------------------------------
     def infer_shape(self, in_shapes, out_shapes):
@@ -313,7 +318,7 @@ class Cond(Operator):
         return ['data%d' % i for i in range(self.num_args - 3)]
 
     def list_outputs(self):
-        return ['output%d' % i for i in range(self.num_outputs)]
+        return _output_names(self.num_outputs)
 
     def infer_shape(self, in_shapes, out_shapes):
         ins, outs = list(in_shapes), list(out_shapes)
@@ -418,7 +423,7 @@ class WhileLoop(Operator):
         return ['data%d' % i for i in range(self.num_args - 2)]
 
     def list_outputs(self):
-        return ['output%d' % i for i in range(self.num_outputs)]
+        return _output_names(self.num_outputs)
 
     def _var_inputs(self):
         """the node input index of each loop variable"""

@@ -36,6 +36,18 @@ def _unify_type(a, b, what):
     raise MXNetError('%s: %s vs %s' % (what, np.dtype(a).name, np.dtype(b).name))
 
 
+def _types(ts):
+    """``ts`` as a list of np.dtype or None, to compare: ``np.dtype(...) == None`` is True
+    (np.dtype(None) is float64), so type lists must be compared after this."""
+    return [None if t is None else np.dtype(t) for t in ts]
+
+
+def _same_types(a, b):
+    return len(a) == len(b) and all(
+        (x is None and y is None) or (x is not None and y is not None and
+                                      np.dtype(x) == np.dtype(y)) for x, y in zip(a, b))
+
+
 def _check_locs(op, graph, locs, what, n_inputs):
     n = len(graph.list_inputs())
     if sorted(locs) != list(range(n)):
@@ -188,16 +200,18 @@ class Foreach(Operator):
         b_in = [None] * len(locs)
         for k, loc in enumerate(locs):
             b_in[loc] = in_types[k]
+        b_in = _types(b_in)
         b_out = [None] * self.num_outputs
-        for _ in range(3):
+        for _ in range(len(locs) + self.num_outputs + 2):
             for j, loc in enumerate(self.in_state_locs):
                 u = _unify_type(b_in[loc], b_out[nod + j], 'loop state %d' % j)
                 b_in[loc] = b_out[nod + j] = u
             new_in, new_out = body.infer_type(b_in, b_out)
-            if list(new_in) == b_in and list(new_out) == b_out:
+            new_in, new_out = _types(new_in), _types(new_out)
+            if _same_types(new_in, b_in) and _same_types(new_out, b_out):
                 break
-            b_in, b_out = list(new_in), list(new_out)
-        return [b_in[loc] for loc in locs], list(b_out), []
+            b_in, b_out = new_in, new_out
+        return [b_in[loc] for loc in locs], b_out, []
 
     # --- compute ---------------------------------------------------------------
     def create_state(self, ctx, in_shapes, in_dtypes):
@@ -339,15 +353,20 @@ class Cond(Operator):
         return ins, outs, []
 
     def infer_type(self, in_types):
-        ins, outs = list(in_types), [None] * self.num_outputs
-        for gi, (g, locs) in enumerate(zip(self.subgraphs, self._all_locs())):
-            g_out = [None] if gi == 0 else outs
-            new_in, new_out = g.infer_type([ins[l] for l in locs], g_out)
-            for l, t in zip(locs, new_in):
-                ins[l] = _unify_type(ins[l], t, 'input %d' % l)
-            if gi:
-                outs = [_unify_type(a, b, 'output %d of both branches' % i)
-                        for i, (a, b) in enumerate(zip(outs, new_out))]
+        ins, outs = _types(in_types), [None] * self.num_outputs
+        for _ in range(len(ins) + self.num_outputs + 2):
+            before = (list(ins), list(outs))
+            for gi, (g, locs) in enumerate(zip(self.subgraphs, self._all_locs())):
+                g_out = [None] if gi == 0 else outs
+                new_in, new_out = g.infer_type([ins[l] for l in locs], g_out)
+                for l, t in zip(locs, new_in):
+                    ins[l] = _unify_type(ins[l], t, 'input %d' % l)
+                if gi:
+                    outs = [_unify_type(a, b, 'output %d of both branches' % i)
+                            for i, (a, b) in enumerate(zip(outs, new_out))]
+            ins, outs = _types(ins), _types(outs)
+            if _same_types(ins, before[0]) and _same_types(outs, before[1]):
+                break
         return ins, outs, []
 
     def create_state(self, ctx, in_shapes, in_dtypes):
@@ -457,23 +476,27 @@ class WhileLoop(Operator):
         return ins, outs, []
 
     def infer_type(self, in_types):
-        ins = list(in_types)
+        ins = _types(in_types)
         nod = self.num_out_data
         var_in = self._var_inputs()
         f_out = [None] * self.num_outputs
-        for _ in range(3):
+        for _ in range(len(ins) + self.num_outputs + 2):
+            before = (list(ins), list(f_out))
             for j, l in enumerate(var_in):
                 u = _unify_type(ins[l], f_out[nod + j], 'loop variable %d' % j)
                 ins[l] = f_out[nod + j] = u
             new_in, f_out = self.subgraphs[1].infer_type(
                 [ins[l] for l in self.func_input_locs], f_out)
-            f_out = list(f_out)
+            f_out = _types(f_out)
             for l, t in zip(self.func_input_locs, new_in):
                 ins[l] = _unify_type(ins[l], t, 'input %d' % l)
             new_in, _ = self.subgraphs[0].infer_type(
                 [ins[l] for l in self.cond_input_locs], [None])
             for l, t in zip(self.cond_input_locs, new_in):
                 ins[l] = _unify_type(ins[l], t, 'input %d' % l)
+            ins = _types(ins)
+            if _same_types(ins, before[0]) and _same_types(f_out, before[1]):
+                break
         return ins, f_out, []
 
     def create_state(self, ctx, in_shapes, in_dtypes):

@@ -233,3 +233,13 @@ def test_symbol_errors():
     with pytest.raises(MXNetError, match='data arrays have to be used'):
         mx.sym.contrib.foreach(lambda x, s: (s[0] * 2, [s[0]]), mx.sym.var('d'),
                                [mx.sym.var('s')])
+
+
+@pytest.mark.parametrize('name, given', [('while_sum', {'i': 'float64'}),
+                                         ('cond_then', {'a': 'float64'}),
+                                         ('cond_else', {'x': 'float64'})])
+def test_types_flow_through_subgraphs(name, given):
+    sym = BUILDERS[name]()
+    args, outs, _ = sym.infer_type(**given)
+    assert [np.dtype(t).name for t in args] == ['float64'] * len(args)
+    assert [np.dtype(t).name for t in outs] == ['float64'] * len(outs)

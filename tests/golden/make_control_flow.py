@@ -237,10 +237,10 @@ def _verify_one(name, path):
                                               float(np.max(np.abs(numeric[k] - want))))
             notes.append(k)
         worst = max(worst, err)
-    msg = 'forward and backward match (worst error / tolerance %.3g)' % worst
+    msg = 'forward and gradients match (worst error / tolerance %.3g)' % worst
     if notes:
-        msg += '; MXNet\'s backward differs for %s, ours equals its float64 central ' \
-               'differences' % ', '.join(notes)
+        msg += '; gradients of %s checked against MXNet\'s float64 central differences ' \
+               '(its backward differs)' % ', '.join(notes)
     return True, msg
 
 

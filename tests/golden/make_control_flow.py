@@ -75,7 +75,8 @@ def while_sum(mx):
 def cond_scalar(mx, then):
     a, b, x = mx.sym.var('a'), mx.sym.var('b'), mx.sym.var('x')
     pred = mx.sym.sum(a) < b if then else mx.sym.sum(a) > b
-    out = mx.sym.contrib.cond(pred, lambda: (a + 5) * x, lambda: mx.sym.broadcast_mul(mx.sym.sin(a - x), b))
+    out = mx.sym.contrib.cond(pred, lambda: (a + 5) * x,
+                              lambda: mx.sym.broadcast_mul(mx.sym.sin(a - x), b))
     return out, {'a': (2, 3), 'b': (1,), 'x': (2, 3)}
 
 

@@ -164,6 +164,19 @@ def write_ours(sg, directory):
     """With symgraph (``sg``): each case's symbol and its inputs, outputs, head gradients
     and input gradients, for MXNet to check (``--verify-ours``)."""
     os.makedirs(directory, exist_ok=True)
+    # subgraph names (cond_pred0, ...) count per process, as MXNet's AttrScope does: start
+    # them from 0 here, and leave the caller's counters as they were
+    counters = sg.symbol.control_flow._subgraph_names
+    kept = dict(counters)
+    try:
+        counters.clear()
+        _write_ours(sg, directory)
+    finally:
+        counters.clear()
+        counters.update(kept)
+
+
+def _write_ours(sg, directory):
     for name, build in CASES.items():
         with sg.name.NameManager():         # automatic names start from 0 every time
             sym, shapes = build(sg)

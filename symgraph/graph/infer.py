@@ -40,6 +40,15 @@ def _unify_type(a, b, what):
     raise TypeInferenceError('%s: %s vs %s' % (what, np.dtype(a).name, np.dtype(b).name))
 
 
+def _question(values):
+    """``values`` (shapes or dtypes, None unknown) as a tuple that compares by value: dtypes
+    by name, since ``np.dtype('float64') == None`` is True (np.dtype(None) is float64) and a
+    float64 input learnt after None would look like the question already asked."""
+    return tuple(v if v is None or isinstance(v, tuple) else
+                 (np.dtype(v).str if isinstance(v, (np.dtype, type, str)) else v)
+                 for v in values)
+
+
 class _Pass:
     """One inference problem (shapes or types) over a topologically ordered graph."""
 
@@ -100,7 +109,7 @@ class _Pass:
                     changed |= self.merge(in_keys[j], o, node, 'argument %r' % names[j])
             ins = [self.values.get(k) for k in in_keys]
         with_outs = shape and op.infer_shape_uses_outputs
-        question = (tuple(ins), tuple(outs)) if with_outs else tuple(ins)
+        question = (_question(ins), _question(outs)) if with_outs else _question(ins)
         if self.asked.get(k_node, self) == question:
             return changed
         self.asked[k_node] = question

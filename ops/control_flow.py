@@ -115,6 +115,7 @@ class Foreach(Operator):
     name = '_foreach'
     num_subgraphs = 1
     infer_shape_uses_outputs = True
+    infer_type_uses_outputs = True
     num_args = Param(int, doc='number of inputs, the subgraph counted (as MXNet)',
                      minimum=1)
     num_outputs = Param(int, doc='the number of outputs of the subgraph')
@@ -193,7 +194,7 @@ class Foreach(Operator):
         outs += b_out[nod:]
         return ins, outs, []
 
-    def infer_type(self, in_types):
+    def infer_type(self, in_types, out_types=None):
         body = self.subgraphs[0]
         locs = self._body_locs()
         nod = self.num_out_data
@@ -201,7 +202,7 @@ class Foreach(Operator):
         for k, loc in enumerate(locs):
             b_in[loc] = in_types[k]
         b_in = _types(b_in)
-        b_out = [None] * self.num_outputs
+        b_out = _types(out_types or [None] * self.num_outputs)
         for _ in range(len(locs) + self.num_outputs + 2):
             for j, loc in enumerate(self.in_state_locs):
                 u = _unify_type(b_in[loc], b_out[nod + j], 'loop state %d' % j)
@@ -297,6 +298,7 @@ class Cond(Operator):
     name = '_cond'
     num_subgraphs = 3
     infer_shape_uses_outputs = True
+    infer_type_uses_outputs = True
     num_args = Param(int, doc='number of inputs, the three subgraphs counted (as MXNet)',
                      minimum=3)
     num_outputs = Param(int, doc='the number of outputs of the subgraph')
@@ -352,8 +354,8 @@ class Cond(Operator):
                             for i, (a, b) in enumerate(zip(outs, new_out))]
         return ins, outs, []
 
-    def infer_type(self, in_types):
-        ins, outs = _types(in_types), [None] * self.num_outputs
+    def infer_type(self, in_types, out_types=None):
+        ins, outs = _types(in_types), _types(out_types or [None] * self.num_outputs)
         for _ in range(len(ins) + self.num_outputs + 2):
             before = (list(ins), list(outs))
             for gi, (g, locs) in enumerate(zip(self.subgraphs, self._all_locs())):
@@ -408,6 +410,7 @@ class WhileLoop(Operator):
     name = '_while_loop'
     num_subgraphs = 2
     infer_shape_uses_outputs = True
+    infer_type_uses_outputs = True
     num_args = Param(int, doc='number of inputs, the two subgraphs counted (as MXNet)',
                      minimum=2)
     num_outputs = Param(int, doc='the number of outputs of the subgraph')
@@ -475,11 +478,11 @@ class WhileLoop(Operator):
                 for s in f_out[:nod]] + f_out[nod:]
         return ins, outs, []
 
-    def infer_type(self, in_types):
+    def infer_type(self, in_types, out_types=None):
         ins = _types(in_types)
         nod = self.num_out_data
         var_in = self._var_inputs()
-        f_out = [None] * self.num_outputs
+        f_out = _types(out_types or [None] * self.num_outputs)
         for _ in range(len(ins) + self.num_outputs + 2):
             before = (list(ins), list(f_out))
             for j, l in enumerate(var_in):

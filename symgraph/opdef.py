@@ -12,7 +12,8 @@ structure
     ``num_visible_outputs()``, ``input_init()``
 inference (pure, never touching arrays)
     ``infer_shape(in_shapes[, out_shapes])`` (the second argument exactly when
-    ``infer_shape_uses_outputs``), ``same_shape_io``, ``infer_type(in_types)``
+    ``infer_shape_uses_outputs``), ``same_shape_io``, ``infer_type(in_types[, out_types])``
+    (the second argument exactly when ``infer_type_uses_outputs``)
 compute
     ``forward(xp, inputs, aux, is_train)``, ``backward(xp, out_grads, inputs, outputs,
     aux, need)`` with ``need`` a list of bool; ``fast_forward``/``fast_forward_typed``;
@@ -426,6 +427,9 @@ class Operator:
     #: (Reshape, FullyConnected's data from its output...). Default False: the rule gets
     #: the input shapes only.
     infer_shape_uses_outputs = False
+    #: the same for ``infer_type``: it takes the output dtypes known so far as a second
+    #: argument (control-flow operators pass them through their subgraphs to the inputs)
+    infer_type_uses_outputs = False
 
     @property
     def same_shape_io(self):
@@ -619,6 +623,11 @@ def register(cls):
     if takes < 2 and cls.infer_shape_uses_outputs:
         raise MXNetError('operator %s sets infer_shape_uses_outputs but its infer_shape takes '
                          'no out_shapes argument' % cls.name)
+    takes = len(inspect.signature(cls.infer_type).parameters) - 1
+    if (takes >= 2) != bool(cls.infer_type_uses_outputs):
+        raise MXNetError('operator %s: infer_type takes %d argument(s) but '
+                         'infer_type_uses_outputs is %s (out_types exactly when set)'
+                         % (cls.name, takes, cls.infer_type_uses_outputs))
     for n in (cls.name,) + tuple(cls.aliases):
         _REGISTRY[n] = cls
     _CANONICAL[cls.name] = cls

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import ShapeError, TypeInferenceError, MXNetError
-from ..opdef import unify_shape
+from ..opdef import unify_shape, Operator
 
 __all__ = ['infer_shapes', 'infer_types', 'infer_entries', 'shape_complete']
 
@@ -108,7 +108,14 @@ class _Pass:
                 for j in range(n_args):
                     changed |= self.merge(in_keys[j], o, node, 'argument %r' % names[j])
             ins = [self.values.get(k) for k in in_keys]
-        with_outs = shape and op.infer_shape_uses_outputs
+        if not shape and n_args and type(op).infer_type is Operator.infer_type:
+            # the default rule (every input and output one type, MXNet's ElemwiseType):
+            # a known output type tells the inputs, as in MXNet
+            for o in outs[:op.num_visible_outputs()]:
+                for j in range(n_args):
+                    changed |= self.merge(in_keys[j], o, node, 'argument %r' % names[j])
+            ins = [self.values.get(k) for k in in_keys]
+        with_outs = op.infer_shape_uses_outputs if shape else op.infer_type_uses_outputs
         question = (_question(ins), _question(outs)) if with_outs else _question(ins)
         if self.asked.get(k_node, self) == question:
             return changed
@@ -120,10 +127,12 @@ class _Pass:
             new_ins, new_outs, new_aux = known[1]
         else:
             try:
-                if with_outs:     # rules that infer inputs from known outputs
+                if shape and with_outs:     # rules that infer inputs from known outputs
                     new_ins, new_outs, new_aux = op.infer_shape(list(ins), list(outs))
                 elif shape:
                     new_ins, new_outs, new_aux = op.infer_shape(list(ins))
+                elif with_outs:
+                    new_ins, new_outs, new_aux = op.infer_type(list(ins), list(outs))
                 else:
                     new_ins, new_outs, new_aux = op.infer_type(list(ins))
             except (ShapeError, TypeInferenceError, MXNetError) as e:

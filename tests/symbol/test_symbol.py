@@ -209,3 +209,10 @@ def test_warnings_are_catchable():
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         assert mx.sym.var('a').infer_shape() == (None, None, None)
+
+
+def test_infer_type_goes_backwards_through_elementwise_rules():
+    # MXNet 1.9.1: (exp(a) * z).infer_type(z='float64') gives a float64 too (ElemwiseType
+    # unifies the outputs with the inputs)
+    y = mx.sym.exp(mx.sym.var('a')) * mx.sym.var('z')
+    assert y.infer_type(z='float64') == ([np.float64, np.float64], [np.float64], [])

@@ -12,7 +12,8 @@ structure
     ``num_visible_outputs()``, ``input_init()``
 inference (pure, never touching arrays)
     ``infer_shape(in_shapes[, out_shapes])`` (the second argument exactly when
-    ``infer_shape_uses_outputs``), ``same_shape_io``, ``infer_type(in_types)``
+    ``infer_shape_uses_outputs``), ``same_shape_io``, ``infer_type(in_types[, out_types])``
+    (the second argument exactly when ``infer_type_uses_outputs``)
 compute
     ``forward(xp, inputs, aux, is_train)``, ``backward(xp, out_grads, inputs, outputs,
     aux, need)`` with ``need`` a list of bool; ``fast_forward``/``fast_forward_typed``;
@@ -21,6 +22,9 @@ compute
     instance a bind runs, fitted to the inferred shapes)
 planner data
     ``needs_inputs``, ``needs_outputs``, ``inplace``, ``no_grad``, ``is_loss``
+subgraphs (control flow)
+    ``num_subgraphs``, ``subgraphs``, ``with_subgraphs(graphs)``: the graphs a node holds
+    (MXNet's JSON ``subgraphs`` field), each a :class:`Subgraph` made by the core
 runtime services an operator may use
     :func:`random_state` (the generator to draw from) and :func:`device_group` (the other
     devices of a data-parallel step, for collective operators such as SyncBatchNorm).
@@ -43,7 +47,8 @@ __all__ = ['Param', 'Operator', 'register', 'get_op', 'unknown_operator', 'list_
            'TypeInferenceError', 'REQUIRED', 'elemwise_shape', 'same_type',
            'unify_shape', 'dtype_name', 'np_dtype', 'shape_known', 'reduce_to_shape',
            'random_state', 'using_random_state', 'DeviceGroup', 'device_group',
-           'using_device_group', 'ProcessGroup', 'process_group', 'set_process_group']
+           'using_device_group', 'ProcessGroup', 'process_group', 'set_process_group',
+           'Subgraph', 'SubgraphRunner']
 
 REQUIRED = object()
 
@@ -267,6 +272,12 @@ class Operator:
     #: their outputs); returning another array is always correct too.  Default False:
     #: neither keyword is passed.
     writes_into = False
+    #: how many graphs a node of this operator holds (MXNet's ``subgraphs`` field of the
+    #: node in JSON: ``_foreach`` 1, ``_while_loop`` 2, ``_cond`` 3). Default 0. The core
+    #: gives them with :meth:`with_subgraphs`; the operator reads :attr:`subgraphs`.
+    num_subgraphs = 0
+    #: the :class:`Subgraph` objects of this node (empty unless :attr:`num_subgraphs`)
+    subgraphs = ()
     _params = {}
 
     def __init_subclass__(cls, **kw):
@@ -310,7 +321,32 @@ class Operator:
         raise AttributeError('operator instances are immutable')
 
     def __eq__(self, other):
-        return type(self) is type(other) and self._values == other._values
+        return type(self) is type(other) and self._values == other._values \
+            and len(self.subgraphs) == len(other.subgraphs) \
+            and all(a is b for a, b in zip(self.subgraphs, other.subgraphs))
+
+    def with_subgraphs(self, graphs):
+        """A copy of this operator holding ``graphs`` (a sequence of :class:`Subgraph`,
+        exactly :attr:`num_subgraphs` of them), as the core makes a control-flow node
+        (``mx.sym.contrib.foreach``, or a JSON node with a ``subgraphs`` field)."""
+        graphs = tuple(graphs)
+        if len(graphs) != self.num_subgraphs:
+            raise MXNetError('operator %s holds %d subgraphs, got %d'
+                             % (self.name, self.num_subgraphs, len(graphs)))
+        for g in graphs:
+            if not isinstance(g, Subgraph):
+                raise TypeError('operator %s: a subgraph must be a Subgraph, got %s'
+                                % (self.name, type(g).__name__))
+        new = object.__new__(type(self))
+        for k, v in self.__dict__.items():
+            object.__setattr__(new, k, v)
+        object.__setattr__(new, 'subgraphs', graphs)
+        new.check_subgraphs()
+        return new
+
+    def check_subgraphs(self):
+        """Validate the parameters against :attr:`subgraphs` (their numbers of inputs and
+        outputs); raise MXNetError. Called by :meth:`with_subgraphs`. Default: nothing."""
 
     def __hash__(self):
         return hash((type(self), tuple(sorted((k, repr(v)) for k, v in self._values.items()))))
@@ -394,6 +430,9 @@ class Operator:
     #: (Reshape, FullyConnected's data from its output...). Default False: the rule gets
     #: the input shapes only.
     infer_shape_uses_outputs = False
+    #: the same for ``infer_type``: it takes the output dtypes known so far as a second
+    #: argument (control-flow operators pass them through their subgraphs to the inputs)
+    infer_type_uses_outputs = False
 
     @property
     def same_shape_io(self):
@@ -519,6 +558,55 @@ class Operator:
         return self.fast_forward(xp, is_train)
 
 
+class Subgraph:
+    """A graph held by a control-flow node (``_foreach``'s body), as an operator sees it.
+
+    The core makes these (``symgraph.graph.subgraph``); an operator only calls the methods
+    below, so that ``ops/`` never imports the core. Shapes are partial as in
+    :meth:`Operator.infer_shape` (None unknown, dimension 0 unknown); dtypes are NumPy
+    dtypes or None.
+    """
+
+    def list_inputs(self):
+        """Names of the graph's input Variables in MXNet's order (``list_inputs``)."""
+        raise NotImplementedError
+
+    def num_outputs(self):
+        """Number of outputs (heads) of the graph."""
+        raise NotImplementedError
+
+    def infer_shape(self, in_shapes, out_shapes):
+        """Shape inference through the graph: ``(in_shapes, out_shapes)`` as completed
+        from what is known of both (lists in :meth:`list_inputs` and output order).
+        Raises ShapeError naming the node inside the graph."""
+        raise NotImplementedError
+
+    def infer_type(self, in_types, out_types):
+        """Type inference through the graph, as :meth:`infer_shape`."""
+        raise NotImplementedError
+
+    def bind(self, ctx, xp, in_shapes, in_dtypes, need_grad):
+        """A :class:`SubgraphRunner` for complete input shapes and dtypes; ``need_grad``
+        (a bool per input) says which input gradients :meth:`SubgraphRunner.backward`
+        computes. ``ctx`` is the bind's context (opaque), ``xp`` numpy or cupy."""
+        raise NotImplementedError
+
+
+class SubgraphRunner:
+    """A :class:`Subgraph` compiled for fixed shapes and dtypes (see
+    :meth:`Subgraph.bind`). One runner may run many times (once per loop step)."""
+
+    def forward(self, inputs, is_train):
+        """``(outputs, saved)``: the output arrays and what :meth:`backward` needs of
+        this run (opaque; keep one per step of a loop)."""
+        raise NotImplementedError
+
+    def backward(self, saved, out_grads):
+        """Gradients of the inputs (None where ``need_grad`` was False) for the run that
+        gave ``saved``; ``out_grads`` has one array per output (None: zero)."""
+        raise NotImplementedError
+
+
 def register(cls):
     """Class decorator: add an operator class under its name and aliases."""
     if not cls.name:
@@ -538,6 +626,11 @@ def register(cls):
     if takes < 2 and cls.infer_shape_uses_outputs:
         raise MXNetError('operator %s sets infer_shape_uses_outputs but its infer_shape takes '
                          'no out_shapes argument' % cls.name)
+    takes = len(inspect.signature(cls.infer_type).parameters) - 1
+    if (takes >= 2) != bool(cls.infer_type_uses_outputs):
+        raise MXNetError('operator %s: infer_type takes %d argument(s) but '
+                         'infer_type_uses_outputs is %s (out_types exactly when set)'
+                         % (cls.name, takes, cls.infer_type_uses_outputs))
     for n in (cls.name,) + tuple(cls.aliases):
         _REGISTRY[n] = cls
     _CANONICAL[cls.name] = cls
@@ -583,6 +676,11 @@ class OpNamespace:
             if cand in _REGISTRY:
                 return self._maker(cand, hint=name.lower())
         raise unknown_operator(name, self._prefix)
+
+    def add_function(self, name, fn):
+        """Give the Python function ``fn`` as ``<namespace>.<name>`` (in place of a
+        registered operator of that name): ``mx.sym.contrib.foreach`` builds a graph."""
+        self._functions[name] = fn
 
     def __dir__(self):
         names = {n[len(self._prefix):] for n in _REGISTRY if n.startswith(self._prefix)}

@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import ShapeError, TypeInferenceError, MXNetError
-from ..opdef import unify_shape
+from ..opdef import unify_shape, Operator
 
-__all__ = ['infer_shapes', 'infer_types', 'shape_complete']
+__all__ = ['infer_shapes', 'infer_types', 'infer_entries', 'shape_complete']
 
 
 def shape_complete(s):
@@ -38,6 +38,15 @@ def _unify_type(a, b, what):
     if b is None or np.dtype(a) == np.dtype(b):
         return np.dtype(a)
     raise TypeInferenceError('%s: %s vs %s' % (what, np.dtype(a).name, np.dtype(b).name))
+
+
+def _question(values):
+    """``values`` (shapes or dtypes, None unknown) as a tuple that compares by value: dtypes
+    by name, since ``np.dtype('float64') == None`` is True (np.dtype(None) is float64) and a
+    float64 input learnt after None would look like the question already asked."""
+    return tuple(v if v is None or isinstance(v, tuple) else
+                 (np.dtype(v).str if isinstance(v, (np.dtype, type, str)) else v)
+                 for v in values)
 
 
 class _Pass:
@@ -99,8 +108,15 @@ class _Pass:
                 for j in range(n_args):
                     changed |= self.merge(in_keys[j], o, node, 'argument %r' % names[j])
             ins = [self.values.get(k) for k in in_keys]
-        with_outs = shape and op.infer_shape_uses_outputs
-        question = (tuple(ins), tuple(outs)) if with_outs else tuple(ins)
+        if not shape and n_args and type(op).infer_type is Operator.infer_type:
+            # the default rule (every input and output one type, MXNet's ElemwiseType):
+            # a known output type tells the inputs, as in MXNet
+            for o in outs[:op.num_visible_outputs()]:
+                for j in range(n_args):
+                    changed |= self.merge(in_keys[j], o, node, 'argument %r' % names[j])
+            ins = [self.values.get(k) for k in in_keys]
+        with_outs = op.infer_shape_uses_outputs if shape else op.infer_type_uses_outputs
+        question = (_question(ins), _question(outs)) if with_outs else _question(ins)
         if self.asked.get(k_node, self) == question:
             return changed
         self.asked[k_node] = question
@@ -111,10 +127,12 @@ class _Pass:
             new_ins, new_outs, new_aux = known[1]
         else:
             try:
-                if with_outs:     # rules that infer inputs from known outputs
+                if shape and with_outs:     # rules that infer inputs from known outputs
                     new_ins, new_outs, new_aux = op.infer_shape(list(ins), list(outs))
                 elif shape:
                     new_ins, new_outs, new_aux = op.infer_shape(list(ins))
+                elif with_outs:
+                    new_ins, new_outs, new_aux = op.infer_type(list(ins), list(outs))
                 else:
                     new_ins, new_outs, new_aux = op.infer_type(list(ins))
             except (ShapeError, TypeInferenceError, MXNetError) as e:
@@ -170,3 +188,13 @@ def infer_types(order, known, answers=None):
     """dtypes of all entries. ``known`` maps variable Node -> dtype (``answers``: as in
     :func:`infer_shapes`)."""
     return _run(order, known, 'type', answers)
+
+
+def infer_entries(order, known, kind):
+    """Shapes (``kind`` 'shape') or dtypes ('type') of all entries, from ``known``:
+    {(node, output index): value} for any entries, not only Variables (a subgraph's
+    outputs known from the loop around it)."""
+    p = _Pass(order, kind)
+    for (node, i), value in known.items():
+        p.merge((p.index[id(node)], i), value, node, kind)
+    return p.run()

@@ -8,6 +8,7 @@ from .. import opdef
 from ..attribute import PLAIN_KEYS
 from ..base import MXNetError
 from .nodes import TYPE_CODE, Node, dtype_from_attr, parse_shape_attr, topo_order
+from .subgraph import GraphSubgraph
 
 __all__ = ['to_json', 'from_json', 'MXNET_VERSION']
 
@@ -36,6 +37,14 @@ def to_json(heads, remove_amp_cast=False):
     ``save`` apply by default), every input fed by an ``amp_cast`` / ``amp_multicast``
     is fed by that cast's input instead; casts that are outputs of the graph stay.
     """
+    doc = _graph_doc(heads, remove_amp_cast)
+    doc['attrs'] = {'mxnet_version': ['int', MXNET_VERSION]}
+    return json.dumps(doc, indent=2)
+
+
+def _graph_doc(heads, remove_amp_cast=False):
+    """The JSON object of a graph (a control-flow node's ``subgraphs`` entries are such
+    objects without the graph ``attrs``, as MXNet writes them)."""
     if remove_amp_cast:
         rewired = {}
 
@@ -54,14 +63,14 @@ def to_json(heads, remove_amp_cast=False):
         if n.attrs:
             d['attrs'] = dict(n.attrs)
         d['inputs'] = [[index[id(src)], i, 0] for src, i in inputs_of(n)]
+        if n.op is not None and n.op.subgraphs:
+            d['subgraphs'] = [_graph_doc(g.heads, remove_amp_cast) for g in n.op.subgraphs]
         nodes.append(d)
         if n.op is None:
             arg_nodes.append(k)
         row_ptr.append(row_ptr[-1] + n.num_outputs())
-    doc = {'nodes': nodes, 'arg_nodes': arg_nodes, 'node_row_ptr': row_ptr,
-           'heads': [[index[id(n)], i, 0] for n, i in heads],
-           'attrs': {'mxnet_version': ['int', MXNET_VERSION]}}
-    return json.dumps(doc, indent=2)
+    return {'nodes': nodes, 'arg_nodes': arg_nodes, 'node_row_ptr': row_ptr,
+            'heads': [[index[id(n)], i, 0] for n, i in heads]}
 
 
 def _fail(source, msg):
@@ -98,11 +107,12 @@ class _Rec:
     that is in no list; ``cls`` is the operator class, None for a Variable.
     """
 
-    __slots__ = ('index', 'name', 'cls', 'attrs', 'inputs', 'loc')
+    __slots__ = ('index', 'name', 'cls', 'attrs', 'inputs', 'loc', 'subgraphs')
 
-    def __init__(self, index, name, cls, attrs, inputs, loc):
+    def __init__(self, index, name, cls, attrs, inputs, loc, subgraphs=None):
         self.index, self.name, self.cls = index, name, cls
         self.attrs, self.inputs, self.loc = attrs, inputs, loc
+        self.subgraphs = subgraphs
 
     def where(self):
         return 'node %d (%s)' % (self.index, self.name)
@@ -156,7 +166,12 @@ def _read_nodes(doc, source):
             except MXNetError:
                 _fail(source, 'node %d (%s) uses operator %r, which is not registered'
                       % (k, name, op_name))
-        recs.append(_Rec(k, name, cls, attrs, inputs, '%s:node %d' % (source, k)))
+        subgraphs = d.get('subgraphs')
+        if subgraphs is not None and (not isinstance(subgraphs, list) or not all(
+                isinstance(g, dict) for g in subgraphs)):
+            _fail(source, 'node %d (%s): "subgraphs" must be a list of graph objects'
+                  % (k, name))
+        recs.append(_Rec(k, name, cls, attrs, inputs, '%s:node %d' % (source, k), subgraphs))
     return recs
 
 
@@ -320,7 +335,7 @@ def _upgrade(recs, version, source):
                 del rec.attrs['axis']
 
 
-def _build(recs, source, warn_duplicates=True):
+def _build(recs, source, version, warn_duplicates=True):
     """Frozen graph nodes from the (upgraded) records, in file order.
 
     MXNet writes (and binds by name) graphs in which different Variables share a name (a
@@ -355,6 +370,18 @@ def _build(recs, source, warn_duplicates=True):
                 _fail(source, 'node %d (%s, operator %s) has %d inputs but the operator '
                       'takes %d: %s' % (rec.index, rec.name, op.name, len(inputs),
                                         op.input_count(), _input_names(op)))
+            if op.num_subgraphs or rec.subgraphs:
+                if len(rec.subgraphs or ()) != op.num_subgraphs:
+                    _fail(source, 'node %d (%s, operator %s) has %d subgraphs but the '
+                          'operator holds %d' % (rec.index, rec.name, op.name,
+                                                 len(rec.subgraphs or ()), op.num_subgraphs))
+                graphs = [GraphSubgraph(_from_doc(g, '%s:node %d subgraph %d'
+                                                  % (source, rec.index, j), version))
+                          for j, g in enumerate(rec.subgraphs)]
+                try:
+                    op = op.with_subgraphs(graphs)
+                except MXNetError as e:
+                    _fail(source, 'node %d (%s): %s' % (rec.index, rec.name, e))
             node = Node(op, rec.name, rec.attrs, inputs, rec.loc)
         built[id(rec)] = node
         return node
@@ -387,6 +414,12 @@ def from_json(text, source='<json>', warn_duplicates=True):
     except RecursionError:
         # the C decoder recurses per nesting level; no symbol file nests more than a few
         _fail(source, 'not a symbol file: JSON nested too deeply to parse')
+    return _from_doc(doc, source, None, warn_duplicates)
+
+
+def _from_doc(doc, source, version, warn_duplicates=True):
+    """The outputs of the graph object ``doc``; ``version``: that of the enclosing file
+    for a subgraph (None: read from ``doc``)."""
     if not isinstance(doc, dict) or not isinstance(doc.get('nodes'), list) \
             or not isinstance(doc.get('heads'), list):
         _fail(source, 'not an MXNet symbol file: expected an object with "nodes" and '
@@ -411,8 +444,10 @@ def from_json(text, source='<json>', warn_duplicates=True):
         head_entries.append(ent)
     if not head_entries:
         _fail(source, 'the symbol has no outputs ("heads" is empty)')
-    _upgrade(recs, _version(doc, source), source)
-    built = _build(recs, source, warn_duplicates)
+    if version is None:
+        version = _version(doc, source)
+    _upgrade(recs, version, source)
+    built = _build(recs, source, version, warn_duplicates)
     heads = []
     for k, i in head_entries:
         if not 0 <= i < built[k].num_outputs():

@@ -16,6 +16,10 @@ from .ndarray import (NDArray, array, zeros, ones, empty, full, arange, eye, lin
                       lesser_equal, logical_and, logical_or, logical_xor, split_v2, histogram,
                       random, contrib, linalg, _internal, image)
 from .ndarray import __getattr__  # noqa: F401  (operator functions: mx.nd.exp)
+from . import control_flow
+
+for _f in (control_flow.foreach, control_flow.while_loop, control_flow.cond):
+    contrib.add_function(_f.__name__, _f)
 
 __all__ = ['NDArray', 'array', 'zeros', 'ones', 'empty', 'full', 'arange', 'eye', 'linspace',
            'save', 'load', 'load_frombuffer',

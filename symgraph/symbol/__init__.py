@@ -13,6 +13,10 @@ from .symbol import (Symbol, Variable, var, Group, load, load_json, maximum, min
                      random,
                      contrib, linalg, _internal, image)
 from .symbol import __getattr__  # noqa: F401  (operator functions: mx.sym.FullyConnected)
+from . import control_flow
+
+for _f in (control_flow.foreach, control_flow.while_loop, control_flow.cond):
+    contrib.add_function(_f.__name__, _f)
 
 __all__ = ['Symbol', 'Variable', 'var', 'Group', 'load', 'load_json', 'maximum', 'minimum',
            'pow', 'power', 'hypot', 'zeros', 'ones', 'full', 'arange']

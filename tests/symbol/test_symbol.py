@@ -165,6 +165,16 @@ def test_infer_type():
     assert mx.sym.exp(x).infer_type()[1] == [np.float16]
 
 
+@pytest.mark.parametrize('dtype', ['float16', 'float64'])
+def test_infer_type_revisits_a_node_whose_input_became_known(dtype):
+    # v1's type is learnt from v1 + w after v1 * 2 was first asked with v1 unknown; float64
+    # was lost here (np.dtype('float64') == None is True: the question looked unchanged)
+    v1, w = mx.sym.var('v1'), mx.sym.var('w')
+    g = mx.sym.Group([mx.sym.exp(v1 * 2), v1 + w])
+    arg, out, _ = g.infer_type(w=dtype)
+    assert arg == [np.dtype(dtype).type] * 2 and out == [np.dtype(dtype).type] * 2
+
+
 def test_infer_shape_unknown_kwarg_is_error():
     with pytest.raises(ValueError, match='nope'):
         mlp().infer_shape(nope=(1, 2))
@@ -199,3 +209,10 @@ def test_warnings_are_catchable():
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         assert mx.sym.var('a').infer_shape() == (None, None, None)
+
+
+def test_infer_type_goes_backwards_through_elementwise_rules():
+    # MXNet 1.9.1: (exp(a) * z).infer_type(z='float64') gives a float64 too (ElemwiseType
+    # unifies the outputs with the inputs)
+    y = mx.sym.exp(mx.sym.var('a')) * mx.sym.var('z')
+    assert y.infer_type(z='float64') == ([np.float64, np.float64], [np.float64], [])

@@ -1,0 +1,139 @@
+"""Convolution forward, backward-data and backward-weights through oneDNN (1-D, 2-D, 3-D).
+
+Plain layouts only: data (N, C, *S) and weights (F, C/g, *k) exactly as the NumPy path holds
+them (grouped weights described as (g, F/g, C/g, *k) over the same memory), so no reorder is
+ever needed; oneDNN picks its implementation for these layouts. Geometry oneDNN refuses
+(e.g. a negative right padding some MXNet shapes imply) gives None and the caller runs NumPy.
+"""
+import ctypes
+
+import numpy as np
+
+from . import _lib
+from ._core import BackendCore, as_f32, strided_desc
+from ._lib import check
+
+_VP = ctypes.c_void_p
+
+
+def _right_pad(size_in, size_out, k, s, p, d):
+    """The right padding that makes oneDNN's output size ``size_out``."""
+    return (size_out - 1) * s + (k - 1) * d + 1 - size_in - p
+
+
+def _weight_shape(wshape, groups):
+    if groups == 1:
+        return tuple(wshape)
+    f = wshape[0]
+    return (groups, f // groups) + tuple(wshape[1:])
+
+
+class Backend(BackendCore):
+    """oneDNN's CPU backend: what ``symgraph.opdef.cpu_backend()`` returns.
+
+    Every method takes and returns NumPy arrays; it returns None when oneDNN does not take
+    the case (the caller then computes with NumPy).
+    """
+
+    def _conv_descs(self, xshape, wshape, yshape, groups, bias):
+        lib = self.lib
+        mds = [strided_desc(lib, xshape), strided_desc(lib, _weight_shape(wshape, groups)),
+               strided_desc(lib, yshape)]
+        if bias:
+            mds.append(strided_desc(lib, (wshape[0] * 1,)))
+        return mds
+
+    def _destroy(self, mds):
+        for md in mds:
+            self.lib.dnnl_memory_desc_destroy(md)
+
+    @staticmethod
+    def _geometry(xshape, yshape, kernel, stride, pad, dilate):
+        pr = [_right_pad(i, o, k, s, p, d) for i, o, k, s, p, d
+              in zip(xshape[2:], yshape[2:], kernel, stride, pad, dilate)]
+        return (_lib.Dims(*stride), _lib.Dims(*[d - 1 for d in dilate]), _lib.Dims(*pad),
+                _lib.Dims(*pr))
+
+    def _fwd_pd(self, prop, mds, geom, bias):
+        pd = _VP()
+        x, w, y = mds[:3]
+        check(self.lib.dnnl_convolution_forward_primitive_desc_create(
+            ctypes.byref(pd), self.engine, prop, _lib.CONVOLUTION_DIRECT, x, w,
+            mds[3] if bias else None, y, *geom, None),
+            'dnnl_convolution_forward_primitive_desc_create')
+        return pd
+
+    def conv_forward(self, x, w, b, stride, pad, dilate, groups, yshape, is_train=True):
+        """y = conv(x, w) + b with output shape ``yshape``; None when not taken."""
+        x, w = as_f32(x), as_f32(w)
+        bias = b is not None
+        prop = _lib.FORWARD_TRAINING if is_train else _lib.FORWARD_INFERENCE
+        key = ('conv_forward', x.shape, w.shape, tuple(yshape), tuple(stride), tuple(pad),
+               tuple(dilate), groups, bias, prop)
+
+        def build():
+            mds = self._conv_descs(x.shape, w.shape, yshape, groups, bias)
+            try:
+                geom = self._geometry(x.shape, yshape, w.shape[2:], stride, pad, dilate)
+                pd = self._fwd_pd(prop, mds, geom, bias)
+            finally:
+                self._destroy(mds)
+            args = [_lib.ARG_SRC, _lib.ARG_WEIGHTS, _lib.ARG_DST]
+            return pd, args + ([_lib.ARG_BIAS] if bias else [])
+
+        y = np.empty(yshape, np.float32)
+        arrays = [x, w, y] + ([as_f32(b)] if bias else [])
+        return y if self.run(key, build, arrays) else None
+
+    def conv_backward_data(self, dy, w, xshape, stride, pad, dilate, groups):
+        """dx of shape ``xshape`` from dy and the weights; None when not taken."""
+        dy, w = as_f32(dy), as_f32(w)
+        key = ('conv_backward_data', dy.shape, w.shape, tuple(xshape), tuple(stride),
+               tuple(pad), tuple(dilate), groups)
+
+        def build():
+            mds = self._conv_descs(xshape, w.shape, dy.shape, groups, False)
+            hint = None
+            try:
+                geom = self._geometry(xshape, dy.shape, w.shape[2:], stride, pad, dilate)
+                hint = self._fwd_pd(_lib.FORWARD_TRAINING, mds, geom, False)
+                pd = _VP()
+                check(self.lib.dnnl_convolution_backward_data_primitive_desc_create(
+                    ctypes.byref(pd), self.engine, _lib.CONVOLUTION_DIRECT, mds[0], mds[1],
+                    mds[2], *geom, hint, None),
+                    'dnnl_convolution_backward_data_primitive_desc_create')
+            finally:
+                if hint:
+                    self.lib.dnnl_primitive_desc_destroy(hint)
+                self._destroy(mds)
+            return pd, [_lib.ARG_DIFF_DST, _lib.ARG_WEIGHTS, _lib.ARG_DIFF_SRC]
+
+        dx = np.empty(xshape, np.float32)
+        return dx if self.run(key, build, [dy, w, dx]) else None
+
+    def conv_backward_weights(self, x, dy, wshape, stride, pad, dilate, groups):
+        """dw of shape ``wshape`` from x and dy; None when not taken."""
+        x, dy = as_f32(x), as_f32(dy)
+        wshape = tuple(wshape)
+        key = ('conv_backward_weights', x.shape, dy.shape, wshape, tuple(stride), tuple(pad),
+               tuple(dilate), groups)
+
+        def build():
+            mds = self._conv_descs(x.shape, wshape, dy.shape, groups, False)
+            hint = None
+            try:
+                geom = self._geometry(x.shape, dy.shape, wshape[2:], stride, pad, dilate)
+                hint = self._fwd_pd(_lib.FORWARD_TRAINING, mds, geom, False)
+                pd = _VP()
+                check(self.lib.dnnl_convolution_backward_weights_primitive_desc_create(
+                    ctypes.byref(pd), self.engine, _lib.CONVOLUTION_DIRECT, mds[0], mds[1],
+                    None, mds[2], *geom, hint, None),
+                    'dnnl_convolution_backward_weights_primitive_desc_create')
+            finally:
+                if hint:
+                    self.lib.dnnl_primitive_desc_destroy(hint)
+                self._destroy(mds)
+            return pd, [_lib.ARG_SRC, _lib.ARG_DIFF_DST, _lib.ARG_DIFF_WEIGHTS]
+
+        dw = np.empty(wshape, np.float32)
+        return dw if self.run(key, build, [x, dy, dw]) else None

@@ -1,10 +1,16 @@
 """The engine, per-thread streams and cached primitives of the oneDNN backend.
 
-Lifetimes: a cached :class:`Primitive` owns its oneDNN memory objects, which never own data;
-:meth:`Primitive.execute` points every one of them at the NumPy array passed for that
-argument, runs and waits, so the arrays (held by the caller's frame for the whole call) outlive
-every use the library makes of them. Nothing outside a call points at NumPy memory that could
-be freed: a memory object keeps a stale address between calls but is never executed without
+A primitive is created with the layouts oneDNN prefers (``format_tag_any``: blocked layouts
+such as nChw16c, where its fast kernels run); each argument whose chosen layout differs from
+the plain C-order array the caller holds gets a cached reorder primitive and a cached
+internal buffer, so the NumPy side only ever sees plain (N, C, *S) arrays.
+
+Lifetimes: a cached :class:`Primitive` owns its oneDNN memory objects and its internal
+buffers (NumPy arrays held as attributes, alive as long as the memory objects that point at
+them). The memory objects of the caller's arrays never own data: :meth:`Primitive.execute`
+points each of them at the array passed for that argument, runs and waits, so those arrays
+(held by the caller's frame for the whole call) outlive every use the library makes of
+them; a memory object keeps a stale address between calls but is never executed without
 being pointed anew.
 """
 import ctypes
@@ -36,57 +42,113 @@ def strided_desc(lib, shape, strides=None):
     return md
 
 
+def any_desc(lib, shape):
+    """A float32 ``dnnl_memory_desc_t`` for ``shape`` whose layout the primitive chooses.
+    The caller destroys it."""
+    shape = tuple(int(s) for s in shape)
+    md = _VP()
+    check(lib.dnnl_memory_desc_create_with_tag(ctypes.byref(md), len(shape),
+                                               _lib.Dims(*shape), _lib.F32,
+                                               _lib.FORMAT_TAG_ANY),
+          'dnnl_memory_desc_create_with_tag%s' % (shape,))
+    return md
+
+
 class Primitive:
-    """A oneDNN primitive with one memory object per execution argument.
+    """A oneDNN primitive, its memory objects and the reorders to and from plain arrays.
 
     Parameters
     ----------
-    backend : Backend
+    backend : BackendCore
     pd : c_void_p
-        its primitive descriptor (owned from now on).
-    args : sequence of int
-        the DNNL_ARG_* indices it is executed with, in the order :meth:`execute` takes
-        arrays.
+        its primitive descriptor (owned from now on, even when this raises).
+    args : sequence of (int, c_void_p, bool)
+        (DNNL_ARG_* index, the plain memory descriptor of the caller's array, whether the
+        argument is an output), in the order :meth:`execute` takes arrays. The descriptors
+        stay the caller's.
     """
 
     def __init__(self, backend, pd, args):
         lib = self.lib = backend.lib
         self.pd = pd
         self.handle = _VP()
-        self.mems = []
+        self.mems = []           # every memory object (destroyed by close)
+        self.user = []           # per argument: the memory object of the caller's array
+        self.buffers = []        # internal buffers in the primitive's layouts
+        self.reorders = []       # [(primitive, pd, exec args, is_output)]
         try:
             check(lib.dnnl_primitive_create(ctypes.byref(self.handle), pd),
                   'dnnl_primitive_create')
-            for a in args:
-                md = lib.dnnl_primitive_desc_query_md(pd, _lib.QUERY_EXEC_ARG_MD, a)
-                if not md:
-                    raise _lib.DnnlError('query of argument %d' % a, 2)
-                mem = _VP()
-                check(lib.dnnl_memory_create(ctypes.byref(mem), md, backend.engine, None),
-                      'dnnl_memory_create')
-                self.mems.append(mem)
+            exec_args = []
+            for arg, plain, is_out in args:
+                chosen = lib.dnnl_primitive_desc_query_md(pd, _lib.QUERY_EXEC_ARG_MD, arg)
+                if not chosen:
+                    raise _lib.DnnlError('query of argument %d' % arg, 2)
+                user = self._memory(backend, plain, None)
+                self.user.append(user)
+                if lib.dnnl_memory_desc_equal(chosen, plain):
+                    exec_args.append(_lib.ExecArg(arg, user))
+                    continue
+                buf = np.empty(lib.dnnl_memory_desc_get_size(chosen), np.uint8)
+                self.buffers.append(buf)
+                inner = self._memory(backend, chosen, buf.ctypes.data)
+                exec_args.append(_lib.ExecArg(arg, inner))
+                src, dst = (inner, user) if is_out else (user, inner)
+                self._reorder(backend, chosen if is_out else plain,
+                              plain if is_out else chosen, src, dst, is_out)
         except Exception:
             self.close()
             raise
-        self.exec_args = (_lib.ExecArg * len(args))(
-            *[_lib.ExecArg(a, m) for a, m in zip(args, self.mems)])
-        self.nargs = len(args)
+        self.exec_args = (_lib.ExecArg * len(exec_args))(*exec_args)
+        self.nargs = len(exec_args)
+        self.before = [r for r in self.reorders if not r[3]]
+        self.after = [r for r in self.reorders if r[3]]
+
+    def _memory(self, backend, md, handle):
+        mem = _VP()
+        check(self.lib.dnnl_memory_create(ctypes.byref(mem), md, backend.engine, handle),
+              'dnnl_memory_create')
+        self.mems.append(mem)
+        return mem
+
+    def _reorder(self, backend, src_md, dst_md, src, dst, is_out):
+        lib = self.lib
+        rpd, prim = _VP(), _VP()
+        check(lib.dnnl_reorder_primitive_desc_create(ctypes.byref(rpd), src_md, backend.engine,
+                                                     dst_md, backend.engine, None),
+              'dnnl_reorder_primitive_desc_create')
+        status = lib.dnnl_primitive_create(ctypes.byref(prim), rpd)
+        if status:
+            lib.dnnl_primitive_desc_destroy(rpd)
+            check(status, 'dnnl_primitive_create (reorder)')
+        args = (_lib.ExecArg * 2)(_lib.ExecArg(_lib.ARG_SRC, src),
+                                  _lib.ExecArg(_lib.ARG_DST, dst))
+        self.reorders.append((prim, rpd, args, is_out))
 
     def execute(self, stream, arrays):
         """Run on ``arrays`` (C-contiguous float32, one per argument, in ``args`` order)
         and wait for completion. The arrays must stay referenced until this returns, which
         the caller's own references guarantee."""
         lib = self.lib
-        for mem, a in zip(self.mems, arrays):
+        for mem, a in zip(self.user, arrays):
             check(lib.dnnl_memory_set_data_handle(mem, a.ctypes.data),
                   'dnnl_memory_set_data_handle')
+        for prim, _, args, _ in self.before:
+            check(lib.dnnl_primitive_execute(prim, stream, 2, args), 'reorder')
         check(lib.dnnl_primitive_execute(self.handle, stream, self.nargs, self.exec_args),
               'dnnl_primitive_execute')
+        for prim, _, args, _ in self.after:
+            check(lib.dnnl_primitive_execute(prim, stream, 2, args), 'reorder')
         check(lib.dnnl_stream_wait(stream), 'dnnl_stream_wait')
 
     def close(self):
-        """Destroy the memory objects, the primitive and its descriptor."""
+        """Destroy the reorders, the memory objects, the primitive and its descriptor
+        (the internal buffers go last)."""
         lib = self.lib
+        for prim, rpd, _, _ in self.reorders:
+            lib.dnnl_primitive_destroy(prim)
+            lib.dnnl_primitive_desc_destroy(rpd)
+        self.reorders = []
         for m in self.mems:
             lib.dnnl_memory_destroy(m)
         self.mems = []
@@ -96,6 +158,7 @@ class Primitive:
         if self.pd:
             lib.dnnl_primitive_desc_destroy(self.pd)
             self.pd = None
+        self.buffers = []
 
 
 class BackendCore:
@@ -132,14 +195,13 @@ class BackendCore:
         return t
 
     def run(self, key, build, arrays):
-        """Execute the primitive cached under ``key`` (made by ``build()`` -> (pd, args)
-        on first use; None caches "not supported") on ``arrays``; False when unsupported."""
+        """Execute the primitive cached under ``key`` (made by ``build()`` -> Primitive on
+        first use; a refusal is cached too) on ``arrays``; False when oneDNN refuses."""
         t = self._thread()
         prim = t.cache.get(key, 0)
         if prim == 0:
             try:
-                pd, args = build()
-                prim = Primitive(self, pd, args)
+                prim = build()
             except _lib.DnnlError:
                 prim = None
             t.cache[key] = prim

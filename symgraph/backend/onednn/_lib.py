@@ -34,6 +34,8 @@ ARG_DIFF_SRC = 129
 ARG_DIFF_DST = 145
 ARG_DIFF_WEIGHTS = 161
 ARG_DIFF_BIAS = 169
+# dnnl_format_tag_t
+FORMAT_TAG_ANY = 1
 # dnnl_query_t
 QUERY_EXEC_ARG_MD = 255
 MAX_NDIMS = 12
@@ -124,6 +126,7 @@ _SIGNATURES = {
     'dnnl_convolution_backward_weights_primitive_desc_create': (
         (_P(_VP), _VP, ctypes.c_int, _VP, _VP, _VP, _VP, Dims, Dims, Dims, Dims, _VP, _VP),
         None),
+    'dnnl_reorder_primitive_desc_create': ((_P(_VP), _VP, _VP, _VP, _VP, _VP), None),
     'dnnl_primitive_desc_query_md': ((_VP, ctypes.c_int, ctypes.c_int), _VP),
     'dnnl_primitive_desc_destroy': ((_VP,), None),
     'dnnl_primitive_create': ((_P(_VP), _VP), None),

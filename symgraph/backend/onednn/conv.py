@@ -1,16 +1,19 @@
 """Convolution forward, backward-data and backward-weights through oneDNN (1-D, 2-D, 3-D).
 
-Plain layouts only: data (N, C, *S) and weights (F, C/g, *k) exactly as the NumPy path holds
-them (grouped weights described as (g, F/g, C/g, *k) over the same memory), so no reorder is
-ever needed; oneDNN picks its implementation for these layouts. Geometry oneDNN refuses
-(e.g. a negative right padding some MXNet shapes imply) gives None and the caller runs NumPy.
+The caller's arrays are plain: data (N, C, *S) and weights (F, C/g, *k) as the NumPy path
+holds them (grouped weights described as (g, F/g, C/g, *k) over the same memory). The
+primitives are created with the layouts oneDNN prefers and reorder at their edges (cached
+reorders, see :mod:`._core`): with plain layouts oneDNN 3.2 falls back to its im2col + GEMM
+kernels, whose weight gradient was up to 17x slower than its blocked ones here. Geometry
+oneDNN refuses (e.g. a negative right padding some MXNet shapes imply) gives None and the
+caller runs NumPy.
 """
 import ctypes
 
 import numpy as np
 
 from . import _lib
-from ._core import BackendCore, as_f32, strided_desc
+from ._core import BackendCore, Primitive, any_desc, as_f32, strided_desc
 from ._lib import check
 
 _VP = ctypes.c_void_p
@@ -31,17 +34,24 @@ def _weight_shape(wshape, groups):
 class Backend(BackendCore):
     """oneDNN's CPU backend: what ``symgraph.opdef.cpu_backend()`` returns.
 
-    Every method takes and returns NumPy arrays; it returns None when oneDNN does not take
-    the case (the caller then computes with NumPy).
+    Every method takes and returns plain C-order NumPy float32 arrays; it returns None when
+    oneDNN does not take the case (the caller then computes with NumPy).
     """
 
-    def _conv_descs(self, xshape, wshape, yshape, groups, bias):
+    def _descs(self, xshape, wshape, yshape, groups):
+        """(plain descriptors, 'any' descriptors) of data, weights and output."""
         lib = self.lib
-        mds = [strided_desc(lib, xshape), strided_desc(lib, _weight_shape(wshape, groups)),
-               strided_desc(lib, yshape)]
-        if bias:
-            mds.append(strided_desc(lib, (wshape[0] * 1,)))
-        return mds
+        shapes = (xshape, _weight_shape(wshape, groups), yshape)
+        plain, free = [], []
+        try:
+            for sh in shapes:
+                plain.append(strided_desc(lib, sh))
+            for sh in shapes:
+                free.append(any_desc(lib, sh))
+        except Exception:
+            self._destroy(plain + free)
+            raise
+        return plain, free
 
     def _destroy(self, mds):
         for md in mds:
@@ -54,32 +64,36 @@ class Backend(BackendCore):
         return (_lib.Dims(*stride), _lib.Dims(*[d - 1 for d in dilate]), _lib.Dims(*pad),
                 _lib.Dims(*pr))
 
-    def _fwd_pd(self, prop, mds, geom, bias):
+    def _fwd_pd(self, prop, mds, geom, bias_md=None):
         pd = _VP()
-        x, w, y = mds[:3]
+        x, w, y = mds
         check(self.lib.dnnl_convolution_forward_primitive_desc_create(
-            ctypes.byref(pd), self.engine, prop, _lib.CONVOLUTION_DIRECT, x, w,
-            mds[3] if bias else None, y, *geom, None),
+            ctypes.byref(pd), self.engine, prop, _lib.CONVOLUTION_DIRECT, x, w, bias_md, y,
+            *geom, None),
             'dnnl_convolution_forward_primitive_desc_create')
         return pd
 
     def conv_forward(self, x, w, b, stride, pad, dilate, groups, yshape, is_train=True):
         """y = conv(x, w) + b with output shape ``yshape``; None when not taken."""
         x, w = as_f32(x), as_f32(w)
+        yshape = tuple(yshape)
         bias = b is not None
         prop = _lib.FORWARD_TRAINING if is_train else _lib.FORWARD_INFERENCE
-        key = ('conv_forward', x.shape, w.shape, tuple(yshape), tuple(stride), tuple(pad),
+        key = ('conv_forward', x.shape, w.shape, yshape, tuple(stride), tuple(pad),
                tuple(dilate), groups, bias, prop)
 
         def build():
-            mds = self._conv_descs(x.shape, w.shape, yshape, groups, bias)
+            plain, free = self._descs(x.shape, w.shape, yshape, groups)
+            bmd = strided_desc(self.lib, (w.shape[0],)) if bias else None
             try:
                 geom = self._geometry(x.shape, yshape, w.shape[2:], stride, pad, dilate)
-                pd = self._fwd_pd(prop, mds, geom, bias)
+                pd = self._fwd_pd(prop, free, geom, bmd)
+                args = [(_lib.ARG_SRC, plain[0], False), (_lib.ARG_WEIGHTS, plain[1], False),
+                        (_lib.ARG_DST, plain[2], True)]
+                return Primitive(self, pd, args + ([(_lib.ARG_BIAS, bmd, False)]
+                                                   if bias else []))
             finally:
-                self._destroy(mds)
-            args = [_lib.ARG_SRC, _lib.ARG_WEIGHTS, _lib.ARG_DST]
-            return pd, args + ([_lib.ARG_BIAS] if bias else [])
+                self._destroy(plain + free + ([bmd] if bias else []))
 
         y = np.empty(yshape, np.float32)
         arrays = [x, w, y] + ([as_f32(b)] if bias else [])
@@ -88,25 +102,28 @@ class Backend(BackendCore):
     def conv_backward_data(self, dy, w, xshape, stride, pad, dilate, groups):
         """dx of shape ``xshape`` from dy and the weights; None when not taken."""
         dy, w = as_f32(dy), as_f32(w)
-        key = ('conv_backward_data', dy.shape, w.shape, tuple(xshape), tuple(stride),
-               tuple(pad), tuple(dilate), groups)
+        xshape = tuple(xshape)
+        key = ('conv_backward_data', dy.shape, w.shape, xshape, tuple(stride), tuple(pad),
+               tuple(dilate), groups)
 
         def build():
-            mds = self._conv_descs(xshape, w.shape, dy.shape, groups, False)
+            plain, free = self._descs(xshape, w.shape, dy.shape, groups)
             hint = None
             try:
                 geom = self._geometry(xshape, dy.shape, w.shape[2:], stride, pad, dilate)
-                hint = self._fwd_pd(_lib.FORWARD_TRAINING, mds, geom, False)
+                hint = self._fwd_pd(_lib.FORWARD_TRAINING, free, geom)
                 pd = _VP()
                 check(self.lib.dnnl_convolution_backward_data_primitive_desc_create(
-                    ctypes.byref(pd), self.engine, _lib.CONVOLUTION_DIRECT, mds[0], mds[1],
-                    mds[2], *geom, hint, None),
+                    ctypes.byref(pd), self.engine, _lib.CONVOLUTION_DIRECT, free[0], free[1],
+                    free[2], *geom, hint, None),
                     'dnnl_convolution_backward_data_primitive_desc_create')
+                return Primitive(self, pd, [(_lib.ARG_DIFF_DST, plain[2], False),
+                                            (_lib.ARG_WEIGHTS, plain[1], False),
+                                            (_lib.ARG_DIFF_SRC, plain[0], True)])
             finally:
                 if hint:
                     self.lib.dnnl_primitive_desc_destroy(hint)
-                self._destroy(mds)
-            return pd, [_lib.ARG_DIFF_DST, _lib.ARG_WEIGHTS, _lib.ARG_DIFF_SRC]
+                self._destroy(plain + free)
 
         dx = np.empty(xshape, np.float32)
         return dx if self.run(key, build, [dy, w, dx]) else None
@@ -119,21 +136,23 @@ class Backend(BackendCore):
                tuple(dilate), groups)
 
         def build():
-            mds = self._conv_descs(x.shape, wshape, dy.shape, groups, False)
+            plain, free = self._descs(x.shape, wshape, dy.shape, groups)
             hint = None
             try:
                 geom = self._geometry(x.shape, dy.shape, wshape[2:], stride, pad, dilate)
-                hint = self._fwd_pd(_lib.FORWARD_TRAINING, mds, geom, False)
+                hint = self._fwd_pd(_lib.FORWARD_TRAINING, free, geom)
                 pd = _VP()
                 check(self.lib.dnnl_convolution_backward_weights_primitive_desc_create(
-                    ctypes.byref(pd), self.engine, _lib.CONVOLUTION_DIRECT, mds[0], mds[1],
-                    None, mds[2], *geom, hint, None),
+                    ctypes.byref(pd), self.engine, _lib.CONVOLUTION_DIRECT, free[0], free[1],
+                    None, free[2], *geom, hint, None),
                     'dnnl_convolution_backward_weights_primitive_desc_create')
+                return Primitive(self, pd, [(_lib.ARG_SRC, plain[0], False),
+                                            (_lib.ARG_DIFF_DST, plain[2], False),
+                                            (_lib.ARG_DIFF_WEIGHTS, plain[1], True)])
             finally:
                 if hint:
                     self.lib.dnnl_primitive_desc_destroy(hint)
-                self._destroy(mds)
-            return pd, [_lib.ARG_SRC, _lib.ARG_DIFF_DST, _lib.ARG_DIFF_WEIGHTS]
+                self._destroy(plain + free)
 
         dw = np.empty(wshape, np.float32)
         return dw if self.run(key, build, [x, dy, dw]) else None

@@ -24,6 +24,35 @@ _lock = threading.Lock()
 _state = {}
 
 
+def _gomp_loaded():
+    """Whether GNU libgomp is already mapped into this process (Linux; False elsewhere)."""
+    try:
+        with open('/proc/self/maps') as f:
+            return any('libgomp' in line for line in f)
+    except OSError:
+        return False
+
+
+def _dlopen(path):
+    """:func:`_lib.load` with libgomp told to sleep at once when a parallel region ends.
+
+    Between oneDNN's primitives the engine runs NumPy, whose OpenBLAS threads then need the
+    cores that libgomp's threads would otherwise spin on (and the reverse: on a busy machine
+    a spinning pool makes every oneDNN call wait for a descheduled thread). libgomp reads
+    ``OMP_WAIT_POLICY`` once, when it is loaded, so it is set to ``passive`` for that
+    moment only, unless the user set it (or ``GOMP_SPINCOUNT``) or libgomp is already in the
+    process; the environment is restored right after.
+    """
+    if 'OMP_WAIT_POLICY' in os.environ or 'GOMP_SPINCOUNT' in os.environ \
+            or _gomp_loaded():
+        return _lib.load(path)
+    os.environ['OMP_WAIT_POLICY'] = 'passive'
+    try:
+        return _lib.load(path)
+    finally:
+        del os.environ['OMP_WAIT_POLICY']
+
+
 def _load():
     flag = os.environ.get('SYMGRAPH_ONEDNN', '1').strip().lower()
     if flag in ('0', 'false', 'off', 'no'):
@@ -35,7 +64,7 @@ def _load():
         if not os.path.exists(path):
             continue
         try:
-            lib = _lib.load(path)
+            lib = _dlopen(path)
             found = _lib.version(lib)
         except OSError as e:
             errors.append('%s: %s' % (path, e))

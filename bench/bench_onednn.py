@@ -8,7 +8,9 @@ take the cores the other one needs. Each variant runs in a fresh process (the po
 their settings at start): symgraph's default (its loader starts libgomp with
 ``OMP_WAIT_POLICY=passive``), libgomp spinning (``active``, and its own default of 300,000
 spins), and OpenBLAS on one thread. Printed: ms per matmul alone,
-per convolution alone, and per (matmul, convolution) pair; the pair should cost the sum.
+per convolution alone, and per (matmul, convolution) pair, with the matmul in NumPy
+(OpenBLAS) and in oneDNN (what FullyConnected uses for large products); the pair should
+cost the sum.
 """
 import os
 import subprocess
@@ -56,22 +58,31 @@ def measure():
     def pair():
         mm()
         conv()
-    return best(mm), best(conv), best(pair)
+
+    def dnnl_mm():
+        return cpu_backend().matmul(a, b)
+
+    def dnnl_pair():
+        dnnl_mm()
+        conv()
+    return best(mm), best(conv), best(pair), best(dnnl_mm), best(dnnl_pair)
 
 
 def main():
     if '--child' in sys.argv:
-        print('%.3f %.3f %.3f' % measure())
+        print('%.3f %.3f %.3f %.3f %.3f' % measure())
         return
     cores = len(os.sched_getaffinity(0))
     print('%d cores; ms per call, best of 5 rounds' % cores)
-    print('%-26s %8s %8s %8s %8s' % ('variant', 'matmul', 'conv', 'pair', 'pair/sum'))
+    print('%-26s %8s %8s %8s %8s | %12s %8s %8s' % (
+        'variant', 'matmul', 'conv', 'pair', 'pair/sum', 'oneDNN matmul', 'pair', 'pair/sum'))
     for name, env in VARIANTS:
         env = dict(os.environ, OMP_NUM_THREADS=str(cores), **env)
         out = subprocess.run([sys.executable, os.path.abspath(__file__), '--child'], env=env,
                              capture_output=True, text=True, check=True).stdout
-        mm, conv, pair = map(float, out.split())
-        print('%-26s %8.2f %8.2f %8.2f %8.2f' % (name, mm, conv, pair, pair / (mm + conv)))
+        mm, conv, pair, dmm, dpair = map(float, out.split())
+        print('%-26s %8.2f %8.2f %8.2f %8.2f | %12.2f %8.2f %8.2f'
+              % (name, mm, conv, pair, pair / (mm + conv), dmm, dpair, dpair / (dmm + conv)))
 
 
 if __name__ == '__main__':

@@ -161,3 +161,39 @@ def test_threads_use_their_own_streams_and_primitives():
     for t in threads:
         t.join()
     assert not errors, errors[0]
+
+
+@pytest.mark.parametrize('layout', ['plain', 'a_transposed', 'b_transposed', 'both'])
+def test_matmul_takes_strided_views(layout):
+    be = _available()
+    rng = np.random.RandomState(5)
+    a = rng.uniform(-1, 1, (48, 96)).astype(np.float32)
+    b = rng.uniform(-1, 1, (96, 40)).astype(np.float32)
+    if layout in ('a_transposed', 'both'):
+        a = np.ascontiguousarray(a.T).T
+    if layout in ('b_transposed', 'both'):
+        b = np.ascontiguousarray(b.T).T
+    n = be.calls.get('matmul', 0)
+    out = be.matmul(a, b)
+    assert be.calls['matmul'] == n + 1 and out.shape == (48, 40)
+    np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+    assert be.matmul(a[:4, :8], b[:8, :4]) is None            # too small: NumPy's
+
+
+def test_fully_connected_through_onednn_matches_numpy():
+    from symgraph.opdef import get_op
+    be = _available()
+    op = get_op('FullyConnected')(num_hidden=64)
+    rng = np.random.RandomState(6)
+    x = rng.uniform(-1, 1, (32, 4, 5, 5)).astype(np.float32)
+    w = rng.uniform(-1, 1, (64, 100)).astype(np.float32)
+    b = rng.uniform(-1, 1, 64).astype(np.float32)
+    dy = rng.uniform(-1, 1, (32, 64)).astype(np.float32)
+    n = be.calls.get('matmul', 0)
+    y = op.forward(np, [x, w, b], [], True)[0]
+    grads = op.backward(np, [dy], [x, w, b], [y], [], [True] * 3)
+    assert be.calls['matmul'] == n + 3
+    x64, w64, dy64 = x.astype(np.float64), w.astype(np.float64), dy.astype(np.float64)
+    np.testing.assert_allclose(y, x64.reshape(32, -1) @ w64.T + b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(grads[0], (dy64 @ w64).reshape(x.shape), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(grads[1], dy64.T @ x64.reshape(32, -1), rtol=1e-5, atol=1e-4)

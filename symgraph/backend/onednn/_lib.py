@@ -126,6 +126,7 @@ _SIGNATURES = {
     'dnnl_convolution_backward_weights_primitive_desc_create': (
         (_P(_VP), _VP, ctypes.c_int, _VP, _VP, _VP, _VP, Dims, Dims, Dims, Dims, _VP, _VP),
         None),
+    'dnnl_matmul_primitive_desc_create': ((_P(_VP), _VP, _VP, _VP, _VP, _VP, _VP), None),
     'dnnl_reorder_primitive_desc_create': ((_P(_VP), _VP, _VP, _VP, _VP, _VP), None),
     'dnnl_primitive_desc_query_md': ((_VP, ctypes.c_int, ctypes.c_int), _VP),
     'dnnl_primitive_desc_destroy': ((_VP,), None),

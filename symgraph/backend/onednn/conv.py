@@ -156,3 +156,49 @@ class Backend(BackendCore):
 
         dw = np.empty(wshape, np.float32)
         return dw if self.run(key, build, [x, dy, dw]) else None
+
+    #: smallest m * k * n sent to oneDNN's matmul: smaller products run single-threaded
+    #: in OpenBLAS (no pool woken) and cost less than a ctypes call
+    MATMUL_MIN_WORK = 1 << 16
+
+    def matmul(self, a, b):
+        """a @ b for 2-D float32 arrays (strided views such as ``w.T`` taken as they are);
+        None when not taken (small products, odd strides).
+
+        Large matrix products go through oneDNN so that one thread pool (OpenMP) does the
+        heavy work: OpenBLAS's threads spin after each GEMM and took the cores from the
+        convolution that followed (bench/bench_onednn.py).
+        """
+        if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] \
+                or a.shape[0] * a.shape[1] * b.shape[1] < self.MATMUL_MIN_WORK:
+            return None
+        a, b = _strided(a), _strided(b)
+        m, n = a.shape[0], b.shape[1]
+        sa = tuple(s // 4 for s in a.strides)
+        sb = tuple(s // 4 for s in b.strides)
+        key = ('matmul', a.shape, sa, b.shape, sb)
+
+        def build():
+            mds = [strided_desc(self.lib, a.shape, sa), strided_desc(self.lib, b.shape, sb),
+                   strided_desc(self.lib, (m, n))]
+            try:
+                pd = _VP()
+                check(self.lib.dnnl_matmul_primitive_desc_create(
+                    ctypes.byref(pd), self.engine, mds[0], mds[1], None, mds[2], None),
+                    'dnnl_matmul_primitive_desc_create')
+                return Primitive(self, pd, [(_lib.ARG_SRC, mds[0], False),
+                                            (_lib.ARG_WEIGHTS, mds[1], False),
+                                            (_lib.ARG_DST, mds[2], True)])
+            finally:
+                self._destroy(mds)
+
+        out = np.empty((m, n), np.float32)
+        return out if self.run(key, build, [a, b, out]) else None
+
+
+def _strided(a):
+    """``a`` as float32 with positive element strides (a view when it already is one)."""
+    a = np.asarray(a, dtype=np.float32)
+    if any(s <= 0 or s % 4 for s in a.strides):
+        a = np.ascontiguousarray(a)
+    return a

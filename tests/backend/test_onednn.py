@@ -197,3 +197,23 @@ def test_fully_connected_through_onednn_matches_numpy():
     np.testing.assert_allclose(y, x64.reshape(32, -1) @ w64.T + b, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(grads[0], (dy64 @ w64).reshape(x.shape), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(grads[1], dy64.T @ x64.reshape(32, -1), rtol=1e-5, atol=1e-4)
+
+
+def test_primitives_share_one_workspace_per_thread():
+    be = _available()
+    rng = np.random.RandomState(7)
+    x = rng.uniform(-1, 1, (8, 32, 16, 16)).astype(np.float32)
+    w = rng.uniform(-1, 1, (32, 32, 3, 3)).astype(np.float32)
+    conv_forward(np, x, w, None, (1, 1), (1, 1), (1, 1), 1)
+    first = be.workspace_bytes()
+    assert first >= x.nbytes          # nChw16c copies of x and y live there
+    # more layers of the same size: more cached primitives, no more workspace
+    n = be.cached()
+    for pad, dil in ((2, 2), (0, 1), (3, 3)):
+        wk = rng.uniform(-1, 1, w.shape).astype(np.float32)
+        y = conv_forward(np, x, wk, None, (1, 1), (pad, pad), (dil, dil), 1)
+        np.testing.assert_allclose(y, conv_forward(np, x.astype(np.float64), wk, None,
+                                                   (1, 1), (pad, pad), (dil, dil), 1),
+                                   rtol=1e-4, atol=1e-4)
+    assert be.cached() == n + 3
+    assert be.workspace_bytes() == first

@@ -5,13 +5,17 @@ such as nChw16c, where its fast kernels run); each argument whose chosen layout 
 the plain C-order array the caller holds gets a cached reorder primitive and a cached
 internal buffer, so the NumPy side only ever sees plain (N, C, *S) arrays.
 
-Lifetimes: a cached :class:`Primitive` owns its oneDNN memory objects and its internal
-buffers (NumPy arrays held as attributes, alive as long as the memory objects that point at
-them). The memory objects of the caller's arrays never own data: :meth:`Primitive.execute`
-points each of them at the array passed for that argument, runs and waits, so those arrays
-(held by the caller's frame for the whole call) outlive every use the library makes of
-them; a memory object keeps a stale address between calls but is never executed without
-being pointed anew.
+The internal buffers are not the primitive's own: every call is synchronous (it waits for
+the stream), so all primitives of a thread share one growing workspace of 64-byte aligned
+slots (:meth:`BackendCore.workspace`), as MXNet's convolutions share their scratch space;
+the cached primitives then cost no activation-sized memory each.
+
+Lifetimes: no memory object owns data. :meth:`Primitive.execute` points every one of them
+-- at the caller's arrays, and at the workspace slots, which it holds in its own frame --
+before it runs, and waits for the stream before it returns, so every array the library
+touches outlives the use; a slot replaced by a larger one is freed only after the call that
+replaced it has finished with it. Between calls a memory object keeps a stale address but is
+never executed without being pointed anew.
 """
 import ctypes
 import threading
@@ -74,7 +78,7 @@ class Primitive:
         self.handle = _VP()
         self.mems = []           # every memory object (destroyed by close)
         self.user = []           # per argument: the memory object of the caller's array
-        self.buffers = []        # internal buffers in the primitive's layouts
+        self.inner = []          # [(memory object, bytes)] in the primitive's layouts
         self.reorders = []       # [(primitive, pd, exec args, is_output)]
         try:
             check(lib.dnnl_primitive_create(ctypes.byref(self.handle), pd),
@@ -89,9 +93,8 @@ class Primitive:
                 if lib.dnnl_memory_desc_equal(chosen, plain):
                     exec_args.append(_lib.ExecArg(arg, user))
                     continue
-                buf = np.empty(lib.dnnl_memory_desc_get_size(chosen), np.uint8)
-                self.buffers.append(buf)
-                inner = self._memory(backend, chosen, buf.ctypes.data)
+                inner = self._memory(backend, chosen, None)
+                self.inner.append((inner, lib.dnnl_memory_desc_get_size(chosen)))
                 exec_args.append(_lib.ExecArg(arg, inner))
                 src, dst = (inner, user) if is_out else (user, inner)
                 self._reorder(backend, chosen if is_out else plain,
@@ -125,11 +128,16 @@ class Primitive:
                                   _lib.ExecArg(_lib.ARG_DST, dst))
         self.reorders.append((prim, rpd, args, is_out))
 
-    def execute(self, stream, arrays):
-        """Run on ``arrays`` (C-contiguous float32, one per argument, in ``args`` order)
-        and wait for completion. The arrays must stay referenced until this returns, which
-        the caller's own references guarantee."""
+    def execute(self, thread, arrays):
+        """Run on ``arrays`` (float32, one per argument, in ``args`` order) in the calling
+        thread's stream and workspace, and wait for completion. The arrays must stay
+        referenced until this returns, which the caller's own references guarantee."""
         lib = self.lib
+        stream = thread.stream
+        slots = [thread.workspace(i, n) for i, (_, n) in enumerate(self.inner)]
+        for (mem, _), buf in zip(self.inner, slots):
+            check(lib.dnnl_memory_set_data_handle(mem, buf.ctypes.data),
+                  'dnnl_memory_set_data_handle')
         for mem, a in zip(self.user, arrays):
             check(lib.dnnl_memory_set_data_handle(mem, a.ctypes.data),
                   'dnnl_memory_set_data_handle')
@@ -140,10 +148,10 @@ class Primitive:
         for prim, _, args, _ in self.after:
             check(lib.dnnl_primitive_execute(prim, stream, 2, args), 'reorder')
         check(lib.dnnl_stream_wait(stream), 'dnnl_stream_wait')
+        del slots           # only now may a replaced slot be freed
 
     def close(self):
-        """Destroy the reorders, the memory objects, the primitive and its descriptor
-        (the internal buffers go last)."""
+        """Destroy the reorders, the memory objects, the primitive and its descriptor."""
         lib = self.lib
         for prim, rpd, _, _ in self.reorders:
             lib.dnnl_primitive_destroy(prim)
@@ -158,7 +166,7 @@ class Primitive:
         if self.pd:
             lib.dnnl_primitive_desc_destroy(self.pd)
             self.pd = None
-        self.buffers = []
+        self.inner = []
 
 
 class BackendCore:
@@ -192,6 +200,8 @@ class BackendCore:
                                               _lib.STREAM_DEFAULT_FLAGS),
                   'dnnl_stream_create')
             t.stream, t.cache = stream, {}
+            t.slots = []
+            t.workspace = lambda i, n, t=t: _slot(t.slots, i, n)
         return t
 
     def run(self, key, build, arrays):
@@ -207,13 +217,29 @@ class BackendCore:
             t.cache[key] = prim
         if prim is None:
             return False
-        prim.execute(t.stream, arrays)
+        prim.execute(t, arrays)
         self.calls[key[0]] = self.calls.get(key[0], 0) + 1
         return True
+
+    def workspace_bytes(self):
+        """Bytes of this thread's shared workspace."""
+        return sum(b.nbytes for b in getattr(self._local, 'slots', ()))
 
     def cached(self):
         """How many primitives (or refusals) this thread has cached."""
         return len(self._thread().cache)
+
+
+def _slot(slots, i, nbytes):
+    """Workspace slot ``i`` of at least ``nbytes``, 64-byte aligned (a uint8 view). A slot
+    only grows; the array it replaces lives on in the caller's frame until its call ends."""
+    while len(slots) <= i:
+        slots.append(np.empty(0, np.uint8))
+    buf = slots[i]
+    if buf.nbytes < nbytes + 64:
+        buf = slots[i] = np.empty(nbytes + 64, np.uint8)
+    off = -buf.ctypes.data % 64
+    return buf[off:off + nbytes]
 
 
 def as_f32(a):

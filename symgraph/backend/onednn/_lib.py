@@ -23,6 +23,11 @@ FORWARD_TRAINING = 64
 FORWARD_INFERENCE = 96
 BACKWARD_DATA = 160
 BACKWARD_WEIGHTS = 192
+BACKWARD = 128
+# dnnl_normalization_flags_t
+USE_GLOBAL_STATS = 0x1
+USE_SCALE = 0x2
+USE_SHIFT = 0x4
 # dnnl_alg_kind_t
 CONVOLUTION_DIRECT = 0x1
 # execution argument indices (DNNL_ARG_*)
@@ -34,6 +39,12 @@ ARG_DIFF_SRC = 129
 ARG_DIFF_DST = 145
 ARG_DIFF_WEIGHTS = 161
 ARG_DIFF_BIAS = 169
+ARG_MEAN = 49
+ARG_VARIANCE = 50
+ARG_SCALE = 51
+ARG_SHIFT = 52
+ARG_DIFF_SCALE = 255
+ARG_DIFF_SHIFT = 256
 # dnnl_format_tag_t
 FORMAT_TAG_ANY = 1
 # dnnl_query_t
@@ -127,6 +138,11 @@ _SIGNATURES = {
         (_P(_VP), _VP, ctypes.c_int, _VP, _VP, _VP, _VP, Dims, Dims, Dims, Dims, _VP, _VP),
         None),
     'dnnl_matmul_primitive_desc_create': ((_P(_VP), _VP, _VP, _VP, _VP, _VP, _VP), None),
+    'dnnl_batch_normalization_forward_primitive_desc_create': (
+        (_P(_VP), _VP, ctypes.c_int, _VP, _VP, ctypes.c_float, ctypes.c_uint, _VP), None),
+    'dnnl_batch_normalization_backward_primitive_desc_create': (
+        (_P(_VP), _VP, ctypes.c_int, _VP, _VP, _VP, ctypes.c_float, ctypes.c_uint, _VP, _VP),
+        None),
     'dnnl_reorder_primitive_desc_create': ((_P(_VP), _VP, _VP, _VP, _VP, _VP), None),
     'dnnl_primitive_desc_query_md': ((_VP, ctypes.c_int, ctypes.c_int), _VP),
     'dnnl_primitive_desc_destroy': ((_VP,), None),

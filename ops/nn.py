@@ -11,8 +11,8 @@ from math import prod
 
 import numpy as np
 
-from symgraph.opdef import (cpu_backend, Operator, Param, ShapeError, random_state, register, same_type,
-                            unify_shape)
+from symgraph.opdef import (Operator, Param, ShapeError, cpu_backend, random_state, register,
+                            same_type, unify_shape)
 
 from ._specfun import erf
 from ._util import f32, float_only

@@ -3,6 +3,11 @@
     python bench/bench_cnn.py                                   # symgraph only
     python bench/bench_cnn.py --mxnet /work/mxvenv/bin/python   # + MXNet, MKLDNN on and off
     python bench/bench_cnn.py --profile                         # + cProfile of symgraph
+    python bench/bench_cnn.py --only lenet_train,resnet_train,resnet_infer
+
+symgraph runs twice: in this process with its CPU backend (oneDNN, when installed) and in a
+worker process with ``SYMGRAPH_ONEDNN=0`` (the NumPy path); ``--no-onednn-off`` skips the
+latter.
 
 Workloads (float32, CPU):
 
@@ -35,6 +40,8 @@ import time
 import numpy as np
 
 mx = None           # symgraph, or mxnet in a --worker process
+#: the cores this process may run on (``taskset`` narrows them): every framework's thread count
+CORES = len(os.sched_getaffinity(0))
 LR = 0.05
 
 
@@ -212,13 +219,18 @@ class Runner:
 
 
 class Worker:
-    """This script under another interpreter (MXNet), timing workloads on request."""
+    """This script under another interpreter (MXNet), or symgraph with oneDNN off
+    (``python=None``), timing workloads on request."""
 
     def __init__(self, python, mkldnn):
-        env = dict(os.environ, OMP_NUM_THREADS=str(os.cpu_count()),
+        env = dict(os.environ, OMP_NUM_THREADS=str(CORES),
                    MXNET_MKLDNN_ENABLED='1' if mkldnn else '0',
                    MXNET_STORAGE_FALLBACK_LOG_VERBOSE='0', MXNET_SUBGRAPH_VERBOSE='0')
-        self.proc = subprocess.Popen([python, os.path.abspath(__file__), '--worker'],
+        flag = '--worker'
+        if python is None:
+            python, flag = sys.executable, '--worker-symgraph'
+            env['SYMGRAPH_ONEDNN'] = '0'
+        self.proc = subprocess.Popen([python, os.path.abspath(__file__), flag],
                                      env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      text=True)
 
@@ -273,6 +285,21 @@ def profile(top=14):
                                               os.path.basename(path) or path, line))
 
 
+def machine():
+    """The CPU's model name and NumPy's float32 GEMM rate on this machine."""
+    model = '?'
+    try:
+        with open('/proc/cpuinfo') as f:
+            model = next((ln.split(':', 1)[1].strip() for ln in f
+                          if ln.startswith('model name')), '?')
+    except OSError:
+        pass
+    a = np.random.RandomState(0).rand(2048, 2048).astype(np.float32)
+    a @ a
+    t = min(best_of(lambda: a @ a, 3, 3, lambda: None) for _ in range(2))
+    return 'CPU %s; NumPy sgemm 2048^3: %.0f GFLOP/s' % (model, 2 * 2048 ** 3 / t / 1e9)
+
+
 def main(argv=None):
     global mx
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -282,7 +309,11 @@ def main(argv=None):
     ap.add_argument('--passes', type=int, default=2,
                     help='interleaved passes over the frameworks; the best is kept')
     ap.add_argument('--profile', action='store_true', help='cProfile the symgraph side')
+    ap.add_argument('--no-onednn-off', action='store_true',
+                    help='skip the symgraph run with its oneDNN backend off')
+    ap.add_argument('--only', help='comma-separated workload keys (default: all)')
     ap.add_argument('--worker', action='store_true', help=argparse.SUPPRESS)
+    ap.add_argument('--worker-symgraph', action='store_true', help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:         # under the MXNet interpreter: the same workloads
         import mxnet
@@ -292,14 +323,31 @@ def main(argv=None):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
     import symgraph
     mx = symgraph
+    if args.worker_symgraph:
+        serve(lambda: None)
+        return
+    from symgraph.opdef import cpu_backend
+    be = cpu_backend()
+    print(machine())
     print('%d cores, load average %.1f; ms per call, best round of %d interleaved passes'
-          % (os.cpu_count(), os.getloadavg()[0], args.passes))
+          % (CORES, os.getloadavg()[0], args.passes))
+    print('symgraph CPU backend: %s' % ('oneDNN %s (%s)' % ('.'.join(map(str, be.version)),
+                                                           be.path) if be else 'none (NumPy)'))
     runners = [('symgraph', Runner(lambda: None))]
+    if be is not None and not args.no_onednn_off:
+        runners.append(('symgraph, oneDNN off', Worker(None, False)))
     if args.mxnet:
         runners.append(('MXNet 1.9.1, MKLDNN on (default)', Worker(args.mxnet, True)))
         if not args.no_mkldnn_off:
             runners.append(('MXNet 1.9.1, MKLDNN off', Worker(args.mxnet, False)))
     table = workloads(None)
+    if args.only:
+        keys = args.only.split(',')
+        unknown = set(keys) - {k for k, _, _ in table}
+        if unknown:
+            raise SystemExit('unknown workloads %s; known: %s'
+                             % (sorted(unknown), ', '.join(k for k, _, _ in table)))
+        table = [t for t in table if t[0] in keys]
     res = {}
     # framework by framework within each workload, pass after pass: a change in the
     # machine's load then hits every framework alike
@@ -315,7 +363,7 @@ def main(argv=None):
     load = os.getloadavg()[0]
     print('load average at the end %.1f%s' % (load, ' (above the core count: other work '
                                               'shares the CPU, times are noisy)'
-                                              if load > os.cpu_count() else ''))
+                                              if load > CORES else ''))
     head = '%-34s %10s' % ('workload', 'symgraph')
     for name, _ in runners[1:]:
         head += ' | %-29s' % name
@@ -327,8 +375,8 @@ def main(argv=None):
             ref = res[(name, key)]['ms']
             line += ' | %7.2f ms  ratio %5.2fx' % (ref, ours / ref)
         print(line)
-    if args.mxnet:
-        print('ratio = symgraph / MXNet time (below 1: symgraph is faster)')
+    if len(runners) > 1:
+        print('ratio = symgraph / other time (below 1: symgraph is faster)')
     print('check values (gradient sums, boxes kept), which must agree:')
     for key, _, _ in table:
         print('  %-14s' % key + ''.join('  %s %.6g' % (name.split(',')[-1].strip(),

@@ -14,11 +14,17 @@ broadcast over the batch, so one large GEMM is an order of magnitude faster here
 is the output's spatial shape, or for unit strides on NumPy a slightly wider one that makes
 the im2col copy run over long contiguous rows (:func:`_wide_cols`). On NumPy the columns
 live in a reused per-thread workspace (:func:`_workspace`).
+
+On NumPy float32 arrays the three functions first offer the case to the CPU backend
+(oneDNN, :func:`symgraph.opdef.cpu_backend`); the array code runs where it has none or
+declines the geometry.
 """
 import threading
 from math import prod
 
 import numpy as np
+
+from symgraph.opdef import cpu_backend
 
 _TRANSPOSED_BWD = True
 # largest grid / output size ratio for which unit-stride convolutions use the wide columns:
@@ -234,6 +240,13 @@ def _grouped_matmul(xp, a, b, groups, trans_a=False, trans_b=False):
     return r.reshape((-1,) + r.shape[2:])
 
 
+def _backend(xp, *arrays):
+    """The CPU backend when every array is a NumPy float32 array and one is loaded."""
+    if xp is not np or any(a.dtype != np.float32 for a in arrays if a is not None):
+        return None
+    return cpu_backend()
+
+
 def conv_forward(xp, x, w, b, stride, pad, dilate, groups, after=None):
     """Cross-correlation of x (N, C, *S) with w (F, C/groups, *K), plus bias b (F,) or None.
 
@@ -244,6 +257,12 @@ def conv_forward(xp, x, w, b, stride, pad, dilate, groups, after=None):
     after = pad if after is None else after
     out = tuple(conv_out_size(s, k, t, p, d) if p == a else conv_out_size(s + p + a, k, t, 0, d)
                 for s, k, t, p, a, d in zip(x.shape[2:], kernel, stride, pad, after, dilate))
+    be = _backend(xp, x, w, b)
+    if be is not None and min(pad) >= 0 and min(out) > 0:
+        y = be.conv_forward(x, w, b, stride, pad, dilate, groups, x.shape[:1] + (w.shape[0],)
+                            + out)
+        if y is not None:
+            return y
     cols, grid = _im2col(xp, x, kernel, stride, pad, dilate, out, after)
     f = w.shape[0]
     y = _grouped_matmul(xp, w.reshape(f, -1), cols, groups)
@@ -273,6 +292,11 @@ def conv_backward_data(xp, dy, w, shape, stride, pad, dilate, groups, dyt=None):
     kernel = w.shape[2:]
     out = dy.shape[2:]
     f = w.shape[0]
+    be = _backend(xp, dy, w)
+    if be is not None:
+        dx = be.conv_backward_data(dy, w, tuple(shape), stride, pad, dilate, groups)
+        if dx is not None:
+            return dx
     # the transposed convolution copies dy once per kernel offset (F channels), _col2im
     # reads and writes dx once per offset (C channels, about twice the traffic)
     if all(s == 1 for s in stride) and f <= 2 * shape[1] and _TRANSPOSED_BWD:
@@ -291,6 +315,12 @@ def conv_backward_data(xp, dy, w, shape, stride, pad, dilate, groups, dyt=None):
 
 def conv_backward_weight(xp, x, dy, kernel, stride, pad, dilate, groups, dyt=None):
     """Gradient of :func:`conv_forward` with respect to w (F, C/groups, *kernel)."""
+    be = _backend(xp, x, dy)
+    if be is not None:
+        dw = be.conv_backward_weights(x, dy, (dy.shape[1], x.shape[1] // groups)
+                                      + tuple(kernel), stride, pad, dilate, groups)
+        if dw is not None:
+            return dw
     out = dy.shape[2:]
     cols, grid = _im2col(xp, x, kernel, stride, pad, dilate, out)
     if dyt is None or dyt.shape[1] != cols.shape[1]:

@@ -11,8 +11,8 @@ from math import prod
 
 import numpy as np
 
-from symgraph.opdef import (Operator, Param, ShapeError, random_state, register, same_type,
-                            unify_shape)
+from symgraph.opdef import (Operator, Param, ShapeError, cpu_backend, random_state, register,
+                            same_type, unify_shape)
 
 from ._specfun import erf
 from ._util import f32, float_only
@@ -80,7 +80,7 @@ class FullyConnected(Operator):
     def forward(self, xp, inputs, aux, is_train):
         x, w = inputs[0], inputs[1]
         x2 = x.reshape(x.shape[0], -1) if self.flatten else x
-        out = xp.matmul(x2, w.T)
+        out = _matmul(xp, x2, w.T)
         if not self.no_bias:
             out += inputs[2].reshape(-1)
         return [out]
@@ -92,12 +92,25 @@ class FullyConnected(Operator):
         x2 = x.reshape(x.shape[0], -1) if self.flatten else x.reshape(-1, x.shape[-1])
         grads = [None] * len(inputs)
         if need[0]:
-            grads[0] = xp.matmul(g2, w).reshape(x.shape)
+            grads[0] = _matmul(xp, g2, w).reshape(x.shape)
         if need[1]:
-            grads[1] = xp.matmul(g2.T, x2)
+            grads[1] = _matmul(xp, g2.T, x2)
         if not self.no_bias and need[2]:
             grads[2] = g2.sum(axis=0).reshape(inputs[2].shape)
         return grads
+
+
+def _matmul(xp, a, b):
+    """a @ b; large 2-D NumPy float32 products through the CPU backend (oneDNN), so that
+    its OpenMP pool, not OpenBLAS's spinning one, holds the cores between convolutions."""
+    if xp is np and a.ndim == 2 and b.ndim == 2 and a.dtype == np.float32 \
+            and b.dtype == np.float32:
+        be = cpu_backend()
+        if be is not None:
+            out = be.matmul(a, b)
+            if out is not None:
+                return out
+    return xp.matmul(a, b)
 
 
 def _softrelu(xp, x):

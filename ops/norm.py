@@ -15,7 +15,7 @@ from math import prod
 
 import numpy as np
 
-from symgraph.opdef import Param, register
+from symgraph.opdef import Param, cpu_backend, register
 
 from ._norm import BatchNormBase, bshape
 from ._util import acc, f32
@@ -98,6 +98,34 @@ class BatchNorm(BatchNormBase):
     def channel_axis(self):
         return self.axis
 
+    def _backend(self, xp, data, *arrays):
+        """oneDNN for NumPy float32 arrays with channels on axis 1, else None."""
+        if xp is not np or self.axis % data.ndim != 1 or not 2 <= data.ndim <= 5 \
+                or any(a.dtype != np.float32 for a in (data,) + arrays):
+            return None
+        return cpu_backend()
+
+    def _onednn_forward(self, be, data, gamma, beta, moving_mean, moving_var, is_train):
+        """[out, mean, inverse std] through oneDNN (running statistics updated as the
+        NumPy path does), or None when it declines."""
+        eps = f32(self.eps)
+        g = np.ones_like(gamma) if self.fix_gamma else gamma
+        if is_train and not self.use_global_stats:
+            r = be.batch_norm_forward(data, g, beta, eps)
+            if r is None:
+                return None
+            out, mean, var = r
+            mom = f32(self.momentum)
+            moving_mean[...] = moving_mean * mom + mean * (1.0 - mom)
+            moving_var[...] = moving_var * mom + var * (1.0 - mom)
+        else:
+            mean, var = moving_mean, moving_var
+            out = be.batch_norm_forward(data, g, beta, eps, mean, var, is_train)
+            if out is None:
+                return None
+            mean = mean.copy()
+        return [out, mean, (1.0 / np.sqrt(var + eps)).astype(np.float32)]
+
     def _batch_stats(self, xp, x):
         return self.axis % x.ndim, tuple(i for i in range(x.ndim) if i != self.axis % x.ndim)
 
@@ -115,6 +143,12 @@ class BatchNorm(BatchNormBase):
         if _gpu_bn_ok(xp, self, data, gamma, beta, moving_mean, moving_var):
             return _gpu_bn_forward(xp, self, data, gamma, beta, moving_mean, moving_var,
                                    is_train, dest)
+        be = self._backend(xp, data, gamma, beta, moving_mean, moving_var)
+        if be is not None:
+            outs = self._onednn_forward(be, data, gamma, beta, moving_mean, moving_var,
+                                        is_train)
+            if outs is not None:
+                return outs
         x = acc(data)
         ax, axes = self._batch_stats(xp, x)
         bs = bshape(x.ndim, ax, x.shape[ax])
@@ -156,6 +190,18 @@ class BatchNorm(BatchNormBase):
         if _gpu_bn_ok(xp, self, data, gamma, out_grads[0], outputs[1], outputs[2]):
             return _gpu_bn_backward(xp, self, out_grads[0], data, gamma, outputs[1],
                                     outputs[2], dest)
+        be = self._backend(xp, data, gamma, out_grads[0], outputs[1], outputs[2])
+        if be is not None:
+            g = np.ones_like(gamma) if self.fix_gamma else gamma
+            inv = outputs[2].astype(np.float64)
+            var = (1.0 / (inv * inv) - self.eps).astype(np.float32)
+            r = be.batch_norm_backward(data, out_grads[0], g, outputs[1], var, f32(self.eps),
+                                       self.use_global_stats)
+            if r is not None:
+                dx, dgamma, dbeta = r
+                return [dx if need[0] else None,
+                        (np.zeros_like(gamma) if self.fix_gamma else dgamma) if need[1]
+                        else None, dbeta if need[2] else None]
         x, dy = acc(data), acc(out_grads[0])
         ax, axes = self._batch_stats(xp, x)
         bs = bshape(x.ndim, ax, x.shape[ax])

@@ -26,8 +26,9 @@ subgraphs (control flow)
     ``num_subgraphs``, ``subgraphs``, ``with_subgraphs(graphs)``: the graphs a node holds
     (MXNet's JSON ``subgraphs`` field), each a :class:`Subgraph` made by the core
 runtime services an operator may use
-    :func:`random_state` (the generator to draw from) and :func:`device_group` (the other
-    devices of a data-parallel step, for collective operators such as SyncBatchNorm).
+    :func:`random_state` (the generator to draw from), :func:`device_group` (the other
+    devices of a data-parallel step, for collective operators such as SyncBatchNorm) and
+    :func:`cpu_backend` (oneDNN's primitives for NumPy arrays, or None).
 """
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ __all__ = ['Param', 'Operator', 'register', 'get_op', 'unknown_operator', 'list_
            'unify_shape', 'dtype_name', 'np_dtype', 'shape_known', 'reduce_to_shape',
            'random_state', 'using_random_state', 'DeviceGroup', 'device_group',
            'using_device_group', 'ProcessGroup', 'process_group', 'set_process_group',
-           'Subgraph', 'SubgraphRunner']
+           'Subgraph', 'SubgraphRunner', 'cpu_backend']
 
 REQUIRED = object()
 
@@ -825,6 +826,18 @@ def using_device_group(group):
         yield group
     finally:
         _group_local.group = previous
+
+
+def cpu_backend():
+    """The native CPU backend for NumPy float32 arrays (oneDNN), or None.
+
+    ``symgraph.backend.onednn.backend()``: loaded on the first call, None when the library
+    is switched off (``SYMGRAPH_ONEDNN=0``), missing or fails its version check (one log
+    line says which). Its methods return None for a case they do not take; the operator
+    then computes with NumPy, which stays the reference.
+    """
+    from symgraph.backend import onednn      # lazily: loading the library costs time
+    return onednn.backend()
 
 
 def unify_shape(a, b, what='shape'):

@@ -128,6 +128,9 @@ RULES = {
     'symgraph.context': ('symgraph.cuda',),
     # the launcher only starts mpiexec
     'symgraph.launch': (),
+    # native CPU backends (oneDNN via ctypes): stdlib, numpy and each other only; operators
+    # reach them through symgraph.opdef.cpu_backend(), never by import
+    'symgraph.backend': ('symgraph.backend',),
 }
 #: what the reserved homes (training stack) may import
 RESERVED_MAY_IMPORT = ('symgraph.symbol', 'symgraph.ndarray', 'symgraph.executor',
@@ -159,7 +162,8 @@ def test_imports_follow_the_documented_direction():
             continue
         allowed = _rule(a)
         if _under(a, FOUNDATION):
-            allowed = FOUNDATION + ('symgraph.cuda',)
+            # opdef.cpu_backend() loads symgraph.backend lazily
+            allowed = FOUNDATION + ('symgraph.cuda', 'symgraph.backend')
         assert allowed is not None, 'module %s has no layering rule: add it to RULES' % a
         if not _under(b, allowed):
             bad.append('%s imports %s' % (a, b))
@@ -213,6 +217,22 @@ def test_operators_use_only_the_operator_api():
                 '%s imports %s; operators may use numpy and symgraph.opdef only' % (path, mod)
             if mod.startswith('symgraph.cuda'):
                 assert not top, '%s must import %s lazily' % (path, mod)
+
+
+def test_backend_imports_only_stdlib_numpy_ctypes_and_itself():
+    paths = glob.glob(os.path.join(ROOT, 'symgraph', 'backend', '**', '*.py'), recursive=True)
+    assert paths
+    for path in paths:
+        for mod, level, _ in _imports(path):
+            root = mod.split('.')[0]
+            assert level or root in STDLIB_OK | {'numpy', 'ctypes'} \
+                or mod == 'importlib.metadata', '%s imports %s' % (path, mod)
+
+
+def test_only_opdef_imports_the_backend_and_lazily():
+    for a, b, top in EDGES:
+        if _under(b, ('symgraph.backend',)) and not _under(a, ('symgraph.backend',)):
+            assert a == 'symgraph.opdef' and not top, '%s imports %s' % (a, b)
 
 
 def test_cuda_imports_only_its_loaders_needs():

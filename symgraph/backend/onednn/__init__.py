@@ -1,0 +1,107 @@
+"""oneDNN 3.x as symgraph's CPU backend, through ctypes.
+
+:func:`backend` loads ``libdnnl.so.3`` once (from the ``onednn-cpu-gomp`` wheel, a default
+dependency on x86-64 Linux) and returns a :class:`~symgraph.backend.onednn.conv.Backend`, or
+None -- with one log line saying why -- when the library is switched off
+(``SYMGRAPH_ONEDNN=0``), missing, unloadable or older than 3.0 (or 4.x and newer, whose C
+API may differ). Operators reach it only through :func:`symgraph.opdef.cpu_backend`; NumPy
+stays the reference and the fallback.
+"""
+import logging
+import os
+import threading
+
+from . import _lib
+from .conv import Backend
+
+__all__ = ['backend', 'reset', 'MIN_VERSION', 'Backend']
+
+#: the oldest library accepted (the C API used here is oneDNN 3.0's); major 4 is refused
+MIN_VERSION = (3, 0)
+
+_logger = logging.getLogger(__name__)
+_lock = threading.Lock()
+_state = {}
+
+
+def _gomp_loaded():
+    """Whether GNU libgomp is already mapped into this process (Linux; False elsewhere)."""
+    try:
+        with open('/proc/self/maps') as f:
+            return any('libgomp' in line for line in f)
+    except OSError:
+        return False
+
+
+def _dlopen(path):
+    """:func:`_lib.load` with libgomp told to sleep at once when a parallel region ends.
+
+    Between oneDNN's primitives the engine runs NumPy, whose OpenBLAS threads then need the
+    cores that libgomp's threads would otherwise spin on (and the reverse: on a busy machine
+    a spinning pool makes every oneDNN call wait for a descheduled thread). libgomp reads
+    ``OMP_WAIT_POLICY`` once, when it is loaded, so it is set to ``passive`` for that
+    moment only, unless the user set it (or ``GOMP_SPINCOUNT``) or libgomp is already in the
+    process; the environment is restored right after.
+    """
+    if 'OMP_WAIT_POLICY' in os.environ or 'GOMP_SPINCOUNT' in os.environ \
+            or _gomp_loaded():
+        return _lib.load(path)
+    os.environ['OMP_WAIT_POLICY'] = 'passive'
+    try:
+        return _lib.load(path)
+    finally:
+        del os.environ['OMP_WAIT_POLICY']
+
+
+def _load():
+    flag = os.environ.get('SYMGRAPH_ONEDNN', '1').strip().lower()
+    if flag in ('0', 'false', 'off', 'no'):
+        _logger.info('oneDNN backend off (SYMGRAPH_ONEDNN=%s): operators run on NumPy',
+                     os.environ['SYMGRAPH_ONEDNN'])
+        return None
+    errors = []
+    for path in _lib.candidates():
+        if not os.path.exists(path):
+            continue
+        try:
+            lib = _dlopen(path)
+            found = _lib.version(lib)
+        except OSError as e:
+            errors.append('%s: %s' % (path, e))
+            continue
+        if not MIN_VERSION <= found[:2] < (MIN_VERSION[0] + 1, 0):
+            _logger.warning('oneDNN %s at %s is not 3.x (need >= %d.%d, < %d): operators run '
+                            'on NumPy', '.'.join(map(str, found)), path, MIN_VERSION[0],
+                            MIN_VERSION[1], MIN_VERSION[0] + 1)
+            return None
+        try:
+            return Backend(lib, path)
+        except _lib.DnnlError as e:
+            errors.append('%s: %s' % (path, e))
+    if errors:
+        _logger.warning('oneDNN could not be loaded (%s): operators run on NumPy',
+                        '; '.join(errors))
+    else:
+        _logger.info('oneDNN not found (pip install onednn-cpu-gomp): operators run on NumPy')
+    return None
+
+
+def backend():
+    """The loaded oneDNN backend, or None (loaded on the first call, then cached)."""
+    try:
+        return _state['backend']
+    except KeyError:
+        pass
+    with _lock:
+        if 'backend' not in _state:
+            _state['backend'] = _load()
+    return _state['backend']
+
+
+def reset():
+    """Forget the loaded backend: the next :func:`backend` call loads (and logs) anew.
+
+    For tests that switch ``SYMGRAPH_ONEDNN`` or patch the version check.
+    """
+    with _lock:
+        _state.clear()

@@ -1,0 +1,247 @@
+"""The engine, per-thread streams and cached primitives of the oneDNN backend.
+
+A primitive is created with the layouts oneDNN prefers (``format_tag_any``: blocked layouts
+such as nChw16c, where its fast kernels run); each argument whose chosen layout differs from
+the plain C-order array the caller holds gets a cached reorder primitive and a cached
+internal buffer, so the NumPy side only ever sees plain (N, C, *S) arrays.
+
+The internal buffers are not the primitive's own: every call is synchronous (it waits for
+the stream), so all primitives of a thread share one growing workspace of 64-byte aligned
+slots (:meth:`BackendCore.workspace`), as MXNet's convolutions share their scratch space;
+the cached primitives then cost no activation-sized memory each.
+
+Lifetimes: no memory object owns data. :meth:`Primitive.execute` points every one of them
+-- at the caller's arrays, and at the workspace slots, which it holds in its own frame --
+before it runs, and waits for the stream before it returns, so every array the library
+touches outlives the use; a slot replaced by a larger one is freed only after the call that
+replaced it has finished with it. Between calls a memory object keeps a stale address but is
+never executed without being pointed anew.
+"""
+import ctypes
+import threading
+
+import numpy as np
+
+from . import _lib
+from ._lib import check
+
+_VP = ctypes.c_void_p
+
+
+def strided_desc(lib, shape, strides=None):
+    """A float32 ``dnnl_memory_desc_t`` for ``shape`` with element ``strides`` (C order
+    when None). The caller destroys it."""
+    shape = tuple(int(s) for s in shape)
+    if strides is None:
+        strides, acc = [], 1
+        for s in reversed(shape):
+            strides.append(acc)
+            acc *= max(s, 1)
+        strides = tuple(reversed(strides))
+    md = _VP()
+    check(lib.dnnl_memory_desc_create_with_strides(ctypes.byref(md), len(shape),
+                                                   _lib.Dims(*shape), _lib.F32,
+                                                   _lib.Dims(*strides)),
+          'dnnl_memory_desc_create_with_strides%s' % (shape,))
+    return md
+
+
+def any_desc(lib, shape):
+    """A float32 ``dnnl_memory_desc_t`` for ``shape`` whose layout the primitive chooses.
+    The caller destroys it."""
+    shape = tuple(int(s) for s in shape)
+    md = _VP()
+    check(lib.dnnl_memory_desc_create_with_tag(ctypes.byref(md), len(shape),
+                                               _lib.Dims(*shape), _lib.F32,
+                                               _lib.FORMAT_TAG_ANY),
+          'dnnl_memory_desc_create_with_tag%s' % (shape,))
+    return md
+
+
+class Primitive:
+    """A oneDNN primitive, its memory objects and the reorders to and from plain arrays.
+
+    Parameters
+    ----------
+    backend : BackendCore
+    pd : c_void_p
+        its primitive descriptor (owned from now on, even when this raises).
+    args : sequence of (int, c_void_p, bool)
+        (DNNL_ARG_* index, the plain memory descriptor of the caller's array, whether the
+        argument is an output), in the order :meth:`execute` takes arrays. The descriptors
+        stay the caller's.
+    """
+
+    def __init__(self, backend, pd, args):
+        lib = self.lib = backend.lib
+        self.pd = pd
+        self.handle = _VP()
+        self.mems = []           # every memory object (destroyed by close)
+        self.user = []           # per argument: the memory object of the caller's array
+        self.inner = []          # [(memory object, bytes)] in the primitive's layouts
+        self.reorders = []       # [(primitive, pd, exec args, is_output)]
+        try:
+            check(lib.dnnl_primitive_create(ctypes.byref(self.handle), pd),
+                  'dnnl_primitive_create')
+            exec_args = []
+            for arg, plain, is_out in args:
+                chosen = lib.dnnl_primitive_desc_query_md(pd, _lib.QUERY_EXEC_ARG_MD, arg)
+                if not chosen:
+                    raise _lib.DnnlError('query of argument %d' % arg, 2)
+                user = self._memory(backend, plain, None)
+                self.user.append(user)
+                if lib.dnnl_memory_desc_equal(chosen, plain):
+                    exec_args.append(_lib.ExecArg(arg, user))
+                    continue
+                inner = self._memory(backend, chosen, None)
+                self.inner.append((inner, lib.dnnl_memory_desc_get_size(chosen)))
+                exec_args.append(_lib.ExecArg(arg, inner))
+                src, dst = (inner, user) if is_out else (user, inner)
+                self._reorder(backend, chosen if is_out else plain,
+                              plain if is_out else chosen, src, dst, is_out)
+        except Exception:
+            self.close()
+            raise
+        self.exec_args = (_lib.ExecArg * len(exec_args))(*exec_args)
+        self.nargs = len(exec_args)
+        self.before = [r for r in self.reorders if not r[3]]
+        self.after = [r for r in self.reorders if r[3]]
+
+    def _memory(self, backend, md, handle):
+        mem = _VP()
+        check(self.lib.dnnl_memory_create(ctypes.byref(mem), md, backend.engine, handle),
+              'dnnl_memory_create')
+        self.mems.append(mem)
+        return mem
+
+    def _reorder(self, backend, src_md, dst_md, src, dst, is_out):
+        lib = self.lib
+        rpd, prim = _VP(), _VP()
+        check(lib.dnnl_reorder_primitive_desc_create(ctypes.byref(rpd), src_md, backend.engine,
+                                                     dst_md, backend.engine, None),
+              'dnnl_reorder_primitive_desc_create')
+        status = lib.dnnl_primitive_create(ctypes.byref(prim), rpd)
+        if status:
+            lib.dnnl_primitive_desc_destroy(rpd)
+            check(status, 'dnnl_primitive_create (reorder)')
+        args = (_lib.ExecArg * 2)(_lib.ExecArg(_lib.ARG_SRC, src),
+                                  _lib.ExecArg(_lib.ARG_DST, dst))
+        self.reorders.append((prim, rpd, args, is_out))
+
+    def execute(self, thread, arrays):
+        """Run on ``arrays`` (float32, one per argument, in ``args`` order) in the calling
+        thread's stream and workspace, and wait for completion. The arrays must stay
+        referenced until this returns, which the caller's own references guarantee."""
+        lib = self.lib
+        stream = thread.stream
+        slots = [thread.workspace(i, n) for i, (_, n) in enumerate(self.inner)]
+        for (mem, _), buf in zip(self.inner, slots):
+            check(lib.dnnl_memory_set_data_handle(mem, buf.ctypes.data),
+                  'dnnl_memory_set_data_handle')
+        for mem, a in zip(self.user, arrays):
+            check(lib.dnnl_memory_set_data_handle(mem, a.ctypes.data),
+                  'dnnl_memory_set_data_handle')
+        for prim, _, args, _ in self.before:
+            check(lib.dnnl_primitive_execute(prim, stream, 2, args), 'reorder')
+        check(lib.dnnl_primitive_execute(self.handle, stream, self.nargs, self.exec_args),
+              'dnnl_primitive_execute')
+        for prim, _, args, _ in self.after:
+            check(lib.dnnl_primitive_execute(prim, stream, 2, args), 'reorder')
+        check(lib.dnnl_stream_wait(stream), 'dnnl_stream_wait')
+        del slots           # only now may a replaced slot be freed
+
+    def close(self):
+        """Destroy the reorders, the memory objects, the primitive and its descriptor."""
+        lib = self.lib
+        for prim, rpd, _, _ in self.reorders:
+            lib.dnnl_primitive_destroy(prim)
+            lib.dnnl_primitive_desc_destroy(rpd)
+        self.reorders = []
+        for m in self.mems:
+            lib.dnnl_memory_destroy(m)
+        self.mems = []
+        if self.handle:
+            lib.dnnl_primitive_destroy(self.handle)
+            self.handle = _VP()
+        if self.pd:
+            lib.dnnl_primitive_desc_destroy(self.pd)
+            self.pd = None
+        self.inner = []
+
+
+class BackendCore:
+    """A loaded library, its CPU engine, one stream and one primitive cache per thread.
+
+    Attributes
+    ----------
+    version : tuple of int
+        (major, minor, patch) of the library.
+    path : str
+        the file loaded.
+    calls : dict
+        how many times each operation ran through oneDNN (tests check the path was taken).
+    """
+
+    def __init__(self, lib, path):
+        self.lib = lib
+        self.path = path
+        self.version = _lib.version(lib)
+        self.engine = _VP()
+        check(lib.dnnl_engine_create(ctypes.byref(self.engine), _lib.ENGINE_CPU, 0),
+              'dnnl_engine_create')
+        self._local = threading.local()
+        self.calls = {}
+
+    def _thread(self):
+        t = self._local
+        if getattr(t, 'stream', None) is None:
+            stream = _VP()
+            check(self.lib.dnnl_stream_create(ctypes.byref(stream), self.engine,
+                                              _lib.STREAM_DEFAULT_FLAGS),
+                  'dnnl_stream_create')
+            t.stream, t.cache = stream, {}
+            t.slots = []
+            t.workspace = lambda i, n, t=t: _slot(t.slots, i, n)
+        return t
+
+    def run(self, key, build, arrays):
+        """Execute the primitive cached under ``key`` (made by ``build()`` -> Primitive on
+        first use; a refusal is cached too) on ``arrays``; False when oneDNN refuses."""
+        t = self._thread()
+        prim = t.cache.get(key, 0)
+        if prim == 0:
+            try:
+                prim = build()
+            except _lib.DnnlError:
+                prim = None
+            t.cache[key] = prim
+        if prim is None:
+            return False
+        prim.execute(t, arrays)
+        self.calls[key[0]] = self.calls.get(key[0], 0) + 1
+        return True
+
+    def workspace_bytes(self):
+        """Bytes of this thread's shared workspace."""
+        return sum(b.nbytes for b in getattr(self._local, 'slots', ()))
+
+    def cached(self):
+        """How many primitives (or refusals) this thread has cached."""
+        return len(self._thread().cache)
+
+
+def _slot(slots, i, nbytes):
+    """Workspace slot ``i`` of at least ``nbytes``, 64-byte aligned (a uint8 view). A slot
+    only grows; the array it replaces lives on in the caller's frame until its call ends."""
+    while len(slots) <= i:
+        slots.append(np.empty(0, np.uint8))
+    buf = slots[i]
+    if buf.nbytes < nbytes + 64:
+        buf = slots[i] = np.empty(nbytes + 64, np.uint8)
+    off = -buf.ctypes.data % 64
+    return buf[off:off + nbytes]
+
+
+def as_f32(a):
+    """``a`` as a C-contiguous float32 array (no copy when it already is one)."""
+    return np.ascontiguousarray(a, dtype=np.float32)

@@ -1,0 +1,174 @@
+"""Finding, loading and declaring oneDNN 3.x's C API (``libdnnl.so.3``) with ctypes.
+
+The numbers below are copied from oneDNN 3.2's ``dnnl_types.h`` / ``dnnl_common_types.h``
+(they are stable across 3.x: the API only appends). Every handle is a ``c_void_p``; every
+function that returns ``dnnl_status_t`` is checked by :func:`check`.
+"""
+import ctypes
+import os
+import sys
+from importlib import metadata
+
+# dnnl_status_t
+STATUS = {0: 'success', 1: 'out_of_memory', 2: 'invalid_arguments', 3: 'unimplemented',
+          4: 'last_impl_reached', 5: 'runtime_error', 6: 'not_required'}
+# dnnl_data_type_t
+F32 = 3
+# dnnl_engine_kind_t
+ENGINE_CPU = 1
+# dnnl_stream_flags_t
+STREAM_DEFAULT_FLAGS = 1
+# dnnl_prop_kind_t
+FORWARD_TRAINING = 64
+FORWARD_INFERENCE = 96
+BACKWARD_DATA = 160
+BACKWARD_WEIGHTS = 192
+BACKWARD = 128
+# dnnl_normalization_flags_t
+USE_GLOBAL_STATS = 0x1
+USE_SCALE = 0x2
+USE_SHIFT = 0x4
+# dnnl_alg_kind_t
+CONVOLUTION_DIRECT = 0x1
+# execution argument indices (DNNL_ARG_*)
+ARG_SRC = 1
+ARG_DST = 17
+ARG_WEIGHTS = 33
+ARG_BIAS = 41
+ARG_DIFF_SRC = 129
+ARG_DIFF_DST = 145
+ARG_DIFF_WEIGHTS = 161
+ARG_DIFF_BIAS = 169
+ARG_MEAN = 49
+ARG_VARIANCE = 50
+ARG_SCALE = 51
+ARG_SHIFT = 52
+ARG_DIFF_SCALE = 255
+ARG_DIFF_SHIFT = 256
+# dnnl_format_tag_t
+FORMAT_TAG_ANY = 1
+# dnnl_query_t
+QUERY_EXEC_ARG_MD = 255
+MAX_NDIMS = 12
+
+#: the shared library's file names, newest soname first
+SONAMES = ('libdnnl.so.3', 'libdnnl.so')
+#: the distributions that install it (the first is symgraph's dependency)
+DISTRIBUTIONS = ('onednn-cpu-gomp', 'onednn')
+
+Dims = ctypes.c_int64 * MAX_NDIMS
+
+
+class Version(ctypes.Structure):
+    """``dnnl_version_t``."""
+    _fields_ = [('major', ctypes.c_int), ('minor', ctypes.c_int), ('patch', ctypes.c_int),
+                ('hash', ctypes.c_char_p), ('cpu_runtime', ctypes.c_uint),
+                ('gpu_runtime', ctypes.c_uint)]
+
+
+class ExecArg(ctypes.Structure):
+    """``dnnl_exec_arg_t``: an argument index and a memory object."""
+    _fields_ = [('arg', ctypes.c_int), ('memory', ctypes.c_void_p)]
+
+
+class DnnlError(RuntimeError):
+    """A oneDNN call returned a status other than success."""
+
+    def __init__(self, what, status):
+        super().__init__('%s failed: %s (status %d)' % (what, STATUS.get(status, '?'),
+                                                          status))
+        self.status = status
+
+
+def check(status, what):
+    """Raise :class:`DnnlError` unless ``status`` is dnnl_success."""
+    if status:
+        raise DnnlError(what, status)
+
+
+def candidates():
+    """Paths to try for the library, in order.
+
+    ``SYMGRAPH_ONEDNN_LIB`` (an explicit file) first, then the files the installed
+    ``onednn-cpu-gomp`` / ``onednn`` wheels recorded (they install into ``<prefix>/lib``),
+    then ``<sys.prefix>/lib``.
+    """
+    out = []
+    explicit = os.environ.get('SYMGRAPH_ONEDNN_LIB')
+    if explicit:
+        return [explicit]
+    for dist in DISTRIBUTIONS:
+        try:
+            files = metadata.distribution(dist).files or ()
+        except metadata.PackageNotFoundError:
+            continue
+        found = {os.path.basename(str(f)): f for f in files}
+        out += [os.path.normpath(str(found[s].locate())) for s in SONAMES if s in found]
+    out += [os.path.join(sys.prefix, 'lib', s) for s in SONAMES]
+    seen = set()
+    return [p for p in out if not (p in seen or seen.add(p))]
+
+
+_VP = ctypes.c_void_p
+_P = ctypes.POINTER
+_SIGNATURES = {
+    # name: (argtypes, restype); restype None means dnnl_status_t (checked by the caller)
+    'dnnl_version': ((), _P(Version)),
+    'dnnl_engine_create': ((_P(_VP), ctypes.c_int, ctypes.c_size_t), None),
+    'dnnl_engine_destroy': ((_VP,), None),
+    'dnnl_stream_create': ((_P(_VP), _VP, ctypes.c_uint), None),
+    'dnnl_stream_wait': ((_VP,), None),
+    'dnnl_stream_destroy': ((_VP,), None),
+    'dnnl_memory_desc_create_with_strides': ((_P(_VP), ctypes.c_int, Dims, ctypes.c_int,
+                                              Dims), None),
+    'dnnl_memory_desc_create_with_tag': ((_P(_VP), ctypes.c_int, Dims, ctypes.c_int,
+                                          ctypes.c_int), None),
+    'dnnl_memory_desc_destroy': ((_VP,), None),
+    'dnnl_memory_desc_equal': ((_VP, _VP), ctypes.c_int),
+    'dnnl_memory_desc_get_size': ((_VP,), ctypes.c_size_t),
+    'dnnl_memory_create': ((_P(_VP), _VP, _VP, _VP), None),
+    'dnnl_memory_set_data_handle': ((_VP, _VP), None),
+    'dnnl_memory_destroy': ((_VP,), None),
+    'dnnl_convolution_forward_primitive_desc_create': (
+        (_P(_VP), _VP, ctypes.c_int, ctypes.c_int, _VP, _VP, _VP, _VP, Dims, Dims, Dims,
+         Dims, _VP), None),
+    'dnnl_convolution_backward_data_primitive_desc_create': (
+        (_P(_VP), _VP, ctypes.c_int, _VP, _VP, _VP, Dims, Dims, Dims, Dims, _VP, _VP), None),
+    'dnnl_convolution_backward_weights_primitive_desc_create': (
+        (_P(_VP), _VP, ctypes.c_int, _VP, _VP, _VP, _VP, Dims, Dims, Dims, Dims, _VP, _VP),
+        None),
+    'dnnl_matmul_primitive_desc_create': ((_P(_VP), _VP, _VP, _VP, _VP, _VP, _VP), None),
+    'dnnl_batch_normalization_forward_primitive_desc_create': (
+        (_P(_VP), _VP, ctypes.c_int, _VP, _VP, ctypes.c_float, ctypes.c_uint, _VP), None),
+    'dnnl_batch_normalization_backward_primitive_desc_create': (
+        (_P(_VP), _VP, ctypes.c_int, _VP, _VP, _VP, ctypes.c_float, ctypes.c_uint, _VP, _VP),
+        None),
+    'dnnl_reorder_primitive_desc_create': ((_P(_VP), _VP, _VP, _VP, _VP, _VP), None),
+    'dnnl_primitive_desc_query_md': ((_VP, ctypes.c_int, ctypes.c_int), _VP),
+    'dnnl_primitive_desc_destroy': ((_VP,), None),
+    'dnnl_primitive_create': ((_P(_VP), _VP), None),
+    'dnnl_primitive_execute': ((_VP, _VP, ctypes.c_int, _P(ExecArg)), None),
+    'dnnl_primitive_destroy': ((_VP,), None),
+}
+
+
+def load(path):
+    """The ``ctypes.CDLL`` at ``path`` with every function of :data:`_SIGNATURES` declared.
+
+    Raises OSError when the file cannot be loaded or lacks one of the functions.
+    """
+    lib = ctypes.CDLL(path)
+    for name, (argtypes, restype) in _SIGNATURES.items():
+        try:
+            fn = getattr(lib, name)
+        except AttributeError:
+            raise OSError('%s has no function %s' % (path, name)) from None
+        fn.argtypes = list(argtypes)
+        fn.restype = ctypes.c_int if restype is None else restype
+    return lib
+
+
+def version(lib):
+    """(major, minor, patch) of a loaded library."""
+    v = lib.dnnl_version().contents
+    return (v.major, v.minor, v.patch)

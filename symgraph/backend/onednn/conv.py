@@ -1,0 +1,205 @@
+"""Convolution forward, backward-data and backward-weights through oneDNN (1-D, 2-D, 3-D).
+
+The caller's arrays are plain: data (N, C, *S) and weights (F, C/g, *k) as the NumPy path
+holds them (grouped weights described as (g, F/g, C/g, *k) over the same memory). The
+primitives are created with the layouts oneDNN prefers and reorder at their edges (cached
+reorders, see :mod:`._core`): with plain layouts oneDNN 3.2 falls back to its im2col + GEMM
+kernels, whose weight gradient was up to 17x slower than its blocked ones here. Geometry
+oneDNN refuses (e.g. a negative right padding some MXNet shapes imply) gives None and the
+caller runs NumPy.
+"""
+import ctypes
+
+import numpy as np
+
+from . import _lib
+from ._core import BackendCore, Primitive, any_desc, as_f32, strided_desc
+from ._lib import check
+from .norm import NormMixin
+
+_VP = ctypes.c_void_p
+
+
+def _right_pad(size_in, size_out, k, s, p, d):
+    """The right padding that makes oneDNN's output size ``size_out``."""
+    return (size_out - 1) * s + (k - 1) * d + 1 - size_in - p
+
+
+def _weight_shape(wshape, groups):
+    if groups == 1:
+        return tuple(wshape)
+    f = wshape[0]
+    return (groups, f // groups) + tuple(wshape[1:])
+
+
+class Backend(BackendCore, NormMixin):
+    """oneDNN's CPU backend: what ``symgraph.opdef.cpu_backend()`` returns.
+
+    Every method takes and returns plain C-order NumPy float32 arrays; it returns None when
+    oneDNN does not take the case (the caller then computes with NumPy).
+    """
+
+    def _descs(self, xshape, wshape, yshape, groups):
+        """(plain descriptors, 'any' descriptors) of data, weights and output."""
+        lib = self.lib
+        shapes = (xshape, _weight_shape(wshape, groups), yshape)
+        plain, free = [], []
+        try:
+            for sh in shapes:
+                plain.append(strided_desc(lib, sh))
+            for sh in shapes:
+                free.append(any_desc(lib, sh))
+        except Exception:
+            self._destroy(plain + free)
+            raise
+        return plain, free
+
+    def _destroy(self, mds):
+        for md in mds:
+            self.lib.dnnl_memory_desc_destroy(md)
+
+    @staticmethod
+    def _geometry(xshape, yshape, kernel, stride, pad, dilate):
+        pr = [_right_pad(i, o, k, s, p, d) for i, o, k, s, p, d
+              in zip(xshape[2:], yshape[2:], kernel, stride, pad, dilate)]
+        return (_lib.Dims(*stride), _lib.Dims(*[d - 1 for d in dilate]), _lib.Dims(*pad),
+                _lib.Dims(*pr))
+
+    def _fwd_pd(self, prop, mds, geom, bias_md=None):
+        pd = _VP()
+        x, w, y = mds
+        check(self.lib.dnnl_convolution_forward_primitive_desc_create(
+            ctypes.byref(pd), self.engine, prop, _lib.CONVOLUTION_DIRECT, x, w, bias_md, y,
+            *geom, None),
+            'dnnl_convolution_forward_primitive_desc_create')
+        return pd
+
+    def conv_forward(self, x, w, b, stride, pad, dilate, groups, yshape, is_train=True):
+        """y = conv(x, w) + b with output shape ``yshape``; None when not taken."""
+        x, w = as_f32(x), as_f32(w)
+        yshape = tuple(yshape)
+        bias = b is not None
+        prop = _lib.FORWARD_TRAINING if is_train else _lib.FORWARD_INFERENCE
+        key = ('conv_forward', x.shape, w.shape, yshape, tuple(stride), tuple(pad),
+               tuple(dilate), groups, bias, prop)
+
+        def build():
+            plain, free = self._descs(x.shape, w.shape, yshape, groups)
+            bmd = strided_desc(self.lib, (w.shape[0],)) if bias else None
+            try:
+                geom = self._geometry(x.shape, yshape, w.shape[2:], stride, pad, dilate)
+                pd = self._fwd_pd(prop, free, geom, bmd)
+                args = [(_lib.ARG_SRC, plain[0], False), (_lib.ARG_WEIGHTS, plain[1], False),
+                        (_lib.ARG_DST, plain[2], True)]
+                return Primitive(self, pd, args + ([(_lib.ARG_BIAS, bmd, False)]
+                                                   if bias else []))
+            finally:
+                self._destroy(plain + free + ([bmd] if bias else []))
+
+        y = np.empty(yshape, np.float32)
+        arrays = [x, w, y] + ([as_f32(b)] if bias else [])
+        return y if self.run(key, build, arrays) else None
+
+    def conv_backward_data(self, dy, w, xshape, stride, pad, dilate, groups):
+        """dx of shape ``xshape`` from dy and the weights; None when not taken."""
+        dy, w = as_f32(dy), as_f32(w)
+        xshape = tuple(xshape)
+        key = ('conv_backward_data', dy.shape, w.shape, xshape, tuple(stride), tuple(pad),
+               tuple(dilate), groups)
+
+        def build():
+            plain, free = self._descs(xshape, w.shape, dy.shape, groups)
+            hint = None
+            try:
+                geom = self._geometry(xshape, dy.shape, w.shape[2:], stride, pad, dilate)
+                hint = self._fwd_pd(_lib.FORWARD_TRAINING, free, geom)
+                pd = _VP()
+                check(self.lib.dnnl_convolution_backward_data_primitive_desc_create(
+                    ctypes.byref(pd), self.engine, _lib.CONVOLUTION_DIRECT, free[0], free[1],
+                    free[2], *geom, hint, None),
+                    'dnnl_convolution_backward_data_primitive_desc_create')
+                return Primitive(self, pd, [(_lib.ARG_DIFF_DST, plain[2], False),
+                                            (_lib.ARG_WEIGHTS, plain[1], False),
+                                            (_lib.ARG_DIFF_SRC, plain[0], True)])
+            finally:
+                if hint:
+                    self.lib.dnnl_primitive_desc_destroy(hint)
+                self._destroy(plain + free)
+
+        dx = np.empty(xshape, np.float32)
+        return dx if self.run(key, build, [dy, w, dx]) else None
+
+    def conv_backward_weights(self, x, dy, wshape, stride, pad, dilate, groups):
+        """dw of shape ``wshape`` from x and dy; None when not taken."""
+        x, dy = as_f32(x), as_f32(dy)
+        wshape = tuple(wshape)
+        key = ('conv_backward_weights', x.shape, dy.shape, wshape, tuple(stride), tuple(pad),
+               tuple(dilate), groups)
+
+        def build():
+            plain, free = self._descs(x.shape, wshape, dy.shape, groups)
+            hint = None
+            try:
+                geom = self._geometry(x.shape, dy.shape, wshape[2:], stride, pad, dilate)
+                hint = self._fwd_pd(_lib.FORWARD_TRAINING, free, geom)
+                pd = _VP()
+                check(self.lib.dnnl_convolution_backward_weights_primitive_desc_create(
+                    ctypes.byref(pd), self.engine, _lib.CONVOLUTION_DIRECT, free[0], free[1],
+                    None, free[2], *geom, hint, None),
+                    'dnnl_convolution_backward_weights_primitive_desc_create')
+                return Primitive(self, pd, [(_lib.ARG_SRC, plain[0], False),
+                                            (_lib.ARG_DIFF_DST, plain[2], False),
+                                            (_lib.ARG_DIFF_WEIGHTS, plain[1], True)])
+            finally:
+                if hint:
+                    self.lib.dnnl_primitive_desc_destroy(hint)
+                self._destroy(plain + free)
+
+        dw = np.empty(wshape, np.float32)
+        return dw if self.run(key, build, [x, dy, dw]) else None
+
+    #: smallest m * k * n sent to oneDNN's matmul: smaller products run single-threaded
+    #: in OpenBLAS (no pool woken) and cost less than a ctypes call
+    MATMUL_MIN_WORK = 1 << 16
+
+    def matmul(self, a, b):
+        """a @ b for 2-D float32 arrays (strided views such as ``w.T`` taken as they are);
+        None when not taken (small products, odd strides).
+
+        Large matrix products go through oneDNN so that one thread pool (OpenMP) does the
+        heavy work: OpenBLAS's threads spin after each GEMM and took the cores from the
+        convolution that followed (bench/bench_onednn.py).
+        """
+        if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] \
+                or a.shape[0] * a.shape[1] * b.shape[1] < self.MATMUL_MIN_WORK:
+            return None
+        a, b = _strided(a), _strided(b)
+        m, n = a.shape[0], b.shape[1]
+        sa = tuple(s // 4 for s in a.strides)
+        sb = tuple(s // 4 for s in b.strides)
+        key = ('matmul', a.shape, sa, b.shape, sb)
+
+        def build():
+            mds = [strided_desc(self.lib, a.shape, sa), strided_desc(self.lib, b.shape, sb),
+                   strided_desc(self.lib, (m, n))]
+            try:
+                pd = _VP()
+                check(self.lib.dnnl_matmul_primitive_desc_create(
+                    ctypes.byref(pd), self.engine, mds[0], mds[1], None, mds[2], None),
+                    'dnnl_matmul_primitive_desc_create')
+                return Primitive(self, pd, [(_lib.ARG_SRC, mds[0], False),
+                                            (_lib.ARG_WEIGHTS, mds[1], False),
+                                            (_lib.ARG_DST, mds[2], True)])
+            finally:
+                self._destroy(mds)
+
+        out = np.empty((m, n), np.float32)
+        return out if self.run(key, build, [a, b, out]) else None
+
+
+def _strided(a):
+    """``a`` as float32 with positive element strides (a view when it already is one)."""
+    a = np.asarray(a, dtype=np.float32)
+    if any(s <= 0 or s % 4 for s in a.strides):
+        a = np.ascontiguousarray(a)
+    return a

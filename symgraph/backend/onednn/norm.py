@@ -1,0 +1,98 @@
+"""Batch normalisation through oneDNN (channels on axis 1, plain layouts, float32).
+
+MXNet's BatchNorm keeps the running statistics and saves the mean and the inverse standard
+deviation as outputs; oneDNN takes and gives the (biased) variance. The operator converts
+(var = 1 / inv^2 - eps: oneDNN only ever uses var + eps, which this gives back to float32
+rounding) and updates the running statistics itself.
+"""
+import ctypes
+
+import numpy as np
+
+from . import _lib
+from ._core import Primitive, as_f32, strided_desc
+from ._lib import check
+
+_VP = ctypes.c_void_p
+
+
+class NormMixin:
+    """Batch-norm methods of the backend (mixed into ``Backend``)."""
+
+    def _bn_fwd_pd(self, md, eps, flags, prop):
+        pd = _VP()
+        check(self.lib.dnnl_batch_normalization_forward_primitive_desc_create(
+            ctypes.byref(pd), self.engine, prop, md, md, eps, flags, None),
+            'dnnl_batch_normalization_forward_primitive_desc_create')
+        return pd
+
+    def batch_norm_forward(self, x, gamma, beta, eps, mean=None, var=None, is_train=True):
+        """Normalised ``x`` (N, C, ...): (y, batch mean, batch variance) with the batch's
+        statistics when ``mean`` is None, else y with the given ones; None when not taken.
+        """
+        if x.ndim < 2 or x.ndim > 5 or not x.size:
+            return None
+        x = as_f32(x)
+        c = x.shape[1]
+        stats = mean is None
+        flags = _lib.USE_SCALE | _lib.USE_SHIFT | (0 if stats else _lib.USE_GLOBAL_STATS)
+        prop = _lib.FORWARD_TRAINING if is_train or stats else _lib.FORWARD_INFERENCE
+        key = ('batch_norm_forward', x.shape, float(eps), flags, prop)
+
+        def build():
+            md, cmd = strided_desc(self.lib, x.shape), strided_desc(self.lib, (c,))
+            try:
+                pd = self._bn_fwd_pd(md, eps, flags, prop)
+                args = [(_lib.ARG_SRC, md, False), (_lib.ARG_SCALE, cmd, False),
+                        (_lib.ARG_SHIFT, cmd, False), (_lib.ARG_DST, md, True),
+                        (_lib.ARG_MEAN, cmd, stats), (_lib.ARG_VARIANCE, cmd, stats)]
+                return Primitive(self, pd, args)
+            finally:
+                self._destroy([md, cmd])
+
+        y = np.empty(x.shape, np.float32)
+        if stats:
+            mean, var = np.empty(c, np.float32), np.empty(c, np.float32)
+        else:
+            mean, var = as_f32(mean), as_f32(var)
+        if not self.run(key, build, [x, as_f32(gamma), as_f32(beta), y, mean, var]):
+            return None
+        return (y, mean, var) if stats else y
+
+    def batch_norm_backward(self, x, dy, gamma, mean, var, eps, global_stats):
+        """(dx, dgamma, dbeta) of batch normalisation with the statistics ``mean``/``var``
+        (the batch's, or the running ones when ``global_stats``); None when not taken."""
+        if x.ndim < 2 or x.ndim > 5 or not x.size:
+            return None
+        x, dy = as_f32(x), as_f32(dy)
+        c = x.shape[1]
+        flags = _lib.USE_SCALE | _lib.USE_SHIFT | (_lib.USE_GLOBAL_STATS if global_stats
+                                                   else 0)
+        key = ('batch_norm_backward', x.shape, float(eps), flags)
+
+        def build():
+            md, cmd = strided_desc(self.lib, x.shape), strided_desc(self.lib, (c,))
+            hint = None
+            try:
+                hint = self._bn_fwd_pd(md, eps, flags, _lib.FORWARD_TRAINING)
+                pd = _VP()
+                check(self.lib.dnnl_batch_normalization_backward_primitive_desc_create(
+                    ctypes.byref(pd), self.engine, _lib.BACKWARD, md, md, md, eps, flags,
+                    hint, None),
+                    'dnnl_batch_normalization_backward_primitive_desc_create')
+                args = [(_lib.ARG_SRC, md, False), (_lib.ARG_DIFF_DST, md, False),
+                        (_lib.ARG_SCALE, cmd, False), (_lib.ARG_MEAN, cmd, False),
+                        (_lib.ARG_VARIANCE, cmd, False), (_lib.ARG_DIFF_SRC, md, True),
+                        (_lib.ARG_DIFF_SCALE, cmd, True), (_lib.ARG_DIFF_SHIFT, cmd, True)]
+                return Primitive(self, pd, args)
+            finally:
+                if hint:
+                    self.lib.dnnl_primitive_desc_destroy(hint)
+                self._destroy([md, cmd])
+
+        dx = np.empty(x.shape, np.float32)
+        dg, db = np.empty(c, np.float32), np.empty(c, np.float32)
+        if not self.run(key, build, [x, dy, as_f32(gamma), as_f32(mean), as_f32(var), dx, dg,
+                                     db]):
+            return None
+        return dx, dg, db

@@ -1,0 +1,56 @@
+"""Every BatchNorm OpCase of test_norm.py through oneDNN (float32) where it applies
+(channels on axis 1): forward against the reference, outputs (mean, inverse std) and the
+running statistics, and the gradients against the NumPy path in float64. Each oneDNN call
+is counted, so a silent fallback fails; the other axes must stay on NumPy."""
+import numpy as np
+import pytest
+
+from harness import parametrize_cases
+from test_norm import BN_CASES
+from symgraph.backend import onednn
+from symgraph.opdef import cpu_backend
+
+
+@pytest.fixture
+def backend(monkeypatch):
+    monkeypatch.delenv('SYMGRAPH_ONEDNN', raising=False)
+    onednn.reset()
+    be = cpu_backend()
+    if be is None:
+        pytest.skip('oneDNN is not available on this machine')
+    yield be
+    onednn.reset()
+
+
+def _run(case, dtype):
+    op = case.make_op()
+    inputs = case.make_inputs(dtype)
+    args, aux = inputs[:3], [a.copy() for a in inputs[3:]]
+    outs = op.forward(np, [a.copy() for a in args], aux, case.is_train)
+    dy = np.random.RandomState(9).uniform(-1, 1, outs[0].shape).astype(dtype)
+    og = [dy] + [np.zeros_like(o) for o in outs[1:]]
+    grads = op.backward(np, og, args, outs, aux, [True] * 3)
+    return op, inputs, outs, aux, grads
+
+
+@parametrize_cases(BN_CASES)
+def test_batchnorm_case_through_onednn(case, backend):
+    before = dict(backend.calls)
+    op, inputs, outs, aux, grads = _run(case, 'float32')
+    used = {k: backend.calls.get(k, 0) - before.get(k, 0)
+            for k in ('batch_norm_forward', 'batch_norm_backward')}
+    on_axis_1 = op.axis % len(case.shapes[0]) == 1
+    assert used == ({'batch_norm_forward': 1, 'batch_norm_backward': 1} if on_axis_1 else
+                    {'batch_norm_forward': 0, 'batch_norm_backward': 0}), used
+    expected = case.ref(*inputs)
+    expected = expected if isinstance(expected, (list, tuple)) else [expected]
+    for o, e in zip(outs[:op.num_visible_outputs()], expected):
+        np.testing.assert_allclose(o, e, rtol=1e-4, atol=1e-5)
+    _, _, outs64, aux64, grads64 = _run(case, 'float64')
+    for o, e in zip(outs, outs64):          # hidden mean and inverse std too
+        np.testing.assert_allclose(o, e, rtol=1e-4, atol=1e-5)
+    for a, e in zip(aux, aux64):            # running statistics
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6)
+    for i, (g, e) in enumerate(zip(grads, grads64)):
+        assert g.dtype == np.float32 and g.shape == inputs[i].shape
+        np.testing.assert_allclose(g, e, rtol=1e-4, atol=2e-5, err_msg='input %d' % i)

@@ -353,8 +353,8 @@ class CountSketch(Operator):
     def _buckets(self, xp, h):
         b = h.reshape(-1).astype(np.int64)
         if bool(((b < 0) | (b >= self.out_dim)).any()):
-            raise MXNetError('_contrib_count_sketch: %r holds buckets outside [0, out_dim=%d)'
-                             % ('h', self.out_dim))
+            raise ArgumentError('_contrib_count_sketch: %r holds buckets outside [0, out_dim=%d)'
+                                % ('h', self.out_dim))
         return b
 
     def forward(self, xp, inputs, aux, is_train):

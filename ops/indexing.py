@@ -14,7 +14,7 @@ the rows of ``a.reshape(-1, K)`` (MXNet reads past the data there).
 """
 import numpy as np
 
-from symgraph.base import ArgumentError
+from symgraph.base import ArgumentError, ParameterError
 from symgraph.opdef import (Operator, Param, ShapeError, TypeInferenceError, register,
                             shape_known, unify_shape)
 
@@ -283,7 +283,8 @@ class _Ravel(Operator):
 
     def check(self):
         if not self.shape:
-            raise MXNetError('%s: parameter shape must be given (a tuple of ints)' % self.name)
+            raise ParameterError('%s: parameter shape must be given (a tuple of ints)'
+                                 % self.name)
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         return [xp.zeros_like(inputs[0]) if need[0] else None]
@@ -413,8 +414,8 @@ class BooleanMask(Operator):
 
     def check(self):
         if self.axis != 0:
-            raise MXNetError('_contrib_boolean_mask: axis=%d is not supported (MXNet 1.9.1: '
-                             '"Not supported yet"); only axis=0' % self.axis)
+            raise ParameterError('_contrib_boolean_mask: axis=%d is not supported (MXNet 1.9.1: '
+                                 '"Not supported yet"); only axis=0' % self.axis)
 
     def list_arguments(self):
         return ['data', 'index']

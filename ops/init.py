@@ -89,8 +89,8 @@ class ZerosWithoutDtype(_Filled):
 
     def check(self):
         if self.dtype not in _TYPE_FLAGS:
-            raise MXNetError('_zeros_without_dtype: dtype must be one of the type flags %s, '
-                             'got %d' % (sorted(_TYPE_FLAGS), self.dtype))
+            raise ParameterError('_zeros_without_dtype: dtype must be one of the type flags %s, '
+                                 'got %d' % (sorted(_TYPE_FLAGS), self.dtype))
 
     def infer_type(self, in_types):
         return [], [np.dtype(_TYPE_FLAGS[self.dtype])], []

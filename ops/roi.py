@@ -295,8 +295,8 @@ class RROIAlign(Operator):
 
     def check(self):
         if len(self.pooled_size) != 2 or min(self.pooled_size) <= 0:
-            raise MXNetError('%s: pooled_size must be (height, width) of positive ints, got '
-                             '%s' % (self.name, self.pooled_size))
+            raise ParameterError('%s: pooled_size must be (height, width) of positive ints, '
+                                 'got %s' % (self.name, self.pooled_size))
 
     def list_arguments(self):
         return ['data', 'rois']

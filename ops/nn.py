@@ -34,8 +34,6 @@ class FullyConnected(Operator):
     def list_arguments(self):
         return ['data', 'weight'] if self.no_bias else ['data', 'weight', 'bias']
 
-    # backward reads data and weight, not the bias (MXNet's _backward_FullyConnected too)
-    needs_inputs = (0, 1)
     infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
@@ -98,7 +96,7 @@ class FullyConnected(Operator):
         if need[1]:
             grads[1] = xp.matmul(g2.T, x2)
         if not self.no_bias and need[2]:
-            grads[2] = g2.sum(axis=0)
+            grads[2] = g2.sum(axis=0).reshape(inputs[2].shape)
         return grads
 
 

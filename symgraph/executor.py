@@ -156,6 +156,7 @@ class Executor:
         self._saved = None
         self._monitor = None
         self._monitor_all = False
+        self._monitor_level = 0         # the plan's monitor code: 0 none, 1 outputs, 2 all
         self._output_names = symbol.list_outputs()
 
     def _on_ctx(self, arr):
@@ -206,8 +207,7 @@ class Executor:
                                  'with %s' % (k, tuple(np.shape(v)), dst.shape))
             dst[:] = v
         keep = bool(is_train) or self._any_grad
-        fn, fname, line_step = self._plan.forward_fn(is_train, self._monitor is not None,
-                                                     keep)
+        fn, fname, line_step = self._plan.forward_fn(is_train, self._monitor_level, keep)
         if self._off_ctx:
             self._sync(self.arg_arrays, self._dev_args)
             self._sync(self.aux_arrays, self._dev_aux)
@@ -271,13 +271,16 @@ class Executor:
                                                self.outputs[k].shape))
             with self._ctx.device_scope():
                 og.append(arr.astype(self.outputs[k]._data.dtype, copy=False))
-        fn, fname, line_step = plan.backward_fn()
+        fn, fname, line_step = plan.backward_fn(self._monitor_level)
         if self._off_ctx:
             self._sync(self.grad_arrays, self._dev_grads, self._grad_req)
         G = [None if g is None else g._data for g in self._dev_grads]
         with self._ctx.device_scope():
             try:
-                fn(self._saved, og, G)
+                if self._monitor is not None:
+                    fn(self._saved, og, G, self._monitor_fn)
+                else:
+                    fn(self._saved, og, G)
             except Exception as e:
                 err = check_error(e, fname, line_step, 'backward')
                 if err is None:
@@ -289,18 +292,32 @@ class Executor:
             self._sync(self._dev_aux, self.aux_arrays)
 
     def set_monitor_callback(self, callback, monitor_all=False):
-        """Call ``callback(name, NDArray)`` on every intermediate output during forward."""
-        self._monitor = callback
-        self._monitor_all = monitor_all
-        names = {}
-        for e, (node, i) in enumerate(self._plan.entry_info):
-            names[e] = node.output_names()[i]
-        arg_entries = set(self._plan.arg_entries)
+        """Call ``callback(name, NDArray)`` on the outputs of every operator as it runs,
+        in forward and in backward, as MXNet's executor does.
 
-        def fn(e, arr):
-            if e in arg_entries and not monitor_all:
-                return
-            callback(names[e], NDArray(arr, self._ctx))
+        Forward reports every output, hidden ones included (``bn_mean``); backward reports
+        the gradient each step computes for its node's inputs as
+        ``<node>_backward_output<i>`` (``<node>_backward_output`` for a single input).
+        With ``monitor_all`` each operator's inputs are reported too before it runs: as
+        ``<node>_<input>``, preceded by the variable's own name where the input is one.
+        Executors without a callback run code that has no monitoring in it at all.
+
+        Parameters
+        ----------
+        callback : callable(str, NDArray) or None
+            None removes the monitor.
+        monitor_all : bool
+        """
+        if callback is not None and not callable(callback):
+            raise ArgumentTypeError('set_monitor_callback: callback must be callable, not %s'
+                                    % type(callback).__name__)
+        self._monitor = callback
+        self._monitor_all = bool(monitor_all)
+        self._monitor_level = 0 if callback is None else 2 if monitor_all else 1
+        ctx = self._ctx
+
+        def fn(name, arr):
+            callback(name, NDArray(arr, ctx))
         self._monitor_fn = fn
 
     # ------------------------------------------------------------------ helpers

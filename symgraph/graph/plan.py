@@ -67,7 +67,7 @@ class Plan:
             [self.dtypes[e] for e in self.in_entries(n)]) for n in self.steps}
         self._requires_grad()
         self._fwd_cache = {}
-        self._bwd = None
+        self._bwd_cache = {}
 
     def _e(self, node, i):
         return self.entry[(self.index[id(node)], i)]
@@ -121,12 +121,17 @@ class Plan:
         weakref.finalize(env[name], linecache.cache.pop, fname, None)
         return env[name], fname
 
-    def forward_fn(self, is_train, monitor=False, keep_saved=None):
+    def forward_fn(self, is_train, monitor=0, keep_saved=None):
         """The compiled forward; it returns what backward needs when ``keep_saved``
         (default: in training), so that backward may also follow an inference forward,
-        as MXNet allows."""
+        as MXNet allows.
+
+        ``monitor``: 0 no monitor (the function takes no callback and does no per-node
+        work for one); 1 the function calls ``M(name, array)`` on every output of every
+        node, hidden ones included; 2 also on each node's inputs before it runs (MXNet's
+        ``monitor_all``)."""
         keep_saved = bool(is_train) if keep_saved is None else bool(keep_saved)
-        key = (bool(is_train), bool(monitor), keep_saved)
+        key = (bool(is_train), int(monitor), keep_saved)
         if key not in self._fwd_cache:
             self._fwd_cache[key] = self._gen_forward(*key)
         return self._fwd_cache[key]
@@ -151,10 +156,10 @@ class Plan:
         for s, n in enumerate(self.steps):
             for e in self.in_entries(n):
                 last_use[e] = s
-        if monitor:
-            for j, e in enumerate(self.arg_entries):
-                lines.append('    M(%d, v%d)' % (e, e))
         for s, n in enumerate(self.steps):
+            if monitor > 1:
+                lines += self._monitor_inputs(n, self.in_entries(n), n.op.list_arguments()
+                                              + n.op.list_auxiliary_states())
             fn, fast = self.run_op[id(n)].make_forward(
                 xp, is_train, state=self.op_state[id(n)],
                 in_dtypes=[self.dtypes[e] for e in self.in_entries(n)])
@@ -172,8 +177,10 @@ class Plan:
                 lines.append('    %s, = f%d(%s%s)' % (', '.join('v%d' % e for e in outs), s,
                                                      ins, into))
             if monitor:
-                for e in outs[:n.num_visible_outputs()]:
-                    lines.append('    M(%d, v%d)' % (e, e))
+                # every output, hidden ones too (BatchNorm's mean and var), as MXNet's
+                # executor reports them
+                lines += ['    M(%r, v%d)' % (name, e)
+                          for name, e in zip(n.output_names(), outs)]
             dead = [e for e in set(self.in_entries(n)) if last_use.get(e) == s and e not in keep]
             dead += [e for e in outs if e not in keep and e not in last_use]
             if dead:
@@ -184,15 +191,32 @@ class Plan:
         fn, fname = self._compile('\n'.join(lines) + '\n', env, 'forward')
         return fn, fname, line_step
 
-    def backward_fn(self):
-        if self._bwd is None:
-            self._bwd = self._gen_backward()
-        return self._bwd
+    def _monitor_inputs(self, node, entries, names, prefix=None):
+        """Generated lines reporting a node's inputs before it runs, as MXNet's
+        ``monitor_all`` does: an input that is a variable under the variable's name first,
+        then every input as ``<node>_<input name>``. ``entries`` holds entry ids, or the
+        names of generated locals."""
+        lines = []
+        for e, name in zip(entries, names):
+            var = 'v%d' % e if isinstance(e, int) else e
+            if isinstance(e, int) and self.entry_info[e][0].op is None:
+                lines.append('    M(%r, %s)' % (self.entry_info[e][0].name, var))
+            lines.append('    M(%r, %s)' % ('%s_%s' % (prefix or node.name, name), var))
+        return lines
 
-    def _gen_backward(self):
+    def backward_fn(self, monitor=0):
+        """The compiled backward; with ``monitor`` (1 or 2, as for :meth:`forward_fn`) it
+        takes a callback ``M`` and reports each backward step's input gradients as
+        ``<node>_backward_output<i>`` (and with 2, its inputs before it runs)."""
+        monitor = int(monitor)
+        if monitor not in self._bwd_cache:
+            self._bwd_cache[monitor] = self._gen_backward(monitor)
+        return self._bwd_cache[monitor]
+
+    def _gen_backward(self, monitor=0):
         xp = self.xp
         env = {}
-        lines = ['def backward(S, OG, G):']
+        lines = ['def backward(S, OG, G, M=None):']
         line_step = {}
         if self.saved:
             lines.append('    %s, = S' % ', '.join('v%d' % e for e in self.saved))
@@ -256,9 +280,30 @@ class Plan:
                 into = ', grad_out=[%s]' % ', '.join(
                     'G[%d]' % grad_slot[e] if nd and e in grad_slot else 'None'
                     for e, nd in zip(ins[:n_args], need))
+            if monitor > 1:
+                # MXNet's backward node '<node>_backward' reads (in the common layout) the
+                # head gradients, then the forward inputs and outputs it needs; its inputs
+                # have no names of their own: 'input<i>'
+                seen = []
+                for k, g in enumerate(og):
+                    if g.startswith('_zeros'):
+                        lines.append('    t%d = %s' % (k, g))
+                        og[k] = 't%d' % k
+                    if og[k] != 'None':
+                        seen.append(og[k])
+                seen += [e for e in ins[:n_args] if e in sel_in] + list(ins[n_args:])
+                seen += [e for e in outs if e in sel_out and e in saved]
+                lines += self._monitor_inputs(n, seen, ['input%d' % k for k in range(len(seen))],
+                                              n.name + '_backward')
             line_step[len(lines) + 1] = n
             lines.append('    r = b%d([%s], [%s], [%s], [%s]%s)'
                          % (s, ', '.join(og), in_list, out_list, aux_list, into))
+            if monitor:
+                # one output per argument of the forward node, as MXNet's backward node
+                # has: 'output' alone, else 'output0', 'output1', ...
+                lines += ['    M(%r, r[%d])' % ('%s_backward_output%s' % (
+                    n.name, j if n_args > 1 else ''), j)
+                    for j in range(n_args) if need[j]]
             for j, e in enumerate(ins[:n_args]):
                 if not need[j]:
                     continue

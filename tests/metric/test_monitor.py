@@ -35,7 +35,10 @@ def _same(got, want):
     assert [g[3] for g in got] == [w[3] for w in want]            # 'Batch: {:7d} {:30s}'
     for g, w in zip(got, want):
         assert len(g[2]) == len(w[2]) and all(
-            math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-7) for a, b in zip(g[2], w[2])), (g, w)
+            # abs_tol: a bias gradient's norm here is ~2e-6, what is left after summing O(1)
+            # float32 terms over the batch; oneDNN's products round differently from
+            # MXNet's native ones by up to ~5e-7 there (relative agreement elsewhere: 1e-5)
+            math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-6) for a, b in zip(g[2], w[2])), (g, w)
 
 
 @pytest.mark.parametrize('key', COMPARABLE)

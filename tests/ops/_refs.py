@@ -1,6 +1,8 @@
 """NumPy references and input makers shared by several tests/ops files."""
 import numpy as np
 
+import symgraph as mx
+
 
 def _sm(x, axis=-1):
     e = np.exp(x - x.max(axis=axis, keepdims=True))
@@ -11,3 +13,16 @@ F16 = ('float16', 'float32', 'float64')
 
 
 GN = 'GroupNorm'
+
+
+def _with_index(index, pos=1, dtype=None):
+    """Inputs: uniform data, with the fixed ``index`` array at position ``pos``."""
+    def make(rng, shapes, dt):
+        arrs = [rng.uniform(-1, 1, s) for s in shapes]
+        arrs[pos] = np.array(index, dtype=dtype or dt)
+        return arrs
+    return make
+
+
+def _v(*names):
+    return [mx.sym.var(n) for n in names]

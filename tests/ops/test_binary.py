@@ -221,7 +221,6 @@ CASES += [
 test_forward, test_gradient = case_tests(CASES)
 
 
-
 @parametrize_cases(CASES)
 def test_fast_forward_matches_forward(case):
     if not check_fast_forward(case):

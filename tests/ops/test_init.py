@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import symgraph as mx
-from harness import OpCase, parametrize_cases, check_forward
+from _refs import F16
+from harness import OpCase, parametrize_cases, check_forward, case_tests
 from symgraph.base import MXNetError, ShapeError
 
 CASES = [
@@ -98,3 +99,46 @@ def test_bad_parameters_are_refused():
         mx.sym.arange(0, infer_range=True)
     with pytest.raises(MXNetError, match='step'):
         mx.sym.arange(0, 5, 0)
+
+
+def _arange_like_ref(start=0.0, step=1.0, repeat=1, axis=None):
+    def ref(x):
+        shape = x.shape if axis is None else (x.shape[axis],)
+        n = int(np.prod(shape))
+        vals = [x.dtype.type(start) + x.dtype.type(i // repeat) * x.dtype.type(step)
+                for i in range(n)]
+        return np.array(vals, x.dtype).reshape(shape)
+    return ref
+
+
+ARANGE_LIKE_CASES = [
+    OpCase('_contrib_arange_like', {}, [(3, 4)], ref=_arange_like_ref(), grad=()),
+    OpCase('_contrib_arange_like', dict(start=2, step=0.5, repeat=2), [(3, 4)],
+           ref=_arange_like_ref(2, 0.5, 2), grad=()),
+    OpCase('_contrib_arange_like', dict(start=2, step=3, repeat=2), [(3, 4)], dtypes=F16,
+           ref=_arange_like_ref(2, 3, 2), grad=()),
+    OpCase('_contrib_arange_like', dict(axis=-2, repeat=2, start=1.5), [(3, 4)],
+           ref=_arange_like_ref(1.5, 1, 2, -2), grad=()),
+    OpCase('_contrib_arange_like', dict(axis=1, step=-3), [(2, 5, 3)],
+           ref=_arange_like_ref(0, -3, 1, 1), grad=()),
+]
+
+
+test_forward_arange_like, test_gradient_arange_like = case_tests(ARANGE_LIKE_CASES)
+
+
+def test_arange_like_rules():
+    x = mx.sym.var('x')
+    s = mx.sym.contrib.arange_like(x, axis=1, name='a')
+    assert s.infer_shape(x=(2, 3))[1] == [(3,)]
+    with pytest.raises(ShapeError, match='axis=3 is out of range'):
+        mx.sym.contrib.arange_like(x, axis=3).infer_shape(x=(2, 3))
+    assert s.infer_type(x='float16')[1] == [np.float16]
+    ints = mx.nd.contrib.arange_like(mx.nd.zeros((3, 4), dtype='int32'), step=0.5)
+    assert ints.dtype == np.int32 and not ints.asnumpy().any()    # step cast to int first
+    half = mx.nd.contrib.arange_like(mx.nd.zeros((5,), dtype='float16'), start=2.5, step=2.9)
+    np.testing.assert_array_equal(half.asnumpy(), [2, 4, 6, 8, 10])   # as MXNet 1.9.1
+    # positional parameters: start, step, repeat, ctx, axis
+    sym = mx.sym.contrib.arange_like(x, 1.0, 2.0, 3, '', 0, name='p')
+    assert sym.list_attr() == {'start': '1.0', 'step': '2.0', 'repeat': '3', 'ctx': '',
+                               'axis': '0'}

@@ -2,6 +2,8 @@
 import numpy as np
 import pytest
 
+import symgraph as mx
+from _refs import _v, _with_index
 from harness import case_tests, OpCase, parametrize_cases
 from symgraph.base import MXNetError
 from symgraph.opdef import ShapeError, get_op
@@ -234,8 +236,14 @@ CASES += [
 ]
 
 
-test_forward, test_gradient = case_tests(CASES)
+PICK_ALIAS_CASES = [
+    OpCase('choose_element_0index', {}, [(3, 4), (3,)], grad=(0,),
+           ref=lambda x, i: x[np.arange(3), i.astype(int)],
+           inputs=_with_index([3, 0, 1.5])),
+]
 
+
+test_forward, test_gradient = case_tests(CASES + PICK_ALIAS_CASES)
 
 
 @parametrize_cases(CASES)
@@ -329,3 +337,10 @@ def test_gradients_own_their_memory():
     x = np.ones((2, 3))
     g = get_op('sum')(axis=1).backward(np, [np.ones(2)], [x], [np.full(2, 3.0)], [], [True])
     assert g[0].flags.writeable and g[0].flags.owndata
+
+
+def test_choose_element_0index_is_pick():
+    x, i = _v('x', 'i')
+    sym = mx.sym.choose_element_0index(x, i, axis=0, keepdims=True, mode='wrap', name='c')
+    assert '"op": "pick"' in sym.tojson()
+    assert get_op('choose_element_0index') is get_op('pick')

@@ -26,3 +26,10 @@ def _with_index(index, pos=1, dtype=None):
 
 def _v(*names):
     return [mx.sym.var(n) for n in names]
+
+
+def _infer(sym, **shapes):
+    return sym.infer_shape(**shapes)[1]
+
+
+X, Y = mx.sym.var('x'), mx.sym.var('y')

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import symgraph as mx
-from _refs import _v, _with_index
+from _refs import F16, _infer, _v, _with_index, X
 from harness import case_tests, OpCase, parametrize_cases
 from symgraph.base import MXNetError
 from symgraph.opdef import ShapeError, get_op
@@ -243,7 +243,45 @@ PICK_ALIAS_CASES = [
 ]
 
 
-test_forward, test_gradient = case_tests(CASES + PICK_ALIAS_CASES)
+def _cumsum_ref(axis=None, dtype=None):
+    def ref(x):
+        x = x.reshape(-1) if axis is None else x
+        ax = 0 if axis is None else axis % x.ndim
+        out = np.zeros(x.shape, dtype or x.dtype)
+        acc = np.zeros(x.shape[:ax] + x.shape[ax + 1:], dtype or x.dtype)
+        for i in range(x.shape[ax]):
+            acc = acc + np.take(x, i, axis=ax)
+            idx = [slice(None)] * x.ndim
+            idx[ax] = i
+            out[tuple(idx)] = acc
+        return out
+    return ref
+
+
+def _moments_ref(axes, keepdims=False):
+    def ref(x):
+        ax = tuple(a % x.ndim for a in axes)
+        n = np.prod([x.shape[a] for a in ax])
+        mean = x.astype(np.float64).sum(axis=ax, keepdims=True) / n
+        var = ((x - mean) ** 2).sum(axis=ax, keepdims=keepdims) / n
+        mean = mean if keepdims else mean.reshape(var.shape)
+        return [mean.astype(x.dtype), var.astype(x.dtype)]
+    return ref
+
+
+CUMSUM_MOMENTS_CASES = [
+    OpCase('cumsum', {}, [(2, 3, 2)], ref=_cumsum_ref()),
+    OpCase('cumsum', dict(axis=1), [(2, 3, 4)], ref=_cumsum_ref(1)),
+    OpCase('_np_cumsum', dict(axis=-1), [(3, 4)], ref=_cumsum_ref(-1)),
+    OpCase('cumsum', dict(axis=0, dtype='float64'), [(4, 3)], ref=_cumsum_ref(0, 'float64')),
+    OpCase('moments', dict(axes=(1,)), [(2, 3, 4)], ref=_moments_ref((1,)), dtypes=F16),
+    OpCase('moments', dict(axes=(0, 2), keepdims=True), [(2, 3, 4)],
+           ref=_moments_ref((0, 2), True)),
+    OpCase('moments', dict(axes=(-1, 0)), [(3, 5)], ref=_moments_ref((-1, 0))),
+]
+
+
+test_forward, test_gradient = case_tests(CASES + PICK_ALIAS_CASES + CUMSUM_MOMENTS_CASES)
 
 
 @parametrize_cases(CASES)
@@ -344,3 +382,47 @@ def test_choose_element_0index_is_pick():
     sym = mx.sym.choose_element_0index(x, i, axis=0, keepdims=True, mode='wrap', name='c')
     assert '"op": "pick"' in sym.tojson()
     assert get_op('choose_element_0index') is get_op('pick')
+
+
+def test_cumsum_types_shapes_and_json():
+    with mx.name.NameManager():
+        sym = mx.sym.cumsum(X, axis=1)
+    assert '"op": "_np_cumsum"' in sym.tojson() and sym.list_outputs() == ['cumsum0_output']
+    assert _infer(mx.sym.cumsum(X), x=(2, 3, 4)) == [(24,)]
+    assert mx.sym.cumsum(X, dtype='float64').infer_type(x='float32')[1] == [np.float64]
+    assert mx.sym.cumsum(X).infer_type(x='int8')[1] == [np.int8]
+    assert mx.sym.cumsum(X).infer_type(x='bool')[1] == [np.int64]
+    with pytest.raises(ShapeError, match='out of range'):
+        mx.sym.cumsum(X, axis=3).infer_shape(x=(2, 3, 4))
+    with pytest.raises(MXNetError, match='dtype'):
+        mx.sym.cumsum(X, dtype='uint8')
+    out = mx.nd.cumsum(mx.nd.array([[1, 2], [3, 4]], dtype='int32'), axis=0)
+    assert out.dtype == np.int32 and out.asnumpy().tolist() == [[1, 2], [4, 6]]
+    assert mx.sym.cumsum(name='c').list_arguments() == ['c_a']
+
+
+def test_moments_outputs_and_errors():
+    sym = mx.sym.moments(X, axes=(2, 0), name='m')
+    assert sym.list_outputs() == ['m_output0', 'm_output1']
+    assert _infer(sym, x=(2, 3, 4)) == [(3,), (3,)]
+    assert _infer(mx.sym.moments(X, axes=(0, 1, 2)), x=(2, 3, 4)) == [(1,), (1,)]
+    for kw, match in ((dict(), 'empty axes'), (dict(axes=(1, 1)), 'duplicate'),
+                      (dict(axes=(3,)), 'out of range'), (dict(axes=()), 'empty axes')):
+        with pytest.raises(ShapeError, match=match):
+            mx.sym.moments(X, **kw).infer_shape(x=(2, 3, 4))
+    # integer data: truncated mean and variance, as MXNet (values from MXNet 1.9.1)
+    a = (np.arange(24).reshape(2, 3, 4) ** 1.5).astype(np.int32)
+    mean, var = mx.nd.moments(mx.nd.array(a, dtype='int32'), axes=(0,))
+    assert mean.dtype == np.int32
+    assert mean.asnumpy().ravel()[:6].tolist() == [20, 23, 27, 31, 36, 40]
+    assert var.asnumpy().ravel()[:6].tolist() == [420, 506, 625, 702, 784, 870]
+
+
+def test_moments_gradient_of_one_output_through_the_executor():
+    sym = mx.sym.moments(X, axes=(1,))[1]
+    exe = sym.simple_bind(mx.cpu(), x=(2, 3))
+    x = np.random.RandomState(0).rand(2, 3)
+    exe.forward(is_train=True, x=x)
+    exe.backward([mx.nd.ones((2,))])
+    m = x.mean(1, keepdims=True)
+    np.testing.assert_allclose(exe.grad_dict['x'].asnumpy(), 2 * (x - m) / 3, rtol=1e-5)

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import symgraph as mx
+from _refs import _infer, X, Y
 from harness import case_tests, OpCase
 from symgraph.base import MXNetError
 from symgraph.opdef import ShapeError, get_op
@@ -159,7 +160,19 @@ CASES = [
 ]
 
 
-test_forward, test_gradient = case_tests(CASES)
+SHAPE_LIKE_CASES = [
+    OpCase('reshape_like', {}, [(2, 3, 4), (6, 4)], ref=lambda x, y: x.reshape(6, 4),
+           grad=(0,)),
+    OpCase('reshape_like', dict(lhs_begin=1, lhs_end=3, rhs_begin=-1), [(2, 3, 4), (5, 12)],
+           ref=lambda x, y: x.reshape(2, 12), grad=(0,)),
+    OpCase('reshape_like', dict(lhs_begin=0, lhs_end=1, rhs_begin=0, rhs_end=2),
+           [(6, 4), (2, 3, 7)], ref=lambda x, y: x.reshape(2, 3, 4), grad=(0,)),
+    OpCase('shape_array', {}, [(2, 3, 4)], ref=lambda x: np.array([2, 3, 4]), grad=()),
+    OpCase('size_array', {}, [(2, 3, 4)], ref=lambda x: np.array([24]), grad=()),
+]
+
+
+test_forward, test_gradient = case_tests(CASES + SHAPE_LIKE_CASES)
 
 
 # ----------------------------------------------------------------------------------------
@@ -311,3 +324,36 @@ def test_embedding_weight_through_symbol():
     e = mx.sym.Embedding(x, input_dim=7, output_dim=3, name='e')
     args, outs, _ = e.infer_shape(x=(4, 2))
     assert args == [(4, 2), (7, 3)] and outs == [(4, 2, 3)]
+
+
+@pytest.mark.parametrize('kw, match', [
+    (dict(lhs_begin=1), 'sizes differ'), (dict(lhs_end=5), 'invalid end'),
+    (dict(lhs_begin=-4), 'invalid begin'), (dict(lhs_begin=2, lhs_end=1), 'invalid range'),
+    (dict(lhs_begin=3, rhs_begin=2), 'invalid range'),
+    (dict(rhs_begin=1, rhs_end=-1), 'invalid range')])
+def test_reshape_like_errors_as_in_mxnet(kw, match):
+    with pytest.raises(ShapeError, match=match):
+        mx.sym.reshape_like(X, Y, **kw).infer_shape(x=(2, 3, 4), y=(6, 4))
+
+
+def test_reshape_like_shapes():
+    rl = mx.sym.reshape_like
+    assert _infer(rl(X, Y, lhs_end=2, rhs_end=1), x=(2, 3, 4), y=(6, 4)) == [(6, 4)]
+    assert _infer(rl(X, Y, lhs_begin=0, lhs_end=-1, rhs_begin=0, rhs_end=-1),
+                  x=(2, 3, 4), y=(6, 12)) == [(6, 4)]
+    assert '"rhs_end": "None"' in rl(X, Y, rhs_end=None).tojson()
+
+
+def test_shape_and_size_array_are_int64_without_gradient():
+    for op, shape, expect in (('shape_array', (3,), [2, 3, 4]), ('size_array', (1,), [24])):
+        sym = getattr(mx.sym, op)(X)
+        assert _infer(sym, x=(2, 3, 4)) == [shape]
+        assert sym.infer_type(x='float16')[1] == [np.int64]
+        out = getattr(mx.nd, op)(mx.nd.ones((2, 3, 4), dtype='int32'))
+        assert out.dtype == np.int64 and out.asnumpy().tolist() == expect
+    assert mx.sym.shape_array(X).infer_shape_partial(x=(0, 3, 4))[1] == [(3,)]
+    net = mx.sym.broadcast_add(mx.sym.sum(X * X), mx.sym.cast(mx.sym.size_array(X), 'float32'))
+    exe = net.simple_bind(mx.cpu(), x=(2, 3))
+    exe.forward(is_train=True, x=np.ones((2, 3)))
+    exe.backward([mx.nd.ones((1,))])
+    np.testing.assert_allclose(exe.grad_dict['x'].asnumpy(), 2 * np.ones((2, 3)))

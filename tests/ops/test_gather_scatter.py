@@ -1,13 +1,14 @@
-"""gather_nd, scatter_nd, fill_element_0index and contrib index_copy (ops/gather_scatter.py)
-against loop references, plus their shape, type and index rules (golden values from MXNet
-1.9.1 are in tests/golden/graphs_compute_indexing_extra.py)."""
+"""gather_nd, scatter_nd, ``_scatter_set_nd``, fill_element_0index and contrib index_copy
+(ops/gather_scatter.py) against loop references, plus their shape, type and index rules
+(golden values from MXNet 1.9.1 are in tests/golden/graphs_compute_indexing_extra.py and
+graphs_compute_split_index.py)."""
 import itertools
 
 import numpy as np
 import pytest
 
 import symgraph as mx
-from _refs import F16, _v, _with_index
+from _refs import F16, _v, _with_index, given
 from harness import case_tests, OpCase
 from symgraph.base import MXNetError
 from symgraph.opdef import ShapeError, get_op
@@ -74,7 +75,27 @@ CASES = [
 ]
 
 
-test_forward, test_gradient = case_tests(CASES)
+def _set_ref(lhs, rhs, ind):
+    out = lhs.copy()
+    i = np.trunc(ind).astype(np.int64)
+    out[tuple(i)] = rhs
+    return out
+
+
+_LHS = np.arange(24, dtype=np.float64).reshape(3, 4, 2)
+
+
+SCATTER_SET_ND_CASES = [
+    OpCase('_scatter_set_nd', dict(shape=(3, 4, 2)), [(3, 4, 2), (2, 2), (2, 2)],
+           inputs=given(_LHS, [[100, 101], [200, 201]], [[0, 2], [1, 3]]),
+           ref=_set_ref, grad=()),
+    OpCase('_scatter_set_nd', dict(shape=(3, 4, 2)), [(3, 4, 2), (3,), (3, 3)],
+           inputs=given(_LHS, [7, 8, 9], [[0, 2, 1], [1, 3, 0], [1, 0, 1]]),
+           ref=_set_ref, grad=()),
+]
+
+
+test_forward, test_gradient = case_tests(CASES + SCATTER_SET_ND_CASES)
 
 
 def test_gather_nd_shapes_and_errors():
@@ -186,3 +207,13 @@ def test_index_copy_gradient_with_repeated_rows_as_mxnet():
     np.testing.assert_array_equal(g[0][:4], head[:4])
     np.testing.assert_array_equal(g[2], [[13, 14, 15], [13, 14, 15]])
     assert not g[1].any()
+
+
+def test_scatter_set_nd_errors():
+    op = get_op('_scatter_set_nd')(shape=(3, 4))
+    with pytest.raises(ShapeError, match="'rhs' has shape"):
+        op.infer_shape([(3, 4), (3,), (2, 2)])
+    with pytest.raises(ShapeError, match="'lhs' has shape"):
+        op.infer_shape([(4, 4), (2,), (2, 2)])
+    with pytest.raises(MXNetError, match='out of range'):
+        op.forward(np, [np.zeros((3, 4)), np.ones(2), np.array([[0, 3], [1, 1]])], [], False)

@@ -1,12 +1,14 @@
-"""batch_take (ops/indexing.py) against a loop reference, plus its shape, type and index
-rules (golden values from MXNet 1.9.1 are in tests/golden/graphs_compute_indexing_extra.py)."""
+"""batch_take, ``_ravel_multi_index`` and ``_unravel_index`` (ops/indexing.py) against loop
+references, plus their shape, type and index rules (golden values from MXNet 1.9.1 are in
+tests/golden/graphs_compute_indexing_extra.py and graphs_compute_split_index.py)."""
 import numpy as np
 import pytest
 
 import symgraph as mx
-from _refs import _v, _with_index
+from _refs import _v, _with_index, given
 from harness import case_tests, OpCase
-from symgraph.opdef import ShapeError, TypeInferenceError
+from symgraph.base import MXNetError
+from symgraph.opdef import ShapeError, TypeInferenceError, get_op
 
 
 def _batch_take_ref(a, indices):
@@ -24,7 +26,54 @@ CASES = [
 ]
 
 
-test_forward, test_gradient = case_tests(CASES)
+def _ravel_ref(shape):
+    def ref(x):
+        i = np.trunc(x).astype(np.int64)
+        r = np.zeros(x.shape[1:], np.int64)
+        for j, n in enumerate(shape):
+            r = r * n + i[j]
+        return r.astype(x.dtype)
+    return ref
+
+
+def _unravel_ref(shape):
+    def ref(x):
+        rows = []
+        for v in np.trunc(x).astype(np.int64).reshape(-1):
+            col = []
+            for n in reversed(shape[1:]):
+                q = int(v / n)              # C division
+                col.append(v - q * n)
+                v = q
+            rows.append([v] + col[::-1])
+        return np.array(rows, np.int64).T.reshape((len(shape),) + x.shape).astype(x.dtype)
+    return ref
+
+
+RAVEL_CASES = [
+    OpCase('_ravel_multi_index', dict(shape=(7, 6)), [(2, 5)],
+           inputs=given([[3, 6, 6, -1, 7], [4, 5, 1, 2, 9]]),
+           ref=lambda x: np.array([22, 41, 37, -4, 51], x.dtype), grad=()),
+    OpCase('ravel_multi_index', dict(shape=(4, 3, 5)), [(3, 4)],
+           inputs=given([[2, 1, 3, 0], [1, 2, 0, 2], [0, 4, 3, 1]]),
+           ref=_ravel_ref((4, 3, 5)), grad=()),
+    OpCase('ravel_multi_index', dict(shape=(7, 6)), [(2, 3)],
+           inputs=given([[2.5, 1.7, -1], [3.9, 0.5, 2.5]]),
+           ref=lambda x: np.array([15, 6, -3], x.dtype), grad=(), dtypes=('float32',),
+           id='ravel_multi_index[truncated at every step, MXNet 1.9.1]'),
+    OpCase('_ravel_multi_index', dict(shape=(5, 6)), [(2, 3)], dtypes=('int32', 'int64'),
+           inputs=given(np.array([[1, 2, 4], [0, 5, 3]], np.int32)),
+           ref=_ravel_ref((5, 6)), grad=()),
+    OpCase('_unravel_index', dict(shape=(7, 6)), [(6,)],
+           inputs=given([22, 41, 37, 50, -1, 3.7]),
+           ref=lambda x: np.array([[3, 6, 6, 8, 0, 0], [4, 5, 1, 2, -1, 3]], x.dtype),
+           grad=()),
+    OpCase('unravel_index', dict(shape=(-1, 3, 4)), [(6,)],
+           inputs=given([0, 13, 25, 7, 30, 11.5]), ref=_unravel_ref((-1, 3, 4)), grad=()),
+]
+
+
+test_forward, test_gradient = case_tests(CASES + RAVEL_CASES)
 
 
 def test_batch_take_rules():
@@ -41,3 +90,21 @@ def test_batch_take_rules():
     out = mx.nd.batch_take(mx.nd.array(np.arange(12.0).reshape(3, 4)),
                            mx.nd.array([0, 100, -50], dtype='int32'))
     np.testing.assert_array_equal(out.asnumpy(), [0, 7, 8])            # clipped, as MXNet
+
+
+def test_ravel_unravel_errors_and_zero_gradient():
+    with pytest.raises(MXNetError, match='shape must be given'):
+        mx.nd.ravel_multi_index(mx.nd.ones((2, 3)))
+    with pytest.raises(ShapeError, match='must have 2 rows'):
+        get_op('_ravel_multi_index')(shape=(3, 4)).infer_shape([(3, 5)])
+    with pytest.raises(ShapeError, match='two-dimensional'):
+        get_op('_ravel_multi_index')(shape=(3, 4)).infer_shape([(2, 5, 1)])
+    with pytest.raises(ShapeError, match='one-dimensional'):
+        get_op('_unravel_index')(shape=(3, 4)).infer_shape([(2, 5)])
+    x = mx.sym.var('x')
+    for s, v in ((mx.sym.ravel_multi_index(x, shape=(7, 6)), [[1, 2, 3], [0, 1, 2]]),
+                 (mx.sym.unravel_index(x, shape=(7, 6)), [1, 2, 3])):
+        ex = s.simple_bind(mx.cpu(), x=np.shape(v))
+        ex.forward(is_train=True, x=mx.nd.array(v))
+        ex.backward(mx.nd.ones(ex.outputs[0].shape))
+        np.testing.assert_array_equal(ex.grad_dict['x'].asnumpy(), np.zeros(np.shape(v)))

@@ -2,6 +2,7 @@
 ``_linspace``): values, shapes, dtypes and MXNet's parameter handling; golden values and
 JSON from MXNet 1.9.1 are in tests/golden."""
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -124,9 +125,6 @@ ARANGE_LIKE_CASES = [
 ]
 
 
-test_forward_arange_like, test_gradient_arange_like = case_tests(ARANGE_LIKE_CASES)
-
-
 def test_arange_like_rules():
     x = mx.sym.var('x')
     s = mx.sym.contrib.arange_like(x, axis=1, name='a')
@@ -142,3 +140,29 @@ def test_arange_like_rules():
     sym = mx.sym.contrib.arange_like(x, 1.0, 2.0, 3, '', 0, name='p')
     assert sym.list_attr() == {'start': '1.0', 'step': '2.0', 'repeat': '3', 'ctx': '',
                                'axis': '0'}
+
+
+ZEROS_WITHOUT_DTYPE_CASES = [
+    OpCase('_zeros_without_dtype', dict(shape=(2, 3)), [], ref=lambda: np.zeros((2, 3)),
+           dtypes=('float32',)),
+    OpCase('_zeros_without_dtype', dict(shape=(4,), dtype=6), [],
+           ref=lambda: np.zeros(4, np.int64), dtypes=('float32',)),
+]
+
+
+# rows checked by the whole harness (forward, gradient, symbolic), unlike CASES above
+test_case_forward, test_case_gradient = case_tests(ARANGE_LIKE_CASES + ZEROS_WITHOUT_DTYPE_CASES)
+
+
+def test_zeros_without_dtype_and_cast_storage_errors():
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        z = mx.nd._internal._zeros_without_dtype(shape=(2, 3))
+    assert z.dtype == np.float32 and z.shape == (2, 3)
+    with pytest.raises(MXNetError, match='type flags'):
+        mx.nd._internal._zeros_without_dtype(shape=(2,), dtype=12)
+    for stype in ('csr', 'row_sparse'):
+        with pytest.raises(MXNetError, match="stype='%s' is sparse storage" % stype):
+            mx.nd.cast_storage(mx.nd.ones((2, 2)), stype=stype)
+    with pytest.raises(MXNetError, match='stype'):
+        mx.nd.cast_storage(mx.nd.ones((2, 2)), stype='dense')

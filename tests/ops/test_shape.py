@@ -172,7 +172,12 @@ SHAPE_LIKE_CASES = [
 ]
 
 
-test_forward, test_gradient = case_tests(CASES + SHAPE_LIKE_CASES)
+CAST_STORAGE_CASES = [
+    OpCase('cast_storage', dict(stype='default'), [(3, 4)], ref=lambda x: x),
+]
+
+
+test_forward, test_gradient = case_tests(CASES + SHAPE_LIKE_CASES + CAST_STORAGE_CASES)
 
 
 # ----------------------------------------------------------------------------------------

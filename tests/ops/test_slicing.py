@@ -1,12 +1,14 @@
-"""slice_like (ops/slicing.py) against loop references, plus
-their shape rules and errors (values from MXNet 1.9.1 are in tests/golden, cases shapex_*)."""
+"""slice_like and ``_split_v2`` (ops/slicing.py) against loop references, plus their Python
+wrappers and shape rules and errors (values from MXNet 1.9.1 are in tests/golden, cases
+shapex_* and splitidx_*)."""
 import numpy as np
 import pytest
 
 import symgraph as mx
 from _refs import _infer, X, Y
 from harness import case_tests, OpCase
-from symgraph.opdef import ShapeError
+from symgraph.base import MXNetError
+from symgraph.opdef import ShapeError, get_op
 
 
 def _slice_like_ref(axes):
@@ -26,7 +28,31 @@ CASES = [
 ]
 
 
-test_forward, test_gradient = case_tests(CASES)
+def _pieces(bounds, axis, squeeze=False):
+    def ref(x):
+        out = []
+        for b, e in bounds:
+            p = np.take(x, range(b, e), axis=axis)
+            out.append(np.squeeze(p, axis) if squeeze else p)
+        return out
+    return ref
+
+
+SPLIT_V2_CASES = [
+    OpCase('_split_v2', dict(indices=(0, 1, 3), axis=1), [(2, 5, 3)],
+           ref=_pieces([(0, 1), (1, 3), (3, 5)], 1)),
+    OpCase('_split_v2', dict(indices='(0, 2)', axis=-1), [(3, 2, 5)],
+           ref=_pieces([(0, 2), (2, 5)], 2)),
+    OpCase('_split_v2', dict(indices=(0,), sections=3, axis=0, squeeze_axis=True), [(3, 4)],
+           ref=_pieces([(0, 1), (1, 2), (2, 3)], 0, squeeze=True)),
+    OpCase('_split_v2', dict(indices=(0, 1, 2), axis=2, squeeze_axis=True), [(2, 4, 3)],
+           ref=_pieces([(0, 1), (1, 2), (2, 3)], 2, squeeze=True)),
+    OpCase('_split_v2', dict(indices=(0, 2, 2), axis=1), [(2, 4)],
+           ref=_pieces([(0, 2), (2, 2), (2, 4)], 1), id='_split_v2[empty piece]'),
+]
+
+
+test_forward, test_gradient = case_tests(CASES + SPLIT_V2_CASES)
 
 
 def test_slice_like_shapes_and_errors():
@@ -44,3 +70,50 @@ def test_slice_like_shapes_and_errors():
         sl(X, Y).infer_shape(x=(4, 5, 6), y=(2, 3, 7))
     types = sl(X, Y).infer_type(x='float32', y='int32')
     assert types[0] == [np.float32, np.int32] and types[1] == [np.float32]
+
+
+def test_split_v2_wrappers_as_in_mxnet():
+    a = mx.nd.array(np.arange(30).reshape(2, 5, 3))
+    out = mx.nd.split_v2(a, (1, 3), axis=1)
+    assert [o.shape for o in out] == [(2, 1, 3), (2, 2, 3), (2, 2, 3)]
+    np.testing.assert_array_equal(out[1].asnumpy(), a.asnumpy()[:, 1:3])
+    assert [o.shape for o in a.split_v2(5, axis=1)] == [(2, 1, 3)] * 5
+    with pytest.raises(ValueError, match='equal division'):
+        mx.nd.split_v2(a, 2, axis=1)
+    with pytest.raises(ValueError, match='int or tuple'):
+        mx.nd.split_v2(a, [1, 2])
+    x = mx.sym.var('x')
+    s = mx.sym.split_v2(x, (1, 3), axis=1)
+    # MXNet 1.9.1: names, shapes and attributes of the node
+    assert s.list_outputs() == ['_split_v20_output0', '_split_v20_output1',
+                                '_split_v20_output2']
+    assert s.infer_shape(x=(2, 5, 3))[1] == [(2, 1, 3), (2, 2, 3), (2, 2, 3)]
+    attrs = s.attr_dict()['_split_v20']
+    assert attrs['indices'] == '[0, 1, 3]' and attrs['sections'] == '0'
+    s = x.split_v2(3, axis=-1, squeeze_axis=True)
+    assert s.infer_shape(x=(2, 5, 3))[1] == [(2, 5)] * 3
+    assert mx.sym.load_json(s.tojson()).tojson() == s.tojson()
+
+
+@pytest.mark.parametrize('attrs, shape, match', [
+    (dict(indices=(0, 3, 2), axis=1), (2, 5), r'piece 1 \[3, 2\)'),
+    (dict(indices=(0, 7), axis=1), (2, 5), r'piece 0 \[0, 7\)'),
+    (dict(indices=(2, 4), axis=1), (2, 5), 'must start with 0'),
+    (dict(indices=(0,), sections=3, axis=1), (2, 5), 'not divisible by sections=3'),
+    (dict(indices=(0, 2), axis=1, squeeze_axis=True), (2, 5), 'pieces of length 1'),
+    (dict(indices=(0, 2), axis=2), (2, 5), 'axis 2 is out of range'),
+])
+def test_split_v2_shape_errors(attrs, shape, match):
+    with pytest.raises(ShapeError, match=match):
+        get_op('_split_v2')(**attrs).infer_shape([shape])
+
+
+def test_split_v2_parameter_errors_and_absent_head_gradients():
+    with pytest.raises(MXNetError, match='indices'):
+        get_op('_split_v2')(axis=1)
+    with pytest.raises(MXNetError, match='give indices'):
+        get_op('_split_v2')(indices=())
+    op = get_op('_split_v2')(indices=(0, 1, 3), axis=1)
+    x = np.arange(10.0).reshape(2, 5)
+    g = op.backward(np, [None, np.ones((2, 2)), None], [x], None, [], [True])[0]
+    np.testing.assert_array_equal(g, [[0, 1, 1, 0, 0]] * 2)

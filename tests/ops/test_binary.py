@@ -2,6 +2,8 @@
 import numpy as np
 import pytest
 
+import symgraph as mx
+from _refs import given
 from harness import case_tests, check_fast_forward, OpCase, parametrize_cases
 from symgraph.base import MXNetError
 from symgraph.opdef import ShapeError, get_op
@@ -218,7 +220,23 @@ CASES += [
 ]
 
 
-test_forward, test_gradient = case_tests(CASES)
+ALLCLOSE_CASES = [
+    OpCase('_contrib_allclose', {'rtol': 0.5, 'atol': 0.1}, [(2, 3), (2, 3)],
+           inputs=given([[1, 2, 3], [4, 5, 6]], [[1.2, 2.5, 4], [5, 6, 7]]),
+           ref=lambda a, b: np.array(1, np.uint8), grad=()),
+    OpCase('_contrib_allclose', {}, [(2, 3), (2, 3)],
+           inputs=given([[1, 2, 3], [4, 5, 6]], [[1, 2, 3], [4, 5, 6.001]]),
+           ref=lambda a, b: np.array(0, np.uint8), grad=()),
+    OpCase('_contrib_allclose', {'equal_nan': False}, [(2,), (2,)],
+           inputs=given([np.nan, 1], [np.nan, 1]), ref=lambda a, b: np.array(0, np.uint8),
+           grad=()),
+    OpCase('_contrib_allclose', {}, [(2,), (2,)],
+           inputs=given([np.nan, 1], [np.nan, 1]), ref=lambda a, b: np.array(1, np.uint8),
+           grad=()),
+]
+
+
+test_forward, test_gradient = case_tests(CASES + ALLCLOSE_CASES)
 
 
 @parametrize_cases(CASES)
@@ -332,3 +350,15 @@ def test_scalar_parameter_parses_mxnet_strings():
     assert get_op('_mul_scalar')(scalar='-1.0').scalar == -1.0
     x = np.ones((2, 2), np.float32)
     assert op.fast_forward(np, False)(x).dtype == np.float32
+
+
+def test_allclose_shape_and_errors():
+    s = mx.sym.contrib.allclose(mx.sym.var('a'), mx.sym.var('b'))
+    assert s.infer_shape(a=(2, 3), b=(2, 3))[1] == [()]
+    assert s.infer_type(a='float64', b='float64')[1] == [np.uint8]
+    with pytest.raises(ShapeError, match='same shape'):
+        get_op('_contrib_allclose')().infer_shape([(2, 3), (1,)])
+    # float32 arithmetic as MXNet's: x + 1e-5 is not within atol=1e-5 everywhere
+    x = mx.nd.array([[-1.5, -0.5, 0.5], [1.5, 2.5, 0.2]])
+    assert mx.nd.contrib.allclose(x, x + 1e-5, rtol=0, atol=1e-5).asscalar() == 0
+    assert mx.nd.contrib.allclose(x, x + 1e-6).asscalar() == 1

@@ -9,12 +9,7 @@ import pytest
 import symgraph as mx
 from harness import case_tests, OpCase
 from symgraph.opdef import ShapeError, get_op
-
-
-def given(*arrays):
-    def make(rng, shapes, dtype):
-        return [np.asarray(a, dtype=dtype) for a in arrays]
-    return make
+from _refs import given
 
 
 def _center(b):

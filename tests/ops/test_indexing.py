@@ -1,6 +1,7 @@
-"""batch_take, ``_ravel_multi_index`` and ``_unravel_index`` (ops/indexing.py) against loop
-references, plus their shape, type and index rules (golden values from MXNet 1.9.1 are in
-tests/golden/graphs_compute_indexing_extra.py and graphs_compute_split_index.py)."""
+"""batch_take, ``_ravel_multi_index``, ``_unravel_index`` and ``_contrib_index_array``
+(ops/indexing.py) against loop references, plus their shape, type and index rules (golden
+values from MXNet 1.9.1 are in tests/golden/graphs_compute_indexing_extra.py and
+graphs_compute_split_index.py)."""
 import numpy as np
 import pytest
 
@@ -73,7 +74,23 @@ RAVEL_CASES = [
 ]
 
 
-test_forward, test_gradient = case_tests(CASES + RAVEL_CASES)
+def _index_ref(axes=None):
+    def ref(x):
+        out = np.empty(x.shape + (x.ndim if axes is None else len(axes),), np.int64)
+        for pos in np.ndindex(*x.shape):
+            out[pos] = [pos[a] for a in (range(x.ndim) if axes is None else axes)]
+        return out
+    return ref
+
+
+INDEX_ARRAY_CASES = [
+    OpCase('_contrib_index_array', {}, [(2, 3)], ref=_index_ref(), grad=()),
+    OpCase('_contrib_index_array', {'axes': (2, -3)}, [(2, 3, 4)], ref=_index_ref((2, 0)),
+           grad=()),
+]
+
+
+test_forward, test_gradient = case_tests(CASES + RAVEL_CASES + INDEX_ARRAY_CASES)
 
 
 def test_batch_take_rules():
@@ -108,3 +125,8 @@ def test_ravel_unravel_errors_and_zero_gradient():
         ex.forward(is_train=True, x=mx.nd.array(v))
         ex.backward(mx.nd.ones(ex.outputs[0].shape))
         np.testing.assert_array_equal(ex.grad_dict['x'].asnumpy(), np.zeros(np.shape(v)))
+
+
+def test_index_array_errors():
+    with pytest.raises(ShapeError, match='index_array: axes entry 3'):
+        get_op('_contrib_index_array')(axes=(3,)).infer_shape([(2, 3)])

@@ -281,7 +281,16 @@ CUMSUM_MOMENTS_CASES = [
 ]
 
 
-test_forward, test_gradient = case_tests(CASES + PICK_ALIAS_CASES + CUMSUM_MOMENTS_CASES)
+SQUARE_SUM_CASES = [
+    OpCase('_square_sum', {'axis': 1}, [(3, 4)], ref=lambda x: (x * x).sum(axis=1)),
+    OpCase('_square_sum', {'axis': (0,), 'keepdims': True, 'exclude': True}, [(2, 3, 4)],
+           ref=lambda x: (x * x).sum(axis=(1, 2), keepdims=True)),
+    OpCase('_square_sum', {}, [(2, 3)], ref=lambda x: np.array([(x * x).sum()])),
+]
+
+
+test_forward, test_gradient = case_tests(CASES + PICK_ALIAS_CASES + CUMSUM_MOMENTS_CASES
+                                         + SQUARE_SUM_CASES)
 
 
 @parametrize_cases(CASES)

@@ -1,7 +1,8 @@
-"""gather_nd, scatter_nd, ``_scatter_set_nd``, fill_element_0index and contrib index_copy
-(ops/gather_scatter.py) against loop references, plus their shape, type and index rules
-(golden values from MXNet 1.9.1 are in tests/golden/graphs_compute_indexing_extra.py and
-graphs_compute_split_index.py)."""
+"""gather_nd, scatter_nd, ``_scatter_set_nd``, fill_element_0index, contrib index_copy and
+count_sketch (ops/gather_scatter.py) against loop references, plus their shape, type and index
+rules (golden values from MXNet 1.9.1 are in tests/golden/graphs_compute_indexing_extra.py and
+graphs_compute_split_index.py; none for count_sketch, which MXNet 1.9.1 runs on the GPU
+only)."""
 import itertools
 
 import numpy as np
@@ -95,7 +96,33 @@ SCATTER_SET_ND_CASES = [
 ]
 
 
-test_forward, test_gradient = case_tests(CASES + SCATTER_SET_ND_CASES)
+def _sketch_inputs(h, s):
+    def make(rng, shapes, dtype):
+        return [rng.uniform(-1, 1, shapes[0]), np.array([h], np.float64),
+                np.array([s], np.float64)]
+    return make
+
+
+def _sketch_ref(out_dim):
+    def ref(x, h, s):
+        out = np.zeros((x.shape[0], out_dim))
+        for n, j in np.ndindex(*x.shape):
+            out[n, int(h[0, j])] += s[0, j] * x[n, j]
+        return out
+    return ref
+
+
+COUNT_SKETCH_CASES = [
+    OpCase('_contrib_count_sketch', {'out_dim': 4}, [(3, 6), (1, 6), (1, 6)],
+           inputs=_sketch_inputs([0, 3, 1, 3, 2, 0], [1, -1, 1, 1, -1, 1]),
+           ref=_sketch_ref(4), grad=(0,)),
+    OpCase('_contrib_count_sketch', {'out_dim': 7, 'processing_batch_size': 2},
+           [(5, 4), (1, 4), (1, 4)], inputs=_sketch_inputs([6, 6, 0, 2], [-1, -1, 1, -1]),
+           ref=_sketch_ref(7), grad=(0,)),
+]
+
+
+test_forward, test_gradient = case_tests(CASES + SCATTER_SET_ND_CASES + COUNT_SKETCH_CASES)
 
 
 def test_gather_nd_shapes_and_errors():

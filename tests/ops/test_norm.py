@@ -1,4 +1,5 @@
-"""BatchNorm, LayerNorm, InstanceNorm, L2Normalization and LRN against naive references.
+"""BatchNorm, contrib BatchNormWithReLU, LayerNorm, InstanceNorm, L2Normalization and LRN
+against naive references.
 
 References loop over channels / samples / windows on purpose: they share no code with the
 vectorised operators.
@@ -6,6 +7,7 @@ vectorised operators.
 import numpy as np
 import pytest
 
+import symgraph as mx
 from harness import case_tests, OpCase
 from symgraph.opdef import MXNetError, ShapeError, get_op
 
@@ -242,7 +244,36 @@ LRN_CASES = [
     OpCase('LRN', {'nsize': 7, 'alpha': 0.3}, shapes=[(2, 7, 2, 2)], ref=lrn_ref(7, 0.3)),
 ]
 
-CASES = BN_CASES + LN_CASES + IN_CASES + L2_CASES + LRN_CASES
+# _contrib_BatchNormWithReLU: BatchNorm's reference followed by relu, with the numeric
+# gradient of that composition. No golden data: MXNet 1.9.1's CPU build has no compute for
+# this operator without oneDNN and crashes with it.
+def _relu_of(ref):
+    def f(*args):
+        out = ref(*args)
+        if isinstance(out, list):
+            return [np.maximum(out[0], 0)] + out[1:]
+        return np.maximum(out, 0)
+    return f
+
+
+def _bnrelu_case(data, train, axis=1, **attrs):
+    c = data[axis % len(data)]
+    kw = dict(attrs, axis=axis)
+    ref = _relu_of(bn_ref(axis=axis, train=train, **attrs))
+    full = _relu_of(bn_ref(axis=axis, train=train, output_mean_var=True, **attrs))
+    return OpCase('_contrib_BatchNormWithReLU', kw, shapes=[data, (c,), (c,), (c,), (c,)],
+                  ref=ref, inputs=_bn_inputs, grad=(0, 1, 2), is_train=train,
+                  grad_ref=numeric_grad_of_first_output(full, 3), rtol=1e-4, atol=1e-5,
+                  id='BatchNormWithReLU[%s,train=%s]%s' % (kw, train, data))
+
+
+BNRELU_CASES = [
+    _bnrelu_case((4, 3, 2, 5), True, fix_gamma=False, eps=1e-5),
+    _bnrelu_case((4, 3, 5), True),
+    _bnrelu_case((3, 4), True, axis=-1, fix_gamma=False),
+]
+
+CASES = BN_CASES + LN_CASES + IN_CASES + L2_CASES + LRN_CASES + BNRELU_CASES
 
 
 test_forward, test_gradient = case_tests(CASES)
@@ -337,3 +368,14 @@ def test_shape_inference_and_errors():
         get_op('LRN')(nsize=4)
     assert get_op('_npx_batch_norm') is get_op('BatchNorm')
     assert get_op('BatchNorm')(output_mean_var=True).list_outputs() == ['output', 'mean', 'var']
+
+
+def test_names_and_outputs_are_batchnorms():
+    s = mx.sym.contrib.BatchNormWithReLU(mx.sym.var('x'), name='bn')
+    assert s.list_arguments() == ['x', 'bn_gamma', 'bn_beta']
+    assert s.list_auxiliary_states() == ['bn_moving_mean', 'bn_moving_var']
+    assert s.list_outputs() == ['bn_output']
+    ex = s.simple_bind(mx.cpu(), x=(4, 2, 3))
+    ex.forward(is_train=True, x=mx.nd.array(np.random.RandomState(0).normal(size=(4, 2, 3))))
+    out = ex.outputs[0].asnumpy()
+    assert out.min() == 0 and (out == 0).mean() > 0.3      # relu of a normalised batch

@@ -41,3 +41,10 @@ def given(*arrays):
         return [a if isinstance(a, np.ndarray) and a.dtype.kind in 'iu' else
                 np.asarray(a, dtype=dtype) for a in arrays]
     return make
+
+
+def _rois(rows):
+    """Inputs: uniform data, then the fixed roi ``rows`` (float64)."""
+    def make(rng, shapes, dtype):
+        return [rng.uniform(-1, 1, shapes[0]), np.array(rows, dtype=np.float64)]
+    return make

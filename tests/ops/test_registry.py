@@ -27,7 +27,7 @@ TESTED_ELSEWHERE = {
     'Custom': 'tests/operator/test_custom_op.py (user-defined operators)',
     'reset_arrays': 'tests/ops/test_multi_tensor.py (no outputs: imperative only; MXNet '
                     '1.9.1 crashes on mx.sym.reset_arrays)',
-    '_contrib_boolean_mask': 'tests/ops/test_boolean_mask.py (the output length depends on '
+    '_contrib_boolean_mask': 'tests/ops/test_indexing.py (the output length depends on '
                              'the values)',
 }
 

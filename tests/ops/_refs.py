@@ -48,3 +48,30 @@ def _rois(rows):
     def make(rng, shapes, dtype):
         return [rng.uniform(-1, 1, shapes[0]), np.array(rows, dtype=np.float64)]
     return make
+
+
+# normalisation references (test_norm.py, test_norm_layers.py)
+def F32(v):
+    """A parameter as MXNet's C float holds it."""
+    return float(np.float32(v))
+
+
+def numeric_grad_of_first_output(ref, n_args, eps=1e-6):
+    """grad_ref for operators whose extra visible outputs (mean, var) get no gradient in
+    MXNet: central differences of sum(dy * ref(...)[0]) only."""
+    def grad_ref(inputs, outputs, out_grads):
+        w = out_grads[0]
+        res = []
+        for i in range(n_args):
+            x = inputs[i].copy()
+            g = np.zeros_like(x)
+            args = [a.copy() for a in inputs]
+            for k in range(x.size):
+                for sgn in (1, -1):
+                    xx = x.copy().reshape(-1)
+                    xx[k] += sgn * eps
+                    args[i] = xx.reshape(x.shape)
+                    g.reshape(-1)[k] += sgn * float((ref(*args)[0] * w).sum()) / (2 * eps)
+            res.append(g)
+        return res
+    return grad_ref

@@ -1,5 +1,7 @@
-"""diag (ops/diagonal.py) against loop references, plus
-their shape rules and errors (values from MXNet 1.9.1 are in tests/golden, cases shapex_*)."""
+"""diag and linalg extractdiag / makediag / extracttrian / maketrian (ops/diagonal.py) against
+loop references, plus their shape rules and errors (values from MXNet 1.9.1 are in tests/golden,
+cases shapex_* and linalg_*); test_linalg.py's namespace and doc-example tests also call the
+linalg ones."""
 import numpy as np
 import pytest
 
@@ -43,7 +45,73 @@ CASES = [
 ]
 
 
-test_forward, test_gradient = case_tests(CASES)
+# linalg.extractdiag / makediag / extracttrian / maketrian (golden values and gradients from
+# MXNet 1.9.1: tests/golden, linalg_* cases)
+def _trian_rc(n, offset, lower):
+    """MXNet's order: lower triangles row by row, upper ones column by column."""
+    if offset < 0 or (offset == 0 and lower):
+        return [(i, j) for i in range(n) for j in range(n) if j <= i + offset]
+    return [(i, j) for j in range(n) for i in range(n) if j >= i + offset]
+
+
+def _extracttrian_ref(offset=0, lower=True):
+    def f(a):
+        rc = _trian_rc(a.shape[-1], offset, lower)
+        return np.stack([a[..., i, j] for i, j in rc], axis=-1)
+    return f
+
+
+def _maketrian_ref(offset=0, lower=True):
+    def f(v):
+        m = int(round((np.sqrt(8 * v.shape[-1] + 1) - 1) / 2))
+        n = m + abs(offset)
+        out = np.zeros(v.shape[:-1] + (n, n), v.dtype)
+        for k, (i, j) in enumerate(_trian_rc(n, offset, lower)):
+            out[..., i, j] = v[..., k]
+        return out
+    return f
+
+
+def _makediag_ref(offset=0):
+    def f(v):
+        n = v.shape[-1] + abs(offset)
+        out = np.zeros(v.shape[:-1] + (n, n), v.dtype)
+        for k in range(v.shape[-1]):
+            out[..., k + max(-offset, 0), k + max(offset, 0)] = v[..., k]
+        return out
+    return f
+
+
+LINALG_CASES = []
+for _off in (0, 2, -1):
+    LINALG_CASES += [
+        OpCase('_linalg_extractdiag', dict(offset=_off), [(4, 4)],
+               ref=lambda a, o=_off: np.diagonal(a, o, -2, -1)),
+        OpCase('_linalg_extractdiag', dict(offset=_off), [(2, 3, 4, 4)],
+               ref=lambda a, o=_off: np.diagonal(a, o, -2, -1)),
+        OpCase('_linalg_makediag', dict(offset=_off), [(3,)], ref=_makediag_ref(_off)),
+        OpCase('_linalg_makediag', dict(offset=_off), [(2, 3, 2)], ref=_makediag_ref(_off)),
+    ]
+for _off, _lo in ((0, True), (0, False), (1, True), (-2, False), (3, True)):
+    LINALG_CASES += [
+        OpCase('_linalg_extracttrian', dict(offset=_off, lower=_lo), [(4, 4)],
+               ref=_extracttrian_ref(_off, _lo)),
+        OpCase('_linalg_extracttrian', dict(offset=_off, lower=_lo), [(2, 3, 4, 4)],
+               ref=_extracttrian_ref(_off, _lo)),
+        OpCase('_linalg_maketrian', dict(offset=_off, lower=_lo), [(6,)],
+               ref=_maketrian_ref(_off, _lo)),
+        OpCase('_linalg_maketrian', dict(offset=_off, lower=_lo), [(2, 3, 10)],
+               ref=_maketrian_ref(_off, _lo)),
+    ]
+LINALG_CASES += [
+    OpCase('linalg_extractdiag', {}, [(1, 1)], ref=lambda a: np.diagonal(a, 0, -2, -1)),
+    OpCase('linalg_makediag', dict(offset=1), [(1,)], ref=_makediag_ref(1)),
+    OpCase('linalg_extracttrian', {}, [(1, 1)], ref=_extracttrian_ref()),
+    OpCase('linalg_maketrian', dict(lower=False), [(1,)], ref=_maketrian_ref(0, False)),
+]
+
+
+test_forward, test_gradient = case_tests(CASES + LINALG_CASES)
 
 
 def test_diag_shapes_and_errors_as_in_mxnet():

@@ -1,6 +1,6 @@
-"""batch_take, ``_ravel_multi_index``, ``_unravel_index``, ``_contrib_index_array`` and
-``_contrib_boolean_mask`` (ops/indexing.py) against loop references, plus their shape, type
-and index rules (golden values from MXNet 1.9.1 are in
+"""take, Embedding, one_hot, where, batch_take, ``_ravel_multi_index``, ``_unravel_index``,
+``_contrib_index_array`` and ``_contrib_boolean_mask`` (ops/indexing.py) against NumPy / loop
+references, plus their shape, type and index rules (golden values from MXNet 1.9.1 are in
 tests/golden/graphs_compute_indexing_extra.py and graphs_compute_split_index.py)."""
 import numpy as np
 import pytest
@@ -90,7 +90,79 @@ INDEX_ARRAY_CASES = [
 ]
 
 
-test_forward, test_gradient = case_tests(CASES + RAVEL_CASES + INDEX_ARRAY_CASES)
+def _indices(idx):
+    """Input maker: a float array and fixed (float) indices."""
+    def make(rng, shapes, dtype):
+        return [rng.uniform(-1, 1, shapes[0]), np.asarray(idx, dtype='float64')]
+    return make
+
+def _take_ref(axis, mode):
+    def f(a, idx):
+        i = np.trunc(idx).astype(np.int64)
+        n = a.shape[axis]
+        i = np.clip(i, 0, n - 1) if mode == 'clip' else np.mod(i, n)
+        return np.take(a, i, axis=axis)
+    return f
+
+def _emb_inputs(idx, input_dim, output_dim):
+    def make(rng, shapes, dtype):
+        return [np.asarray(idx, dtype='float64'), rng.uniform(-1, 1, (input_dim, output_dim))]
+    return make
+
+def _emb_ref(input_dim):
+    def f(d, w):
+        return w[np.clip(np.trunc(d).astype(np.int64), 0, input_dim - 1)]
+    return f
+
+def _one_hot_ref(depth, on, off, dtype):
+    def f(idx):
+        i = np.trunc(idx).astype(np.int64)
+        out = np.full(idx.shape + (depth,), off, dtype=dtype)
+        for pos in np.ndindex(idx.shape):
+            if 0 <= i[pos] < depth:
+                out[pos + (i[pos],)] = on
+        return out
+    return f
+
+def _where_inputs(cond):
+    def make(rng, shapes, dtype):
+        return [np.asarray(cond, dtype='float64')] + [rng.uniform(-1, 1, s) for s in shapes[1:]]
+    return make
+
+def _where_ref(c, x, y):
+    m = c.reshape(c.shape + (1,) * (x.ndim - c.ndim)) != 0
+    return np.where(m, x, y)
+
+
+TAKE_CASES = [
+    OpCase('take', {}, [(5, 3), (2, 3)], inputs=_indices([[0, 7, -2], [4, 4, 1.5]]),
+           ref=_take_ref(0, 'clip'), grad=(0,)),
+    OpCase('take', dict(mode='wrap', axis=-1), [(2, 5, 3), (5,)],
+           inputs=_indices([2, 0, 2, -4, 3.7]), ref=_take_ref(-1, 'wrap'), grad=(0,)),
+    OpCase('take', dict(mode='wrap', axis=1), [(2, 5, 3), (2, 2)],
+           inputs=_indices([[6, -1], [1, 1]]), ref=_take_ref(1, 'wrap'), grad=(0,)),
+    OpCase('take', dict(mode='raise', axis=1), [(2, 5, 3), (4,)],
+           inputs=_indices([2, 0, 2, 4]), ref=_take_ref(1, 'clip'), grad=(0,)),
+    OpCase('Embedding', dict(input_dim=5, output_dim=3, dtype='float64'), [(2, 3), (5, 3)],
+           inputs=_emb_inputs([[0, 4, 4], [7, -1, 2.5]], 5, 3), ref=_emb_ref(5), grad=(1,),
+           dtypes=('float64',)),
+    OpCase('Embedding', dict(input_dim=4, output_dim=2, dtype='float64'), [(5,), (4, 2)],
+           inputs=_emb_inputs([3, 1, 3, 3, 0], 4, 2), ref=_emb_ref(4), grad=(1,),
+           dtypes=('float64',)),
+    OpCase('one_hot', dict(depth=4, on_value=2.5, off_value=-1, dtype='float64'), [(2, 3)],
+           inputs=lambda rng, s, d: [np.array([[0, 3, -1], [5, 1.9, 2]])],
+           ref=_one_hot_ref(4, 2.5, -1, 'float64'), grad=()),
+    OpCase('one_hot', dict(depth=3), [(4,)], inputs=lambda rng, s, d: [np.array([2, 0, 0, 1])],
+           ref=_one_hot_ref(3, 1, 0, 'float32'), grad=()),
+    OpCase('where', {}, [(3, 4), (3, 4), (3, 4)],
+           inputs=_where_inputs([[1, 0, 0, 2], [0, 0, 1, 1], [1, 1, 1, 0]]),
+           ref=_where_ref, grad=(1, 2)),
+    OpCase('where', {}, [(3,), (3, 2), (3, 2)], inputs=_where_inputs([1, 0, -2]),
+           ref=_where_ref, grad=(1, 2)),
+]
+
+
+test_forward, test_gradient = case_tests(TAKE_CASES + CASES + RAVEL_CASES + INDEX_ARRAY_CASES)
 
 
 def test_batch_take_rules():
@@ -182,3 +254,65 @@ def test_boolean_mask_shapes_and_errors():
     with pytest.raises(MXNetError, match='axis=1 is not supported'):
         mx.nd.contrib.boolean_mask(mx.nd.array(_BM_X), mx.nd.array([1, 0, 1]), axis=1)
     assert op.infer_type([np.dtype('float64'), np.dtype('int32')])[1] == [np.float64]
+
+
+def test_embedding_fills_weight_and_checks_it():
+    op = get_op('Embedding')(input_dim=7, output_dim=3)
+    ins, outs, _ = op.infer_shape([(4, 2), None])
+    assert ins[1] == (7, 3) and outs == [(4, 2, 3)]
+    with pytest.raises(ShapeError, match="'weight'"):
+        op.infer_shape([(4, 2), (7, 4)])
+
+
+def test_embedding_types():
+    op = get_op('Embedding')(input_dim=3, output_dim=2, dtype='float64')
+    ins, outs, _ = op.infer_type([np.dtype('int32'), None])
+    assert ins == [np.dtype('int32'), np.dtype('float64')] and outs == [np.dtype('float64')]
+    op = get_op('Embedding')(input_dim=3, output_dim=2)
+    assert op.infer_type([np.dtype('float64'), None])[1] == [np.dtype('float32')]
+    # a given weight's type wins over dtype, as in MXNet 1.9.1 (float16 exports keep
+    # dtype='float32' on their Embedding nodes)
+    assert op.infer_type([np.dtype('float32'), np.dtype('float16')])[1] == [np.dtype('float16')]
+    w = np.arange(6, dtype='float32').reshape(3, 2)
+    out, = op.forward(np, [np.array([2, 0], dtype='float32'), w], [], False)
+    assert out.dtype == np.float32 and out.tolist() == [[4, 5], [0, 1]]
+
+
+def test_where_shapes():
+    op = get_op('where')()
+    assert op.infer_shape([(3,), (3, 4), None]) == ([(3,), (3, 4), (3, 4)], [(3, 4)], [])
+    with pytest.raises(ShapeError, match="'condition'"):
+        op.infer_shape([(2, 4), (3, 4), (3, 4)])
+
+
+def test_take_raise_mode_out_of_range():
+    op = get_op('take')(mode='raise')
+    with pytest.raises(MXNetError):
+        op.forward(np, [np.zeros((3, 2)), np.array([0.0, 3.0])], [], False)
+
+
+def test_take_gradient_accumulates_repeated_indices():
+    op = get_op('take')(axis=1)
+    a = np.zeros((2, 3))
+    idx = np.array([[2, 2], [2, 0]], dtype='float64')
+    g = np.ones((2, 2, 2))
+    ga, gi = op.backward(np, [g], [a, idx], None, [], [True, True])
+    np.testing.assert_array_equal(ga, [[1, 0, 3], [1, 0, 3]])
+    np.testing.assert_array_equal(gi, np.zeros_like(idx))
+
+
+def test_embedding_gradient_accumulates_and_clips():
+    op = get_op('Embedding')(input_dim=3, output_dim=2)
+    w = np.zeros((3, 2), dtype='float32')
+    d = np.array([0, 0, 9, -4], dtype='float32')    # 9 -> row 2, -4 -> row 0
+    g = np.arange(8, dtype='float32').reshape(4, 2)
+    gd, gw = op.backward(np, [g], [d, w], None, [], [False, True])
+    np.testing.assert_array_equal(gw, [[0 + 2 + 6, 1 + 3 + 7], [0, 0], [4, 5]])
+    assert gd is None and gw.dtype == np.float32
+
+
+def test_embedding_weight_through_symbol():
+    x = mx.sym.var('x')
+    e = mx.sym.Embedding(x, input_dim=7, output_dim=3, name='e')
+    args, outs, _ = e.infer_shape(x=(4, 2))
+    assert args == [(4, 2), (7, 3)] and outs == [(4, 2, 3)]

@@ -1,5 +1,6 @@
-"""Pad, reverse, depth_to_space and space_to_depth (ops/rearrange.py) against loop references, plus
-their shape rules and errors (values from MXNet 1.9.1 are in tests/golden, cases shapex_*)."""
+"""Pad, reverse, depth_to_space, space_to_depth, tile and repeat (ops/rearrange.py) against
+NumPy / loop references, plus their shape rules and errors (values from MXNet 1.9.1 are in
+tests/golden, cases shapex_*)."""
 import numpy as np
 import pytest
 
@@ -92,7 +93,16 @@ CASES = [
 ]
 
 
-test_forward, test_gradient = case_tests(CASES)
+TILE_REPEAT_CASES = [
+    OpCase('tile', dict(reps=(2, 1, 3)), [(2, 3)], ref=lambda x: np.tile(x, (2, 1, 3))),
+    OpCase('tile', dict(reps=(3,)), [(2, 3)], ref=lambda x: np.tile(x, 3)),
+    OpCase('repeat', dict(repeats=3), [(2, 3)], ref=lambda x: np.repeat(x.ravel(), 3)),
+    OpCase('repeat', dict(repeats=2, axis=-2), [(2, 3, 2)],
+           ref=lambda x: np.repeat(x, 2, axis=1)),
+]
+
+
+test_forward, test_gradient = case_tests(CASES + TILE_REPEAT_CASES)
 
 
 def test_pad_shapes_and_errors_as_in_mxnet():
@@ -161,3 +171,5 @@ def test_block_ops_shapes_and_errors():
     back = mx.nd.depth_to_space(mx.nd.space_to_depth(mx.nd.array(x), block_size=2),
                                 block_size=2)
     np.testing.assert_allclose(back.asnumpy(), x.astype(np.float32))
+
+

@@ -1,4 +1,4 @@
-"""Reductions, arg-reductions, pick and sorting (MXNet 1.9.1 semantics)."""
+"""Reductions, arg-reductions, pick, cumsum and moments (ops/reduce.py; MXNet 1.9.1 semantics)."""
 import numpy as np
 import pytest
 
@@ -176,66 +176,6 @@ CASES += [
 ]
 
 
-# --- topk / sort / argsort ------------------------------------------------------------------------
-def order(x, axis, ascend):
-    key = x if ascend else -x
-    return np.argsort(key, axis=axis, kind='stable')
-
-
-def topk_ref(ret_typ, k, axis=-1, ascend=False, dtype=np.float32):
-    def ref(x):
-        v = x.reshape(-1) if axis is None else x
-        ax = 0 if axis is None else axis
-        n = v.shape[ax]
-        idx = np.take(order(v, ax, ascend), np.arange(k if k >= 1 else n), axis=ax)
-        if ret_typ == 'mask':
-            mask = np.zeros_like(v)
-            np.put_along_axis(mask, idx, 1, ax)
-            return mask.reshape(x.shape)
-        values = np.take_along_axis(v, idx, ax)
-        return {'indices': idx.astype(dtype), 'value': values,
-                'both': [values, idx.astype(dtype)]}[ret_typ]
-    return ref
-
-
-def dups(rng, shapes, dtype):
-    """Many equal values: ties must keep their input order."""
-    return [rng.randint(0, 3, shapes[0]).astype(np.float64)]
-
-
-CASES += [
-    OpCase('topk', shapes=[(3, 5)], ref=topk_ref('indices', 1)),
-    OpCase('topk', {'k': 2, 'ret_typ': 'value'}, shapes=[(3, 5)], ref=topk_ref('value', 2)),
-    OpCase('topk', {'k': 2, 'ret_typ': 'both', 'axis': 0}, shapes=[(4, 3)],
-           ref=topk_ref('both', 2, axis=0)),
-    OpCase('topk', {'k': 3, 'ret_typ': 'mask'}, shapes=[(2, 5, 3)],
-           ref=topk_ref('mask', 3)),
-    OpCase('topk', {'k': 2, 'ret_typ': 'indices', 'is_ascend': True, 'axis': 1},
-           shapes=[(2, 5, 3)], ref=topk_ref('indices', 2, axis=1, ascend=True)),
-    OpCase('topk', {'k': '3', 'ret_typ': 'both', 'axis': 'None', 'dtype': 'int32'},
-           shapes=[(3, 4)], ref=topk_ref('both', 3, axis=None, dtype=np.int32)),
-    OpCase('topk', {'k': 0, 'ret_typ': 'value', 'is_ascend': True}, shapes=[(2, 4)],
-           ref=topk_ref('value', 0, ascend=True)),
-    OpCase('topk', {'k': 4, 'ret_typ': 'indices'}, shapes=[(3, 6)], inputs=dups, grad=(),
-           ref=topk_ref('indices', 4)),
-    OpCase('topk', {'k': 4, 'ret_typ': 'indices', 'is_ascend': True}, shapes=[(3, 6)],
-           inputs=dups, grad=(), ref=topk_ref('indices', 4, ascend=True)),
-    OpCase('topk', {'k': 2, 'ret_typ': 'value'}, shapes=[(4, 3)], inputs=ints,
-           dtypes=('int32',), ref=topk_ref('value', 2)),
-    OpCase('sort', shapes=[(3, 5)], ref=lambda x: np.sort(x, axis=-1)),
-    OpCase('sort', {'axis': 0, 'is_ascend': False}, shapes=[(4, 3)],
-           ref=lambda x: -np.sort(-x, axis=0)),
-    OpCase('sort', {'axis': None}, shapes=[(2, 3)], ref=lambda x: np.sort(x.reshape(-1))),
-    OpCase('argsort', shapes=[(3, 5)], ref=lambda x: order(x, -1, True).astype(np.float32)),
-    OpCase('argsort', {'axis': 0, 'is_ascend': False, 'dtype': 'int64'}, shapes=[(4, 3)],
-           ref=lambda x: order(x, 0, False)),
-    OpCase('argsort', {'axis': None}, shapes=[(2, 3)],
-           ref=lambda x: order(x.reshape(-1), 0, True).astype(np.float32)),
-    OpCase('argsort', {'is_ascend': False}, shapes=[(3, 6)], inputs=dups, grad=(),
-           ref=lambda x: order(x, -1, False).astype(np.float32)),
-]
-
-
 PICK_ALIAS_CASES = [
     OpCase('choose_element_0index', {}, [(3, 4), (3,)], grad=(0,),
            ref=lambda x, i: x[np.arange(3), i.astype(int)],
@@ -310,28 +250,9 @@ def test_unknown_shapes_do_not_crash(case):
     ('norm', {'axis': (0, 1, 2)}, (2, 3, 4), (1,)),
     ('argmax', {'axis': 0}, (4,), (1,)),
     ('argmax_channel', {}, (2, 3, 4), (2, 4)),
-    ('topk', {'k': 2, 'axis': 0, 'ret_typ': 'both'}, (3, 4), (2, 4)),
-    ('topk', {'k': 2, 'axis': None, 'ret_typ': 'mask'}, (3, 4), (3, 4)),
-    ('sort', {'axis': None}, (2, 3), (6,)),
 ])
 def test_shape_inference(name, kwargs, shape, out):
     assert get_op(name)(**kwargs).infer_shape([shape])[1][0] == out
-
-
-def test_topk_outputs():
-    def outs(ret_typ):
-        op = get_op('topk')(ret_typ=ret_typ, k=2)
-        return op.list_outputs(), op.num_visible_outputs()
-    assert outs('indices') == (['output'], 1)
-    assert outs('mask') == (['output'], 1)
-    assert outs('value') == (['output0', 'output1'], 1)
-    assert outs('both') == (['output0', 'output1'], 2)
-    assert get_op('sort')().num_visible_outputs() == 1
-    f64, f32 = np.dtype('float64'), np.dtype('float32')
-    assert get_op('topk')(ret_typ='both').infer_type([f64])[1] == [f64, f32]
-    assert get_op('topk')(ret_typ='mask').infer_type([f64])[1] == [f64]
-    assert get_op('argsort')().infer_type([f64])[1] == [f32]
-    assert get_op('norm')(out_dtype='float64').infer_type([f32])[1] == [f64]
 
 
 def test_pick_shapes():
@@ -351,8 +272,6 @@ def test_pick_shapes():
     ('mean', {'axis': -4}, (2, 3, 4), 'out of range'),
     ('norm', {'axis': 2}, (2, 3), 'out of range'),
     ('argmax', {'axis': 2}, (2, 3), 'out of range'),
-    ('topk', {'k': 5}, (2, 3), 'k=5'),
-    ('sort', {'axis': 2}, (2, 3), 'out of range'),
 ])
 def test_shape_errors(name, kwargs, shape, match):
     with pytest.raises(ShapeError, match=match):
@@ -365,7 +284,6 @@ def test_shape_errors(name, kwargs, shape, match):
     ('norm', {'ord': 3}, 'ord'),
     ('norm', {'exclude': True}, 'exclude'),
     ('argmax', {'axis': (0, 1)}, 'axis'),
-    ('topk', {'ret_typ': 'values'}, 'ret_typ'),
     ('argmax_channel', {'axis': 0}, 'axis'),
 ])
 def test_bad_parameters(name, kwargs, match):

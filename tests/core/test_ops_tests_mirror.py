@@ -20,7 +20,9 @@ NOT_A_MODULE = {
     'test_registry.py': 'every registered operator has a row (cross-cutting)',
     'test_mxnet_registry.py': "the registry against MXNet 1.9.1's operator list",
     'test_rnn_export.py': 'Gluon-exported RNN checkpoints through mx.model.load_checkpoint',
-    'test_control_flow.py': 'control-flow operators (maintained separately)',
+    # the oneDNN backend over the rows of test_conv.py / test_norm.py (oneDNN only)
+    'test_conv_onednn.py': "ops/conv.py's oneDNN path, over test_conv.py's rows",
+    'test_norm_onednn.py': "ops/norm.py's oneDNN path, over test_norm.py's rows",
 }
 
 

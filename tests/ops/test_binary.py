@@ -1,7 +1,10 @@
-"""Binary, broadcasting and array-with-scalar operators (MXNet 1.9.1 semantics)."""
+"""Same-shape and broadcasting binary operators, add_n and contrib allclose (ops/binary.py;
+MXNet 1.9.1 semantics)."""
 import numpy as np
 import pytest
 
+import symgraph as mx
+from _refs import given
 from harness import case_tests, check_fast_forward, OpCase, parametrize_cases
 from symgraph.base import MXNetError
 from symgraph.opdef import ShapeError, get_op
@@ -40,10 +43,6 @@ def power_inputs(rng, shapes, dtype):
 
 def logical(rng, shapes, dtype):
     return [rng.choice([-1.5, 0.0, 0.5], s) for s in shapes]
-
-
-def pos(rng, shapes, dtype):
-    return [rng.uniform(0.5, 2, s) for s in shapes]
 
 
 def away0(rng, shapes, dtype):
@@ -138,88 +137,23 @@ for _n in (1, 2, 3, 4):
 CASES.append(OpCase('ElementWiseSum', {'num_args': '3'}, shapes=[(2, 3, 2)] * 3,
                     ref=lambda a, b, c: a + b + c))
 
-# --- broadcasting one array to a shape ------------------------------------------------------
-CASES += [
-    OpCase('broadcast_to', {'shape': (2, 3, 4)}, shapes=[(1, 3, 1)],
-           ref=lambda x: np.broadcast_to(x, (2, 3, 4))),
-    OpCase('broadcast_to', {'shape': '(4, 0)'}, shapes=[(1, 5)],
-           ref=lambda x: np.broadcast_to(x, (4, 5))),
-    OpCase('broadcast_to', {'shape': (3, 2)}, shapes=[(3, 2)], ref=lambda x: x),
-    OpCase('broadcast_axis', {'axis': (0, 2), 'size': (2, 4)}, shapes=[(1, 3, 1)],
-           ref=lambda x: np.broadcast_to(x, (2, 3, 4))),
-    OpCase('broadcast_axes', {'axis': 1, 'size': 5}, shapes=[(2, 1)],
-           ref=lambda x: np.broadcast_to(x, (2, 5))),
-    OpCase('broadcast_axis', {'axis': -1, 'size': 3}, shapes=[(4, 1)],
-           ref=lambda x: np.broadcast_to(x, (4, 3))),
-    OpCase('broadcast_like', shapes=[(1, 3), (2, 3)], grad=(0,),
-           ref=lambda a, b: np.broadcast_to(a, b.shape)),
-    OpCase('broadcast_like', {'lhs_axes': (0, 2), 'rhs_axes': (1, 0)},
-           shapes=[(1, 3, 1), (5, 6)], ref=lambda a, b: np.broadcast_to(a, (6, 3, 5))),
-]
-
-# --- array with scalar ------------------------------------------------------------------------
-SCALAR = [  # name, scalar, reference, input maker
-    ('_plus_scalar', 2, lambda x: x + 2, None),
-    ('_PlusScalar', '-1.5', lambda x: x - 1.5, None),
-    ('_minus_scalar', 0.25, lambda x: x - 0.25, None),
-    ('_rminus_scalar', 3, lambda x: 3 - x, None),
-    ('_mul_scalar', -1.0, lambda x: -x, None),
-    ('_mul_scalar', 2.5, lambda x: x * 2.5, None),
-    ('_div_scalar', 4, lambda x: x / 4, None),
-    ('_rdiv_scalar', 2, lambda x: 2 / x, away0),
-    ('_mod_scalar', 0.7, lambda x: np.mod(x, 0.7),
-     lambda r, s, d: [0.7 * (np.floor(r.uniform(-3, 3, s[0])) + r.uniform(0.1, 0.9, s[0]))]),
-    ('_mod_scalar', -2, lambda x: np.mod(x, -2),
-     lambda r, s, d: [2 * (np.floor(r.uniform(-3, 3, s[0])) + r.uniform(0.1, 0.9, s[0]))]),
-    ('_rmod_scalar', 3.5, lambda x: np.mod(3.5, x),
-     lambda r, s, d: [3.5 / (r.choice([-3, -1, 1, 2], s[0]) + r.uniform(0.1, 0.9, s[0]))]),
-    ('_power_scalar', 2, lambda x: x ** 2, None),
-    ('_power_scalar', 3, lambda x: x ** 3, None),
-    ('_power_scalar', 0.5, np.sqrt, pos),
-    ('_rpower_scalar', 2, lambda x: 2 ** x, None),
-    ('_rpower_scalar', 0.5, lambda x: 0.5 ** x, None),
-    ('_maximum_scalar', 0.1, lambda x: np.maximum(x, 0.1), None),
-    ('_minimum_scalar', -0.2, lambda x: np.minimum(x, -0.2), None),
-    ('_hypot_scalar', 0.5, lambda x: np.hypot(x, 0.5), None),
-]
-for _name, _s, _f, _make in SCALAR:
-    CASES.append(OpCase(_name, {'scalar': _s}, shapes=[(3, 5)], ref=_f, inputs=_make))
-CASES.append(OpCase('_plus_scalar', {'scalar': 1, 'is_int': 'True'}, shapes=[(2, 3, 4)],
-                    ref=lambda x: x + 1))
-for _name, _f in [('_equal_scalar', np.equal), ('_not_equal_scalar', np.not_equal),
-                  ('_greater_scalar', np.greater), ('_greater_equal_scalar', np.greater_equal),
-                  ('_lesser_scalar', np.less), ('_lesser_equal_scalar', np.less_equal),
-                  ('_logical_and_scalar', np.logical_and),
-                  ('_logical_or_scalar', np.logical_or),
-                  ('_logical_xor_scalar', np.logical_xor)]:
-    CASES.append(OpCase(_name, {'scalar': 1}, shapes=[(4, 5)],
-                        ref=lambda x, f=_f: f(x, 1).astype(x.dtype), grad_ref=zero_grads,
-                        inputs=lambda r, s, d: [np.round(r.uniform(-2, 2, s[0]))]))
-CASES += [
-    OpCase('_logical_and_scalar', {'scalar': 0}, shapes=[(2, 3)], grad_ref=zero_grads,
-           ref=lambda x: np.zeros_like(x)),
-    # ties: the gradient passes where x >= scalar (max) and x <= scalar (min)
-    OpCase('_maximum_scalar', {'scalar': 0}, shapes=[(4,)], grad=(0,),
-           inputs=lambda r, s, d: [np.array([-1.0, 0.0, 0.0, 2.0])],
-           ref=lambda x: np.maximum(x, 0), grad_ref=lambda i, o, g: [g[0] * (i[0] >= 0)]),
-    OpCase('_minimum_scalar', {'scalar': 0}, shapes=[(4,)], grad=(0,),
-           inputs=lambda r, s, d: [np.array([-1.0, 0.0, 0.0, 2.0])],
-           ref=lambda x: np.minimum(x, 0), grad_ref=lambda i, o, g: [g[0] * (i[0] <= 0)]),
-    # integer arrays keep their dtype, and the scalar is cast to it first (MXNet: an int32
-    # array plus 2.5 is the array plus 2; more in tests/golden/test_int_scalar.py)
-    OpCase('_plus_scalar', {'scalar': 2.5}, shapes=[(3, 4)], dtypes=('int32',), inputs=ints,
-           ref=lambda x: (x + 2).astype(np.int32)),
-    OpCase('_mul_scalar', {'scalar': -1.5}, shapes=[(3, 4)], dtypes=('int32',), inputs=ints,
-           ref=lambda x: (x * -1).astype(np.int32)),
-    OpCase('_div_scalar', {'scalar': 2}, shapes=[(3, 4)], dtypes=('int32',), inputs=ints,
-           ref=lambda x: np.trunc(x / 2).astype(np.int32)),
-    OpCase('_greater_scalar', {'scalar': 0}, shapes=[(5,)], dtypes=('int32',), inputs=ints,
-           ref=lambda x: (x > 0).astype(np.int32)),
+ALLCLOSE_CASES = [
+    OpCase('_contrib_allclose', {'rtol': 0.5, 'atol': 0.1}, [(2, 3), (2, 3)],
+           inputs=given([[1, 2, 3], [4, 5, 6]], [[1.2, 2.5, 4], [5, 6, 7]]),
+           ref=lambda a, b: np.array(1, np.uint8), grad=()),
+    OpCase('_contrib_allclose', {}, [(2, 3), (2, 3)],
+           inputs=given([[1, 2, 3], [4, 5, 6]], [[1, 2, 3], [4, 5, 6.001]]),
+           ref=lambda a, b: np.array(0, np.uint8), grad=()),
+    OpCase('_contrib_allclose', {'equal_nan': False}, [(2,), (2,)],
+           inputs=given([np.nan, 1], [np.nan, 1]), ref=lambda a, b: np.array(0, np.uint8),
+           grad=()),
+    OpCase('_contrib_allclose', {}, [(2,), (2,)],
+           inputs=given([np.nan, 1], [np.nan, 1]), ref=lambda a, b: np.array(1, np.uint8),
+           grad=()),
 ]
 
 
-test_forward, test_gradient = case_tests(CASES)
-
+test_forward, test_gradient = case_tests(CASES + ALLCLOSE_CASES)
 
 
 @parametrize_cases(CASES)
@@ -272,29 +206,6 @@ def test_broadcast_shape_inference(lhs, rhs, out):
     assert in_shapes == [lhs, rhs]
 
 
-@pytest.mark.parametrize('name, kwargs, shapes, match', [
-    ('broadcast_to', {'shape': (2, 3)}, [(3,)], 'number of dimensions'),
-    ('broadcast_to', {'shape': (4, 3)}, [(2, 3)], r'\(2, 3\).*\(4, 3\)'),
-    ('broadcast_axis', {'axis': 0, 'size': 4}, [(2, 3)], 'size 1'),
-    ('broadcast_axis', {'axis': 2, 'size': 4}, [(2, 3)], 'out of range'),
-    ('broadcast_like', {}, [(2, 3), (2, 3, 4)], 'ndim'),
-    ('broadcast_like', {}, [(2, 3), (4, 3)], r'\(2, 3\).*\(4, 3\)'),
-])
-def test_broadcast_to_errors(name, kwargs, shapes, match):
-    with pytest.raises(ShapeError, match=match):
-        get_op(name)(**kwargs).infer_shape(shapes)
-
-
-def test_broadcast_to_partial():
-    assert get_op('broadcast_to')(shape=(4, 0)).infer_shape([(1, 3)])[1] == [(4, 3)]
-    assert get_op('broadcast_to')(shape=(4, 3)).infer_shape([None])[1] == [None]
-
-
-def test_broadcast_axis_parameter_lengths():
-    with pytest.raises(MXNetError, match='differ in length'):
-        get_op('broadcast_axis')(axis=(0, 1), size=(2,))
-
-
 # --- structure and parameters -----------------------------------------------------------------
 def test_argument_names():
     assert get_op('elemwise_add')().list_arguments() == ['lhs', 'rhs']
@@ -333,3 +244,15 @@ def test_scalar_parameter_parses_mxnet_strings():
     assert get_op('_mul_scalar')(scalar='-1.0').scalar == -1.0
     x = np.ones((2, 2), np.float32)
     assert op.fast_forward(np, False)(x).dtype == np.float32
+
+
+def test_allclose_shape_and_errors():
+    s = mx.sym.contrib.allclose(mx.sym.var('a'), mx.sym.var('b'))
+    assert s.infer_shape(a=(2, 3), b=(2, 3))[1] == [()]
+    assert s.infer_type(a='float64', b='float64')[1] == [np.uint8]
+    with pytest.raises(ShapeError, match='same shape'):
+        get_op('_contrib_allclose')().infer_shape([(2, 3), (1,)])
+    # float32 arithmetic as MXNet's: x + 1e-5 is not within atol=1e-5 everywhere
+    x = mx.nd.array([[-1.5, -0.5, 0.5], [1.5, 2.5, 0.2]])
+    assert mx.nd.contrib.allclose(x, x + 1e-5, rtol=0, atol=1e-5).asscalar() == 0
+    assert mx.nd.contrib.allclose(x, x + 1e-6).asscalar() == 1

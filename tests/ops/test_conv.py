@@ -1,10 +1,13 @@
-"""Convolution and Deconvolution against naive loop references, plus shape rules."""
+"""Convolution and Deconvolution (ops/conv.py) against naive loop references, plus shape rules
+and the wide-grid im2col path."""
 import numpy as np
 import pytest
 
-from harness import case_tests, OpCase
-from symgraph.opdef import get_op, ShapeError
+from harness import (case_tests, check_forward, check_gradient, check_symbolic, OpCase,
+                     parametrize_cases)
 from symgraph.base import MXNetError
+from symgraph.opdef import get_op, ShapeError
+from symgraph.ops import _conv_impl as impl
 
 
 def _fill(v, nd, default):
@@ -188,7 +191,6 @@ def test_deconvolution_defaults_and_shapes():
 
 def test_transposed_paths_agree():
     """The unit-stride backward (a convolution of dy) equals the col2im backward."""
-    from symgraph.ops import _conv_impl as impl
     rng = np.random.RandomState(3)
     x = rng.rand(2, 4, 6, 5)
     w = rng.rand(4, 2, 3, 3)
@@ -202,3 +204,42 @@ def test_transposed_paths_agree():
     finally:
         impl._TRANSPOSED_BWD = old
     np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-12)
+
+
+# --- the wide-grid im2col of unit-stride convolutions, forced on for every conv case ---------
+# By default the wide path is taken only when its extra columns cost little (large maps),
+# which the small test shapes never reach; here every Convolution/Deconvolution case runs
+# through it, forward, numeric gradients and the executor.
+WIDE_CASES = [c for c in CASES if c.op in ('Convolution', 'Deconvolution')]
+
+
+@pytest.fixture
+def wide_everywhere(monkeypatch):
+    monkeypatch.setattr(impl, '_WIDE_MAX_RATIO', 1e9)
+
+
+@pytest.mark.usefixtures('wide_everywhere')
+@parametrize_cases(WIDE_CASES)
+def test_forward_wide(case):
+    check_forward(case)
+
+
+@pytest.mark.usefixtures('wide_everywhere')
+@parametrize_cases(WIDE_CASES)
+def test_gradient_wide(case):
+    check_gradient(case)
+
+
+@pytest.mark.usefixtures('wide_everywhere')
+@parametrize_cases(WIDE_CASES)
+def test_symbolic_wide(case):
+    check_symbolic(case)
+
+
+@pytest.mark.usefixtures('wide_everywhere')
+def test_the_wide_path_is_taken(monkeypatch):
+    calls = []
+    real = impl._wide_cols
+    monkeypatch.setattr(impl, '_wide_cols', lambda *a, **k: calls.append(1) or real(*a, **k))
+    check_forward(next(c for c in WIDE_CASES if c.op == 'Convolution'))
+    assert calls, 'the wide im2col was not used'

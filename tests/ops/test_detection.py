@@ -1,13 +1,16 @@
-"""box_nms, box_iou, nms, ROIPooling and ROIAlign against naive loop references."""
+"""box_nms, box_iou, nms, bipartite_matching, box_encode and box_decode against naive loop
+references (box_encode / box_decode: MXNet 1.9.1's values are golden cases splitidx_box_* in
+tests/golden/graphs_compute_split_index.py)."""
 import math
 
 import numpy as np
 import pytest
 
-import symgraph.ops.roi  # noqa: F401  (registers ROIPooling / ROIAlign)
+import symgraph as mx
+from _refs import given
 from harness import case_tests, OpCase
+from symgraph.opdef import get_op, ShapeError
 from symgraph.ops import _nms as det
-from symgraph.opdef import get_op
 
 
 # ----------------------------------------------------------------------------------
@@ -220,129 +223,81 @@ OTHER_CASES = [
 ]
 
 
-# ----------------------------------------------------------------------------------
-# ROI pooling references: straight ports of MXNet's per-element loops
-# ----------------------------------------------------------------------------------
-def _c_round(v):
-    return math.floor(abs(v) + 0.5) * (1 if v >= 0 else -1)
+CASES = NMS_CASES + OTHER_CASES
 
 
-def naive_roi_pool(pooled_size, spatial_scale):
-    def ref(data, rois):
-        n, c, h, w = data.shape
-        ph_n, pw_n = pooled_size
-        out = np.zeros((len(rois), c, ph_n, pw_n))
-        s = float(np.float32(spatial_scale))
-        for r, roi in enumerate(rois):
-            b = int(roi[0])
-            x1, y1, x2, y2 = (_c_round(v * s) for v in roi[1:])
-            bh = max(y2 - y1 + 1, 1) / ph_n
-            bw = max(x2 - x1 + 1, 1) / pw_n
-            for ph in range(ph_n):
-                for pw in range(pw_n):
-                    hs = min(max(math.floor(ph * bh) + y1, 0), h)
-                    he = min(max(math.ceil((ph + 1) * bh) + y1, 0), h)
-                    ws = min(max(math.floor(pw * bw) + x1, 0), w)
-                    we = min(max(math.ceil((pw + 1) * bw) + x1, 0), w)
-                    if he > hs and we > ws:
-                        out[r, :, ph, pw] = data[b, :, hs:he, ws:we].max(axis=(1, 2))
+def _center(b):
+    w, h = b[2] - b[0], b[3] - b[1]
+    return b[0] + w / 2, b[1] + h / 2, w, h
+
+
+def _encode_ref(samples, matches, anchors, refs, means, stds):
+    t = np.zeros(anchors.shape, anchors.dtype)
+    m = np.zeros(anchors.shape, anchors.dtype)
+    for b, n in np.ndindex(*samples.shape):
+        if samples[b, n] <= 0.5:
+            continue
+        ax, ay, aw, ah = _center(anchors[b, n])
+        rx, ry, rw, rh = _center(refs[b, int(matches[b, n])])
+        raw = [(rx - ax) / aw, (ry - ay) / ah, math.log(rw / aw), math.log(rh / ah)]
+        t[b, n] = [(v - means[k]) / stds[k] for k, v in enumerate(raw)]
+        m[b, n] = 1
+    return [t, m]
+
+
+def _decode_ref(std, clip=-1.0, fmt='center'):
+    def ref(x, anchors):
+        out = np.empty(x.shape, x.dtype)
+        for b, n in np.ndindex(*x.shape[:2]):
+            a = anchors[0, n]
+            ax, ay, aw, ah = _center(a) if fmt == 'corner' else a
+            cx = x[b, n, 0] * std[0] * aw + ax
+            cy = x[b, n, 1] * std[1] * ah + ay
+            dw, dh = x[b, n, 2] * std[2], x[b, n, 3] * std[3]
+            if clip > 0:
+                dw, dh = min(dw, clip), min(dh, clip)
+            w, h = math.exp(dw) * aw / 2, math.exp(dh) * ah / 2
+            out[b, n] = [cx - w, cy - h, cx + w, cy + h]
         return out
     return ref
 
 
-def naive_roi_align(pooled_size, spatial_scale, sample_ratio=-1, position_sensitive=False,
-                    aligned=False):
-    def bilinear(img, y, x):
-        h, w = img.shape
-        if y < -1.0 or y > h or x < -1.0 or x > w:
-            return 0.0
-        y, x = max(y, 0.0), max(x, 0.0)
-        yl, xl = int(y), int(x)
-        if yl >= h - 1:
-            yh = yl = h - 1
-            y = float(yl)
-        else:
-            yh = yl + 1
-        if xl >= w - 1:
-            xh = xl = w - 1
-            x = float(xl)
-        else:
-            xh = xl + 1
-        ly, lx = y - yl, x - xl
-        return ((1 - ly) * (1 - lx) * img[yl, xl] + (1 - ly) * lx * img[yl, xh]
-                + ly * (1 - lx) * img[yh, xl] + ly * lx * img[yh, xh])
-
-    def ref(data, rois):
-        n, c, h, w = data.shape
-        ph_n, pw_n = pooled_size
-        cout = c // (ph_n * pw_n) if position_sensitive else c
-        out = np.zeros((len(rois), cout, ph_n, pw_n))
-        off = 0.5 if aligned else 0.0
-        for r, roi in enumerate(rois):
-            b = int(roi[0]) if len(roi) == 5 else 0
-            if b < 0:
-                continue
-            x1, y1, x2, y2 = (v * spatial_scale - off for v in roi[-4:])
-            rw, rh = x2 - x1, y2 - y1
-            if not aligned:
-                rw, rh = max(rw, 1.0), max(rh, 1.0)
-            gh = sample_ratio if sample_ratio > 0 else math.ceil(rh / ph_n)
-            gw = sample_ratio if sample_ratio > 0 else math.ceil(rw / pw_n)
-            for co in range(cout):
-                for ph in range(ph_n):
-                    for pw in range(pw_n):
-                        ci = (co * ph_n + ph) * pw_n + pw if position_sensitive else co
-                        acc = 0.0
-                        for iy in range(gh):
-                            y = y1 + ph * rh / ph_n + (iy + 0.5) * rh / ph_n / gh
-                            for ix in range(gw):
-                                x = x1 + pw * rw / pw_n + (ix + 0.5) * rw / pw_n / gw
-                                acc += bilinear(data[b, ci], y, x)
-                        out[r, co, ph, pw] = acc / (gh * gw)
-        return out
-    return ref
+def _zero_grads(inputs, outputs, out_grads):
+    return [np.zeros_like(a) for a in inputs]
 
 
-def _roi_inputs(rois):
+_ANCH = [[[0, 0, 2, 2], [1, 1, 4, 3], [2, 0, 5, 5]], [[0.5, 0.5, 1.5, 2], [1, 0, 2, 1],
+                                                      [0, 0, 3, 3]]]
+
+
+_ENC = given([[1, -1, 1], [0, 1, 1]], [[0, 1, 1], [1, 0, 1]], _ANCH,
+             [[[0.2, 0.1, 2.5, 1.8], [1, 2, 4, 4.5]], [[0, 0.5, 1, 2.5], [0.5, 0.2, 3.5, 2]]],
+             [0.1, -0.1, 0.05, 0], [0.1, 0.1, 0.2, 0.2])
+
+
+def _decode_inputs(fmt):
     def make(rng, shapes, dtype):
-        return [rng.uniform(-1, 1, shapes[0]), np.array(rois, dtype)]
+        x = rng.uniform(-1, 1, shapes[0])
+        a = rng.uniform(0, 2, shapes[1])
+        a[..., 2:] += 1 + (a[..., :2] if fmt == 'corner' else 0)
+        return [x.astype(dtype), a.astype(dtype)]
     return make
 
 
-ROIS = [[0, 0.0, 0.0, 9.0, 7.0], [1, 2.5, 1.0, 6.4, 9.6], [0, -3.0, 4.0, 3.0, 30.0],
-        [1, 5.2, 5.1, 5.3, 5.2], [0, 10.0, 1.0, 14.0, 3.0]]
-ROIS4 = [r[1:] for r in ROIS]
-
-ROI_CASES = [
-    OpCase('ROIPooling', {'pooled_size': (2, 3), 'spatial_scale': 1.0}, shapes=[(2, 3, 7, 9),
-           (5, 5)], inputs=_roi_inputs(ROIS), ref=naive_roi_pool((2, 3), 1.0), grad=(0,)),
-    OpCase('ROIPooling', {'pooled_size': (3, 2), 'spatial_scale': 0.5}, shapes=[(2, 2, 5, 6),
-           (5, 5)], inputs=_roi_inputs(ROIS), ref=naive_roi_pool((3, 2), 0.5), grad=(0,)),
-    OpCase('_contrib_ROIAlign', {'pooled_size': (2, 3), 'spatial_scale': 1.0},
-           shapes=[(2, 3, 7, 9), (5, 5)], inputs=_roi_inputs(ROIS),
-           ref=naive_roi_align((2, 3), 1.0), grad=(0,)),
-    OpCase('_contrib_ROIAlign', {'pooled_size': (3, 2), 'spatial_scale': 0.5,
-                                 'sample_ratio': 2, 'aligned': True},
-           shapes=[(2, 2, 5, 6), (5, 5)], inputs=_roi_inputs(ROIS),
-           ref=naive_roi_align((3, 2), 0.5, 2, aligned=True), grad=(0,)),
-    OpCase('_contrib_ROIAlign', {'pooled_size': (2, 2), 'spatial_scale': 0.5,
-                                 'position_sensitive': True},
-           shapes=[(2, 8, 5, 6), (5, 5)], inputs=_roi_inputs(ROIS),
-           ref=naive_roi_align((2, 2), 0.5, position_sensitive=True), grad=(0,)),
-    OpCase('_contrib_ROIAlign', {'pooled_size': (1, 2), 'spatial_scale': 1.0,
-                                 'sample_ratio': 3},
-           shapes=[(1, 2, 6, 5), (5, 4)], inputs=_roi_inputs(ROIS4),
-           ref=naive_roi_align((1, 2), 1.0, 3), grad=(0,)),
-    OpCase('_contrib_ROIAlign', {'pooled_size': (2, 2), 'spatial_scale': 1.0},
-           shapes=[(2, 2, 5, 6), (2, 5)], inputs=_roi_inputs([[-1, 0, 0, 3, 3],
-                                                             [1, 1, 1, 4, 4]]),
-           ref=naive_roi_align((2, 2), 1.0), grad=(0,)),
+BOX_CODER_CASES = [
+    OpCase('_contrib_box_encode', {}, [(2, 3), (2, 3), (2, 3, 4), (2, 2, 4), (4,), (4,)],
+           inputs=_ENC, ref=_encode_ref, grad_ref=_zero_grads),
+    OpCase('_contrib_box_decode', {'std0': 0.1, 'std1': 0.1, 'std2': 2.0, 'std3': 2.0,
+                                   'clip': 1.0}, [(2, 3, 4), (1, 3, 4)],
+           inputs=_decode_inputs('center'),
+           ref=_decode_ref((0.1, 0.1, 2.0, 2.0), clip=1.0), grad_ref=_zero_grads),
+    OpCase('_contrib_box_decode', {'format': 'corner'}, [(1, 4, 4), (1, 4, 4)],
+           inputs=_decode_inputs('corner'), ref=_decode_ref((1, 1, 1, 1), fmt='corner'),
+           grad_ref=_zero_grads),
 ]
 
-CASES = NMS_CASES + OTHER_CASES + ROI_CASES
 
-
-test_forward, test_gradient = case_tests(CASES)
+test_forward, test_gradient = case_tests(CASES + BOX_CODER_CASES)
 
 
 # ----------------------------------------------------------------------------------
@@ -419,3 +374,27 @@ def test_resolve_greedy_random_edges(max_rounds):
     for i in range(n):
         expected[i] = not any(expected[s] for s in src[dst == i])
     assert det._resolve_greedy(n, src, dst, max_rounds).tolist() == expected.tolist()
+
+
+def test_box_encode_names_and_shapes_as_in_mxnet():
+    names = ['samples', 'matches', 'anchors', 'refs', 'means', 'stds']
+    s = mx.sym.contrib.box_encode(*[mx.sym.var(n) for n in names], name='enc')
+    assert s.list_arguments() == names
+    assert s.list_outputs() == ['enc_output0', 'enc_output1']
+    shapes = s.infer_shape(samples=(2, 3), matches=(2, 3), anchors=(2, 3, 4), refs=(2, 5, 4),
+                           means=(4,), stds=(4,))
+    assert shapes[1] == [(2, 3, 4), (2, 3, 4)]
+    with pytest.raises(ShapeError, match="'anchors' .* does not match"):
+        get_op('_contrib_box_encode')().infer_shape([(2, 3), (2, 3), (2, 4, 4), None, None,
+                                                     None])
+    with pytest.raises(ShapeError, match="'refs' must be 3-D ending in 4"):
+        get_op('_contrib_box_encode')().infer_shape([(2, 3), None, None, (2, 5), None, None])
+
+
+def test_box_decode_shapes_and_errors():
+    with pytest.raises(ShapeError, match=r'must be \(1, N, 4\)'):
+        get_op('_contrib_box_decode')().infer_shape([(2, 3, 4), (2, 3, 4)])
+    with pytest.raises(ShapeError, match=r"'data' must be \(B, N, 4\)"):
+        get_op('_contrib_box_decode')().infer_shape([(2, 3, 5), None])
+    with pytest.raises(Exception, match='format'):
+        get_op('_contrib_box_decode')(format='xywh')

@@ -2,12 +2,14 @@
 ``_linspace``): values, shapes, dtypes and MXNet's parameter handling; golden values and
 JSON from MXNet 1.9.1 are in tests/golden."""
 import json
+import warnings
 
 import numpy as np
 import pytest
 
 import symgraph as mx
-from harness import OpCase, parametrize_cases, check_forward
+from _refs import F16
+from harness import OpCase, parametrize_cases, check_forward, case_tests
 from symgraph.base import MXNetError, ShapeError
 
 CASES = [
@@ -98,3 +100,69 @@ def test_bad_parameters_are_refused():
         mx.sym.arange(0, infer_range=True)
     with pytest.raises(MXNetError, match='step'):
         mx.sym.arange(0, 5, 0)
+
+
+def _arange_like_ref(start=0.0, step=1.0, repeat=1, axis=None):
+    def ref(x):
+        shape = x.shape if axis is None else (x.shape[axis],)
+        n = int(np.prod(shape))
+        vals = [x.dtype.type(start) + x.dtype.type(i // repeat) * x.dtype.type(step)
+                for i in range(n)]
+        return np.array(vals, x.dtype).reshape(shape)
+    return ref
+
+
+ARANGE_LIKE_CASES = [
+    OpCase('_contrib_arange_like', {}, [(3, 4)], ref=_arange_like_ref(), grad=()),
+    OpCase('_contrib_arange_like', dict(start=2, step=0.5, repeat=2), [(3, 4)],
+           ref=_arange_like_ref(2, 0.5, 2), grad=()),
+    OpCase('_contrib_arange_like', dict(start=2, step=3, repeat=2), [(3, 4)], dtypes=F16,
+           ref=_arange_like_ref(2, 3, 2), grad=()),
+    OpCase('_contrib_arange_like', dict(axis=-2, repeat=2, start=1.5), [(3, 4)],
+           ref=_arange_like_ref(1.5, 1, 2, -2), grad=()),
+    OpCase('_contrib_arange_like', dict(axis=1, step=-3), [(2, 5, 3)],
+           ref=_arange_like_ref(0, -3, 1, 1), grad=()),
+]
+
+
+def test_arange_like_rules():
+    x = mx.sym.var('x')
+    s = mx.sym.contrib.arange_like(x, axis=1, name='a')
+    assert s.infer_shape(x=(2, 3))[1] == [(3,)]
+    with pytest.raises(ShapeError, match='axis=3 is out of range'):
+        mx.sym.contrib.arange_like(x, axis=3).infer_shape(x=(2, 3))
+    assert s.infer_type(x='float16')[1] == [np.float16]
+    ints = mx.nd.contrib.arange_like(mx.nd.zeros((3, 4), dtype='int32'), step=0.5)
+    assert ints.dtype == np.int32 and not ints.asnumpy().any()    # step cast to int first
+    half = mx.nd.contrib.arange_like(mx.nd.zeros((5,), dtype='float16'), start=2.5, step=2.9)
+    np.testing.assert_array_equal(half.asnumpy(), [2, 4, 6, 8, 10])   # as MXNet 1.9.1
+    # positional parameters: start, step, repeat, ctx, axis
+    sym = mx.sym.contrib.arange_like(x, 1.0, 2.0, 3, '', 0, name='p')
+    assert sym.list_attr() == {'start': '1.0', 'step': '2.0', 'repeat': '3', 'ctx': '',
+                               'axis': '0'}
+
+
+ZEROS_WITHOUT_DTYPE_CASES = [
+    OpCase('_zeros_without_dtype', dict(shape=(2, 3)), [], ref=lambda: np.zeros((2, 3)),
+           dtypes=('float32',)),
+    OpCase('_zeros_without_dtype', dict(shape=(4,), dtype=6), [],
+           ref=lambda: np.zeros(4, np.int64), dtypes=('float32',)),
+]
+
+
+# rows checked by the whole harness (forward, gradient, symbolic), unlike CASES above
+test_case_forward, test_case_gradient = case_tests(ARANGE_LIKE_CASES + ZEROS_WITHOUT_DTYPE_CASES)
+
+
+def test_zeros_without_dtype_and_cast_storage_errors():
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        z = mx.nd._internal._zeros_without_dtype(shape=(2, 3))
+    assert z.dtype == np.float32 and z.shape == (2, 3)
+    with pytest.raises(MXNetError, match='type flags'):
+        mx.nd._internal._zeros_without_dtype(shape=(2,), dtype=12)
+    for stype in ('csr', 'row_sparse'):
+        with pytest.raises(MXNetError, match="stype='%s' is sparse storage" % stype):
+            mx.nd.cast_storage(mx.nd.ones((2, 2)), stype=stype)
+    with pytest.raises(MXNetError, match='stype'):
+        mx.nd.cast_storage(mx.nd.ones((2, 2)), stype='dense')

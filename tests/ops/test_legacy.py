@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import symgraph as mx
+from _refs import _infer, X, Y
 from harness import case_tests, OpCase
 from symgraph.opdef import MXNetError, ShapeError, get_op
 
@@ -146,7 +147,31 @@ CASES = [
 ]
 
 
-test_forward, test_gradient = case_tests(CASES)
+def _crop_ref(h=None, w=None, offset=(0, 0), center=False):
+    def ref(x, *like):
+        hh, ww = (like[0].shape[2], like[0].shape[3]) if like else (h, w)
+        oy, ox = ((x.shape[2] - hh) // 2, (x.shape[3] - ww) // 2) if center else offset
+        out = np.empty(x.shape[:2] + (hh, ww), x.dtype)
+        for i in range(hh):
+            for j in range(ww):
+                out[:, :, i, j] = x[:, :, oy + i, ox + j]
+        return out
+    return ref
+
+
+CROP_CASES = [
+    OpCase('Crop', dict(num_args=1, h_w=(2, 3), offset=(1, 2)), [(2, 2, 5, 6)],
+           ref=_crop_ref(2, 3, (1, 2))),
+    OpCase('Crop', dict(num_args=1, h_w=(3, 2), center_crop=True), [(1, 2, 6, 5)],
+           ref=_crop_ref(3, 2, center=True)),
+    OpCase('Crop', dict(num_args=2, offset=(2, 1)), [(2, 2, 5, 6), (1, 3, 3, 4)],
+           ref=_crop_ref(offset=(2, 1)), grad=(0,)),
+    OpCase('Crop', dict(num_args=2, center_crop=True), [(1, 2, 5, 6), (2, 1, 2, 2)],
+           ref=_crop_ref(center=True), grad=(0,)),
+]
+
+
+test_forward, test_gradient = case_tests(CASES + CROP_CASES)
 
 
 def test_aliases_and_json_names():
@@ -214,3 +239,31 @@ def test_shape_rules_and_errors():
     assert k.infer_shape(x=(2, 3))[2] == [(3,)]
     p = mx.sym.Pooling_v1(x, kernel=(2, 2), global_pool=True, pool_type='avg')
     assert p.infer_shape(x=(2, 3, 5, 4))[1] == [(2, 3, 1, 1)]
+
+
+def test_crop_arguments_shapes_and_errors_as_in_mxnet():
+    sym = mx.sym.Crop(X, Y, name='c')
+    assert sym.list_arguments() == ['x', 'y']
+    assert mx.sym.Crop(name='c', num_args=2).list_arguments() == ['c_arg0', 'c_arg1']
+    assert '"num_args": "2"' in sym.tojson()
+    assert _infer(sym, x=(1, 2, 5, 6), y=(3, 3, 2, 2)) == [(1, 2, 2, 2)]
+    crop1 = mx.sym.Crop(X, h_w=(2, 3), offset=(3, 3))
+    assert '"num_args": "1"' in crop1.tojson()
+    assert _infer(crop1, x=(1, 2, 5, 6)) == [(1, 2, 2, 3)]
+    with pytest.raises(ShapeError, match='offset'):
+        mx.sym.Crop(X, h_w=(2, 3), offset=(4, 0)).infer_shape(x=(1, 1, 5, 6))
+    with pytest.raises(ShapeError, match='offset'):
+        mx.sym.Crop(X, h_w=(2, 3), offset=(-1, 0)).infer_shape(x=(1, 1, 5, 6))
+    with pytest.raises(ShapeError, match='exceeds'):
+        mx.sym.Crop(X, h_w=(6, 3)).infer_shape(x=(1, 1, 5, 6))
+    with pytest.raises(ShapeError, match='at least 1'):
+        mx.sym.Crop(X, num_args=1).infer_shape(x=(1, 1, 5, 6))
+    with pytest.raises(ShapeError, match='smaller'):
+        mx.sym.Crop(X, Y).infer_shape(x=(1, 1, 5, 6), y=(1, 1, 6, 2))
+    with pytest.raises(ShapeError, match='4-D'):
+        mx.sym.Crop(X, h_w=(2, 2)).infer_shape(x=(1, 5, 6))
+    with pytest.raises(MXNetError, match='1 or 2'):
+        mx.sym.Crop(X, Y, X)
+    out = mx.nd.Crop(mx.nd.array(np.arange(30).reshape(1, 1, 5, 6)), num_args=1,
+                     h_w=(4, 4), center_crop=True)
+    assert out.asnumpy()[0, 0, :, 0].tolist() == [1, 7, 13, 19]

@@ -142,41 +142,6 @@ def _slogdet_ref(a):
     return [sign.reshape(shape), logdet.reshape(shape)]
 
 
-def _trian_rc(n, offset, lower):
-    """MXNet's order: lower triangles row by row, upper ones column by column."""
-    if offset < 0 or (offset == 0 and lower):
-        return [(i, j) for i in range(n) for j in range(n) if j <= i + offset]
-    return [(i, j) for j in range(n) for i in range(n) if j >= i + offset]
-
-
-def _extracttrian_ref(offset=0, lower=True):
-    def f(a):
-        rc = _trian_rc(a.shape[-1], offset, lower)
-        return np.stack([a[..., i, j] for i, j in rc], axis=-1)
-    return f
-
-
-def _maketrian_ref(offset=0, lower=True):
-    def f(v):
-        m = int(round((np.sqrt(8 * v.shape[-1] + 1) - 1) / 2))
-        n = m + abs(offset)
-        out = np.zeros(v.shape[:-1] + (n, n), v.dtype)
-        for k, (i, j) in enumerate(_trian_rc(n, offset, lower)):
-            out[..., i, j] = v[..., k]
-        return out
-    return f
-
-
-def _makediag_ref(offset=0):
-    def f(v):
-        n = v.shape[-1] + abs(offset)
-        out = np.zeros(v.shape[:-1] + (n, n), v.dtype)
-        for k in range(v.shape[-1]):
-            out[..., k + max(-offset, 0), k + max(offset, 0)] = v[..., k]
-        return out
-    return f
-
-
 def _symmetric_numeric_grad(ref, eps=1e-6):
     """``grad_ref`` for potrf: central differences of ``sum(w * ref(A))`` over the lower
     triangle (all that the forward reads), made symmetric.
@@ -297,33 +262,6 @@ CASES += [
     OpCase('linalg_sumlogdiag', {}, [(1, 1)], inputs=_positive_diag,
            ref=_in64(_per_matrix(lambda a: np.log(np.diagonal(a, 0, -2, -1)).sum(-1))),
            **_LOOSE),
-]
-
-for _off in (0, 2, -1):
-    CASES += [
-        OpCase('_linalg_extractdiag', dict(offset=_off), [(4, 4)],
-               ref=lambda a, o=_off: np.diagonal(a, o, -2, -1)),
-        OpCase('_linalg_extractdiag', dict(offset=_off), [(2, 3, 4, 4)],
-               ref=lambda a, o=_off: np.diagonal(a, o, -2, -1)),
-        OpCase('_linalg_makediag', dict(offset=_off), [(3,)], ref=_makediag_ref(_off)),
-        OpCase('_linalg_makediag', dict(offset=_off), [(2, 3, 2)], ref=_makediag_ref(_off)),
-    ]
-for _off, _lo in ((0, True), (0, False), (1, True), (-2, False), (3, True)):
-    CASES += [
-        OpCase('_linalg_extracttrian', dict(offset=_off, lower=_lo), [(4, 4)],
-               ref=_extracttrian_ref(_off, _lo)),
-        OpCase('_linalg_extracttrian', dict(offset=_off, lower=_lo), [(2, 3, 4, 4)],
-               ref=_extracttrian_ref(_off, _lo)),
-        OpCase('_linalg_maketrian', dict(offset=_off, lower=_lo), [(6,)],
-               ref=_maketrian_ref(_off, _lo)),
-        OpCase('_linalg_maketrian', dict(offset=_off, lower=_lo), [(2, 3, 10)],
-               ref=_maketrian_ref(_off, _lo)),
-    ]
-CASES += [
-    OpCase('linalg_extractdiag', {}, [(1, 1)], ref=lambda a: np.diagonal(a, 0, -2, -1)),
-    OpCase('linalg_makediag', dict(offset=1), [(1,)], ref=_makediag_ref(1)),
-    OpCase('linalg_extracttrian', {}, [(1, 1)], ref=_extracttrian_ref()),
-    OpCase('linalg_maketrian', dict(lower=False), [(1,)], ref=_maketrian_ref(0, False)),
 ]
 
 

@@ -1,12 +1,13 @@
-"""Neural-network layers, softmax family and products (ops/nn.py, ops/softmax.py, ops/dot.py)."""
+"""Neural-network layers (ops/nn.py): FullyConnected, Activation, LeakyReLU, Dropout and
+hard_sigmoid."""
 import math
 
 import numpy as np
 import pytest
 
 import symgraph as mx
-from harness import case_tests, OpCase
 from _refs import F16
+from harness import case_tests, OpCase
 from symgraph.opdef import ShapeError, get_op
 
 SELU_A, SELU_L = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
@@ -19,11 +20,6 @@ def _fc(flatten=True, bias=True):
         out = x2 @ w.T
         return out + b.reshape(-1) if bias else out
     return f
-
-
-def _sm(x, axis=-1):
-    e = np.exp(x - x.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
 
 
 def _scaled(k=3.0):
@@ -60,45 +56,6 @@ def _prelu_ref(x, gamma):
     return np.where(x > 0, x, x * gb)
 
 
-def _length_inputs(length):
-    def make(rng, shapes, dtype):
-        return [rng.uniform(-1, 1, shapes[0]), np.asarray(length, dtype='int32')]
-    return make
-
-
-def _masked_softmax_ref(axis):
-    def f(x, length):
-        x = np.moveaxis(x, axis, -1)
-        pos = np.arange(x.shape[-1])
-        m = pos < length[..., None]
-        e = np.where(m, np.exp(x - np.where(m, x, -np.inf).max(-1, keepdims=True)), 0)
-        s = e.sum(-1, keepdims=True)
-        return np.moveaxis(e / np.where(s > 0, s, 1), -1, axis)
-    return f
-
-
-def _dot_ref(ta=False, tb=False):
-    def f(a, b):
-        a2 = a.reshape(a.shape[0], -1).T if ta and a.ndim > 1 else a
-        b2 = b.reshape(-1, b.shape[-1]).T if tb and b.ndim > 1 else b
-        if ta and a.ndim > 1:
-            out = np.tensordot(a2, b2, axes=1).reshape(a.shape[1:] + b2.shape[1:])
-        else:
-            out = np.tensordot(a2, b2, axes=1)
-        if tb and b.ndim > 1:
-            out = out.reshape(out.shape[:out.ndim - 1] + b.shape[:-1])
-        return out.reshape(out.shape or (1,))
-    return f
-
-
-def _bdot_ref(ta=False, tb=False):
-    def f(a, b):
-        a = np.swapaxes(a, -1, -2) if ta else a
-        b = np.swapaxes(b, -1, -2) if tb else b
-        return np.einsum('...ij,...jk->...ik', a, b)
-    return f
-
-
 CASES = [
     OpCase('FullyConnected', dict(num_hidden=5), [(2, 3, 4), (5, 12), (5,)], ref=_fc()),
     OpCase('FullyConnected', dict(num_hidden=5, flatten=False), [(2, 3, 4), (5, 4), (5,)],
@@ -129,30 +86,6 @@ CASES = [
     OpCase('Dropout', dict(p=0.3), [(3, 4)], ref=lambda x: x),
     OpCase('Dropout', dict(p=0.5, mode='always', axes=(1,)), [(3, 4)], grad=()),
     OpCase('Dropout', dict(p=0.4), [(3, 5)], is_train=True, grad=()),
-    OpCase('softmax', {}, [(2, 3, 4)], ref=_sm),
-    OpCase('softmax', dict(axis=0, temperature=2.5), [(2, 3, 4)],
-           ref=lambda x: _sm(x / 2.5, 0)),
-    OpCase('softmax', dict(dtype='float64'), [(3, 5)], ref=_sm),
-    OpCase('softmax', dict(axis=1, use_length=True), [(2, 4, 3), (2, 3)],
-           inputs=_length_inputs([[1, 3, 0], [2, 4, 3]]), ref=_masked_softmax_ref(1), grad=(0,)),
-    OpCase('log_softmax', {}, [(2, 3, 4)], ref=lambda x: np.log(_sm(x))),
-    OpCase('log_softmax', dict(axis=1, temperature=0.5), [(2, 3, 4)],
-           ref=lambda x: np.log(_sm(x / 0.5, 1))),
-    OpCase('SoftmaxActivation', {}, [(3, 5)], ref=_sm),
-    OpCase('SoftmaxActivation', dict(mode='channel'), [(2, 3, 2, 2)], ref=lambda x: _sm(x, 1)),
-    OpCase('dot', {}, [(2, 3, 4), (4, 5, 2)], ref=_dot_ref()),
-    OpCase('dot', dict(transpose_a=True), [(2, 3, 4), (2, 5)], ref=_dot_ref(True)),
-    OpCase('dot', dict(transpose_b=True), [(2, 3, 4), (5, 2, 4)], ref=_dot_ref(False, True)),
-    OpCase('dot', dict(transpose_a=True, transpose_b=True), [(3, 2), (4, 3)],
-           ref=lambda a, b: a.T @ b.T),
-    OpCase('dot', {}, [(4,), (4,)], ref=lambda a, b: np.array([a @ b])),
-    OpCase('dot', {}, [(4,), (4, 3)], ref=lambda a, b: a @ b),
-    OpCase('dot', dict(transpose_b=True), [(2, 4), (4,)], ref=lambda a, b: a @ b),
-    OpCase('batch_dot', {}, [(2, 3, 4), (2, 4, 5)], ref=_bdot_ref()),
-    OpCase('batch_dot', dict(transpose_a=True, transpose_b=True), [(2, 4, 3), (2, 5, 4)],
-           ref=_bdot_ref(True, True)),
-    OpCase('batch_dot', dict(transpose_b=True), [(2, 3, 3, 4), (2, 3, 5, 4)],
-           ref=_bdot_ref(False, True)),
 ] + [OpCase('Activation', dict(act_type=a), [(3, 5)], inputs=_away_from_zero, ref=_act(a))
      for a in ('relu', 'sigmoid', 'tanh', 'softrelu', 'softsign')]
 
@@ -262,57 +195,3 @@ def test_dropout_axes_share_mask():
     assert (mask == mask[:1, :, :1]).all() and 0 < (mask == 0).mean() < 1
 
 
-def test_softmax_length_argument():
-    x = mx.sym.var('x')
-    s = mx.sym.softmax(x, use_length=True, axis=1, name='s')
-    assert s.list_arguments() == ['x', 's_length']
-    assert get_op('softmax')(use_length=True, axis=1).infer_shape([(2, 3, 4), None])[0] == \
-        [(2, 3, 4), (2, 4)]
-    with pytest.raises(ShapeError, match="'length'"):
-        get_op('softmax')(use_length=True).infer_shape([(2, 3, 4), (2, 4)])
-    with pytest.raises(ShapeError):
-        get_op('log_softmax')(use_length=True).infer_shape([(2, 3)])
-
-
-def test_softmax_dtype():
-    op = get_op('softmax')(dtype='float64')
-    assert op.infer_type([np.dtype('float16')])[1] == [np.dtype('float64')]
-    y, = op.forward(np, [np.zeros((2, 4), dtype='float32')], [], False)
-    assert y.dtype == np.float64
-    g, = op.backward(np, [np.ones((2, 4))], [np.zeros((2, 4), dtype='float32')], [y], [],
-                     [True])
-    assert g.dtype == np.float32
-
-
-def test_softmax_activation_instance_backward_uses_axis_1():
-    # MXNet 1.9.1: forward over the last axis, backward normalised over axis 1
-    op = get_op('SoftmaxActivation')()
-    x = np.random.RandomState(0).uniform(-1, 1, (2, 3, 4))
-    y, = op.forward(np, [x], [], False)
-    np.testing.assert_allclose(y, _sm(x, -1))
-    g = np.random.RandomState(1).uniform(-1, 1, x.shape)
-    d, = op.backward(np, [g], [x], [y], [], [True])
-    np.testing.assert_allclose(d, y * (g - (g * y).sum(1, keepdims=True)))
-    with pytest.raises(ShapeError):
-        get_op('SoftmaxActivation')(mode='channel').infer_shape([(2, 3)])
-
-
-@pytest.mark.parametrize('a, b, ta, tb, out', [
-    ((2, 3, 4), (4, 5, 6), False, False, (2, 3, 5, 6)),
-    ((2, 3, 4), (2, 5, 6), True, False, (3, 4, 5, 6)),
-    ((2, 3, 4), (5, 6, 4), False, True, (2, 3, 5, 6)),
-    ((4,), (4,), False, False, (1,)),
-    ((4,), (4, 3), True, False, (3,)),
-    ((1, 4), (1, 3), True, False, (4, 3)),
-])
-def test_dot_shapes(a, b, ta, tb, out):
-    """Shapes observed on MXNet 1.9.1."""
-    op = get_op('dot')(transpose_a=ta, transpose_b=tb)
-    assert op.infer_shape([a, b])[1] == [out]
-
-
-def test_dot_shape_errors():
-    with pytest.raises(ShapeError, match="'lhs'"):
-        get_op('dot')().infer_shape([(2, 3), (4, 5)])
-    with pytest.raises(ShapeError, match="'lhs'"):
-        get_op('batch_dot')().infer_shape([(2, 3, 4), (3, 4, 5)])

@@ -1,7 +1,9 @@
-"""Reductions, arg-reductions, pick and sorting (MXNet 1.9.1 semantics)."""
+"""Reductions, arg-reductions, pick, cumsum and moments (ops/reduce.py; MXNet 1.9.1 semantics)."""
 import numpy as np
 import pytest
 
+import symgraph as mx
+from _refs import F16, _infer, _v, _with_index, X
 from harness import case_tests, OpCase, parametrize_cases
 from symgraph.base import MXNetError
 from symgraph.opdef import ShapeError, get_op
@@ -174,68 +176,61 @@ CASES += [
 ]
 
 
-# --- topk / sort / argsort ------------------------------------------------------------------------
-def order(x, axis, ascend):
-    key = x if ascend else -x
-    return np.argsort(key, axis=axis, kind='stable')
-
-
-def topk_ref(ret_typ, k, axis=-1, ascend=False, dtype=np.float32):
-    def ref(x):
-        v = x.reshape(-1) if axis is None else x
-        ax = 0 if axis is None else axis
-        n = v.shape[ax]
-        idx = np.take(order(v, ax, ascend), np.arange(k if k >= 1 else n), axis=ax)
-        if ret_typ == 'mask':
-            mask = np.zeros_like(v)
-            np.put_along_axis(mask, idx, 1, ax)
-            return mask.reshape(x.shape)
-        values = np.take_along_axis(v, idx, ax)
-        return {'indices': idx.astype(dtype), 'value': values,
-                'both': [values, idx.astype(dtype)]}[ret_typ]
-    return ref
-
-
-def dups(rng, shapes, dtype):
-    """Many equal values: ties must keep their input order."""
-    return [rng.randint(0, 3, shapes[0]).astype(np.float64)]
-
-
-CASES += [
-    OpCase('topk', shapes=[(3, 5)], ref=topk_ref('indices', 1)),
-    OpCase('topk', {'k': 2, 'ret_typ': 'value'}, shapes=[(3, 5)], ref=topk_ref('value', 2)),
-    OpCase('topk', {'k': 2, 'ret_typ': 'both', 'axis': 0}, shapes=[(4, 3)],
-           ref=topk_ref('both', 2, axis=0)),
-    OpCase('topk', {'k': 3, 'ret_typ': 'mask'}, shapes=[(2, 5, 3)],
-           ref=topk_ref('mask', 3)),
-    OpCase('topk', {'k': 2, 'ret_typ': 'indices', 'is_ascend': True, 'axis': 1},
-           shapes=[(2, 5, 3)], ref=topk_ref('indices', 2, axis=1, ascend=True)),
-    OpCase('topk', {'k': '3', 'ret_typ': 'both', 'axis': 'None', 'dtype': 'int32'},
-           shapes=[(3, 4)], ref=topk_ref('both', 3, axis=None, dtype=np.int32)),
-    OpCase('topk', {'k': 0, 'ret_typ': 'value', 'is_ascend': True}, shapes=[(2, 4)],
-           ref=topk_ref('value', 0, ascend=True)),
-    OpCase('topk', {'k': 4, 'ret_typ': 'indices'}, shapes=[(3, 6)], inputs=dups, grad=(),
-           ref=topk_ref('indices', 4)),
-    OpCase('topk', {'k': 4, 'ret_typ': 'indices', 'is_ascend': True}, shapes=[(3, 6)],
-           inputs=dups, grad=(), ref=topk_ref('indices', 4, ascend=True)),
-    OpCase('topk', {'k': 2, 'ret_typ': 'value'}, shapes=[(4, 3)], inputs=ints,
-           dtypes=('int32',), ref=topk_ref('value', 2)),
-    OpCase('sort', shapes=[(3, 5)], ref=lambda x: np.sort(x, axis=-1)),
-    OpCase('sort', {'axis': 0, 'is_ascend': False}, shapes=[(4, 3)],
-           ref=lambda x: -np.sort(-x, axis=0)),
-    OpCase('sort', {'axis': None}, shapes=[(2, 3)], ref=lambda x: np.sort(x.reshape(-1))),
-    OpCase('argsort', shapes=[(3, 5)], ref=lambda x: order(x, -1, True).astype(np.float32)),
-    OpCase('argsort', {'axis': 0, 'is_ascend': False, 'dtype': 'int64'}, shapes=[(4, 3)],
-           ref=lambda x: order(x, 0, False)),
-    OpCase('argsort', {'axis': None}, shapes=[(2, 3)],
-           ref=lambda x: order(x.reshape(-1), 0, True).astype(np.float32)),
-    OpCase('argsort', {'is_ascend': False}, shapes=[(3, 6)], inputs=dups, grad=(),
-           ref=lambda x: order(x, -1, False).astype(np.float32)),
+PICK_ALIAS_CASES = [
+    OpCase('choose_element_0index', {}, [(3, 4), (3,)], grad=(0,),
+           ref=lambda x, i: x[np.arange(3), i.astype(int)],
+           inputs=_with_index([3, 0, 1.5])),
 ]
 
 
-test_forward, test_gradient = case_tests(CASES)
+def _cumsum_ref(axis=None, dtype=None):
+    def ref(x):
+        x = x.reshape(-1) if axis is None else x
+        ax = 0 if axis is None else axis % x.ndim
+        out = np.zeros(x.shape, dtype or x.dtype)
+        acc = np.zeros(x.shape[:ax] + x.shape[ax + 1:], dtype or x.dtype)
+        for i in range(x.shape[ax]):
+            acc = acc + np.take(x, i, axis=ax)
+            idx = [slice(None)] * x.ndim
+            idx[ax] = i
+            out[tuple(idx)] = acc
+        return out
+    return ref
 
+
+def _moments_ref(axes, keepdims=False):
+    def ref(x):
+        ax = tuple(a % x.ndim for a in axes)
+        n = np.prod([x.shape[a] for a in ax])
+        mean = x.astype(np.float64).sum(axis=ax, keepdims=True) / n
+        var = ((x - mean) ** 2).sum(axis=ax, keepdims=keepdims) / n
+        mean = mean if keepdims else mean.reshape(var.shape)
+        return [mean.astype(x.dtype), var.astype(x.dtype)]
+    return ref
+
+
+CUMSUM_MOMENTS_CASES = [
+    OpCase('cumsum', {}, [(2, 3, 2)], ref=_cumsum_ref()),
+    OpCase('cumsum', dict(axis=1), [(2, 3, 4)], ref=_cumsum_ref(1)),
+    OpCase('_np_cumsum', dict(axis=-1), [(3, 4)], ref=_cumsum_ref(-1)),
+    OpCase('cumsum', dict(axis=0, dtype='float64'), [(4, 3)], ref=_cumsum_ref(0, 'float64')),
+    OpCase('moments', dict(axes=(1,)), [(2, 3, 4)], ref=_moments_ref((1,)), dtypes=F16),
+    OpCase('moments', dict(axes=(0, 2), keepdims=True), [(2, 3, 4)],
+           ref=_moments_ref((0, 2), True)),
+    OpCase('moments', dict(axes=(-1, 0)), [(3, 5)], ref=_moments_ref((-1, 0))),
+]
+
+
+SQUARE_SUM_CASES = [
+    OpCase('_square_sum', {'axis': 1}, [(3, 4)], ref=lambda x: (x * x).sum(axis=1)),
+    OpCase('_square_sum', {'axis': (0,), 'keepdims': True, 'exclude': True}, [(2, 3, 4)],
+           ref=lambda x: (x * x).sum(axis=(1, 2), keepdims=True)),
+    OpCase('_square_sum', {}, [(2, 3)], ref=lambda x: np.array([(x * x).sum()])),
+]
+
+
+test_forward, test_gradient = case_tests(CASES + PICK_ALIAS_CASES + CUMSUM_MOMENTS_CASES
+                                         + SQUARE_SUM_CASES)
 
 
 @parametrize_cases(CASES)
@@ -255,28 +250,9 @@ def test_unknown_shapes_do_not_crash(case):
     ('norm', {'axis': (0, 1, 2)}, (2, 3, 4), (1,)),
     ('argmax', {'axis': 0}, (4,), (1,)),
     ('argmax_channel', {}, (2, 3, 4), (2, 4)),
-    ('topk', {'k': 2, 'axis': 0, 'ret_typ': 'both'}, (3, 4), (2, 4)),
-    ('topk', {'k': 2, 'axis': None, 'ret_typ': 'mask'}, (3, 4), (3, 4)),
-    ('sort', {'axis': None}, (2, 3), (6,)),
 ])
 def test_shape_inference(name, kwargs, shape, out):
     assert get_op(name)(**kwargs).infer_shape([shape])[1][0] == out
-
-
-def test_topk_outputs():
-    def outs(ret_typ):
-        op = get_op('topk')(ret_typ=ret_typ, k=2)
-        return op.list_outputs(), op.num_visible_outputs()
-    assert outs('indices') == (['output'], 1)
-    assert outs('mask') == (['output'], 1)
-    assert outs('value') == (['output0', 'output1'], 1)
-    assert outs('both') == (['output0', 'output1'], 2)
-    assert get_op('sort')().num_visible_outputs() == 1
-    f64, f32 = np.dtype('float64'), np.dtype('float32')
-    assert get_op('topk')(ret_typ='both').infer_type([f64])[1] == [f64, f32]
-    assert get_op('topk')(ret_typ='mask').infer_type([f64])[1] == [f64]
-    assert get_op('argsort')().infer_type([f64])[1] == [f32]
-    assert get_op('norm')(out_dtype='float64').infer_type([f32])[1] == [f64]
 
 
 def test_pick_shapes():
@@ -296,8 +272,6 @@ def test_pick_shapes():
     ('mean', {'axis': -4}, (2, 3, 4), 'out of range'),
     ('norm', {'axis': 2}, (2, 3), 'out of range'),
     ('argmax', {'axis': 2}, (2, 3), 'out of range'),
-    ('topk', {'k': 5}, (2, 3), 'k=5'),
-    ('sort', {'axis': 2}, (2, 3), 'out of range'),
 ])
 def test_shape_errors(name, kwargs, shape, match):
     with pytest.raises(ShapeError, match=match):
@@ -310,7 +284,6 @@ def test_shape_errors(name, kwargs, shape, match):
     ('norm', {'ord': 3}, 'ord'),
     ('norm', {'exclude': True}, 'exclude'),
     ('argmax', {'axis': (0, 1)}, 'axis'),
-    ('topk', {'ret_typ': 'values'}, 'ret_typ'),
     ('argmax_channel', {'axis': 0}, 'axis'),
 ])
 def test_bad_parameters(name, kwargs, match):
@@ -329,3 +302,54 @@ def test_gradients_own_their_memory():
     x = np.ones((2, 3))
     g = get_op('sum')(axis=1).backward(np, [np.ones(2)], [x], [np.full(2, 3.0)], [], [True])
     assert g[0].flags.writeable and g[0].flags.owndata
+
+
+def test_choose_element_0index_is_pick():
+    x, i = _v('x', 'i')
+    sym = mx.sym.choose_element_0index(x, i, axis=0, keepdims=True, mode='wrap', name='c')
+    assert '"op": "pick"' in sym.tojson()
+    assert get_op('choose_element_0index') is get_op('pick')
+
+
+def test_cumsum_types_shapes_and_json():
+    with mx.name.NameManager():
+        sym = mx.sym.cumsum(X, axis=1)
+    assert '"op": "_np_cumsum"' in sym.tojson() and sym.list_outputs() == ['cumsum0_output']
+    assert _infer(mx.sym.cumsum(X), x=(2, 3, 4)) == [(24,)]
+    assert mx.sym.cumsum(X, dtype='float64').infer_type(x='float32')[1] == [np.float64]
+    assert mx.sym.cumsum(X).infer_type(x='int8')[1] == [np.int8]
+    assert mx.sym.cumsum(X).infer_type(x='bool')[1] == [np.int64]
+    with pytest.raises(ShapeError, match='out of range'):
+        mx.sym.cumsum(X, axis=3).infer_shape(x=(2, 3, 4))
+    with pytest.raises(MXNetError, match='dtype'):
+        mx.sym.cumsum(X, dtype='uint8')
+    out = mx.nd.cumsum(mx.nd.array([[1, 2], [3, 4]], dtype='int32'), axis=0)
+    assert out.dtype == np.int32 and out.asnumpy().tolist() == [[1, 2], [4, 6]]
+    assert mx.sym.cumsum(name='c').list_arguments() == ['c_a']
+
+
+def test_moments_outputs_and_errors():
+    sym = mx.sym.moments(X, axes=(2, 0), name='m')
+    assert sym.list_outputs() == ['m_output0', 'm_output1']
+    assert _infer(sym, x=(2, 3, 4)) == [(3,), (3,)]
+    assert _infer(mx.sym.moments(X, axes=(0, 1, 2)), x=(2, 3, 4)) == [(1,), (1,)]
+    for kw, match in ((dict(), 'empty axes'), (dict(axes=(1, 1)), 'duplicate'),
+                      (dict(axes=(3,)), 'out of range'), (dict(axes=()), 'empty axes')):
+        with pytest.raises(ShapeError, match=match):
+            mx.sym.moments(X, **kw).infer_shape(x=(2, 3, 4))
+    # integer data: truncated mean and variance, as MXNet (values from MXNet 1.9.1)
+    a = (np.arange(24).reshape(2, 3, 4) ** 1.5).astype(np.int32)
+    mean, var = mx.nd.moments(mx.nd.array(a, dtype='int32'), axes=(0,))
+    assert mean.dtype == np.int32
+    assert mean.asnumpy().ravel()[:6].tolist() == [20, 23, 27, 31, 36, 40]
+    assert var.asnumpy().ravel()[:6].tolist() == [420, 506, 625, 702, 784, 870]
+
+
+def test_moments_gradient_of_one_output_through_the_executor():
+    sym = mx.sym.moments(X, axes=(1,))[1]
+    exe = sym.simple_bind(mx.cpu(), x=(2, 3))
+    x = np.random.RandomState(0).rand(2, 3)
+    exe.forward(is_train=True, x=x)
+    exe.backward([mx.nd.ones((2,))])
+    m = x.mean(1, keepdims=True)
+    np.testing.assert_allclose(exe.grad_dict['x'].asnumpy(), 2 * (x - m) / 3, rtol=1e-5)

@@ -27,7 +27,7 @@ TESTED_ELSEWHERE = {
     'Custom': 'tests/operator/test_custom_op.py (user-defined operators)',
     'reset_arrays': 'tests/ops/test_multi_tensor.py (no outputs: imperative only; MXNet '
                     '1.9.1 crashes on mx.sym.reset_arrays)',
-    '_contrib_boolean_mask': 'tests/ops/test_boolean_mask.py (the output length depends on '
+    '_contrib_boolean_mask': 'tests/ops/test_indexing.py (the output length depends on '
                              'the values)',
     # an OpCase gives an operator its inputs and parameters only; these also need
     # subgraphs (the body, the branches), built by mx.sym.contrib.foreach/while_loop/cond

@@ -1,11 +1,14 @@
 """contrib.BilinearResize2D against a per-pixel loop of MXNet's formula, plus its shape
 rules (every mode); golden values from MXNet 1.9.1 are in tests/golden."""
+import math
+
 import numpy as np
 import pytest
 
 import symgraph as mx
+from _refs import F16
 from harness import case_tests, OpCase
-from symgraph.opdef import ShapeError
+from symgraph.opdef import ShapeError, TypeInferenceError
 
 
 def _source(o, n_in, n_out, align_corners):
@@ -63,7 +66,31 @@ CASES = [
 ]
 
 
-test_forward, test_gradient = case_tests(CASES)
+def _adaptive_ref(oh, ow):
+    def ref(x):
+        n, c, h, w = x.shape
+        out = np.zeros((n, c, oh, ow), x.dtype)
+        for i in range(oh):
+            h0, h1 = (i * h) // oh, math.ceil((i + 1) * h / oh)
+            for j in range(ow):
+                w0, w1 = (j * w) // ow, math.ceil((j + 1) * w / ow)
+                out[:, :, i, j] = x[:, :, h0:h1, w0:w1].mean(axis=(2, 3))
+        return out
+    return ref
+
+
+ADAPTIVE_CASES = [
+    OpCase('_contrib_AdaptiveAvgPooling2D', dict(output_size=(3, 2)), [(2, 2, 5, 7)],
+           ref=_adaptive_ref(3, 2), dtypes=F16),
+    OpCase('_contrib_AdaptiveAvgPooling2D', {}, [(1, 3, 4, 3)], ref=_adaptive_ref(1, 1)),
+    OpCase('_contrib_AdaptiveAvgPooling2D', dict(output_size=3), [(1, 2, 4, 5)],
+           ref=_adaptive_ref(3, 3)),
+    OpCase('_contrib_AdaptiveAvgPooling2D', dict(output_size=(5, 4)), [(1, 1, 3, 2)],
+           ref=_adaptive_ref(5, 4)),
+]
+
+
+test_forward, test_gradient = case_tests(CASES + ADAPTIVE_CASES)
 
 
 @pytest.mark.parametrize('mode, hw35, hw44', [
@@ -101,3 +128,18 @@ def test_bad_shapes_name_the_operator():
     sym = mx.sym.contrib.BilinearResize2D(mx.sym.var('data'), scale_height=2.0, name='rs')
     with pytest.raises(ShapeError, match='together'):     # MXNet 1.9.1 fails as well
         sym.infer_shape(data=(1, 1, 3, 3))
+
+
+def test_adaptive_avg_pooling_shapes():
+    x = mx.sym.var('x')
+    pool = mx.sym.contrib.AdaptiveAvgPooling2D
+    for size, hw in [((), (1, 1)), (3, (3, 3)), ((3,), (3, 3)), ((3, 2), (3, 2)),
+                     ((8, 9), (8, 9)), ((1, 2, 3), (1, 1))]:          # as MXNet 1.9.1
+        assert pool(x, output_size=size).infer_shape(x=(2, 3, 5, 7))[1] == [(2, 3) + hw]
+    with pytest.raises(ShapeError, match='4-D'):
+        pool(x, output_size=2).infer_shape(x=(2, 5, 7))
+    with pytest.raises(TypeInferenceError, match='floating point'):
+        pool(x).infer_type(x='int32')
+    out = mx.nd.contrib.AdaptiveAvgPooling2D(mx.nd.array(np.arange(35.0).reshape(1, 1, 5, 7)),
+                                             output_size=(3, 2))
+    np.testing.assert_array_equal(out.asnumpy()[0, 0], [[5, 8], [15.5, 18.5], [26, 29]])

@@ -2,6 +2,8 @@
 import numpy as np
 import pytest
 
+import symgraph as mx
+from _refs import F16
 from harness import case_tests, check_fast_forward, OpCase, parametrize_cases
 from symgraph.base import MXNetError
 from symgraph.opdef import get_op
@@ -125,8 +127,13 @@ CASES = [
 ]
 
 
-test_forward, test_gradient = case_tests(CASES)
+DIV_SQRT_DIM_CASES = [
+    OpCase('_contrib_div_sqrt_dim', {}, [(3, 4)], ref=lambda x: x / 2.0, dtypes=F16),
+    OpCase('_contrib_div_sqrt_dim', {}, [(2, 3, 5)], ref=lambda x: x / np.sqrt(5.0)),
+]
 
+
+test_forward, test_gradient = case_tests(CASES + DIV_SQRT_DIM_CASES)
 
 
 @parametrize_cases(CASES)
@@ -174,3 +181,11 @@ def test_aliases_are_the_same_operator():
     assert get_op('stop_gradient') is get_op('BlockGrad')
     assert get_op('cast') is get_op('Cast')
     assert get_op('identity').name == '_copy'
+
+
+def test_div_sqrt_dim_through_contrib_and_integers():
+    sym = mx.sym.contrib.div_sqrt_dim(mx.sym.var('x'))
+    assert '"op": "_contrib_div_sqrt_dim"' in sym.tojson()
+    x = mx.nd.array([[3, -3, 5, 7, 8, 9, 10, 11, 12]], dtype='int32')
+    np.testing.assert_array_equal(mx.nd.contrib.div_sqrt_dim(x).asnumpy(),
+                                  [[1, -1, 1, 2, 2, 3, 3, 3, 4]])   # MXNet 1.9.1's values

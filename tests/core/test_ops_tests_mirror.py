@@ -1,0 +1,60 @@
+"""tests/ops mirrors ops/: one ``test_<module>.py`` per operator module, holding the OpCase rows
+of the operators that module defines (docs/operators.md, section 3).
+
+The rows are read from the source (``OpCase('<name>', ...)`` with a literal name), so rows
+built in loops from variables are not checked here."""
+import ast
+import os
+
+import pytest
+
+import symgraph  # noqa: F401  (registers the operators)
+from symgraph.opdef import get_op
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+OPS = os.path.join(ROOT, 'ops')
+TESTS = os.path.join(ROOT, 'tests', 'ops')
+
+#: test files of tests/ops that mirror no single operator module, and why
+NOT_A_MODULE = {
+    'test_registry.py': 'every registered operator has a row (cross-cutting)',
+    'test_mxnet_registry.py': "the registry against MXNet 1.9.1's operator list",
+    'test_rnn_export.py': 'Gluon-exported RNN checkpoints through mx.model.load_checkpoint',
+    # the oneDNN backend over the rows of test_conv.py / test_norm.py (oneDNN only)
+    'test_conv_onednn.py': "ops/conv.py's oneDNN path, over test_conv.py's rows",
+    'test_norm_onednn.py': "ops/norm.py's oneDNN path, over test_norm.py's rows",
+}
+
+
+def _modules():
+    return sorted(f[:-3] for f in os.listdir(OPS)
+                  if f.endswith('.py') and not f.startswith('_'))
+
+
+def _test_files():
+    return sorted(f for f in os.listdir(TESTS) if f.startswith('test_') and f.endswith('.py'))
+
+
+def test_every_operator_module_has_its_test_file():
+    missing = [m for m in _modules() if not os.path.exists(os.path.join(TESTS, 'test_%s.py' % m))]
+    assert not missing, 'ops/<module>.py without tests/ops/test_<module>.py: %s' % missing
+
+
+def test_every_test_file_names_an_operator_module():
+    mods = set(_modules())
+    stray = [f for f in _test_files() if f[5:-3] not in mods and f not in NOT_A_MODULE]
+    assert not stray, 'tests/ops files named after no ops/ module: %s' % stray
+
+
+@pytest.mark.parametrize('fname', [f for f in _test_files() if f not in NOT_A_MODULE])
+def test_rows_live_in_the_file_of_their_module(fname):
+    with open(os.path.join(TESTS, fname)) as f:
+        tree = ast.parse(f.read())
+    wrong = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, 'id', None) == 'OpCase' \
+                and node.args and isinstance(node.args[0], ast.Constant):
+            module = get_op(node.args[0].value).__module__
+            if module.rsplit('.', 1)[-1] != fname[5:-3]:
+                wrong.append('%s (line %d, %s)' % (node.args[0].value, node.lineno, module))
+    assert not wrong, '%s holds rows of other modules: %s' % (fname, wrong)

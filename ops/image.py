@@ -351,7 +351,7 @@ def _contrast(xp, x, a):
         gray = (f[..., 0] * _GRAY[0] + f[..., 1] * _GRAY[1] + f[..., 2] * _GRAY[2]).mean()
     else:
         gray = f.mean()
-    beta = (1 - np.float32(a)) * np.float32(gray)
+    beta = (1 - np.float32(a)) * gray.astype(np.float32)    # stays on the device under CuPy
     return _saturate(xp, f * np.float32(a) + beta, x.dtype)
 
 

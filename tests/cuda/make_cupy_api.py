@@ -21,7 +21,7 @@ import sys
 
 import numpy
 
-MODULES = ('cupy', 'cupy.linalg', 'cupy.random', 'cupy.lib.stride_tricks',
+MODULES = ('cupy', 'cupy.linalg', 'cupy.random', 'cupy.fft', 'cupy.lib.stride_tricks',
            'cupyx.scipy.special')
 #: CuPy's ufunc.reduce/accumulate exist only for these (NotImplementedError otherwise)
 _REDUCE = {'add', 'multiply'}

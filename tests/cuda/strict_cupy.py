@@ -45,6 +45,7 @@ with open(os.path.join(_HERE, 'cupy_api.json'), encoding='utf-8') as _f:
 
 __version__ = API['cupy_version']
 _NUMPY_MODULE = {'cupy': np, 'cupy.linalg': np.linalg, 'cupy.random': np.random,
+                 'cupy.fft': np.fft,
                  'cupy.lib.stride_tricks': np.lib.stride_tricks}
 #: ndarray methods that only make a view or read metadata (no kernel, no device check)
 _NO_KERNEL = {'reshape', 'view', 'transpose', 'swapaxes', 'squeeze', 'diagonal',
@@ -854,6 +855,7 @@ def _build():
     cupy = _build_module('cupy')
     linalg = _build_module('cupy.linalg')
     random = _build_module('cupy.random')
+    fft = _build_module('cupy.fft')
     special = _build_module('cupyx.scipy.special')
     stride_tricks = _build_module('cupy.lib.stride_tricks')
     lib = types.ModuleType('cupy.lib')
@@ -868,6 +870,7 @@ def _build():
     cupy.RawKernel = None
     cupy.linalg = linalg
     cupy.random = random
+    cupy.fft = fft
     cupy.newaxis = None
     cupy.matmul = _make_function('cupy', 'matmul', {'kind': 'function'}, np.matmul)
     cupy.true_divide = cupy.divide
@@ -892,7 +895,8 @@ def _build():
     scipy_mod = types.ModuleType('cupyx.scipy')
     scipy_mod.special = special
     cupyx.scipy = scipy_mod
-    return {'cupy': cupy, 'cupy.linalg': linalg, 'cupy.random': random, 'cupy.cuda': cuda_mod,
+    return {'cupy': cupy, 'cupy.linalg': linalg, 'cupy.random': random, 'cupy.fft': fft,
+            'cupy.cuda': cuda_mod,
             'cupy.cuda.runtime': runtime, 'cupy.lib': lib,
             'cupy.lib.stride_tricks': stride_tricks, 'cupyx': cupyx, 'cupyx.scipy': scipy_mod,
             'cupyx.scipy.special': special}

@@ -1,0 +1,62 @@
+"""Golden values for ``tests/ops/test_mxnet_gaps.py`` (issue 15's argument and numeric gaps):
+what MXNet 1.9.1 computes, accepts or refuses for each case, written to
+``data/mxnet_gaps.json``. Python 3.8 compatible.
+
+    cd tests/golden && MXNET_MKLDNN_ENABLED=0 /work/mxvenv/bin/python make_mxnet_gaps.py
+"""
+import json
+import os
+
+import numpy as np
+import mxnet as mx
+
+OUT = {}
+
+
+def record(name, fn):
+    """Store ``fn()``'s value (arrays as nested lists) or the error class it raised."""
+    try:
+        r = fn()
+    except mx.base.MXNetError as e:
+        OUT[name] = {'error': str(e).strip().splitlines()[-1][:300]}
+        return
+    if isinstance(r, (list, tuple)):
+        r = [x.asnumpy().tolist() if hasattr(x, 'asnumpy') else x for x in r]
+    elif hasattr(r, 'asnumpy'):
+        r = {'shape': list(r.shape), 'dtype': np.dtype(r.dtype).name,
+             'value': r.asnumpy().tolist()}
+    OUT[name] = {'value': r}
+
+
+def _with_grad(op, a, w, **kw):
+    a = mx.nd.array(a, dtype='float64')
+    a.attach_grad()
+    with mx.autograd.record():
+        y = op(a, **kw)
+        s = (y * mx.nd.array(w, dtype='float64')).sum()
+    s.backward()
+    return [y, a.grad]
+
+
+def linalg():
+    upper = [[4., 2.], [100., 3.]]          # SPD in its upper triangle only
+    w = [[1., 2.], [3., 4.]]
+    for lower, a in ((True, np.array(upper).T.tolist()), (False, upper)):
+        record('potrf_lower_%s' % lower,
+               lambda: _with_grad(mx.nd.linalg.potrf, a, w, lower=lower))
+    tri = [[2., 5.], [0.5, 3.]]
+    for lower, a in ((True, tri), (False, np.array(tri).T.tolist())):
+        record('potri_lower_%s' % lower,
+               lambda: _with_grad(mx.nd.linalg.potri, a, w, lower=lower))
+
+
+def main():
+    linalg()
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'mxnet_gaps.json')
+    with open(path, 'w') as f:
+        json.dump(OUT, f, sort_keys=True)
+        f.write("\n")
+
+
+if __name__ == '__main__':
+    main()

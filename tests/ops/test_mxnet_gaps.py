@@ -1,0 +1,54 @@
+"""Issue 15's argument and numeric gaps: keywords, shapes and values where symgraph differed
+from MXNet 1.9.1. Expected values come from MXNet (``tests/golden/make_mxnet_gaps.py`` writes
+``tests/golden/data/mxnet_gaps.json``) or are quoted from it in the test.
+"""
+import json
+import os
+
+import numpy as np
+import pytest
+
+import symgraph as mx
+
+_GOLDEN = os.path.join(os.path.dirname(__file__), os.pardir, 'golden', 'data',
+                       'mxnet_gaps.json')
+with open(_GOLDEN) as _f:
+    GOLD = json.load(_f)
+
+
+def _with_grad(op, a, w, **kw):
+    """Output of ``op(a)`` and the gradient of ``sum(op(a) * w)`` w.r.t. ``a`` (float64)."""
+    y = op(mx.sym.var('a'), **kw)
+    a = mx.nd.array(a, dtype='float64')
+    ex = y.bind(mx.cpu(), {'a': a}, args_grad={'a': mx.nd.zeros(a.shape, dtype='float64')})
+    out = ex.forward(is_train=True)[0].asnumpy()
+    ex.backward([mx.nd.array(w, dtype='float64')])
+    return [out, ex.grad_dict['a'].asnumpy()]
+
+
+@pytest.mark.parametrize('lower', [True, False])
+def test_potrf_lower(lower):
+    upper = np.array([[4., 2.], [100., 3.]])      # SPD in its upper triangle only
+    a = upper.T if lower else upper
+    out, grad = _with_grad(mx.sym.linalg.potrf, a, [[1., 2.], [3., 4.]], lower=lower)
+    want = GOLD['potrf_lower_%s' % lower]['value']
+    np.testing.assert_allclose(out, want[0], rtol=1e-12)
+    np.testing.assert_allclose(grad, want[1], rtol=1e-12)
+
+
+@pytest.mark.parametrize('lower', [True, False])
+def test_potri_lower(lower):
+    tri = np.array([[2., 5.], [0.5, 3.]])
+    a = tri if lower else tri.T
+    out, grad = _with_grad(mx.sym.linalg.potri, a, [[1., 2.], [3., 4.]], lower=lower)
+    want = GOLD['potri_lower_%s' % lower]['value']
+    np.testing.assert_allclose(out, want[0], rtol=1e-12)
+    np.testing.assert_allclose(grad, want[1], rtol=1e-12, atol=1e-15)
+
+
+def test_potrf_lower_json_as_mxnet():
+    s = mx.sym.linalg.potrf(mx.sym.var('a'), lower=False, name='potrf0')
+    node = json.loads(s.tojson())['nodes'][1]
+    assert node['attrs'] == {'lower': 'False'}                  # as MXNet 1.9.1 writes it
+    assert json.loads(mx.sym.linalg.potrf(mx.sym.var('a')).tojson())['nodes'][1].get(
+        'attrs', {}) == {}

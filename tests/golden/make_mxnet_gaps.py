@@ -50,8 +50,30 @@ def linalg():
                lambda: _with_grad(mx.nd.linalg.potri, a, w, lower=lower))
 
 
+POOL_CASES = {   # name: (data shape, Pooling keywords); data is arange
+    'pad3_kernel2_avg': ((1, 1, 4, 4), dict(kernel=(2, 2), pad=(1, 0, 1), pool_type='avg')),
+    'pad4_kernel2_max': ((1, 1, 4, 4), dict(kernel=(2, 2), pad=(1, 1, 1, 2), pool_type='max')),
+    'stride3_kernel2_avg': ((1, 1, 4, 4), dict(kernel=(2, 2), stride=(1, 2, 2),
+                                              pool_type='avg')),
+    'pad2_kernel1_max': ((1, 2, 4), dict(kernel=(2,), pad=(1, 1), pool_type='max')),
+    'pad1_global_max': ((1, 1, 4, 4), dict(kernel=(2, 2), pad=(1,), global_pool=True,
+                                          pool_type='max')),
+    'pad1_kernel2_max': ((1, 1, 4, 4), dict(kernel=(2, 2), pad=(1,), pool_type='max')),
+    'stride1_kernel2_max': ((1, 1, 4, 4), dict(kernel=(2, 2), stride=(1,), pool_type='max')),
+    'pad2_kernel3_max': ((1, 1, 4, 4, 4), dict(kernel=(2, 2, 2), pad=(1, 1),
+                                               pool_type='max')),
+}
+
+
+def pooling():
+    for name, (shape, kw) in POOL_CASES.items():
+        data = mx.nd.array(np.arange(np.prod(shape)).reshape(shape))
+        record('pool_' + name, lambda: mx.nd.Pooling(data, **kw).asnumpy().tolist())
+
+
 def main():
     linalg()
+    pooling()
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'mxnet_gaps.json')
     with open(path, 'w') as f:
         json.dump(OUT, f, sort_keys=True)

@@ -52,3 +52,32 @@ def test_potrf_lower_json_as_mxnet():
     assert node['attrs'] == {'lower': 'False'}                  # as MXNet 1.9.1 writes it
     assert json.loads(mx.sym.linalg.potrf(mx.sym.var('a')).tojson())['nodes'][1].get(
         'attrs', {}) == {}
+
+
+_POOL = {   # name: (data shape, Pooling keywords), as in make_mxnet_gaps.py; data is arange
+    'pad3_kernel2_avg': ((1, 1, 4, 4), dict(kernel=(2, 2), pad=(1, 0, 1), pool_type='avg')),
+    'pad4_kernel2_max': ((1, 1, 4, 4), dict(kernel=(2, 2), pad=(1, 1, 1, 2), pool_type='max')),
+    'stride3_kernel2_avg': ((1, 1, 4, 4), dict(kernel=(2, 2), stride=(1, 2, 2),
+                                              pool_type='avg')),
+    'pad2_kernel1_max': ((1, 2, 4), dict(kernel=(2,), pad=(1, 1), pool_type='max')),
+    'pad1_global_max': ((1, 1, 4, 4), dict(kernel=(2, 2), pad=(1,), global_pool=True,
+                                          pool_type='max')),
+    'pad1_kernel2_max': ((1, 1, 4, 4), dict(kernel=(2, 2), pad=(1,), pool_type='max')),
+    'stride1_kernel2_max': ((1, 1, 4, 4), dict(kernel=(2, 2), stride=(1,), pool_type='max')),
+    'pad2_kernel3_max': ((1, 1, 4, 4, 4), dict(kernel=(2, 2, 2), pad=(1, 1),
+                                               pool_type='max')),
+}
+
+
+@pytest.mark.parametrize('name', sorted(_POOL))
+def test_pooling_pad_stride_of_another_rank(name):
+    """MXNet reads the first len(kernel) entries of a longer pad/stride; a shorter one fails
+    (except with global_pool, which ignores both)."""
+    shape, kw = _POOL[name]
+    data = mx.nd.array(np.arange(np.prod(shape)).reshape(shape))
+    want = GOLD['pool_' + name]
+    if 'error' in want:
+        with pytest.raises(mx.base.MXNetError, match='fewer dimensions than kernel'):
+            mx.nd.Pooling(data, **kw)
+        return
+    np.testing.assert_allclose(mx.nd.Pooling(data, **kw).asnumpy(), want['value'])

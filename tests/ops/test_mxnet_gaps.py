@@ -81,3 +81,25 @@ def test_pooling_pad_stride_of_another_rank(name):
             mx.nd.Pooling(data, **kw)
         return
     np.testing.assert_allclose(mx.nd.Pooling(data, **kw).asnumpy(), want['value'])
+
+
+def test_broadcast_like_across_dtypes():
+    # MXNet 1.9.1: float16 lhs like an int64 rhs -> float16 [[1.5, 2.5, -3]] * 2; gradients
+    # float16 [[2, 2, 2]] (lhs) and int64 zeros (rhs); rhs's type is not inferred from lhs
+    s = mx.sym.broadcast_like(mx.sym.var('a'), mx.sym.var('b'))
+    assert s.infer_type(a='float32', b='int32') == ([np.float32, np.int32], [np.float32], [])
+    assert s.infer_type_partial(b='int32') == ([None, np.int32], [None], [])
+    a = mx.nd.array([[1.5, 2.5, -3]], dtype='float16')
+    b = mx.nd.ones((2, 3), dtype='int64')
+    r = mx.nd.broadcast_like(a, b)
+    assert r.dtype == np.float16
+    np.testing.assert_array_equal(r.asnumpy(), [[1.5, 2.5, -3.0]] * 2)
+    ex = s.bind(mx.cpu(), {'a': a, 'b': b},
+                args_grad={'a': mx.nd.zeros((1, 3), dtype='float16'),
+                           'b': mx.nd.ones((2, 3), dtype='int64')})
+    ex.forward(is_train=True)
+    ex.backward([mx.nd.ones((2, 3), dtype='float16')])
+    assert ex.grad_dict['a'].dtype == np.float16
+    np.testing.assert_array_equal(ex.grad_dict['a'].asnumpy(), [[2, 2, 2]])
+    assert ex.grad_dict['b'].dtype == np.int64
+    np.testing.assert_array_equal(ex.grad_dict['b'].asnumpy(), np.zeros((2, 3)))

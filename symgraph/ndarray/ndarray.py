@@ -160,6 +160,25 @@ class NDArray:
         target = op.infer_shape([self.shape])[1][0]
         return NDArray(self._data.reshape(target), self._ctx)
 
+    def _shape_op(self, name, inplace, **kw):
+        """``name(self, **kw)``: a new array, or with ``inplace`` a view sharing memory."""
+        if not inplace:
+            return _op_function(name)(self, **kw)
+        target = opdef.get_op(name)(**kw).infer_shape([self.shape])[1][0]
+        return NDArray(self._data.reshape(target), self._ctx)
+
+    def flatten(self, inplace=False):
+        """Collapse all axes but the first; ``inplace`` gives a view sharing memory."""
+        return self._shape_op('Flatten', inplace)
+
+    def expand_dims(self, axis, inplace=False):
+        """Insert a size-1 axis; ``inplace`` gives a view sharing memory."""
+        return self._shape_op('expand_dims', inplace, axis=axis)
+
+    def squeeze(self, axis=None, inplace=False):
+        """Remove size-1 axes; ``inplace`` gives a view sharing memory."""
+        return self._shape_op('squeeze', inplace, axis=axis)
+
     def tostype(self, stype):
         if stype != 'default':
             raise NotSupportedError('sparse storage types are not supported')

@@ -103,3 +103,19 @@ def test_broadcast_like_across_dtypes():
     np.testing.assert_array_equal(ex.grad_dict['a'].asnumpy(), [[2, 2, 2]])
     assert ex.grad_dict['b'].dtype == np.int64
     np.testing.assert_array_equal(ex.grad_dict['b'].asnumpy(), np.zeros((2, 3)))
+
+
+@pytest.mark.parametrize('method, args, shape', [
+    ('flatten', (), (2, 3)), ('expand_dims', (1,), (2, 1, 1, 3)),
+    ('expand_dims', (-1,), (2, 1, 3, 1)), ('squeeze', (), (2, 3))])
+def test_ndarray_shape_methods_inplace(method, args, shape):
+    # MXNet 1.9.1: x.flatten/expand_dims/squeeze(inplace=True) is a view sharing memory
+    x = mx.nd.array(np.arange(6).reshape(2, 1, 3))
+    y = getattr(x, method)(*args, inplace=True)
+    assert y.shape == shape
+    y[:] = -1
+    np.testing.assert_array_equal(x.asnumpy(), -np.ones((2, 1, 3)))
+    z = getattr(x, method)(*args)                    # default: a copy
+    assert z.shape == shape
+    z[:] = 5
+    np.testing.assert_array_equal(x.asnumpy(), -np.ones((2, 1, 3)))

@@ -32,6 +32,7 @@ import contextlib
 import inspect
 import re
 import threading
+import warnings
 
 import numpy as np
 
@@ -282,7 +283,13 @@ class Operator:
 
     def __init__(self, **kwargs):
         unknown = [k for k in kwargs if k not in self._params]
-        if unknown:
+        if unknown and not self._params:
+            # MXNet's operators without a parameter struct (relu, Flatten...) take any
+            # keyword silently and store it as a node attribute; here it is ignored too
+            warnings.warn('operator %s takes no parameters; %s ignored, as MXNet does'
+                          % (self.name, ', '.join(repr(k) for k in unknown)), stacklevel=3)
+            kwargs = {}
+        elif unknown:
             raise UnknownNameError('operator %s: unknown parameter %s; valid parameters are %s'
                                    % (self.name, ', '.join(repr(k) for k in unknown),
                                       sorted(self._params)))

@@ -119,3 +119,28 @@ def test_ndarray_shape_methods_inplace(method, args, shape):
     assert z.shape == shape
     z[:] = 5
     np.testing.assert_array_equal(x.asnumpy(), -np.ones((2, 1, 3)))
+
+
+_MXNET_FLATTEN_JSON = (   # written by MXNet 1.9.1: mx.sym.Flatten(a, inplace=True, name='f')
+    '{"nodes": [{"op": "null", "name": "a", "inputs": []}, {"op": "Flatten", "name": "f", '
+    '"attrs": {"inplace": "True"}, "inputs": [[0, 0, 0]]}], "arg_nodes": [0], '
+    '"node_row_ptr": [0, 1, 2], "heads": [[1, 0, 0]], '
+    '"attrs": {"mxnet_version": ["int", 10901]}}')
+
+
+def test_parameterless_operator_takes_any_keyword():
+    # MXNet 1.9.1: an operator without parameters (Flatten, relu) accepts any keyword and
+    # stores it as a node attribute; nd.Flatten(x, inplace=True) is a plain Flatten
+    x = mx.nd.array(np.arange(6).reshape(2, 3, 1))
+    with pytest.warns(UserWarning, match="Flatten takes no parameters; 'inplace' ignored"):
+        y = mx.nd.Flatten(x, inplace=True)
+    np.testing.assert_array_equal(y.asnumpy(), np.arange(6).reshape(2, 3))
+    with pytest.warns(UserWarning, match="'foo' ignored"):
+        s = mx.sym.relu(mx.sym.var('a'), foo=1, name='r')
+    assert s.attr_dict() == {'r': {'foo': '1'}}
+    assert json.loads(s.tojson())['nodes'][1]['attrs'] == {'foo': '1'}
+    loaded = mx.sym.load_json(_MXNET_FLATTEN_JSON)         # no warning on load
+    assert loaded.infer_shape(a=(2, 3, 4)) == ([(2, 3, 4)], [(2, 12)], [])
+    assert json.loads(loaded.tojson())['nodes'][1]['attrs'] == {'inplace': 'True'}
+    with pytest.raises(mx.base.MXNetError, match="unknown parameter 'foo'"):
+        mx.nd.expand_dims(x, axis=0, foo=1)        # one with parameters still refuses

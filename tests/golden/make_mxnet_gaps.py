@@ -71,9 +71,29 @@ def pooling():
         record('pool_' + name, lambda: mx.nd.Pooling(data, **kw).asnumpy().tolist())
 
 
+MAXMIN_A = [1., float('nan'), float('nan'), 2., 2., -0.]
+MAXMIN_B = [float('nan'), 1., float('nan'), 2., 3., 0.]
+
+
+def binary_grads():
+    """Forward and both gradients (head gradient 1) of max/min with NaN and tied inputs."""
+    for op in ('_maximum', '_minimum', 'broadcast_maximum', 'broadcast_minimum'):
+        fn = getattr(mx.sym, op, None) or getattr(mx.sym._internal, op)
+        s = fn(mx.sym.var('a'), mx.sym.var('b'))
+        a, b = mx.nd.array(MAXMIN_A), mx.nd.array(MAXMIN_B)
+        ex = s.bind(mx.cpu(), {'a': a, 'b': b},
+                    args_grad={'a': mx.nd.zeros((6,)), 'b': mx.nd.zeros((6,))})
+        out = ex.forward(is_train=True)[0]
+        ex.backward([mx.nd.ones((6,))])
+        OUT['grad_' + op] = {'value':
+                             [out.asnumpy().tolist(), ex.grad_dict['a'].asnumpy().tolist(),
+                              ex.grad_dict['b'].asnumpy().tolist()]}
+
+
 def main():
     linalg()
     pooling()
+    binary_grads()
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'mxnet_gaps.json')
     with open(path, 'w') as f:
         json.dump(OUT, f, sort_keys=True)

@@ -144,3 +144,22 @@ def test_parameterless_operator_takes_any_keyword():
     assert json.loads(loaded.tojson())['nodes'][1]['attrs'] == {'inplace': 'True'}
     with pytest.raises(mx.base.MXNetError, match="unknown parameter 'foo'"):
         mx.nd.expand_dims(x, axis=0, foo=1)        # one with parameters still refuses
+
+
+@pytest.mark.parametrize('op', ['_maximum', '_minimum', 'broadcast_maximum',
+                                'broadcast_minimum'])
+def test_maximum_minimum_gradient_with_nan(op):
+    # MXNet 1.9.1: lhs gets the gradient where lhs >= rhs (<= for minimum), rhs where
+    # lhs < rhs (>): neither where one of them is NaN
+    nan = float('nan')
+    a, b = [1., nan, nan, 2., 2., -0.], [nan, 1., nan, 2., 3., 0.]
+    fn = getattr(mx.sym, op, None) or getattr(mx.sym._internal, op)
+    s = fn(mx.sym.var('a'), mx.sym.var('b'))
+    ex = s.bind(mx.cpu(), {'a': mx.nd.array(a), 'b': mx.nd.array(b)},
+                args_grad={'a': mx.nd.zeros((6,)), 'b': mx.nd.zeros((6,))})
+    out = ex.forward(is_train=True)[0].asnumpy()
+    ex.backward([mx.nd.ones((6,))])
+    want = GOLD['grad_' + op]['value']
+    np.testing.assert_array_equal(out, want[0])
+    np.testing.assert_array_equal(ex.grad_dict['a'].asnumpy(), want[1])
+    np.testing.assert_array_equal(ex.grad_dict['b'].asnumpy(), want[2])

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import symgraph as mx
+from symgraph.test_utils import check_numeric_gradient
 
 _GOLDEN = os.path.join(os.path.dirname(__file__), os.pardir, 'golden', 'data',
                        'mxnet_gaps.json')
@@ -163,3 +164,33 @@ def test_maximum_minimum_gradient_with_nan(op):
     np.testing.assert_array_equal(out, want[0])
     np.testing.assert_array_equal(ex.grad_dict['a'].asnumpy(), want[1])
     np.testing.assert_array_equal(ex.grad_dict['b'].asnumpy(), want[2])
+
+
+def test_check_numeric_gradient_grad_req_add_and_null():
+    """MXNet 1.9.1's test_roipooling and check_sequence_func pass grad_nodes as a dict with
+    'add' and 'null' requests: 'add' must add to the (random) gradient array, 'null' leave it
+    untouched; neither is compared with a numeric gradient of zero."""
+    rng = np.random.RandomState(1234)
+    roi = mx.sym.ROIPooling(data=mx.sym.var('data'), rois=mx.sym.var('rois'),
+                            pooled_size=(4, 4), spatial_scale=1)
+    x1 = rng.rand(4, 3, 12, 8).astype('float32')
+    x2 = np.array([[0, 1.1, 1.1, 6.2, 6.2], [2, 6.1, 2.1, 8.2, 11.2],
+                   [1, 3.1, 1.1, 5.2, 10.2], [0, 3, 3, 3, 3]], dtype='float32')
+    for req in ('write', 'add'):
+        check_numeric_gradient(roi, [x1, x2], grad_nodes={'data': req, 'rois': 'null'},
+                               numeric_eps=1e-4, rtol=1e-1, atol=1e-4)
+    X, L = mx.sym.var('X'), mx.sym.var('L')
+    x = rng.uniform(-1, 1, (3, 4)).astype('float32')
+    lengths = np.array([1, 3, 2, 3])
+    for y in (mx.sym.SequenceMask(X, L, use_sequence_length=True, value=0.3),
+              mx.sym.SequenceReverse(X, L, use_sequence_length=True)):
+        check_numeric_gradient(y, [x, lengths], grad_nodes={'X': 'write'},
+                               numeric_eps=1e-2, rtol=1e-2)
+        for req in ('add', 'null'):
+            check_numeric_gradient(y, [x, lengths], grad_nodes={'X': req},
+                                   numeric_eps=1e-3, rtol=1e-2, atol=1e-4)
+
+
+def test_check_numeric_gradient_refuses_unknown_grad_req():
+    with pytest.raises(ValueError, match="invalid grad_req for \\['a'\\]"):
+        check_numeric_gradient(mx.sym.var('a') * 2, [np.ones(3)], grad_nodes={'a': 'bogus'})

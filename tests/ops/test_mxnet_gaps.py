@@ -194,3 +194,21 @@ def test_check_numeric_gradient_grad_req_add_and_null():
 def test_check_numeric_gradient_refuses_unknown_grad_req():
     with pytest.raises(ValueError, match="invalid grad_req for \\['a'\\]"):
         check_numeric_gradient(mx.sym.var('a') * 2, [np.ones(3)], grad_nodes={'a': 'bogus'})
+
+
+@pytest.mark.parametrize('mode', ['training', 'always'])
+def test_dropout_p1_is_nan(mode):
+    # MXNet 1.9.1 (its test_dropout asserts it): p=1 scales the all-zero keep mask by
+    # 1/(1-p) = inf, so output and gradient are NaN everywhere; inference passes through
+    # in 'training' mode
+    x = mx.nd.array([np.nan, 1, -2, np.inf])
+    ex = mx.sym.Dropout(mx.sym.var('a'), p=1.0, mode=mode).bind(
+        mx.cpu(), {'a': x}, args_grad={'a': mx.nd.zeros(4)})
+    assert np.isnan(ex.forward(is_train=True)[0].asnumpy()).all()
+    ex.backward([mx.nd.ones(4)])
+    assert np.isnan(ex.grad_dict['a'].asnumpy()).all()
+    out = ex.forward(is_train=False)[0].asnumpy()
+    if mode == 'training':
+        np.testing.assert_array_equal(out, [np.nan, 1, -2, np.inf])
+    else:
+        assert np.isnan(out).all()

@@ -311,7 +311,6 @@ def test_shape_errors(name, kwargs, shape, match):
     ('norm', {'exclude': True}, 'exclude'),
     ('argmax', {'axis': (0, 1)}, 'axis'),
     ('topk', {'ret_typ': 'values'}, 'ret_typ'),
-    ('argmax_channel', {'axis': 0}, 'axis'),
 ])
 def test_bad_parameters(name, kwargs, match):
     with pytest.raises(MXNetError, match=match):

@@ -96,8 +96,10 @@ def _parse_int(v):
     v = _literal(v)
     if v is None:
         return None
-    if isinstance(v, (bool, np.bool_)) or (isinstance(v, float) and v != int(v)):
-        raise ArgumentError('expected an int, got %r' % (v,))
+    if isinstance(v, (bool, np.bool_, float, np.floating)):
+        # MXNet writes a Python float as '2.0', which its int parser refuses
+        raise ArgumentError('expected an int, got %r' % (v.item() if isinstance(v, np.generic)
+                                                          else v,))
     return int(v)
 
 

@@ -212,3 +212,15 @@ def test_dropout_p1_is_nan(mode):
         np.testing.assert_array_equal(out, [np.nan, 1, -2, np.inf])
     else:
         assert np.isnan(out).all()
+
+
+@pytest.mark.parametrize('call', [
+    lambda: mx.nd.depth_to_space(mx.nd.ones((1, 4, 2, 2)), block_size=2.0),
+    lambda: mx.nd.space_to_depth(mx.nd.ones((1, 1, 4, 4)), block_size=2.0),
+    lambda: mx.nd.FullyConnected(mx.nd.ones((1, 2)), mx.nd.ones((3, 2)), no_bias=True,
+                                 num_hidden=3.0),
+    lambda: mx.sym.depth_to_space(mx.sym.var('a'), block_size=np.float64(2))])
+def test_int_parameter_refuses_float(call):
+    # MXNet 1.9.1: "Invalid Parameter format for block_size expect int but value='2.0'"
+    with pytest.raises(mx.base.MXNetError, match='expected an int, got 2.0|3.0'):
+        call()

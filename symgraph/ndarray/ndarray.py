@@ -435,19 +435,44 @@ def array(source_array, ctx=None, dtype=None):
     return _alloc(ctx, lambda xp: xp.array(src, dtype=dtype))
 
 
+def _filled(func, fill, shape, ctx, dtype, kwargs):
+    """``mx.nd.zeros``/``ones``: MXNet's ``_zeros``/``_ones`` operators, which take only
+    ``out``, ``name`` and ``stype`` besides, and refuse a shape with a dimension that is not
+    positive (0 is an unknown size in MXNet 1.x shapes) or no dimension at all."""
+    unknown = sorted(set(kwargs) - {'out', 'name', 'stype'})
+    if unknown:
+        raise UnknownNameError('%s: unknown argument %s; it takes shape, ctx, dtype, stype, '
+                               'out and name' % (func, ', '.join(repr(k) for k in unknown)))
+    if kwargs.get('stype') not in (None, 'default'):
+        raise NotSupportedError('%s: sparse storage types are not supported' % func)
+    dims = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
+    if not dims or not all(isinstance(d, numbers.Integral) and d > 0 for d in dims):
+        raise ShapeError('%s: shape %s must have one or more positive int dimensions (MXNet '
+                         '1.9.1 reads 0 as an unknown size)' % (func, (shape,)[0]))
+    dtype = np.float32 if dtype is None else dtype
+    arr = _alloc(ctx, lambda xp: xp.full(dims, fill, dtype=dtype))
+    out = kwargs.get('out')
+    if out is not None:
+        out[:] = arr
+        return out
+    return arr
+
+
 def zeros(shape, ctx=None, dtype=None, **kwargs):
+    """An array of zeros (the ``_zeros`` operator)."""
+    return _filled('zeros', 0, shape, ctx, dtype, kwargs)
+
+
+def empty(shape, ctx=None, dtype=None):
+    """Like :func:`zeros` (a zero size too, as MXNet's): symgraph never hands out
+    uninitialised memory."""
     dtype = np.float32 if dtype is None else dtype
     return _alloc(ctx, lambda xp: xp.zeros(shape, dtype=dtype))
 
 
-def empty(shape, ctx=None, dtype=None):
-    """Like :func:`zeros`: symgraph never hands out uninitialised memory."""
-    return zeros(shape, ctx, dtype)
-
-
 def ones(shape, ctx=None, dtype=None, **kwargs):
-    dtype = np.float32 if dtype is None else dtype
-    return _alloc(ctx, lambda xp: xp.ones(shape, dtype=dtype))
+    """An array of ones (the ``_ones`` operator)."""
+    return _filled('ones', 1, shape, ctx, dtype, kwargs)
 
 
 def full(shape, val, ctx=None, dtype=None, out=None):

@@ -224,3 +224,20 @@ def test_int_parameter_refuses_float(call):
     # MXNet 1.9.1: "Invalid Parameter format for block_size expect int but value='2.0'"
     with pytest.raises(mx.base.MXNetError, match='expected an int, got 2.0|3.0'):
         call()
+
+
+@pytest.mark.parametrize('func', ['zeros', 'ones'])
+def test_zeros_ones_refuse_what_mxnet_refuses(func):
+    # MXNet 1.9.1: "Operator _zeros inferring shapes failed ... shape : (0, 2)" (also () and
+    # negative sizes); "Cannot find argument 'foo'"; empty((0, 2)) is allowed
+    fn = getattr(mx.nd, func)
+    for shape in [(0, 2), (), (2, -3), (-1,)]:
+        with pytest.raises(mx.base.MXNetError, match='positive int dimensions'):
+            fn(shape)
+    with pytest.raises(mx.base.MXNetError, match="unknown argument 'foo'"):
+        fn((2,), foo=1)
+    out = mx.nd.full((2,), 7)
+    assert fn((2,), out=out) is out
+    np.testing.assert_array_equal(out.asnumpy(), [float(func == 'ones')] * 2)
+    assert fn(np.int64(2)).shape == (2,) and fn([2, 3]).shape == (2, 3)
+    assert mx.nd.empty((0, 2)).shape == (0, 2)

@@ -241,3 +241,24 @@ def test_zeros_ones_refuse_what_mxnet_refuses(func):
     np.testing.assert_array_equal(out.asnumpy(), [float(func == 'ones')] * 2)
     assert fn(np.int64(2)).shape == (2,) and fn([2, 3]).shape == (2, 3)
     assert mx.nd.empty((0, 2)).shape == (0, 2)
+
+
+def _draw(seed, **kw):
+    mx.random.seed(seed, **kw)
+    return mx.nd.random.uniform(shape=(3,)).asnumpy()
+
+
+def test_random_seed_takes_any_int():
+    # MXNet 1.9.1 passes the seed as a C int: -1, 2**32, 2**63, 2**64 + 1, True and
+    # np.int64 are accepted; 2**32 + 5 draws as 5, 2**32 and 2**63 as 0, 2**64 + 1 as 1
+    np.testing.assert_array_equal(_draw(2 ** 32 + 5), _draw(5))
+    np.testing.assert_array_equal(_draw(2 ** 32), _draw(0))
+    np.testing.assert_array_equal(_draw(2 ** 63), _draw(0))
+    np.testing.assert_array_equal(_draw(2 ** 64 + 1), _draw(1))
+    np.testing.assert_array_equal(_draw(True), _draw(1))
+    np.testing.assert_array_equal(_draw(np.int64(7)), _draw(7, ctx=mx.cpu()))
+    assert not np.array_equal(_draw(-1), _draw(1))
+    # refused with ValueError('seed_state must be int'), as MXNet
+    for bad in (1.5, '3', None):
+        with pytest.raises(ValueError, match='seed_state must be int'):
+            mx.random.seed(bad)

@@ -209,10 +209,13 @@ class NDArray:
             value = _to_xp(value._data, self._ctx)
         elif isinstance(value, numbers.Integral) and self._data.dtype.kind in 'iu':
             value = _wrap_int(value, self._data.dtype)
-        elif not isinstance(value, numbers.Number):
-            value = _to_xp(np.asarray(value), self._ctx) if isinstance(value, (list, tuple,
-                                                                               np.ndarray)) \
-                else _to_xp(value, self._ctx)
+        elif isinstance(value, (list, tuple, np.ndarray, np.generic)):
+            value = _to_xp(np.asarray(value), self._ctx)
+        elif value is None:
+            value = np.nan                    # as MXNet (np.asarray(None, float) is NaN)
+        elif not isinstance(value, numbers.Real) and not hasattr(value, '__array__'):
+            raise ArgumentTypeError('NDArray does not support assignment with non-array-like '
+                                    'object %s of type %s' % (value, type(value)))
         with self._ctx.device_scope():
             self._data[key] = value
 
@@ -374,6 +377,13 @@ def _index(k):
     indexes with float32 NDArrays, its default dtype)."""
     if isinstance(k, list) and k and all(isinstance(v, bool) for v in k):
         return [int(v) for v in k]      # MXNet takes a list of bools as integers 0/1
+    if isinstance(k, (str, bytes, float, np.floating)):
+        raise ArgumentError('NDArray does not support slicing with key %s of type %s.'
+                            % (k, type(k)))
+    if isinstance(k, (list, np.ndarray)):
+        a = np.asarray(k)
+        # MXNet indexes with the integer parts of float (and bool) arrays, as its NDArrays
+        return a.astype(np.int64) if a.dtype.kind in 'fb' else k
     if not isinstance(k, NDArray):
         return k
     d = k._data

@@ -262,3 +262,27 @@ def test_random_seed_takes_any_int():
     for bad in (1.5, '3', None):
         with pytest.raises(ValueError, match='seed_state must be int'):
             mx.random.seed(bad)
+
+
+def test_ndarray_index_and_setitem_errors_as_mxnet():
+    # MXNet 1.9.1: a str/float key is a ValueError "NDArray does not support slicing with key
+    # a of type <class 'str'>."; a non-array value a TypeError "... does not support
+    # assignment with non-array-like object abc of type <class 'str'>"; None assigns NaN;
+    # float and bool index arrays index with their integer values
+    x = mx.nd.array(np.arange(12).reshape(3, 4))
+    for key in ('a', 1.5, (0, 'a'), (0, 1.5), np.float32(1)):
+        with pytest.raises(ValueError, match='does not support slicing with key'):
+            x[key]
+        with pytest.raises(ValueError, match='does not support slicing with key'):
+            x[key] = 1
+    for value in ('abc', b'ab', {}, 1j):
+        with pytest.raises(TypeError, match='non-array-like object'):
+            x[0] = value
+    np.testing.assert_array_equal(x.asnumpy(), np.arange(12).reshape(3, 4))
+    x[0] = None
+    assert np.isnan(x.asnumpy()[0]).all()
+    y = mx.nd.array(np.arange(12).reshape(3, 4))
+    y[np.array([True, False, True])] = 9          # rows 1 and 0, as MXNet
+    np.testing.assert_array_equal(y.asnumpy()[:, 0], [9, 9, 8])
+    np.testing.assert_array_equal(y[[1.5]].asnumpy(), [[9, 9, 9, 9]])
+    np.testing.assert_array_equal(y[np.array([2.7])].asnumpy(), [[8, 9, 10, 11]])

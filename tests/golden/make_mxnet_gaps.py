@@ -90,10 +90,34 @@ def binary_grads():
                               ex.grad_dict['b'].asnumpy().tolist()]}
 
 
+def proposal_input(batch, seed=0):
+    """MXNet's test_multi_proposal_op input (63 x 63 map, 9 anchors) from RandomState(seed):
+    the same generator as bench/bench_proposal.py."""
+    rng = np.random.RandomState(seed)
+    feat = (1000 + 15) // 16
+    cls = rng.random_sample((batch, 18, feat, feat)).astype(np.float32)
+    bbox = rng.random_sample((batch, 36, feat, feat)).astype(np.float32)
+    info = np.zeros((batch, 3), np.float32)
+    for i in range(batch):
+        size = rng.randint(100, feat * 16, size=(2,))
+        info[i] = [size[0], size[1], rng.randint(70, 100) / 100.0]
+    return cls, bbox, info
+
+
+def multi_proposal():
+    cls, bbox, info = proposal_input(3)
+    rois, score = mx.nd.contrib.MultiProposal(
+        cls_prob=mx.nd.array(cls), bbox_pred=mx.nd.array(bbox), im_info=mx.nd.array(info),
+        feature_stride=16, scales=(8, 16, 32), ratios=(0.5, 1, 2), rpn_pre_nms_top_n=12000,
+        rpn_post_nms_top_n=30, threshold=0.7, rpn_min_size=16, output_score=True)
+    OUT['multi_proposal'] = {'value': [rois.asnumpy().tolist(), score.asnumpy().tolist()]}
+
+
 def main():
     linalg()
     pooling()
     binary_grads()
+    multi_proposal()
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'mxnet_gaps.json')
     with open(path, 'w') as f:
         json.dump(OUT, f, sort_keys=True)

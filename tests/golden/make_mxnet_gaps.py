@@ -113,8 +113,25 @@ def multi_proposal():
     OUT['multi_proposal'] = {'value': [rois.asnumpy().tolist(), score.asnumpy().tolist()]}
 
 
+MOD_VALS = [0., -0., 1., -1., 2.5, -2.5, 3., float('inf'), float('-inf'), float('nan')]
+
+
+def mod_signs():
+    """mod of every pair of MOD_VALS (float32), zeros written with their sign as strings."""
+    a, b = np.meshgrid(np.array(MOD_VALS, np.float32), np.array(MOD_VALS, np.float32),
+                       indexing='ij')
+    a, b = mx.nd.array(a.ravel()), mx.nd.array(b.ravel())
+    res = {'_mod': mx.nd._internal._mod(a, b), 'broadcast_mod': mx.nd.broadcast_mod(a, b)}
+    for s in (0., -0., 2.5, -2.5, float('inf')):
+        v = mx.nd.array(MOD_VALS)
+        res['_mod_scalar(%r)' % s] = mx.nd._internal._mod_scalar(v, scalar=s)
+        res['_rmod_scalar(%r)' % s] = mx.nd._internal._rmod_scalar(v, scalar=s)
+    OUT['mod'] = {'value': {k: [repr(float(x)) for x in v.asnumpy()] for k, v in res.items()}}
+
+
 def main():
     linalg()
+    mod_signs()
     pooling()
     binary_grads()
     multi_proposal()

@@ -312,3 +312,21 @@ def test_multi_proposal_on_mxnets_test_input():
     want = GOLD['multi_proposal']['value']
     np.testing.assert_allclose(rois.asnumpy(), want[0], rtol=1e-5, atol=1e-3)
     np.testing.assert_allclose(score.asnumpy(), want[1], rtol=1e-6)
+
+
+def test_mod_values_and_zero_signs():
+    # MXNet 1.9.1's float mod (fmod, shifted by b where the signs differ): 0 where b == 0,
+    # 0 mod -1 = +0, -0 mod 1 = -0, -2.5 mod -2.5 = -0; the golden file writes each value's
+    # repr so that the sign of a zero is compared too
+    vals = [0., -0., 1., -1., 2.5, -2.5, 3., np.inf, -np.inf, np.nan]
+    a, b = np.meshgrid(np.array(vals, np.float32), np.array(vals, np.float32), indexing='ij')
+    a, b = mx.nd.array(a.ravel()), mx.nd.array(b.ravel())
+    got = {'_mod': mx.nd._internal._mod(a, b), 'broadcast_mod': mx.nd.broadcast_mod(a, b)}
+    for s in (0., -0., 2.5, -2.5, float('inf')):
+        v = mx.nd.array(vals)
+        got['_mod_scalar(%r)' % s] = mx.nd._internal._mod_scalar(v, scalar=s)
+        got['_rmod_scalar(%r)' % s] = mx.nd._internal._rmod_scalar(v, scalar=s)
+    want = GOLD['mod']['value']
+    assert sorted(got) == sorted(want)
+    for k, v in got.items():
+        assert [repr(float(x)) for x in v.asnumpy()] == want[k], k

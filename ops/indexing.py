@@ -14,7 +14,7 @@ the rows of ``a.reshape(-1, K)`` (MXNet reads past the data there).
 """
 import numpy as np
 
-from symgraph.base import ArgumentError
+from symgraph.base import ArgumentError, MXNetError
 from symgraph.opdef import (Operator, Param, ShapeError, TypeInferenceError, register,
                             shape_known, unify_shape)
 

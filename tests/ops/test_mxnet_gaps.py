@@ -330,3 +330,20 @@ def test_mod_values_and_zero_signs():
     assert sorted(got) == sorted(want)
     for k, v in got.items():
         assert [repr(float(x)) for x in v.asnumpy()] == want[k], k
+
+
+def test_partial_shape_inference_mxnet_completes():
+    # what MXNet 1.9.1's infer_shape_partial gives (0 = unknown); symgraph already matched
+    x, y = mx.sym.var('x'), mx.sym.var('y')
+    assert mx.sym.batch_dot(x, y).infer_shape_partial(x=(0, 3, 4), y=(0, 4, 5)) == \
+        ([(0, 3, 4), (0, 4, 5)], [(0, 3, 5)], [])
+    c = mx.sym.Convolution(x, kernel=(3, 3), num_filter=4, name='c')
+    assert c.infer_shape_partial(x=(0, 3, 8, 8)) == \
+        ([(0, 3, 8, 8), (4, 3, 3, 3), (4,)], [(0, 4, 6, 6)], [])
+    t = mx.sym.elemwise_add(mx.sym.transpose(x, axes=(2, 0, 1)), y)
+    assert t.infer_shape_partial(y=(2, 3, 4)) == ([(3, 4, 2), (2, 3, 4)], [(2, 3, 4)], [])
+    assert mx.sym.transpose(x).infer_shape_partial(x=(0, 3, 4)) == \
+        ([(0, 3, 4)], [(4, 3, 0)], [])
+    p = mx.sym.LeakyReLU(x, act_type='prelu', name='p')
+    assert p.infer_shape_partial(x=(0, 3, 8, 8)) == ([(0, 3, 8, 8), (3,)], [(0, 3, 8, 8)], [])
+    assert p.infer_shape(x=(2, 5)) == ([(2, 5), (5,)], [(2, 5)], [])

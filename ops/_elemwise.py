@@ -68,9 +68,31 @@ def c_divide(xp, a, b):
 
 def python_mod(xp, a, b):
     """a mod b with the divisor's sign, and 0 where b == 0, as MXNet's ``mod`` (NumPy
-    gives NaN for floats, and warns)."""
+    gives NaN for floats, and warns). Floats follow MXNet's formula through ``fmod`` to the
+    sign of a zero result too (0 mod -1 is +0, -0 mod 1 is -0, -2 mod -2 is -0)."""
+    fa = getattr(a, 'dtype', None) is not None and a.dtype.kind == 'f'
+    fb = getattr(b, 'dtype', None) is not None and b.dtype.kind == 'f'
+    if fa or fb or isinstance(a, float) or isinstance(b, float):
+        return _mxnet_fmod_mod(xp, a, b)
     if isinstance(b, numbers.Number):
         return xp.zeros_like(a) if b == 0 else xp.mod(a, b)
     zero = b == 0
     r = xp.mod(a, xp.where(zero, xp.ones_like(b), b))
     return xp.where(zero, xp.zeros_like(r), r)
+
+
+def _mxnet_fmod_mod(xp, a, b):
+    """MXNet's mshadow_op::mod for floats: fmod of magnitudes, then shifted by b where the
+    signs differ and the remainder is not zero; 0 where b == 0."""
+    dt = (a if hasattr(a, 'dtype') else b).dtype
+    a, b = xp.asarray(a, dtype=dt), xp.asarray(b, dtype=dt)
+    zero = xp.zeros((), dt)
+    with np.errstate(invalid='ignore', divide='ignore'):
+        f_pos = xp.fmod(xp.abs(a), xp.abs(b))          # fmod(-a, b) or fmod(a, -b) etc.
+        neg_a, neg_b = a < 0, b < 0
+        # b > 0: a >= 0 -> fmod(a, b); a < 0 -> -fmod(-a, b) + (that != 0 ? b : 0)
+        # b < 0: a < 0 -> -fmod(-a, -b); a >= 0 -> fmod(a, -b) + (that != 0 ? b : 0)
+        shift = xp.where(f_pos != 0, b, zero)
+        r = xp.where(neg_a, -f_pos, xp.fmod(a, xp.abs(b)))
+        r = xp.where(neg_a != neg_b, r + shift, r)
+    return xp.where(b == 0, zero, r).astype(dt, copy=False)

@@ -229,6 +229,27 @@ def greedy_nms_keep(x1, y1, x2, y2, area, key, thresh, first_block=256):
     return keep
 
 
+def greedy_nms_first(x1, y1, x2, y2, area, thresh, limit):
+    """Indices of the first ``limit`` boxes greedy NMS keeps (boxes in descending score
+    order, one image), as MXNet's Proposal computes them.
+
+    Each kept box is compared with the boxes still alive after it only, and the pass stops
+    once ``limit`` boxes are kept: O(limit * n) work and O(n) memory however crowded the
+    boxes are (:func:`greedy_nms_keep` forms every overlapping pair, which for thousands
+    of large proposals in one image is most of the n^2). Same decisions as
+    :func:`greedy_nms_keep`: suppressed when the IoU with a kept, higher-ranked box is
+    > ``thresh``; a box whose IoUs are NaN (no positive extent) suppresses nothing.
+    """
+    alive = np.arange(x1.size)
+    kept = []
+    with np.errstate(invalid='ignore', divide='ignore'):
+        while alive.size and len(kept) < limit:
+            i, rest = alive[0], alive[1:]
+            kept.append(i)
+            alive = rest[~(pair_iou(x1, y1, x2, y2, area, i, rest) > thresh)]
+    return np.asarray(kept, dtype=np.int64)
+
+
 def nms_indices(xp, boxes, scores, thresh=0.5, fmt='corner'):
     """Indices of the boxes greedy NMS keeps, highest score first.
 

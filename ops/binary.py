@@ -145,24 +145,24 @@ class Power(_Binary):
 
 @register
 class Maximum(_Binary):
-    """On ties the gradient goes to lhs (MXNet: lhs where lhs >= rhs)."""
+    """On ties the gradient goes to lhs (MXNet: lhs where lhs >= rhs, rhs where lhs < rhs:
+    neither where one is NaN)."""
 
     name, aliases, ufunc = '_maximum', ('_Maximum',), 'maximum'
 
     def grads(self, xp, a, b, y, dy):
-        m = a >= b
-        return dy * m, dy * ~m
+        return dy * (a >= b), dy * (a < b)
 
 
 @register
 class Minimum(_Binary):
-    """On ties the gradient goes to lhs (MXNet: lhs where lhs <= rhs)."""
+    """On ties the gradient goes to lhs (MXNet: lhs where lhs <= rhs, rhs where lhs > rhs:
+    neither where one is NaN)."""
 
     name, aliases, ufunc = '_minimum', ('_Minimum',), 'minimum'
 
     def grads(self, xp, a, b, y, dy):
-        m = a <= b
-        return dy * m, dy * ~m
+        return dy * (a <= b), dy * (a > b)
 
 
 @register

@@ -2,7 +2,7 @@
 
 The binary broadcasting operators (``broadcast_add``...) are in ``ops/binary.py``.
 Gradients are summed back to the input's shape; ``broadcast_like``'s ``rhs`` only lends
-its shape and gets a zero gradient, as in MXNet.
+its shape (of any type) and gets a zero gradient, as in MXNet.
 """
 from symgraph.base import ParameterError
 from symgraph.opdef import Operator, Param, ShapeError, register, reduce_to_shape
@@ -88,6 +88,10 @@ class BroadcastLike(_BroadcastOne):
 
     def list_arguments(self):
         return ['lhs', 'rhs']
+
+    def infer_type(self, in_types):
+        # rhs only lends its shape: any type, as in MXNet; the output has lhs's type
+        return [in_types[0], in_types[1]], [in_types[0]], []
 
     def target(self, shapes):
         lhs, rhs = shapes

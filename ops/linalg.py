@@ -5,7 +5,7 @@ Every operator works on the last two axes and batches over the leading ones, as 
 (``gemm`` and ``gemm2`` take the row axis from ``axis``); all inputs share one type, float32
 or float64 (MXNet accepts others in type inference and fails in the forward; here inference
 rejects them). Operators whose result depends on one triangle of ``A`` read only that
-triangle: ``trmm`` / ``trsm`` (``lower``), ``potrf`` and ``potri`` (the lower one).
+triangle: ``trmm``, ``trsm``, ``potrf`` and ``potri`` (``lower``, default True).
 
 Gradients are MXNet 1.9.1's: those of ``trmm``, ``trsm`` and ``potri`` are zero outside the
 triangle read; ``potrf``'s is MXNet's symmetric one, ``0.5 L^-T copyLTU(L^T dL) L^-1``
@@ -333,11 +333,34 @@ class Trsm(_Triangular):
 # ----------------------------------------------------------------------------------
 # factorisations and functions of square matrices
 # ----------------------------------------------------------------------------------
-@register
-class Potrf(_SameShape):
-    """The lower Cholesky factor L (``A = L L^T``) of a symmetric positive definite A.
+class _UpperByTranspose(_SameShape):
+    """``lower=False``: the upper triangle holds the matrix; computed as the lower case of
+    the transposed input, with every array of ``forward``/``backward`` transposed back."""
 
-    Only the lower triangle of A is read, as LAPACK's potrf; the gradient is MXNet's
+    lower = Param(bool, True, doc='the lower (True) or upper (False) triangle is used')
+
+    def forward(self, xp, inputs, aux, is_train):
+        if self.lower:
+            return self._forward(xp, inputs)
+        out = self._forward(xp, [_t(xp, inputs[0])])
+        return [xp.ascontiguousarray(_t(xp, out[0]))]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        if not need[0]:
+            return [None]
+        if self.lower:
+            return self._backward(xp, out_grads[0], inputs, outputs)
+        tr = [None if a is None else _t(xp, a) for a in inputs]
+        g = self._backward(xp, _t(xp, out_grads[0]), tr, [_t(xp, outputs[0])])[0]
+        return [xp.ascontiguousarray(_t(xp, g))]
+
+
+@register
+class Potrf(_UpperByTranspose):
+    """The lower Cholesky factor L (``A = L L^T``) of a symmetric positive definite A, or
+    with ``lower=False`` the upper one U (``A = U^T U``).
+
+    Only that triangle of A is read, as LAPACK's potrf; the gradient is MXNet's
     symmetric one (see the module docstring).
     """
 
@@ -346,7 +369,7 @@ class Potrf(_SameShape):
     needs_inputs = False
     needs_outputs = True
 
-    def forward(self, xp, inputs, aux, is_train):
+    def _forward(self, xp, inputs):
         a = inputs[0]
         self._check_dtype(inputs)
         sym = xp.tril(a) + _t(xp, xp.tril(a, -1))
@@ -357,10 +380,8 @@ class Potrf(_SameShape):
                                 % self.name) from None
         return [xp.ascontiguousarray(xp.tril(low))]
 
-    def backward(self, xp, out_grads, inputs, outputs, aux, need):
-        if not need[0]:
-            return [None]
-        low, g = outputs[0], out_grads[0]
+    def _backward(self, xp, g, inputs, outputs):
+        low = outputs[0]
         p = xp.matmul(_t(xp, low), g)
         p = xp.tril(p) + _t(xp, xp.tril(p, -1))          # copyLTU(L^T dL)
         lt = _t(xp, low)
@@ -370,23 +391,22 @@ class Potrf(_SameShape):
 
 
 @register
-class Potri(_SameShape):
+class Potri(_UpperByTranspose):
     """``(L L^T)^-1`` from a lower triangular L (the Cholesky factor of ``potrf``): the
-    inverse of the matrix L factors. Only the lower triangle of the input is read."""
+    inverse of the matrix L factors. Only the lower triangle of the input is read (the
+    upper one, U, and ``(U^T U)^-1`` with ``lower=False``)."""
 
     name = '_linalg_potri'
     aliases = ('linalg_potri',)
     needs_outputs = True
 
-    def forward(self, xp, inputs, aux, is_train):
+    def _forward(self, xp, inputs):
         self._check_dtype(inputs)
         inv = _lapack(xp, self, _SINGULAR_TRI, xp.linalg.inv, xp.tril(inputs[0]))
         return [xp.matmul(_t(xp, inv), inv)]
 
-    def backward(self, xp, out_grads, inputs, outputs, aux, need):
-        if not need[0]:
-            return [None]
-        g, out = out_grads[0], outputs[0]
+    def _backward(self, xp, g, inputs, outputs):
+        out = outputs[0]
         # dL = -tril(out (G + G^T) out L), with out L = L^-T
         d = xp.matmul(xp.matmul(out, g + _t(xp, g)), xp.matmul(out, xp.tril(inputs[0])))
         return [-xp.tril(d)]

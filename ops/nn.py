@@ -297,7 +297,8 @@ class LeakyReLU(Operator):
 
 @register
 class Dropout(Operator):
-    """Zero elements with probability ``p`` and scale the rest by 1/(1-p).
+    """Zero elements with probability ``p`` and scale the rest by 1/(1-p); ``p=1`` gives
+    NaN everywhere, as MXNet (0 * inf).
 
     Active in training, or always with ``mode='always'``; ``axes`` shares one draw along the
     given axes (variational dropout). The hidden second output is the scaled mask.
@@ -336,9 +337,13 @@ class Dropout(Operator):
         shape = list(x.shape)
         for a in self.axes:
             shape[a] = 1
-        keep = random_state(xp).random_sample(tuple(shape)) >= self.p
-        scale = 1.0 / (1.0 - self.p) if self.p < 1 else 0.0
-        mask = (keep * scale).astype(x.dtype)
+        if self.p >= 1:
+            # MXNet's mask is keep * (1 / (1 - p)) = 0 * inf: NaN, and so are the output
+            # and the gradient (its test_dropout checks this)
+            mask = xp.full(tuple(shape), np.nan if x.dtype.kind == 'f' else 0, dtype=x.dtype)
+        else:
+            keep = random_state(xp).random_sample(tuple(shape)) >= self.p
+            mask = (keep * (1.0 / (1.0 - self.p))).astype(x.dtype)
         return [x * mask, xp.ascontiguousarray(xp.broadcast_to(mask, x.shape))]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):

@@ -71,9 +71,10 @@ class Pooling(Operator):
             raise ParameterError('Pooling: kernel must have 1, 2 or 3 dimensions, got %s'
                                  % (self.kernel,))
         for p in ('stride', 'pad'):
+            # MXNet reads the first len(kernel) entries: longer is accepted, shorter fails
             v = getattr(self, p)
-            if v and nd and len(v) != nd:
-                raise ParameterError('Pooling: %s %s must have as many dimensions as kernel %s'
+            if v and nd and len(v) < nd and not self.global_pool:
+                raise ParameterError('Pooling: %s %s has fewer dimensions than kernel %s'
                                      % (p, v, self.kernel))
         if self.stride and min(self.stride) <= 0:
             raise ParameterError('Pooling: stride must be positive, got %s' % (self.stride,))
@@ -94,8 +95,8 @@ class Pooling(Operator):
         if self.global_pool:
             return tuple(spatial), (1,) * nd, (0,) * nd, (1,) * nd
         kernel = tuple(self.kernel)
-        stride = self.stride or (1,) * nd
-        pad = self.pad or (0,) * nd
+        stride = tuple(self.stride[:nd]) or (1,) * nd
+        pad = tuple(self.pad[:nd]) or (0,) * nd
         out = tuple(pool_out_size(s, k, t, p, self.pooling_convention)
                     for s, k, t, p in zip(spatial, kernel, stride, pad))
         return kernel, stride, pad, out

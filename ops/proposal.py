@@ -21,7 +21,8 @@ against MXNet by experiment:
 * the proposals are sorted by descending score (equal scores here in index order; MXNet's
   CPU sort gave index order in our experiments), the first ``rpn_pre_nms_top_n`` (<= 0:
   all) take part in greedy NMS with "+1" areas and intersections, suppressing IoU >
-  ``threshold``, until ``rpn_post_nms_top_n`` boxes are kept.
+  ``threshold``, until ``rpn_post_nms_top_n`` boxes are kept (the pass stops there, as
+  MXNet's: O(post * pre) work and O(pre) memory per image, however crowded the boxes).
 * output: ``rpn_post_nms_top_n`` rows per image (batch index, x1, y1, x2, y2); when only
   k < post boxes were kept, row i repeats kept box ``i % k``; ``score`` (post, 1) likewise.
 * ``_contrib_Proposal`` accepts only batch size 1 (MXNet fails in forward, not in shape
@@ -38,7 +39,7 @@ import numpy as np
 
 from symgraph.opdef import Operator, Param, ShapeError, register
 
-from ._nms import to_host, greedy_nms_keep
+from ._nms import to_host, greedy_nms_first
 from symgraph.base import NotSupportedError, TypeInferenceError
 
 
@@ -187,17 +188,19 @@ class _ProposalBase(Operator):
         order = np.argsort(-score, axis=1, kind='stable')[:, :pre]
         bsel = np.take_along_axis(boxes, order[..., None], axis=1).reshape(-1, 4)
         ssel = np.take_along_axis(score, order, axis=1).reshape(-1)
-        key = np.repeat(np.arange(n, dtype=np.int64), pre)
         x1, y1, x2, y2 = (bsel[:, i].astype(np.float64) for i in range(4))
         area = ((bsel[:, 2] - bsel[:, 0] + one) * (bsel[:, 3] - bsel[:, 1] + one))
-        keep = greedy_nms_keep(x1, y1, x2 + 1.0, y2 + 1.0, area.astype(np.float64), key,
-                               float(np.float32(self.threshold)))
-        kept = np.flatnonzero(keep)                                     # sorted by image
-        counts = np.bincount(key[kept], minlength=n)
-        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        area = area.astype(np.float64)
         post = self.rpn_post_nms_top_n
-        i = np.arange(post)
-        rows = kept[starts[:, None] + i[None, :] % np.maximum(counts, 1)[:, None]]
+        thresh = float(np.float32(self.threshold))
+        rows = []
+        for b in range(n):          # per image: NMS until post boxes are kept, as MXNet
+            sl = slice(b * pre, (b + 1) * pre)
+            kept = b * pre + greedy_nms_first(x1[sl], y1[sl], x2[sl] + 1.0, y2[sl] + 1.0,
+                                              area[sl], thresh, post)
+            rows.append(kept[np.arange(post) % max(kept.size, 1)] if kept.size
+                        else np.full(post, b * pre, np.int64))
+        rows = np.concatenate(rows) if rows else np.zeros(0, np.int64)
         out = np.concatenate([np.repeat(np.arange(n, dtype=np.float32), post)[:, None],
                               bsel[rows.reshape(-1)]], axis=1)
         sc = ssel[rows.reshape(-1)][:, None]

@@ -9,7 +9,7 @@ feature map by ``spatial_scale``. Both operators gather every sample of every bi
 import numpy as np
 
 from symgraph.opdef import Operator, Param, ShapeError, register, same_type
-from symgraph.base import ArgumentError, ParameterError
+from symgraph.base import ArgumentError, MXNetError, ParameterError
 
 from ._util import scatter_add
 

@@ -37,6 +37,7 @@ import contextlib
 import inspect
 import re
 import threading
+import warnings
 
 import numpy as np
 
@@ -101,8 +102,10 @@ def _parse_int(v):
     v = _literal(v)
     if v is None:
         return None
-    if isinstance(v, (bool, np.bool_)) or (isinstance(v, float) and v != int(v)):
-        raise ArgumentError('expected an int, got %r' % (v,))
+    if isinstance(v, (bool, np.bool_, float, np.floating)):
+        # MXNet writes a Python float as '2.0', which its int parser refuses
+        raise ArgumentError('expected an int, got %r' % (v.item() if isinstance(v, np.generic)
+                                                          else v,))
     return int(v)
 
 
@@ -294,7 +297,13 @@ class Operator:
 
     def __init__(self, **kwargs):
         unknown = [k for k in kwargs if k not in self._params]
-        if unknown:
+        if unknown and not self._params:
+            # MXNet's operators without a parameter struct (relu, Flatten...) take any
+            # keyword silently and store it as a node attribute; here it is ignored too
+            warnings.warn('operator %s takes no parameters; %s ignored, as MXNet does'
+                          % (self.name, ', '.join(repr(k) for k in unknown)), stacklevel=3)
+            kwargs = {}
+        elif unknown:
             raise UnknownNameError('operator %s: unknown parameter %s; valid parameters are %s'
                                    % (self.name, ', '.join(repr(k) for k in unknown),
                                       sorted(self._params)))

@@ -22,10 +22,16 @@ def seed(seed_state, ctx='all'):
     Parameters
     ----------
     seed_state : int
+        Any int (a Python int, bool, ``np.int32`` or ``np.int64``, as MXNet's
+        ``integer_types``); MXNet passes it on as a C int, so seeds equal modulo 2**32 seed
+        alike (``-1``, ``2**32 - 1``).
     ctx : Context or 'all'
         ``'all'`` (MXNet's default): NumPy's global generator and CuPy's on
         every GPU; a CPU context: NumPy's only; ``mx.gpu(i)``: GPU i's only.
     """
+    if not isinstance(seed_state, (int, np.int32, np.int64)):
+        raise ArgumentError('seed_state must be int')
+    seed_state = int(seed_state) & 0xFFFFFFFF
     if isinstance(ctx, str):
         if ctx != 'all':
             raise ArgumentError("ctx must be a Context or 'all', got %r" % (ctx,))

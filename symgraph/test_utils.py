@@ -302,7 +302,15 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rto
         reqs = {k: grad_nodes.get(k, 'null') for k in sym.list_arguments()}
     else:
         reqs = {k: ('write' if k in grad_nodes else 'null') for k in sym.list_arguments()}
-    grads = {k: array(np.zeros(v.shape), ctx=ctx, dtype=v.dtype) for k, v in loc.items()}
+    bad = sorted(k for k in grad_nodes if reqs.get(k) not in ('write', 'add', 'null'))
+    if bad:
+        raise ValueError('check_numeric_gradient: invalid grad_req for %s (write, add or null; '
+                         'arguments are %s)' % (bad, sym.list_arguments()))
+    # as MXNet: the gradient arrays of grad_nodes start random, so that 'add' must add to
+    # them and 'null' must leave them alone
+    orig = {k: np.random.normal(0, 0.01, size=loc[k].shape) for k in grad_nodes}
+    grads = {k: array(orig[k] if k in orig else np.zeros(v.shape), ctx=ctx, dtype=v.dtype)
+             for k, v in loc.items()}
     exe = sym.bind(ctx, loc, args_grad=grads, grad_req=reqs, aux_states=aux)
     base_aux = {k: v.asnumpy() for k, v in exe.aux_dict.items()}
     outs = exe.forward(is_train=use_forward_train)
@@ -311,16 +319,23 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rto
     proj = [rng.normal(0, 1, o.shape) for o in outs]
     heads = [array(p, ctx=ctx, dtype=o.dtype) for p, o in zip(proj, outs)]
     exe.backward(heads)
-    symbolic = {k: exe.grad_dict[k].asnumpy() for k in grad_nodes
-                if exe.grad_dict.get(k) is not None}
+    symbolic = {k: (grads[k] if exe.grad_dict.get(k) is None else exe.grad_dict[k]).asnumpy()
+                for k in grad_nodes}
     for k, v in base_aux.items():
         exe.aux_dict[k][:] = v
-    numeric = numeric_grad(exe, {k: loc[k] for k in symbolic}, eps=eps,
-                           use_forward_train=use_forward_train, dtype=np.float64,
+    numeric = numeric_grad(exe, {k: loc[k] for k in grad_nodes if reqs[k] != 'null'},
+                           eps=eps, use_forward_train=use_forward_train, dtype=np.float64,
                            projection=proj)
-    for name in symbolic:
-        assert_almost_equal(numeric[name].astype(symbolic[name].dtype), symbolic[name],
-                            rtol, atol, names=('NUMERICAL_%s' % name, 'BACKWARD_%s' % name))
+    for name in grad_nodes:
+        sym_grad = symbolic[name]
+        if reqs[name] == 'null':       # the gradient array is left as it was
+            want, got = orig[name].astype(sym_grad.dtype), sym_grad
+        else:
+            want = numeric[name].astype(sym_grad.dtype)
+            got = sym_grad - orig[name].astype(sym_grad.dtype) if reqs[name] == 'add' \
+                else sym_grad
+        assert_almost_equal(want, got, rtol, atol,
+                            names=('NUMERICAL_%s' % name, 'BACKWARD_%s' % name))
 
 
 def check_symbolic_forward(sym, location, expected, rtol=None, atol=None, aux_states=None,

@@ -85,8 +85,8 @@ def _split_attrs(cls, attrs, where):
         if k in cls._params or (free and not (k.startswith('__') and k.endswith('__'))
                                 and k not in PLAIN_KEYS):
             params[k] = v
-        elif (k.startswith('__') and k.endswith('__')) or k in PLAIN_KEYS:
-            continue
+        elif (k.startswith('__') and k.endswith('__')) or k in PLAIN_KEYS or not cls._params:
+            continue        # an operator without parameters keeps others as attributes (MXNet)
         else:
             raise SymbolFormatError('%s: unknown parameter %r of operator %s; valid '
                                     'parameters are %s' % (where, k, cls.name,

@@ -160,6 +160,25 @@ class NDArray:
         target = op.infer_shape([self.shape])[1][0]
         return NDArray(self._data.reshape(target), self._ctx)
 
+    def _shape_op(self, name, inplace, **kw):
+        """``name(self, **kw)``: a new array, or with ``inplace`` a view sharing memory."""
+        if not inplace:
+            return _op_function(name)(self, **kw)
+        target = opdef.get_op(name)(**kw).infer_shape([self.shape])[1][0]
+        return NDArray(self._data.reshape(target), self._ctx)
+
+    def flatten(self, inplace=False):
+        """Collapse all axes but the first; ``inplace`` gives a view sharing memory."""
+        return self._shape_op('Flatten', inplace)
+
+    def expand_dims(self, axis, inplace=False):
+        """Insert a size-1 axis; ``inplace`` gives a view sharing memory."""
+        return self._shape_op('expand_dims', inplace, axis=axis)
+
+    def squeeze(self, axis=None, inplace=False):
+        """Remove size-1 axes; ``inplace`` gives a view sharing memory."""
+        return self._shape_op('squeeze', inplace, axis=axis)
+
     def tostype(self, stype):
         if stype != 'default':
             raise NotSupportedError('sparse storage types are not supported')
@@ -190,10 +209,13 @@ class NDArray:
             value = _to_xp(value._data, self._ctx)
         elif isinstance(value, numbers.Integral) and self._data.dtype.kind in 'iu':
             value = _wrap_int(value, self._data.dtype)
-        elif not isinstance(value, numbers.Number):
-            value = _to_xp(np.asarray(value), self._ctx) if isinstance(value, (list, tuple,
-                                                                               np.ndarray)) \
-                else _to_xp(value, self._ctx)
+        elif isinstance(value, (list, tuple, np.ndarray, np.generic)):
+            value = _to_xp(np.asarray(value), self._ctx)
+        elif value is None:
+            value = np.nan                    # as MXNet (np.asarray(None, float) is NaN)
+        elif not isinstance(value, numbers.Real) and not hasattr(value, '__array__'):
+            raise ArgumentTypeError('NDArray does not support assignment with non-array-like '
+                                    'object %s of type %s' % (value, type(value)))
         with self._ctx.device_scope():
             self._data[key] = value
 
@@ -355,6 +377,13 @@ def _index(k):
     indexes with float32 NDArrays, its default dtype)."""
     if isinstance(k, list) and k and all(isinstance(v, bool) for v in k):
         return [int(v) for v in k]      # MXNet takes a list of bools as integers 0/1
+    if isinstance(k, (str, bytes, float, np.floating)):
+        raise ArgumentError('NDArray does not support slicing with key %s of type %s.'
+                            % (k, type(k)))
+    if isinstance(k, (list, np.ndarray)):
+        a = np.asarray(k)
+        # MXNet indexes with the integer parts of float (and bool) arrays, as its NDArrays
+        return a.astype(np.int64) if a.dtype.kind in 'fb' else k
     if not isinstance(k, NDArray):
         return k
     d = k._data
@@ -416,19 +445,44 @@ def array(source_array, ctx=None, dtype=None):
     return _alloc(ctx, lambda xp: xp.array(src, dtype=dtype))
 
 
+def _filled(func, fill, shape, ctx, dtype, kwargs):
+    """``mx.nd.zeros``/``ones``: MXNet's ``_zeros``/``_ones`` operators, which take only
+    ``out``, ``name`` and ``stype`` besides, and refuse a shape with a dimension that is not
+    positive (0 is an unknown size in MXNet 1.x shapes) or no dimension at all."""
+    unknown = sorted(set(kwargs) - {'out', 'name', 'stype'})
+    if unknown:
+        raise UnknownNameError('%s: unknown argument %s; it takes shape, ctx, dtype, stype, '
+                               'out and name' % (func, ', '.join(repr(k) for k in unknown)))
+    if kwargs.get('stype') not in (None, 'default'):
+        raise NotSupportedError('%s: sparse storage types are not supported' % func)
+    dims = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
+    if not dims or not all(isinstance(d, numbers.Integral) and d > 0 for d in dims):
+        raise ShapeError('%s: shape %s must have one or more positive int dimensions (MXNet '
+                         '1.9.1 reads 0 as an unknown size)' % (func, (shape,)[0]))
+    dtype = np.float32 if dtype is None else dtype
+    arr = _alloc(ctx, lambda xp: xp.full(dims, fill, dtype=dtype))
+    out = kwargs.get('out')
+    if out is not None:
+        out[:] = arr
+        return out
+    return arr
+
+
 def zeros(shape, ctx=None, dtype=None, **kwargs):
+    """An array of zeros (the ``_zeros`` operator)."""
+    return _filled('zeros', 0, shape, ctx, dtype, kwargs)
+
+
+def empty(shape, ctx=None, dtype=None):
+    """Like :func:`zeros` (a zero size too, as MXNet's): symgraph never hands out
+    uninitialised memory."""
     dtype = np.float32 if dtype is None else dtype
     return _alloc(ctx, lambda xp: xp.zeros(shape, dtype=dtype))
 
 
-def empty(shape, ctx=None, dtype=None):
-    """Like :func:`zeros`: symgraph never hands out uninitialised memory."""
-    return zeros(shape, ctx, dtype)
-
-
 def ones(shape, ctx=None, dtype=None, **kwargs):
-    dtype = np.float32 if dtype is None else dtype
-    return _alloc(ctx, lambda xp: xp.ones(shape, dtype=dtype))
+    """An array of ones (the ``_ones`` operator)."""
+    return _filled('ones', 1, shape, ctx, dtype, kwargs)
 
 
 def full(shape, val, ctx=None, dtype=None, out=None):

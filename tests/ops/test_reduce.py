@@ -284,7 +284,6 @@ def test_shape_errors(name, kwargs, shape, match):
     ('norm', {'ord': 3}, 'ord'),
     ('norm', {'exclude': True}, 'exclude'),
     ('argmax', {'axis': (0, 1)}, 'axis'),
-    ('argmax_channel', {'axis': 0}, 'axis'),
 ])
 def test_bad_parameters(name, kwargs, match):
     with pytest.raises(MXNetError, match=match):

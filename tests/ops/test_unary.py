@@ -169,7 +169,6 @@ def test_output_does_not_alias_input():
 @pytest.mark.parametrize('name, kwargs, match', [
     ('clip', {'a_min': 0}, 'a_max'),
     ('Cast', {'dtype': 'complex64'}, 'dtype'),
-    ('relu', {'act_type': 'relu'}, 'act_type'),
 ])
 def test_bad_parameters(name, kwargs, match):
     with pytest.raises(MXNetError, match=match):

@@ -186,3 +186,34 @@ def user_location():
             return '%s:%d' % (f.f_code.co_filename, f.f_lineno)
         f = f.f_back
     return '<unknown>'
+
+
+def flatten_nested(args, leaf_type, what, leaf_format=lambda leaf: 0):
+    """``(flat list, format)`` of a nested list/tuple of ``leaf_type`` objects, as MXNet's
+    control-flow helpers (``_flatten``) make them; ``leaf_format`` gives a leaf's format
+    (0: one item; n > 1: a leaf standing for n items). :func:`regroup_nested` undoes it."""
+    if isinstance(args, leaf_type):
+        return [args], int(leaf_format(args))
+    if not isinstance(args, (list, tuple)):
+        raise TypeError('%s must be (nested) list of %s, but got %s of type %s'
+                        % (what, leaf_type.__name__, str(args), str(type(args))))
+    flat, fmts = [], []
+    for i in args:
+        arg, fmt = flatten_nested(i, leaf_type, what, leaf_format)
+        flat.extend(arg)
+        fmts.append(fmt)
+    return flat, fmts
+
+
+def regroup_nested(args, fmt):
+    """``(nested value, rest of args)``: the structure ``fmt`` of :func:`flatten_nested`
+    rebuilt from the front of ``args``."""
+    if isinstance(fmt, int):
+        if fmt == 0:
+            return args[0], args[1:]
+        return args[:fmt], args[fmt:]
+    ret = []
+    for i in fmt:
+        res, args = regroup_nested(args, i)
+        ret.append(res)
+    return ret, args

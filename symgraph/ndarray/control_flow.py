@@ -3,35 +3,17 @@ NDArrays, as MXNet 1.9.1's python/mxnet/ndarray/contrib.py runs them (the symbol
 versions build ``_foreach``/``_while_loop``/``_cond`` nodes instead)."""
 from __future__ import annotations
 
+from ..base import flatten_nested, regroup_nested
 from .ndarray import NDArray, invoke, zeros
 
 __all__ = ['foreach', 'while_loop', 'cond']
 
 
 def _flatten(args, inout_str):
-    if isinstance(args, NDArray):
-        return [args], int(0)
-    if not isinstance(args, (list, tuple)):
-        raise TypeError('%s must be (nested) list of NDArray, but got %s of type %s'
-                        % (inout_str, str(args), str(type(args))))
-    flat, fmts = [], []
-    for i in args:
-        arg, fmt = _flatten(i, inout_str)
-        flat.extend(arg)
-        fmts.append(fmt)
-    return flat, fmts
+    return flatten_nested(args, NDArray, inout_str)
 
 
-def _regroup(args, fmt):
-    if isinstance(fmt, int):
-        if fmt == 0:
-            return args[0], args[1:]
-        return args[:fmt], args[fmt:]
-    ret = []
-    for i in fmt:
-        res, args = _regroup(args, i)
-        ret.append(res)
-    return ret, args
+_regroup = regroup_nested
 
 
 def _as_list(obj):

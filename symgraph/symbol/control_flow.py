@@ -15,7 +15,7 @@ import copy
 
 from .. import opdef
 from ..attribute import AttrScope
-from ..base import MXNetError, user_location
+from ..base import MXNetError, flatten_nested, regroup_nested, user_location
 from ..graph import Node
 from ..graph.subgraph import GraphSubgraph
 from ..name import NameManager
@@ -28,32 +28,16 @@ _SUBG = '__subgraph_name__'
 _subgraph_names = collections.defaultdict(int)
 
 
+def _outputs_format(sym):
+    n = len(sym.list_outputs())
+    return n if n > 1 else 0
+
+
 def _flatten(args, inout_str):
-    if isinstance(args, Symbol):
-        length = len(args.list_outputs())
-        length = length if length > 1 else 0
-        return [args], int(length)
-    if not isinstance(args, (list, tuple)):
-        raise TypeError('%s must be (nested) list of Symbol, but got %s of type %s'
-                        % (inout_str, str(args), str(type(args))))
-    flat, fmts = [], []
-    for i in args:
-        arg, fmt = _flatten(i, inout_str)
-        flat.extend(arg)
-        fmts.append(fmt)
-    return flat, fmts
+    return flatten_nested(args, Symbol, inout_str, _outputs_format)
 
 
-def _regroup(args, fmt):
-    if isinstance(fmt, int):
-        if fmt == 0:
-            return args[0], args[1:]
-        return args[:fmt], args[fmt:]
-    ret = []
-    for i in fmt:
-        res, args = _regroup(args, i)
-        ret.append(res)
-    return ret, args
+_regroup = regroup_nested
 
 
 def _uniq_name(sym):

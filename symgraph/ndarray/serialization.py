@@ -167,7 +167,9 @@ def _read_data(r, flag, shape, bfloat16):
     if len(shape) > _MAX_NDIM:
         r.fail('shape has %d dimensions; NumPy arrays have at most %d' % (len(shape), _MAX_NDIM))
     count = 1
-    extent = itemsize          # bytes spanned by the non-zero dims: NumPy needs it to fit intp
+    # bytes spanned by the non-zero dims: NumPy needs it to fit intp, for the widest array
+    # made here (bfloat16 is widened through uint32 to float32: 4 bytes an element)
+    extent = 4 if flag == _BFLOAT16 else itemsize
     for d in shape:
         count *= d
         extent *= max(d, 1)

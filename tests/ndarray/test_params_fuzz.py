@@ -176,6 +176,11 @@ def claimed_header(draw):
 @example(HEADER + struct.pack('<QIiiqqqiii', 1, V2_MAGIC, 0, 3, 0, 2**62, 2**62, 1, 0, 0)
          + struct.pack('<Q', 0))
 @example(HEADER + struct.pack('<Q', 2**40))        # 2**40 arrays in a 24-byte file
+@example(b'\x12\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00'
+         b'\x00\x00\x00\x00\xc8\xfa\x93\xf9\x04\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00'
+         b'\xe5\x1d\x00\x00\x00\x00\x00\x00\x11\xf7\x18\x00\x00\x00\x00\x00z\xfd\xf9\n\x00'
+         b'\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x0c\x00\x00\x00\x00\x00\x00\x00'
+         b'\x00\x00\x00\x00')    # zero-size bfloat16 whose float32 widening NumPy 2.5 refused
 def test_claimed_sizes_are_checked_before_allocating(blob):
     tracemalloc.start()
     start = time.perf_counter()

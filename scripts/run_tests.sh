@@ -57,7 +57,7 @@ if [ "${SYMGRAPH_SKIP_NUMPY1:-0}" != 1 ]; then
     venv="$(mktemp -d)/numpy1"
     if "$PY" -m venv "$venv" \
         && "$venv/bin/python" -m pip install -q --disable-pip-version-check \
-            "numpy>=1.26,<2" -e '.[test]'; then
+            --only-binary=numpy "numpy>=1.26,<2" -e '.[test]'; then
         NP1=$("$venv/bin/python" -c 'import numpy; print(numpy.__version__)')
         phase "suite, NumPy $NP1" "$venv/bin/python" -m pytest -q -p no:cacheprovider tests "$@"
         phase "GPU tests on the strict CuPy stand-in, NumPy $NP1" \

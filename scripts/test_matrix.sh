@@ -26,7 +26,7 @@ for py in "${PYS[@]}"; do
         venv="$WORK/py$pyv-$(echo "$numpy_spec" | tr -c 'A-Za-z0-9.' _)"
         if ! { "$py" -m venv "$venv" \
                && "$venv/bin/python" -m pip install -q --disable-pip-version-check \
-                  "$numpy_spec" -e "$ROOT[test]"; } >"$venv.install.log" 2>&1; then
+                  --only-binary=numpy "$numpy_spec" -e "$ROOT[test]"; } >"$venv.install.log" 2>&1; then
             ROWS+=("$(printf '%-8s %-16s %s' "$pyv" "$numpy_spec" 'no wheel / install failed')")
             continue
         fi

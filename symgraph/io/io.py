@@ -290,6 +290,9 @@ class _Prefetcher(object):
             e.set()
         self.next_batch = [None] * n
         self.errors = [None] * n
+        # stop() and a thread finishing a fetch must not interleave: a thread that cleared
+        # data_taken just after stop() set it would wait for ever (and close() with it)
+        self._lock = threading.Lock()
         self.threads = [threading.Thread(target=self.run, args=(i,), daemon=True,
                                          name='PrefetchingIter-%d' % i) for i in range(n)]
         for t in self.threads:
@@ -308,13 +311,17 @@ class _Prefetcher(object):
             except BaseException as err:   # handed to the consumer, raised there
                 self.next_batch[i] = None
                 self.errors[i] = err
-            self.data_taken[i].clear()
-            self.data_ready[i].set()
+            with self._lock:
+                if not self.started:
+                    break
+                self.data_taken[i].clear()
+                self.data_ready[i].set()
 
     def stop(self):
-        self.started = False
-        for e in self.data_taken:
-            e.set()
+        with self._lock:
+            self.started = False
+            for e in self.data_taken:
+                e.set()
         for t in self.threads:
             if t is not threading.current_thread():
                 t.join()

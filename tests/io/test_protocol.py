@@ -269,3 +269,27 @@ def test_module_namespace():
         mx.io.ImageRecordIter
     with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
         mx.io.Nope
+
+
+def test_prefetching_close_during_a_fetch_returns():
+    """close() while a thread is inside next(): the thread must not clear the stop signal
+    after stop() set it (it then waited for ever, and close() with it: seen as a hung suite)."""
+    import time
+
+    class Slow(mx.io.NDArrayIter):
+        def next(self):
+            calls.append(1)
+            if len(calls) == 2:                   # the fetch after the first batch was taken
+                second.set()
+            time.sleep(0.2)
+            return super().next()
+
+    for _ in range(3):
+        calls, second = [], threading.Event()
+        it = mx.io.PrefetchingIter(Slow(np.zeros((8, 2), np.float32), batch_size=2))
+        next(it)                                  # the thread now fetches the second batch
+        assert second.wait(5)                     # inside the slow next()
+        closer = threading.Thread(target=it.close, daemon=True)
+        closer.start()
+        closer.join(10)
+        assert not closer.is_alive(), 'PrefetchingIter.close() hung'

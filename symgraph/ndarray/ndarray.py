@@ -16,7 +16,8 @@ import numpy as np
 
 from .. import opdef
 from ..base import (MXNetError, ArgumentError, ArgumentTypeError, NotSupportedError,
-                    ParameterError, ShapeError, TypeInferenceError, UnknownNameError)
+                    ParameterError, ShapeError, SymgraphError, TypeInferenceError,
+                    UnknownNameError, user_location)
 from ..context import Context, current_context, cpu, context_of
 from ..namespaces import make_namespaces
 
@@ -244,7 +245,8 @@ class NDArray:
     def __add__(self, o):
         return add(self, self._operand(o))
 
-    __radd__ = __add__
+    def __radd__(self, o):      # its own name, so that a refusal shows the operands' order
+        return add(self, self._operand(o))
 
     def __sub__(self, o):
         return subtract(self, self._operand(o))
@@ -255,7 +257,8 @@ class NDArray:
     def __mul__(self, o):
         return multiply(self, self._operand(o))
 
-    __rmul__ = __mul__
+    def __rmul__(self, o):
+        return multiply(self, self._operand(o))
 
     def __truediv__(self, o):
         return divide(self, self._operand(o))
@@ -722,7 +725,21 @@ def _is_symbol(v):
 
 
 def invoke(func_name, args, kwargs):
-    """Run an operator imperatively on NDArrays (the body of ``mx.nd.<op>``)."""
+    """Run an operator imperatively on NDArrays (the body of ``mx.nd.<op>``). An error the
+    call causes names, besides the operator and the argument, the user's file:line."""
+    try:
+        return _invoke(func_name, args, kwargs)
+    except SymgraphError as e:
+        # the same exception (class, attributes, traceback), its message completed; an inner
+        # invoke (control flow) has already named the place
+        if (type(e).__str__ is BaseException.__str__ or isinstance(e, UnknownNameError)) \
+                and len(e.args) == 1 and isinstance(e.args[0], str) \
+                and ' called at ' not in e.args[0]:
+            e.args = ('%s (mx.nd.%s called at %s)' % (e.args[0], func_name, user_location()),)
+        raise
+
+
+def _invoke(func_name, args, kwargs):
     cls = opdef.get_op(func_name)
     # a NumPy array where an input goes is an input (refused below with its name), not
     # the first parameter

@@ -108,6 +108,33 @@ def test_ndarray_plus_symbol_is_a_type_error_naming_both_types():
     _raises(TypeError, lambda: x - A, '-', 'Symbol', 'NDArray')
 
 
+@pytest.mark.parametrize('op,sign', [(lambda a, b: a + b, '+'), (lambda a, b: a * b, '*'),
+                                     (lambda a, b: a - b, '-'), (lambda a, b: a / b, '/')])
+def test_operand_order_in_the_message_is_the_users(op, sign):
+    # the reflected methods (__radd__, __rmul__) have names of their own, so a refusal
+    # names the operands in the order the user wrote them
+    with pytest.raises(TypeError) as e:
+        op(x, A)
+    assert 'for %s: Symbol and NDArray' % sign in str(e.value)
+    with pytest.raises(TypeError) as e:
+        op(A, x)
+    assert 'for %s: NDArray and Symbol' % sign in str(e.value)
+
+
+def test_nd_operator_errors_name_the_users_file_and_line():
+    import inspect
+    line = inspect.currentframe().f_lineno + 2
+    with pytest.raises(ValueError) as e:
+        mx.nd.Convolution(mx.nd.ones((1, 2, 3)), mx.nd.ones((2, 2, 3, 3)), mx.nd.ones(2),
+                          kernel=(3, 3), num_filter=2)
+    assert 'mx.nd.Convolution called at %s:%d' % (__file__, line) in str(e.value)
+    with pytest.raises(KeyError) as e:
+        mx.nd.FullyConnected(A, nohidden=3)
+    assert 'mx.nd.FullyConnected called at %s:' % __file__ in str(e.value)
+    assert "'num_hidden'" in str(e.value)
+    _usable()
+
+
 def test_bind_with_a_numpy_array_is_a_type_error():
     _raises(TypeError, lambda: x.bind(mx.cpu(), {'x': np.ones(3)}), "'x'", 'NDArray', 'ndarray')
 

@@ -19,7 +19,8 @@ compute
     aux, need)`` with ``need`` a list of bool; ``fast_forward``/``fast_forward_typed``;
     ``writes_into`` (``out=``/``grad_out=``); ``wants_req`` (``req=``); ``create_state``
     (``state=``); ``out_is_first_input()``; ``specialize(in_shapes, out_shapes)`` (the
-    instance a bind runs, fitted to the inferred shapes)
+    instance a bind runs, fitted to the inferred shapes); ``for_node(node_name)`` (the
+    instance a bind runs for a named node)
 planner data
     ``needs_inputs``, ``needs_outputs``, ``inplace``, ``no_grad``, ``is_loss``
 subgraphs (control flow)
@@ -500,6 +501,18 @@ class Operator:
         """
         return self
 
+    def for_node(self, node_name):
+        """The operator a bound executor runs for the node named ``node_name``: ``self``
+        (the default) or an instance of the same operator that knows the name.
+
+        Called once per bind, before :meth:`specialize`. A collective operator whose
+        copies on several devices must meet (SyncBatchNorm) takes the node's name as the
+        default name of its meeting point. The result must keep the structure
+        (arguments, outputs, gradient data) of ``self``; the graph, its JSON and ``mx.nd``
+        keep the original instance.
+        """
+        return self
+
     def specialize(self, in_shapes, out_shapes):
         """The operator a bound executor runs for this node: ``self`` (the default) or an
         instance of the same operator fitted to the inferred shapes.
@@ -761,10 +774,13 @@ class DeviceGroup:
     Attributes
     ----------
     rank : int
-        this device's slot, 0 .. ndev-1.
+        this device's slot, 0 .. size-1.
+    size : int
+        the number of devices of the step (the ``ndev`` of a collective operator).
     """
 
     rank = 0
+    size = 1
 
     def allreduce(self, key, ndev, array, processes=None):
         """Sum ``array`` over the ``ndev`` devices that meet under ``key``.

@@ -40,10 +40,24 @@ def current_rank():
 
 
 class _GroupState:
-    """Shared by the worker threads of one call; set when a worker fails."""
+    """Shared by the worker threads of one call: the first failure, and the rendezvous
+    of this call's collectives (so that two groups never meet at one key)."""
 
     def __init__(self):
         self.error = None
+        self._lock = threading.Lock()
+        self._rendezvous = {}
+
+    def rendezvous(self, key, ndev):
+        """The :class:`Rendezvous` of ``key`` for this call."""
+        with self._lock:
+            r = self._rendezvous.get(key)
+            if r is None:
+                r = self._rendezvous[key] = Rendezvous(key, ndev)
+            elif r.ndev != int(ndev):
+                raise ArgumentError('rendezvous key %r is in use with ndev=%d, asked with '
+                                    'ndev=%d' % (key, r.ndev, int(ndev)))
+            return r
 
 
 class Rendezvous:
@@ -191,32 +205,39 @@ def rendezvous(key, ndev):
 
 class _Member(DeviceGroup):
     """One device of a data-parallel call, as its operators see it (opdef's hook):
-    collectives meet at the process-wide :func:`rendezvous` of their key."""
+    collectives meet at the rendezvous of their key in this call (a lone device has
+    nothing to meet)."""
 
-    def __init__(self, rank):
+    def __init__(self, rank, size, state):
         self.rank = rank
+        self.size = size
+        self._state = state
 
     def allreduce(self, key, ndev, array, processes=None):
-        return rendezvous(key, ndev).allreduce(array, rank=self.rank, processes=processes)
+        if int(ndev) != self.size:
+            raise ArgumentError('rendezvous %r: ndev=%d but the group has %d devices'
+                                % (key, int(ndev), self.size))
+        return self._state.rendezvous(key, ndev).allreduce(array, rank=self.rank,
+                                                           processes=processes)
 
 
 def run_on_devices(fns):
     """Run ``fns[k]()`` in one thread per device k; re-raise the first failure."""
+    state = _GroupState()
     if len(fns) == 1:
         _local.rank, _local.group = 0, None
         try:
-            with using_device_group(_Member(0)):
+            with using_device_group(_Member(0, 1, state)):
                 return [fns[0]()]
         finally:
             _local.rank = None
-    state = _GroupState()
     results = [None] * len(fns)
     errors = [None] * len(fns)
 
     def work(k):
         _local.rank, _local.group = k, state
         try:
-            with using_device_group(_Member(k)):
+            with using_device_group(_Member(k, len(fns), state)):
                 results[k] = fns[k]()
         except BaseException as e:  # reported to the caller below
             errors[k] = e

@@ -58,7 +58,8 @@ class Plan:
         self.steps = [n for n in order if n.op is not None]
         # the operator each step runs, fitted to the inferred shapes (Operator.specialize:
         # mx.sym.zeros(shape=(0, H)) makes arrays of the shape its consumer gave)
-        self.run_op = {id(n): n.op.specialize(
+        # (Operator.for_node: SyncBatchNorm's default key is its node's name)
+        self.run_op = {id(n): n.op.for_node(n.name).specialize(
             [self.shapes[e] for e in self.in_entries(n)],
             [self.shapes[e] for e in self.out_entries(n)]) for n in self.steps}
         # per-executor state of stateful operators (Custom), shared by forward and backward

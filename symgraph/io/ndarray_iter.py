@@ -4,6 +4,7 @@ import numpy as np
 from ..ndarray import NDArray
 from .. import ndarray as nd
 from .io import DataBatch, DataDesc, DataIter
+from .sampler import DistributedSampler
 from .utils import _init_data, _getdata_by_idx, _slice_along_batch_axis, _is_h5py
 from ..base import ArgumentError
 
@@ -43,6 +44,12 @@ class NDArrayIter(DataIter):
         ``ceil(N / num_parts)`` examples, the last ones padded with examples from the start,
         so that every worker gets as many batches as the others (a worker with one batch
         more would wait for the others in its all-reduce).
+    sampler : DistributedSampler, optional (keyword only; not in MXNet's NDArrayIter)
+        Iterate over the examples the sampler gives, in its order (a
+        :class:`~symgraph.io.DistributedSampler`: this worker's shard, shuffled the same
+        way in every worker). Each ``reset`` moves it to its next epoch (a new order),
+        unless its ``set_epoch`` was called since the epoch began. Not with ``shuffle``
+        or ``num_parts``.
 
     Notes
     -----
@@ -62,7 +69,8 @@ class NDArrayIter(DataIter):
 
     def __init__(self, data, label=None, batch_size=1, shuffle=False,
                  last_batch_handle='pad', data_name='data',
-                 label_name='softmax_label', layout='NCHW', *, num_parts=1, part_index=0):
+                 label_name='softmax_label', layout='NCHW', *, num_parts=1, part_index=0,
+                 sampler=None):
         super(NDArrayIter, self).__init__(batch_size)
         if last_batch_handle not in _LAST_BATCH_HANDLES:
             raise ArgumentError("NDArrayIter: last_batch_handle must be one of %s, got %r"
@@ -90,7 +98,13 @@ class NDArrayIter(DataIter):
             raise ArgumentError('NDArrayIter: shuffle=True is not supported with h5py Datasets')
         num_data = lengths[0][1]
         if (num_parts, part_index) != (1, 0):
+            if sampler is not None:
+                raise ArgumentError('NDArrayIter: give num_parts/part_index or a sampler, '
+                                    'not both (the sampler shards already)')
             num_data = self._shard(num_data, num_parts, part_index, batch_axis)
+        self._sampler = None
+        if sampler is not None:
+            num_data = self._take_sampler(sampler, shuffle, num_data)
         if last_batch_handle != 'pad' and batch_size > num_data:
             # MXNet yields no batch at all with 'discard', and with 'roll_over' fails in
             # the third epoch (slicing past the end)
@@ -113,6 +127,36 @@ class NDArrayIter(DataIter):
         # used for 'roll_over'
         self._cache_data = None
         self._cache_label = None
+
+    def _take_sampler(self, sampler, shuffle, num_data):
+        """Keep the whole arrays aside for ``sampler``; the length of an epoch."""
+        if not isinstance(sampler, DistributedSampler):
+            raise TypeError('NDArrayIter: sampler must be a symgraph.io.DistributedSampler, '
+                            'got %s' % type(sampler).__name__)
+        if shuffle:
+            raise ArgumentError('NDArrayIter: give shuffle=True or a sampler, not both (the '
+                                'sampler shuffles: DistributedSampler(shuffle=True))')
+        if sampler.num_examples != num_data:
+            raise ArgumentError('NDArrayIter: the sampler was made for %d examples, the data '
+                                'has %d' % (sampler.num_examples, num_data))
+        if any(_is_h5py(v) for _, v in self.data + self.label):
+            raise ArgumentError('NDArrayIter: a sampler is not supported with h5py Datasets')
+        self._sampler = sampler
+        self._sampler_fresh = True
+        self._whole = (self.data, self.label)
+        return len(sampler)
+
+    def _sample(self):
+        """This epoch's examples, in the sampler's order."""
+        if self._sampler_fresh:
+            self._sampler_fresh = False
+        else:
+            self._sampler.next_epoch()
+        rows = self._sampler.indices()
+        axis = self.layout.find('N')
+        self.data, self.label = [
+            [(k, nd.array(np.take(v.asnumpy(), rows, axis=axis), dtype=v.dtype))
+             for k, v in arrays] for arrays in self._whole]
 
     def _shard(self, num_data, num_parts, part_index, axis):
         """Keep part ``part_index`` of ``num_parts`` of every array; the new length."""
@@ -151,6 +195,8 @@ class NDArrayIter(DataIter):
 
     def hard_reset(self):
         """Go back to the start, dropping what ``'roll_over'`` kept."""
+        if self._sampler is not None:
+            self._sample()
         if self.shuffle:
             self._shuffle_data()
         self.cursor = -self.batch_size
@@ -159,6 +205,8 @@ class NDArrayIter(DataIter):
 
     def reset(self):
         """Go back to the start (after the examples ``'roll_over'`` carries over)."""
+        if self._sampler is not None:
+            self._sample()
         if self.shuffle:
             self._shuffle_data()
         # the range below indicates the last batch

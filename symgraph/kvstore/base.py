@@ -5,7 +5,8 @@ import warnings
 from ..ndarray import NDArray
 from ..base import ArgumentError, ArgumentTypeError
 
-__all__ = ['KVStoreBase', 'TestStore', 'LOCAL_TYPES', 'MULTI_PROCESS', 'MULTI_PROCESS_TYPES']
+__all__ = ['KVStoreBase', 'TestStore', 'LOCAL_TYPES', 'MULTI_PROCESS', 'MULTI_PROCESS_TYPES',
+           'NCCL_TYPES']
 
 #: the single-process store types: 'local*' reduce on the CPU, '*device*' on the devices
 LOCAL_TYPES = ('local', 'device', 'local_update_cpu', 'local_allreduce_cpu',
@@ -14,6 +15,8 @@ LOCAL_TYPES = ('local', 'device', 'local_update_cpu', 'local_allreduce_cpu',
 MULTI_PROCESS = ('dist', 'horovod', 'byteps', 'p3')
 #: the multi-process types create() makes: name -> class (filled by kvstore/dist.py)
 MULTI_PROCESS_TYPES = {}
+#: 'nccl' -> its class (filled by kvstore/nccl.py)
+NCCL_TYPES = {}
 
 
 class KVStoreBase(object):

@@ -17,6 +17,12 @@ Keys pushed together (a list) are fused: their values are packed into buckets of
 ``SYMGRAPH_DIST_BUCKET_MB`` megabytes (default 25) per dtype, one all-reduce per bucket
 rather than one per key. ``'dist_async'`` is refused: there is no server to apply updates
 asynchronously.
+
+When the summed values of a push are on GPUs (one process per GPU), the sum over the
+workers runs with NCCL (:class:`symgraph.dist.nccl.ProcessNccl`: rank 0's unique id
+broadcast over MPI), the buckets packed on the GPU, nothing copied to the host;
+``SYMGRAPH_DIST_NCCL=0`` sends them through the host and MPI instead. Every worker must
+use the same kind of context.
 """
 import os
 
@@ -25,6 +31,7 @@ import numpy
 from ..context import cpu
 from ..ndarray import NDArray
 from ..dist.mpi import world
+from ..dist.nccl import ProcessNccl
 from .base import MULTI_PROCESS_TYPES
 from .kvstore import KVStore, _pairs
 
@@ -94,6 +101,9 @@ class DistKVStore(KVStore):
             raise ValueError('bucket_bytes must be >= 1, got %r' % (bucket_bytes,))
         #: how many collectives the store ran (for tests and the bench)
         self.num_collectives = 0
+        #: how many of them ran with NCCL
+        self.num_nccl_collectives = 0
+        self._nccl = {}             # GPU id -> ProcessNccl
         _created.append(self)
 
     # ----------------------------------------------------------------- fused collectives
@@ -169,6 +179,10 @@ class DistKVStore(KVStore):
             stored = self._stored(k)
             self._check_shapes(k, stored, vals, 'push')
             work.append((k, stored, self._merge(k, vals)))
+        if work and self._use_nccl([m for _, _, m in work]):
+            for (k, stored, _), total in zip(work, self._nccl_sum([m for _, _, m in work])):
+                self._apply(k, stored, total)
+            return
         hosts = [_host_copy(merged) for _, _, merged in work]
         self._fused(hosts, self._comm.allreduce)
         for (k, stored, merged), h in zip(work, hosts):
@@ -177,6 +191,54 @@ class DistKVStore(KVStore):
             else:
                 total = NDArray(h, cpu(0)).copyto(merged.context)
             self._apply(k, stored, total)
+
+    # ----------------------------------------------------------------- NCCL (GPUs)
+    @staticmethod
+    def _use_nccl(arrays):
+        """Whether the sum over the workers of ``arrays`` runs with NCCL: every array on
+        a GPU and ``SYMGRAPH_DIST_NCCL`` not ``0``."""
+        if os.environ.get('SYMGRAPH_DIST_NCCL', '').strip() == '0':
+            return False
+        return all(a.context.device_type == 'gpu' for a in arrays)
+
+    def _nccl_of(self, device):
+        found = self._nccl.get(device)
+        if found is None:
+            found = self._nccl[device] = ProcessNccl(self._comm, device)
+        return found
+
+    def _nccl_sum(self, arrays):
+        """New NDArrays holding the sums over the workers of ``arrays`` (GPU NDArrays),
+        packed per GPU and dtype into buckets of at most :attr:`bucket_bytes`, one NCCL
+        all-reduce per bucket."""
+        out = [None] * len(arrays)
+        groups = {}
+        for i, a in enumerate(arrays):
+            groups.setdefault((a.context.device_id, numpy.dtype(a.dtype).str), []).append(i)
+        for (device, _), idx in sorted(groups.items()):
+            ctx = arrays[idx[0]].context
+            buckets, size = [[]], 0
+            for i in idx:
+                nbytes = arrays[i]._data.nbytes
+                if buckets[-1] and size + nbytes > self.bucket_bytes:
+                    buckets.append([])
+                    size = 0
+                buckets[-1].append(i)
+                size += nbytes
+            with ctx.device_scope():
+                xp = ctx.xp
+                for bucket in buckets:
+                    flat = xp.concatenate([arrays[i]._data.reshape(-1) for i in bucket])
+                    if flat.size:
+                        self._nccl_of(device).allreduce(flat)
+                        self.num_collectives += 1
+                        self.num_nccl_collectives += 1
+                    start = 0
+                    for i in bucket:
+                        a = arrays[i]
+                        out[i] = NDArray(flat[start:start + a.size].reshape(a.shape), ctx)
+                        start += a.size
+        return out
 
     def pushpull(self, key, value, out=None, priority=0):
         """:meth:`push` then :meth:`pull` into ``out`` (or back into ``value``)."""

@@ -11,7 +11,7 @@ were first initialised.
 from .. import optimizer as opt
 from ..ndarray import NDArray
 from . import comm
-from .base import KVStoreBase, LOCAL_TYPES, MULTI_PROCESS, MULTI_PROCESS_TYPES
+from .base import KVStoreBase, LOCAL_TYPES, MULTI_PROCESS, MULTI_PROCESS_TYPES, NCCL_TYPES
 from ..base import ArgumentError, ArgumentTypeError, UnknownNameError, UsageError
 
 __all__ = ['KVStore', 'create']
@@ -142,9 +142,20 @@ class KVStore(KVStoreBase):
         elif len(vals) == 1:
             return vals[0]
         if self._device_comm:
-            return comm.reduce_devices(vals)
+            return self._reduce_devices(vals)
         return NDArray(comm.reduce_cpu([v._data for v in vals], vals[0]._data.dtype),
                        comm.STORE_CONTEXT)
+
+    @staticmethod
+    def _reduce_devices(vals):
+        """The sum of NDArrays (one per device) on the first one's device (a device
+        store's reduction: the ring all-reduce)."""
+        return comm.reduce_devices(vals)
+
+    @staticmethod
+    def _allreduce_inplace(vals):
+        """Sum NDArrays (one per device), leaving the sum in each."""
+        comm.allreduce_inplace(vals)
 
     def push(self, key, value, priority=0):
         """Push values: the values of each key are summed (over devices); with an optimizer
@@ -229,7 +240,7 @@ class KVStore(KVStoreBase):
                     self._check_shapes(k, stored, vals, 'pushpull')
                 for k, vals in self._grouped(pairs):
                     if len(vals) > 1:
-                        comm.allreduce_inplace(vals)
+                        self._allreduce_inplace(vals)
                     self._store[k][:] = vals[0]
                 return
         self.push(key, value, priority)
@@ -390,7 +401,8 @@ def create(name='local'):
     name : str
         ``'local'`` (reduce and update on the CPU), ``'device'`` (reduce with the ring
         all-reduce and update on a device), the aliases ``'local_update_cpu'``,
-        ``'local_allreduce_cpu'``, ``'local_allreduce_device'``, ``'dist_sync'`` /
+        ``'local_allreduce_cpu'``, ``'local_allreduce_device'``, ``'nccl'`` (GPUs of this
+        process, reduced with NCCL: :mod:`symgraph.kvstore.nccl`), ``'dist_sync'`` /
         ``'dist_device_sync'`` (several processes over MPI: :mod:`symgraph.kvstore.dist`),
         or a registered store (``'teststore'``). Case insensitive.
 
@@ -429,8 +441,7 @@ def create(name='local'):
         raise ArgumentError("kvstore type %r is not available; the multi-process types are %s "
                             "(python -m symgraph.launch), in one process use 'local' or 'device'"
                             % (name, ', '.join(map(repr, sorted(MULTI_PROCESS_TYPES)))))
-    if name == 'nccl':
-        raise ArgumentError("kvstore type 'nccl' is not available; 'device' reduces over the "
-                            "devices with symgraph's ring all-reduce")
+    if name in NCCL_TYPES:
+        return NCCL_TYPES[name]()
     raise ArgumentError('unknown kvstore type %r; the types are %s' % (
         name, ', '.join(repr(t) for t in LOCAL_TYPES + tuple(sorted(KVStoreBase.kv_registry)))))

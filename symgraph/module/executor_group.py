@@ -5,10 +5,10 @@ Each device gets its own :class:`~symgraph.executor.Executor` bound to its slice
 batch (``work_load_list`` decides the sizes, as MXNet's ``_split_input_slice``); the
 parameters are replicated on every device and :class:`~symgraph.module.Module` sums the
 gradients through the kvstore.  With several devices the executors run in one thread each,
-so that operators meeting across devices (``contrib.SyncBatchNorm``) see all of them.
+so that operators meeting across devices (``contrib.SyncBatchNorm``) see all of them
+(``symgraph.dist.workers.run_on_devices``).
 """
 import logging
-import threading
 from collections import OrderedDict
 
 import numpy as np
@@ -19,6 +19,7 @@ from ..base import ArgumentError, ArgumentTypeError, NotSupportedError, ShapeErr
 from ..context import Context, cpu
 from ..opdef import using_random_state
 from ..io import DataDesc
+from ..dist.workers import run_on_devices
 
 __all__ = ['DataParallelExecutorGroup']
 
@@ -152,26 +153,10 @@ def _prepare_group2ctxs(group2ctxs, ctx_len):
 
 def _run_each(fns):
     """Run every function; with several, one thread each (devices run concurrently, as
-    MXNet's engine runs them).  Re-raises the first failure."""
-    if len(fns) == 1:
-        fns[0]()
-        return
-    errors = [None] * len(fns)
-
-    def work(k):
-        try:
-            fns[k]()
-        except BaseException as e:      # reported below, on the calling thread
-            errors[k] = e
-    threads = [threading.Thread(target=work, args=(k,), daemon=True)
-               for k in range(len(fns))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    for e in errors:
-        if e is not None:
-            raise e
+    MXNet's engine runs them), each thread a member of the step's device group
+    (:func:`symgraph.opdef.device_group`: SyncBatchNorm meets the other devices there and
+    infers its ``ndev``). Re-raises the first failure."""
+    run_on_devices(fns)
 
 
 class DataParallelExecutorGroup:

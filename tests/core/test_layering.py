@@ -138,6 +138,8 @@ RESERVED_MAY_IMPORT = ('symgraph.symbol', 'symgraph.ndarray', 'symgraph.executor
                        'symgraph.namespaces') + RESERVED
 #: the kvstore reduces over devices with the ring all-reduce of symgraph.dist
 RULES['symgraph.kvstore'] = RESERVED_MAY_IMPORT + ('symgraph.dist',)
+#: Module runs its devices' threads in the device group of symgraph.dist.workers
+RULES['symgraph.module'] = RESERVED_MAY_IMPORT + ('symgraph.dist',)
 
 
 def _rule(mod):

@@ -18,6 +18,12 @@ what real CuPy refuses, so code that would only fail on a GPU fails here first:
   and used on its own device;
 * ``empty`` memory is filled with NaN (integers with a 0x5A byte pattern), so a read
   of memory nobody wrote shows up;
+* ``cupy.cuda.nccl``: the communicators of ``initAll`` (several devices of this process)
+  sum at ``groupEnd`` and refuse a call outside a group (NCCL would wait forever), and
+  check that every rank made the same calls; ``NcclCommunicator(ndev, commId, rank)``
+  (one device per process) checks that every rank got rank 0's unique id and runs over
+  mpi4py's world; every call takes device pointers into live arrays of the communicator's
+  device and a stream of that device, as NCCL does;
 * ``RawModule`` compiles the kernel text on the CPU emulator (``cuda_emu_harness``)
   and its kernels take exactly what CuPy passes: device arrays of the parameter's dtype
   on the current device, NumPy scalars of the parameter's exact C type, None for NULL.
@@ -35,6 +41,7 @@ import sys
 import tempfile
 import threading
 import types
+import weakref
 
 
 import numpy as np
@@ -190,6 +197,9 @@ class Event:
         return True
 
 
+_STREAMS = {}            # Stream.ptr -> Stream (NCCL calls name streams by pointer)
+
+
 class Stream:
     _count = 0
 
@@ -200,6 +210,9 @@ class Stream:
         self._waits = []           # (stream, position) that later work must follow
         Stream._count += 1
         self._serial = Stream._count
+        # cudaStream_t as CuPy gives it: 0 for the legacy null stream
+        self.ptr = 0 if null else 0x5000 + self._serial
+        _STREAMS[self.ptr] = self
 
     def _check(self, what):
         if self.device_id != _current():
@@ -256,11 +269,24 @@ def _check_stream():
         raise CUDARuntimeError('cudaErrorInvalidResourceHandle')
 
 
+_BUFFERS = {}            # id(owner) -> (weakref to the owning NumPy buffer, device)
+
+
+def _owner(a):
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
 class MemoryPointer:
     def __init__(self, arr):
         self._arr = arr
         self.device_id = arr._dev
         self.ptr = arr._a.__array_interface__['data'][0] if arr._a.size else 0
+        if self.ptr:
+            # what a raw pointer handed to NCCL may point into
+            owner = _owner(arr._a)
+            _BUFFERS[id(owner)] = (weakref.ref(owner), arr._dev)
 
     def _bytes(self, size):
         a = self._arr._a
@@ -851,6 +877,271 @@ def _build_module(modname):
     return mod
 
 
+# ---------------------------------------------------------------------------
+# cupy.cuda.nccl: communicators of several devices in this process (initAll), and one
+# device per process through MPI (NcclCommunicator(ndev, commId, rank), mpi4py's world)
+
+_NCCL_DTYPES = {0: np.int8, 1: np.uint8, 2: np.int32, 3: np.uint32, 4: np.int64,
+                5: np.uint64, 6: np.float16, 7: np.float32, 8: np.float64}
+_NCCL_OPS = {0: np.add, 1: np.multiply, 2: np.maximum, 3: np.minimum}
+
+
+class NcclError(RuntimeError):
+    def __init__(self, status, message=''):
+        self.status = status
+        super().__init__('%s: %s' % ({2: 'NCCL_ERROR_SYSTEM_ERROR', 3: 'NCCL_ERROR_INTERNAL_ERROR',
+                                      4: 'NCCL_ERROR_INVALID_ARGUMENT',
+                                      5: 'NCCL_ERROR_INVALID_USAGE'}.get(status, status),
+                                     message))
+
+
+class _NcclGroupState(threading.local):
+    def __init__(self):
+        self.depth = 0
+        self.calls = []
+
+
+_nccl_group = _NcclGroupState()
+
+
+def _device_bytes(ptr, nbytes, dev, what):
+    """The bytes [ptr, ptr + nbytes) of a live device buffer of device ``dev``."""
+    for key, (ref, d) in list(_BUFFERS.items()):
+        owner = ref()
+        if owner is None:
+            del _BUFFERS[key]
+            continue
+        start = owner.__array_interface__['data'][0]
+        if start <= ptr < start + owner.nbytes:
+            if d != dev:
+                raise NcclError(4, '%s: the buffer lives on device %d, the communicator on '
+                                   'device %d' % (what, d, dev))
+            if ptr + nbytes > start + owner.nbytes:
+                raise NcclError(4, '%s: %d bytes from the pointer overrun its %d-byte buffer'
+                                   % (what, nbytes, start + owner.nbytes - ptr))
+            if not owner.flags.c_contiguous:
+                raise NcclError(4, '%s: not a contiguous device buffer' % what)
+            flat = owner.reshape(-1).view(np.uint8)
+            return flat[ptr - start:ptr - start + nbytes]
+    raise NcclError(4, '%s: %#x is not a pointer into a live device array (pass '
+                       'array.data.ptr)' % (what, ptr))
+
+
+class _Clique:
+    """The communicators made by one initAll: ranks of this process."""
+
+    def __init__(self, devices):
+        self.devices = list(devices)
+
+
+class NcclCommunicator:
+    def __init__(self, ndev, commId, rank):
+        if not isinstance(commId, tuple) or len(commId) != 128:
+            raise AssertionError('commId must be the 128-tuple of get_unique_id()')
+        ndev, rank = int(ndev), int(rank)
+        if not 0 <= rank < ndev:
+            raise NcclError(4, 'rank %d outside [0, %d)' % (rank, ndev))
+        from mpi4py import MPI
+        world = MPI.COMM_WORLD
+        # ncclCommInitRank is collective: every rank must arrive with the same id
+        seen = world.allgather((commId, ndev, rank))
+        if len({c for c, _, _ in seen}) != 1:
+            raise NcclError(5, 'the ranks were given different unique ids (broadcast rank '
+                               "0's get_unique_id() to all)")
+        if ndev != world.Get_size() or sorted(r for _, _, r in seen) != list(range(ndev)):
+            raise NcclError(5, 'stand-in: a process communicator must span the MPI world '
+                               'with ranks 0..%d once each, got %s' % (ndev - 1, seen))
+        self._mpi = world.Dup()
+        self._clique = None
+        self._rank, self._size, self._dev = rank, ndev, _current()
+        self._alive = True
+
+    @staticmethod
+    def initAll(devices):
+        if isinstance(devices, list):
+            devlist = [int(d) for d in devices]
+        elif isinstance(devices, int):
+            devlist = list(range(devices))
+        else:
+            raise ValueError('"devices" should be an int or a list of int.')
+        if len(set(devlist)) != len(devlist):
+            raise NcclError(4, 'initAll: duplicate GPU in %s' % devlist)
+        for d in devlist:
+            if not 0 <= d < _config['ndev']:
+                raise NcclError(4, 'initAll: no device %d' % d)
+        clique = _Clique(devlist)
+        comms = []
+        for r, d in enumerate(devlist):
+            c = NcclCommunicator.__new__(NcclCommunicator)
+            c._mpi, c._clique = None, clique
+            c._rank, c._size, c._dev, c._alive = r, len(devlist), d, True
+            comms.append(c)
+        return comms
+
+    def _check(self):
+        if not self._alive:
+            raise NcclError(4, 'the communicator was destroyed or aborted')
+
+    def device_id(self):
+        self._check()
+        return self._dev
+
+    def rank_id(self):
+        self._check()
+        return self._rank
+
+    def size(self):
+        self._check()
+        return self._size
+
+    def destroy(self):
+        self._alive = False
+
+    def abort(self):
+        self._alive = False
+
+    def check_async_error(self):
+        self._check()
+
+    def _stream(self, ptr):
+        stream = _STREAMS.get(int(ptr)) if ptr else get_current_stream(self._dev)
+        if stream is None:
+            raise NcclError(4, 'stream %#x is not a CUDA stream' % ptr)
+        if stream.device_id != self._dev:
+            raise NcclError(4, 'a stream of device %d for the communicator of device %d'
+                               % (stream.device_id, self._dev))
+        return stream
+
+    def _call(self, kind, send, recv, count, datatype, op, root, stream):
+        self._check()
+        if datatype not in _NCCL_DTYPES:
+            raise NcclError(4, 'unknown datatype %r' % (datatype,))
+        if kind != 'bcast' and op not in _NCCL_OPS:
+            raise NcclError(4, 'unknown reduction %r' % (op,))
+        if _current() != self._dev:
+            raise NcclError(4, 'device %d is current, the communicator is on device %d'
+                               % (_current(), self._dev))
+        dtype = np.dtype(_NCCL_DTYPES[datatype])
+        nbytes = int(count) * dtype.itemsize
+        sbuf = _device_bytes(send, nbytes, self._dev, kind + ' send buffer').view(dtype)
+        rbuf = _device_bytes(recv, nbytes, self._dev, kind + ' receive buffer').view(dtype)
+        call = (self, kind, sbuf, rbuf, int(count), datatype, op, root, self._stream(stream))
+        if self._clique is not None and self._size > 1:
+            if _nccl_group.depth == 0:
+                raise NcclError(5, 'stand-in: a call on one of several communicators of this '
+                                   'process outside groupStart()/groupEnd(): NCCL would wait '
+                                   'for the other devices forever')
+            _nccl_group.calls.append(call)
+            return
+        if _nccl_group.depth:
+            _nccl_group.calls.append(call)
+            return
+        self._run_process([call])
+
+    def _run_process(self, calls):
+        from mpi4py import MPI
+        for comm, kind, sbuf, rbuf, count, datatype, op, root, stream in calls:
+            def run(comm=comm, kind=kind, sbuf=sbuf, rbuf=rbuf, op=op, root=root):
+                if kind == 'allreduce':
+                    if op != 0:
+                        raise NcclError(4, 'stand-in: only NCCL_SUM between processes')
+                    out = np.array(sbuf, copy=True)
+                    comm._mpi.Allreduce(MPI.IN_PLACE, out, op=MPI.SUM)
+                    rbuf[...] = out
+                else:
+                    out = np.array(sbuf, copy=True)
+                    comm._mpi.Bcast(out, root=root)
+                    rbuf[...] = out
+            with Device(comm._dev):
+                with stream if not stream.null else contextlib.nullcontext():
+                    _issue(run)
+
+    def allReduce(self, sendbuf, recvbuf, count, datatype, op, stream):
+        self._call('allreduce', sendbuf, recvbuf, count, datatype, op, None, stream)
+
+    def broadcast(self, sendbuff, recvbuff, count, datatype, root, stream):
+        self._call('bcast', sendbuff, recvbuff, count, datatype, None, int(root), stream)
+
+    def bcast(self, buff, count, datatype, root, stream):
+        self._call('bcast', buff, buff, count, datatype, None, int(root), stream)
+
+
+def _nccl_group_start():
+    _nccl_group.depth += 1
+
+
+def _nccl_group_end():
+    if _nccl_group.depth == 0:
+        raise NcclError(5, 'groupEnd without groupStart')
+    _nccl_group.depth -= 1
+    if _nccl_group.depth:
+        return
+    calls, _nccl_group.calls = _nccl_group.calls, []
+    process, cliques = [], {}
+    for c in calls:
+        if c[0]._clique is None or c[0]._size == 1:
+            process.append(c)
+        else:
+            cliques.setdefault(id(c[0]._clique), []).append(c)
+    for group in cliques.values():
+        size = group[0][0]._size
+        per_rank = {}
+        for c in group:
+            per_rank.setdefault(c[0]._rank, []).append(c)
+        if sorted(per_rank) != list(range(size)):
+            raise NcclError(5, 'stand-in: the group called ranks %s of %d; NCCL would wait '
+                               'for the others forever' % (sorted(per_rank), size))
+        shapes = {tuple((k, n, t, o, r) for _, k, _, _, n, t, o, r, _ in calls_)
+                  for calls_ in per_rank.values()}
+        if len(shapes) != 1:
+            raise NcclError(5, 'stand-in: the ranks made different collective calls: %s'
+                               % shapes)
+        for step in zip(*[per_rank[r] for r in range(size)]):
+            kind, op, root = step[0][1], step[0][6], step[0][7]
+            sends = [np.array(c[2], copy=True) for c in step]
+
+            def run(step=step, sends=sends, kind=kind, op=op, root=root):
+                if kind == 'allreduce':
+                    total = sends[0]
+                    for x in sends[1:]:
+                        total = _NCCL_OPS[op](total, x)
+                    for c in step:
+                        c[3][...] = total
+                else:
+                    for c in step:
+                        c[3][...] = sends[root]
+            # the collective runs when the last rank's stream reaches it
+            last = step[-1]
+            with Device(last[0]._dev):
+                with last[8] if not last[8].null else contextlib.nullcontext():
+                    _issue(run)
+    if process:
+        process[0][0]._run_process(process)
+
+
+def _nccl_unique_id():
+    return tuple(int(b) - 256 if b > 127 else int(b) for b in os.urandom(128))
+
+
+def _build_nccl():
+    nccl = types.ModuleType('cupy.cuda.nccl')
+    nccl.available = True
+    nccl.NcclError = NcclError
+    nccl.NcclCommunicator = NcclCommunicator
+    nccl.get_unique_id = _nccl_unique_id
+    nccl.groupStart = _nccl_group_start
+    nccl.groupEnd = _nccl_group_end
+    nccl.get_version = lambda: 22000
+    nccl.get_build_version = lambda: 22000
+    for code, name in ((0, 'INT8'), (1, 'UINT8'), (2, 'INT32'), (3, 'UINT32'), (4, 'INT64'),
+                       (5, 'UINT64'), (6, 'FLOAT16'), (7, 'FLOAT32'), (8, 'FLOAT64')):
+        setattr(nccl, 'NCCL_' + name, code)
+    nccl.NCCL_CHAR, nccl.NCCL_INT, nccl.NCCL_HALF = 0, 2, 6
+    nccl.NCCL_FLOAT, nccl.NCCL_DOUBLE = 7, 8
+    nccl.NCCL_SUM, nccl.NCCL_PROD, nccl.NCCL_MAX, nccl.NCCL_MIN = 0, 1, 2, 3
+    return nccl
+
+
 def _build():
     cupy = _build_module('cupy')
     linalg = _build_module('cupy.linalg')
@@ -889,6 +1180,7 @@ def _build():
                         ('get_device_id', _current), ('is_available', lambda: True),
                         ('set_allocator', lambda allocator=None: None)):
         setattr(cuda_mod, name, value)
+    cuda_mod.nccl = _build_nccl()
     cupy.cuda = cuda_mod
 
     cupyx = types.ModuleType('cupyx')
@@ -897,7 +1189,7 @@ def _build():
     cupyx.scipy = scipy_mod
     return {'cupy': cupy, 'cupy.linalg': linalg, 'cupy.random': random, 'cupy.fft': fft,
             'cupy.cuda': cuda_mod,
-            'cupy.cuda.runtime': runtime, 'cupy.lib': lib,
+            'cupy.cuda.runtime': runtime, 'cupy.cuda.nccl': cuda_mod.nccl, 'cupy.lib': lib,
             'cupy.lib.stride_tricks': stride_tricks, 'cupyx': cupyx, 'cupyx.scipy': scipy_mod,
             'cupyx.scipy.special': special}
 

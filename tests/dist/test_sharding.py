@@ -1,4 +1,5 @@
-"""NDArrayIter(num_parts=, part_index=): one shard per worker, equal sizes."""
+"""NDArrayIter(num_parts=, part_index=) and NDArrayIter(sampler=DistributedSampler):
+one shard per worker, equal sizes."""
 import numpy as np
 import pytest
 
@@ -44,3 +45,41 @@ def test_parts_keep_the_dtype_and_shuffle_within_the_part():
 def test_bad_parts(kw, exc, text):
     with pytest.raises(exc, match=text):
         mx.io.NDArrayIter(np.zeros((4, 1)), None, 2, **kw)
+
+
+SAMPLER_WORKER = """
+import sys
+import numpy as np
+import symgraph as mx
+kv = mx.kv.create('dist_sync')
+x = np.arange(11, dtype='f').reshape(11, 1)
+# rank and size from the launcher (DMLC_WORKER_ID / DMLC_NUM_WORKER)
+s = mx.io.DistributedSampler(11, seed=5)
+assert (s.rank, s.num_replicas) == (kv.rank, kv.num_workers), (s, kv.rank)
+it = mx.io.NDArrayIter(x, None, batch_size=2, sampler=s)
+epochs = []
+for epoch in range(2):
+    rows, batches = [], 0
+    for b in it:
+        rows += b.data[0].asnumpy()[:2 - b.pad, 0].astype(int).tolist()
+        batches += 1
+    # every worker has as many batches: the all-reduce of each one meets the others
+    total = np.array([batches], 'f')
+    kv.allreduce_host(total)
+    assert total[0] == batches * kv.num_workers, (total, batches)
+    epochs.append(rows)
+    it.reset()
+np.save('rows%d.npy' % kv.rank, np.array(epochs))
+"""
+
+
+def test_sampler_over_two_launched_workers_partitions_the_examples(tmp_path):
+    from mpi_util import launch, check
+    check(launch(tmp_path, 2, SAMPLER_WORKER))
+    rows = [np.load(tmp_path / ('rows%d.npy' % r)) for r in range(2)]
+    for epoch in range(2):
+        got = sorted(rows[0][epoch].tolist() + rows[1][epoch].tolist())
+        # 11 examples over 2 workers: 6 each, one example padded from the order's start
+        assert len(rows[0][epoch]) == len(rows[1][epoch]) == 6
+        assert set(got) == set(range(11)) and len(got) == 12
+    assert rows[0][0].tolist() != rows[0][1].tolist()      # reshuffled in the 2nd epoch

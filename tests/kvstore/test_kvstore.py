@@ -46,8 +46,15 @@ def test_unknown_and_unavailable_types():
     with pytest.raises(ValueError, match=r"unknown kvstore type 'foo'; the types are 'local', "
                                          r"'device'"):
         mx.kv.create('foo')
-    with pytest.raises(ValueError, match="'nccl' is not available"):
-        mx.kv.create('nccl')
+    # 'nccl' exists (tests/gpu/test_nccl.py); it takes GPU values only
+    kv = mx.kv.create('nccl')
+    assert (kv.type, kv.rank, kv.num_workers) == ('nccl', 0, 1)
+    kv.init(0, mx.nd.zeros((2,)))
+    with pytest.raises(ValueError, match="the 'nccl' kvstore reduces GPU arrays, got one on "
+                                         r"cpu\(0\)"):
+        kv.push(0, [mx.nd.ones((2,)), mx.nd.ones((2,), ctx=mx.cpu(1))])
+    with pytest.raises(ValueError, match="not supported for the 'nccl' kvstore"):
+        kv.set_gradient_compression({'type': '2bit'})
     with pytest.raises(TypeError, match='name must be a string'):
         mx.kv.create(3)
     with pytest.raises(ValueError, match='Unknown capability: foo'):

@@ -1,6 +1,8 @@
 """contrib.SyncBatchNorm: OpCases for one device, and ndev = 1, 2, 3 logical CPU devices
 through DataParallelExecutor against BatchNorm over the concatenated batch."""
+import json
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -8,6 +10,7 @@ import pytest
 import symgraph as mx
 from harness import case_tests, OpCase
 from symgraph import dist
+from symgraph.base import ParameterError
 from symgraph.opdef import MXNetError, get_op
 
 
@@ -71,12 +74,25 @@ def test_names_and_params_match_mxnet():
     assert op.list_outputs() == ['output', 'mean', 'var']
     assert op.list_auxiliary_states() == ['moving_mean', 'moving_var']
     assert op.num_visible_outputs() == 1
-    assert (op.eps, op.momentum, op.fix_gamma, op.ndev) == (1e-3, 0.9, True, 1)
+    assert (op.eps, op.momentum, op.fix_gamma, op.ndev) == (1e-3, 0.9, True, None)
     sym = mx.sym.contrib.SyncBatchNorm(mx.sym.var('x'), key='k', name='bn')
     assert sym.list_arguments() == ['x', 'bn_gamma', 'bn_beta']
     assert sym.list_auxiliary_states() == ['bn_moving_mean', 'bn_moving_var']
-    with pytest.raises(MXNetError):
-        get_op('_contrib_SyncBatchNorm')()          # key is required, as in MXNet
+    # unlike MXNet, key and ndev may be left out: inferred from the node and the group
+    op = get_op('_contrib_SyncBatchNorm')()
+    assert (op.key, op.ndev) == (None, None)
+    assert op.for_node('bn1').key == 'bn1'
+    assert get_op('_contrib_SyncBatchNorm')(key='k').for_node('bn1').key == 'k'
+    with pytest.raises(MXNetError, match='ndev must be >= 1'):
+        get_op('_contrib_SyncBatchNorm')(ndev=0)
+
+
+def test_inferred_key_and_ndev_are_not_written_to_json():
+    sym = mx.sym.contrib.SyncBatchNorm(mx.sym.var('x'), name='bn')
+    node = [n for n in json.loads(sym.tojson())['nodes'] if n['op'] == '_contrib_SyncBatchNorm']
+    assert 'key' not in node[0].get('attrs', {}) and 'ndev' not in node[0].get('attrs', {})
+    back = mx.sym.load_json(sym.tojson())
+    assert back.tojson() == sym.tojson()
 
 
 def test_moving_statistics_are_updated_in_backward():
@@ -118,9 +134,10 @@ def _params(dtype):
              'bn_moving_var': rng.uniform(0.5, 1.5, 4).astype(dtype)})
 
 
+@pytest.mark.parametrize('explicit', [True, False], ids=['ndev_key_given', 'inferred'])
 @pytest.mark.parametrize('dtype,tol', [('float64', 1e-10), ('float32', 2e-5)])
 @pytest.mark.parametrize('ndev,batch', [(1, 4), (2, 6), (3, 7), (3, 3)])
-def test_sync_over_devices_equals_batchnorm_of_whole_batch(ndev, batch, dtype, tol):
+def test_sync_over_devices_equals_batchnorm_of_whole_batch(ndev, batch, dtype, tol, explicit):
     shape = (batch, 3, 5, 4)
     rng = np.random.RandomState(ndev * 10 + batch)
     x = (rng.uniform(-1, 1, shape) * 3 + 1).astype(dtype)
@@ -135,7 +152,8 @@ def test_sync_over_devices_equals_batchnorm_of_whole_batch(ndev, batch, dtype, t
     ref.backward([mx.nd.array(dy, dtype=dtype)])
 
     key = 'test-%d-%d-%s' % (ndev, batch, dtype)
-    group = dist.DataParallelExecutor(_net(True, ndev, key),
+    net = _net(True, ndev, key) if explicit else _net(True, None, None)
+    group = dist.DataParallelExecutor(net,
                                           [mx.cpu(k) for k in range(ndev)],
                                           type_dict=types, data=shape)
     group.set_params(args, aux)
@@ -209,20 +227,86 @@ def test_rendezvous_rejects_inconsistent_use():
         dist.Rendezvous('r', 2).allreduce(np.ones(1), rank=5)
 
 
-def test_sync_batchnorm_with_ndev_above_one_needs_a_group():
+def test_sync_batchnorm_with_ndev_above_one_outside_a_group_is_a_clear_error():
     sym = mx.sym.contrib.SyncBatchNorm(mx.sym.var('data'), ndev=2, key='nogroup', name='bn')
     exe = sym.simple_bind(mx.cpu(), data=(2, 3))
-    with pytest.raises(MXNetError, match='DataParallelExecutor'):
+    with pytest.raises(ParameterError, match="'nogroup': ndev=2 but the operator runs outside "
+                                             "a data-parallel group.*ndev=1"):
         exe.forward(is_train=True)
+    # inferred: one device alone is plain BatchNorm over its batch
+    sym = mx.sym.contrib.SyncBatchNorm(mx.sym.var('data'), name='bn', output_mean_var=True)
+    x = np.arange(6.0).reshape(2, 3)
+    exe = sym.simple_bind(mx.cpu(), data=(2, 3), type_dict={'data': 'float64'})
+    exe.forward(is_train=True, data=x)
+    np.testing.assert_allclose(exe.outputs[1].asnumpy(), x.mean(axis=0))
 
 
-def test_a_device_short_of_the_rendezvous_fails_fast(monkeypatch):
-    """ndev says 3 but the group has 2 devices: a clear timeout, not a hang."""
-    monkeypatch.setattr(dist.workers, 'SYNC_TIMEOUT', 0.3)
-    sym = mx.sym.contrib.SyncBatchNorm(mx.sym.var('data'), ndev=3, key='short', name='bn')
+@pytest.mark.parametrize('ndev', [1, 3])
+def test_a_wrong_explicit_ndev_fails_at_once_on_every_device(monkeypatch, ndev):
+    """ndev says 1 or 3 but the group has 2 devices: a ParameterError on every device at
+    once, not a wait until the rendezvous times out (nor, for 1, statistics of one slice)."""
+    monkeypatch.setattr(dist.workers, 'SYNC_TIMEOUT', 30.0)
+    sym = mx.sym.contrib.SyncBatchNorm(mx.sym.var('data'), ndev=ndev, key='short', name='bn')
     group = dist.DataParallelExecutor(sym, [mx.cpu(0), mx.cpu(1)], data=(4, 2))
-    with pytest.raises(MXNetError, match=r"'SyncBatchNorm:short'.*2 of 3 devices"):
+    start = time.monotonic()
+    with pytest.raises(ParameterError, match=r"'short': ndev=%d but the operator runs in a "
+                                             r"data-parallel group of 2 devices" % ndev):
         group.forward(is_train=True, data=np.ones((4, 2)))
+    assert time.monotonic() - start < 5
+    # the group is still usable with the inferred value
+    group = dist.DataParallelExecutor(mx.sym.contrib.SyncBatchNorm(mx.sym.var('data'),
+                                                                   name='bn'),
+                                      [mx.cpu(0), mx.cpu(1)], data=(4, 2))
+    group.forward(is_train=True, data=np.ones((4, 2)))
+
+
+def test_groups_of_different_sizes_with_one_node_name_do_not_meet():
+    """Inferred keys are node names; each group call has its own meeting points, so a
+    2-device and a 3-device group of the same net (both 'bn') run one after the other."""
+    rng = np.random.RandomState(3)
+    x = rng.uniform(-1, 1, (6, 2, 3))
+    sym = mx.sym.contrib.SyncBatchNorm(mx.sym.var('data'), name='bn', output_mean_var=True)
+    for n in (2, 3, 2):
+        group = dist.DataParallelExecutor(sym, [mx.cpu(k) for k in range(n)],
+                                          type_dict={'data': 'float64'}, data=x.shape)
+        group.forward(is_train=True, data=x)
+        for mean in group.get_outputs(merge=False)[1]:
+            np.testing.assert_allclose(mean.asnumpy(), x.mean(axis=(0, 2)), rtol=1e-13)
+
+
+def test_two_layers_with_inferred_keys_meet_separately():
+    rng = np.random.RandomState(4)
+    x = rng.uniform(-1, 1, (5, 2, 3))
+    net = mx.sym.contrib.SyncBatchNorm(mx.sym.var('data'), fix_gamma=False, name='bn1')
+    net = mx.sym.contrib.SyncBatchNorm(net * 3 + 1, fix_gamma=False, name='bn2')
+    ref = mx.sym.BatchNorm(mx.sym.var('data'), fix_gamma=False, name='bn1')
+    ref = mx.sym.BatchNorm(ref * 3 + 1, fix_gamma=False, name='bn2')
+    rexe = ref.simple_bind(mx.cpu(), data=x.shape, type_dict={'data': 'float64'})
+    want = rexe.forward(is_train=True, data=x)[0].asnumpy()
+    group = dist.DataParallelExecutor(net, [mx.cpu(0), mx.cpu(1)],
+                                      type_dict={'data': 'float64'}, data=x.shape)
+    group.set_params({k: v.asnumpy() for k, v in rexe.arg_dict.items() if k != 'data'})
+    got = group.forward(is_train=True, data=x)[0].asnumpy()
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_module_on_two_devices_infers_ndev_and_equals_batchnorm():
+    """Module's device threads run in a device group: SyncBatchNorm without ndev/key
+    normalises over the whole batch (before, Module could not run it on several devices)."""
+    rng = np.random.RandomState(7)
+    x = (rng.uniform(-1, 1, (6, 3, 3, 3)) * 2 + 1).astype('float32')
+    outs = {}
+    for sync in (True, False):
+        sym = _net(sync, None, None)
+        ctxs = [mx.cpu(0), mx.cpu(1)] if sync else [mx.cpu(0)]
+        mod = mx.mod.Module(sym, data_names=['data'], label_names=None, context=ctxs)
+        mod.bind(data_shapes=[('data', (6, 3, 3, 3))], for_training=True)
+        args, aux = _params('float32')
+        mod.init_params(arg_params={k: mx.nd.array(v) for k, v in args.items()},
+                        aux_params={k: mx.nd.array(v) for k, v in aux.items()})
+        mod.forward(mx.io.DataBatch([mx.nd.array(x)]), is_train=True)
+        outs[sync] = mod.get_outputs()[0].asnumpy()
+    np.testing.assert_allclose(outs[True], outs[False], rtol=2e-5, atol=2e-5)
 
 
 def test_group_splits_and_allreduces_plain_gradients():

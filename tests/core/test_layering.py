@@ -105,7 +105,7 @@ FOUNDATION = ('symgraph.base', 'symgraph.opdef', 'symgraph.context', 'symgraph.n
               'symgraph.attribute')
 RESERVED = ('symgraph.module', 'symgraph.optimizer', 'symgraph.io', 'symgraph.kvstore',
             'symgraph.rnn', 'symgraph.metric', 'symgraph.lr_scheduler', 'symgraph.callback',
-            'symgraph.monitor')
+            'symgraph.monitor', 'symgraph.contrib')
 RULES = {
     'symgraph.graph': ('symgraph.graph',),
     'symgraph.namespaces': (),
@@ -138,6 +138,10 @@ RESERVED_MAY_IMPORT = ('symgraph.symbol', 'symgraph.ndarray', 'symgraph.executor
                        'symgraph.namespaces') + RESERVED
 #: the kvstore reduces over devices with the ring all-reduce of symgraph.dist
 RULES['symgraph.kvstore'] = RESERVED_MAY_IMPORT + ('symgraph.dist',)
+#: mx.contrib.amp rewrites graphs of nodes (graph/), patches mx.sym / mx.nd, converts the
+#: symbols of a BucketingModule
+RULES['symgraph.contrib'] = ('symgraph.contrib', 'symgraph.graph', 'symgraph.symbol',
+                             'symgraph.ndarray', 'symgraph.module')
 
 
 def _rule(mod):

@@ -28,8 +28,13 @@ float16, saved with its casts: ``remove_amp_cast=False``), ``amp_resnet_optional
 with the four ``_contrib_interleaved_matmul_*`` operators, LayerNorm, FullyConnected,
 softmax, a GELU feed-forward), ``amp_transformer`` (that layer converted to float16),
 ``split_v2`` (a gated unit cut by ``split_v2``) and ``foreach_rnn`` (a recurrent cell
-run by ``mx.sym.contrib.foreach``). tests/contrib/test_amp.py and
-tests/golden/test_amp_checkpoints.py read them.
+run by ``mx.sym.contrib.foreach``). MXNet 1.9.1 has no float16 GEMM on the CPU ("FP16
+gemm on cpu not implemented!"), so the outputs of the ``amp_*`` models are those of the
+saved graph with each float16 Convolution / FullyConnected / interleaved matmul computed
+in float32 on its float16 inputs and rounded to float16 (:func:`emulate_float16_gemm`:
+what MXNet's GPU GEMMs do by default); every other float16 operator runs in MXNet's own
+float16 CPU code. tests/contrib/test_contrib_amp.py and
+tests/golden/test_amp_checkpoints.py read these files.
 """
 import json
 import os
@@ -137,6 +142,23 @@ def edges(mx):
 
 EDGES_SHAPES = {'x': (2, 3), 'y': (2, 3)}
 
+
+def others(mx):
+    """The other float16 operators (RNN with its states, Deconvolution) and operators
+    that follow their input's type (Embedding, SequenceLast, Pooling, Dropout)."""
+    tokens, img = mx.sym.var('tokens'), mx.sym.var('img')
+    emb = mx.sym.Embedding(tokens, input_dim=10, output_dim=4, name='emb')
+    rnn = mx.sym.RNN(emb, mx.sym.var('rnn_params'), mx.sym.var('h0'), mx.sym.var('c0'),
+                     mode='lstm', state_size=3, num_layers=1, state_outputs=True, name='rnn')
+    last = mx.sym.SequenceLast(rnn[0], name='last')
+    de = mx.sym.Deconvolution(img, num_filter=2, kernel=(2, 2), stride=(2, 2), name='deconv')
+    pool = mx.sym.Pooling(mx.sym.Dropout(de, p=0.5, name='drop'), kernel=(2, 2),
+                          pool_type='max', name='pool')
+    return mx.sym.Group([last, rnn[2], mx.sym.Flatten(pool, name='flat')])
+
+
+OTHERS_SHAPES = {'tokens': (5, 2), 'img': (2, 3, 4, 4), 'h0': (1, 2, 3), 'c0': (1, 2, 3)}
+
 #: name -> (graph, function, kwargs); 'model' calls convert_model with the graph's
 #: parameters (every input but the data names), 'symbol' convert_symbol
 CONVERSIONS = {
@@ -158,9 +180,11 @@ CONVERSIONS = {
     'edges': (edges, 'symbol', {}),
     'edges_excluded': (edges, 'symbol', {'excluded_sym_names': ['x', 'r']}),
     'edges_model': (edges, 'model', {'cast_optional_params': True}),
+    'others': (others, 'symbol', {}),
+    'others_model': (others, 'model', {}),
 }
 DATA_NAMES = {'resnet': ['data', 'softmax_label'], 'transformer': ['data', 'memory'],
-              'mixed': ['a', 'b'], 'edges': ['x', 'y']}
+              'mixed': ['a', 'b'], 'edges': ['x', 'y'], 'others': ['tokens', 'img']}
 
 
 def _jsonable(obj):
@@ -202,7 +226,7 @@ def lists(amp):
 
 def conversions(mx, amp):
     shapes = {'resnet': RESNET_SHAPES, 'transformer': TRANSFORMER_SHAPES,
-              'mixed': MIXED_SHAPES, 'edges': EDGES_SHAPES}
+              'mixed': MIXED_SHAPES, 'edges': EDGES_SHAPES, 'others': OTHERS_SHAPES}
     inputs, out = {}, {}
     for case, (graph, how, kwargs) in sorted(CONVERSIONS.items()):
         with mx.name.NameManager():     # the same automatic names in every case

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import symgraph as mx
+from symgraph import cuda
 from symgraph.contrib import amp
 import make_amp
 from test_golden import assert_close, assert_same_graph
@@ -29,34 +30,46 @@ def _io(name):
         return dict(z)
 
 
-def _run(sym, arg, aux, io):
-    """Forward (a training one followed by backward when ``io`` has head gradients):
-    outputs and gradients."""
+def _run(sym, arg, aux, io, ctx=None):
+    """Forward (a training one followed by backward when ``io`` has head gradients) on
+    ``ctx`` (default the CPU): outputs and gradients."""
+    ctx = ctx or mx.cpu()
     ins = {k[3:]: v for k, v in io.items() if k.startswith('in:')}
     grads = [k[5:] for k in io if k.startswith('grad:')]
-    args = dict(arg)
-    args.update({k: mx.nd.array(v, dtype=v.dtype) for k, v in ins.items()})
+    args = {k: v.as_in_context(ctx) for k, v in arg.items()}
+    args.update({k: mx.nd.array(v, ctx=ctx, dtype=v.dtype) for k, v in ins.items()})
     args = {k: args[k] for k in sym.list_arguments()}
-    args_grad = {k: mx.nd.zeros(args[k].shape, dtype=args[k].dtype) for k in grads}
-    exe = sym.bind(mx.cpu(), args, args_grad=args_grad or None,
+    args_grad = {k: mx.nd.zeros(args[k].shape, ctx=ctx, dtype=args[k].dtype) for k in grads}
+    exe = sym.bind(ctx, args, args_grad=args_grad or None,
                    grad_req={k: 'write' if k in grads else 'null' for k in args},
-                   aux_states=aux)
+                   aux_states={k: v.as_in_context(ctx) for k, v in aux.items()})
     exe.forward(is_train=bool(grads))
     outs = [o.asnumpy() for o in exe.outputs]
     if grads:
-        exe.backward([mx.nd.array(io['head:%d' % i]) for i in range(len(outs))])
+        exe.backward([mx.nd.array(io['head:%d' % i], ctx=ctx) for i in range(len(outs))])
     return outs, {k: v.asnumpy() for k, v in args_grad.items()}
 
 
 @pytest.mark.parametrize('name', sorted(MODELS))
 def test_mxnet_checkpoint_loads_and_matches(name):
+    _check_checkpoint(name)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not cuda.available(), reason='needs CuPy and a CUDA GPU')
+@pytest.mark.parametrize('name', sorted(MODELS))
+def test_mxnet_checkpoint_on_gpu(name):
+    _check_checkpoint(name, mx.gpu(0))
+
+
+def _check_checkpoint(name, ctx=None):
     rtol, atol = MODELS[name]
     prefix = os.path.join(DATA, name)
     sym, arg, aux = mx.model.load_checkpoint(prefix, 0)
     with open(prefix + '-symbol.json') as f:
         assert_same_graph(sym.tojson(remove_amp_cast=False), f.read(), name + ' round trip')
     io = _io(name)
-    outs, grads = _run(sym, arg, aux, io)
+    outs, grads = _run(sym, arg, aux, io, ctx)
     assert len(outs) == len([k for k in io if k.startswith('out:')])
     for i, o in enumerate(outs):
         assert_close(o, io['out:%d' % i], rtol, atol, '%s output %d' % (name, i))

@@ -357,12 +357,12 @@ def convert_symbol(sym, target_dtype='float16', target_dtype_ops=None, fp32_ops=
 
     Examples
     --------
+    >>> import json
     >>> import symgraph as mx
     >>> from symgraph.contrib import amp
     >>> fc = mx.sym.FullyConnected(mx.sym.var('data'), num_hidden=4, name='fc')
-    >>> [n['name'] for n in __import__('json').loads(
-    ...     amp.convert_symbol(fc).tojson(remove_amp_cast=False))['nodes']]
-    ... # doctest: +NORMALIZE_WHITESPACE
+    >>> nodes = json.loads(amp.convert_symbol(fc).tojson(remove_amp_cast=False))['nodes']
+    >>> [n['name'] for n in nodes]  # doctest: +NORMALIZE_WHITESPACE
     ['data', 'data_amp_cast_float16', 'fc_weight', 'fc_weight_amp_cast_float16', 'fc_bias',
      'fc_bias_amp_cast_float16', 'fc', 'fc_output_amp_cast_float32']
     """

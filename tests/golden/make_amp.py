@@ -159,6 +159,30 @@ def others(mx):
 
 OTHERS_SHAPES = {'tokens': (5, 2), 'img': (2, 3, 4, 4), 'h0': (1, 2, 3), 'c0': (1, 2, 3)}
 
+def split_v2_net(mx):
+    x = mx.sym.var('data')
+    h = mx.sym.FullyConnected(x, num_hidden=9, name='fc')
+    a, b, c = mx.sym.split_v2(h, (2, 5), axis=1)
+    g = mx.sym.split_v2(mx.sym.var('data2'), 2, axis=-1, squeeze_axis=False)
+    gate = mx.sym.sigmoid(mx.sym.slice_axis(b, axis=1, begin=0, end=2))
+    return mx.sym.Group([mx.sym.broadcast_add(a * gate, mx.sym.sum(c, axis=1, keepdims=True)),
+                         g[0] - g[1]])
+
+
+def foreach_rnn(mx):
+    data, init = mx.sym.var('data'), mx.sym.var('init')
+    w, b = mx.sym.var('w'), mx.sym.var('b')
+    u = mx.sym.var('u')
+
+    def body(x, states):
+        h = mx.sym.tanh(mx.sym.FullyConnected(x, weight=w, bias=b, num_hidden=4, name='in')
+                        + mx.sym.FullyConnected(states[0], weight=u, no_bias=True,
+                                                num_hidden=4, name='rec'))
+        return h, [h]
+    out, st = mx.sym.contrib.foreach(body, data, [init])
+    return mx.sym.Group([out, st[0]])
+
+
 #: name -> (graph, function, kwargs); 'model' calls convert_model with the graph's
 #: parameters (every input but the data names), 'symbol' convert_symbol
 CONVERSIONS = {
@@ -182,6 +206,8 @@ CONVERSIONS = {
     'edges_model': (edges, 'model', {'cast_optional_params': True}),
     'others': (others, 'symbol', {}),
     'others_model': (others, 'model', {}),
+    'foreach_rnn': (foreach_rnn, 'symbol', {}),
+    'split_v2': (split_v2_net, 'symbol', {}),
 }
 DATA_NAMES = {'resnet': ['data', 'softmax_label'], 'transformer': ['data', 'memory'],
               'mixed': ['a', 'b'], 'edges': ['x', 'y'], 'others': ['tokens', 'img']}
@@ -229,15 +255,16 @@ def conversions(mx, amp):
               'mixed': MIXED_SHAPES, 'edges': EDGES_SHAPES, 'others': OTHERS_SHAPES}
     inputs, out = {}, {}
     for case, (graph, how, kwargs) in sorted(CONVERSIONS.items()):
+        gname = graph.__name__
         with mx.name.NameManager():     # the same automatic names in every case
             sym = graph(mx)
-        inputs.setdefault(graph.__name__, json.loads(sym.tojson()))
-        assert inputs[graph.__name__] == json.loads(sym.tojson())
-        rec = {'graph': graph.__name__, 'function': how, 'kwargs': _jsonable(kwargs)}
+        inputs.setdefault(gname, json.loads(sym.tojson()))
+        assert inputs[gname] == json.loads(sym.tojson())
+        rec = {'graph': gname, 'function': how, 'kwargs': _jsonable(kwargs)}
         if how == 'symbol':
             res = amp.convert_symbol(sym, **kwargs)
         else:
-            arg, aux = _params(mx, sym, shapes[graph.__name__], DATA_NAMES[graph.__name__], 1)
+            arg, aux = _params(mx, sym, shapes[gname], DATA_NAMES[gname], 1)
             rec['params'] = {'arg': {k: list(v.shape) for k, v in arg.items()},
                              'aux': {k: list(v.shape) for k, v in aux.items()}}
             res, arg2, aux2 = amp.convert_model(sym, arg, aux, **kwargs)
@@ -251,30 +278,6 @@ def conversions(mx, amp):
 
 
 # --------------------------------------------------------------------------- checkpoints
-def split_v2_net(mx):
-    x = mx.sym.var('data')
-    h = mx.sym.FullyConnected(x, num_hidden=9, name='fc')
-    a, b, c = mx.sym.split_v2(h, (2, 5), axis=1)
-    g = mx.sym.split_v2(mx.sym.var('data2'), 2, axis=-1, squeeze_axis=False)
-    gate = mx.sym.sigmoid(mx.sym.slice_axis(b, axis=1, begin=0, end=2))
-    return mx.sym.Group([mx.sym.broadcast_add(a * gate, mx.sym.sum(c, axis=1, keepdims=True)),
-                         g[0] - g[1]])
-
-
-def foreach_rnn(mx):
-    data, init = mx.sym.var('data'), mx.sym.var('init')
-    w, b = mx.sym.var('w'), mx.sym.var('b')
-    u = mx.sym.var('u')
-
-    def body(x, states):
-        h = mx.sym.tanh(mx.sym.FullyConnected(x, weight=w, bias=b, num_hidden=4, name='in')
-                        + mx.sym.FullyConnected(states[0], weight=u, no_bias=True,
-                                                num_hidden=4, name='rec'))
-        return h, [h]
-    out, st = mx.sym.contrib.foreach(body, data, [init])
-    return mx.sym.Group([out, st[0]])
-
-
 def _run(mx, sym, arg, aux, inputs, heads=None, grads=()):
     ctx = mx.cpu()
     args = dict(arg)

@@ -71,11 +71,6 @@ _F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
 
 
 # --------------------------------------------------------------------------- op lists
-def _lists(target_dtype):
-    t = _target_name(target_dtype, allow_bf16=True)
-    return lists.symbol_fp16 if t == 'float16' else lists.symbol_bf16
-
-
 def _target_name(target_dtype, allow_bf16=False):
     if isinstance(target_dtype, str) and target_dtype == 'bfloat16':
         if allow_bf16:
@@ -95,38 +90,45 @@ def _registered(names):
     return [n for n in names if n in opdef._REGISTRY]
 
 
+def _mxnet_list(target_dtype, fp16_name, bf16_name=None):
+    """MXNet's list ``fp16_name`` of symbol_fp16 (``bf16_name`` of symbol_bf16 for
+    bfloat16, default the same name)."""
+    if _target_name(target_dtype, allow_bf16=True) == 'float16':
+        return getattr(lists.symbol_fp16, fp16_name)
+    return getattr(lists.symbol_bf16, bf16_name or fp16_name)
+
+
 def list_lp16_ops(target_dtype):
     """The operators run in ``target_dtype`` (float16): MXNet's list, the names
     registered here."""
-    return _registered(_lists(target_dtype).FP16_FUNCS if _target_name(
-        target_dtype, True) == 'float16' else lists.symbol_bf16.BF16_FUNCS)
+    return _registered(_mxnet_list(target_dtype, 'FP16_FUNCS', 'BF16_FUNCS'))
 
 
 def list_fp32_ops(target_dtype):
     """The operators run in float32 (possible overflow in float16)."""
-    return _registered(_lists(target_dtype).FP32_FUNCS)
+    return _registered(_mxnet_list(target_dtype, 'FP32_FUNCS'))
 
 
 def list_lp16_fp32_ops(target_dtype):
     """The operators that run in whatever type their inputs have."""
-    return _registered(_lists(target_dtype).FP16_FP32_FUNCS if _target_name(
-        target_dtype, True) == 'float16' else lists.symbol_bf16.BF16_FP32_FUNCS)
+    return _registered(_mxnet_list(target_dtype, 'FP16_FP32_FUNCS', 'BF16_FP32_FUNCS'))
 
 
 def list_conditional_fp32_ops(target_dtype):
     """``(operator, parameter, [values])``: run in float32 when the parameter has one of
     the values (``Activation`` with ``act_type='softrelu'``)."""
-    return [c for c in _lists(target_dtype).CONDITIONAL_FP32_FUNCS if c[0] in opdef._REGISTRY]
+    return [c for c in _mxnet_list(target_dtype, 'CONDITIONAL_FP32_FUNCS')
+            if c[0] in opdef._REGISTRY]
 
 
 def list_widest_type_cast(target_dtype):
     """The operators whose inputs are all cast to the widest type among them."""
-    return _registered(_lists(target_dtype).WIDEST_TYPE_CASTS)
+    return _registered(_mxnet_list(target_dtype, 'WIDEST_TYPE_CASTS'))
 
 
 def list_loss_output_functions(target_dtype):
     """The loss output operators (``SoftmaxOutput`` ...)."""
-    return _registered(_lists(target_dtype).LOSS_OUTPUT_FUNCTIONS)
+    return _registered(_mxnet_list(target_dtype, 'LOSS_OUTPUT_FUNCTIONS'))
 
 
 def list_lp16_use_fp32_params(target_dtype):

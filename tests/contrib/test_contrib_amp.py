@@ -253,3 +253,31 @@ def test_init_symbol_arithmetic_and_uninit(amp_on):
     amp.init()      # the fixture undoes it again
     with pytest.raises(NotSupportedError, match='Gluon Trainer'):
         amp.init_trainer(mx.optimizer.SGD())
+
+
+def test_module_trains_a_converted_model():
+    """The use MXNet documents for symbolic AMP: convert_model, then a Module with a
+    multi-precision optimizer; the float16 weights stay float16 and the loss falls."""
+    fp32 = _graph('resnet')
+    rng = np.random.RandomState(0)
+    it = mx.io.NDArrayIter(rng.normal(size=(16, 3, 10, 10)).astype('float32'),
+                           rng.randint(0, 5, 16).astype('float32'), batch_size=8,
+                           label_name='softmax_label')
+    mod = mx.mod.Module(fp32, data_names=['data'], label_names=['softmax_label'])
+    mod.bind(it.provide_data, it.provide_label)
+    mod.init_params(mx.init.Xavier())
+    sym, arg, aux = amp.convert_model(fp32, *mod.get_params(), cast_optional_params=True)
+    mod = mx.mod.Module(sym, data_names=['data'], label_names=['softmax_label'])
+    mod.bind(it.provide_data, it.provide_label)
+    mod.set_params(arg, aux)
+    before = mod.score(it, 'ce')[0][1]
+    mod.init_optimizer(optimizer='sgd', optimizer_params={'learning_rate': 0.1,
+                                                          'multi_precision': True})
+    for _ in range(5):
+        it.reset()
+        for batch in it:
+            mod.forward_backward(batch)
+            mod.update()
+    assert mod.score(it, 'ce')[0][1] < before - 0.1
+    arg, _ = mod.get_params()
+    assert arg['fc_weight'].dtype == np.float16 and arg['bn0_gamma'].dtype == np.float32

@@ -25,6 +25,7 @@ with open(os.path.join(DATA, 'lists.json')) as _f:
     LISTS = json.load(_f)
 with open(os.path.join(DATA, 'init.json')) as _f:
     INIT = json.load(_f)
+REGISTERED = set(opdef.list_ops(aliases=True))
 
 
 def _graph(name):
@@ -68,7 +69,7 @@ def test_list_functions_give_the_registered_operators_in_mxnets_order():
                     (amp.list_widest_type_cast, 'WIDEST_TYPE_CASTS'),
                     (amp.list_loss_output_functions, 'LOSS_OUTPUT_FUNCTIONS')):
         got = fn('float16')
-        assert got == [n for n in fp16[key] if n in opdef._REGISTRY], key
+        assert got == [n for n in fp16[key] if n in REGISTERED], key
         assert got == fn(np.float16)
     assert {'Convolution', 'FullyConnected', 'Deconvolution'} <= set(amp.list_lp16_ops(
         'float16'))
@@ -82,7 +83,7 @@ def test_list_functions_give_the_registered_operators_in_mxnets_order():
         ('Activation', 'act_type', ['softrelu']), ('LeakyReLU', 'act_type', ['elu', 'selu'])]
     assert amp.list_lp16_use_fp32_params('float16') is None
     assert amp.list_lp16_ops('bfloat16') == [n for n in LISTS['bfloat16']['BF16_FUNCS']
-                                             if n in opdef._REGISTRY]
+                                             if n in REGISTERED]
 
 
 def test_named_outputs_are_registered_names():
@@ -281,3 +282,11 @@ def test_module_trains_a_converted_model():
     assert mod.score(it, 'ce')[0][1] < before - 0.1
     arg, _ = mod.get_params()
     assert arg['fc_weight'].dtype == np.float16 and arg['bn0_gamma'].dtype == np.float32
+
+
+def test_init_refuses_unknown_operators_and_bfloat16_and_patches_nothing():
+    with pytest.raises(ParameterError, match='NoSuchOp'):
+        amp.init(fp32_ops=['exp', 'NoSuchOp'])
+    with pytest.raises(NotSupportedError, match='bfloat16'):
+        amp.init(target_dtype='bfloat16')
+    assert not hasattr(mx.sym.exp, '__wrapped__') and not amp_module._initialized

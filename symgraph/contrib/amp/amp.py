@@ -86,8 +86,14 @@ def _target_name(target_dtype, allow_bf16=False):
                          "does not support), got %r" % (target_dtype,))
 
 
+def _known():
+    """Every registered operator name, aliases included."""
+    return set(opdef.list_ops(aliases=True))
+
+
 def _registered(names):
-    return [n for n in names if n in opdef._REGISTRY]
+    known = _known()
+    return [n for n in names if n in known]
 
 
 def _mxnet_list(target_dtype, fp16_name, bf16_name=None):
@@ -117,8 +123,8 @@ def list_lp16_fp32_ops(target_dtype):
 def list_conditional_fp32_ops(target_dtype):
     """``(operator, parameter, [values])``: run in float32 when the parameter has one of
     the values (``Activation`` with ``act_type='softrelu'``)."""
-    return [c for c in _mxnet_list(target_dtype, 'CONDITIONAL_FP32_FUNCS')
-            if c[0] in opdef._REGISTRY]
+    known = _known()
+    return [c for c in _mxnet_list(target_dtype, 'CONDITIONAL_FP32_FUNCS') if c[0] in known]
 
 
 def list_widest_type_cast(target_dtype):
@@ -136,8 +142,8 @@ def list_lp16_use_fp32_params(target_dtype):
     stay float32."""
     if _target_name(target_dtype, True) == 'float16':
         return None
-    return {k: v for k, v in lists.symbol_bf16.BF16_USE_FP32_PARAMS.items()
-            if k in opdef._REGISTRY}
+    known = _known()
+    return {k: v for k, v in lists.symbol_bf16.BF16_USE_FP32_PARAMS.items() if k in known}
 
 
 def _all_names(mod, target):
@@ -629,7 +635,8 @@ def init(target_dtype='float16', target_precision_ops=None, conditional_fp32_ops
         else conditional_fp32_ops
     wanted = [(n, target, None) for n in low] + [(n, _F32, None) for n in high] + \
         [(c[0], _F32, (c[1], list(c[2]))) for c in cond]
-    missing = [n for n, _, _ in wanted if n not in opdef._REGISTRY]
+    known = _known()
+    missing = [n for n, _, _ in wanted if n not in known]
     if missing:
         raise ParameterError('amp.init: operators not registered: %s' % sorted(set(missing)))
     _initialized = True

@@ -30,6 +30,10 @@ class FullyConnected(Operator):
     num_hidden = Param(int, doc='number of output units', minimum=1)
     no_bias = Param(bool, False, doc='leave out the bias')
     flatten = Param(bool, True, doc='collapse all but the first axis of data')
+    #: as MXNet's _backward_FullyConnected: (ograd, data, weight), never the bias
+    needs_inputs = (0, 1)
+    #: a bias bound as (num_hidden, 1) (Caffe conversions): its gradient's shape
+    _bias_shape = None
 
     def list_arguments(self):
         return ['data', 'weight'] if self.no_bias else ['data', 'weight', 'bias']
@@ -77,6 +81,14 @@ class FullyConnected(Operator):
         out = tuple(d[:-1]) + (h,) if not self.flatten else (d[0], h)
         return shapes, [out], []
 
+    def specialize(self, in_shapes, out_shapes):
+        # backward does not read the bias; a 2-D one must still get a 2-D gradient
+        if self.no_bias or in_shapes[2] is None or len(in_shapes[2]) == 1:
+            return self
+        op = type(self)(**self._values)
+        object.__setattr__(op, '_bias_shape', tuple(in_shapes[2]))
+        return op
+
     def forward(self, xp, inputs, aux, is_train):
         x, w = inputs[0], inputs[1]
         x2 = x.reshape(x.shape[0], -1) if self.flatten else x
@@ -96,7 +108,8 @@ class FullyConnected(Operator):
         if need[1]:
             grads[1] = _matmul(xp, g2.T, x2)
         if not self.no_bias and need[2]:
-            grads[2] = g2.sum(axis=0).reshape(inputs[2].shape)
+            gb = g2.sum(axis=0)
+            grads[2] = gb if self._bias_shape is None else gb.reshape(self._bias_shape)
         return grads
 
 

@@ -705,6 +705,16 @@ class OpNamespace:
         registered operator of that name): ``mx.sym.contrib.foreach`` builds a graph."""
         self._functions[name] = fn
 
+    def function(self, name):
+        """The Python function given as ``<namespace>.<name>`` by :meth:`add_function`, or
+        None."""
+        return self._functions.get(name)
+
+    def remove_function(self, name):
+        """Take back what :meth:`add_function` gave (the registered operator of that name
+        is found again)."""
+        self._functions.pop(name, None)
+
     def __dir__(self):
         names = {n[len(self._prefix):] for n in _REGISTRY if n.startswith(self._prefix)}
         return sorted(names | set(self._functions))

@@ -406,6 +406,11 @@ class Symbol:
     # ------------------------------------------------------------------ operators
     def _bin(self, other, op, scalar_op, hint=None, scalar_hint=None):
         if isinstance(other, Symbol):
+            # as MXNet's arithmetic, which calls mx.sym._internal: a function given there
+            # in place of the operator (mx.contrib.amp.init's casting wrappers) is used
+            fn = _internal.function(op) if op is not None else None
+            if fn is not None:
+                return fn(self, other)
             return _invoke(op, (self, other), {}, hint=hint)
         if isinstance(other, (int, float, np.number, bool)):
             return _invoke(scalar_op, (self,), {'scalar': other}, hint=scalar_hint)

@@ -105,7 +105,7 @@ FOUNDATION = ('symgraph.base', 'symgraph.opdef', 'symgraph.context', 'symgraph.n
               'symgraph.attribute')
 RESERVED = ('symgraph.module', 'symgraph.optimizer', 'symgraph.io', 'symgraph.kvstore',
             'symgraph.rnn', 'symgraph.metric', 'symgraph.lr_scheduler', 'symgraph.callback',
-            'symgraph.monitor')
+            'symgraph.monitor', 'symgraph.contrib')
 RULES = {
     'symgraph.graph': ('symgraph.graph',),
     'symgraph.namespaces': (),
@@ -140,6 +140,10 @@ RESERVED_MAY_IMPORT = ('symgraph.symbol', 'symgraph.ndarray', 'symgraph.executor
 RULES['symgraph.kvstore'] = RESERVED_MAY_IMPORT + ('symgraph.dist',)
 #: Module runs its devices' threads in the device group of symgraph.dist.workers
 RULES['symgraph.module'] = RESERVED_MAY_IMPORT + ('symgraph.dist',)
+#: mx.contrib.amp rewrites graphs of nodes (graph/), patches mx.sym / mx.nd, converts the
+#: symbols of a BucketingModule
+RULES['symgraph.contrib'] = ('symgraph.contrib', 'symgraph.graph', 'symgraph.symbol',
+                             'symgraph.ndarray', 'symgraph.module')
 
 
 def _rule(mod):

@@ -268,6 +268,7 @@ class CvImread(_Decoder):
 
     name = '_cvimread'
     filename = Param(str, doc='the image file')
+    param_order = ('filename', 'flag', 'to_rgb')
 
     def list_arguments(self):
         return []

@@ -120,6 +120,8 @@ RULES = {
     'symgraph.dist': ('symgraph.ndarray', 'symgraph.dist', 'symgraph.cuda'),
     'symgraph.random': ('symgraph.ndarray', 'symgraph.namespaces'),
     'symgraph.initializer': ('symgraph.ndarray',),
+    # mx.image: functions over the image operators through mx.nd
+    'symgraph.image': ('symgraph.ndarray',),
     # model re-exports the kvstore helpers of MXNet's model.py (_create_kvstore ...)
     'symgraph.model': ('symgraph.ndarray', 'symgraph.symbol', 'symgraph.kvstore'),
     'symgraph.test_utils': ('symgraph.ndarray', 'symgraph.symbol', 'symgraph.executor',

@@ -207,3 +207,31 @@ def test_symbol_shapes():
     assert y.infer_shape(x=(5, 6, 3))[1] == [(8, 13, 3)]
     y = mx.sym._internal._cvimresize(mx.sym.var('x'), w=9, h=4)
     assert y.infer_shape(x=(5, 6, 2))[1] == [(4, 9, 2)]
+
+
+def test_mx_image_functions():
+    """``mx.image`` (symgraph/image.py) as MXNet's Python calls the operators."""
+    pytest.importorskip('PIL')
+    assert mx.img is mx.image
+    with open(os.path.join(IMAGES, 'photo.jpg'), 'rb') as f:
+        data = f.read()
+    want = GOLDEN['decode_photo_jpg_f1_rgb/out0']
+    for buf in (data, bytearray(data), np.frombuffer(data, np.uint8)):
+        np.testing.assert_array_equal(mx.image.imdecode(buf).asnumpy(), want)
+    np.testing.assert_array_equal(mx.image.imdecode(data, 0).asnumpy(),
+                                  GOLDEN['decode_photo_jpg_f0_rgb/out0'])
+    np.testing.assert_array_equal(mx.image.imdecode(data, to_rgb=False).asnumpy(),
+                                  GOLDEN['decode_photo_jpg_f1_bgr/out0'])
+    np.testing.assert_array_equal(
+        mx.image.imread(os.path.join(IMAGES, 'photo.jpg'), 1, False).asnumpy(),
+        GOLDEN['imread_photo_jpg_f1_bgr/out0'])
+    with pytest.raises(TypeError, match='convert to bytes'):
+        mx.image.imdecode('photo.jpg')
+    x = GOLDEN['resize_u8_i0_20x17/in0']
+    np.testing.assert_array_equal(mx.image.imresize(mx.nd.array(x, dtype='uint8'), 20, 17,
+                                                    interp=0).asnumpy(),
+                                  GOLDEN['resize_u8_i0_20x17/out0'])
+    x = GOLDEN['border_u8_t3/in0']
+    np.testing.assert_array_equal(
+        mx.image.copyMakeBorder(mx.nd.array(x, dtype='uint8'), 2, 1, 3, 2, 3).asnumpy(),
+        GOLDEN['border_u8_t3/out0'])

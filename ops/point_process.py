@@ -41,8 +41,10 @@ def _counts(xp, valid_length, T, name):
     """Points per row: ceil(valid_length), at least 0; above T is an error."""
     n = xp.maximum(xp.ceil(valid_length), 0).astype(np.int64)
     if n.size and bool((n > T).any()):
+        i = int(xp.argmax(n > T))
         raise ParameterError('%s: valid_length must be at most the number of columns of '
-                             'lags/marks (%d), got %s' % (name, T, valid_length.tolist()))
+                             'lags/marks (%d), got %s in row %d'
+                             % (name, T, float(valid_length[i]), i))
     return n
 
 
@@ -54,9 +56,11 @@ def _steps(xp, inputs, name):
     T = lags.shape[1]
     count = _counts(xp, vlen, T, name)
     active_marks = xp.where(xp.arange(T)[None, :] < count[:, None], marks, 0)
-    if active_marks.size and bool(((active_marks < 0) | (active_marks >= K)).any()):
+    bad = (active_marks < 0) | (active_marks >= K)
+    if active_marks.size and bool(bad.any()):
+        r, c = divmod(int(xp.argmax(bad.reshape(-1))), T)
         raise ParameterError('%s: marks must lie in [0, %d) (K = lda.shape[1]) at the counted '
-                             'points, got %s' % (name, K, marks.tolist()))
+                             'points, got %d at (%d, %d)' % (name, K, int(marks[r, c]), r, c))
     rows = xp.arange(N)
     s = state.copy()
     last = xp.zeros_like(mu)

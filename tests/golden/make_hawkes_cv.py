@@ -10,7 +10,8 @@ writes ``data/hawkes_cv.npz``: per case ``<case>/attrs`` (JSON of the call), ``<
 the inputs, ``<case>/out<i>`` the outputs and, for hawkesll, ``<case>/head`` (the head
 gradient of ``output``; MXNet ignores one of ``out_state``) and ``<case>/grad<i>`` the
 gradients of lda, alpha and beta. The decoders read the files of ``data/image_io/`` (made by
-``make_image_files.py``). The suite never imports mxnet.
+``make_image_files.py``). ``json_<op>/attrs`` hold MXNet-written graphs of the operators
+that compose in MXNet's ``mx.sym``. The suite never imports mxnet.
 """
 import json
 import os
@@ -138,6 +139,20 @@ def main():
         if f == 'photo.jpg':
             img = mx.image.imread(os.path.join(IMAGES, f), **attrs)
             put(name.replace('decode', 'imread'), dict(attrs, file=f), [], [img.asnumpy()])
+    # MXNet-written graphs of the operators that compose in MXNet's mx.sym (the _cv* ones only
+    # by the keyword data=: MXNet's generated 'src' keyword fails to compose)
+    names = ['lda', 'alpha', 'beta', 'state', 'lags', 'marks', 'valid_length', 'max_time']
+    graphs = {
+        'hawkesll': mx.sym.contrib.hawkesll(*[mx.sym.var(n) for n in names], name='hk'),
+        'cvimresize': mx.sym._internal._cvimresize(data=mx.sym.var('x'), w=5, h=3, interp=0,
+                                                   name='rs'),
+        'cvcopyMakeBorder': mx.sym._internal._cvcopyMakeBorder(
+            data=mx.sym.var('x'), top=1, bot=2, left=0, right=3, type=4, values=(1, 2, 3),
+            name='bd'),
+        'copyto': mx.sym._internal._copyto(mx.sym.var('x'), name='cp'),
+    }
+    for k, sym in graphs.items():
+        out['json_%s/attrs' % k] = np.array(sym.tojson())
     np.savez_compressed(os.path.join(HERE, 'data', 'hawkes_cv.npz'), **out)
     print(len(out), 'arrays')
 

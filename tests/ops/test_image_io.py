@@ -235,3 +235,15 @@ def test_mx_image_functions():
     np.testing.assert_array_equal(
         mx.image.copyMakeBorder(mx.nd.array(x, dtype='uint8'), 2, 1, 3, 2, 3).asnumpy(),
         GOLDEN['border_u8_t3/out0'])
+
+
+def test_mxnet_written_graphs_load_and_run():
+    x = GOLDEN['border_u8_t0/in0']
+    for op, want_shape in (('cvimresize', (3, 5, 3)), ('cvcopyMakeBorder', (8, 9, 3))):
+        y = mx.sym.load_json(str(GOLDEN['json_%s/attrs' % op]))
+        assert y.list_arguments() == ['x']
+        out = y.bind(mx.cpu(), {'x': mx.nd.array(x, dtype='uint8')}).forward()[0]
+        assert out.shape == want_shape and out.dtype == np.uint8
+    y = mx.sym.load_json(str(GOLDEN['json_cvcopyMakeBorder/attrs']))
+    out = y.bind(mx.cpu(), {'x': mx.nd.array(x, dtype='uint8')}).forward()[0].asnumpy()
+    np.testing.assert_array_equal(out, np.pad(x, ((1, 2), (0, 3), (0, 0)), mode='reflect'))

@@ -349,3 +349,9 @@ def test_crop_arguments_shapes_and_errors_as_in_mxnet():
     out = mx.nd.Crop(mx.nd.array(np.arange(30).reshape(1, 1, 5, 6)), num_args=1,
                      h_w=(4, 4), center_crop=True)
     assert out.asnumpy()[0, 0, :, 0].tolist() == [1, 7, 13, 19]
+
+
+def test_mxnet_written_copyto_graph_loads():
+    y = mx.sym.load_json(str(_GOLDEN['json_copyto/attrs']))
+    out = y.bind(mx.cpu(), {'x': mx.nd.array([[1.5, 2.0]])}).forward()[0]
+    np.testing.assert_array_equal(out.asnumpy(), [[1.5, 2.0]])

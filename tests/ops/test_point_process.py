@@ -187,13 +187,23 @@ def test_errors():
     ins = [GOLDEN['hawkes_f32/in%d' % i] for i in range(8)]
     bad = list(ins)
     bad[6] = np.array([3, 7, 0], np.float32)                   # T is 6
-    with pytest.raises(ParameterError, match='valid_length must be at most'):
+    with pytest.raises(ParameterError, match='valid_length must be at most.*got 7.0 in row 1'):
         mx.nd.contrib.hawkesll(*[_nd(a) for a in bad])
     bad = list(ins)
     bad[5] = ins[5].copy()
     bad[5][1, 2] = 2                                           # K is 2
-    with pytest.raises(ParameterError, match='marks must lie in \\[0, 2\\)'):
+    with pytest.raises(ParameterError, match='marks must lie in \\[0, 2\\).*got 2 at \\(1, 2\\)'):
         mx.nd.contrib.hawkesll(*[_nd(a) for a in bad])
     bad[5][1, 2] = 0
     bad[5][2, 0] = 9                    # row 2 counts no point: its marks are not read
     mx.nd.contrib.hawkesll(*[_nd(a) for a in bad])
+
+
+def test_mxnet_written_graph_loads_and_runs():
+    y = mx.sym.load_json(str(GOLDEN['json_hawkesll/attrs']))
+    assert y.list_arguments() == _NAMES and y.list_outputs() == ['hk_output', 'hk_out_state']
+    ins = [GOLDEN['hawkes_f32/in%d' % i] for i in range(8)]
+    ex = y.bind(mx.cpu(), {n: _nd(a) for n, a in zip(_NAMES, ins)})
+    outs = ex.forward()
+    np.testing.assert_allclose(outs[0].asnumpy(), GOLDEN['hawkes_f32/out0'], rtol=2e-6,
+                               atol=2e-5)

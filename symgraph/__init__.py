@@ -32,6 +32,8 @@ from . import monitor as mon
 from . import operator
 from . import visualization
 from . import visualization as viz
+from . import image
+from . import image as img
 
 from . import dist
 from . import module

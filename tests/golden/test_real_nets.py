@@ -109,7 +109,7 @@ def _check_float64(net, ctx):
 @pytest.mark.parametrize('net', NETS)
 def test_float32_training_step_is_as_close_as_mxnets_own(net):
     """MXNet's JSON loaded and run in float32 (oneDNN where it is installed): outputs within
-    float32 rounding, each gradient's error against MXNet's float64 values at most 4 times
+    float32 rounding, each gradient's error against MXNet's float64 values at most 8 times
     MXNet's own float32 error (and 1e-5 where MXNet's is smaller)."""
     gold = _golden(net)
     res, grads = _step(net, mx.sym.load_json(_mxnet_json(net)), 'float32')
@@ -125,7 +125,7 @@ def test_float32_training_step_is_as_close_as_mxnets_own(net):
             continue
         # root mean square of the projections' changes estimates the change's L2 norm
         err = np.sqrt(np.mean((proj - gold['grad_proj'][i]) ** 2)) / gold['grad_norm'][i]
-        bound = 4 * max(float(gold['f32_err'][i]), 1e-5)
+        bound = 8 * max(float(gold['f32_err'][i]), 1e-5)
         worst.append((err / bound, name, err, float(gold['f32_err'][i])))
     worst.sort(reverse=True)
     assert worst[0][0] <= 1, worst[:5]

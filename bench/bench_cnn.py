@@ -17,7 +17,9 @@ Workloads (float32, CPU):
 2. A small ResNet on 32x32x3: 3x3 conv 16 + BatchNorm + relu, three stages of two basic
    blocks (16, 32, 64 channels; stride 2 and a 1x1 projection shortcut at the start of
    stages 2 and 3), global average pooling, FC 10, SoftmaxOutput. A training step at
-   batch 32 (as above) and inference (forward(is_train=False)) at batch 64.
+   batch 32 (as above) and inference (forward(is_train=False)) at batch 64; and its
+   ``simple_bind`` at batch 64 with gradients (shape and type inference, allocation of
+   arguments and gradients, the plan; check value: the number of arrays bound).
 3. ``contrib.box_nms`` on 2,000 and 10,000 boxes (batch 1, rows [id, score, x1, y1, x2,
    y2], overlap_thresh 0.5, per-class suppression with id_index=0): boxes cluster
    around objects, as a detector's raw output does.
@@ -188,6 +190,15 @@ def workloads(sync):
         check = float((out * np.arange(10)).sum())      # expected class, summed
         return (lambda: exe.forward(is_train=False)), 10, 3, check
 
+    def resnet_bind():
+        net = resnet()
+        exe = net.simple_bind(mx.cpu(), data=(64, 3, 32, 32))
+        check = len(exe.arg_dict) + len(exe.aux_dict)
+
+        def fn():
+            net.simple_bind(mx.cpu(), data=(64, 3, 32, 32))
+        return fn, 3, 3, check
+
     def nms(n):
         def setup():
             exe = nms_exe(n)
@@ -199,6 +210,7 @@ def workloads(sync):
     return [('lenet_train', 'LeNet training step, batch 64', lenet_train),
             ('resnet_train', 'ResNet-14 training step, batch 32', resnet_train),
             ('resnet_infer', 'ResNet-14 inference, batch 64', resnet_infer),
+            ('resnet_bind', 'ResNet-14 simple_bind, batch 64', resnet_bind),
             ('nms_2000', 'box_nms, 2,000 boxes', nms(2000)),
             ('nms_10000', 'box_nms, 10,000 boxes', nms(10000))]
 

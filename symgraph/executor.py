@@ -69,10 +69,12 @@ class Executor:
     """A bound symbol. Create with :meth:`Symbol.bind` or :meth:`Symbol.simple_bind`."""
 
     def __init__(self, symbol, ctx, args, args_grad=None, grad_req='write', aux_states=None,
-                 group2ctx=None, _answers=None):
+                 group2ctx=None, _answers=None, _inferred=None):
+        # _inferred: (graph, shapes, dtypes or None) from simple_bind, which sorted and
+        # inferred with the same inputs already (one sort and one pass per bind)
         self._symbol = symbol
         self._ctx = Context(ctx) if ctx is not None else current_context()
-        order, arg_nodes, aux_nodes = symbol._arg_aux()
+        order, arg_nodes, aux_nodes = symbol._arg_aux() if _inferred is None else _inferred[0]
         self._arg_names = [n.name for n in arg_nodes]
         self._aux_names = [n.name for n in aux_nodes]
         args = _as_list(args, self._arg_names, 'arguments')
@@ -99,8 +101,13 @@ class Executor:
                            if a is not None})
         # (simple_bind's inference already asked the rules: _answers keeps what they said)
         answers = _answers or {'shape': None, 'type': None}
-        shapes = infer_shapes(order, shape_known, answers['shape'])
-        dtypes = infer_types(order, type_known, answers['type'])
+        if _inferred is not None:
+            shapes = dict(_inferred[1])
+            dtypes = dict(_inferred[2]) if _inferred[2] is not None else \
+                infer_types(order, type_known, answers['type'])
+        else:
+            shapes = infer_shapes(order, shape_known, answers['shape'])
+            dtypes = infer_types(order, type_known, answers['type'])
         index = {id(n): k for k, n in enumerate(order)}
         for n in order:
             for i in range(n.num_outputs()):
@@ -393,37 +400,50 @@ class Executor:
 
 def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
                 shared_exec=None, shapes=None):
-    """Allocate zeroed arrays from the input shapes and bind them."""
+    """Allocate zeroed arrays from the input shapes and bind them.
+
+    One topological sort, one shape pass and one type pass for the whole bind: the
+    executor takes the graph and the inferred shapes and dtypes from here instead of
+    sorting and inferring again (only a type pass that left an input unknown, which the
+    allocation then makes float32, is redone from the allocated arrays).
+    """
     ctx = Context(ctx) if ctx is not None else current_context()
     shapes = dict(shapes or {})
-    known = set(symbol.list_arguments()) | set(symbol.list_auxiliary_states())
+    graph = symbol._arg_aux()           # the bind's one topological sort
+    order, arg_nodes, aux_nodes = graph
+    names = [n.name for n in arg_nodes]
+    known = set(names) | {n.name for n in aux_nodes}
     unknown = sorted(k for k in shapes if k not in known)
     if unknown:     # MXNet ignores them silently (a label given to a symbol without one)
         warnings.warn('simple_bind: %s are not inputs of the symbol (%s); ignored'
-                      % (unknown, symbol.list_arguments()), stacklevel=3)
+                      % (unknown, names), stacklevel=3)
         shapes = {k: v for k, v in shapes.items() if k in known}
     # one answer per rule and question for the whole bind, as MXNet asks a CustomOpProp once
     answers = {'shape': {}, 'type': {}}
-    arg_shapes, _, aux_shapes = symbol._infer_shape_complete((), shapes, answers['shape'], 4)
-    if arg_shapes is None:
-        partial = symbol._infer_shape_impl((), shapes)[0]      # None where unknown
-        unknown = [n for n, s in zip(symbol.list_arguments(), partial)
-                   if s is None or not shape_complete(s)]
+    index = {id(n): k for k, n in enumerate(order)}
+    shape_vals = infer_shapes(order, symbol._known((), shapes, 'shape', graph)[3],
+                              answers['shape'])
+    arg_shapes = [shape_vals.get((index[id(n)], 0)) for n in arg_nodes]
+    aux_shapes = [shape_vals.get((index[id(n)], 0)) for n in aux_nodes]
+    if not all(shape_complete(s) for s in arg_shapes + aux_shapes) or \
+            any(shape_vals.get((index[id(n)], i)) is None for n, i in symbol._outputs):
+        # the error path may sort and infer again: it warns as infer_shape does
+        symbol._infer_shape_complete((), shapes, answers['shape'], 4)
+        unknown = [n for n, s in zip(names, arg_shapes) if s is None or not shape_complete(s)]
         raise BindError('simple_bind: cannot infer the shapes of %s from %s; give them as '
                         'keyword arguments' % (unknown, shapes))
     if type_dict is None:
         # MXNet's simple_bind: without a type_dict every argument that has no __dtype__
         # attribute is float32 (so a CustomOpProp's infer_type sees float32, not None)
-        attrs = symbol.attr_dict()
-        types = {n: np.float32 for n in symbol.list_arguments()
-                 if '__dtype__' not in attrs.get(n, {})}
+        types = {n.name: np.float32 for n in arg_nodes if '__dtype__' not in n.attrs}
     else:
         types = dict(type_dict)
-    arg_types, _, aux_types = symbol._infer_type_complete((), types, answers['type'], 4) \
-        if types else (None, None, None)
-    if arg_types is None:
-        arg_types, _, aux_types = symbol._infer_type_partial((), types, answers['type'])
-    names = symbol.list_arguments()
+    type_vals = infer_types(order, symbol._known((), types, 'type', graph)[3], answers['type'])
+    arg_types = [type_vals.get((index[id(n)], 0)) for n in arg_nodes]
+    aux_types = [type_vals.get((index[id(n)], 0)) for n in aux_nodes]
+    outs_typed = all(type_vals.get((index[id(n)], i)) is not None for n, i in symbol._outputs)
+    if types and not (outs_typed and all(t is not None for t in arg_types + aux_types)):
+        symbol._infer_type_complete((), types, answers['type'], 4)     # its warning
     reqs = _grad_reqs(grad_req, names)
     xp = ctx.xp
 
@@ -434,5 +454,7 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
         grads = [None if r == 'null' else alloc(s, t)
                  for s, t, r in zip(arg_shapes, arg_types, reqs)]
         aux = [alloc(s, t) for s, t in zip(aux_shapes, aux_types)]
-    return Executor(symbol, ctx, args, grads, reqs, aux, group2ctx, _answers=answers)
-
+    # types left unknown (float32 arrays now) are inferred again by the executor
+    complete = all(t is not None for t in arg_types + aux_types)
+    return Executor(symbol, ctx, args, grads, reqs, aux, group2ctx, _answers=answers,
+                    _inferred=(graph, shape_vals, type_vals if complete else None))

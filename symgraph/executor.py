@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import tracemalloc
 import warnings
 
 import numpy as np
@@ -161,6 +162,11 @@ class Executor:
         self._plan = Plan(order, arg_nodes, aux_nodes, heads, shapes, dtypes, reqs, xp,
                           self._ctx)
         self._saved = None
+        self._pool = None       # the storage plan's buffers, allocated at the first forward
+        #: run with the storage plan's buffers (False: every result a new array, freed
+        #: after its last use; the tests compare the two)
+        self._use_buffers = True
+        self._peak = None       # bytes traced during the last run (tracemalloc on)
         self._monitor = None
         self._monitor_all = False
         self._monitor_level = 0         # the plan's monitor code: 0 none, 1 outputs, 2 all
@@ -214,19 +220,27 @@ class Executor:
                                  'with %s' % (k, tuple(np.shape(v)), dst.shape))
             dst[:] = v
         keep = bool(is_train) or self._any_grad
-        fn, fname, line_step = self._plan.forward_fn(is_train, self._monitor_level, keep)
+        fn, fname, line_step = self._plan.forward_fn(is_train, self._monitor_level, keep,
+                                                     buffered=self._use_buffers)
         if self._off_ctx:
             self._sync(self.arg_arrays, self._dev_args)
             self._sync(self.aux_arrays, self._dev_aux)
         A = [a._data for a in self._dev_args]
         X = [a._data for a in self._dev_aux]
         O = [o._data for o in self.outputs]
+        # the previous forward's arrays for backward go now, not when this forward is done:
+        # both sets alive at once would double the peak
+        self._saved = None
         with self._ctx.device_scope():
+            if self._pool is None and self._use_buffers:   # once per executor
+                self._pool = self._plan.allocate()
+            tracing = tracemalloc.is_tracing()
+            if tracing:     # the peak of this run's arrays, for debug_str
+                self._trace_base = tracemalloc.get_traced_memory()[0]
+                tracemalloc.reset_peak()
             try:
-                if self._monitor is not None:
-                    heads, saved = fn(A, X, O, self._monitor_fn)
-                else:
-                    heads, saved = fn(A, X, O)
+                heads, saved = fn(A, X, O, self._monitor_fn if self._monitor is not None
+                                  else None, self._pool)
             except Exception as e:
                 self._saved = None
                 err = check_error(e, fname, line_step, 'forward')
@@ -242,14 +256,17 @@ class Executor:
                     out._data[...] = h
         if self._off_ctx:
             self._sync(self._dev_aux, self.aux_arrays)
-        self._saved = saved if keep else None
+        self._saved = list(saved) if keep else None
+        self._peak = [tracemalloc.get_traced_memory()[1] - self._trace_base, 0] \
+            if tracing else None
         return self.outputs
 
     def backward(self, out_grads=None, is_train=True):
         """Run backward from the last forward, honouring grad_req."""
         if self._saved is None:
-            raise UsageError('backward: call forward first (there was none, it failed, or '
-                             'the executor has no gradients to compute)')
+            raise UsageError('backward: call forward first (there was none, it failed, the '
+                             'executor has no gradients to compute, or a backward since the '
+                             'last forward used up the arrays it saved)')
         plan = self._plan
         if out_grads is None:
             out_grads = []
@@ -278,21 +295,29 @@ class Executor:
                                                self.outputs[k].shape))
             with self._ctx.device_scope():
                 og.append(arr.astype(self.outputs[k]._data.dtype, copy=False))
-        fn, fname, line_step = plan.backward_fn(self._monitor_level)
+        fn, fname, line_step = plan.backward_fn(self._monitor_level,
+                                                buffered=self._use_buffers)
         if self._off_ctx:
             self._sync(self.grad_arrays, self._dev_grads, self._grad_req)
         G = [None if g is None else g._data for g in self._dev_grads]
+        # backward uses the forward arrays up (each goes after its last use, and its
+        # buffer takes gradients): a second backward needs another forward. MXNet's
+        # executor runs it on overwritten buffers and returns wrong gradients.
+        saved, self._saved = self._saved, None
+        tracing = self._peak is not None and tracemalloc.is_tracing()
+        if tracing:
+            tracemalloc.reset_peak()
         with self._ctx.device_scope():
             try:
-                if self._monitor is not None:
-                    fn(self._saved, og, G, self._monitor_fn)
-                else:
-                    fn(self._saved, og, G)
+                fn(saved, og, G, self._monitor_fn if self._monitor is not None else None,
+                   self._pool)
             except Exception as e:
                 err = check_error(e, fname, line_step, 'backward')
                 if err is None:
                     raise
                 raise err from e
+        if tracing:
+            self._peak[1] = tracemalloc.get_traced_memory()[1] - self._trace_base
         if self._off_ctx:
             # backward may update auxiliary states too (SyncBatchNorm's running statistics)
             self._sync(self._dev_grads, self.grad_arrays)
@@ -371,10 +396,14 @@ class Executor:
         return Executor(self._symbol, self._ctx, args, grads, self._grad_req, aux)
 
     def debug_str(self):
-        """The plan: every step with its shapes and storage, and planned vs naive bytes."""
+        """The plan: every step with its shapes and storage, planned vs naive bytes, and
+        the storage run: the buffers the executor allocated (measured from the arrays) and
+        the peak bytes of its arrays in the last forward and backward, measured when
+        ``tracemalloc`` was tracing them (the run resets tracemalloc's peak)."""
         plan = self._plan
         assign, planned, naive = plan.memory_plan(is_train=True)
         _, planned_inf, naive_inf = plan.memory_plan(is_train=False)
+        st = plan.storage()
         lines = ['Symbol outputs: %s' % ', '.join(self._output_names)]
         for k, n in enumerate(plan.order):
             if n.op is None:
@@ -387,14 +416,26 @@ class Executor:
                 src, i = plan.entry_info[e]
                 lines.append('\targ[%d]=%s %s' % (j, src.output_names()[i], plan.shapes[e]))
             for e in plan.out_entries(n):
-                lines.append('\tout %s %s %s storage=%s'
+                run = 'buffer %d' % st.block_of[st.slot[e]] if e in st.slot else 'own array'
+                lines.append('\tout %s %s %s storage=%s (%s)'
                              % (plan.entry_info[e][0].output_names()[plan.entry_info[e][1]],
-                                plan.shapes[e], plan.dtypes[e], assign.get(e, '-')))
+                                plan.shapes[e], plan.dtypes[e], assign.get(e, '-'), run))
         lines.append('Backward steps: %d (gradients only where needed)' % len(plan.bwd_steps))
         lines.append('Total %d MB allocated (training plan; naive %d MB), inference plan %d '
                      'bytes (naive %d bytes)' % (planned >> 20, naive >> 20, planned_inf,
                                                  naive_inf))
         lines.append('planned_bytes=%d naive_bytes=%d' % (planned, naive))
+        allocated = None if self._pool is None else sum(
+            {id(b): b.nbytes for b in (v.base if v.base is not None else v
+                                       for v in self._pool)}.values())
+        # the buffers plus the peak of the arrays the run made besides them
+        peak = None if self._peak is None else (allocated or 0) + max(self._peak)
+        lines.append('Storage run: %d buffers of %d bytes planned for %d entries (the others '
+                     'own their arrays, freed after their last use)'
+                     % (len(st.blocks), st.planned_bytes, len(st.keys)))
+        lines.append('buffer_bytes=%d allocated_bytes=%s measured_peak_bytes=%s'
+                     % (st.planned_bytes, 'none' if allocated is None else allocated,
+                        'untraced' if peak is None else peak))
         return '\n'.join(lines)
 
 

@@ -24,16 +24,17 @@ Workloads (float32, CPU; data and labels get no gradient, as Module binds them):
 2. A small ResNet on 32x32x3: 3x3 conv 16 + BatchNorm + relu, three stages of two basic
    blocks (16, 32, 64 channels; stride 2 and a 1x1 projection shortcut at the start of
    stages 2 and 3), global average pooling, FC 10, SoftmaxOutput. A training step at
-   batch 32 (as above) and inference (forward(is_train=False)) at batch 64.
+   batch 32 (as above) and inference (forward(is_train=False)) at batch 64; and its
+   ``simple_bind`` at batch 64 with gradients (shape and type inference, allocation of
+   arguments and gradients, the plan; check value: the number of arrays bound).
 3. ``contrib.box_nms`` on 2,000 and 10,000 boxes (batch 1, rows [id, score, x1, y1, x2,
    y2], overlap_thresh 0.5, per-class suppression with id_index=0): boxes cluster
    around objects, as a detector's raw output does (dense clusters); and on 2,000 and
    10,000 boxes spread uniformly (rows [score, x1, y1, x2, y2], corners uniform in the unit
    square, sides 0.02-0.2, no classes, overlap_thresh 0.5, valid_thresh 0, topk -1).
-4. ``simple_bind`` of the ResNet with gradients (batch 32).
-5. A chain of 400 tiny elementwise operators on (16, 16) (tanh, *1.5, +0.1, abs):
+4. A chain of 400 tiny elementwise operators on (16, 16) (tanh, *1.5, +0.1, abs):
    microseconds per node of a forward, the executor's overhead.
-6. Peak memory: how far the resident set's peak grows over 3 ResNet training steps at
+5. Peak memory: how far the resident set's peak grows over 3 ResNet training steps at
    batch 64 after bind (MiB; a fresh process per framework, ``/proc/self/clear_refs``).
 
 The workload code below is written once against the MXNet 1.x API: with ``--mxnet`` the
@@ -275,6 +276,15 @@ def workloads(sync):
         check = float((out * np.arange(10)).sum())      # expected class, summed
         return (lambda: exe.forward(is_train=False)), 10, 3, check
 
+    def resnet_bind():
+        net = resnet()
+        exe = net.simple_bind(mx.cpu(), data=(64, 3, 32, 32))
+        check = len(exe.arg_dict) + len(exe.aux_dict)
+
+        def fn():
+            net.simple_bind(mx.cpu(), data=(64, 3, 32, 32))
+        return fn, 3, 3, check
+
     def nms(n):
         def setup():
             exe = nms_exe(n)
@@ -295,12 +305,6 @@ def workloads(sync):
         # microseconds per node, reported in the 'ms' column's place
         return (lambda: exe.forward()[0].wait_to_read()), 50, 5, check, 1e3 / CHAIN, 'us/node'
 
-    def resnet_bind():
-        net = resnet()
-        check = len(net.list_arguments())
-        return (lambda: net.simple_bind(mx.cpu(), grad_req='write', data=(32, 3, 32, 32))), \
-            3, 3, check
-
     def nms_uniform(n):
         def setup():
             exe = nms_uniform_exe(n)
@@ -313,7 +317,7 @@ def workloads(sync):
             ('lenet_train', 'LeNet training step, batch 64', lenet_train),
             ('resnet_train', 'ResNet-14 training step, batch 32', resnet_train),
             ('resnet_infer', 'ResNet-14 inference, batch 64', resnet_infer),
-            ('resnet_bind', 'ResNet-14 simple_bind, batch 32', resnet_bind),
+            ('resnet_bind', 'ResNet-14 simple_bind, batch 64', resnet_bind),
             ('chain', 'chain of %d tiny elementwise nodes' % CHAIN, chain_fwd),
             ('nms_uniform_2000', 'box_nms, 2,000 uniform boxes', nms_uniform(2000)),
             ('nms_uniform_10000', 'box_nms, 10,000 uniform boxes', nms_uniform(10000)),

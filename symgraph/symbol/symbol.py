@@ -241,8 +241,10 @@ class Symbol:
         n.attrs.update(attrs)
 
     # ------------------------------------------------------------------ inference
-    def _known(self, args, kwargs, kind):
-        order, arg_nodes, aux_nodes = self._arg_aux()
+    def _known(self, args, kwargs, kind, graph=None):
+        """The inference problem: ``(order, arg_nodes, aux_nodes, known)``; ``graph``, a
+        result of :meth:`_arg_aux` the caller already has, spares another sort."""
+        order, arg_nodes, aux_nodes = graph or self._arg_aux()
         known = {}
         if args and kwargs:
             raise ArgumentError('infer_%s: give either positional or keyword arguments' % kind)

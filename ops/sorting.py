@@ -206,8 +206,8 @@ class Histogram(Operator):
     """Counts of ``data`` in ``bin_cnt`` equal bins over ``range`` or between the sorted
     edges ``bins`` (``mx.nd.histogram``); outputs the int64 counts and the edges.
 
-    As MXNet 1.9.1: with ``bin_cnt`` the operator has the single input ``data`` and the
-    range defaults to data's min and max; values outside the range and NaN are not
+    As MXNet 1.9.1: with ``bin_cnt`` (and then ``range``, which MXNet requires with it) the
+    operator has the single input ``data``; values outside the range and NaN are not
     counted, the last bin includes its right edge; a value's bin is
     ``int((x - lo) * bin_cnt / (hi - lo))`` computed in data's dtype; no gradient (MXNet
     refuses to bind one).
@@ -215,11 +215,15 @@ class Histogram(Operator):
 
     name = '_histogram'
     bin_cnt = Param(int, None, doc='number of equal bins (None: the bins input gives edges)')
-    range = Param('floats', None, doc='(lower, upper) of the bins (None: min, max of data)')
+    range = Param('floats', None, doc='(lower, upper) of the bins; given with bin_cnt')
     no_grad = True
     needs_inputs = False
 
     def check(self):
+        if (self.bin_cnt is None) != (self.range is None):
+            # MXNet 1.9.1's shape function: "cnt and range should both or neither specified"
+            raise ParameterError('_histogram: bin_cnt and range must both be given or both '
+                                 'be absent (bin_cnt=%s, range=%s)' % (self.bin_cnt, self.range))
         if self.bin_cnt is not None and self.bin_cnt <= 0:
             raise MXNetError('_histogram: bin_cnt must be positive, got %d' % self.bin_cnt)
         if self.range is not None and (len(self.range) != 2 or
@@ -254,10 +258,7 @@ class Histogram(Operator):
         x = inputs[0].reshape(-1)
         if self.bin_cnt is not None:
             n = self.bin_cnt
-            if self.range is not None:
-                lo, hi = self.range
-            else:
-                lo, hi = (float(x.min()), float(x.max())) if x.size else (0.0, 1.0)
+            lo, hi = self.range
             edges = xp.asarray((lo + np.arange(n + 1) * ((hi - lo) / n)).astype(x.dtype))
             dt = x.dtype.type
             inside = (x >= dt(lo)) & (x <= dt(hi))

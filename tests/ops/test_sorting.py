@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import symgraph as mx
+from symgraph.base import ParameterError
 from _refs import given
 from harness import case_tests, OpCase, parametrize_cases
 from symgraph.base import MXNetError
@@ -19,9 +20,9 @@ CASES = [
     OpCase('_histogram', dict(bin_cnt=4, range=(0, 5)), [(11,)], inputs=given(_HIST),
            ref=lambda x: [np.array([3, 0, 2, 2]), np.array([0, 1.25, 2.5, 3.75, 5])],
            grad=()),
-    OpCase('_histogram', dict(bin_cnt=3), [(2, 4)],
+    OpCase('_histogram', dict(bin_cnt=3, range=(0.5, 3.5)), [(2, 4)],
            inputs=given([[1, 2, 3, 3.5], [0.5, 2.25, 1.75, 3.0]]),
-           ref=lambda x: list(np.histogram(x, 3)), grad=()),
+           ref=lambda x: list(np.histogram(x, 3, range=(0.5, 3.5))), grad=()),
     OpCase('_histogram', {}, [(11,), (5,)], inputs=given(_HIST, [0, 1, 2, 5, 6]),
            ref=lambda x, b: [np.array([1, 2, 3, 2]), b], grad=()),
 ]
@@ -119,6 +120,11 @@ def test_histogram_wrappers_as_in_mxnet():
     a = mx.sym.var('a')
     with pytest.raises(ValueError, match='null range'):
         mx.sym.histogram(a, bins=5)
+    # the operator itself, as MXNet 1.9.1's: bin_cnt and range together or not at all
+    # (MXNet: "cnt and range should both or neither specified")
+    for kw in ({'bin_cnt': 3}, {'range': (0, 1)}):
+        with pytest.raises(ParameterError, match='bin_cnt and range must both'):
+            mx.nd._internal._histogram(x, **kw)
     s = mx.sym.histogram(a, bins=4, range=(0, 5))
     assert s.list_arguments() == ['a']
     assert s.list_outputs() == ['_histogram0_output0', '_histogram0_output1']

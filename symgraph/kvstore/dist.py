@@ -454,7 +454,8 @@ class GradientOverlap:
                 handle = store._nccl_of(ctx.device_id).start_allreduce(flat)
             store.num_nccl_collectives += 1
         else:
-            flat = numpy.concatenate([_host_copy(m).reshape(-1) for m in merged])
+            flat = numpy.concatenate([(m._data if isinstance(m._data, numpy.ndarray)
+                                       else m._data.get()).reshape(-1) for m in merged])
             handle = store._grad_comm.iallreduce(flat)
         store.num_collectives += 1
         store.num_overlapped += 1

@@ -143,3 +143,22 @@ def test_gradients_bound_on_another_context_are_copied_back_before_the_report():
         assert ctx == mx.cpu(0)
         np.testing.assert_array_equal(value, grads[name].asnumpy())
         assert np.abs(value).sum() > 0 or name == 'softmax_label'
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(mx.context.num_gpus() < 1, reason='needs a CUDA GPU')
+def test_gradients_on_a_gpu_are_reported_final_and_unchanged():
+    sym = _mlp()
+    plain = _bind(sym, ctx=mx.gpu(0), data=(4, 7))
+    plain.forward(is_train=True)
+    plain.backward()
+    exe = _bind(sym, ctx=mx.gpu(0), data=(4, 7))
+    got = {}
+    exe.set_grad_ready_callback(lambda j, name, g: got.__setitem__(name, (
+        g.context, g.asnumpy().copy())))
+    exe.forward(is_train=True)
+    exe.backward()
+    assert sorted(got) == sorted(n for n, g in plain.grad_dict.items() if g is not None)
+    for name, (ctx, value) in got.items():
+        assert ctx == mx.gpu(0)
+        np.testing.assert_array_equal(value, plain.grad_dict[name].asnumpy())

@@ -221,6 +221,18 @@ class Communicator:
             sys.excepthook = _excepthook
         _live.append(self)
 
+    def duplicate(self, algorithm=None):
+        """A new communicator over the same processes (a collective call), with this one's
+        timeout: its traffic never meets this one's, so operations started on it may stay
+        in flight while this one runs others, in any order."""
+        return Communicator(self._comm, timeout=self.timeout,
+                            algorithm=self.algorithm if algorithm is None else algorithm)
+
+    @property
+    def thread_multiple(self):
+        """Whether MPI was initialised with ``THREAD_MULTIPLE`` (any thread may call it)."""
+        return self._mpi.Query_thread() == self._mpi.THREAD_MULTIPLE
+
     @staticmethod
     def _check_algorithm(algorithm):
         if algorithm not in ALGORITHMS:

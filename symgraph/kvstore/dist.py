@@ -45,7 +45,7 @@ import numpy
 
 from ..context import cpu
 from ..ndarray import NDArray
-from ..dist.mpi import Communicator, world
+from ..dist.mpi import world
 from ..dist.nccl import ProcessNccl
 from .base import MULTI_PROCESS_TYPES
 from .kvstore import KVStore, _pairs
@@ -308,18 +308,15 @@ class DistKVStore(KVStore):
         nccl = all(on_gpu) and self._use_nccl([g[0] for g in grads])
         if not nccl and self._comm.algorithm != 'mpi':
             return None     # the ring has no non-blocking form
-        if ndev > 1:
-            mpi = self._comm._mpi
-            if mpi.Query_thread() != mpi.THREAD_MULTIPLE:
-                return None     # the device threads would call MPI
+        if ndev > 1 and not self._comm.thread_multiple:
+            return None     # the device threads would call MPI
         for k in keys:
             self._stored(k)
         if nccl:
             for device in sorted({a.context.device_id for g in grads for a in g}):
                 self._nccl_of(device)
         elif self._grad_comm is None:
-            self._grad_comm = Communicator(self._comm._comm, timeout=self._comm.timeout,
-                                           algorithm='mpi')
+            self._grad_comm = self._comm.duplicate(algorithm='mpi')
         found = GradientOverlap(self, list(keys), grads, nccl)
         self._overlaps.append(found)
         if not _live_overlaps:
@@ -373,8 +370,8 @@ class GradientOverlap:
     """The all-reduce of gradient buckets started while backward still runs; made by
     :meth:`DistKVStore.gradient_overlap`.
 
-    The keys are packed, in the order given (backward order), into buckets of one dtype and
-    at most the store's ``bucket_bytes`` (a larger gradient alone). Each backward reports
+    The keys are packed, in the order given (backward order), into buckets of neighbours of
+    one dtype and at most the store's ``bucket_bytes`` (a larger gradient alone). Each backward reports
     every (key, device) once through :meth:`ready` (from any thread); when every gradient of
     a bucket is final on every device and the buckets before it have started, its values
     are summed over the devices (as :meth:`DistKVStore.push` does), packed and their sum
@@ -392,21 +389,20 @@ class GradientOverlap:
         self.num_devices = len(grads[0])
         self._index = {k: i for i, k in enumerate(keys)}
         self._lock = threading.Lock()
+        # consecutive runs of the order: a bucket holds neighbours only (so that it is
+        # complete early in backward), of one dtype and device, at most bucket_bytes
         limit = store.bucket_bytes
-        buckets, open_by_dtype = [], {}
+        buckets, size, last_group = [], 0, None
         for i, g in enumerate(grads):
             a = g[0]
             nbytes = a.size * numpy.dtype(a.dtype).itemsize
             group = (numpy.dtype(a.dtype).str, a.context.device_type, a.context.device_id)
-            if nbytes >= limit:
-                buckets.append([i])
-                continue
-            b = open_by_dtype.get(group)
-            if b is None or b[1] + nbytes > limit:
-                b = open_by_dtype[group] = [[], 0]
-                buckets.append(b[0])
-            b[0].append(i)
-            b[1] += nbytes
+            if not buckets or group != last_group or size + nbytes > limit:
+                buckets.append([])
+                size = 0
+            buckets[-1].append(i)
+            size += nbytes
+            last_group = group
         #: the buckets: lists of key positions, in the order they start
         self.buckets = buckets
         self._bucket_of = {i: b for b, members in enumerate(buckets) for i in members}

@@ -142,3 +142,46 @@ def test_the_switch_is_checked(monkeypatch):
     monkeypatch.setenv('SYMGRAPH_DIST_OVERLAP', 'off')
     with pytest.raises(ValueError, match='SYMGRAPH_DIST_OVERLAP must be 0 or 1'):
         env_overlap()
+
+
+DEAD = '''
+import json, os, sys, time
+import numpy as np
+import symgraph as mx
+from symgraph.dist.mpi import DistTimeoutError
+kv = mx.kv.create('dist_sync')
+kv.bucket_bytes = 400
+net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(mx.sym.Activation(mx.sym.FullyConnected(
+    mx.sym.Variable('data'), num_hidden=32, name='fc1'), act_type='relu'), num_hidden=3,
+    name='fc2'), name='softmax')
+mod = mx.mod.Module(net, context=mx.cpu())
+mod.bind([('data', (4, 8))], [('softmax_label', (4,))])
+mod.init_params()
+mod.init_optimizer(kvstore=kv)
+batch = mx.io.DataBatch([mx.nd.ones((4, 8))], [mx.nd.zeros(4)])
+mod.forward_backward(batch)
+mod.update()                         # a first step both take
+mod.forward(batch)
+if kv.rank == 1:
+    os._exit(3)                      # dies before its backward, without a word to MPI
+mod.backward()                       # rank 0 starts its buckets
+assert kv.num_overlapped > 2
+start = time.monotonic()
+try:
+    mod.update()
+except DistTimeoutError as err:
+    json.dump({'elapsed': time.monotonic() - start, 'missing': list(err.missing),
+               'message': str(err)}, open('report.json', 'w'))
+    raise
+'''
+
+
+def test_a_worker_dying_during_backward_makes_the_update_fail_naming_it(tmp_path):
+    proc = launch(tmp_path, 2, DEAD, timeout=2, bound=60)
+    assert proc.returncode != 0
+    report = json.loads((tmp_path / 'report.json').read_text())
+    assert report['missing'] == [1], (proc.stdout, proc.stderr)
+    assert 'overlapped all-reduce' in report['message']
+    assert 'rank 1 of 2 did not take part within 2 s' in report['message']
+    assert report['elapsed'] < 2.0 + 1.0
+    assert 'DistTimeoutError' in proc.stderr

@@ -196,9 +196,9 @@ def main():
     p.add_argument('--batch', type=int, default=32)
     p.add_argument('--worker', choices=['allreduce', 'step', 'overlap'])
     p.add_argument('--kvstore', default='')
-    p.add_argument('--overlap-model', choices=['resnet', 'mlp'], default='resnet',
+    p.add_argument('--overlap-model', choices=['resnet', 'mlp'], default='mlp',
                    help='the network of the overlap comparison')
-    p.add_argument('--bucket-mb', type=float, default=1.0,
+    p.add_argument('--bucket-mb', type=float, default=4.0,
                    help='bucket size of the overlap comparison')
     p.add_argument('--only', choices=['allreduce', 'scaling', 'overlap'], nargs='+',
                    default=['allreduce', 'scaling', 'overlap'], help='the parts to run')

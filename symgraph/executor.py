@@ -308,7 +308,8 @@ class Executor:
 
         This is a generic notification (data-parallel training starts the all-reduce of a
         gradient while the earlier layers still run backward); the executor does nothing
-        else with it. Executors without a callback run code with no such calls at all.
+        else with it. Executors without a callback run code with no such calls at all; the
+        executor made by :meth:`reshape` has none.
 
         Parameters
         ----------

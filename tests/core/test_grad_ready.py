@@ -162,3 +162,17 @@ def test_gradients_on_a_gpu_are_reported_final_and_unchanged():
     for name, (ctx, value) in got.items():
         assert ctx == mx.gpu(0)
         np.testing.assert_array_equal(value, plain.grad_dict[name].asnumpy())
+
+
+def test_without_a_listener_the_backward_code_has_no_reports():
+    import linecache
+    exe = _bind(_mlp(), data=(2, 7))
+    _, plain, _ = exe._plan.backward_fn(0, False)
+    _, ready, _ = exe._plan.backward_fn(0, True)
+    plain_src = ''.join(linecache.getlines(plain))
+    ready_src = ''.join(linecache.getlines(ready))
+    assert 'R(' not in plain_src
+    assert ready_src.count('    R(') == 8           # one per argument with a gradient
+    # the same lines otherwise, only moved
+    strip = sorted(l for l in ready_src.splitlines()[1:] if 'R(' not in l)
+    assert strip == sorted(plain_src.splitlines()[1:])

@@ -1,4 +1,10 @@
-"""CNN training steps and box NMS, against MXNet 1.9.1 in the same run.
+"""The CPU workloads of issue 13 (training steps, inference, bind, executor overhead, box
+NMS, peak memory), against MXNet 1.9.1 in the same run: one command gives the whole table,
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE \
+        python bench/bench_cnn.py --mxnet <mxnet-venv>/bin/python
+
+with the ratio to each reference, their geometric mean and the worst workload.
 
     python bench/bench_cnn.py                                   # symgraph only
     python bench/bench_cnn.py --mxnet /work/mxvenv/bin/python   # + MXNet, MKLDNN on and off
@@ -9,18 +15,27 @@ symgraph runs twice: in this process with its CPU backend (oneDNN, when installe
 worker process with ``SYMGRAPH_ONEDNN=0`` (the NumPy path); ``--no-onednn-off`` skips the
 latter.
 
-Workloads (float32, CPU):
+Workloads (float32, CPU; data and labels get no gradient, as Module binds them):
 
+0. MLP 784-512-512-10 (relu) training step, batch 64.
 1. LeNet training step, batch 64, 1x28x28: conv 5x5 20, tanh, max-pool 2, conv 5x5 50,
    tanh, max-pool 2, FC 500, tanh, FC 10, SoftmaxOutput; forward(is_train=True),
    backward and an SGD update of every parameter.
 2. A small ResNet on 32x32x3: 3x3 conv 16 + BatchNorm + relu, three stages of two basic
    blocks (16, 32, 64 channels; stride 2 and a 1x1 projection shortcut at the start of
    stages 2 and 3), global average pooling, FC 10, SoftmaxOutput. A training step at
-   batch 32 (as above) and inference (forward(is_train=False)) at batch 64.
+   batch 32 (as above) and inference (forward(is_train=False)) at batch 64; and its
+   ``simple_bind`` at batch 64 with gradients (shape and type inference, allocation of
+   arguments and gradients, the plan; check value: the number of arrays bound).
 3. ``contrib.box_nms`` on 2,000 and 10,000 boxes (batch 1, rows [id, score, x1, y1, x2,
    y2], overlap_thresh 0.5, per-class suppression with id_index=0): boxes cluster
-   around objects, as a detector's raw output does.
+   around objects, as a detector's raw output does (dense clusters); and on 2,000 and
+   10,000 boxes spread uniformly (rows [score, x1, y1, x2, y2], corners uniform in the unit
+   square, sides 0.02-0.2, no classes, overlap_thresh 0.5, valid_thresh 0, topk -1).
+4. A chain of 400 tiny elementwise operators on (16, 16) (tanh, *1.5, +0.1, abs):
+   microseconds per node of a forward, the executor's overhead.
+5. Peak memory: how far the resident set's peak grows over 3 ResNet training steps at
+   batch 64 after bind (MiB; a fresh process per framework, ``/proc/self/clear_refs``).
 
 The workload code below is written once against the MXNet 1.x API: with ``--mxnet`` the
 same file runs again under that interpreter (``--worker``, ``import mxnet as mx``), so
@@ -101,9 +116,37 @@ def resnet():
     return mx.sym.SoftmaxOutput(x, name='softmax')
 
 
+def mlp():
+    """MLP 784-512-512-10 with relu."""
+    h = mx.sym.var('data')
+    for i, width in enumerate((512, 512)):
+        h = mx.sym.FullyConnected(h, num_hidden=width, name='fc%d' % (i + 1))
+        h = mx.sym.Activation(h, act_type='relu', name='relu%d' % (i + 1))
+    h = mx.sym.FullyConnected(h, num_hidden=10, name='fc3')
+    return mx.sym.SoftmaxOutput(h, name='softmax')
+
+
+#: length of the chain of tiny elementwise operators (executor overhead per node)
+CHAIN = 400
+
+
+def chain():
+    """CHAIN elementwise operators on a (16, 16) array: tanh, *1.5, +0.1, abs, ..."""
+    y = mx.sym.var('data')
+    for i in range(CHAIN):
+        k = i % 4
+        y = (mx.sym.tanh(y) if k == 0 else y * 1.5 if k == 1 else y + 0.1 if k == 2
+             else mx.sym.abs(y))
+    return y
+
+
 def bind(net, data_shape, grad_req='write'):
-    """Bind with deterministic parameters (He-uniform weights, BN statistics 0 and 1)."""
+    """Bind with deterministic parameters (He-uniform weights, BN statistics 0 and 1); the
+    data and the labels get no gradient, as Module binds them."""
     rng = np.random.RandomState(0)
+    if grad_req == 'write':
+        grad_req = {k: 'null' if k in ('data', 'softmax_label') else 'write'
+                    for k in net.list_arguments()}
     exe = net.simple_bind(mx.cpu(), grad_req=grad_req, data=data_shape)
     for name in net.list_arguments():
         a = exe.arg_dict[name]
@@ -160,6 +203,51 @@ def make_boxes(n, seed=0):
     return rows.astype(np.float32)[None]
 
 
+def make_uniform_boxes(n, seed=0):
+    """(1, n, 5) rows [score, x1, y1, x2, y2]: scores uniform, corners uniform in the unit
+    square, sides uniform in 0.02-0.2 (the workload of issue 13)."""
+    rng = np.random.RandomState(seed)
+    lo = rng.uniform(0, 1, (n, 2))
+    side = rng.uniform(0.02, 0.2, (n, 2))
+    rows = np.concatenate([rng.uniform(0, 1, (n, 1)), lo, lo + side], 1)
+    return rows.astype(np.float32)[None]
+
+
+def nms_uniform_exe(n):
+    net = mx.sym.contrib.box_nms(mx.sym.var('data'), overlap_thresh=0.5, valid_thresh=0,
+                                 topk=-1, coord_start=1, score_index=0, id_index=-1,
+                                 name='nms')
+    exe = net.simple_bind(mx.cpu(), grad_req='null', data=(1, n, 5))
+    exe.arg_dict['data'][:] = make_uniform_boxes(n)
+    return exe
+
+
+def peak_rss_probe():
+    """MiB by which the peak resident set grows over 3 ResNet training steps at batch 64,
+    after the bind and one warm-up step (run in a fresh process: ``--memory-probe``)."""
+    import gc
+    exe = bind(resnet(), (64, 3, 32, 32))
+    step = train_step_fn(exe, 64)
+    gc.collect()
+
+    def status(field):
+        with open('/proc/self/status') as f:
+            return next(int(ln.split()[1]) for ln in f if ln.startswith(field))
+    base = status('VmRSS:')
+    with open('/proc/self/clear_refs', 'w') as f:    # resets VmHWM, the peak, to now
+        f.write('5')
+    for _ in range(3):
+        step()
+    sync()
+    return (status('VmHWM:') - base) / 1024.0
+
+
+def sync():
+    """Wait for the framework's pending work (MXNet's engine is asynchronous)."""
+    if hasattr(mx.nd, 'waitall'):
+        mx.nd.waitall()
+
+
 def nms_exe(n):
     data = mx.sym.var('data')
     net = mx.sym.contrib.box_nms(data, overlap_thresh=0.5, coord_start=2, score_index=1,
@@ -188,6 +276,15 @@ def workloads(sync):
         check = float((out * np.arange(10)).sum())      # expected class, summed
         return (lambda: exe.forward(is_train=False)), 10, 3, check
 
+    def resnet_bind():
+        net = resnet()
+        exe = net.simple_bind(mx.cpu(), data=(64, 3, 32, 32))
+        check = len(exe.arg_dict) + len(exe.aux_dict)
+
+        def fn():
+            net.simple_bind(mx.cpu(), data=(64, 3, 32, 32))
+        return fn, 3, 3, check
+
     def nms(n):
         def setup():
             exe = nms_exe(n)
@@ -196,11 +293,41 @@ def workloads(sync):
                 int((out[0, :, 0] != -1).sum())
         return setup
 
-    return [('lenet_train', 'LeNet training step, batch 64', lenet_train),
+    def mlp_train():
+        exe = bind(mlp(), (64, 784))
+        check = grad_check(exe, 'fc1_weight')
+        return train_step_fn(exe, 64), 20, 3, check
+
+    def chain_fwd():
+        exe = chain().simple_bind(mx.cpu(), grad_req='null', data=(16, 16))
+        exe.arg_dict['data'][:] = np.random.RandomState(0).uniform(-1, 1, (16, 16))
+        check = float(exe.forward()[0].asnumpy().sum())
+        # microseconds per node, reported in the 'ms' column's place
+        return (lambda: exe.forward()[0].wait_to_read()), 50, 5, check, 1e3 / CHAIN, 'us/node'
+
+    def nms_uniform(n):
+        def setup():
+            exe = nms_uniform_exe(n)
+            out = exe.forward()[0].asnumpy()
+            return (lambda: exe.forward()), (10 if n <= 2000 else 3), 3, \
+                int((out[0, :, 0] != -1).sum())
+        return setup
+
+    return [('mlp_train', 'MLP 784-512-512-10 training step, batch 64', mlp_train),
+            ('lenet_train', 'LeNet training step, batch 64', lenet_train),
             ('resnet_train', 'ResNet-14 training step, batch 32', resnet_train),
             ('resnet_infer', 'ResNet-14 inference, batch 64', resnet_infer),
-            ('nms_2000', 'box_nms, 2,000 boxes', nms(2000)),
-            ('nms_10000', 'box_nms, 10,000 boxes', nms(10000))]
+            ('resnet_bind', 'ResNet-14 simple_bind, batch 64', resnet_bind),
+            ('chain', 'chain of %d tiny elementwise nodes' % CHAIN, chain_fwd),
+            ('nms_uniform_2000', 'box_nms, 2,000 uniform boxes', nms_uniform(2000)),
+            ('nms_uniform_10000', 'box_nms, 10,000 uniform boxes', nms_uniform(10000)),
+            ('nms_2000', 'box_nms, 2,000 clustered boxes', nms(2000)),
+            ('nms_10000', 'box_nms, 10,000 clustered boxes', nms(10000)),
+            ('resnet_memory', 'ResNet-14 peak RSS growth, 3 steps @64', MEMORY)]
+
+
+#: the memory workload's setup: measured in a fresh process of the same interpreter
+MEMORY = 'memory'
 
 
 class Runner:
@@ -212,10 +339,17 @@ class Runner:
         self.ready = {}
 
     def measure(self, key):
+        if self.setups[key] is MEMORY:
+            # a fresh process of this interpreter, with this process's environment
+            out = subprocess.run([sys.executable, os.path.abspath(__file__), '--memory-probe'],
+                                 check=True, stdout=subprocess.PIPE, text=True).stdout
+            return {'ms': float(out.split()[-1]), 'check': 0, 'unit': 'MiB'}
         if key not in self.ready:
             self.ready[key] = self.setups[key]()
-        fn, repeat, rounds, check = self.ready[key]
-        return {'ms': 1e3 * best_of(fn, repeat, rounds, self.sync), 'check': check}
+        fn, repeat, rounds, check, *scale_unit = self.ready[key]
+        scale, unit = scale_unit or (1.0, 'ms')
+        return {'ms': scale * 1e3 * best_of(fn, repeat, rounds, self.sync), 'check': check,
+                'unit': unit}
 
 
 class Worker:
@@ -227,7 +361,9 @@ class Worker:
                    MXNET_MKLDNN_ENABLED='1' if mkldnn else '0',
                    MXNET_STORAGE_FALLBACK_LOG_VERBOSE='0', MXNET_SUBGRAPH_VERBOSE='0')
         flag = '--worker'
+        env['BENCH_FRAMEWORK'] = 'mxnet'
         if python is None:
+            env['BENCH_FRAMEWORK'] = 'symgraph'
             python, flag = sys.executable, '--worker-symgraph'
             env['SYMGRAPH_ONEDNN'] = '0'
         self.proc = subprocess.Popen([python, os.path.abspath(__file__), flag],
@@ -259,7 +395,9 @@ def profile(top=14):
     import cProfile
     import pstats
     for key, desc, setup in workloads(lambda: None):
-        fn, repeat, _, _ = setup()
+        if setup is MEMORY:
+            continue
+        fn, repeat = setup()[:2]
         prof = cProfile.Profile()
         prof.enable()
         for _ in range(repeat):
@@ -314,15 +452,22 @@ def main(argv=None):
     ap.add_argument('--only', help='comma-separated workload keys (default: all)')
     ap.add_argument('--worker', action='store_true', help=argparse.SUPPRESS)
     ap.add_argument('--worker-symgraph', action='store_true', help=argparse.SUPPRESS)
+    ap.add_argument('--memory-probe', action='store_true', help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args.worker:         # under the MXNet interpreter: the same workloads
-        import mxnet
+    if args.worker or (args.memory_probe and os.environ.get('BENCH_FRAMEWORK') == 'mxnet'):
+        import mxnet        # under the MXNet interpreter: the same workloads
         mx = mxnet
+        if args.memory_probe:
+            print('%.3f' % peak_rss_probe())
+            return
         serve(mx.nd.waitall)
         return
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
     import symgraph
     mx = symgraph
+    if args.memory_probe:
+        print('%.3f' % peak_rss_probe())
+        return
     if args.worker_symgraph:
         serve(lambda: None)
         return
@@ -368,15 +513,27 @@ def main(argv=None):
     for name, _ in runners[1:]:
         head += ' | %-29s' % name
     print(head)
+    ratios = {name: {} for name, _ in runners[1:]}
     for key, desc, _ in table:
-        ours = res[('symgraph', key)]['ms']
-        line = '%-34s %7.2f ms' % (desc, ours)
+        ours = res[('symgraph', key)]
+        unit = ours.get('unit', 'ms')
+        line = '%-44s %8.2f %-7s' % (desc, ours['ms'], unit)
         for name, _ in runners[1:]:
             ref = res[(name, key)]['ms']
-            line += ' | %7.2f ms  ratio %5.2fx' % (ref, ours / ref)
+            ratios[name][key] = ours['ms'] / ref if ref > 0 else float('nan')
+            line += ' | %8.2f %-7s ratio %5.2fx' % (ref, unit, ratios[name][key])
         print(line)
     if len(runners) > 1:
-        print('ratio = symgraph / other time (below 1: symgraph is faster)')
+        print('ratio = symgraph / other (time, or peak memory growth; below 1: symgraph '
+              'is better)')
+        for name, _ in runners[1:]:
+            times = [r for k, r in ratios[name].items()
+                     if k != 'resnet_memory' and r == r and r > 0]
+            if times:
+                geo = float(np.exp(np.mean(np.log(times))))
+                worst = max(ratios[name].items(), key=lambda kv: kv[1])
+                print('against %s: geomean of time ratios %.2f over %d workloads; worst %s '
+                      '%.2fx' % (name, geo, len(times), worst[0], worst[1]))
     print('check values (gradient sums, boxes kept), which must agree:')
     for key, _, _ in table:
         print('  %-14s' % key + ''.join('  %s %.6g' % (name.split(',')[-1].strip(),

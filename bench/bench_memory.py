@@ -12,9 +12,17 @@ The resident set size (``/proc/self/statm``; ``ru_maxrss`` where there is no /pr
 after a ``gc.collect()`` at the end of the warm-up and at the end; the script prints the
 figures and exits 1 if either loop grew by more than the limit (5 MB).
 
+With ``--mxnet PYTHON`` (Linux: it reads ``/proc/self/status`` and resets the high-water
+mark through ``/proc/self/clear_refs``) it also measures the peak memory of training, in a
+fresh process per framework: the CIFAR ResNet of bench_cnn.py at batch 64, the peak
+resident set over ``simple_bind`` and 3 training steps (forward, backward, SGD update)
+above the resident set before the bind, for symgraph and for MXNet 1.9.1 (MKLDNN on, and
+off) under the given interpreter, and prints the ratio (target: at most 1.0).
+
 Usage::
 
     python bench/bench_memory.py [--steps 10000] [--binds 1000] [--limit-mb 5]
+    python bench/bench_memory.py --mxnet /work/mxvenv/bin/python --steps 0 --binds 0
 """
 import argparse
 import gc
@@ -25,7 +33,7 @@ import time
 
 import numpy as np
 
-import symgraph as mx
+mx = None           # symgraph (imported in main: an MXNet worker process runs without it)
 
 MB = 1024 * 1024
 
@@ -108,13 +116,87 @@ def rebinds(binds, warmup):
     return before, settled_rss()
 
 
+def _status(key):
+    with open('/proc/self/status') as f:
+        for ln in f:
+            if ln.startswith(key):
+                return int(ln.split()[1]) * 1024
+    raise KeyError(key)
+
+
+def peak_worker(framework):
+    """In a fresh process: peak RSS over simple_bind + 3 ResNet training steps at batch 64
+    above the RSS before the bind (printed as JSON)."""
+    import json
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import bench_cnn
+    if framework == 'mxnet':
+        import mxnet as fw
+        sync = fw.nd.waitall
+    else:
+        fw, sync = mx, (lambda: None)
+    bench_cnn.mx = fw
+    net = bench_cnn.resnet()
+    gc.collect()
+    before = _status('VmRSS')
+    with open('/proc/self/clear_refs', 'w') as f:
+        f.write('5')            # the high-water mark restarts from the current RSS
+    exe = bench_cnn.bind(net, (64, 3, 32, 32))
+    step = bench_cnn.train_step_fn(exe, 64)
+    for _ in range(3):
+        step()
+        sync()
+    print(json.dumps({'peak_mb': (_status('VmHWM') - before) / MB,
+                      'after_mb': (_status('VmRSS') - before) / MB}))
+
+
+def peak_table(python):
+    """Peak-memory runs of symgraph and MXNet (MKLDNN on and off), each in its own
+    process; returns symgraph's ratio to MXNet's default."""
+    import json
+    import subprocess
+    here = os.path.abspath(__file__)
+    runs = [('symgraph', sys.executable, 'symgraph', {}),
+            ('MXNet 1.9.1, MKLDNN on', python, 'mxnet', {'MXNET_MKLDNN_ENABLED': '1'}),
+            ('MXNet 1.9.1, MKLDNN off', python, 'mxnet', {'MXNET_MKLDNN_ENABLED': '0'})]
+    res = {}
+    ncores = str(len(os.sched_getaffinity(0)))
+    for name, py, fw, extra in runs:
+        env = dict(os.environ, OMP_NUM_THREADS=ncores, MXNET_SUBGRAPH_VERBOSE='0',
+                   MXNET_STORAGE_FALLBACK_LOG_VERBOSE='0', **extra)
+        out = subprocess.run([py, here, '--peak-worker', fw], env=env, check=True,
+                             stdout=subprocess.PIPE, text=True).stdout
+        res[name] = json.loads(out.strip().splitlines()[-1])
+    print('peak RSS over simple_bind + 3 training steps of the CIFAR ResNet, batch 64 '
+          '(above the RSS before the bind):')
+    ours = res['symgraph']['peak_mb']
+    for name, r in res.items():
+        print('  %-26s +%6.1f MiB (after the steps +%.1f MiB)  symgraph / this %.2f'
+              % (name, r['peak_mb'], r['after_mb'], ours / r['peak_mb']))
+    return ours / res['MXNet 1.9.1, MKLDNN on']['peak_mb']
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--steps', type=int, default=10000)
     ap.add_argument('--binds', type=int, default=1000)
     ap.add_argument('--limit-mb', type=float, default=5.0)
+    ap.add_argument('--mxnet', help='python interpreter with mxnet 1.9.1: also compare the '
+                    'peak memory of ResNet training')
+    ap.add_argument('--peak-worker', choices=('symgraph', 'mxnet'), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    global mx
+    if args.peak_worker != 'mxnet':
+        import symgraph
+        mx = symgraph
+    if args.peak_worker:
+        peak_worker(args.peak_worker)
+        return 0
     failed = False
+    if args.mxnet:
+        peak_table(args.mxnet)
+    if not args.steps and not args.binds:
+        return 0
 
     t0 = time.perf_counter()
     warm = min(1000, args.steps // 5)

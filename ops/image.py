@@ -28,19 +28,12 @@ import numpy as np
 
 from symgraph.opdef import MXNetError, Operator, Param, ShapeError, random_state, register
 
+from ._cv import cv_resize, saturate as _saturate
+
 _GRAY = (np.float32(0.299), np.float32(0.587), np.float32(0.114))
 _EIG = np.array([[55.46 * -0.5675, 4.794 * 0.7192, 1.148 * 0.4009],
                  [55.46 * -0.5808, 4.794 * -0.0045, 1.148 * -0.8140],
                  [55.46 * -0.5836, 4.794 * -0.6948, 1.148 * 0.4203]], np.float32)
-
-
-def _saturate(xp, v, dtype):
-    """MXNet's ``saturate_cast``: uint8 clamped to [0, 255], then C's truncating cast."""
-    if np.dtype(dtype) == np.uint8:
-        v = xp.clip(v, 0, 255)
-    if np.dtype(dtype).kind in 'iu':
-        v = xp.trunc(v)
-    return v.astype(dtype)
 
 
 def _hwc(op, s):
@@ -239,59 +232,10 @@ class Resize(Operator):
         x = inputs[0]
         h, w = x.shape[-3], x.shape[-2]
         oh, ow = _resize_out(self, h, w)
-        if self.interp == 0:
-            ys = np.minimum(np.floor(np.arange(oh) * (h / oh)).astype(np.int64), h - 1)
-            xs = np.minimum(np.floor(np.arange(ow) * (w / ow)).astype(np.int64), w - 1)
-            return [x[..., xp.asarray(ys), :, :][..., xp.asarray(xs), :]]
-        y0, y1, fy = _linear_taps(oh, h)
-        x0, x1, fx = _linear_taps(ow, w)
-        if x.dtype == np.uint8:
-            return [_resize_u8(xp, x, (y0, y1, fy), (x0, x1, fx))]
-        f = x.astype(np.float32)
-        fy = xp.asarray(fy)[:, None, None]
-        fx = xp.asarray(fx)[None, :, None]
-        rows0 = f[..., xp.asarray(y0), :, :]
-        rows1 = f[..., xp.asarray(y1), :, :]
-        top = rows0[..., xp.asarray(x0), :] * (1 - fx) + rows0[..., xp.asarray(x1), :] * fx
-        bot = rows1[..., xp.asarray(x0), :] * (1 - fx) + rows1[..., xp.asarray(x1), :] * fx
-        out = top * (1 - fy) + bot * fy
-        if x.dtype.kind in 'iu':
-            return [_saturate(xp, xp.floor(out + np.float32(0.5)), x.dtype)]
-        return [out.astype(x.dtype)]
+        return [cv_resize(xp, x, oh, ow, self.interp)]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         raise MXNetError('%s has no gradient (as in MXNet 1.9.1)' % self.name)
-
-
-def _linear_taps(n_out, n_in):
-    """OpenCV INTER_LINEAR source taps and weights along one axis (half-pixel centres)."""
-    scale = n_in / n_out
-    f = ((np.arange(n_out) + 0.5) * scale - 0.5).astype(np.float32)
-    s = np.floor(f).astype(np.int64)
-    f = (f - s.astype(np.float32)).astype(np.float32)
-    low = s < 0
-    f[low], s[low] = 0, 0
-    high = s >= n_in - 1
-    f[high], s[high] = 0, n_in - 1
-    return s, np.minimum(s + 1, n_in - 1), f
-
-
-def _resize_u8(xp, x, ys, xs):
-    """OpenCV's fixed-point bilinear resize of uint8 images: 11-bit weights, the horizontal
-    pass in integers, the vertical one as its vectorised kernel rounds."""
-    def coef(f):
-        return (np.rint((np.float32(1) - f) * np.float32(2048)).astype(np.int64),
-                np.rint(f * np.float32(2048)).astype(np.int64))
-    y0, y1, fy = ys
-    x0, x1, fx = xs
-    a0, a1 = (xp.asarray(v)[:, None] for v in coef(fx))
-    b0, b1 = (xp.asarray(v)[:, None, None] for v in coef(fy))
-    i = x.astype(np.int64)
-    row = i[..., xp.asarray(x0), :] * a0 + i[..., xp.asarray(x1), :] * a1
-    s0 = row[..., xp.asarray(y0), :, :] >> 4
-    s1 = row[..., xp.asarray(y1), :, :] >> 4
-    out = (((b0 * s0) >> 16) + ((b1 * s1) >> 16) + 2) >> 2
-    return xp.clip(out, 0, 255).astype(np.uint8)
 
 
 # ---- augmenters ---------------------------------------------------------------------------

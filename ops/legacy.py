@@ -34,7 +34,8 @@ size in shape inference (MXNet at run time).
 """
 import numpy as np
 
-from symgraph.opdef import Operator, Param, ShapeError, register, unify_shape
+from symgraph.opdef import (Operator, Param, ShapeError, TypeInferenceError, register,
+                            unify_shape)
 
 from ._util import sliced_len
 from .binary import ElemwiseAdd, ElemwiseDiv
@@ -398,3 +399,112 @@ class Crop(Operator):
         if self.num_args == 2 and need[1]:
             grads[1] = xp.zeros_like(inputs[1])
         return grads
+
+
+# ---- the legacy imperative NDArray functions -----------------------------------------------
+@register
+class CopyTo(Operator):
+    """``_copyto(data)``: a copy of data (what ``NDArray.copyto`` runs in MXNet); gradient
+    the head gradient (MXNet's ``ElemwiseGradUseNone{"_copyto"}``). ``mx.nd._internal.
+    _copyto(x, out=y)`` casts into y's dtype, as MXNet's ``CopyFromTo``."""
+
+    name = '_copyto'
+    needs_inputs = False
+
+    def list_arguments(self):
+        return ['data']
+
+    def infer_shape(self, in_shapes):
+        return [in_shapes[0]], [in_shapes[0]], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        return [inputs[0].copy()]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        return [out_grads[0] if need[0] else None]
+
+
+@register
+class SetValue(Operator):
+    """``_set_value(src)``: an array filled with ``src`` as a float32 (MXNet's ``real_t``),
+    of the shape its consumer gives (MXNet's node has no shape; ``mx.nd._internal.
+    _set_value(v, out=y)`` fills y, cast to y's dtype: 2.75 into int32 is 2)."""
+
+    name = '_set_value'
+    src = Param(float, doc='the value (a float32, as MXNet\'s real_t)')
+    no_grad = True
+    needs_inputs = False
+    infer_shape_uses_outputs = True
+
+    def list_arguments(self):
+        return []
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        return [], [out_shapes[0] if out_shapes else None], []
+
+    def infer_type(self, in_types):
+        return [], [np.dtype(np.float32)], []
+
+    def specialize(self, in_shapes, out_shapes):
+        want = out_shapes[0]
+        if want is None or 0 in tuple(want):
+            raise ShapeError('_set_value: the array\'s shape comes from its consumer, which did '
+                             'not give one (inferred %s)' % (want,))
+        op = type(self)(**self._values)
+        object.__setattr__(op, '_shape', tuple(want))
+        return op
+
+    def forward(self, xp, inputs, aux, is_train):
+        shape = getattr(self, '_shape', None)
+        if shape is None:
+            raise ShapeError('_set_value: no shape; give out= (mx.nd) or a consumer that '
+                             'fixes it (mx.sym)')
+        return [xp.full(shape, np.float32(self.src), dtype=np.float32)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        return []
+
+
+@register
+class OneHotEncode(Operator):
+    """``_onehot_encode(lhs, rhs)`` (``mx.nd.onehot_encode(indices, out)``): (N, K) of rhs's
+    dtype with ``out[i, k] = (k == int(lhs[i]))`` for lhs (N,) and rhs (N, K) (only its shape
+    counts); an index outside [0, K) gives a row of zeros; no gradient, as MXNet's. Here it
+    also composes in ``mx.sym`` (MXNet's fails: "Not enough argument") and takes any
+    floating point type (MXNet: float32 only; integers are refused in both)."""
+
+    name = '_onehot_encode'
+    no_grad = True
+    needs_inputs = False
+
+    def list_arguments(self):
+        return ['lhs', 'rhs']
+
+    def infer_shape(self, in_shapes):
+        lhs, rhs = (None if s is None else tuple(s) for s in in_shapes[:2])
+        if lhs is not None and len(lhs) != 1 or rhs is not None and len(rhs) != 2:
+            raise ShapeError('_onehot_encode: lhs must be 1-D and rhs 2-D (OneHotEncode only '
+                             'support 1d index), got %s and %s' % (lhs, rhs))
+        if lhs is not None and rhs is not None and lhs[0] != rhs[0]:
+            raise ShapeError('_onehot_encode: lhs has %d entries but rhs %d rows'
+                             % (lhs[0], rhs[0]))
+        if rhs is not None and lhs is None:
+            lhs = rhs[:1]
+        return [lhs, rhs], [rhs], []
+
+    def infer_type(self, in_types):
+        for k, t in zip(('lhs', 'rhs'), in_types[:2]):
+            if t is not None and np.dtype(t).kind != 'f':
+                raise TypeInferenceError('_onehot_encode: %r is %s; one_hot_encode only '
+                                         'support float32 (here: floating point) as '
+                                         'input/output' % (k, np.dtype(t).name))
+        t = in_types[1] if in_types[1] is not None else np.dtype(np.float32)
+        return [in_types[0], t], [t], []
+
+    def forward(self, xp, inputs, aux, is_train):
+        lhs, rhs = inputs
+        i = xp.trunc(lhs).astype(np.int64)
+        return [(xp.arange(rhs.shape[1])[None, :] == i[:, None]).astype(rhs.dtype)]
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+        return [None, None]

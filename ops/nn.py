@@ -30,6 +30,10 @@ class FullyConnected(Operator):
     num_hidden = Param(int, doc='number of output units', minimum=1)
     no_bias = Param(bool, False, doc='leave out the bias')
     flatten = Param(bool, True, doc='collapse all but the first axis of data')
+    #: as MXNet's _backward_FullyConnected: (ograd, data, weight), never the bias
+    needs_inputs = (0, 1)
+    #: a bias bound as (num_hidden, 1) (Caffe conversions): its gradient's shape
+    _bias_shape = None
 
     def list_arguments(self):
         return ['data', 'weight'] if self.no_bias else ['data', 'weight', 'bias']
@@ -77,6 +81,14 @@ class FullyConnected(Operator):
         out = tuple(d[:-1]) + (h,) if not self.flatten else (d[0], h)
         return shapes, [out], []
 
+    def specialize(self, in_shapes, out_shapes):
+        # backward does not read the bias; a 2-D one must still get a 2-D gradient
+        if self.no_bias or in_shapes[2] is None or len(in_shapes[2]) == 1:
+            return self
+        op = type(self)(**self._values)
+        object.__setattr__(op, '_bias_shape', tuple(in_shapes[2]))
+        return op
+
     def forward(self, xp, inputs, aux, is_train):
         x, w = inputs[0], inputs[1]
         x2 = x.reshape(x.shape[0], -1) if self.flatten else x
@@ -96,7 +108,8 @@ class FullyConnected(Operator):
         if need[1]:
             grads[1] = _matmul(xp, g2.T, x2)
         if not self.no_bias and need[2]:
-            grads[2] = g2.sum(axis=0).reshape(inputs[2].shape)
+            gb = g2.sum(axis=0)
+            grads[2] = gb if self._bias_shape is None else gb.reshape(self._bias_shape)
         return grads
 
 
@@ -147,27 +160,59 @@ class Activation(Operator):
             'softsign': lambda x: x / (1.0 + xp.abs(x)),
         }[self.act_type]
 
-    def forward(self, xp, inputs, aux, is_train):
-        return [self._fn(xp)(inputs[0])]
+    #: forward computes into the executor's buffer (in place where the storage plan gives
+    #: the input's storage to the output), backward into the data gradient's
+    writes_into = True
+
+    def forward(self, xp, inputs, aux, is_train, out=None):
+        x = inputs[0]
+        dest = out[0] if out and out[0] is not None and out[0].dtype == x.dtype \
+            and out[0].shape == x.shape else None
+        if dest is None:
+            return [self._fn(xp)(x)]
+        a = self.act_type
+        if a == 'relu':
+            xp.maximum(x, x.dtype.type(0), out=dest)
+        elif a == 'tanh':
+            xp.tanh(x, out=dest)
+        else:
+            dest[...] = self._fn(xp)(x)
+        return [dest]
 
     def fast_forward(self, xp, is_train):
         return self._fn(xp)
 
-    def backward(self, xp, out_grads, inputs, outputs, aux, need):
-        x, g = inputs[0], out_grads[0]
+    # backward reads the output, as MXNet's does, except for softsign (the input): the
+    # input then dies at this node, so its storage can take the output (in place) and
+    # BatchNorm -> relu keeps one array for backward, not two
+    @property
+    def needs_inputs(self):
+        return self.act_type == 'softsign'
+
+    @property
+    def needs_outputs(self):
+        return self.act_type != 'softsign'
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None):
+        g = out_grads[0]
         a = self.act_type
+        if a == 'softsign':
+            d = 1.0 / (1.0 + xp.abs(inputs[0])) ** 2
+            return [g * d]
+        y = outputs[0]
+        dest = grad_out[0] if grad_out and grad_out[0] is not None \
+            and grad_out[0].dtype == g.dtype and grad_out[0].shape == g.shape else None
         if a == 'relu':
-            d = (x > 0).astype(g.dtype)
+            if dest is not None:
+                return [xp.multiply(g, y > 0, out=dest)]
+            d = (y > 0).astype(g.dtype)
         elif a == 'sigmoid':
-            s = _sigmoid(xp, x)
-            d = s * (1.0 - s)
+            d = y * (1.0 - y)
         elif a == 'tanh':
-            d = 1.0 - xp.tanh(x) ** 2
-        elif a == 'softrelu':
-            d = _sigmoid(xp, x)
-        else:
-            d = 1.0 / (1.0 + xp.abs(x)) ** 2
-        return [g * d]
+            d = 1.0 - y * y
+        else:   # softrelu: y = log(1 + e^x), dy/dx = sigmoid(x) = 1 - e^-y
+            d = -xp.expm1(-y)
+        return [g * d if dest is None else xp.multiply(g, d, out=dest)]
 
 
 _SELU_ALPHA = 1.6732632423543772848170429916717

@@ -85,6 +85,9 @@ class BatchNorm(BatchNormBase):
 
     name = 'BatchNorm'
     aliases = ('_npx_batch_norm',)
+    #: backward reads the mean and inverse std, never the normalised output (which then
+    #: dies at its last consumer: a following relu may take its storage)
+    needs_outputs = (1, 2)
     eps = Param(float, 1e-3, doc='added to the variance')
     momentum = Param(float, 0.9, doc='running-statistics decay')
     fix_gamma = Param(bool, True, doc='gamma acts as 1 and gets no gradient')
@@ -105,13 +108,14 @@ class BatchNorm(BatchNormBase):
             return None
         return cpu_backend()
 
-    def _onednn_forward(self, be, data, gamma, beta, moving_mean, moving_var, is_train):
+    def _onednn_forward(self, be, data, gamma, beta, moving_mean, moving_var, is_train,
+                        dest=None):
         """[out, mean, inverse std] through oneDNN (running statistics updated as the
-        NumPy path does), or None when it declines."""
+        NumPy path does; out written into ``dest`` when given), or None when it declines."""
         eps = f32(self.eps)
         g = np.ones_like(gamma) if self.fix_gamma else gamma
         if is_train and not self.use_global_stats:
-            r = be.batch_norm_forward(data, g, beta, eps)
+            r = be.batch_norm_forward(data, g, beta, eps, out=dest)
             if r is None:
                 return None
             out, mean, var = r
@@ -120,7 +124,7 @@ class BatchNorm(BatchNormBase):
             moving_var[...] = moving_var * mom + var * (1.0 - mom)
         else:
             mean, var = moving_mean, moving_var
-            out = be.batch_norm_forward(data, g, beta, eps, mean, var, is_train)
+            out = be.batch_norm_forward(data, g, beta, eps, mean, var, is_train, out=dest)
             if out is None:
                 return None
             mean = mean.copy()
@@ -146,7 +150,7 @@ class BatchNorm(BatchNormBase):
         be = self._backend(xp, data, gamma, beta, moving_mean, moving_var)
         if be is not None:
             outs = self._onednn_forward(be, data, gamma, beta, moving_mean, moving_var,
-                                        is_train)
+                                        is_train, dest)
             if outs is not None:
                 return outs
         x = acc(data)
@@ -196,7 +200,7 @@ class BatchNorm(BatchNormBase):
             inv = outputs[2].astype(np.float64)
             var = (1.0 / (inv * inv) - self.eps).astype(np.float32)
             r = be.batch_norm_backward(data, out_grads[0], g, outputs[1], var, f32(self.eps),
-                                       self.use_global_stats)
+                                       self.use_global_stats, dx_out=dest)
             if r is not None:
                 dx, dgamma, dbeta = r
                 return [dx if need[0] else None,
@@ -246,6 +250,7 @@ class BatchNormWithReLU(BatchNorm):
 
     name = '_contrib_BatchNormWithReLU'
     aliases = ()
+    needs_outputs = True    # the relu mask comes from the output
 
     def forward(self, xp, inputs, aux, is_train, out=None):
         res = super().forward(xp, inputs, aux, is_train, out=out)

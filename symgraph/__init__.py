@@ -32,11 +32,14 @@ from . import monitor as mon
 from . import operator
 from . import visualization
 from . import visualization as viz
+from . import image
+from . import image as img
 
 from . import dist
 from . import module
 from . import module as mod
 model.FeedForward = module.FeedForward     # mx.model.FeedForward (it is built on Module)
+from . import contrib
 from . import ops  # noqa: E402,F401  (registers the operators; must come last)
 
 __version__ = '0.1.0'

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import tracemalloc
 import warnings
 
 import numpy as np
@@ -69,10 +70,12 @@ class Executor:
     """A bound symbol. Create with :meth:`Symbol.bind` or :meth:`Symbol.simple_bind`."""
 
     def __init__(self, symbol, ctx, args, args_grad=None, grad_req='write', aux_states=None,
-                 group2ctx=None, _answers=None):
+                 group2ctx=None, _answers=None, _inferred=None):
+        # _inferred: (graph, shapes, dtypes or None) from simple_bind, which sorted and
+        # inferred with the same inputs already (one sort and one pass per bind)
         self._symbol = symbol
         self._ctx = Context(ctx) if ctx is not None else current_context()
-        order, arg_nodes, aux_nodes = symbol._arg_aux()
+        order, arg_nodes, aux_nodes = symbol._arg_aux() if _inferred is None else _inferred[0]
         self._arg_names = [n.name for n in arg_nodes]
         self._aux_names = [n.name for n in aux_nodes]
         args = _as_list(args, self._arg_names, 'arguments')
@@ -99,8 +102,13 @@ class Executor:
                            if a is not None})
         # (simple_bind's inference already asked the rules: _answers keeps what they said)
         answers = _answers or {'shape': None, 'type': None}
-        shapes = infer_shapes(order, shape_known, answers['shape'])
-        dtypes = infer_types(order, type_known, answers['type'])
+        if _inferred is not None:
+            shapes = dict(_inferred[1])
+            dtypes = dict(_inferred[2]) if _inferred[2] is not None else \
+                infer_types(order, type_known, answers['type'])
+        else:
+            shapes = infer_shapes(order, shape_known, answers['shape'])
+            dtypes = infer_types(order, type_known, answers['type'])
         index = {id(n): k for k, n in enumerate(order)}
         for n in order:
             for i in range(n.num_outputs()):
@@ -154,6 +162,11 @@ class Executor:
         self._plan = Plan(order, arg_nodes, aux_nodes, heads, shapes, dtypes, reqs, xp,
                           self._ctx)
         self._saved = None
+        self._pool = None       # the storage plan's buffers, allocated at the first forward
+        #: run with the storage plan's buffers (False: every result a new array, freed
+        #: after its last use; the tests compare the two)
+        self._use_buffers = True
+        self._peak = None       # bytes traced during the last run (tracemalloc on)
         self._monitor = None
         self._monitor_all = False
         self._monitor_level = 0         # the plan's monitor code: 0 none, 1 outputs, 2 all
@@ -209,19 +222,27 @@ class Executor:
                                  'with %s' % (k, tuple(np.shape(v)), dst.shape))
             dst[:] = v
         keep = bool(is_train) or self._any_grad
-        fn, fname, line_step = self._plan.forward_fn(is_train, self._monitor_level, keep)
+        fn, fname, line_step = self._plan.forward_fn(is_train, self._monitor_level, keep,
+                                                     buffered=self._use_buffers)
         if self._off_ctx:
             self._sync(self.arg_arrays, self._dev_args)
             self._sync(self.aux_arrays, self._dev_aux)
         A = [a._data for a in self._dev_args]
         X = [a._data for a in self._dev_aux]
         O = [o._data for o in self.outputs]
+        # the previous forward's arrays for backward go now, not when this forward is done:
+        # both sets alive at once would double the peak
+        self._saved = None
         with self._ctx.device_scope():
+            if self._pool is None and self._use_buffers:   # once per executor
+                self._pool = self._plan.allocate()
+            tracing = tracemalloc.is_tracing()
+            if tracing:     # the peak of this run's arrays, for debug_str
+                self._trace_base = tracemalloc.get_traced_memory()[0]
+                tracemalloc.reset_peak()
             try:
-                if self._monitor is not None:
-                    heads, saved = fn(A, X, O, self._monitor_fn)
-                else:
-                    heads, saved = fn(A, X, O)
+                heads, saved = fn(A, X, O, self._monitor_fn if self._monitor is not None
+                                  else None, self._pool)
             except Exception as e:
                 self._saved = None
                 err = check_error(e, fname, line_step, 'forward')
@@ -237,14 +258,17 @@ class Executor:
                     out._data[...] = h
         if self._off_ctx:
             self._sync(self._dev_aux, self.aux_arrays)
-        self._saved = saved if keep else None
+        self._saved = list(saved) if keep else None
+        self._peak = [tracemalloc.get_traced_memory()[1] - self._trace_base, 0] \
+            if tracing else None
         return self.outputs
 
     def backward(self, out_grads=None, is_train=True):
         """Run backward from the last forward, honouring grad_req."""
         if self._saved is None:
-            raise UsageError('backward: call forward first (there was none, it failed, or '
-                             'the executor has no gradients to compute)')
+            raise UsageError('backward: call forward first (there was none, it failed, the '
+                             'executor has no gradients to compute, or a backward since the '
+                             'last forward used up the arrays it saved)')
         plan = self._plan
         if out_grads is None:
             out_grads = []
@@ -273,25 +297,35 @@ class Executor:
                                                self.outputs[k].shape))
             with self._ctx.device_scope():
                 og.append(arr.astype(self.outputs[k]._data.dtype, copy=False))
-        ready = self._grad_ready
-        fn, fname, line_step = plan.backward_fn(self._monitor_level, ready is not None)
+        ready = self._ready_fn
+        fn, fname, line_step = plan.backward_fn(self._monitor_level,
+                                                buffered=self._use_buffers,
+                                                ready=ready is not None)
         if self._off_ctx:
             self._sync(self.grad_arrays, self._dev_grads, self._grad_req)
         G = [None if g is None else g._data for g in self._dev_grads]
+        # backward uses the forward arrays up (each goes after its last use, and its
+        # buffer takes gradients): a second backward needs another forward. MXNet's
+        # executor runs it on overwritten buffers and returns wrong gradients.
+        saved, self._saved = self._saved, None
+        tracing = self._peak is not None and tracemalloc.is_tracing()
+        if tracing:
+            tracemalloc.reset_peak()
         with self._ctx.device_scope():
             try:
-                if ready is not None:
-                    fn(self._saved, og, G, self._monitor_fn if self._monitor is not None
-                       else None, self._ready_fn)
-                elif self._monitor is not None:
-                    fn(self._saved, og, G, self._monitor_fn)
+                if ready is None:
+                    fn(saved, og, G, self._monitor_fn if self._monitor is not None else None,
+                       self._pool)
                 else:
-                    fn(self._saved, og, G)
+                    fn(saved, og, G, self._monitor_fn if self._monitor is not None else None,
+                       self._pool, ready)
             except Exception as e:
                 err = check_error(e, fname, line_step, 'backward')
                 if err is None:
                     raise
                 raise err from e
+        if tracing:
+            self._peak[1] = tracemalloc.get_traced_memory()[1] - self._trace_base
         if self._off_ctx:
             # backward may update auxiliary states too (SyncBatchNorm's running statistics)
             self._sync(self._dev_grads, self.grad_arrays)
@@ -410,10 +444,14 @@ class Executor:
         return Executor(self._symbol, self._ctx, args, grads, self._grad_req, aux)
 
     def debug_str(self):
-        """The plan: every step with its shapes and storage, and planned vs naive bytes."""
+        """The plan: every step with its shapes and storage, planned vs naive bytes, and
+        the storage run: the buffers the executor allocated (measured from the arrays) and
+        the peak bytes of its arrays in the last forward and backward, measured when
+        ``tracemalloc`` was tracing them (the run resets tracemalloc's peak)."""
         plan = self._plan
         assign, planned, naive = plan.memory_plan(is_train=True)
         _, planned_inf, naive_inf = plan.memory_plan(is_train=False)
+        st = plan.storage()
         lines = ['Symbol outputs: %s' % ', '.join(self._output_names)]
         for k, n in enumerate(plan.order):
             if n.op is None:
@@ -426,50 +464,75 @@ class Executor:
                 src, i = plan.entry_info[e]
                 lines.append('\targ[%d]=%s %s' % (j, src.output_names()[i], plan.shapes[e]))
             for e in plan.out_entries(n):
-                lines.append('\tout %s %s %s storage=%s'
+                run = 'buffer %d' % st.block_of[st.slot[e]] if e in st.slot else 'own array'
+                lines.append('\tout %s %s %s storage=%s (%s)'
                              % (plan.entry_info[e][0].output_names()[plan.entry_info[e][1]],
-                                plan.shapes[e], plan.dtypes[e], assign.get(e, '-')))
+                                plan.shapes[e], plan.dtypes[e], assign.get(e, '-'), run))
         lines.append('Backward steps: %d (gradients only where needed)' % len(plan.bwd_steps))
         lines.append('Total %d MB allocated (training plan; naive %d MB), inference plan %d '
                      'bytes (naive %d bytes)' % (planned >> 20, naive >> 20, planned_inf,
                                                  naive_inf))
         lines.append('planned_bytes=%d naive_bytes=%d' % (planned, naive))
+        allocated = None if self._pool is None else sum(
+            {id(b): b.nbytes for b in (v.base if v.base is not None else v
+                                       for v in self._pool)}.values())
+        # the buffers plus the peak of the arrays the run made besides them
+        peak = None if self._peak is None else (allocated or 0) + max(self._peak)
+        lines.append('Storage run: %d buffers of %d bytes planned for %d entries (the others '
+                     'own their arrays, freed after their last use)'
+                     % (len(st.blocks), st.planned_bytes, len(st.keys)))
+        lines.append('buffer_bytes=%d allocated_bytes=%s measured_peak_bytes=%s'
+                     % (st.planned_bytes, 'none' if allocated is None else allocated,
+                        'untraced' if peak is None else peak))
         return '\n'.join(lines)
 
 
 def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
                 shared_exec=None, shapes=None):
-    """Allocate zeroed arrays from the input shapes and bind them."""
+    """Allocate zeroed arrays from the input shapes and bind them.
+
+    One topological sort, one shape pass and one type pass for the whole bind: the
+    executor takes the graph and the inferred shapes and dtypes from here instead of
+    sorting and inferring again (only a type pass that left an input unknown, which the
+    allocation then makes float32, is redone from the allocated arrays).
+    """
     ctx = Context(ctx) if ctx is not None else current_context()
     shapes = dict(shapes or {})
-    known = set(symbol.list_arguments()) | set(symbol.list_auxiliary_states())
+    graph = symbol._arg_aux()           # the bind's one topological sort
+    order, arg_nodes, aux_nodes = graph
+    names = [n.name for n in arg_nodes]
+    known = set(names) | {n.name for n in aux_nodes}
     unknown = sorted(k for k in shapes if k not in known)
     if unknown:     # MXNet ignores them silently (a label given to a symbol without one)
         warnings.warn('simple_bind: %s are not inputs of the symbol (%s); ignored'
-                      % (unknown, symbol.list_arguments()), stacklevel=3)
+                      % (unknown, names), stacklevel=3)
         shapes = {k: v for k, v in shapes.items() if k in known}
     # one answer per rule and question for the whole bind, as MXNet asks a CustomOpProp once
     answers = {'shape': {}, 'type': {}}
-    arg_shapes, _, aux_shapes = symbol._infer_shape_complete((), shapes, answers['shape'], 4)
-    if arg_shapes is None:
-        partial = symbol._infer_shape_impl((), shapes)[0]      # None where unknown
-        unknown = [n for n, s in zip(symbol.list_arguments(), partial)
-                   if s is None or not shape_complete(s)]
+    index = {id(n): k for k, n in enumerate(order)}
+    shape_vals = infer_shapes(order, symbol._known((), shapes, 'shape', graph)[3],
+                              answers['shape'])
+    arg_shapes = [shape_vals.get((index[id(n)], 0)) for n in arg_nodes]
+    aux_shapes = [shape_vals.get((index[id(n)], 0)) for n in aux_nodes]
+    if not all(shape_complete(s) for s in arg_shapes + aux_shapes) or \
+            any(shape_vals.get((index[id(n)], i)) is None for n, i in symbol._outputs):
+        # the error path may sort and infer again: it warns as infer_shape does
+        symbol._infer_shape_complete((), shapes, answers['shape'], 4)
+        unknown = [n for n, s in zip(names, arg_shapes) if s is None or not shape_complete(s)]
         raise BindError('simple_bind: cannot infer the shapes of %s from %s; give them as '
                         'keyword arguments' % (unknown, shapes))
     if type_dict is None:
         # MXNet's simple_bind: without a type_dict every argument that has no __dtype__
         # attribute is float32 (so a CustomOpProp's infer_type sees float32, not None)
-        attrs = symbol.attr_dict()
-        types = {n: np.float32 for n in symbol.list_arguments()
-                 if '__dtype__' not in attrs.get(n, {})}
+        types = {n.name: np.float32 for n in arg_nodes if '__dtype__' not in n.attrs}
     else:
         types = dict(type_dict)
-    arg_types, _, aux_types = symbol._infer_type_complete((), types, answers['type'], 4) \
-        if types else (None, None, None)
-    if arg_types is None:
-        arg_types, _, aux_types = symbol._infer_type_partial((), types, answers['type'])
-    names = symbol.list_arguments()
+    type_vals = infer_types(order, symbol._known((), types, 'type', graph)[3], answers['type'])
+    arg_types = [type_vals.get((index[id(n)], 0)) for n in arg_nodes]
+    aux_types = [type_vals.get((index[id(n)], 0)) for n in aux_nodes]
+    outs_typed = all(type_vals.get((index[id(n)], i)) is not None for n, i in symbol._outputs)
+    if types and not (outs_typed and all(t is not None for t in arg_types + aux_types)):
+        symbol._infer_type_complete((), types, answers['type'], 4)     # its warning
     reqs = _grad_reqs(grad_req, names)
     xp = ctx.xp
 
@@ -480,5 +543,7 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
         grads = [None if r == 'null' else alloc(s, t)
                  for s, t, r in zip(arg_shapes, arg_types, reqs)]
         aux = [alloc(s, t) for s, t in zip(aux_shapes, aux_types)]
-    return Executor(symbol, ctx, args, grads, reqs, aux, group2ctx, _answers=answers)
-
+    # types left unknown (float32 arrays now) are inferred again by the executor
+    complete = all(t is not None for t in arg_types + aux_types)
+    return Executor(symbol, ctx, args, grads, reqs, aux, group2ctx, _answers=answers,
+                    _inferred=(graph, shape_vals, type_vals if complete else None))

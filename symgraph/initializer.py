@@ -221,14 +221,17 @@ class Constant(Initializer):
         self.value = value
 
     def dumps(self):
-        value = self.value
+        # as MXNet: an array value is stored as a list, in ``_kwargs`` too (MXNet's
+        # test_const_init_dumps compares the text with ``json.dumps`` of ``_kwargs``)
+        value = self._kwargs['value']
         if hasattr(value, 'asnumpy'):
             value = value.asnumpy()
         if isinstance(value, np.ndarray):
-            value = value.tolist()        # as MXNet: arrays are stored as lists
+            value = value.tolist()
         elif isinstance(value, np.generic):
-            value = value.item()
-        return json.dumps(['constant', {'value': value}])
+            value = value.item()        # MXNet fails here: a NumPy scalar is not JSON
+        self._kwargs['value'] = value
+        return json.dumps([self.__class__.__name__.lower(), self._kwargs])
 
     def _init_weight(self, _, arr):
         arr[:] = self.value
@@ -431,3 +434,12 @@ def create(*args, **kwargs):
     if cls is None:
         raise InitializerError('unknown initializer %r; known: %s' % (spec, sorted(_REGISTRY)))
     return cls(*args, **kwargs)
+
+
+def __getattr__(name):
+    """Initializers registered by other modules, by class name (``mx.init.FusedRNN``, which
+    lives with the fused RNN cell in :mod:`symgraph.rnn` as MXNet's needs the cell)."""
+    cls = _REGISTRY.get(name.lower())
+    if cls is not None and cls.__name__ == name:
+        return cls
+    raise AttributeError('module %r has no attribute %r' % (__name__, name))

@@ -272,10 +272,12 @@ class Operator:
     #: ``forward`` takes ``out=`` and ``backward`` ``grad_out=``: lists (one entry per
     #: output, per argument) of None or an array of the inferred shape and dtype that
     #: the executor will hand to the user (an output NDArray, a gradient bound with
-    #: grad_req='write').  The operator may compute that result straight into it and
-    #: return that very array, sparing the executor a copy (MXNet's ops write into
-    #: their outputs); returning another array is always correct too.  Default False:
-    #: neither keyword is passed.
+    #: grad_req='write') or that the storage plan gives the result (one of the executor's
+    #: buffers, possibly the storage of an input that dies here when the operator declares
+    #: that pair in :attr:`inplace`).  The operator may compute that result straight into
+    #: it and return that very array, sparing the executor a copy (MXNet's ops write into
+    #: their outputs); returning another array is always correct too (the executor copies
+    #: it in).  Default False: neither keyword is passed.
     writes_into = False
     #: how many graphs a node of this operator holds (MXNet's ``subgraphs`` field of the
     #: node in JSON: ``_foreach`` 1, ``_while_loop`` 2, ``_cond`` 3). Default 0. The core
@@ -541,14 +543,16 @@ class Operator:
         """
         return None
 
-    def make_forward(self, xp, is_train, state=None, in_dtypes=None):
+    def make_forward(self, xp, is_train, state=None, in_dtypes=None, into=False):
         """Return ``f(*inputs, *aux) -> tuple of outputs`` bound once at compile time.
 
         The default wraps :meth:`forward`. Simple operators override
         :meth:`fast_forward` to return a bare function (e.g. ``xp.exp``) taking the
         inputs and returning a single array, which the executor calls directly;
         ``in_dtypes`` (the inputs' dtypes, when the caller knows them) reaches
-        :meth:`fast_forward_typed`.
+        :meth:`fast_forward_typed`. ``into``: the caller will offer ``out=`` arrays (the
+        storage plan's buffers), so an operator that :attr:`writes_into` gets its
+        ``out=`` taking wrapper even where it has a fast function.
         """
         n_args = len(self.list_arguments())
         fwd = self.forward
@@ -557,7 +561,8 @@ class Operator:
                 return fwd(xp, list(arrays[:n_args]), list(arrays[n_args:]), is_train,
                            state=state)
             return run_stateful, False
-        fast = self.fast_forward(xp, is_train) if in_dtypes is None else \
+        fast = None if into and self.writes_into else \
+            self.fast_forward(xp, is_train) if in_dtypes is None else \
             self.fast_forward_typed(xp, is_train, in_dtypes)
         if fast is not None:
             return fast, True
@@ -704,6 +709,16 @@ class OpNamespace:
         """Give the Python function ``fn`` as ``<namespace>.<name>`` (in place of a
         registered operator of that name): ``mx.sym.contrib.foreach`` builds a graph."""
         self._functions[name] = fn
+
+    def function(self, name):
+        """The Python function given as ``<namespace>.<name>`` by :meth:`add_function`, or
+        None."""
+        return self._functions.get(name)
+
+    def remove_function(self, name):
+        """Take back what :meth:`add_function` gave (the registered operator of that name
+        is found again)."""
+        self._functions.pop(name, None)
 
     def __dir__(self):
         names = {n[len(self._prefix):] for n in _REGISTRY if n.startswith(self._prefix)}

@@ -69,6 +69,9 @@ class Plan:
         self._requires_grad()
         self._fwd_cache = {}
         self._bwd_cache = {}
+        # the storage run (Storage), planned at the first buffered forward_fn/backward_fn:
+        # a pass that rewrites the steps (fusion, folding) must run before that
+        self._storage = None
 
     def _e(self, node, i):
         return self.entry[(self.index[id(node)], i)]
@@ -109,6 +112,16 @@ class Plan:
             saved.update(_select(op.needs_outputs, outs))
             saved.update(outs[op.num_visible_outputs():])   # hidden outputs are for backward
         self.saved = sorted(saved)
+        self._saved_set = saved
+
+    def _backward_reads(self, n):
+        """The forward arrays (entry ids) the backward step of node ``n`` reads."""
+        op = n.op
+        n_args = len(op.list_arguments())
+        ins, outs = self.in_entries(n), self.out_entries(n)
+        reads = set(_select(op.needs_inputs, ins[:n_args])) | set(ins[n_args:])
+        sel_out = set(_select(op.needs_outputs, outs)) | set(outs[op.num_visible_outputs():])
+        return reads | (sel_out & self._saved_set)
 
     # ------------------------------------------------------------------ code
     def _compile(self, src, env, name):
@@ -122,7 +135,7 @@ class Plan:
         weakref.finalize(env[name], linecache.cache.pop, fname, None)
         return env[name], fname
 
-    def forward_fn(self, is_train, monitor=0, keep_saved=None):
+    def forward_fn(self, is_train, monitor=0, keep_saved=None, buffered=False):
         """The compiled forward; it returns what backward needs when ``keep_saved``
         (default: in training), so that backward may also follow an inference forward,
         as MXNet allows.
@@ -130,17 +143,23 @@ class Plan:
         ``monitor``: 0 no monitor (the function takes no callback and does no per-node
         work for one); 1 the function calls ``M(name, array)`` on every output of every
         node, hidden ones included; 2 also on each node's inputs before it runs (MXNet's
-        ``monitor_all``)."""
+        ``monitor_all``).
+
+        ``buffered``: the function takes ``P``, the views of :meth:`storage` (from
+        :meth:`allocate`), and computes the outputs the storage plan buffers into them."""
         keep_saved = bool(is_train) if keep_saved is None else bool(keep_saved)
-        key = (bool(is_train), int(monitor), keep_saved)
+        key = (bool(is_train), int(monitor), keep_saved, bool(buffered))
         if key not in self._fwd_cache:
             self._fwd_cache[key] = self._gen_forward(*key)
         return self._fwd_cache[key]
 
-    def _gen_forward(self, is_train, monitor, keep_saved):
+    def _gen_forward(self, is_train, monitor, keep_saved, buffered=False):
         xp = self.xp
         env = {}
-        lines = ['def forward(A, X, O, M=None):']
+        st = self.storage() if buffered else None
+        lines = ['def forward(A, X, O, M=None, P=None):']
+        if st is not None:
+            lines += ['    p%d = P[%d]' % (k, k) for k in st.forward_slots()]
         # heads an operator may compute straight into the user's output arrays O
         head_slot = {}
         for j, e in enumerate(self.head_entries):
@@ -161,22 +180,36 @@ class Plan:
             if monitor > 1:
                 lines += self._monitor_inputs(n, self.in_entries(n), n.op.list_arguments()
                                               + n.op.list_auxiliary_states())
+            mode = st.node_mode.get(id(n)) if st is not None else None
             fn, fast = self.run_op[id(n)].make_forward(
                 xp, is_train, state=self.op_state[id(n)],
-                in_dtypes=[self.dtypes[e] for e in self.in_entries(n)])
+                in_dtypes=[self.dtypes[e] for e in self.in_entries(n)], into=mode == 'into')
             env['f%d' % s] = fn
             ins = ', '.join('v%d' % e for e in self.in_entries(n))
             outs = self.out_entries(n)
             line_step[len(lines) + 1] = n
             into = ''
-            if n.op.writes_into and not fast and any(e in head_slot for e in outs):
+            slot = st.slot if st is not None else {}
+            if (n.op.writes_into and not fast and any(e in head_slot for e in outs)) \
+                    or mode == 'into':
                 into = '%sout=[%s]' % (', ' if ins else '', ', '.join(
-                    'O[%d]' % head_slot[e] if e in head_slot else 'None' for e in outs))
-            if fast:
+                    'O[%d]' % head_slot[e] if e in head_slot else
+                    'p%d' % slot[e] if e in slot else 'None' for e in outs))
+            if fast and mode == 'ufunc':
+                lines.append('    v%d = f%d(%s, out=p%d)' % (outs[0], s, ins, slot[outs[0]]))
+            elif fast:
                 lines.append('    v%d = f%d(%s)' % (outs[0], s, ins))
             else:
                 lines.append('    %s, = f%d(%s%s)' % (', '.join('v%d' % e for e in outs), s,
                                                      ins, into))
+            if mode == 'into':
+                # an operator may decline the buffer (another path, another dtype): its
+                # result is copied in, so that the entry is its buffer, as planned
+                for e in outs:
+                    if e in slot:
+                        lines.append('    if v%d is not p%d:' % (e, slot[e]))
+                        lines.append('        p%d[...] = v%d' % (slot[e], e))
+                        lines.append('        v%d = p%d' % (e, slot[e]))
             if monitor:
                 # every output, hidden ones too (BatchNorm's mean and var), as MXNet's
                 # executor reports them
@@ -205,16 +238,19 @@ class Plan:
             lines.append('    M(%r, %s)' % ('%s_%s' % (prefix or node.name, name), var))
         return lines
 
-    def backward_fn(self, monitor=0, ready=False):
+    def backward_fn(self, monitor=0, buffered=False, ready=False):
         """The compiled backward; with ``monitor`` (1 or 2, as for :meth:`forward_fn`) it
         takes a callback ``M`` and reports each backward step's input gradients as
         ``<node>_backward_output<i>`` (and with 2, its inputs before it runs).
+        ``buffered``: as for :meth:`forward_fn` (gradients into the storage plan's buffers).
+        Given the forward arrays ``S`` as a list, the function empties it and drops each
+        array after its last use.
 
         With ``ready`` it also takes a callback ``R`` and calls ``R(j)`` as soon as the
         gradient of argument ``j`` is final (written into ``G[j]``), in the order of
         :meth:`grad_ready_order`; without, every gradient is written at the end and the
         function has no such calls at all."""
-        key = (int(monitor), bool(ready))
+        key = (int(monitor), bool(buffered), bool(ready))
         if key not in self._bwd_cache:
             self._bwd_cache[key] = self._gen_backward(*key)
         return self._bwd_cache[key]
@@ -238,13 +274,24 @@ class Plan:
         final = self._final_steps()
         return sorted(final, key=lambda j: (final[j], j))
 
-    def _gen_backward(self, monitor=0, ready=False):
+    def _gen_backward(self, monitor=0, buffered=False, ready=False):
         xp = self.xp
         env = {}
-        lines = ['def backward(S, OG, G, M=None, R=None):']
+        st = self.storage() if buffered else None
+        lines = ['def backward(S, OG, G, M=None, P=None, R=None):']
         line_step = {}
         if self.saved:
             lines.append('    %s, = S' % ', '.join('v%d' % e for e in self.saved))
+            # S a list: it is used up, each forward array going after its last use here
+            lines.append('    if S.__class__ is list:')
+            lines.append('        S.clear()')
+        if st is not None:
+            lines += ['    p%d = P[%d]' % (k, k) for k in st.backward_slots()]
+        slot = st.slot if st is not None else {}
+        last_read = {}
+        for t, n in enumerate(reversed(self.bwd_steps)):
+            for e in self._backward_reads(n):
+                last_read[e] = t
         # head gradients: none for loss layers and no-grad outputs (they make their own, or
         # none); an output listed twice takes the last one's, as MXNet 1.9.1 does
         last = {}
@@ -258,6 +305,7 @@ class Plan:
                         % node.output_names()[self.entry_info[e][1]], stacklevel=4)
                 last[e] = j
         have = set()
+        arg_set = set(self.arg_entries)
         for e, j in last.items():
             lines.append('    g%d = OG[%d]' % (e, j))
             have.add(e)
@@ -291,6 +339,8 @@ class Plan:
             return out
         final_at = {}
         if ready:
+            # each gradient written and reported right after its last contribution (the
+            # arguments' gradients are never freed early, so the storage plan holds)
             for j, s in self._final_steps().items():
                 final_at.setdefault(s, []).append(j)
             for j in sorted(final_at.pop(-1, [])):
@@ -326,9 +376,16 @@ class Plan:
             env['b%d' % s] = _bind_backward(self.run_op[id(n)], xp, need,
                                             self.op_state[id(n)], reqs)
             into = ''
-            if op.writes_into and any(nd and e in grad_slot for e, nd in zip(ins, need)):
+            # a planned gradient buffer is offered to the first contribution only (later
+            # ones are summed into it)
+            offer = {e: 'p%d' % slot[('g', e)] for e, nd in zip(ins[:n_args], need)
+                     if nd and ('g', e) in slot and e not in have
+                     and st.mode.get(('g', e)) == 'into'}
+            if op.writes_into and (offer or any(nd and e in grad_slot
+                                                for e, nd in zip(ins, need))):
                 into = ', grad_out=[%s]' % ', '.join(
-                    'G[%d]' % grad_slot[e] if nd and e in grad_slot else 'None'
+                    'G[%d]' % grad_slot[e] if nd and e in grad_slot else
+                    offer[e] if nd and e in offer else 'None'
                     for e, nd in zip(ins[:n_args], need))
             if monitor > 1:
                 # MXNet's backward node '<node>_backward' reads (in the common layout) the
@@ -357,21 +414,172 @@ class Plan:
             for j, e in enumerate(ins[:n_args]):
                 if not need[j]:
                     continue
-                if e in have:
+                if e in have and ('g', e) in slot:     # summed into its buffer
+                    lines.append('    g%d = _add(g%d, r[%d], out=p%d)'
+                                 % (e, e, j, slot[('g', e)]))
+                elif e in have:
                     lines.append('    g%d = g%d + r[%d]' % (e, e, j))
                 else:
                     lines.append('    g%d = r[%d]' % (e, j))
+                    if e in offer:      # declined: copied in, the entry is its buffer
+                        lines.append('    if g%d is not %s:' % (e, offer[e]))
+                        lines.append('        %s[...] = g%d' % (offer[e], e))
+                        lines.append('        g%d = %s' % (e, offer[e]))
                     have.add(e)
             for j in sorted(final_at.get(s, [])):
                 lines += write_grad(j)
+            # this node's output gradients and the forward arrays read for the last time
+            # are used up: free them now (reference-count liveness, as in forward)
+            dead = ['g%d' % e for e in outs if e in have and e not in arg_set]
+            dead += ['v%d' % e for e, t in last_read.items() if t == s]
+            lines.append('    del r%s' % ''.join(', ' + g for g in dead))
+            have.difference_update(e for e in outs if e not in arg_set)
         if not ready:
             for j, req in enumerate(self.grad_reqs):
                 if req != 'null':
                     lines += write_grad(j)
         lines.append('    return None')
         env['_zeros'] = lambda shape, dtype: xp.zeros(shape, dtype=dtype)
+        env['_add'] = xp.add
         fn, fname = self._compile('\n'.join(lines) + '\n', env, 'backward')
         return fn, fname, line_step
+
+
+    # ------------------------------------------------------------------ storage run
+    def storage(self):
+        """The storage plan the executor runs (a :class:`Storage`), made once per plan."""
+        if self._storage is None:
+            self._storage = self._plan_storage()
+        return self._storage
+
+    def allocate(self):
+        """The buffers of :meth:`storage`, allocated once: the list ``P`` of views that
+        buffered :meth:`forward_fn` / :meth:`backward_fn` take (one per buffered entry,
+        entries sharing a block by liveness or in place)."""
+        st = self.storage()
+        blocks = [self.xp.empty(size, dtype=np.uint8) for size in st.blocks]
+        return [blocks[b][:n].view(dt).reshape(shape)
+                for b, n, dt, shape in zip(st.block_of, st.nbytes, st.dtypes, st.shapes)]
+
+    def _plan_storage(self):
+        """Which entries live in the executor's buffers, and where.
+
+        Buffered are the outputs of operators that write into ``out=`` arrays
+        (:attr:`writes_into`: the executor copies a declined result in, so the entry is its
+        buffer) or whose fast forward is a ufunc of matching dtypes, the gradients that a
+        ``writes_into`` backward is offered (first contribution) and gradients summed over
+        fan-out. Every other result is adopted as the operator returns it and dropped after
+        its last use; since it may be a view of its inputs (Reshape, BlockGrad), the
+        buffers it may alias stay alive as long as it does. Lifetimes run over forward then
+        backward steps; the forward arrays backward reads die at their last backward use
+        (backward uses them up); outputs the user holds and the user's arguments,
+        auxiliary states and gradients are never buffers. A declared in-place pair gives
+        an output its input's block when the input dies at that step with the same dtype
+        and size. Blocks are reused best-fit, as :meth:`memory_plan`.
+        """
+        xp = self.xp
+        n_fwd = len(self.steps)
+        heads = set(self.head_entries)
+        ufunc = _ufunc_class(xp)
+        mode, node_mode, roots, birth, death, inplace_src = {}, {}, {}, {}, {}, {}
+        for s, n in enumerate(self.steps):
+            op = self.run_op[id(n)]
+            ins, outs = self.in_entries(n), self.out_entries(n)
+            for e in ins:
+                death[e] = max(death.get(e, s), s)
+            in_roots = set().union(*(roots.get(e, ()) for e in ins))
+            cand = [e for e in outs if e not in heads and self.nbytes(e) > 0]
+            how = None
+            if cand and self.op_state[id(n)] is None:
+                if op.writes_into:
+                    how = 'into'
+                elif len(outs) == 1 and ins and \
+                        all(self.dtypes[e] == self.dtypes[outs[0]] for e in ins):
+                    dts = [self.dtypes[e] for e in ins]
+                    fns = [op.make_forward(xp, t, in_dtypes=dts) for t in (False, True)]
+                    if all(fast and isinstance(f, ufunc) and f.nout == 1 and f.nin == len(ins)
+                           for f, fast in fns):
+                        how = 'ufunc'
+            if how:
+                node_mode[id(n)] = how
+            for i, e in enumerate(outs):
+                birth[e] = s
+                death.setdefault(e, s)
+                if how and e in cand:
+                    mode[e] = how
+                    roots[e] = {e}
+                    src = [ins[j] for j, i2 in n.op.inplace if i2 == i and j < len(ins)]
+                    if src:
+                        inplace_src[e] = src
+                else:
+                    roots[e] = set(in_roots)
+        end = n_fwd + len(self.bwd_steps)
+        for e in heads:
+            death[e] = end
+        # backward: gradients ('g', entry)
+        for e, (node, _) in zip(self.head_entries, self.heads):
+            if self.requires[e] and not (node.op is not None
+                                         and (node.op.is_loss or node.op.no_grad)):
+                birth[('g', e)] = death[('g', e)] = n_fwd      # the user's head gradient
+                roots[('g', e)] = set()
+        persistent = set(self.arg_entries) | set(self.aux_entries)
+        for t, n in enumerate(reversed(self.bwd_steps)):
+            T = n_fwd + t
+            op = n.op
+            n_args = len(op.list_arguments())
+            ins, outs = self.in_entries(n), self.out_entries(n)
+            reads = [e for e in self._backward_reads(n) if e in death]
+            og = [('g', e) for e in outs if ('g', e) in birth]
+            for k in reads + og:
+                death[k] = max(death[k], T)
+            in_roots = set().union(*(roots.get(k, ()) for k in reads + og))
+            offers = op.writes_into and self.op_state[id(n)] is None and not op.wants_req
+            for j, e in enumerate(ins[:n_args]):
+                if not self.requires[e] or e in persistent:
+                    continue
+                k = ('g', e)
+                if k not in birth:          # first contribution
+                    birth[k] = death[k] = T
+                    if offers and self.nbytes(e) > 0:
+                        mode[k] = 'into'
+                        roots[k] = {k}
+                    else:
+                        roots[k] = set(in_roots)
+                else:                       # summed into its buffer
+                    mode.setdefault(k, 'sum')
+                    roots[k] = roots[k] | {k}
+                    death[k] = max(death[k], T)
+        # a buffer lives as long as any array that may alias it
+        for k, rs in roots.items():
+            for r in rs:
+                if r != k:
+                    death[r] = max(death[r], death[k])
+        keys = sorted(mode, key=lambda k: (birth[k], str(k)))
+        sizes = {k: self.nbytes(k[1] if isinstance(k, tuple) else k) for k in keys}
+        blocks, block_of, free, live = [], {}, [], []
+        for k in keys:
+            b = birth[k]
+            for item in [x for x in live if death[x] < b]:
+                live.remove(item)
+                free.append(block_of[item])
+            sid = None
+            for src in inplace_src.get(k, ()):
+                if src in block_of and src in live and death[src] == b and \
+                        sizes[src] == sizes[k] and self.dtypes[src] == self.dtypes[k]:
+                    sid = block_of[src]
+                    live.remove(src)
+                    break
+            if sid is None:
+                fits = [f for f in free if blocks[f] >= sizes[k]]
+                if fits:
+                    sid = min(fits, key=lambda f: blocks[f])
+                    free.remove(sid)
+                else:
+                    sid = len(blocks)
+                    blocks.append(sizes[k])
+            block_of[k] = sid
+            live.append(k)
+        return Storage(self, keys, mode, node_mode, blocks, block_of)
 
     # ------------------------------------------------------------------ memory
     def memory_plan(self, is_train=True):
@@ -443,6 +651,44 @@ class Plan:
             assign[key] = sid
             live.append((b, d, key))
         return assign, int(sum(blocks)), int(naive)
+
+
+class Storage:
+    """A plan's storage run: the buffered entries (forward entry ids and ``('g', entry)``
+    gradients), each with a slot (its index in the views list ``P``), a block, and how it
+    is written (``mode``: 'into', 'ufunc' or 'sum'); ``node_mode`` maps a node's id to
+    'into' or 'ufunc' (how its forward writes).
+    """
+
+    def __init__(self, plan, keys, mode, node_mode, blocks, block_of):
+        self.keys = keys
+        self.mode = mode
+        self.node_mode = node_mode
+        self.blocks = blocks
+        self.slot = {k: i for i, k in enumerate(keys)}
+        self.block_of = [block_of[k] for k in keys]
+        ents = [k[1] if isinstance(k, tuple) else k for k in keys]
+        self.nbytes = [plan.nbytes(e) for e in ents]
+        self.dtypes = [plan.dtypes[e] for e in ents]
+        self.shapes = [tuple(plan.shapes[e]) for e in ents]
+
+    def forward_slots(self):
+        return [i for i, k in enumerate(self.keys) if not isinstance(k, tuple)]
+
+    def backward_slots(self):
+        return [i for i, k in enumerate(self.keys) if isinstance(k, tuple)]
+
+    @property
+    def planned_bytes(self):
+        return int(sum(self.blocks))
+
+
+def _ufunc_class(xp):
+    """The ufunc type of the array module (NumPy's or CuPy's)."""
+    try:
+        return xp.ufunc
+    except AttributeError:      # an array module without ufunc objects: none is buffered
+        return ()
 
 
 def _select(flag, entries):

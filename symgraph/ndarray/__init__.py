@@ -14,6 +14,7 @@ from .ndarray import (NDArray, array, zeros, ones, empty, full, arange, eye, lin
                       add, subtract, multiply, divide, true_divide, modulo, power, maximum,
                       minimum, hypot, equal, not_equal, greater, greater_equal, lesser,
                       lesser_equal, logical_and, logical_or, logical_xor, split_v2, histogram,
+                      onehot_encode,
                       random, contrib, linalg, _internal, image)
 from .ndarray import __getattr__  # noqa: F401  (operator functions: mx.nd.exp)
 from . import control_flow

@@ -902,11 +902,52 @@ def _multi_update(func_name, roles):
     return fn
 
 
+def _into(func_name):
+    """MXNet's legacy NDArray functions ``_internal._copyto(x, out=y)`` /
+    ``_internal._set_value(v, out=y)``: the operator's result (for ``_set_value`` of out's
+    shape: ``Operator.specialize``) cast into ``out``'s dtype, as MXNet's ``CopyFromTo`` and
+    ``SetValueOp`` write it; ``_copyto`` without ``out`` returns the copy."""
+    def fn(*args, out=None, **kwargs):
+        if out is not None and not isinstance(out, NDArray):
+            raise ArgumentTypeError('%s: out must be an NDArray, got %s'
+                                    % (func_name, type(out).__name__))
+        if func_name == '_set_value':
+            if out is None:
+                raise ArgumentError('_set_value: out= is required (the array to fill)')
+            if len(args) > 1:
+                raise ArgumentError('_set_value takes one value, got %d' % len(args))
+            kwargs.pop('name', None)
+            if args:
+                kwargs['src'] = args[0]
+            op = opdef.get_op(func_name)(**kwargs).specialize([], [out.shape])
+            with out._ctx.device_scope():
+                res = NDArray(op.forward(out._ctx.xp, [], [], False)[0], out._ctx)
+        else:
+            res = invoke(func_name, args, kwargs)
+            if out is None:
+                return res
+            if out.shape != res.shape:
+                raise ShapeError('%s: out=%s but the source is %s'
+                                 % (func_name, out.shape, res.shape))
+        out[:] = res
+        return out
+    fn.__name__ = func_name
+    fn.__doc__ = 'MXNet\'s legacy NDArray function %s (writes into out=).' % func_name
+    return fn
+
+
+def onehot_encode(indices, out):
+    """One-hot encoding of ``indices`` (N,) into ``out`` (N, K), float32 (MXNet's deprecated
+    ``mx.nd.onehot_encode``, the ``_onehot_encode`` operator): returns ``out``."""
+    return invoke('_onehot_encode', (indices, out), {'out': out})
+
+
 #: mx.nd.random.uniform(...), mx.nd.contrib.box_nms, mx.nd.linalg.gemm2, ... (the table is
 #: namespaces.NAMESPACES, shared with mx.sym)
 random, contrib, linalg, _internal, image = make_namespaces(
     'nd', NDArray, invoke, _op_function,
-    functions={'contrib': {
+    functions={'_internal': {'_copyto': _into('_copyto'), '_set_value': _into('_set_value')},
+               'contrib': {
         'adamw_update': _adamw('_adamw_update'),
         'mp_adamw_update': _adamw('_mp_adamw_update'),
         'multi_adamw_update': _multi_update('_multi_adamw_update',

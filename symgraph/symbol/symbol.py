@@ -241,8 +241,10 @@ class Symbol:
         n.attrs.update(attrs)
 
     # ------------------------------------------------------------------ inference
-    def _known(self, args, kwargs, kind):
-        order, arg_nodes, aux_nodes = self._arg_aux()
+    def _known(self, args, kwargs, kind, graph=None):
+        """The inference problem: ``(order, arg_nodes, aux_nodes, known)``; ``graph``, a
+        result of :meth:`_arg_aux` the caller already has, spares another sort."""
+        order, arg_nodes, aux_nodes = graph or self._arg_aux()
         known = {}
         if args and kwargs:
             raise ArgumentError('infer_%s: give either positional or keyword arguments' % kind)
@@ -406,6 +408,11 @@ class Symbol:
     # ------------------------------------------------------------------ operators
     def _bin(self, other, op, scalar_op, hint=None, scalar_hint=None):
         if isinstance(other, Symbol):
+            # as MXNet's arithmetic, which calls mx.sym._internal: a function given there
+            # in place of the operator (mx.contrib.amp.init's casting wrappers) is used
+            fn = _internal.function(op) if op is not None else None
+            if fn is not None:
+                return fn(self, other)
             return _invoke(op, (self, other), {}, hint=hint)
         if isinstance(other, (int, float, np.number, bool)):
             return _invoke(scalar_op, (self,), {'scalar': other}, hint=scalar_hint)

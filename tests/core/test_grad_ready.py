@@ -60,6 +60,7 @@ def test_gradients_are_reported_final_in_backward_order_and_unchanged():
         np.testing.assert_array_equal(exe.grad_dict[name].asnumpy(), g)
     # a second backward reports again; removing the callback stops the reports
     seen.clear()
+    exe.forward(is_train=True)
     exe.backward()
     assert len(seen) == len(want)
     exe.set_grad_ready_callback(None)
@@ -93,7 +94,8 @@ def test_add_reports_the_accumulated_gradient_and_null_is_not_reported():
     np.testing.assert_allclose(got['fc1_weight'][1], 2 * got['fc1_weight'][0], rtol=1e-6)
 
 
-def test_fan_out_gradient_is_reported_after_its_last_contribution():
+@pytest.mark.parametrize('buffered', [True, False])
+def test_fan_out_gradient_is_reported_after_its_last_contribution(buffered):
     # w feeds two branches: its gradient is the sum of both, final only after both ran
     data = mx.sym.Variable('data')
     w = mx.sym.Variable('w')
@@ -104,6 +106,7 @@ def test_fan_out_gradient_is_reported_after_its_last_contribution():
     plain.forward(is_train=True)
     plain.backward()
     exe = _bind(loss, data=(3, 4), w=(4, 4), u=(3, 4))
+    exe._use_buffers = buffered     # gradients summed in the storage plan's buffers, or not
     got = {}
     exe.set_grad_ready_callback(lambda j, name, g: got.__setitem__(name, g.asnumpy().copy()))
     exe.forward(is_train=True)
@@ -167,8 +170,9 @@ def test_gradients_on_a_gpu_are_reported_final_and_unchanged():
 def test_without_a_listener_the_backward_code_has_no_reports():
     import linecache
     exe = _bind(_mlp(), data=(2, 7))
-    _, plain, _ = exe._plan.backward_fn(0, False)
-    _, ready, _ = exe._plan.backward_fn(0, True)
+    buffered = exe._use_buffers
+    _, plain, _ = exe._plan.backward_fn(0, buffered=buffered, ready=False)
+    _, ready, _ = exe._plan.backward_fn(0, buffered=buffered, ready=True)
     plain_src = ''.join(linecache.getlines(plain))
     ready_src = ''.join(linecache.getlines(ready))
     assert 'R(' not in plain_src

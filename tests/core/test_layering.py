@@ -13,7 +13,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
 
 STDLIB_OK = {'math', 'itertools', 'functools', 'operator', 'numbers', 'collections',
              'dataclasses', 'typing', 'warnings', 'threading', 'importlib', 'pkgutil',
-             '__future__', 'ast', 'json', 'os', 're', 'sys', 'weakref', 'logging'}
+             '__future__', 'ast', 'json', 'os', 're', 'sys', 'weakref', 'logging', 'io'}
 #: installed folder -> package name (setup.cfg's package_dir)
 FOLDERS = (('symgraph', 'symgraph'), ('ops', 'symgraph.ops'), ('cuda', 'symgraph.cuda'))
 
@@ -105,7 +105,7 @@ FOUNDATION = ('symgraph.base', 'symgraph.opdef', 'symgraph.context', 'symgraph.n
               'symgraph.attribute')
 RESERVED = ('symgraph.module', 'symgraph.optimizer', 'symgraph.io', 'symgraph.kvstore',
             'symgraph.rnn', 'symgraph.metric', 'symgraph.lr_scheduler', 'symgraph.callback',
-            'symgraph.monitor')
+            'symgraph.monitor', 'symgraph.contrib')
 RULES = {
     'symgraph.graph': ('symgraph.graph',),
     'symgraph.namespaces': (),
@@ -120,6 +120,8 @@ RULES = {
     'symgraph.dist': ('symgraph.ndarray', 'symgraph.dist', 'symgraph.cuda'),
     'symgraph.random': ('symgraph.ndarray', 'symgraph.namespaces'),
     'symgraph.initializer': ('symgraph.ndarray',),
+    # mx.image: functions over the image operators through mx.nd
+    'symgraph.image': ('symgraph.ndarray',),
     # model re-exports the kvstore helpers of MXNet's model.py (_create_kvstore ...)
     'symgraph.model': ('symgraph.ndarray', 'symgraph.symbol', 'symgraph.kvstore'),
     'symgraph.test_utils': ('symgraph.ndarray', 'symgraph.symbol', 'symgraph.executor',
@@ -140,6 +142,10 @@ RESERVED_MAY_IMPORT = ('symgraph.symbol', 'symgraph.ndarray', 'symgraph.executor
 RULES['symgraph.kvstore'] = RESERVED_MAY_IMPORT + ('symgraph.dist',)
 #: Module runs its devices' threads in the device group of symgraph.dist.workers
 RULES['symgraph.module'] = RESERVED_MAY_IMPORT + ('symgraph.dist',)
+#: mx.contrib.amp rewrites graphs of nodes (graph/), patches mx.sym / mx.nd, converts the
+#: symbols of a BucketingModule
+RULES['symgraph.contrib'] = ('symgraph.contrib', 'symgraph.graph', 'symgraph.symbol',
+                             'symgraph.ndarray', 'symgraph.module')
 
 
 def _rule(mod):
@@ -208,8 +214,9 @@ def test_core_imports_optional_packages_lazily():
 
 
 def test_operators_use_only_the_operator_api():
-    # symgraph.cuda (kernels) only lazily; the rest of the core never
-    allowed = ('numpy', 'symgraph.opdef', 'symgraph.base', 'symgraph.cuda')
+    # symgraph.cuda (kernels) only lazily; the rest of the core never; Pillow (the optional
+    # image codec of ops/image_io.py's decoders) only lazily
+    allowed = ('numpy', 'symgraph.opdef', 'symgraph.base', 'symgraph.cuda', 'PIL')
     for path in _files('ops'):
         for mod, level, top in _imports(path):
             if level:            # relative imports between operator modules
@@ -217,7 +224,7 @@ def test_operators_use_only_the_operator_api():
             root = mod.split('.')[0]
             assert root in STDLIB_OK or mod.startswith(allowed), \
                 '%s imports %s; operators may use numpy and symgraph.opdef only' % (path, mod)
-            if mod.startswith('symgraph.cuda'):
+            if mod.startswith(('symgraph.cuda', 'PIL')):
                 assert not top, '%s must import %s lazily' % (path, mod)
 
 

@@ -1,6 +1,7 @@
 """The ``writes_into`` protocol: the executor offers an operator the arrays it hands to the
-user (output NDArrays; gradients bound with grad_req='write' that have one contribution),
-and skips its copy when the operator returns that very array."""
+user (output NDArrays; gradients bound with grad_req='write' that have one contribution)
+or the storage plan's buffers (intermediate results), and skips its copy when the
+operator returns that very array."""
 import numpy as np
 import pytest
 
@@ -62,13 +63,20 @@ def test_a_head_and_a_written_gradient_are_offered_and_used(use_dest):
     np.testing.assert_allclose(exe.grad_dict['x'].asnumpy(), np.full((2, 3), 3.0))
 
 
-def test_nothing_is_offered_where_the_result_is_not_the_users_alone():
+def test_nothing_of_the_users_is_offered_where_the_result_is_not_the_users_alone():
     x = mx.sym.var('x')
     inner = mx.sym._test_scale_into(x, k=2.0, name='inner')      # not a head
     twice = inner + mx.sym._test_scale_into(x, k=5.0, name='b')   # x gets two gradients
     exe = twice.simple_bind(mx.cpu(), x=(3,))
     exe.forward(is_train=True, x=np.ones(3))
-    assert [o for o in SEEN['out']] == [None, None]
+    # intermediate results get the storage plan's buffers, never a user's array; the two
+    # live at once (the sum reads both), so they are two buffers
+    users = [a._data for a in exe.outputs + exe.arg_arrays + exe.grad_arrays]
+    offered = [o[0] for o in SEEN['out']]
+    assert all(o is not None and not any(np.shares_memory(o, u) for u in users)
+               for o in offered)
+    assert not np.shares_memory(offered[0], offered[1])
+    np.testing.assert_allclose(exe.outputs[0].asnumpy(), np.full(3, 7.0))
     exe.backward([mx.nd.ones(3)])
     assert SEEN['grad_out'] == [None, None]
     np.testing.assert_allclose(exe.grad_dict['x'].asnumpy(), np.full(3, 7.0))

@@ -192,3 +192,23 @@ def test_nms_ties_keep_input_order_on_the_gpu():
                             mx.nd.array(scores, ctx=mx.gpu(0)), iou_threshold=0.3)
     assert got.context == mx.gpu(0)
     np.testing.assert_array_equal(got.asnumpy(), want.asnumpy())
+
+
+def test_image_decoders_and_hawkesll_on_the_gpu():
+    """The decoders take their buffer from the device and put the image there; hawkesll's
+    data-dependent checks run on device arrays."""
+    pytest.importorskip('PIL')
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'golden', 'data',
+                        'image_io', 'rgb.png')
+    with open(path, 'rb') as f:
+        raw = np.frombuffer(f.read(), np.uint8)
+    cpu = mx.nd._internal._cvimdecode(mx.nd.array(raw, dtype='uint8'))
+    gpu = mx.nd._internal._cvimdecode(mx.nd.array(raw, ctx=mx.gpu(0), dtype='uint8'))
+    assert gpu.context == mx.gpu(0)
+    np.testing.assert_array_equal(gpu.asnumpy(), cpu.asnumpy())
+    golden = np.load(os.path.join(os.path.dirname(path), '..', 'hawkes_cv.npz'))
+    ins = [golden['hawkes_f64/in%d' % i] for i in range(8)]
+    want = mx.nd.contrib.hawkesll(*[mx.nd.array(a, dtype=a.dtype) for a in ins])
+    got = mx.nd.contrib.hawkesll(*[mx.nd.array(a, ctx=mx.gpu(0), dtype=a.dtype) for a in ins])
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.asnumpy(), w.asnumpy(), rtol=1e-12, atol=1e-12)

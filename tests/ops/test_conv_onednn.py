@@ -16,9 +16,15 @@ from symgraph.opdef import cpu_backend
 import symgraph as mx
 
 
-@pytest.fixture
-def backend(monkeypatch):
+@pytest.fixture(params=['default', 'blocked'])
+def backend(monkeypatch, request):
+    # 'blocked': data with few channels goes in oneDNN's blocked layout too (by default it
+    # stays plain below Backend.PLAIN_DATA_BELOW channels per group), so that both
+    # layouts run every case
     monkeypatch.delenv('SYMGRAPH_ONEDNN', raising=False)
+    if request.param == 'blocked':
+        from symgraph.backend.onednn.conv import Backend
+        monkeypatch.setattr(Backend, 'PLAIN_DATA_BELOW', 0)
     onednn.reset()
     be = cpu_backend()
     if be is None:

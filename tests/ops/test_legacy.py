@@ -1,12 +1,15 @@
 """Legacy operators (ops/legacy.py) against loop references, plus shape rules and errors;
 golden values from MXNet 1.9.1 are in tests/golden (legacy_*)."""
+import json
+import os
+
 import numpy as np
 import pytest
 
 import symgraph as mx
 from _refs import _infer, X, Y
 from harness import case_tests, OpCase
-from symgraph.opdef import MXNetError, ShapeError, get_op
+from symgraph.opdef import MXNetError, ShapeError, TypeInferenceError, get_op
 
 
 def _conv_ref(stride=(1, 1), pad=(0, 0), no_bias=False):
@@ -171,7 +174,86 @@ CROP_CASES = [
 ]
 
 
-test_forward, test_gradient = case_tests(CASES + CROP_CASES)
+def _onehot_inputs(rng, shapes, dtype):
+    return [np.array([1.7, -1.0, 5.0, 0.0, 3.99], np.float32), rng.uniform(-1, 1, (5, 4))]
+
+
+def _onehot_ref(lhs, rhs):
+    out = np.zeros(rhs.shape, rhs.dtype)
+    for i, v in enumerate(lhs):
+        if 0 <= int(v) < rhs.shape[1]:
+            out[i, int(v)] = 1
+    return out
+
+
+#: the legacy imperative NDArray functions (``_set_value`` has no inputs and takes its shape
+#: from out= or the consumer: tested below)
+NDARRAY_FUNCTION_CASES = [
+    OpCase('_copyto', {}, [(3, 4)], ref=lambda x: x,
+           dtypes=('float32', 'float64', 'int32', 'uint8')),
+    OpCase('_onehot_encode', {}, [(5,), (5, 4)], inputs=_onehot_inputs, ref=_onehot_ref,
+           grad=(), dtypes=('float32', 'float64')),
+]
+
+test_forward, test_gradient = case_tests(CASES + CROP_CASES + NDARRAY_FUNCTION_CASES)
+
+_GOLDEN = np.load(os.path.join(os.path.dirname(__file__), os.pardir, 'golden', 'data',
+                               'hawkes_cv.npz'))
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'float64', 'int32', 'float16', 'uint8'])
+def test_ndarray_functions_match_mxnet(dtype):
+    """NDArray.copyto's ``_copyto(x, out=y)`` and sparse ``x[:] = v``'s ``_set_value(v,
+    out=y)`` cast into out's dtype as MXNet 1.9.1 (tests/golden/make_hawkes_cv.py)."""
+    x = _GOLDEN['copyto_%s/in0' % dtype]
+    y = mx.nd.zeros((2, 2), dtype=dtype)
+    assert mx.nd._internal._copyto(mx.nd.array(x), out=y) is y
+    want = _GOLDEN['copyto_%s/out0' % dtype]
+    assert y.dtype == want.dtype
+    np.testing.assert_array_equal(y.asnumpy(), want)
+    y = mx.nd.zeros((2, 3), dtype=dtype)
+    assert mx.nd._internal._set_value(2.75, out=y) is y
+    np.testing.assert_array_equal(y.asnumpy(), _GOLDEN['set_value_%s/out0' % dtype])
+    y = mx.nd.zeros((2, 3), dtype=dtype)
+    mx.nd._internal._set_value(src=2.75, out=y)
+    np.testing.assert_array_equal(y.asnumpy(), _GOLDEN['set_value_%s/out0' % dtype])
+
+
+def test_onehot_encode_matches_mxnet():
+    out = mx.nd.ones((5, 4))
+    res = mx.nd.onehot_encode(mx.nd.array(_GOLDEN['onehot_encode/in0']), out)
+    assert res is out
+    np.testing.assert_array_equal(out.asnumpy(), _GOLDEN['onehot_encode/out0'])
+
+
+def test_ndarray_functions_in_graphs_and_errors():
+    # _set_value takes its shape from the consumer (MXNet's node cannot be bound at all)
+    y = mx.sym._internal._set_value(src=2.5) + mx.sym.var('a')
+    ex = y.simple_bind(mx.cpu(), a=(2, 3))
+    np.testing.assert_array_equal(ex.forward(a=mx.nd.ones((2, 3)))[0].asnumpy(),
+                                  np.full((2, 3), 3.5, np.float32))
+    assert json.loads(mx.sym._internal._set_value(src=2.5).tojson())['nodes'][0]['op'] == \
+        '_set_value'
+    with pytest.warns(UserWarning, match='Cannot decide shape'), \
+            pytest.raises(MXNetError, match='cannot infer the shapes'):
+        mx.sym._internal._set_value(src=1.0).simple_bind(mx.cpu())
+    with pytest.raises(MXNetError, match='out= is required'):
+        mx.nd._internal._set_value(1.0)
+    # _copyto's gradient is the head gradient
+    y = mx.sym._internal._copyto(mx.sym.var('a') * 2)
+    ex = y.simple_bind(mx.cpu(), a=(2, 2))
+    ex.forward(is_train=True, a=mx.nd.ones((2, 2)))
+    ex.backward(mx.nd.ones((2, 2)) * 3)
+    np.testing.assert_array_equal(ex.grad_dict['a'].asnumpy(), np.full((2, 2), 6.0))
+    with pytest.raises(ShapeError, match='out=\\(3, 2\\)'):
+        mx.nd._internal._copyto(mx.nd.ones((2, 2)), out=mx.nd.zeros((3, 2)))
+    # _onehot_encode composes here (MXNet 1.9.1: "Not enough argument"); float32 only
+    y = mx.sym._internal._onehot_encode(mx.sym.var('i'), mx.sym.var('o'))
+    assert y.infer_shape(o=(3, 4))[0] == [(3,), (3, 4)]
+    with pytest.raises(TypeInferenceError, match='only support float32'):    # as MXNet
+        mx.nd.onehot_encode(mx.nd.array([1, 0], dtype='int32'), mx.nd.zeros((2, 3)))
+    with pytest.raises(ShapeError, match='2 entries but rhs 3 rows'):
+        mx.nd.onehot_encode(mx.nd.array([1, 0]), mx.nd.zeros((3, 3)))
 
 
 def test_aliases_and_json_names():
@@ -267,3 +349,9 @@ def test_crop_arguments_shapes_and_errors_as_in_mxnet():
     out = mx.nd.Crop(mx.nd.array(np.arange(30).reshape(1, 1, 5, 6)), num_args=1,
                      h_w=(4, 4), center_crop=True)
     assert out.asnumpy()[0, 0, :, 0].tolist() == [1, 7, 13, 19]
+
+
+def test_mxnet_written_copyto_graph_loads():
+    y = mx.sym.load_json(str(_GOLDEN['json_copyto/attrs']))
+    out = y.bind(mx.cpu(), {'x': mx.nd.array([[1.5, 2.0]])}).forward()[0]
+    np.testing.assert_array_equal(out.asnumpy(), [[1.5, 2.0]])

@@ -39,6 +39,9 @@ class Backend(BackendCore, NormMixin):
     oneDNN does not take the case (the caller then computes with NumPy).
     """
 
+    #: data with fewer channels per group than this is given to oneDNN in its plain layout
+    PLAIN_DATA_BELOW = 4
+
     def _descs(self, xshape, wshape, yshape, groups):
         """(plain descriptors, 'any' descriptors) of data, weights and output."""
         lib = self.lib
@@ -47,8 +50,12 @@ class Backend(BackendCore, NormMixin):
         try:
             for sh in shapes:
                 plain.append(strided_desc(lib, sh))
-            for sh in shapes:
-                free.append(any_desc(lib, sh))
+            for k, sh in enumerate(shapes):
+                # data with few channels (a first layer: 1 or 3) stays plain: oneDNN's
+                # blocked layouts pad channels to 8 or 16, which made the reorder and the
+                # weight gradient of LeNet's conv1 (C=1) cost more than the whole layer
+                few = k == 0 and xshape[1] // groups < self.PLAIN_DATA_BELOW
+                free.append(strided_desc(lib, sh) if few else any_desc(lib, sh))
         except Exception:
             self._destroy(plain + free)
             raise

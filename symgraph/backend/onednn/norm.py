@@ -26,9 +26,11 @@ class NormMixin:
             'dnnl_batch_normalization_forward_primitive_desc_create')
         return pd
 
-    def batch_norm_forward(self, x, gamma, beta, eps, mean=None, var=None, is_train=True):
+    def batch_norm_forward(self, x, gamma, beta, eps, mean=None, var=None, is_train=True,
+                           out=None):
         """Normalised ``x`` (N, C, ...): (y, batch mean, batch variance) with the batch's
         statistics when ``mean`` is None, else y with the given ones; None when not taken.
+        ``out``: a C-contiguous float32 array of ``x``'s shape to write y into.
         """
         if x.ndim < 2 or x.ndim > 5 or not x.size:
             return None
@@ -50,7 +52,7 @@ class NormMixin:
             finally:
                 self._destroy([md, cmd])
 
-        y = np.empty(x.shape, np.float32)
+        y = out if _fits(out, x.shape) else np.empty(x.shape, np.float32)
         if stats:
             mean, var = np.empty(c, np.float32), np.empty(c, np.float32)
         else:
@@ -59,9 +61,10 @@ class NormMixin:
             return None
         return (y, mean, var) if stats else y
 
-    def batch_norm_backward(self, x, dy, gamma, mean, var, eps, global_stats):
+    def batch_norm_backward(self, x, dy, gamma, mean, var, eps, global_stats, dx_out=None):
         """(dx, dgamma, dbeta) of batch normalisation with the statistics ``mean``/``var``
-        (the batch's, or the running ones when ``global_stats``); None when not taken."""
+        (the batch's, or the running ones when ``global_stats``); None when not taken.
+        ``dx_out``: a C-contiguous float32 array of ``x``'s shape to write dx into."""
         if x.ndim < 2 or x.ndim > 5 or not x.size:
             return None
         x, dy = as_f32(x), as_f32(dy)
@@ -90,9 +93,15 @@ class NormMixin:
                     self.lib.dnnl_primitive_desc_destroy(hint)
                 self._destroy([md, cmd])
 
-        dx = np.empty(x.shape, np.float32)
+        dx = dx_out if _fits(dx_out, x.shape) else np.empty(x.shape, np.float32)
         dg, db = np.empty(c, np.float32), np.empty(c, np.float32)
         if not self.run(key, build, [x, dy, as_f32(gamma), as_f32(mean), as_f32(var), dx, dg,
                                      db]):
             return None
         return dx, dg, db
+
+
+def _fits(a, shape):
+    """Whether oneDNN may write a result of ``shape`` straight into ``a``."""
+    return a is not None and a.dtype == np.float32 and a.shape == tuple(shape) \
+        and a.flags.c_contiguous

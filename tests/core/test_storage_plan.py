@@ -1,0 +1,173 @@
+"""The storage plan runs: intermediate results live in the executor's buffers (in place
+where the plan proves it safe, shared by liveness), with the same values as without them."""
+import re
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import symgraph as mx
+from symgraph.base import UsageError
+
+
+def _conv_bn(x, width, stride, name, relu=True):
+    x = mx.sym.Convolution(x, kernel=(3, 3), stride=(stride, stride), pad=(1, 1),
+                           num_filter=width, no_bias=True, name=name + '_conv')
+    x = mx.sym.BatchNorm(x, fix_gamma=False, name=name + '_bn')
+    return mx.sym.Activation(x, act_type='relu', name=name + '_relu') if relu else x
+
+
+def _resnet():
+    """Two residual stages (one projection shortcut), global pooling, FC, softmax."""
+    x = _conv_bn(mx.sym.var('data'), 4, 1, 'stem')
+    for k, (width, stride) in enumerate(((4, 1), (8, 2))):
+        h = _conv_bn(_conv_bn(x, width, stride, 'u%d_a' % k), width, 1, 'u%d_b' % k,
+                     relu=False)
+        if stride != 1:
+            x = _conv_bn(x, width, stride, 'u%d_proj' % k, relu=False)
+        x = mx.sym.Activation(h + x, act_type='relu', name='u%d_relu' % k)
+    x = mx.sym.Pooling(x, global_pool=True, pool_type='avg', kernel=(1, 1), name='pool')
+    x = mx.sym.FullyConnected(mx.sym.Flatten(x), num_hidden=3, name='fc')
+    return mx.sym.SoftmaxOutput(x, name='softmax')
+
+
+def _fan_out_net():
+    """Fan-out, a tanh head also read later, sigmoid/softrelu, sums, BlockGrad, Reshape."""
+    x = mx.sym.var('x')
+    h = mx.sym.FullyConnected(x, num_hidden=6, name='fc1')
+    a = mx.sym.Activation(h, act_type='tanh', name='t')
+    b = mx.sym.Activation(h, act_type='sigmoid', name='s')
+    c = mx.sym.Activation(a + b, act_type='softrelu', name='sr')
+    d = mx.sym.Reshape(c * a, shape=(-1, 3, 2)) + mx.sym.BlockGrad(b).reshape((-1, 3, 2))
+    return mx.sym.Group([a, mx.sym.sum(d * d, axis=(1, 2))])
+
+
+def _run(net, shapes, use_buffers, steps=2, grad_req='write', seed=0):
+    exe = net.simple_bind(mx.cpu(), grad_req=grad_req, **shapes)
+    exe._use_buffers = use_buffers
+    rng = np.random.RandomState(seed)
+    for name, a in sorted(exe.arg_dict.items()):
+        a[:] = rng.randint(0, 3, a.shape) if name.endswith('label') else \
+            rng.uniform(-1, 1, a.shape)
+    for g in exe.grad_arrays:
+        if g is not None:
+            g[:] = 0
+    results = []
+    for _ in range(steps):
+        outs = exe.forward(is_train=True)
+        heads = [rng.uniform(-1, 1, o.shape) for o in outs]
+        exe.backward([mx.nd.array(h) for h in heads])
+        results.append([o.asnumpy().copy() for o in outs]
+                       + [g.asnumpy().copy() for g in exe.grad_arrays if g is not None]
+                       + [a.asnumpy().copy() for a in exe.aux_arrays])
+    results.append([o.asnumpy().copy() for o in exe.forward(is_train=False)])
+    return exe, results
+
+
+@pytest.mark.parametrize('net, shapes, grad_req', [
+    (_resnet, {'data': (3, 2, 8, 8)}, 'write'),
+    (_resnet, {'data': (3, 2, 8, 8)}, 'add'),
+    (_fan_out_net, {'x': (4, 5)}, 'write'),
+])
+def test_results_are_identical_with_and_without_the_buffers(net, shapes, grad_req):
+    exe, planned = _run(net(), shapes, True, grad_req=grad_req)
+    assert exe._pool is not None and len(exe._plan.storage().keys) > 0
+    _, own = _run(net(), shapes, False, grad_req=grad_req)
+    for a, b in zip(planned, own):
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
+
+
+def test_distinct_buffers_are_the_plans_blocks_and_in_place_pairs_share_one():
+    exe, _ = _run(_resnet(), {'data': (3, 2, 8, 8)}, True, steps=1)
+    st = exe._plan.storage()
+    bases = {id(v.base) for v in exe._pool}
+    assert len(bases) == len(st.blocks)
+    # two buffered entries share memory exactly when the plan gives them one block
+    for i in range(len(exe._pool)):
+        for j in range(i + 1, len(exe._pool)):
+            same = st.block_of[i] == st.block_of[j]
+            if st.nbytes[i] and st.nbytes[j]:
+                assert np.shares_memory(exe._pool[i], exe._pool[j]) == same
+    names = {exe._plan.entry_info[k][0].name: st.block_of[i]
+             for i, k in enumerate(st.keys) if isinstance(k, int)
+             and exe._plan.entry_info[k][1] == 0}
+    # relu after BatchNorm runs in place (BatchNorm's output dies there), and so does the
+    # residual sum followed by its relu
+    assert names['stem_relu'] == names['stem_bn']
+    assert names['u0_relu'] == names[[n for n in names if n.startswith('_plus')][0]]
+    assert len(st.blocks) < len(st.keys)
+
+
+def test_in_place_never_overwrites_a_head_an_argument_or_an_array_read_later():
+    x = mx.sym.var('x')
+    y = mx.sym.BatchNorm(x, name='bn')
+    r1 = mx.sym.Activation(y, act_type='relu', name='r1')     # y is also an output
+    r2 = mx.sym.Activation(x, act_type='relu', name='r2')     # x is the user's argument
+    z = mx.sym.BatchNorm(x, name='bn2')
+    r3 = mx.sym.Activation(z, act_type='relu', name='r3') + z  # z read after the relu
+    exe = mx.sym.Group([y, r1, r2, r3]).simple_bind(mx.cpu(), x=(4, 3))
+    xv = np.random.RandomState(0).uniform(-1, 1, (4, 3)).astype(np.float32)
+    outs = [o.asnumpy() for o in exe.forward(is_train=True, x=xv)]
+    zn = (xv - xv.mean(0)) / np.sqrt(xv.var(0) + 1e-3)
+    np.testing.assert_allclose(outs[0], zn, rtol=1e-4, atol=1e-5)
+    assert (outs[0] < 0).any()
+    np.testing.assert_allclose(outs[1], np.maximum(zn, 0), rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(exe.arg_dict['x'].asnumpy(), xv)
+    np.testing.assert_allclose(outs[3], np.maximum(zn, 0) + zn, rtol=1e-4, atol=1e-5)
+
+
+def test_outputs_the_user_holds_are_refreshed_by_the_next_forward_as_in_mxnet():
+    # MXNet 1.9.1's executor writes every forward into the same output arrays: an output
+    # NDArray kept from the first forward shows the second forward's values (checked
+    # against mxnet 1.9.1: exe.outputs[0] held across forward calls changes)
+    x = mx.sym.var('x')
+    exe = mx.sym.Activation(x * 2, act_type='relu').simple_bind(mx.cpu(), x=(3,))
+    held = exe.forward(x=np.array([1.0, -1.0, 2.0]))[0]
+    first = held.asnumpy().copy()
+    exe.forward(x=np.array([3.0, 3.0, 3.0]))
+    np.testing.assert_array_equal(first, [2, 0, 4])
+    np.testing.assert_array_equal(held.asnumpy(), [6, 6, 6])
+    assert held is exe.outputs[0]
+    # intermediate buffers never are the user's: the arguments keep their values
+    np.testing.assert_array_equal(exe.arg_dict['x'].asnumpy(), [3, 3, 3])
+
+
+def test_backward_uses_the_forward_arrays_up():
+    exe, _ = _run(_resnet(), {'data': (2, 2, 8, 8)}, True, steps=1)
+    exe.forward(is_train=True)
+    exe.backward()
+    with pytest.raises(UsageError, match='used up'):
+        exe.backward()
+    exe.forward(is_train=True)
+    exe.backward()          # a new forward makes backward possible again
+
+
+def test_buffers_are_allocated_once_and_reused():
+    exe, _ = _run(_resnet(), {'data': (2, 2, 8, 8)}, True, steps=1)
+    pool = exe._pool
+    ids = [id(v) for v in pool]
+    exe.forward(is_train=True)
+    exe.backward()
+    assert exe._pool is pool and [id(v) for v in exe._pool] == ids
+
+
+def test_debug_str_shows_planned_and_measured_bytes():
+    exe = _resnet().simple_bind(mx.cpu(), data=(4, 2, 8, 8))
+    s = exe.debug_str()
+    assert 'measured_peak_bytes=untraced' in s and 'allocated_bytes=none' in s
+    tracemalloc.start()
+    try:
+        exe.forward(is_train=True)
+        exe.backward()
+    finally:
+        tracemalloc.stop()
+    s = exe.debug_str()
+    planned = int(re.search(r'planned_bytes=(\d+)', s).group(1))
+    buffers, allocated, peak = map(int, re.search(
+        r'buffer_bytes=(\d+) allocated_bytes=(\d+) measured_peak_bytes=(\d+)', s).groups())
+    assert buffers == allocated == exe._plan.storage().planned_bytes > 0
+    # the buffers and every array the run made besides them: at least what the plan
+    # needs at its peak, and within a few times of it (the operators' temporaries)
+    assert planned <= peak < 4 * planned
+    assert '(buffer ' in s and '(own array)' in s

@@ -170,6 +170,8 @@ class Executor:
         self._monitor = None
         self._monitor_all = False
         self._monitor_level = 0         # the plan's monitor code: 0 none, 1 outputs, 2 all
+        self._grad_ready = None         # set_grad_ready_callback's callback
+        self._ready_fn = None
         self._output_names = symbol.list_outputs()
 
     def _on_ctx(self, arr):
@@ -295,8 +297,10 @@ class Executor:
                                                self.outputs[k].shape))
             with self._ctx.device_scope():
                 og.append(arr.astype(self.outputs[k]._data.dtype, copy=False))
+        ready = self._ready_fn
         fn, fname, line_step = plan.backward_fn(self._monitor_level,
-                                                buffered=self._use_buffers)
+                                                buffered=self._use_buffers,
+                                                ready=ready is not None)
         if self._off_ctx:
             self._sync(self.grad_arrays, self._dev_grads, self._grad_req)
         G = [None if g is None else g._data for g in self._dev_grads]
@@ -309,8 +313,12 @@ class Executor:
             tracemalloc.reset_peak()
         with self._ctx.device_scope():
             try:
-                fn(saved, og, G, self._monitor_fn if self._monitor is not None else None,
-                   self._pool)
+                if ready is None:
+                    fn(saved, og, G, self._monitor_fn if self._monitor is not None else None,
+                       self._pool)
+                else:
+                    fn(saved, og, G, self._monitor_fn if self._monitor is not None else None,
+                       self._pool, ready)
             except Exception as e:
                 err = check_error(e, fname, line_step, 'backward')
                 if err is None:
@@ -322,6 +330,46 @@ class Executor:
             # backward may update auxiliary states too (SyncBatchNorm's running statistics)
             self._sync(self._dev_grads, self.grad_arrays)
             self._sync(self._dev_aux, self.aux_arrays)
+
+    def set_grad_ready_callback(self, callback):
+        """Call ``callback(index, name, grad)`` during :meth:`backward` as soon as the
+        gradient of an argument is final, before backward goes on with the rest of the
+        graph: ``index`` is the argument's position in :attr:`arg_arrays`, ``grad`` its
+        gradient array in :attr:`grad_arrays`, already holding the value (summed into it
+        for ``grad_req='add'``). Every argument with a gradient is reported once per
+        backward, in the order of :attr:`grad_ready_order` (the reverse of the forward,
+        roughly: the last layer's parameters first).
+
+        This is a generic notification (data-parallel training starts the all-reduce of a
+        gradient while the earlier layers still run backward); the executor does nothing
+        else with it. Executors without a callback run code with no such calls at all; the
+        executor made by :meth:`reshape` has none.
+
+        Parameters
+        ----------
+        callback : callable(int, str, NDArray) or None
+            None removes it.
+        """
+        if callback is not None and not callable(callback):
+            raise ArgumentTypeError('set_grad_ready_callback: callback must be callable, '
+                                    'not %s' % type(callback).__name__)
+        self._grad_ready = callback
+        if callback is None:
+            self._ready_fn = None
+            return
+        names, grads, dev_grads = self._arg_names, self.grad_arrays, self._dev_grads
+
+        def ready(j):
+            if grads[j] is not dev_grads[j]:    # bound on another context: copy it back
+                grads[j][:] = dev_grads[j]
+            callback(j, names[j], grads[j])
+        self._ready_fn = ready
+
+    @property
+    def grad_ready_order(self):
+        """The indices (in :attr:`arg_arrays`) of the arguments whose gradients backward
+        computes, in the order a :meth:`set_grad_ready_callback` callback gets them."""
+        return self._plan.grad_ready_order()
 
     def set_monitor_callback(self, callback, monitor_all=False):
         """Call ``callback(name, NDArray)`` on the outputs of every operator as it runs,

@@ -221,6 +221,18 @@ class Communicator:
             sys.excepthook = _excepthook
         _live.append(self)
 
+    def duplicate(self, algorithm=None):
+        """A new communicator over the same processes (a collective call), with this one's
+        timeout: its traffic never meets this one's, so operations started on it may stay
+        in flight while this one runs others, in any order."""
+        return Communicator(self._comm, timeout=self.timeout,
+                            algorithm=self.algorithm if algorithm is None else algorithm)
+
+    @property
+    def thread_multiple(self):
+        """Whether MPI was initialised with ``THREAD_MULTIPLE`` (any thread may call it)."""
+        return self._mpi.Query_thread() == self._mpi.THREAD_MULTIPLE
+
     @staticmethod
     def _check_algorithm(algorithm):
         if algorithm not in ALGORITHMS:
@@ -268,6 +280,47 @@ class Communicator:
         req = self._comm.Iallreduce(self._mpi.IN_PLACE, array, op=self._mpi.SUM)
         self._wait([req], 'allreduce of %d %s values' % (array.size, array.dtype))
         return array
+
+    def iallreduce(self, array):
+        """Start summing ``array`` over all processes, in place, and return at once (MPI's
+        ``Iallreduce``; the ring has no non-blocking form here). Hand the request to
+        :meth:`wait`; ``array`` must stay untouched until then.
+
+        Parameters
+        ----------
+        array : numpy.ndarray
+            C-contiguous, of one shape and dtype in every process.
+
+        Returns
+        -------
+        request or None
+            None when there is nothing to wait for (one process, or an empty array).
+        """
+        self._check_array(array, 'iallreduce')
+        if self.size == 1 or array.size == 0:
+            return None
+        return self._comm.Iallreduce(self._mpi.IN_PLACE, array, op=self._mpi.SUM)
+
+    def test(self, requests):
+        """Let MPI progress ``requests`` (from :meth:`iallreduce`; MPI moves non-blocking
+        collectives on only inside its calls); whether all of them are done."""
+        requests = [r for r in requests if r is not None]
+        return not requests or self._mpi.Request.Testall(requests)
+
+    def wait(self, requests, what='the started collectives'):
+        """Wait for ``requests`` (from :meth:`iallreduce`) with the communicator's timeout.
+
+        Raises
+        ------
+        DistTimeoutError
+            Some process did not take part within the timeout (named in the message).
+        """
+        requests = [r for r in requests if r is not None]
+        if self.broken is not None:
+            raise MXNetError('%s: this communicator failed earlier (%s); the job must be '
+                             'restarted' % (what, self.broken))
+        if requests:
+            self._wait(requests, what)
 
     def bcast(self, array, root=0):
         """Overwrite ``array`` with ``root``'s, in place, in every process.

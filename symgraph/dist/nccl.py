@@ -169,6 +169,30 @@ class ProcessNccl:
                        % (array.size, array.dtype))
         return array
 
+    def start_allreduce(self, array):
+        """Queue the sum of ``array`` over the processes on the current stream, in place,
+        and return at once: an event to hand to :meth:`wait` (None when there is nothing
+        to do). Work queued later on the stream sees the sum."""
+        cupy, nccl = self._cupy, self._nccl
+        _check_arrays(cupy, [array], 'NCCL all-reduce')
+        if array.device.id != self.device:
+            raise ArgumentError('NCCL all-reduce of this process runs on gpu(%d), got an '
+                                'array on gpu(%d)' % (self.device, array.device.id))
+        if array.size == 0 or self.comm.size == 1:
+            return None
+        with cupy.cuda.Device(self.device):
+            stream = cupy.cuda.get_current_stream()
+            self._nccl_comm.allReduce(array.data.ptr, array.data.ptr, array.size,
+                                      _code(nccl, array.dtype), nccl.NCCL_SUM, stream.ptr)
+            self.num_calls += 1
+            return stream.record()
+
+    def wait(self, event, what='NCCL all-reduce'):
+        """Wait for an event of :meth:`start_allreduce`, raising DistTimeoutError after the
+        communicator's timeout."""
+        if event is not None:
+            self._wait(event, what)
+
     def _wait(self, event, what):
         deadline = time.monotonic() + self.comm.timeout
         while not event.done:

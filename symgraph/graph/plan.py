@@ -238,23 +238,47 @@ class Plan:
             lines.append('    M(%r, %s)' % ('%s_%s' % (prefix or node.name, name), var))
         return lines
 
-    def backward_fn(self, monitor=0, buffered=False):
+    def backward_fn(self, monitor=0, buffered=False, ready=False):
         """The compiled backward; with ``monitor`` (1 or 2, as for :meth:`forward_fn`) it
         takes a callback ``M`` and reports each backward step's input gradients as
         ``<node>_backward_output<i>`` (and with 2, its inputs before it runs).
         ``buffered``: as for :meth:`forward_fn` (gradients into the storage plan's buffers).
         Given the forward arrays ``S`` as a list, the function empties it and drops each
-        array after its last use."""
-        key = (int(monitor), bool(buffered))
+        array after its last use.
+
+        With ``ready`` it also takes a callback ``R`` and calls ``R(j)`` as soon as the
+        gradient of argument ``j`` is final (written into ``G[j]``), in the order of
+        :meth:`grad_ready_order`; without, every gradient is written at the end and the
+        function has no such calls at all."""
+        key = (int(monitor), bool(buffered), bool(ready))
         if key not in self._bwd_cache:
             self._bwd_cache[key] = self._gen_backward(*key)
         return self._bwd_cache[key]
 
-    def _gen_backward(self, monitor=0, buffered=False):
+    def _final_steps(self):
+        """Per argument with a gradient (index ``j``), the backward step (position in
+        ``reversed(bwd_steps)``) after which its gradient is final; -1 where it is known
+        before the first step (a head gradient alone, or none: zero)."""
+        last = {}
+        for s, n in enumerate(reversed(self.bwd_steps)):
+            n_args = len(n.op.list_arguments())
+            for e in self.in_entries(n)[:n_args]:
+                if self.requires[e]:
+                    last[e] = s
+        return {j: last.get(e, -1) for j, (e, req) in
+                enumerate(zip(self.arg_entries, self.grad_reqs)) if req != 'null'}
+
+    def grad_ready_order(self):
+        """The argument indices whose gradients backward computes, in the order a ready
+        callback reports them (the order they become final)."""
+        final = self._final_steps()
+        return sorted(final, key=lambda j: (final[j], j))
+
+    def _gen_backward(self, monitor=0, buffered=False, ready=False):
         xp = self.xp
         env = {}
         st = self.storage() if buffered else None
-        lines = ['def backward(S, OG, G, M=None, P=None):']
+        lines = ['def backward(S, OG, G, M=None, P=None, R=None):']
         line_step = {}
         if self.saved:
             lines.append('    %s, = S' % ', '.join('v%d' % e for e in self.saved))
@@ -294,6 +318,33 @@ class Plan:
             contributions.update(e for e in self.in_entries(n)[:n_args] if self.requires[e])
         grad_slot = {e: j for j, (e, req) in enumerate(zip(self.arg_entries, self.grad_reqs))
                      if req == 'write' and contributions[e] == 1}
+
+        def write_grad(j):
+            """The lines that write argument j's gradient into G[j] (and, in ready mode,
+            report it)."""
+            e, req = self.arg_entries[j], self.grad_reqs[j]
+            out = []
+            if e not in have:
+                if req == 'write':
+                    out.append('    G[%d][...] = 0' % j)
+            elif req == 'add':
+                out.append('    G[%d] += g%d' % (j, e))
+            elif e in grad_slot:
+                out.append('    if g%d is not G[%d]:' % (e, j))
+                out.append('        G[%d][...] = g%d' % (j, e))
+            else:
+                out.append('    G[%d][...] = g%d' % (j, e))
+            if ready:
+                out.append('    R(%d)' % j)
+            return out
+        final_at = {}
+        if ready:
+            # each gradient written and reported right after its last contribution (the
+            # arguments' gradients are never freed early, so the storage plan holds)
+            for j, s in self._final_steps().items():
+                final_at.setdefault(s, []).append(j)
+            for j in sorted(final_at.pop(-1, [])):
+                lines += write_grad(j)
         for s, n in enumerate(reversed(self.bwd_steps)):
             op = n.op
             n_args = len(op.list_arguments())
@@ -375,26 +426,18 @@ class Plan:
                         lines.append('        %s[...] = g%d' % (offer[e], e))
                         lines.append('        g%d = %s' % (e, offer[e]))
                     have.add(e)
+            for j in sorted(final_at.get(s, [])):
+                lines += write_grad(j)
             # this node's output gradients and the forward arrays read for the last time
             # are used up: free them now (reference-count liveness, as in forward)
             dead = ['g%d' % e for e in outs if e in have and e not in arg_set]
             dead += ['v%d' % e for e, t in last_read.items() if t == s]
             lines.append('    del r%s' % ''.join(', ' + g for g in dead))
             have.difference_update(e for e in outs if e not in arg_set)
-        for j, (e, req) in enumerate(zip(self.arg_entries, self.grad_reqs)):
-            if req == 'null':
-                continue
-            if e not in have:
-                if req == 'write':
-                    lines.append('    G[%d][...] = 0' % j)
-                continue
-            if req == 'add':
-                lines.append('    G[%d] += g%d' % (j, e))
-            elif e in grad_slot:
-                lines.append('    if g%d is not G[%d]:' % (e, j))
-                lines.append('        G[%d][...] = g%d' % (j, e))
-            else:
-                lines.append('    G[%d][...] = g%d' % (j, e))
+        if not ready:
+            for j, req in enumerate(self.grad_reqs):
+                if req != 'null':
+                    lines += write_grad(j)
         lines.append('    return None')
         env['_zeros'] = lambda shape, dtype: xp.zeros(shape, dtype=dtype)
         env['_add'] = xp.add

@@ -230,6 +230,7 @@ class DataParallelExecutorGroup:
         self._default_execs = None
         self._reshaped = {}         # shapes -> executors made by reshape, reused
         self._monitor = None
+        self._grad_ready = None     # set_grad_ready_callback's callback
         self._rngs = [None] * len(contexts)     # per device: its random generator
         self.data_arrays = None
         self.label_arrays = None
@@ -365,6 +366,7 @@ class DataParallelExecutorGroup:
         if label_shapes is not None:
             self.label_names = [i.name for i in self.label_shapes]
         self._collect_arrays()
+        self._install_grad_ready()
 
     def reshape(self, data_shapes, label_shapes):
         """Executors for new input shapes, sharing the parameters with the bound ones."""
@@ -636,6 +638,41 @@ class DataParallelExecutorGroup:
             labels_ = OrderedDict(zip(self.label_names or [], labels_slice))
             preds = OrderedDict(zip(self.output_names, texec.outputs))
             eval_metric.update_dict(labels_, preds)
+
+    # ------------------------------------------------------------------ gradient ready
+    def _param_positions(self):
+        """Argument index -> position in :attr:`param_arrays`."""
+        params = [i for i, name in enumerate(self.arg_names) if name in self.param_names]
+        return {i: p for p, i in enumerate(params)}
+
+    def grad_ready_order(self):
+        """The positions (in :attr:`param_arrays`) of the parameters whose gradients
+        backward computes, in the order backward makes them final."""
+        pos = self._param_positions()
+        return [pos[j] for j in self.execs[0].grad_ready_order if j in pos]
+
+    def set_grad_ready_callback(self, callback):
+        """Call ``callback(param_position, device, grad)`` as backward makes each
+        parameter's gradient final on device ``device`` (see
+        :meth:`symgraph.executor.Executor.set_grad_ready_callback`; with several devices,
+        from their threads), on these executors and those of later reshapes. None removes
+        it."""
+        self._grad_ready = callback
+        self._install_grad_ready()
+
+    def _install_grad_ready(self):
+        callback = self._grad_ready
+        pos = self._param_positions()
+        for k, exe in enumerate(self.execs):
+            if callback is None:
+                exe.set_grad_ready_callback(None)
+                continue
+
+            def report(j, name, grad, k=k):
+                p = pos.get(j)
+                if p is not None:
+                    callback(p, k, grad)
+            exe.set_grad_ready_callback(report)
 
     def install_monitor(self, mon):
         """Install ``mon`` on every executor (and on those made by later reshapes)."""

@@ -113,6 +113,7 @@ class Module(BaseModule):
         self._optimizer = None
         self._kvstore = None
         self._update_on_kvstore = None
+        self._overlap = None            # the store's GradientOverlap, if it overlaps
         self._updater = None
         self._preload_opt_states = None
         self._grad_req = None
@@ -410,6 +411,8 @@ class Module(BaseModule):
                                                    self._exec_group.aux_arrays)}
         if shared_module is not None and shared_module.optimizer_initialized:
             self.borrow_optimizer(shared_module)
+        elif self.optimizer_initialized and self._kvstore:
+            self._setup_overlap()       # a rebinding: the new executors report too
         self.binded = True
 
     def reshape(self, data_shapes, label_shapes=None):
@@ -494,9 +497,37 @@ class Module(BaseModule):
         if not update_on_kvstore:
             self._updater = opt.get_updater(optimizer)
         self.optimizer_initialized = True
+        self._setup_overlap()
         if self._preload_opt_states is not None:
             self.load_optimizer_states(self._preload_opt_states)
             self._preload_opt_states = None
+
+    def _setup_overlap(self):
+        """With a store that can (``'dist_sync'``: :meth:`DistKVStore.gradient_overlap`),
+        start the all-reduce of the gradients while backward runs: the executors report
+        each parameter's gradient as it becomes final and the store starts a bucket's
+        all-reduce when all its gradients are; :meth:`update` waits for them. Not with
+        ``grad_req='add'`` (the gradients are final only at the update)."""
+        group, kv = self._exec_group, self._kvstore
+        self._overlap = None
+        group.set_grad_ready_callback(None)
+        if not kv or not hasattr(kv, 'gradient_overlap') or not self.for_training or \
+                group.grad_arrays is None or \
+                any(group.grad_req.get(n) == 'add' for n in self._param_names):
+            return
+        order = [p for p in group.grad_ready_order() if group.grad_arrays[p][0] is not None]
+        overlap = kv.gradient_overlap([group.param_names[p] for p in order],
+                                      [group.grad_arrays[p] for p in order])
+        if overlap is None:
+            return
+        self._overlap = overlap
+        position = {p: i for i, p in enumerate(order)}
+
+        def ready(p, device, grad):
+            i = position.get(p)
+            if i is not None:
+                overlap.ready(i, device, grad)
+        group.set_grad_ready_callback(ready)
 
     def borrow_optimizer(self, shared_module):
         """Use ``shared_module``'s optimizer, kvstore and updater (bucketing)."""

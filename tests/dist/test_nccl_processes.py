@@ -56,6 +56,7 @@ else:                                        # Module.fit, one GPU per process
             optimizer_params={'learning_rate': 0.3, 'momentum': 0.9})
     out['params'] = {k: v.asnumpy().tolist() for k, v in mod.get_params()[0].items()}
 out['nccl'] = kv.num_nccl_collectives
+out['overlapped'] = kv.num_overlapped
 with open('out%%d.json' %% r, 'w') as f:
     json.dump(out, f)
 ''' % CUDA_TESTS
@@ -110,3 +111,30 @@ def test_two_gpu_processes_fit_equals_one_process_on_the_combined_batch(tmp_path
     for o in outs:
         for k, v in want.items():
             np.testing.assert_allclose(o['params'][k], v, rtol=1e-5, atol=1e-6, err_msg=k)
+
+
+def test_overlapped_nccl_all_reduce_gives_the_same_parameters(tmp_path, monkeypatch):
+    """The buckets' NCCL all-reduces queued during backward (SYMGRAPH_DIST_OVERLAP=1, the
+    default) give bitwise the parameters of the all-reduce at the update (=0)."""
+    rng = np.random.RandomState(1)
+    d = {'x': rng.uniform(-1, 1, (16, 5)).astype('f'), 'y': rng.randint(0, 3, 16).astype('f'),
+         'fc1_weight': rng.uniform(-0.5, 0.5, (8, 5)).astype('f'),
+         'fc1_bias': np.zeros(8, 'f'), 'fc2_weight': rng.uniform(-0.5, 0.5, (3, 8)).astype('f'),
+         'fc2_bias': np.zeros(3, 'f')}
+    np.savez(tmp_path / 'in.npz', **d)
+    monkeypatch.setenv('SYMGRAPH_DIST_BUCKET_MB', '0.0001')    # ~100 bytes: 3 buckets
+    runs = {}
+    for overlap in ('0', '1'):
+        monkeypatch.setenv('SYMGRAPH_DIST_OVERLAP', overlap)
+        check(launch(tmp_path, 2, WORKER, args=['dist_device_sync', 'fit',
+                                                tmp_path / 'in.npz']))
+        runs[overlap] = [json.loads((tmp_path / ('out%d.json' % r)).read_text())
+                         for r in range(2)]
+    for r in range(2):
+        assert runs['0'][r]['overlapped'] == 0
+        assert runs['1'][r]['overlapped'] > 0
+        assert runs['0'][r]['nccl'] > 0
+        assert runs['1'][r]['nccl'] == runs['1'][r]['overlapped']    # all during backward
+        for k, v in runs['0'][r]['params'].items():
+            np.testing.assert_array_equal(np.array(runs['1'][r]['params'][k], 'f'),
+                                          np.array(v, 'f'), err_msg=k)

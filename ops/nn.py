@@ -113,6 +113,54 @@ def _matmul(xp, a, b):
     return xp.matmul(a, b)
 
 
+#: activations through oneDNN (symgraph.opdef.cpu_backend) for float32 NumPy arrays of at
+#: least this many elements (forward, backward; None: never): act_type -> (oneDNN kind,
+#: alpha, forward size, backward size). The sizes are where oneDNN's time fell below the
+#: NumPy code's in one run of ``python bench/bench_onednn.py --ops`` on the project's
+#: loaded 2-core AVX2 machine (ratio oneDNN / NumPy): relu forward 0.19 at 2^18 and 1.4 at
+#: 2^16, backward 0.59 at 2^20 and 1.17 at 2^18; sigmoid 0.23 / 0.28 at 2^16, 1.1 / 0.9 at
+#: 2^14; tanh about 1.0 at every size (NumPy's tanh is SIMD too), so it stays on NumPy.
+#: Below these sizes waking the OpenMP threads costs more than the work. softrelu would be
+#: faster (0.56 at 2^12) but oneDNN 3.2's soft_relu errs by up to 7.6e-6 absolute for
+#: x < -3.85 (tests/ops/test_nn_onednn.py), far beyond float32 rounding: NumPy.
+_ONEDNN_ACT = {
+    'relu': ('relu', 0.0, 1 << 18, 1 << 20),
+    'sigmoid': ('sigmoid', 0.0, 1 << 16, 1 << 16),
+}
+
+#: LeakyReLU kinds through oneDNN: act_type -> (forward size, backward size), as
+#: _ONEDNN_ACT (same run: leaky 0.72 / 0.89 at 2^16 and 0.06 / 0.09 at 2^18; elu forward
+#: 0.42 at 2^12, backward 0.27 at 2^16; gelu (erf form) 0.13 / 0.10 at 2^12)
+_ONEDNN_LEAKY = {
+    'leaky': (1 << 17, 1 << 17),
+    'elu': (1 << 12, 1 << 16),
+    'gelu': (1 << 10, 1 << 10),
+}
+
+
+def _eltwise_backend(xp, x, limit):
+    """The CPU backend when ``x`` is a NumPy float32 array of at least ``limit`` elements
+    (None: never) and one is loaded, else None."""
+    if limit is None or xp is not np or x.dtype != np.float32 or x.size < limit:
+        return None
+    return cpu_backend()
+
+
+def _onednn_act(xp, x, spec, backward=False, dy=None):
+    """f(x) (or dy * f'(x)) through oneDNN for a ``_ONEDNN_ACT``-style spec, else None."""
+    if spec is None:
+        return None
+    kind, alpha, fwd_min, bwd_min = spec
+    be = _eltwise_backend(xp, x, bwd_min if backward else fwd_min)
+    if be is None:
+        return None
+    if backward:
+        if dy.dtype != np.float32:
+            return None
+        return be.eltwise_backward(x, dy, kind, alpha)
+    return be.eltwise_forward(x, kind, alpha)
+
+
 def _softrelu(xp, x):
     # log(1 + exp(x)) without overflow
     return xp.maximum(x, 0.0) + xp.log1p(xp.exp(-xp.abs(x)))
@@ -148,14 +196,25 @@ class Activation(Operator):
         }[self.act_type]
 
     def forward(self, xp, inputs, aux, is_train):
-        return [self._fn(xp)(inputs[0])]
+        return [self.fast_forward(xp, is_train)(inputs[0])]
 
     def fast_forward(self, xp, is_train):
-        return self._fn(xp)
+        fn = self._fn(xp)
+        spec = _ONEDNN_ACT.get(self.act_type)
+        if spec is None or xp is not np:
+            return fn
+
+        def act(x):
+            y = _onednn_act(xp, x, spec)
+            return fn(x) if y is None else y
+        return act
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         x, g = inputs[0], out_grads[0]
         a = self.act_type
+        dx = _onednn_act(xp, x, _ONEDNN_ACT.get(a), True, g)
+        if dx is not None:
+            return [dx]
         if a == 'relu':
             d = (x > 0).astype(g.dtype)
         elif a == 'sigmoid':
@@ -236,9 +295,21 @@ class LeakyReLU(Operator):
         # (C,) broadcasts along axis 1; (1,) everywhere
         return gamma.reshape((1, -1) + (1,) * (x.ndim - 2))
 
+    def _onednn(self):
+        """This activation's ``_ONEDNN_ACT``-style spec (oneDNN kind, alpha, sizes), or
+        None for the kinds that stay on NumPy."""
+        limits = _ONEDNN_LEAKY.get(self.act_type)
+        if limits is None:
+            return None
+        kind = 'relu' if self.act_type == 'leaky' else self.act_type
+        return (kind, self.slope if self.act_type != 'gelu' else 0.0) + limits
+
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
         a = self.act_type
+        y = _onednn_act(xp, x, self._onednn())
+        if y is not None:
+            return [y]
         if a == 'leaky':
             return [xp.where(x > 0, x, x * self.slope)]
         if a == 'elu':
@@ -263,6 +334,9 @@ class LeakyReLU(Operator):
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         x, g = inputs[0], out_grads[0]
         a = self.act_type
+        dx = _onednn_act(xp, x, self._onednn(), True, g)
+        if dx is not None:
+            return [dx] + [None] * (len(inputs) - 1)
         pos = x > 0
         one = g.dtype.type(1)
         if a == 'leaky':

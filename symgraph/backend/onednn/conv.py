@@ -15,6 +15,7 @@ import numpy as np
 from . import _lib
 from ._core import BackendCore, Primitive, any_desc, as_f32, strided_desc
 from ._lib import check
+from .layers import LayerMixin
 from .norm import NormMixin
 
 _VP = ctypes.c_void_p
@@ -32,7 +33,7 @@ def _weight_shape(wshape, groups):
     return (groups, f // groups) + tuple(wshape[1:])
 
 
-class Backend(BackendCore, NormMixin):
+class Backend(BackendCore, NormMixin, LayerMixin):
     """oneDNN's CPU backend: what ``symgraph.opdef.cpu_backend()`` returns.
 
     Every method takes and returns plain C-order NumPy float32 arrays; it returns None when

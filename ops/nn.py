@@ -11,9 +11,10 @@ from math import prod
 
 import numpy as np
 
-from symgraph.opdef import (Operator, Param, ShapeError, cpu_backend, random_state, register,
-                            same_type, unify_shape)
+from symgraph.opdef import (Operator, Param, PostOp, ShapeError, cpu_backend, random_state,
+                            register, same_type, unify_shape)
 
+from ._fused import FusedOperator
 from ._specfun import erf
 from ._util import f32, float_only
 
@@ -85,6 +86,15 @@ class FullyConnected(Operator):
             out += inputs[2].reshape(-1)
         return [out]
 
+    def fuse_post_ops(self, post_ops, in_shapes):
+        """BatchNorm over the output units (axis 1 of a 2-D output) folded into the weights
+        and bias: a :class:`FusedFullyConnected`; None for any other chain."""
+        nd = 2 if self.flatten else (len(in_shapes[0]) if in_shapes[0] is not None else 0)
+        if nd != 2 or not post_ops or any(p.kind != 'affine' or p.params['axis'] % 2 != 1
+                                          for p in post_ops):
+            return None
+        return FusedFullyConnected(self, post_ops)
+
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         x, w = inputs[0], inputs[1]
         g = out_grads[0]
@@ -98,6 +108,22 @@ class FullyConnected(Operator):
         if not self.no_bias and need[2]:
             grads[2] = g2.sum(axis=0).reshape(inputs[2].shape)
         return grads
+
+
+class FusedFullyConnected(FusedOperator):
+    """FullyConnected with BatchNorm folded into its weights and bias (inference only;
+    made by :meth:`FullyConnected.fuse_post_ops` for the inference passes)."""
+
+    name = '_fused_FullyConnected'
+
+    def compute(self, xp, base, per, state):
+        fc = self.base
+        x, w = base[0], base[1]
+        wf, bf, _ = self.folded(xp, w, None if fc.no_bias else base[2], per, state, (-1, 1))
+        x2 = x.reshape(x.shape[0], -1) if fc.flatten else x
+        y = _matmul(xp, x2, wf.T)
+        y += bf
+        return y
 
 
 def _matmul(xp, a, b):
@@ -198,6 +224,12 @@ class Activation(Operator):
     def forward(self, xp, inputs, aux, is_train):
         return [self.fast_forward(xp, is_train)(inputs[0])]
 
+    def post_op(self, in_index):
+        """relu, sigmoid and tanh run as oneDNN eltwise post-ops (softrelu: see
+        _ONEDNN_ACT; softsign: none in oneDNN)."""
+        alg = {'relu': 'relu', 'sigmoid': 'sigmoid', 'tanh': 'tanh'}.get(self.act_type)
+        return None if alg is None else PostOp('eltwise', self, params={'alg': alg})
+
     def fast_forward(self, xp, is_train):
         fn = self._fn(xp)
         spec = _ONEDNN_ACT.get(self.act_type)
@@ -294,6 +326,14 @@ class LeakyReLU(Operator):
     def _gamma(self, gamma, x):
         # (C,) broadcasts along axis 1; (1,) everywhere
         return gamma.reshape((1, -1) + (1,) * (x.ndim - 2))
+
+    def post_op(self, in_index):
+        """leaky, elu and gelu run as oneDNN eltwise post-ops."""
+        if self.act_type not in ('leaky', 'elu', 'gelu'):
+            return None
+        alg = 'relu' if self.act_type == 'leaky' else self.act_type
+        return PostOp('eltwise', self, params={
+            'alg': alg, 'alpha': 0.0 if self.act_type == 'gelu' else self.slope})
 
     def _onednn(self):
         """This activation's ``_ONEDNN_ACT``-style spec (oneDNN kind, alpha, sizes), or
@@ -403,6 +443,9 @@ class Dropout(Operator):
     def infer_type(self, in_types):
         t = in_types[0]
         return [t], [t, t], []
+
+    def inference_identity(self):
+        return self.mode != 'always' or self.p <= 0
 
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]

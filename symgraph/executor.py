@@ -13,6 +13,7 @@ from .graph.infer import infer_shapes, infer_types, shape_complete
 from .ndarray import NDArray
 from .ndarray.ndarray import _to_xp
 from .graph.plan import Plan, check_error
+from .graph.passes import InferencePasses
 
 __all__ = ['Executor', 'simple_bind']
 
@@ -153,6 +154,9 @@ class Executor:
         self._any_grad = any(r != 'null' for r in reqs)
         self._plan = Plan(order, arg_nodes, aux_nodes, heads, shapes, dtypes, reqs, xp,
                           self._ctx)
+        # inference passes (graph/passes.py): a rewritten plan for forward(is_train=False)
+        self._passes = InferencePasses(order, arg_nodes, aux_nodes, heads, shapes, dtypes, xp,
+                                       self._ctx)
         self._saved = None
         self._monitor = None
         self._monitor_all = False
@@ -207,7 +211,10 @@ class Executor:
                                  'with %s' % (k, tuple(np.shape(v)), dst.shape))
             dst[:] = v
         keep = bool(is_train) or self._any_grad
-        fn, fname, line_step = self._plan.forward_fn(is_train, self._monitor_level, keep)
+        plan = self._plan
+        if self._passes.applies(is_train, self._monitor_level, keep):
+            plan = self._passes.plan() or plan
+        fn, fname, line_step = plan.forward_fn(is_train, self._monitor_level, keep)
         if self._off_ctx:
             self._sync(self.arg_arrays, self._dev_args)
             self._sync(self.aux_arrays, self._dev_aux)
@@ -388,6 +395,7 @@ class Executor:
                      'bytes (naive %d bytes)' % (planned >> 20, naive >> 20, planned_inf,
                                                  naive_inf))
         lines.append('planned_bytes=%d naive_bytes=%d' % (planned, naive))
+        lines += self._passes.describe()
         return '\n'.join(lines)
 
 

@@ -17,7 +17,10 @@ Workloads (float32, CPU):
 2. A small ResNet on 32x32x3: 3x3 conv 16 + BatchNorm + relu, three stages of two basic
    blocks (16, 32, 64 channels; stride 2 and a 1x1 projection shortcut at the start of
    stages 2 and 3), global average pooling, FC 10, SoftmaxOutput. A training step at
-   batch 32 (as above) and inference (forward(is_train=False)) at batch 64.
+   batch 32 (as above) and inference (forward(is_train=False)) at batch 64, for symgraph
+   with its inference passes (BatchNorm folding, conv + add + relu fused; the default) and
+   without (``SYMGRAPH_INFERENCE_PASSES=none``, ``resnet_infer_nopasses``), whose ratio
+   is printed; MXNet runs the same inference for both keys.
 3. ``contrib.box_nms`` on 2,000 and 10,000 boxes (batch 1, rows [id, score, x1, y1, x2,
    y2], overlap_thresh 0.5, per-class suppression with id_index=0): boxes cluster
    around objects, as a detector's raw output does.
@@ -182,11 +185,23 @@ def workloads(sync):
         check = grad_check(exe, 'stem_conv_weight')
         return train_step_fn(exe, 32), 4, 3, check
 
-    def resnet_infer():
-        exe = bind(resnet(), (64, 3, 32, 32), grad_req='null')
-        out = exe.forward(is_train=False)[0].asnumpy()
-        check = float((out * np.arange(10)).sum())      # expected class, summed
-        return (lambda: exe.forward(is_train=False)), 10, 3, check
+    def resnet_infer(passes=None):
+        def setup():
+            # symgraph reads SYMGRAPH_INFERENCE_PASSES at bind (MXNet ignores it)
+            old = os.environ.get('SYMGRAPH_INFERENCE_PASSES')
+            if passes is not None:
+                os.environ['SYMGRAPH_INFERENCE_PASSES'] = passes
+            try:
+                exe = bind(resnet(), (64, 3, 32, 32), grad_req='null')
+            finally:
+                if passes is not None and old is None:
+                    del os.environ['SYMGRAPH_INFERENCE_PASSES']
+                elif passes is not None:
+                    os.environ['SYMGRAPH_INFERENCE_PASSES'] = old
+            out = exe.forward(is_train=False)[0].asnumpy()
+            check = float((out * np.arange(10)).sum())      # expected class, summed
+            return (lambda: exe.forward(is_train=False)), 10, 3, check
+        return setup
 
     def nms(n):
         def setup():
@@ -198,7 +213,8 @@ def workloads(sync):
 
     return [('lenet_train', 'LeNet training step, batch 64', lenet_train),
             ('resnet_train', 'ResNet-14 training step, batch 32', resnet_train),
-            ('resnet_infer', 'ResNet-14 inference, batch 64', resnet_infer),
+            ('resnet_infer', 'ResNet-14 inference, batch 64', resnet_infer()),
+            ('resnet_infer_nopasses', 'ResNet-14 inference, passes off', resnet_infer('none')),
             ('nms_2000', 'box_nms, 2,000 boxes', nms(2000)),
             ('nms_10000', 'box_nms, 10,000 boxes', nms(10000))]
 
@@ -377,6 +393,14 @@ def main(argv=None):
         print(line)
     if len(runners) > 1:
         print('ratio = symgraph / other time (below 1: symgraph is faster)')
+    keys = {k for k, _, _ in table}
+    if {'resnet_infer', 'resnet_infer_nopasses'} <= keys:
+        for name, _ in runners:
+            if name.startswith('symgraph'):
+                on, off = (res[(name, k)]['ms'] for k in ('resnet_infer',
+                                                          'resnet_infer_nopasses'))
+                print('inference passes (%s): ResNet-14 inference %.2f ms with, %.2f ms '
+                      'without, ratio %.2f' % (name, on, off, on / off))
     print('check values (gradient sums, boxes kept), which must agree:')
     for key, _, _ in table:
         print('  %-14s' % key + ''.join('  %s %.6g' % (name.split(',')[-1].strip(),

@@ -142,24 +142,24 @@ def _matmul(xp, a, b):
 #: activations through oneDNN (symgraph.opdef.cpu_backend) for float32 NumPy arrays of at
 #: least this many elements (forward, backward; None: never): act_type -> (oneDNN kind,
 #: alpha, forward size, backward size). The sizes are where oneDNN's time fell below the
-#: NumPy code's in one run of ``python bench/bench_onednn.py --ops`` on the project's
-#: loaded 2-core AVX2 machine (ratio oneDNN / NumPy): relu forward 0.19 at 2^18 and 1.4 at
-#: 2^16, backward 0.59 at 2^20 and 1.17 at 2^18; sigmoid 0.23 / 0.28 at 2^16, 1.1 / 0.9 at
-#: 2^14; tanh about 1.0 at every size (NumPy's tanh is SIMD too), so it stays on NumPy.
-#: Below these sizes waking the OpenMP threads costs more than the work. softrelu would be
-#: faster (0.56 at 2^12) but oneDNN 3.2's soft_relu errs by up to 7.6e-6 absolute for
-#: x < -3.85 (tests/ops/test_nn_onednn.py), far beyond float32 rounding: NumPy.
+#: NumPy code's in ``python bench/bench_onednn.py --ops`` on the project's shared 2-core
+#: AVX2 machine (oneDNN / NumPy, forward / backward): relu 1.26 / 1.97 at 2^16, 0.56 / 1.50
+#: at 2^18, 0.35 / 0.69 at 2^20; sigmoid 1.47 / 1.37 at 2^12, 0.68 / 0.67 at 2^14; tanh
+#: 0.9-1.07 at every size (NumPy's tanh is SIMD too), so it stays on NumPy. Below these
+#: sizes waking the OpenMP threads costs more than the work. softrelu would be faster (0.27
+#: at 2^14) but oneDNN 3.2's soft_relu errs by up to 7.6e-6 absolute for x < -3.85
+#: (tests/ops/test_nn_onednn.py), far beyond float32 rounding: NumPy.
 _ONEDNN_ACT = {
     'relu': ('relu', 0.0, 1 << 18, 1 << 20),
-    'sigmoid': ('sigmoid', 0.0, 1 << 16, 1 << 16),
+    'sigmoid': ('sigmoid', 0.0, 1 << 14, 1 << 14),
 }
 
 #: LeakyReLU kinds through oneDNN: act_type -> (forward size, backward size), as
-#: _ONEDNN_ACT (same run: leaky 0.72 / 0.89 at 2^16 and 0.06 / 0.09 at 2^18; elu forward
-#: 0.42 at 2^12, backward 0.27 at 2^16; gelu (erf form) 0.13 / 0.10 at 2^12)
+#: _ONEDNN_ACT (same run: leaky 1.25 / 1.43 at 2^14, 0.17 / 0.25 at 2^16; elu 0.81 / 1.63
+#: at 2^12, 0.19 / 0.73 at 2^14; gelu (erf form) 0.15 / 0.15 at 2^12)
 _ONEDNN_LEAKY = {
-    'leaky': (1 << 17, 1 << 17),
-    'elu': (1 << 12, 1 << 16),
+    'leaky': (1 << 16, 1 << 16),
+    'elu': (1 << 12, 1 << 14),
     'gelu': (1 << 10, 1 << 10),
 }
 

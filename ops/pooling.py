@@ -33,15 +33,15 @@ def pool_out_size(size, kernel, stride, pad, convention):
 
 
 #: when Pooling goes through oneDNN (float32 NumPy arrays, max or avg, not global):
-#: (smallest kernel size prod(kernel), smallest input size) per direction. One run of
-#: ``python bench/bench_onednn.py --ops`` on the project's loaded 2-core AVX2 machine
-#: (oneDNN / NumPy, channels-last kernels with reorders at the edges): forward 3x3 stride 2
-#: max on (32, 64, 56, 56) 0.41, 3x3 stride 1 avg on (32, 64, 28, 28) 0.47, but 2x2 stride
-#: 2 max on (64, 20, 24, 24) 2.0 (NumPy's four strided maxima beat two reorders);
-#: backward max (oneDNN's forward for the workspace, when the forward ran on NumPy, and its
-#: backward) 0.53 on (64, 20, 24, 24), 0.33 on (32, 64, 56, 56), 1.25 on (8, 8, 8, 8);
-#: backward avg 3x3 0.79 on (32, 64, 28, 28). Global pooling stays on NumPy (1.7x / 5.3x
-#: at (64, 64, 8, 8): its mean is one reduction).
+#: (smallest kernel size prod(kernel), smallest input size) per direction, from
+#: ``python bench/bench_onednn.py --ops`` on the project's shared 2-core AVX2 machine
+#: (oneDNN / NumPy; channels-last kernels with reorders at the edges): forward 3x3 stride 2
+#: max on (32, 64, 56, 56) 0.31, 3x3 avg on (32, 64, 28, 28) 0.35, but 2x2 stride 2 max on
+#: (64, 20, 24, 24) 1.95 (NumPy's four strided maxima beat two reorders); backward max
+#: (with oneDNN's forward for the workspace when the forward ran on NumPy) 0.20 on
+#: (64, 20, 24, 24), 0.17 on (32, 64, 56, 56), 1.02 on (8, 8, 8, 8); backward avg 3x3
+#: 0.26 on (32, 64, 28, 28). Global pooling stays on NumPy (1.7x forward, 5.3x backward at
+#: (64, 64, 8, 8) in an earlier run: its mean is one reduction).
 ONEDNN_MIN = {'forward': (9, 1 << 16), 'backward_max': (1, 1 << 15),
               'backward_avg': (9, 1 << 16)}
 

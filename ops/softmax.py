@@ -28,12 +28,12 @@ def log_softmax(xp, x, axis):
 
 
 #: softmax / log_softmax forward through oneDNN for float32 NumPy arrays of at least this
-#: many elements (None: never). One run of ``python bench/bench_onednn.py --ops`` on the
-#: project's loaded 2-core AVX2 machine (oneDNN / NumPy): softmax forward 0.50 at
-#: (64, 1000), 2.0 at (64, 10), 0.24 at (256, 4096); softmax backward 5.5-18x slower at
-#: every size (oneDNN 3.2's backward kernel for plain layouts), so backward stays on NumPy;
-#: over an axis other than the last, 27-31x slower at (32, 16, 32, 32) axis 1 (its
-#: reference kernel), so only the last axis goes. log_softmax: 0.56 at (64, 1000).
+#: many elements (None: never). ``python bench/bench_onednn.py --ops`` on the project's
+#: shared 2-core AVX2 machine (oneDNN / NumPy): softmax forward 2.2 at (64, 10), 1.36 at
+#: (64, 100), 0.54 at (64, 1000), 0.26 at (256, 4096); log_softmax 0.59 at (64, 1000).
+#: Backward stays on NumPy: oneDNN 3.2's backward for plain layouts was 5.5-18x slower in
+#: an earlier run; over an axis other than the last, the forward was 27-31x slower at
+#: (32, 16, 32, 32) axis 1 (its reference kernel), so only the last axis goes.
 ONEDNN_MIN = {'softmax': 1 << 15, 'log_softmax': 1 << 15}
 
 

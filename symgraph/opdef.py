@@ -26,7 +26,8 @@ inference passes (``symgraph.graph.passes``, forward with ``is_train=False`` onl
     ``post_op(in_index)`` (a consumer that can run as a post-op of its producer: a
     :class:`PostOp`), ``fuse_post_ops(post_ops, in_shapes)`` (a producer's fused operator
     or None), ``inference_identity()`` (forward returns input 0 unchanged),
-    ``inference_unused_inputs()`` (inputs forward does not read)
+    ``inference_unused_inputs()`` (inputs forward does not read),
+    ``inference_variant(unread_outputs)`` (a cheaper operator when outputs go unread)
 subgraphs (control flow)
     ``num_subgraphs``, ``subgraphs``, ``with_subgraphs(graphs)``: the graphs a node holds
     (MXNet's JSON ``subgraphs`` field), each a :class:`Subgraph` made by the core
@@ -571,6 +572,14 @@ class Operator:
         value nor the shape of such an input may matter to forward, specialize or
         create_state). Default none."""
         return ()
+
+    def inference_variant(self, unread_outputs):
+        """An operator the inference plan runs in place of this one when nobody reads the
+        outputs whose indices are in ``unread_outputs`` (hidden outputs only backward
+        needs), or None (the default: this one). It keeps the inputs and the number of
+        outputs, computes the others as this one does, and may return None for the unread
+        ones (LRN skips its ``tmp_norm``)."""
+        return None
 
     def make_forward(self, xp, is_train, state=None, in_dtypes=None):
         """Return ``f(*inputs, *aux) -> tuple of outputs`` bound once at compile time.

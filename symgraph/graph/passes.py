@@ -125,6 +125,7 @@ class InferencePasses:
         changed = False
         if 'dead_nodes' in self.passes:
             changed |= self._bypass_identities(steps, heads)
+            changed |= self._variants(steps, heads)
         if 'fold_bn' in self.passes or 'fuse' in self.passes:
             changed |= self._fuse(steps, heads)
         if 'dead_nodes' in self.passes:
@@ -169,6 +170,24 @@ class InferencePasses:
             cons[(id(n), 0)] = []
             names.append(n.name)
         self._bypassed, self._bypassed_names = len(names), names
+        return bool(names)
+
+    def _variants(self, steps, heads):
+        """Operators whose unread outputs need not be computed run their inference variant
+        (``Operator.inference_variant``: LRN without tmp_norm)."""
+        head_keys = {(id(n), i) for n, i in heads}
+        cons = self._consumers(steps)
+        names = []
+        for n in steps:
+            unread = tuple(i for i in range(n.nout)
+                           if (id(n), i) not in head_keys and not cons.get((id(n), i)))
+            variant = n.op.inference_variant(unread) if unread else None
+            if variant is not None:
+                n.op = variant
+                names.append(n.name)
+        if names:
+            self.report.append('dead_nodes: %d node(s) skip unread outputs (%s)'
+                               % (len(names), ', '.join(names)))
         return bool(names)
 
     def _fuse(self, steps, heads):

@@ -28,6 +28,8 @@ NOT_A_MODULE = {
     'test_pooling_onednn.py': "ops/pooling.py's oneDNN path, over test_pooling.py's rows",
     'test_nn_onednn.py': "ops/nn.py's oneDNN activations, over test_nn.py's rows",
     'test_softmax_onednn.py': "ops/softmax.py's oneDNN path, over test_softmax.py's rows",
+    'test_norm_layers_onednn.py': "ops/norm_layers.py's oneDNN LRN, over test_norm_layers.py's "
+                                  "rows",
 }
 
 

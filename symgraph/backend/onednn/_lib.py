@@ -177,9 +177,6 @@ _SIGNATURES = {
     'dnnl_lrn_forward_primitive_desc_create': (
         (_P(_VP), _VP, ctypes.c_int, ctypes.c_int, _VP, _VP, ctypes.c_int64, ctypes.c_float,
          ctypes.c_float, ctypes.c_float, _VP), None),
-    'dnnl_lrn_backward_primitive_desc_create': (
-        (_P(_VP), _VP, ctypes.c_int, _VP, _VP, _VP, ctypes.c_int64, ctypes.c_float,
-         ctypes.c_float, ctypes.c_float, _VP, _VP), None),
     'dnnl_primitive_attr_create': ((_P(_VP),), None),
     'dnnl_primitive_attr_destroy': ((_VP,), None),
     'dnnl_primitive_attr_set_post_ops': ((_VP, _VP), None),

@@ -91,8 +91,9 @@ class FusedOperator(Operator):
         return list(in_types), [in_types[0]], []
 
     def create_state(self, ctx, in_shapes, in_dtypes):
-        """The bind's fold cache: {'sources': copies, 'folded': (w, b), 'token': int}."""
-        return {'sources': None, 'folded': None, 'token': None}
+        """The bind's fold cache: {'sources': copies, 'folded': (w, b), 'token': int,
+        'primitives': this layer's oneDNN primitives (with its reordered weights)}."""
+        return {'sources': None, 'folded': None, 'token': None, 'primitives': {}}
 
     def split(self, inputs):
         """(base inputs, [inputs of each post-op])."""

@@ -290,7 +290,8 @@ class FusedConvolution(FusedOperator):
             if min(out) > 0:
                 y = be.conv_forward_fused(x, wf, bf, conv.st, conv.pd, conv.dl,
                                           conv.num_group, x.shape[:1] + (w.shape[0],) + out,
-                                          eltwise_post_ops(rest), residual, token)
+                                          eltwise_post_ops(rest), residual, token,
+                                          None if state is None else state['primitives'])
                 if y is not None:
                     return y
         y = conv_forward(xp, x, wf, bf, conv.st, conv.pd, conv.dl, conv.num_group)

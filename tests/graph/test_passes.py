@@ -148,8 +148,18 @@ def test_weights_changed_by_the_user_are_folded_again(backend, monkeypatch):
             _close(exe.outputs[k].asnumpy(), ref.outputs[k].asnumpy(), what)
         return [s['token'] for s in states]
 
+    def const_reorders():
+        if backend != 'onednn':
+            return None
+        prims = [p for s in states for p in s['primitives'].values() if p is not None]
+        assert len(prims) == 15         # one per layer, holding its reordered weights
+        return sum(p.const_reorders for p in prims)
+
     first = check('first')
+    reorders = const_reorders()
+    assert reorders in (None, 15)
     assert check('again') == first                      # cached: no fold, no reorder
+    assert const_reorders() == reorders
     rng = np.random.RandomState(9)
     for name, arrays in [('stage2_unit1_a_conv_weight', 'arg'), ('stem_bn_gamma', 'arg'),
                          ('stage3_unit2_b_bn_moving_var', 'aux'),
@@ -160,6 +170,9 @@ def test_weights_changed_by_the_user_are_folded_again(backend, monkeypatch):
             rng = np.random.RandomState(9)
         tokens = check(name)
         assert sum(a != b for a, b in zip(tokens, first)) == 1, name
+        if backend == 'onednn':         # that layer's weights reordered again, once
+            assert const_reorders() == reorders + 1, name
+            reorders += 1
         first = tokens
     # new data only: no fold
     for e in (ref, exe):
@@ -255,3 +268,28 @@ def test_gluon_checkpoint_with_and_without_passes(backend, monkeypatch):
         np.testing.assert_allclose(exe.outputs[0].asnumpy(), want, rtol=1e-4, atol=1e-5)
     with open(os.path.join(GLUON, 'meta.json')) as f:
         assert json.load(f)['outputs'] == sym.list_outputs()
+
+
+def test_layer_primitives_go_with_the_executor(monkeypatch):
+    """The primitives holding a layer's reordered weights live in the executor's state:
+    dropping the executor frees them (rebinding in a loop does not pile them up)."""
+    import weakref
+    monkeypatch.delenv('SYMGRAPH_ONEDNN', raising=False)
+    onednn.reset()
+    if onednn.backend() is None:
+        pytest.skip('oneDNN is not available on this machine')
+    data = mx.sym.var('data')
+    h = mx.sym.Convolution(data, kernel=(3, 3), num_filter=4, name='c')
+    h = mx.sym.Activation(mx.sym.BatchNorm(h, name='bn'), act_type='relu', name='r')
+    refs = []
+    for _ in range(3):
+        exe = _bind(h, 'all', monkeypatch, data=(2, 3, 8, 8))
+        exe.forward(is_train=False)
+        prims = [p for s in exe._passes.plan().op_state.values() if isinstance(s, dict)
+                 for p in s['primitives'].values() if p is not None]
+        assert len(prims) == 1
+        refs.append(weakref.ref(prims[0]))
+        del exe, prims
+        gc.collect()
+    assert all(r() is None for r in refs)
+    onednn.reset()

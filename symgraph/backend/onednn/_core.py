@@ -88,6 +88,7 @@ class Primitive:
         self.reorders = []       # [(primitive, pd, exec args, is_output)]
         self.const = []          # [(reorder exec, owned buffer)] of constant arguments
         self.token = None        # what the constant buffers were last reordered from
+        self.const_reorders = 0  # how many times they were (tests check the cache holds)
         try:
             check(lib.dnnl_primitive_create(ctypes.byref(self.handle), pd),
                   'dnnl_primitive_create')
@@ -172,6 +173,7 @@ class Primitive:
             self.token = None
             for prim, _, args, _ in self.before_const:
                 check(lib.dnnl_primitive_execute(prim, stream, 2, args), 'reorder')
+            self.const_reorders += 1
         for prim, _, args, _ in self.before:
             check(lib.dnnl_primitive_execute(prim, stream, 2, args), 'reorder')
         check(lib.dnnl_primitive_execute(self.handle, stream, self.nargs, self.exec_args),
@@ -182,6 +184,13 @@ class Primitive:
         if self.before_const:
             self.token = token
         del slots           # only now may a replaced slot be freed
+
+    def __del__(self):
+        # primitives kept in an executor's state go with it (thread caches live on)
+        try:
+            self.close()
+        except Exception:       # interpreter shutdown: the library may be gone
+            pass
 
     def close(self):
         """Destroy the reorders, the memory objects, the primitive and its descriptor."""
@@ -237,17 +246,22 @@ class BackendCore:
             t.workspace = lambda i, n, t=t: _slot(t.slots, i, n)
         return t
 
-    def primitive(self, key, build):
+    def primitive(self, key, build, cache=None):
         """The primitive cached under ``key`` in this thread (made by ``build()`` ->
-        Primitive on first use), or None when oneDNN refuses (a refusal is cached too)."""
+        Primitive on first use), or None when oneDNN refuses (a refusal is cached too).
+
+        ``cache``: a dict of the caller's to keep it in instead of the thread's cache (by
+        thread and key), for primitives holding one layer's constant weights: they live
+        as long as that dict (a bound executor's state), not for the whole process."""
         t = self._thread()
-        prim = t.cache.get(key, 0)
+        store, k = (t.cache, key) if cache is None else (cache, (threading.get_ident(), key))
+        prim = store.get(k, 0)
         if prim == 0:
             try:
                 prim = build()
             except _lib.DnnlError:
                 prim = None
-            t.cache[key] = prim
+            store[k] = prim
         return prim
 
     def execute(self, key, prim, arrays, token=None):
@@ -267,6 +281,10 @@ class BackendCore:
     def workspace_bytes(self):
         """Bytes of this thread's shared workspace."""
         return sum(b.nbytes for b in getattr(self._local, 'slots', ()))
+
+    def cached_primitives(self):
+        """{key: Primitive} of this thread's cache (refusals left out)."""
+        return {k: p for k, p in self._thread().cache.items() if p is not None}
 
     def cached(self):
         """How many primitives (or refusals) this thread has cached."""

@@ -103,13 +103,15 @@ class Backend(BackendCore, NormMixin, LayerMixin):
         return attr
 
     def conv_forward_fused(self, x, w, b, stride, pad, dilate, groups, yshape, post_ops=(),
-                           residual=None, token=None):
+                           residual=None, token=None, cache=None):
         """Inference convolution y = post_ops(conv(x, w) + b) in one primitive.
 
         ``post_ops`` as :meth:`_post_ops_attr` takes them; with a ('sum',) the output starts
         as a copy of ``residual``. With a ``token`` the weights and bias are constants: the
         cached primitive reorders them into its own buffer only when the token differs
-        from its last call's. None when not taken."""
+        from its last call's; ``cache`` (see :meth:`primitive`) keeps that primitive with
+        one layer, so that layers of the same geometry do not reorder each other's
+        weights. None when not taken."""
         x, w, b = as_f32(x), as_f32(w), as_f32(b)
         yshape = tuple(yshape)
         post_ops = tuple(post_ops)
@@ -138,7 +140,7 @@ class Backend(BackendCore, NormMixin, LayerMixin):
                     self.lib.dnnl_primitive_attr_destroy(attr)
                 self._destroy(plain + free + [bmd])
 
-        prim = self.primitive(key, build)
+        prim = self.primitive(key, build, cache)
         if prim is None:
             return None
         if has_sum:

@@ -293,3 +293,22 @@ def test_layer_primitives_go_with_the_executor(monkeypatch):
         gc.collect()
     assert all(r() is None for r in refs)
     onednn.reset()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(mx.context.num_gpus() == 0, reason='needs a CUDA GPU and CuPy')
+def test_gpu_inference_plan_matches_cpu(monkeypatch):
+    """On a GPU the passes fold and fuse too (the fused operators' CuPy path: folding on
+    the device, the consumers' own forward for the post-ops)."""
+    net = _logits(_resnet())
+    results = []
+    for ctx, passes in ((mx.cpu(), 'none'), (mx.gpu(0), 'all')):
+        monkeypatch.setenv(ENV, passes)
+        exe = net.simple_bind(ctx, grad_req='null', data=(2, 3, 32, 32))
+        _fill(exe)
+        exe.forward(is_train=False)
+        exe.forward(is_train=False)         # the cached fold
+        results.append([o.asnumpy() for o in exe.outputs])
+    assert 'fold_bn: 15 per-channel' in exe.debug_str()
+    for got, want in zip(results[1], results[0]):
+        _close(got, want, 'gpu')

@@ -87,6 +87,7 @@ class Primitive:
         self.inner = []          # [(memory object, bytes)] in the primitive's layouts
         self.reorders = []       # [(primitive, pd, exec args, is_output)]
         self.const = []          # [(reorder exec, owned buffer)] of constant arguments
+        self.inout_src = []      # memory objects of the arrays 'inout' arguments start from
         self.token = None        # what the constant buffers were last reordered from
         self.const_reorders = 0  # how many times they were (tests check the cache holds)
         try:
@@ -117,7 +118,13 @@ class Primitive:
                     inner = self._memory(backend, chosen, None)
                     self.inner.append((inner, nbytes))
                 exec_args.append(_lib.ExecArg(arg, inner))
-                if is_out in (False, 'inout'):
+                if is_out == 'inout':
+                    # starts from another array of the caller's (a residual), reordered
+                    # straight in: the caller need not copy it into the output first
+                    src = self._memory(backend, plain, None)
+                    self.inout_src.append(src)
+                    self._reorder(backend, plain, chosen, src, inner, False)
+                elif not is_out:
                     self._reorder(backend, plain, chosen, user, inner, 'const' if const
                                   else False)
                 if is_out:
@@ -153,7 +160,8 @@ class Primitive:
         self.reorders.append((prim, rpd, args, is_out))
 
     def execute(self, thread, arrays, token=None):
-        """Run on ``arrays`` (float32, one per argument, in ``args`` order) in the calling
+        """Run on ``arrays`` (float32, one per argument, in ``args`` order, then the array
+        each reordered 'inout' argument starts from: see :attr:`inout_src`) in the calling
         thread's stream and workspace, and wait for completion. The arrays must stay
         referenced until this returns, which the caller's own references guarantee.
 
@@ -166,7 +174,7 @@ class Primitive:
         for (mem, _), buf in zip(self.inner, slots):
             check(lib.dnnl_memory_set_data_handle(mem, buf.ctypes.data),
                   'dnnl_memory_set_data_handle')
-        for mem, a in zip(self.user, arrays):
+        for mem, a in zip(self.user + self.inout_src, arrays):
             check(lib.dnnl_memory_set_data_handle(mem, a.ctypes.data),
                   'dnnl_memory_set_data_handle')
         if self.before_const and (token is None or token != self.token):

@@ -143,11 +143,14 @@ class Backend(BackendCore, NormMixin, LayerMixin):
         prim = self.primitive(key, build, cache)
         if prim is None:
             return None
-        if has_sum:
+        extra = []
+        if has_sum and not prim.inout_src:      # the output is the primitive's own layout
             y = np.array(residual, dtype=np.float32, order='C', copy=True)
         else:
             y = np.empty(yshape, np.float32)
-        self.execute(key, prim, [x, w, b, y], token)
+            if has_sum:                          # reordered from the residual directly
+                extra = [as_f32(residual)]
+        self.execute(key, prim, [x, w, b, y] + extra, token)
         return y
 
     def conv_forward(self, x, w, b, stride, pad, dilate, groups, yshape, is_train=True):

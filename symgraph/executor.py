@@ -156,7 +156,7 @@ class Executor:
                           self._ctx)
         # inference passes (graph/passes.py): a rewritten plan for forward(is_train=False)
         self._passes = InferencePasses(order, arg_nodes, aux_nodes, heads, shapes, dtypes, xp,
-                                       self._ctx)
+                                       self._ctx, states=self._plan.op_state)
         self._saved = None
         self._monitor = None
         self._monitor_all = False

@@ -312,3 +312,46 @@ def test_gpu_inference_plan_matches_cpu(monkeypatch):
     assert 'fold_bn: 15 per-channel' in exe.debug_str()
     for got, want in zip(results[1], results[0]):
         _close(got, want, 'gpu')
+
+
+_CREATED = []
+
+
+@mx.operator.register('t_passes_double')
+class _DoubleProp(mx.operator.CustomOpProp):
+    def __init__(self):
+        super().__init__(need_top_grad=True)
+
+    def list_arguments(self):
+        return ['data']
+
+    def infer_shape(self, in_shape):
+        return in_shape, [in_shape[0]], []
+
+    def create_operator(self, ctx, shapes, dtypes):
+        _CREATED.append(ctx)
+        return _Double()
+
+
+class _Double(mx.operator.CustomOp):
+    def forward(self, is_train, req, in_data, out_data, aux):
+        self.assign(out_data[0], req[0], in_data[0] * 2)
+
+    def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+        self.assign(in_grad[0], req[0], out_grad[0] * 2)
+
+
+def test_custom_operator_made_once_per_bind(monkeypatch):
+    """A node the passes leave as it is shares the bound plan's state: the inference plan
+    makes no second CustomOp (MXNet makes one per node and bind)."""
+    data = mx.sym.var('data')
+    h = mx.sym.Dropout(mx.sym.FullyConnected(data, num_hidden=3, name='fc'), name='drop')
+    h = mx.sym.Custom(h, op_type='t_passes_double', name='dbl')
+    del _CREATED[:]
+    exe = _bind(h, 'all', monkeypatch, data=(2, 4))
+    exe.forward(is_train=False)
+    assert len(_CREATED) == 1
+    assert 'dead_nodes: 1 bypassed or removed (drop)' in exe.debug_str()
+    ref = _bind(h, 'none', monkeypatch, data=(2, 4))
+    ref.forward(is_train=False)
+    _close(exe.outputs[0].asnumpy(), ref.outputs[0].asnumpy(), 'custom')

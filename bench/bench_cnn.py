@@ -263,6 +263,27 @@ class Worker:
         self.proc.wait()
 
 
+def passes_ratio(runner, rounds=8, calls=3):
+    """ResNet inference with and without the inference passes, alternating in blocks of
+    ``calls`` calls (in this process, oneDNN as loaded): a change in the machine's load
+    hits both alike, which the best-of rounds above cannot promise on a busy machine."""
+    with_fn, without_fn = (runner.ready[k][0] for k in ('resnet_infer',
+                                                         'resnet_infer_nopasses'))
+    times = {True: [], False: []}
+    for _ in range(rounds):
+        for on, fn in ((True, with_fn), (False, without_fn)):
+            fn()
+            t = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            times[on].append((time.perf_counter() - t) / calls)
+    ratios = sorted(a / b for a, b in zip(times[True], times[False]))
+    return ('inference passes, alternating blocks of %d calls x %d: best %.2f ms with, %.2f ms '
+            'without; median ratio %.2f (range %.2f-%.2f)'
+            % (calls, rounds, 1e3 * min(times[True]), 1e3 * min(times[False]),
+               ratios[len(ratios) // 2], ratios[0], ratios[-1]))
+
+
 def serve(sync):
     """Worker loop: read workload names from stdin, answer one JSON line each."""
     runner = Runner(sync)
@@ -401,6 +422,7 @@ def main(argv=None):
                                                           'resnet_infer_nopasses'))
                 print('inference passes (%s): ResNet-14 inference %.2f ms with, %.2f ms '
                       'without, ratio %.2f' % (name, on, off, on / off))
+        print(passes_ratio(runners[0][1]))
     print('check values (gradient sums, boxes kept), which must agree:')
     for key, _, _ in table:
         print('  %-14s' % key + ''.join('  %s %.6g' % (name.split(',')[-1].strip(),

@@ -6,6 +6,10 @@ backward scatters through the same offsets. Windows that run past the edge under
 'full' convention read padding that never counts: -max for max pooling, zero and no
 share of the divisor for average pooling (explicit padding counts in the divisor when
 ``count_include_pad``), as MXNet does.
+
+Large max and average pooling of NumPy float32 arrays goes through oneDNN instead
+(``ONEDNN_MIN`` says where that measured faster), max pooling's backward with the
+workspace of the oneDNN forward that made the output.
 """
 import math
 import weakref

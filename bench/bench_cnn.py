@@ -24,9 +24,12 @@ Workloads (float32, CPU; data and labels get no gradient, as Module binds them):
 2. A small ResNet on 32x32x3: 3x3 conv 16 + BatchNorm + relu, three stages of two basic
    blocks (16, 32, 64 channels; stride 2 and a 1x1 projection shortcut at the start of
    stages 2 and 3), global average pooling, FC 10, SoftmaxOutput. A training step at
-   batch 32 (as above) and inference (forward(is_train=False)) at batch 64; and its
-   ``simple_bind`` at batch 64 with gradients (shape and type inference, allocation of
-   arguments and gradients, the plan; check value: the number of arrays bound).
+   batch 32 (as above) and inference (forward(is_train=False)) at batch 64, for symgraph
+   with its inference passes (BatchNorm folding, conv + add + relu fused; the default) and
+   without (``SYMGRAPH_INFERENCE_PASSES=none``, ``resnet_infer_nopasses``), whose ratio
+   is printed; MXNet runs the same inference for both keys; and its ``simple_bind`` at
+   batch 64 with gradients (shape and type inference, allocation of arguments and
+   gradients, the plan; check value: the number of arrays bound).
 3. ``contrib.box_nms`` on 2,000 and 10,000 boxes (batch 1, rows [id, score, x1, y1, x2,
    y2], overlap_thresh 0.5, per-class suppression with id_index=0): boxes cluster
    around objects, as a detector's raw output does (dense clusters); and on 2,000 and
@@ -270,11 +273,23 @@ def workloads(sync):
         check = grad_check(exe, 'stem_conv_weight')
         return train_step_fn(exe, 32), 4, 3, check
 
-    def resnet_infer():
-        exe = bind(resnet(), (64, 3, 32, 32), grad_req='null')
-        out = exe.forward(is_train=False)[0].asnumpy()
-        check = float((out * np.arange(10)).sum())      # expected class, summed
-        return (lambda: exe.forward(is_train=False)), 10, 3, check
+    def resnet_infer(passes=None):
+        def setup():
+            # symgraph reads SYMGRAPH_INFERENCE_PASSES at bind (MXNet ignores it)
+            old = os.environ.get('SYMGRAPH_INFERENCE_PASSES')
+            if passes is not None:
+                os.environ['SYMGRAPH_INFERENCE_PASSES'] = passes
+            try:
+                exe = bind(resnet(), (64, 3, 32, 32), grad_req='null')
+            finally:
+                if passes is not None and old is None:
+                    del os.environ['SYMGRAPH_INFERENCE_PASSES']
+                elif passes is not None:
+                    os.environ['SYMGRAPH_INFERENCE_PASSES'] = old
+            out = exe.forward(is_train=False)[0].asnumpy()
+            check = float((out * np.arange(10)).sum())      # expected class, summed
+            return (lambda: exe.forward(is_train=False)), 10, 3, check
+        return setup
 
     def resnet_bind():
         net = resnet()
@@ -316,7 +331,8 @@ def workloads(sync):
     return [('mlp_train', 'MLP 784-512-512-10 training step, batch 64', mlp_train),
             ('lenet_train', 'LeNet training step, batch 64', lenet_train),
             ('resnet_train', 'ResNet-14 training step, batch 32', resnet_train),
-            ('resnet_infer', 'ResNet-14 inference, batch 64', resnet_infer),
+            ('resnet_infer', 'ResNet-14 inference, batch 64', resnet_infer()),
+            ('resnet_infer_nopasses', 'ResNet-14 inference, passes off', resnet_infer('none')),
             ('resnet_bind', 'ResNet-14 simple_bind, batch 64', resnet_bind),
             ('chain', 'chain of %d tiny elementwise nodes' % CHAIN, chain_fwd),
             ('nms_uniform_2000', 'box_nms, 2,000 uniform boxes', nms_uniform(2000)),
@@ -381,6 +397,27 @@ class Worker:
     def close(self):
         self.proc.stdin.close()
         self.proc.wait()
+
+
+def passes_ratio(runner, rounds=8, calls=3):
+    """ResNet inference with and without the inference passes, alternating in blocks of
+    ``calls`` calls (in this process, oneDNN as loaded): a change in the machine's load
+    hits both alike, which the best-of rounds above cannot promise on a busy machine."""
+    with_fn, without_fn = (runner.ready[k][0] for k in ('resnet_infer',
+                                                         'resnet_infer_nopasses'))
+    times = {True: [], False: []}
+    for _ in range(rounds):
+        for on, fn in ((True, with_fn), (False, without_fn)):
+            fn()
+            t = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            times[on].append((time.perf_counter() - t) / calls)
+    ratios = sorted(a / b for a, b in zip(times[True], times[False]))
+    return ('inference passes, alternating blocks of %d calls x %d: best %.2f ms with, %.2f ms '
+            'without; median ratio %.2f (range %.2f-%.2f)'
+            % (calls, rounds, 1e3 * min(times[True]), 1e3 * min(times[False]),
+               ratios[len(ratios) // 2], ratios[0], ratios[-1]))
 
 
 def serve(sync):
@@ -528,12 +565,23 @@ def main(argv=None):
               'is better)')
         for name, _ in runners[1:]:
             times = [r for k, r in ratios[name].items()
-                     if k != 'resnet_memory' and r == r and r > 0]
+                     if k not in ('resnet_memory', 'resnet_infer_nopasses') and r == r
+                     and r > 0]
             if times:
                 geo = float(np.exp(np.mean(np.log(times))))
-                worst = max(ratios[name].items(), key=lambda kv: kv[1])
+                worst = max(((k, r) for k, r in ratios[name].items()
+                             if k != 'resnet_infer_nopasses'), key=lambda kv: kv[1])
                 print('against %s: geomean of time ratios %.2f over %d workloads; worst %s '
                       '%.2fx' % (name, geo, len(times), worst[0], worst[1]))
+    keys = {k for k, _, _ in table}
+    if {'resnet_infer', 'resnet_infer_nopasses'} <= keys:
+        for name, _ in runners:
+            if name.startswith('symgraph'):
+                on, off = (res[(name, k)]['ms'] for k in ('resnet_infer',
+                                                          'resnet_infer_nopasses'))
+                print('inference passes (%s): ResNet-14 inference %.2f ms with, %.2f ms '
+                      'without, ratio %.2f' % (name, on, off, on / off))
+        print(passes_ratio(runners[0][1]))
     print('check values (gradient sums, boxes kept), which must agree:')
     for key, _, _ in table:
         print('  %-14s' % key + ''.join('  %s %.6g' % (name.split(',')[-1].strip(),

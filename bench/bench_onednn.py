@@ -1,6 +1,14 @@
-"""Thread pools: NumPy's OpenBLAS matmul followed by a oneDNN convolution, and each alone.
+"""Thread pools: NumPy's OpenBLAS matmul followed by a oneDNN convolution, and each alone;
+and with ``--ops`` the per-operator routing table.
 
     python bench/bench_onednn.py
+    python bench/bench_onednn.py --ops      # oneDNN / NumPy time per operator and size
+
+``--ops`` times Pooling, the activations and softmax through each operator's own forward
+and backward, once with its oneDNN size limits lifted and once with them cleared (the
+NumPy path), alternating the two in every round; the ratio is what the limits in
+ops/pooling.py (``ONEDNN_MIN``), ops/nn.py (``_ONEDNN_ACT``, ``_ONEDNN_LEAKY``) and
+ops/softmax.py (``ONEDNN_MIN``) were set from.
 
 OpenBLAS's worker threads spin for a while after a GEMM and oneDNN's OpenMP (GNU libgomp)
 threads after a parallel region; on a machine with as many cores as threads each pool can
@@ -68,7 +76,86 @@ def measure():
     return best(mm), best(conv), best(pair), best(dnnl_mm), best(dnnl_pair)
 
 
+def _ops_table():
+    """[(label, make_op, shape, backward?)] of the --ops measurements."""
+    from symgraph.ops.nn import Activation, LeakyReLU
+    from symgraph.ops.pooling import Pooling
+    from symgraph.ops.softmax import LogSoftmax, Softmax
+    rows = []
+    for shape, kw in [((64, 20, 24, 24), dict(kernel=(2, 2), stride=(2, 2))),
+                      ((8, 8, 8, 8), dict(kernel=(2, 2), stride=(2, 2))),
+                      ((32, 64, 56, 56), dict(kernel=(3, 3), stride=(2, 2), pad=(1, 1))),
+                      ((32, 64, 28, 28), dict(kernel=(3, 3), pad=(1, 1), pool_type='avg'))]:
+        label = 'Pooling %s %s' % (kw.get('pool_type', 'max'), 'x'.join(map(str, kw['kernel'])))
+        rows.append((label, lambda kw=kw: Pooling(**kw), shape))
+    for n in (1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20):
+        for a in ('relu', 'sigmoid', 'tanh', 'softrelu'):
+            rows.append(('Activation %s' % a, lambda a=a: Activation(act_type=a), (n,)))
+        for a in ('leaky', 'elu', 'gelu'):
+            rows.append(('LeakyReLU %s' % a, lambda a=a: LeakyReLU(act_type=a, slope=0.2),
+                         (n,)))
+    for shape in ((64, 10), (64, 100), (64, 1000), (256, 4096)):
+        rows.append(('softmax', lambda: Softmax(axis=-1), shape))
+        rows.append(('log_softmax', lambda: LogSoftmax(axis=-1), shape))
+    return rows
+
+
+def ops():
+    """Print oneDNN / NumPy time of each operator's forward and backward (same run)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+    from symgraph.opdef import cpu_backend
+    from symgraph.ops import nn, pooling, softmax
+    if cpu_backend() is None:
+        raise SystemExit('oneDNN is not available')
+    tables = [(pooling, 'ONEDNN_MIN', {'forward': (1, 0), 'backward_max': (1, 0),
+                                       'backward_avg': (1, 0)}),
+              (nn, '_ONEDNN_ACT', {'relu': ('relu', 0.0, 0, 0),
+                                   'sigmoid': ('sigmoid', 0.0, 0, 0),
+                                   'softrelu': ('softrelu', 1.0, 0, 0)}),
+              (nn, '_ONEDNN_LEAKY', {'leaky': (0, 0), 'elu': (0, 0), 'gelu': (0, 0)}),
+              (softmax, 'ONEDNN_MIN', {'softmax': 0, 'log_softmax': 0})]
+    saved = [(m, k, getattr(m, k)) for m, k, _ in tables]
+
+    def route(on):
+        for m, k, lifted in tables:
+            setattr(m, k, dict(lifted) if on else {})
+    rng = np.random.RandomState(0)
+    print('%-22s %-18s %10s %10s %6s | %10s %10s %6s' % (
+        'operator', 'shape', 'fwd numpy', 'oneDNN', 'ratio', 'bwd numpy', 'oneDNN', 'ratio'))
+    try:
+        for label, make, shape in _ops_table():
+            op = make()
+            x = rng.standard_normal(shape).astype(np.float32)
+            y = op.forward(np, [x], [], True)
+            dy = rng.standard_normal(y[0].shape).astype(np.float32)
+
+            def fwd():
+                return op.forward(np, [x], [], True)
+
+            def bwd():
+                return op.backward(np, [dy], [x], y, [], [True])
+            times = {}
+            for _ in range(3):          # alternate: load changes hit both alike
+                for on in (False, True):
+                    route(on)
+                    for name, fn in (('f', fwd), ('b', bwd)):
+                        t = best(fn, repeat=3, rounds=2)
+                        times[(name, on)] = min(times.get((name, on), t), t)
+            print('%-22s %-18s %8.3f ms %7.3f ms %6.2f | %7.3f ms %7.3f ms %6.2f' % (
+                label, 'x'.join(map(str, shape)), times[('f', False)], times[('f', True)],
+                times[('f', True)] / times[('f', False)], times[('b', False)],
+                times[('b', True)], times[('b', True)] / times[('b', False)]))
+    finally:
+        for m, k, v in saved:
+            setattr(m, k, v)
+    print('ratio = oneDNN / NumPy (below 1: oneDNN faster); backward of softmax and tanh '
+          'always runs on NumPy, so its ratio is about 1')
+
+
 def main():
+    if '--ops' in sys.argv:
+        ops()
+        return
     if '--child' in sys.argv:
         print('%.3f %.3f %.3f %.3f %.3f' % measure())
         return

@@ -12,7 +12,7 @@ division truncates.
 import numpy as np
 
 from symgraph.base import ParameterError
-from symgraph.opdef import Operator, Param, ShapeError, register, reduce_to_shape
+from symgraph.opdef import Operator, Param, PostOp, ShapeError, register, reduce_to_shape
 
 from ._elemwise import c_divide, python_mod
 
@@ -79,6 +79,10 @@ class _Compare(_Binary):
 class ElemwiseAdd(_Binary):
     name, aliases, ufunc = 'elemwise_add', ('_plus', '_Plus', '_add'), 'add'
     needs_inputs = False
+
+    def post_op(self, in_index):
+        """Adding the other input (a residual): a 'sum' post-op."""
+        return PostOp('sum', self, inputs=(1 - in_index,))
 
     def grads(self, xp, a, b, y, dy):
         return dy, dy

@@ -7,7 +7,9 @@ its forward is :func:`conv_backward_data`, its data gradient :func:`conv_forward
 """
 from symgraph.opdef import Operator, Param, ShapeError, register, same_type, unify_shape
 
-from ._conv_impl import conv_backward_data, conv_backward_weight, conv_forward, conv_out_size
+from ._conv_impl import (_backend, conv_backward_data, conv_backward_weight, conv_forward,
+                         conv_out_size)
+from ._fused import FusedOperator, eltwise_post_ops
 from symgraph.base import ParameterError
 
 _LAYOUTS = ('None', 'NCW', 'NCHW', 'NCDHW', 'NHWC', 'NDHWC')
@@ -136,6 +138,23 @@ class Convolution(_ConvBase):
             return lambda x, w: conv_forward(xp, x, w, None, st, pd, dl, g)
         return lambda x, w, b: conv_forward(xp, x, w, b, st, pd, dl, g)
 
+    def fuse_post_ops(self, post_ops, in_shapes):
+        """Leading per-channel affines (BatchNorm on axis 1) folded into the weights, then
+        residual sums and activations as oneDNN post-ops (NumPy: the consumers' forward):
+        a :class:`FusedConvolution`; None for any other chain."""
+        nd = len(in_shapes[0]) if in_shapes and in_shapes[0] is not None else 0
+        if nd not in (3, 4, 5):
+            return None
+        k = 0
+        while k < len(post_ops) and post_ops[k].kind == 'affine':
+            if post_ops[k].params['axis'] % nd != 1:
+                return None
+            k += 1
+        rest = [p.kind for p in post_ops[k:]]
+        if any(r not in ('sum', 'eltwise') for r in rest) or rest.count('sum') > 1:
+            return None
+        return FusedConvolution(self, post_ops)
+
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         x, w = inputs[0], inputs[1]
         dy = out_grads[0]
@@ -247,3 +266,33 @@ class Deconvolution(_ConvBase):
         if not self.no_bias and need[2]:
             grads[2] = dy.sum(axis=(0,) + tuple(range(2, dy.ndim)))
         return grads
+
+
+class FusedConvolution(FusedOperator):
+    """Convolution with BatchNorm folded into its weights and residual sums and activations
+    as post-ops of one oneDNN primitive (inference only; made by
+    :meth:`Convolution.fuse_post_ops` for the inference passes)."""
+
+    name = '_fused_Convolution'
+
+    def compute(self, xp, base, per, state):
+        conv = self.base
+        x, w = base[0], base[1]
+        b = None if conv.no_bias else base[2]
+        wf, bf, token = self.folded(xp, w, b, per, state, (-1,) + (1,) * (w.ndim - 1))
+        k = self.n_affine
+        rest = self.post_ops[k:]
+        residual = next((a[0] for p, a in zip(rest, per[k:]) if p.kind == 'sum'), None)
+        be = _backend(xp, x, wf, bf, residual)
+        if be is not None and min(conv.pd) >= 0:
+            out = tuple(conv_out_size(s, kk, t, p, d) for s, kk, t, p, d in
+                        zip(x.shape[2:], w.shape[2:], conv.st, conv.pd, conv.dl))
+            if min(out) > 0:
+                y = be.conv_forward_fused(x, wf, bf, conv.st, conv.pd, conv.dl,
+                                          conv.num_group, x.shape[:1] + (w.shape[0],) + out,
+                                          eltwise_post_ops(rest), residual, token,
+                                          None if state is None else state['primitives'])
+                if y is not None:
+                    return y
+        y = conv_forward(xp, x, wf, bf, conv.st, conv.pd, conv.dl, conv.num_group)
+        return self.apply_rest(xp, y, per, k)

@@ -11,9 +11,10 @@ from math import prod
 
 import numpy as np
 
-from symgraph.opdef import (Operator, Param, ShapeError, cpu_backend, random_state, register,
-                            same_type, unify_shape)
+from symgraph.opdef import (Operator, Param, PostOp, ShapeError, cpu_backend, random_state,
+                            register, same_type, unify_shape)
 
+from ._fused import FusedOperator
 from ._specfun import erf
 from ._util import f32, float_only
 
@@ -97,6 +98,15 @@ class FullyConnected(Operator):
             out += inputs[2].reshape(-1)
         return [out]
 
+    def fuse_post_ops(self, post_ops, in_shapes):
+        """BatchNorm over the output units (axis 1 of a 2-D output) folded into the weights
+        and bias: a :class:`FusedFullyConnected`; None for any other chain."""
+        nd = 2 if self.flatten else (len(in_shapes[0]) if in_shapes[0] is not None else 0)
+        if nd != 2 or not post_ops or any(p.kind != 'affine' or p.params['axis'] % 2 != 1
+                                          for p in post_ops):
+            return None
+        return FusedFullyConnected(self, post_ops)
+
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         x, w = inputs[0], inputs[1]
         g = out_grads[0]
@@ -113,6 +123,22 @@ class FullyConnected(Operator):
         return grads
 
 
+class FusedFullyConnected(FusedOperator):
+    """FullyConnected with BatchNorm folded into its weights and bias (inference only;
+    made by :meth:`FullyConnected.fuse_post_ops` for the inference passes)."""
+
+    name = '_fused_FullyConnected'
+
+    def compute(self, xp, base, per, state):
+        fc = self.base
+        x, w = base[0], base[1]
+        wf, bf, _ = self.folded(xp, w, None if fc.no_bias else base[2], per, state, (-1, 1))
+        x2 = x.reshape(x.shape[0], -1) if fc.flatten else x
+        y = _matmul(xp, x2, wf.T)
+        y += bf
+        return y
+
+
 def _matmul(xp, a, b):
     """a @ b; large 2-D NumPy float32 products through the CPU backend (oneDNN), so that
     its OpenMP pool, not OpenBLAS's spinning one, holds the cores between convolutions."""
@@ -124,6 +150,54 @@ def _matmul(xp, a, b):
             if out is not None:
                 return out
     return xp.matmul(a, b)
+
+
+#: activations through oneDNN (symgraph.opdef.cpu_backend) for float32 NumPy arrays of at
+#: least this many elements (forward, backward; None: never): act_type -> (oneDNN kind,
+#: alpha, forward size, backward size). The sizes are where oneDNN's time fell below the
+#: NumPy code's in ``python bench/bench_onednn.py --ops`` on the project's shared 2-core
+#: AVX2 machine (oneDNN / NumPy, forward / backward): relu 1.26 / 1.97 at 2^16, 0.56 / 1.50
+#: at 2^18, 0.35 / 0.69 at 2^20; sigmoid 1.47 / 1.37 at 2^12, 0.68 / 0.67 at 2^14; tanh
+#: 0.9-1.07 at every size (NumPy's tanh is SIMD too), so it stays on NumPy. Below these
+#: sizes waking the OpenMP threads costs more than the work. softrelu would be faster (0.27
+#: at 2^14) but oneDNN 3.2's soft_relu errs by up to 7.6e-6 absolute for x < -3.85
+#: (tests/ops/test_nn_onednn.py), far beyond float32 rounding: NumPy.
+_ONEDNN_ACT = {
+    'relu': ('relu', 0.0, 1 << 18, 1 << 20),
+    'sigmoid': ('sigmoid', 0.0, 1 << 14, 1 << 14),
+}
+
+#: LeakyReLU kinds through oneDNN: act_type -> (forward size, backward size), as
+#: _ONEDNN_ACT (same run: leaky 1.25 / 1.43 at 2^14, 0.17 / 0.25 at 2^16; elu 0.81 / 1.63
+#: at 2^12, 0.19 / 0.73 at 2^14; gelu (erf form) 0.15 / 0.15 at 2^12)
+_ONEDNN_LEAKY = {
+    'leaky': (1 << 16, 1 << 16),
+    'elu': (1 << 12, 1 << 14),
+    'gelu': (1 << 10, 1 << 10),
+}
+
+
+def _eltwise_backend(xp, x, limit):
+    """The CPU backend when ``x`` is a NumPy float32 array of at least ``limit`` elements
+    (None: never) and one is loaded, else None."""
+    if limit is None or xp is not np or x.dtype != np.float32 or x.size < limit:
+        return None
+    return cpu_backend()
+
+
+def _onednn_act(xp, x, spec, backward=False, dy=None):
+    """f(x) (or dy * f'(x)) through oneDNN for a ``_ONEDNN_ACT``-style spec, else None."""
+    if spec is None:
+        return None
+    kind, alpha, fwd_min, bwd_min = spec
+    be = _eltwise_backend(xp, x, bwd_min if backward else fwd_min)
+    if be is None:
+        return None
+    if backward:
+        if dy.dtype != np.float32:
+            return None
+        return be.eltwise_backward(x, dy, kind, alpha)
+    return be.eltwise_forward(x, kind, alpha)
 
 
 def _softrelu(xp, x):
@@ -169,18 +243,32 @@ class Activation(Operator):
         dest = out[0] if out and out[0] is not None and out[0].dtype == x.dtype \
             and out[0].shape == x.shape else None
         if dest is None:
-            return [self._fn(xp)(x)]
+            return [self.fast_forward(xp, is_train)(x)]
         a = self.act_type
         if a == 'relu':
             xp.maximum(x, x.dtype.type(0), out=dest)
         elif a == 'tanh':
             xp.tanh(x, out=dest)
         else:
-            dest[...] = self._fn(xp)(x)
+            dest[...] = self.fast_forward(xp, is_train)(x)
         return [dest]
 
+    def post_op(self, in_index):
+        """relu, sigmoid and tanh run as oneDNN eltwise post-ops (softrelu: see
+        _ONEDNN_ACT; softsign: none in oneDNN)."""
+        alg = {'relu': 'relu', 'sigmoid': 'sigmoid', 'tanh': 'tanh'}.get(self.act_type)
+        return None if alg is None else PostOp('eltwise', self, params={'alg': alg})
+
     def fast_forward(self, xp, is_train):
-        return self._fn(xp)
+        fn = self._fn(xp)
+        spec = _ONEDNN_ACT.get(self.act_type)
+        if spec is None or xp is not np:
+            return fn
+
+        def act(x):
+            y = _onednn_act(xp, x, spec)
+            return fn(x) if y is None else y
+        return act
 
     # backward reads the output, as MXNet's does, except for softsign (the input): the
     # input then dies at this node, so its storage can take the output (in place) and
@@ -196,6 +284,8 @@ class Activation(Operator):
     def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None):
         g = out_grads[0]
         a = self.act_type
+        # NumPy from the output (oneDNN's eltwise backward reads the input, which this
+        # operator no longer keeps; it was slower than NumPy below 2^20 elements anyway)
         if a == 'softsign':
             d = 1.0 / (1.0 + xp.abs(inputs[0])) ** 2
             return [g * d]
@@ -281,9 +371,29 @@ class LeakyReLU(Operator):
         # (C,) broadcasts along axis 1; (1,) everywhere
         return gamma.reshape((1, -1) + (1,) * (x.ndim - 2))
 
+    def post_op(self, in_index):
+        """leaky, elu and gelu run as oneDNN eltwise post-ops."""
+        if self.act_type not in ('leaky', 'elu', 'gelu'):
+            return None
+        alg = 'relu' if self.act_type == 'leaky' else self.act_type
+        return PostOp('eltwise', self, params={
+            'alg': alg, 'alpha': 0.0 if self.act_type == 'gelu' else self.slope})
+
+    def _onednn(self):
+        """This activation's ``_ONEDNN_ACT``-style spec (oneDNN kind, alpha, sizes), or
+        None for the kinds that stay on NumPy."""
+        limits = _ONEDNN_LEAKY.get(self.act_type)
+        if limits is None:
+            return None
+        kind = 'relu' if self.act_type == 'leaky' else self.act_type
+        return (kind, self.slope if self.act_type != 'gelu' else 0.0) + limits
+
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
         a = self.act_type
+        y = _onednn_act(xp, x, self._onednn())
+        if y is not None:
+            return [y]
         if a == 'leaky':
             return [xp.where(x > 0, x, x * self.slope)]
         if a == 'elu':
@@ -308,6 +418,9 @@ class LeakyReLU(Operator):
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         x, g = inputs[0], out_grads[0]
         a = self.act_type
+        dx = _onednn_act(xp, x, self._onednn(), True, g)
+        if dx is not None:
+            return [dx] + [None] * (len(inputs) - 1)
         pos = x > 0
         one = g.dtype.type(1)
         if a == 'leaky':
@@ -374,6 +487,9 @@ class Dropout(Operator):
     def infer_type(self, in_types):
         t = in_types[0]
         return [t], [t, t], []
+
+    def inference_identity(self):
+        return self.mode != 'always' or self.p <= 0
 
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]

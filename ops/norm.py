@@ -15,7 +15,7 @@ from math import prod
 
 import numpy as np
 
-from symgraph.opdef import Param, cpu_backend, register
+from symgraph.opdef import Param, PostOp, cpu_backend, register
 
 from ._norm import BatchNormBase, bshape
 from ._util import acc, f32
@@ -100,6 +100,28 @@ class BatchNorm(BatchNormBase):
 
     def channel_axis(self):
         return self.axis
+
+    def post_op(self, in_index):
+        """In an inference forward BatchNorm is ``x * scale + shift`` per channel of
+        ``axis`` (the running statistics): an 'affine' post-op its producer may fold,
+        unless the mean and variance are outputs too."""
+        if in_index != 0 or self.output_mean_var:
+            return None
+        return PostOp('affine', self, inputs=(1, 2, 3, 4),
+                      params={'axis': self.axis, 'affine': self.inference_affine})
+
+    def inference_affine(self, xp, arrays):
+        """(scale, shift) of the inference forward from [gamma, beta, moving_mean,
+        moving_var], as :meth:`forward` computes them (fix_gamma writes 1 into gamma, as
+        forward does)."""
+        gamma, beta, mean, var = arrays
+        if self.fix_gamma:
+            gamma[...] = 1
+        eps = f32(self.eps)
+        inv = 1.0 / xp.sqrt(var.astype(np.float64) + eps)
+        g = xp.ones_like(inv) if self.fix_gamma else gamma.astype(np.float64)
+        scale = g * inv
+        return scale, beta.astype(np.float64) - mean.astype(np.float64) * scale
 
     def _backend(self, xp, data, *arrays):
         """oneDNN for NumPy float32 arrays with channels on axis 1, else None."""

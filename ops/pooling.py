@@ -6,12 +6,17 @@ backward scatters through the same offsets. Windows that run past the edge under
 'full' convention read padding that never counts: -max for max pooling, zero and no
 share of the divisor for average pooling (explicit padding counts in the divisor when
 ``count_include_pad``), as MXNet does.
+
+Large max and average pooling of NumPy float32 arrays goes through oneDNN instead
+(``ONEDNN_MIN`` says where that measured faster), max pooling's backward with the
+workspace of the oneDNN forward that made the output.
 """
 import math
+import weakref
 
 import numpy as np
 
-from symgraph.opdef import Operator, Param, ShapeError, register, same_type
+from symgraph.opdef import Operator, Param, ShapeError, cpu_backend, register, same_type
 
 from ._conv_impl import _pad, _windows
 from .conv import Deconvolution
@@ -29,6 +34,25 @@ def pool_out_size(size, kernel, stride, pad, convention):
     if convention == 'full':
         return 1 + int(math.ceil((size + 2 * pad - kernel) / stride))
     return int(math.ceil((size + 2 * pad) / stride))      # 'same'
+
+
+#: when Pooling goes through oneDNN (float32 NumPy arrays, max or avg, not global):
+#: (smallest kernel size prod(kernel), smallest input size) per direction, from
+#: ``python bench/bench_onednn.py --ops`` on the project's shared 2-core AVX2 machine
+#: (oneDNN / NumPy; channels-last kernels with reorders at the edges): forward 3x3 stride 2
+#: max on (32, 64, 56, 56) 0.31, 3x3 avg on (32, 64, 28, 28) 0.35, but 2x2 stride 2 max on
+#: (64, 20, 24, 24) 1.95 (NumPy's four strided maxima beat two reorders); backward max
+#: (with oneDNN's forward for the workspace when the forward ran on NumPy) 0.20 on
+#: (64, 20, 24, 24), 0.17 on (32, 64, 56, 56), 1.02 on (8, 8, 8, 8); backward avg 3x3
+#: 0.26 on (32, 64, 28, 28). Global pooling stays on NumPy (1.7x forward, 5.3x backward at
+#: (64, 64, 8, 8) in an earlier run: its mean is one reduction).
+ONEDNN_MIN = {'forward': (9, 1 << 16), 'backward_max': (1, 1 << 15),
+              'backward_avg': (9, 1 << 16)}
+
+# max pooling workspaces of oneDNN forwards in training, by id of the output they belong
+# to: (weak reference to the output, weak reference to the input, workspace); an entry
+# goes when its output array is freed
+_WORKSPACES = {}
 
 
 def _offsets(kernel):
@@ -148,7 +172,79 @@ class Pooling(Operator):
             div = np.multiply.outer(div, np.maximum(end - start, 1))
         return xp.asarray(div.astype(dtype))
 
-    def _pool(self, xp, x):
+    def _onednn(self, xp, x, direction):
+        """(backend, kind, kernel, stride, pad_l, pad_r, out) when this pooling of x goes
+        through oneDNN in ``direction`` ('forward' or 'backward'), else None.
+
+        Declined: other than NumPy float32, sum / lp / global pooling, sizes below
+        :data:`ONEDNN_MIN`, and average pooling whose last windows run past the padding
+        (the 'full' convention) while padding counts: MXNet does not count that overhang,
+        oneDNN would."""
+        if xp is not np or x.dtype != np.float32 or self.global_pool \
+                or self.pool_type not in ('max', 'avg'):
+            return None
+        kernel, stride, pad, out = self.geometry(x.shape[2:])
+        which = direction if direction == 'forward' else direction + '_' + self.pool_type
+        limits = ONEDNN_MIN.get(which)
+        if limits is None or math.prod(kernel) < limits[0] or x.size < limits[1] \
+                or not all(out):
+            return None
+        need = [(o - 1) * t + k - s - p for o, t, k, s, p in
+                zip(out, stride, kernel, x.shape[2:], pad)]
+        over = any(r > p for r, p in zip(need, pad))
+        pad_r = [max(r, p) for r, p in zip(need, pad)]
+        if self.pool_type == 'max':
+            kind = 'max'
+        elif self.count_include_pad is not False:
+            if over and any(pad):
+                return None
+            kind = 'avg_exclude' if over else 'avg_include'
+        else:
+            kind = 'avg_exclude'
+        be = cpu_backend()
+        if be is None:
+            return None
+        return be, kind, kernel, stride, pad, pad_r, x.shape[:2] + tuple(out)
+
+    def _pool_onednn(self, xp, x, is_train):
+        """The oneDNN forward (keeping max pooling's workspace for backward), or None."""
+        spec = self._onednn(xp, x, 'forward')
+        if spec is None:
+            return None
+        be, kind, kernel, stride, pad_l, pad_r, yshape = spec
+        r = be.pool_forward(x, kind, kernel, stride, pad_l, pad_r, yshape, is_train)
+        if r is None:
+            return None
+        y, ws = r
+        if ws is not None:
+            key = id(y)
+            _WORKSPACES[key] = (weakref.ref(y), weakref.ref(x), ws)
+            weakref.finalize(y, _WORKSPACES.pop, key, None)
+        return y
+
+    def _pool_grad_onednn(self, xp, x, y, dy):
+        """The oneDNN backward, or None. Max pooling takes the workspace its oneDNN forward
+        kept for this very output and input, else runs oneDNN's forward again for one."""
+        spec = self._onednn(xp, x, 'backward')
+        if spec is None or dy.dtype != np.float32:
+            return None
+        be, kind, kernel, stride, pad_l, pad_r, yshape = spec
+        ws = None
+        if kind == 'max':
+            entry = _WORKSPACES.get(id(y))
+            if entry is not None and entry[0]() is y and entry[1]() is x:
+                ws = entry[2]
+            else:
+                r = be.pool_forward(x, kind, kernel, stride, pad_l, pad_r, yshape, True)
+                if r is None:
+                    return None
+                ws = r[1]
+        return be.pool_backward(dy, ws, kind, kernel, stride, pad_l, pad_r, x.shape)
+
+    def _pool(self, xp, x, is_train=False):
+        y = self._pool_onednn(xp, x, is_train)
+        if y is not None:
+            return y
         kernel, stride, pad, out = self.geometry(x.shape[2:])
         ptype = self.pool_type
         if self.global_pool:
@@ -182,6 +278,9 @@ class Pooling(Operator):
         return y
 
     def _pool_grad(self, xp, x, y, dy):
+        dx = self._pool_grad_onednn(xp, x, y, dy)
+        if dx is not None:
+            return dx
         kernel, stride, pad, out = self.geometry(x.shape[2:])
         ptype = self.pool_type
         if self.global_pool and ptype in ('max', 'avg', 'sum'):
@@ -240,7 +339,7 @@ class Pooling(Operator):
         x = inputs[0]
         if self._channels_last(x.ndim):
             return [xp.moveaxis(self._pool(xp, xp.moveaxis(x, -1, 1)), 1, -1)]
-        return [self._pool(xp, x)]
+        return [self._pool(xp, x, is_train)]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         if not need[0]:

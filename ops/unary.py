@@ -289,6 +289,9 @@ class Copy(Unary):
     name, aliases = '_copy', ('identity',)
     needs_inputs = False
 
+    def inference_identity(self):
+        return True
+
     def fn(self, xp, x):
         return x.copy()
 
@@ -301,6 +304,9 @@ class BlockGrad(ZeroGrad):
     """Identity forward, zero gradient: stops back-propagation into its input."""
 
     name, aliases = 'BlockGrad', ('stop_gradient',)
+
+    def inference_identity(self):
+        return True
 
     def fn(self, xp, x):
         return x.copy()

@@ -14,6 +14,7 @@ from .graph.infer import infer_shapes, infer_types, shape_complete
 from .ndarray import NDArray
 from .ndarray.ndarray import _to_xp
 from .graph.plan import Plan, check_error
+from .graph.passes import InferencePasses
 
 __all__ = ['Executor', 'simple_bind']
 
@@ -161,8 +162,12 @@ class Executor:
         self._any_grad = any(r != 'null' for r in reqs)
         self._plan = Plan(order, arg_nodes, aux_nodes, heads, shapes, dtypes, reqs, xp,
                           self._ctx)
+        # inference passes (graph/passes.py): a rewritten plan for forward(is_train=False)
+        self._passes = InferencePasses(order, arg_nodes, aux_nodes, heads, shapes, dtypes, xp,
+                                       self._ctx, states=self._plan.op_state)
         self._saved = None
         self._pool = None       # the storage plan's buffers, allocated at the first forward
+        self._pool_inference = None     # those of the inference passes' plan
         #: run with the storage plan's buffers (False: every result a new array, freed
         #: after its last use; the tests compare the two)
         self._use_buffers = True
@@ -222,8 +227,13 @@ class Executor:
                                  'with %s' % (k, tuple(np.shape(v)), dst.shape))
             dst[:] = v
         keep = bool(is_train) or self._any_grad
-        fn, fname, line_step = self._plan.forward_fn(is_train, self._monitor_level, keep,
-                                                     buffered=self._use_buffers)
+        plan, pool_name = self._plan, '_pool'
+        if self._passes.applies(is_train, self._monitor_level, keep):
+            rewritten = self._passes.plan()
+            if rewritten is not None:   # the inference plan has buffers of its own
+                plan, pool_name = rewritten, '_pool_inference'
+        fn, fname, line_step = plan.forward_fn(is_train, self._monitor_level, keep,
+                                               buffered=self._use_buffers)
         if self._off_ctx:
             self._sync(self.arg_arrays, self._dev_args)
             self._sync(self.aux_arrays, self._dev_aux)
@@ -234,15 +244,15 @@ class Executor:
         # both sets alive at once would double the peak
         self._saved = None
         with self._ctx.device_scope():
-            if self._pool is None and self._use_buffers:   # once per executor
-                self._pool = self._plan.allocate()
+            if getattr(self, pool_name) is None and self._use_buffers:   # once per plan
+                setattr(self, pool_name, plan.allocate())
             tracing = tracemalloc.is_tracing()
             if tracing:     # the peak of this run's arrays, for debug_str
                 self._trace_base = tracemalloc.get_traced_memory()[0]
                 tracemalloc.reset_peak()
             try:
                 heads, saved = fn(A, X, O, self._monitor_fn if self._monitor is not None
-                                  else None, self._pool)
+                                  else None, getattr(self, pool_name))
             except Exception as e:
                 self._saved = None
                 err = check_error(e, fname, line_step, 'forward')
@@ -484,6 +494,7 @@ class Executor:
         lines.append('buffer_bytes=%d allocated_bytes=%s measured_peak_bytes=%s'
                      % (st.planned_bytes, 'none' if allocated is None else allocated,
                         'untraced' if peak is None else peak))
+        lines += self._passes.describe()
         return '\n'.join(lines)
 
 

@@ -23,6 +23,12 @@ compute
     instance a bind runs for a named node)
 planner data
     ``needs_inputs``, ``needs_outputs``, ``inplace``, ``no_grad``, ``is_loss``
+inference passes (``symgraph.graph.passes``, forward with ``is_train=False`` only)
+    ``post_op(in_index)`` (a consumer that can run as a post-op of its producer: a
+    :class:`PostOp`), ``fuse_post_ops(post_ops, in_shapes)`` (a producer's fused operator
+    or None), ``inference_identity()`` (forward returns input 0 unchanged),
+    ``inference_unused_inputs()`` (inputs forward does not read),
+    ``inference_variant(unread_outputs)`` (a cheaper operator when outputs go unread)
 subgraphs (control flow)
     ``num_subgraphs``, ``subgraphs``, ``with_subgraphs(graphs)``: the graphs a node holds
     (MXNet's JSON ``subgraphs`` field), each a :class:`Subgraph` made by the core
@@ -51,7 +57,7 @@ __all__ = ['Param', 'Operator', 'register', 'get_op', 'unknown_operator', 'list_
            'unify_shape', 'dtype_name', 'np_dtype', 'shape_known', 'reduce_to_shape',
            'random_state', 'using_random_state', 'DeviceGroup', 'device_group',
            'using_device_group', 'ProcessGroup', 'process_group', 'set_process_group',
-           'Subgraph', 'SubgraphRunner', 'cpu_backend']
+           'Subgraph', 'SubgraphRunner', 'cpu_backend', 'PostOp']
 
 REQUIRED = object()
 
@@ -543,6 +549,53 @@ class Operator:
         """
         return None
 
+    # ---- inference passes (symgraph.graph.passes; only ever for is_train=False) --------
+    def post_op(self, in_index):
+        """How this node can run as a post-op of the node producing its input
+        ``in_index`` in an inference forward, or None (the default: it cannot).
+
+        A :class:`PostOp`: ``'affine'`` (a per-channel ``y * scale + shift`` whose
+        ``params['affine'](xp, inputs)`` computes (scale, shift) from this node's inputs:
+        BatchNorm with its running statistics), ``'eltwise'`` (an elementwise function,
+        ``params['alg']``/``params['alpha']`` naming oneDNN's algorithm), ``'sum'`` (adds
+        another input of the same shape: a residual). The pass only offers a node whose
+        other outputs nobody reads; the producer decides with :meth:`fuse_post_ops`.
+        """
+        return None
+
+    def fuse_post_ops(self, post_ops, in_shapes):
+        """An operator computing this one followed by ``post_ops`` (a list of
+        :class:`PostOp`, in order), or None (the default: not fusable, or not this chain).
+
+        ``in_shapes``: this node's input shapes. The fused operator takes this node's
+        inputs, then each post-op's ``inputs`` in order, and has one output: the last
+        post-op's. It must give the unfused result to float32 rounding; its per-bind
+        caches (weights folded and reordered once) go in :meth:`create_state`.
+        """
+        return None
+
+    def inference_identity(self):
+        """Whether forward with ``is_train=False`` returns input 0 unchanged (Dropout,
+        BlockGrad, identity): the dead-node pass then reads the input directly. Default
+        False."""
+        return False
+
+    def inference_unused_inputs(self):
+        """Indices of the inputs forward with ``is_train=False`` does not read (a loss
+        layer's label): what only they need is dead code for the inference pass, which
+        then hands forward another of the node's inputs in their place (so neither the
+        value nor the shape of such an input may matter to forward, specialize or
+        create_state). Default none."""
+        return ()
+
+    def inference_variant(self, unread_outputs):
+        """An operator the inference plan runs in place of this one when nobody reads the
+        outputs whose indices are in ``unread_outputs`` (hidden outputs only backward
+        needs), or None (the default: this one). It keeps the inputs and the number of
+        outputs, computes the others as this one does, and may return None for the unread
+        ones (LRN skips its ``tmp_norm``)."""
+        return None
+
     def make_forward(self, xp, is_train, state=None, in_dtypes=None, into=False):
         """Return ``f(*inputs, *aux) -> tuple of outputs`` bound once at compile time.
 
@@ -866,6 +919,28 @@ def using_device_group(group):
         yield group
     finally:
         _group_local.group = previous
+
+
+class PostOp:
+    """What :meth:`Operator.post_op` returns: one step a producer may fuse.
+
+    kind : 'affine', 'eltwise' or 'sum'.
+    op : the consumer's operator (its own forward is the reference for the fused one).
+    inputs : indices of the consumer's inputs (arguments then auxiliary states) the fused
+        operator takes besides the producer's output, in order.
+    params : kind-specific values (see :meth:`Operator.post_op`).
+    """
+
+    __slots__ = ('kind', 'op', 'inputs', 'params')
+
+    def __init__(self, kind, op, inputs=(), params=None):
+        self.kind = kind
+        self.op = op
+        self.inputs = tuple(inputs)
+        self.params = dict(params or {})
+
+    def __repr__(self):
+        return 'PostOp(%s %s)' % (self.kind, self.op.name)
 
 
 def cpu_backend():

@@ -38,7 +38,7 @@ class Plan:
     """
 
     def __init__(self, order, arg_nodes, aux_nodes, heads, shapes, dtypes, grad_reqs, xp,
-                 ctx=None):
+                 ctx=None, states=None):
         self.order = order
         self.xp = xp
         self.index = {id(n): k for k, n in enumerate(order)}
@@ -62,10 +62,15 @@ class Plan:
         self.run_op = {id(n): n.op.for_node(n.name).specialize(
             [self.shapes[e] for e in self.in_entries(n)],
             [self.shapes[e] for e in self.out_entries(n)]) for n in self.steps}
-        # per-executor state of stateful operators (Custom), shared by forward and backward
-        self.op_state = {id(n): self.run_op[id(n)].create_state(
-            ctx, [self.shapes[e] for e in self.in_entries(n)],
-            [self.dtypes[e] for e in self.in_entries(n)]) for n in self.steps}
+        # per-executor state of stateful operators (Custom), shared by forward and backward;
+        # ``states`` (id(node) -> state) hands over those another plan of the same bind
+        # made (the inference passes' plan reuses the bound plan's: one per node and bind)
+        states = states or {}
+        self.op_state = {id(n): states[id(n)] if id(n) in states else
+                         self.run_op[id(n)].create_state(
+                             ctx, [self.shapes[e] for e in self.in_entries(n)],
+                             [self.dtypes[e] for e in self.in_entries(n)])
+                         for n in self.steps}
         self._requires_grad()
         self._fwd_cache = {}
         self._bwd_cache = {}

@@ -27,6 +27,11 @@ NOT_A_MODULE = {
     # the oneDNN backend over the rows of test_conv.py / test_norm.py (oneDNN only)
     'test_conv_onednn.py': "ops/conv.py's oneDNN path, over test_conv.py's rows",
     'test_norm_onednn.py': "ops/norm.py's oneDNN path, over test_norm.py's rows",
+    'test_pooling_onednn.py': "ops/pooling.py's oneDNN path, over test_pooling.py's rows",
+    'test_nn_onednn.py': "ops/nn.py's oneDNN activations, over test_nn.py's rows",
+    'test_softmax_onednn.py': "ops/softmax.py's oneDNN path, over test_softmax.py's rows",
+    'test_norm_layers_onednn.py': "ops/norm_layers.py's oneDNN LRN, over test_norm_layers.py's "
+                                  "rows",
 }
 
 

@@ -10,7 +10,12 @@ the stream), so all primitives of a thread share one growing workspace of 64-byt
 slots (:meth:`BackendCore.workspace`), as MXNet's convolutions share their scratch space;
 the cached primitives then cost no activation-sized memory each.
 
-Lifetimes: no memory object owns data. :meth:`Primitive.execute` points every one of them
+Constant arguments (inference weights, ``'const'`` in the argument list) are the exception:
+their reordered copy lives in a buffer the :class:`Primitive` owns, made again only when
+the caller's token changes (the weights were changed), so a cached primitive reorders them
+once.
+
+Lifetimes: no other memory object owns data. :meth:`Primitive.execute` points every one of them
 -- at the caller's arrays, and at the workspace slots, which it holds in its own frame --
 before it runs, and waits for the stream before it returns, so every array the library
 touches outlives the use; a slot replaced by a larger one is freed only after the call that
@@ -78,34 +83,60 @@ class Primitive:
         self.handle = _VP()
         self.mems = []           # every memory object (destroyed by close)
         self.user = []           # per argument: the memory object of the caller's array
+        self.sizes = []          # per argument: bytes of the caller's array
         self.inner = []          # [(memory object, bytes)] in the primitive's layouts
         self.reorders = []       # [(primitive, pd, exec args, is_output)]
+        self.const = []          # [(reorder exec, owned buffer)] of constant arguments
+        self.inout_src = []      # memory objects of the arrays 'inout' arguments start from
+        self.token = None        # what the constant buffers were last reordered from
+        self.const_reorders = 0  # how many times they were (tests check the cache holds)
         try:
             check(lib.dnnl_primitive_create(ctypes.byref(self.handle), pd),
                   'dnnl_primitive_create')
             exec_args = []
-            for arg, plain, is_out in args:
+            for spec in args:
+                arg, plain, is_out = spec[:3]
+                const = len(spec) > 3 and spec[3] == 'const'
                 chosen = lib.dnnl_primitive_desc_query_md(pd, _lib.QUERY_EXEC_ARG_MD, arg)
                 if not chosen:
                     raise _lib.DnnlError('query of argument %d' % arg, 2)
+                if plain is None:       # the caller's buffer has the chosen layout
+                    plain = chosen
+                self.sizes.append(lib.dnnl_memory_desc_get_size(plain))
                 user = self._memory(backend, plain, None)
                 self.user.append(user)
                 if lib.dnnl_memory_desc_equal(chosen, plain):
                     exec_args.append(_lib.ExecArg(arg, user))
                     continue
-                inner = self._memory(backend, chosen, None)
-                self.inner.append((inner, lib.dnnl_memory_desc_get_size(chosen)))
+                nbytes = lib.dnnl_memory_desc_get_size(chosen)
+                if const:
+                    # reordered once per token (see execute) into a buffer of its own
+                    buf = _aligned(nbytes)
+                    inner = self._memory(backend, chosen, buf.ctypes.data)
+                    self.const.append((len(self.reorders), buf))
+                else:
+                    inner = self._memory(backend, chosen, None)
+                    self.inner.append((inner, nbytes))
                 exec_args.append(_lib.ExecArg(arg, inner))
-                src, dst = (inner, user) if is_out else (user, inner)
-                self._reorder(backend, chosen if is_out else plain,
-                              plain if is_out else chosen, src, dst, is_out)
+                if is_out == 'inout':
+                    # starts from another array of the caller's (a residual), reordered
+                    # straight in: the caller need not copy it into the output first
+                    src = self._memory(backend, plain, None)
+                    self.inout_src.append(src)
+                    self._reorder(backend, plain, chosen, src, inner, False)
+                elif not is_out:
+                    self._reorder(backend, plain, chosen, user, inner, 'const' if const
+                                  else False)
+                if is_out:
+                    self._reorder(backend, chosen, plain, inner, user, True)
         except Exception:
             self.close()
             raise
         self.exec_args = (_lib.ExecArg * len(exec_args))(*exec_args)
         self.nargs = len(exec_args)
-        self.before = [r for r in self.reorders if not r[3]]
-        self.after = [r for r in self.reorders if r[3]]
+        self.before = [r for r in self.reorders if r[3] is False]
+        self.before_const = [r for r in self.reorders if r[3] == 'const']
+        self.after = [r for r in self.reorders if r[3] is True]
 
     def _memory(self, backend, md, handle):
         mem = _VP()
@@ -128,19 +159,29 @@ class Primitive:
                                   _lib.ExecArg(_lib.ARG_DST, dst))
         self.reorders.append((prim, rpd, args, is_out))
 
-    def execute(self, thread, arrays):
-        """Run on ``arrays`` (float32, one per argument, in ``args`` order) in the calling
+    def execute(self, thread, arrays, token=None):
+        """Run on ``arrays`` (float32, one per argument, in ``args`` order, then the array
+        each reordered 'inout' argument starts from: see :attr:`inout_src`) in the calling
         thread's stream and workspace, and wait for completion. The arrays must stay
-        referenced until this returns, which the caller's own references guarantee."""
+        referenced until this returns, which the caller's own references guarantee.
+
+        Constant arguments (``'const'``) are reordered into their own buffers only when
+        ``token`` differs from the last call's (None: every call): the caller changes the
+        token whenever their values may have changed."""
         lib = self.lib
         stream = thread.stream
         slots = [thread.workspace(i, n) for i, (_, n) in enumerate(self.inner)]
         for (mem, _), buf in zip(self.inner, slots):
             check(lib.dnnl_memory_set_data_handle(mem, buf.ctypes.data),
                   'dnnl_memory_set_data_handle')
-        for mem, a in zip(self.user, arrays):
+        for mem, a in zip(self.user + self.inout_src, arrays):
             check(lib.dnnl_memory_set_data_handle(mem, a.ctypes.data),
                   'dnnl_memory_set_data_handle')
+        if self.before_const and (token is None or token != self.token):
+            self.token = None
+            for prim, _, args, _ in self.before_const:
+                check(lib.dnnl_primitive_execute(prim, stream, 2, args), 'reorder')
+            self.const_reorders += 1
         for prim, _, args, _ in self.before:
             check(lib.dnnl_primitive_execute(prim, stream, 2, args), 'reorder')
         check(lib.dnnl_primitive_execute(self.handle, stream, self.nargs, self.exec_args),
@@ -148,7 +189,16 @@ class Primitive:
         for prim, _, args, _ in self.after:
             check(lib.dnnl_primitive_execute(prim, stream, 2, args), 'reorder')
         check(lib.dnnl_stream_wait(stream), 'dnnl_stream_wait')
+        if self.before_const:
+            self.token = token
         del slots           # only now may a replaced slot be freed
+
+    def __del__(self):
+        # primitives kept in an executor's state go with it (thread caches live on)
+        try:
+            self.close()
+        except Exception:       # interpreter shutdown: the library may be gone
+            pass
 
     def close(self):
         """Destroy the reorders, the memory objects, the primitive and its descriptor."""
@@ -204,26 +254,45 @@ class BackendCore:
             t.workspace = lambda i, n, t=t: _slot(t.slots, i, n)
         return t
 
-    def run(self, key, build, arrays):
-        """Execute the primitive cached under ``key`` (made by ``build()`` -> Primitive on
-        first use; a refusal is cached too) on ``arrays``; False when oneDNN refuses."""
+    def primitive(self, key, build, cache=None):
+        """The primitive cached under ``key`` in this thread (made by ``build()`` ->
+        Primitive on first use), or None when oneDNN refuses (a refusal is cached too).
+
+        ``cache``: a dict of the caller's to keep it in instead of the thread's cache (by
+        thread and key), for primitives holding one layer's constant weights: they live
+        as long as that dict (a bound executor's state), not for the whole process."""
         t = self._thread()
-        prim = t.cache.get(key, 0)
+        store, k = (t.cache, key) if cache is None else (cache, (threading.get_ident(), key))
+        prim = store.get(k, 0)
         if prim == 0:
             try:
                 prim = build()
             except _lib.DnnlError:
                 prim = None
-            t.cache[key] = prim
+            store[k] = prim
+        return prim
+
+    def execute(self, key, prim, arrays, token=None):
+        """Run ``prim`` (from :meth:`primitive`) on ``arrays`` and count the call."""
+        prim.execute(self._thread(), arrays, token)
+        self.calls[key[0]] = self.calls.get(key[0], 0) + 1
+
+    def run(self, key, build, arrays, token=None):
+        """Execute the primitive cached under ``key`` (made by ``build()`` -> Primitive on
+        first use; a refusal is cached too) on ``arrays``; False when oneDNN refuses."""
+        prim = self.primitive(key, build)
         if prim is None:
             return False
-        prim.execute(t, arrays)
-        self.calls[key[0]] = self.calls.get(key[0], 0) + 1
+        self.execute(key, prim, arrays, token)
         return True
 
     def workspace_bytes(self):
         """Bytes of this thread's shared workspace."""
         return sum(b.nbytes for b in getattr(self._local, 'slots', ()))
+
+    def cached_primitives(self):
+        """{key: Primitive} of this thread's cache (refusals left out)."""
+        return {k: p for k, p in self._thread().cache.items() if p is not None}
 
     def cached(self):
         """How many primitives (or refusals) this thread has cached."""
@@ -238,6 +307,13 @@ def _slot(slots, i, nbytes):
     buf = slots[i]
     if buf.nbytes < nbytes + 64:
         buf = slots[i] = np.empty(nbytes + 64, np.uint8)
+    off = -buf.ctypes.data % 64
+    return buf[off:off + nbytes]
+
+
+def _aligned(nbytes):
+    """A 64-byte aligned uint8 array of ``nbytes`` (a view of a slightly larger one)."""
+    buf = np.empty(nbytes + 64, np.uint8)
     off = -buf.ctypes.data % 64
     return buf[off:off + nbytes]
 

@@ -28,11 +28,27 @@ BACKWARD = 128
 USE_GLOBAL_STATS = 0x1
 USE_SCALE = 0x2
 USE_SHIFT = 0x4
+# dnnl_data_type_t (continued)
+S32 = 4
+U8 = 6
 # dnnl_alg_kind_t
 CONVOLUTION_DIRECT = 0x1
+ELTWISE_RELU = 0x20
+ELTWISE_TANH = 0x21
+ELTWISE_ELU = 0x22
+ELTWISE_SOFT_RELU = 0x27
+ELTWISE_LOGISTIC = 0x29
+ELTWISE_GELU_ERF = 0x31
+POOLING_MAX = 0x1ff
+POOLING_AVG_INCLUDE_PADDING = 0x2ff
+POOLING_AVG_EXCLUDE_PADDING = 0x3ff
+LRN_ACROSS_CHANNELS = 0xaff
+SOFTMAX_ACCURATE = 0x30000
+SOFTMAX_LOG = 0x30001
 # execution argument indices (DNNL_ARG_*)
 ARG_SRC = 1
 ARG_DST = 17
+ARG_WORKSPACE = 64
 ARG_WEIGHTS = 33
 ARG_BIAS = 41
 ARG_DIFF_SRC = 129
@@ -143,6 +159,32 @@ _SIGNATURES = {
     'dnnl_batch_normalization_backward_primitive_desc_create': (
         (_P(_VP), _VP, ctypes.c_int, _VP, _VP, _VP, ctypes.c_float, ctypes.c_uint, _VP, _VP),
         None),
+    'dnnl_pooling_forward_primitive_desc_create': (
+        (_P(_VP), _VP, ctypes.c_int, ctypes.c_int, _VP, _VP, Dims, Dims, Dims, Dims, Dims,
+         _VP), None),
+    'dnnl_pooling_backward_primitive_desc_create': (
+        (_P(_VP), _VP, ctypes.c_int, _VP, _VP, Dims, Dims, Dims, Dims, Dims, _VP, _VP), None),
+    'dnnl_eltwise_forward_primitive_desc_create': (
+        (_P(_VP), _VP, ctypes.c_int, ctypes.c_int, _VP, _VP, ctypes.c_float, ctypes.c_float,
+         _VP), None),
+    'dnnl_eltwise_backward_primitive_desc_create': (
+        (_P(_VP), _VP, ctypes.c_int, _VP, _VP, _VP, ctypes.c_float, ctypes.c_float, _VP, _VP),
+        None),
+    'dnnl_softmax_forward_primitive_desc_create': (
+        (_P(_VP), _VP, ctypes.c_int, ctypes.c_int, _VP, _VP, ctypes.c_int, _VP), None),
+    'dnnl_softmax_backward_primitive_desc_create': (
+        (_P(_VP), _VP, ctypes.c_int, _VP, _VP, _VP, ctypes.c_int, _VP, _VP), None),
+    'dnnl_lrn_forward_primitive_desc_create': (
+        (_P(_VP), _VP, ctypes.c_int, ctypes.c_int, _VP, _VP, ctypes.c_int64, ctypes.c_float,
+         ctypes.c_float, ctypes.c_float, _VP), None),
+    'dnnl_primitive_attr_create': ((_P(_VP),), None),
+    'dnnl_primitive_attr_destroy': ((_VP,), None),
+    'dnnl_primitive_attr_set_post_ops': ((_VP, _VP), None),
+    'dnnl_post_ops_create': ((_P(_VP),), None),
+    'dnnl_post_ops_destroy': ((_VP,), None),
+    'dnnl_post_ops_append_sum': ((_VP, ctypes.c_float, ctypes.c_int32, ctypes.c_int), None),
+    'dnnl_post_ops_append_eltwise': ((_VP, ctypes.c_int, ctypes.c_float, ctypes.c_float),
+                                     None),
     'dnnl_reorder_primitive_desc_create': ((_P(_VP), _VP, _VP, _VP, _VP, _VP), None),
     'dnnl_primitive_desc_query_md': ((_VP, ctypes.c_int, ctypes.c_int), _VP),
     'dnnl_primitive_desc_destroy': ((_VP,), None),

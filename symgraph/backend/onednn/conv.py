@@ -15,6 +15,7 @@ import numpy as np
 from . import _lib
 from ._core import BackendCore, Primitive, any_desc, as_f32, strided_desc
 from ._lib import check
+from .layers import ELTWISE, LayerMixin
 from .norm import NormMixin
 
 _VP = ctypes.c_void_p
@@ -32,7 +33,7 @@ def _weight_shape(wshape, groups):
     return (groups, f // groups) + tuple(wshape[1:])
 
 
-class Backend(BackendCore, NormMixin):
+class Backend(BackendCore, NormMixin, LayerMixin):
     """oneDNN's CPU backend: what ``symgraph.opdef.cpu_backend()`` returns.
 
     Every method takes and returns plain C-order NumPy float32 arrays; it returns None when
@@ -72,14 +73,92 @@ class Backend(BackendCore, NormMixin):
         return (_lib.Dims(*stride), _lib.Dims(*[d - 1 for d in dilate]), _lib.Dims(*pad),
                 _lib.Dims(*pr))
 
-    def _fwd_pd(self, prop, mds, geom, bias_md=None):
+    def _fwd_pd(self, prop, mds, geom, bias_md=None, attr=None):
         pd = _VP()
         x, w, y = mds
         check(self.lib.dnnl_convolution_forward_primitive_desc_create(
             ctypes.byref(pd), self.engine, prop, _lib.CONVOLUTION_DIRECT, x, w, bias_md, y,
-            *geom, None),
+            *geom, attr),
             'dnnl_convolution_forward_primitive_desc_create')
         return pd
+
+    def _post_ops_attr(self, post_ops):
+        """A primitive attribute holding ``post_ops``: ('sum',) adds what the destination
+        held before; ('eltwise', kind, alpha) applies an activation of
+        :data:`.layers.ELTWISE`. The caller destroys it."""
+        lib = self.lib
+        attr, ops = _VP(), _VP()
+        check(lib.dnnl_primitive_attr_create(ctypes.byref(attr)), 'dnnl_primitive_attr_create')
+        try:
+            check(lib.dnnl_post_ops_create(ctypes.byref(ops)), 'dnnl_post_ops_create')
+            try:
+                for op in post_ops:
+                    if op[0] == 'sum':
+                        check(lib.dnnl_post_ops_append_sum(ops, 1.0, 0, 0),
+                              'dnnl_post_ops_append_sum')
+                    else:
+                        check(lib.dnnl_post_ops_append_eltwise(ops, ELTWISE[op[1]], op[2],
+                                                               0.0),
+                              'dnnl_post_ops_append_eltwise')
+                check(lib.dnnl_primitive_attr_set_post_ops(attr, ops),
+                      'dnnl_primitive_attr_set_post_ops')
+            finally:
+                lib.dnnl_post_ops_destroy(ops)
+        except Exception:
+            lib.dnnl_primitive_attr_destroy(attr)
+            raise
+        return attr
+
+    def conv_forward_fused(self, x, w, b, stride, pad, dilate, groups, yshape, post_ops=(),
+                           residual=None, token=None, cache=None):
+        """Inference convolution y = post_ops(conv(x, w) + b) in one primitive.
+
+        ``post_ops`` as :meth:`_post_ops_attr` takes them; with a ('sum',) the output starts
+        as a copy of ``residual``. With a ``token`` the weights and bias are constants: the
+        cached primitive reorders them into its own buffer only when the token differs
+        from its last call's; ``cache`` (see :meth:`primitive`) keeps that primitive with
+        one layer, so that layers of the same geometry do not reorder each other's
+        weights. None when not taken."""
+        x, w, b = as_f32(x), as_f32(w), as_f32(b)
+        yshape = tuple(yshape)
+        post_ops = tuple(post_ops)
+        has_sum = any(p[0] == 'sum' for p in post_ops)
+        if has_sum and (residual is None or tuple(residual.shape) != yshape):
+            return None
+        key = ('conv_forward_fused', x.shape, w.shape, yshape, tuple(stride), tuple(pad),
+               tuple(dilate), groups, post_ops, token is not None)
+        const = ('const',) if token is not None else ()
+
+        def build():
+            plain, free = self._descs(x.shape, w.shape, yshape, groups)
+            bmd = strided_desc(self.lib, (w.shape[0],))
+            attr = None
+            try:
+                attr = self._post_ops_attr(post_ops)
+                geom = self._geometry(x.shape, yshape, w.shape[2:], stride, pad, dilate)
+                pd = self._fwd_pd(_lib.FORWARD_INFERENCE, free, geom, bmd, attr)
+                return Primitive(self, pd, [
+                    (_lib.ARG_SRC, plain[0], False),
+                    (_lib.ARG_WEIGHTS, plain[1], False) + const,
+                    (_lib.ARG_BIAS, bmd, False) + const,
+                    (_lib.ARG_DST, plain[2], 'inout' if has_sum else True)])
+            finally:
+                if attr:
+                    self.lib.dnnl_primitive_attr_destroy(attr)
+                self._destroy(plain + free + [bmd])
+
+        prim = self.primitive(key, build, cache)
+        if prim is None:
+            return None
+        extra = []
+        if has_sum and not prim.inout_src:      # the output is the primitive's own layout
+            y = np.array(residual, dtype=np.float32, order='C', copy=True)
+        else:
+            y = np.empty(yshape, np.float32)
+            if has_sum:                          # reordered from the residual directly
+                extra = [as_f32(residual)]
+        self.execute(key, prim, [x, w, b, y] + extra, token)
+        return y
 
     def conv_forward(self, x, w, b, stride, pad, dilate, groups, yshape, is_train=True):
         """y = conv(x, w) + b with output shape ``yshape``; None when not taken."""

@@ -1,0 +1,268 @@
+"""Pooling, eltwise activations, softmax and LRN through oneDNN (plain float32 arrays).
+
+Every method takes and returns plain C-order NumPy float32 arrays and returns None when
+oneDNN does not take the case (the operator then computes with NumPy). Elementwise
+primitives see the array as 1-D, so one primitive serves every shape of the same size.
+
+Max pooling in training returns oneDNN's workspace (the position of each window's
+maximum, in the layout the primitive chose) beside the output; backward takes it back.
+"""
+import ctypes
+
+import numpy as np
+
+from . import _lib
+from ._core import Primitive, as_f32, strided_desc
+from ._lib import check
+
+_VP = ctypes.c_void_p
+
+#: eltwise kinds: name -> oneDNN algorithm (backward reads the input)
+ELTWISE = {
+    'relu': _lib.ELTWISE_RELU,
+    'tanh': _lib.ELTWISE_TANH,
+    'sigmoid': _lib.ELTWISE_LOGISTIC,
+    'softrelu': _lib.ELTWISE_SOFT_RELU,
+    'elu': _lib.ELTWISE_ELU,
+    'gelu': _lib.ELTWISE_GELU_ERF,
+}
+
+POOL = {'max': _lib.POOLING_MAX, 'avg_include': _lib.POOLING_AVG_INCLUDE_PADDING,
+        'avg_exclude': _lib.POOLING_AVG_EXCLUDE_PADDING}
+
+
+def channels_last_desc(lib, shape):
+    """A float32 descriptor of (N, C, *S) laid out channels last (NWC, NHWC, NDHWC): the
+    layout oneDNN's fast pooling kernels take besides the blocked ones."""
+    shape = tuple(int(s) for s in shape)
+    c = max(shape[1], 1)
+    strides = [0] * len(shape)
+    strides[1] = 1
+    acc = c
+    for i in range(len(shape) - 1, 1, -1):
+        strides[i] = acc
+        acc *= max(shape[i], 1)
+    strides[0] = acc
+    return strided_desc(lib, shape, strides)
+
+
+class LayerMixin:
+    """Pooling, eltwise, softmax and LRN methods of the backend (mixed into ``Backend``)."""
+
+    # ------------------------------------------------------------------ pooling
+    def _pool_fwd_pd(self, prop, alg, src, dst, geom):
+        pd = _VP()
+        check(self.lib.dnnl_pooling_forward_primitive_desc_create(
+            ctypes.byref(pd), self.engine, prop, alg, src, dst, *geom, None),
+            'dnnl_pooling_forward_primitive_desc_create')
+        return pd
+
+    @staticmethod
+    def _pool_geom(kernel, stride, pad_l, pad_r):
+        nd = len(kernel)
+        return (_lib.Dims(*stride), _lib.Dims(*kernel), _lib.Dims(*([0] * nd)),
+                _lib.Dims(*pad_l), _lib.Dims(*pad_r))
+
+    def pool_forward(self, x, kind, kernel, stride, pad_l, pad_r, yshape, is_train):
+        """Pooling of x (N, C, *S) into ``yshape``: (y, workspace) -- the workspace is a
+        uint8 array for max pooling in training, else None -- or None when not taken.
+
+        ``kind``: 'max', 'avg_include' or 'avg_exclude' (padding counted in the divisor or
+        not); ``pad_r`` may exceed ``pad_l`` (MXNet's 'full' convention)."""
+        x = as_f32(x)
+        yshape = tuple(yshape)
+        train = bool(is_train and kind == 'max')
+        prop = _lib.FORWARD_TRAINING if train else _lib.FORWARD_INFERENCE
+        key = ('pool_forward', x.shape, yshape, kind, tuple(kernel), tuple(stride),
+               tuple(pad_l), tuple(pad_r), prop)
+
+        def build():
+            mds = [strided_desc(self.lib, x.shape), strided_desc(self.lib, yshape),
+                   channels_last_desc(self.lib, x.shape),
+                   channels_last_desc(self.lib, yshape)]
+            try:
+                pd = self._pool_fwd_pd(prop, POOL[kind], mds[2], mds[3],
+                                       self._pool_geom(kernel, stride, pad_l, pad_r))
+                args = [(_lib.ARG_SRC, mds[0], False), (_lib.ARG_DST, mds[1], True)]
+                if train:
+                    args.append((_lib.ARG_WORKSPACE, None, True))
+                return Primitive(self, pd, args)
+            finally:
+                self._destroy(mds)
+
+        prim = self.primitive(key, build)
+        if prim is None:
+            return None
+        y = np.empty(yshape, np.float32)
+        ws = np.empty(prim.sizes[2], np.uint8) if train else None
+        self.execute(key, prim, [x, y] + ([ws] if train else []))
+        return y, ws
+
+    def pool_backward(self, dy, ws, kind, kernel, stride, pad_l, pad_r, xshape):
+        """dx of shape ``xshape`` from dy (and the forward's workspace for max pooling);
+        None when not taken."""
+        dy = as_f32(dy)
+        xshape = tuple(xshape)
+        key = ('pool_backward', xshape, dy.shape, kind, tuple(kernel), tuple(stride),
+               tuple(pad_l), tuple(pad_r))
+
+        def build():
+            mds = [strided_desc(self.lib, xshape), strided_desc(self.lib, dy.shape),
+                   channels_last_desc(self.lib, xshape),
+                   channels_last_desc(self.lib, dy.shape)]
+            hint = None
+            try:
+                geom = self._pool_geom(kernel, stride, pad_l, pad_r)
+                hint = self._pool_fwd_pd(_lib.FORWARD_TRAINING, POOL[kind], mds[2], mds[3],
+                                         geom)
+                pd = _VP()
+                check(self.lib.dnnl_pooling_backward_primitive_desc_create(
+                    ctypes.byref(pd), self.engine, POOL[kind], mds[2], mds[3], *geom, hint,
+                    None), 'dnnl_pooling_backward_primitive_desc_create')
+                args = [(_lib.ARG_DIFF_DST, mds[1], False), (_lib.ARG_DIFF_SRC, mds[0], True)]
+                if kind == 'max':
+                    args.append((_lib.ARG_WORKSPACE, None, False))
+                return Primitive(self, pd, args)
+            finally:
+                if hint:
+                    self.lib.dnnl_primitive_desc_destroy(hint)
+                self._destroy(mds)
+
+        prim = self.primitive(key, build)
+        if prim is None or (kind == 'max' and (ws is None or ws.nbytes != prim.sizes[2])):
+            return None
+        dx = np.empty(xshape, np.float32)
+        self.execute(key, prim, [dy, dx] + ([ws] if kind == 'max' else []))
+        return dx
+
+    # ------------------------------------------------------------------ eltwise
+    def eltwise_forward(self, x, kind, alpha=0.0, beta=0.0):
+        """f(x) elementwise (``kind`` a key of :data:`ELTWISE`); None when not taken."""
+        x = as_f32(x)
+        n = x.size
+        key = ('eltwise_forward', n, kind, float(alpha), float(beta))
+
+        def build():
+            md = strided_desc(self.lib, (n,))
+            try:
+                pd = _VP()
+                check(self.lib.dnnl_eltwise_forward_primitive_desc_create(
+                    ctypes.byref(pd), self.engine, _lib.FORWARD_INFERENCE, ELTWISE[kind], md,
+                    md, alpha, beta, None), 'dnnl_eltwise_forward_primitive_desc_create')
+                return Primitive(self, pd, [(_lib.ARG_SRC, md, False),
+                                            (_lib.ARG_DST, md, True)])
+            finally:
+                self._destroy([md])
+
+        y = np.empty(x.shape, np.float32)
+        return y if self.run(key, build, [x, y]) else None
+
+    def eltwise_backward(self, x, dy, kind, alpha=0.0, beta=0.0):
+        """dy * f'(x); None when not taken."""
+        x, dy = as_f32(x), as_f32(dy)
+        n = x.size
+        key = ('eltwise_backward', n, kind, float(alpha), float(beta))
+
+        def build():
+            md = strided_desc(self.lib, (n,))
+            hint = None
+            try:
+                hint = _VP()
+                check(self.lib.dnnl_eltwise_forward_primitive_desc_create(
+                    ctypes.byref(hint), self.engine, _lib.FORWARD_TRAINING, ELTWISE[kind], md,
+                    md, alpha, beta, None), 'dnnl_eltwise_forward_primitive_desc_create')
+                pd = _VP()
+                check(self.lib.dnnl_eltwise_backward_primitive_desc_create(
+                    ctypes.byref(pd), self.engine, ELTWISE[kind], md, md, md, alpha, beta,
+                    hint, None), 'dnnl_eltwise_backward_primitive_desc_create')
+                return Primitive(self, pd, [(_lib.ARG_SRC, md, False),
+                                            (_lib.ARG_DIFF_DST, md, False),
+                                            (_lib.ARG_DIFF_SRC, md, True)])
+            finally:
+                if hint:
+                    self.lib.dnnl_primitive_desc_destroy(hint)
+                self._destroy([md])
+
+        dx = np.empty(x.shape, np.float32)
+        return dx if self.run(key, build, [x, dy, dx]) else None
+
+    # ------------------------------------------------------------------ softmax
+    def softmax_forward(self, x, axis, log=False):
+        """softmax (or log-softmax) of x along ``axis``; None when not taken."""
+        x = as_f32(x)
+        alg = _lib.SOFTMAX_LOG if log else _lib.SOFTMAX_ACCURATE
+        key = ('softmax_forward', x.shape, axis, alg)
+
+        def build():
+            md = strided_desc(self.lib, x.shape)
+            try:
+                pd = _VP()
+                check(self.lib.dnnl_softmax_forward_primitive_desc_create(
+                    ctypes.byref(pd), self.engine, _lib.FORWARD_INFERENCE, alg, md, md, axis,
+                    None), 'dnnl_softmax_forward_primitive_desc_create')
+                return Primitive(self, pd, [(_lib.ARG_SRC, md, False),
+                                            (_lib.ARG_DST, md, True)])
+            finally:
+                self._destroy([md])
+
+        y = np.empty(x.shape, np.float32)
+        return y if self.run(key, build, [x, y]) else None
+
+    def softmax_backward(self, y, dy, axis, log=False):
+        """The input gradient of softmax (log-softmax) from its output y and dy."""
+        y, dy = as_f32(y), as_f32(dy)
+        alg = _lib.SOFTMAX_LOG if log else _lib.SOFTMAX_ACCURATE
+        key = ('softmax_backward', y.shape, axis, alg)
+
+        def build():
+            md = strided_desc(self.lib, y.shape)
+            hint = None
+            try:
+                hint = _VP()
+                check(self.lib.dnnl_softmax_forward_primitive_desc_create(
+                    ctypes.byref(hint), self.engine, _lib.FORWARD_TRAINING, alg, md, md, axis,
+                    None), 'dnnl_softmax_forward_primitive_desc_create')
+                pd = _VP()
+                check(self.lib.dnnl_softmax_backward_primitive_desc_create(
+                    ctypes.byref(pd), self.engine, alg, md, md, md, axis, hint, None),
+                    'dnnl_softmax_backward_primitive_desc_create')
+                return Primitive(self, pd, [(_lib.ARG_DST, md, False),
+                                            (_lib.ARG_DIFF_DST, md, False),
+                                            (_lib.ARG_DIFF_SRC, md, True)])
+            finally:
+                if hint:
+                    self.lib.dnnl_primitive_desc_destroy(hint)
+                self._destroy([md])
+
+        dx = np.empty(y.shape, np.float32)
+        return dx if self.run(key, build, [y, dy, dx]) else None
+
+    # ------------------------------------------------------------------ LRN
+    def _lrn_fwd_pd(self, prop, md, size, alpha, beta, k):
+        pd = _VP()
+        check(self.lib.dnnl_lrn_forward_primitive_desc_create(
+            ctypes.byref(pd), self.engine, prop, _lib.LRN_ACROSS_CHANNELS, md, md, size,
+            alpha, beta, k, None), 'dnnl_lrn_forward_primitive_desc_create')
+        return pd
+
+    def lrn_forward(self, x, size, alpha, beta, k):
+        """Local response normalisation across channels of x (N, C, H, W) (inference
+        kernel, channels last inside); None when not taken. ``alpha`` is divided by
+        ``size`` as in MXNet's formula.
+
+        There is no backward here: oneDNN 3.2's LRN backward ran 5-10x slower than the
+        NumPy operator's on the project's AVX2 machine (plain and channels-last layouts)."""
+        x = as_f32(x)
+        key = ('lrn_forward', x.shape, size, float(alpha), float(beta), float(k))
+
+        def build():
+            mds = [strided_desc(self.lib, x.shape), channels_last_desc(self.lib, x.shape)]
+            try:
+                pd = self._lrn_fwd_pd(_lib.FORWARD_INFERENCE, mds[1], size, alpha, beta, k)
+                return Primitive(self, pd, [(_lib.ARG_SRC, mds[0], False),
+                                            (_lib.ARG_DST, mds[0], True)])
+            finally:
+                self._destroy(mds)
+
+        y = np.empty(x.shape, np.float32)
+        return y if self.run(key, build, [x, y]) else None

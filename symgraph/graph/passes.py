@@ -1,0 +1,347 @@
+"""Inference passes: a second, rewritten plan for ``forward(is_train=False)``.
+
+An executor that computes no gradient, runs no monitor and is asked for an inference
+forward runs this plan instead of its own (built on the first such forward). Three passes,
+each switched by name in ``SYMGRAPH_INFERENCE_PASSES`` (a comma-separated list, read at
+bind; unset means all three, ``none`` or ``0`` none):
+
+``dead_nodes``
+    A node whose inference forward returns its input unchanged
+    (:meth:`~symgraph.opdef.Operator.inference_identity`: Dropout, BlockGrad, identity) is
+    bypassed; a node whose outputs reach no output -- through inputs forward reads
+    (:meth:`~symgraph.opdef.Operator.inference_unused_inputs`: a loss layer's label) -- is
+    dropped.
+``fold_bn``
+    A producer followed by a per-channel affine consumer (BatchNorm with its running
+    statistics) folds it into its weights.
+``fuse``
+    A producer followed by residual sums and activations runs them as post-ops (one oneDNN
+    primitive for Convolution).
+
+The passes know no operator: a consumer offers itself as a post-op of its producer through
+:meth:`~symgraph.opdef.Operator.post_op`, and the producer makes the fused operator through
+:meth:`~symgraph.opdef.Operator.fuse_post_ops` (or declines). A chain only grows through
+an output that one node reads, that is no output of the graph, and whose node's other
+outputs nobody reads. The rewritten graph gives the unfused one's outputs to float32
+rounding; :meth:`InferencePasses.describe` gives the ``debug_str`` lines.
+"""
+from __future__ import annotations
+
+import collections
+import os
+
+from ..base import ParameterError
+from .nodes import Node
+from .plan import Plan
+
+__all__ = ['PASSES', 'ENV', 'enabled_passes', 'InferencePasses']
+
+#: every pass, in the order they run
+PASSES = ('dead_nodes', 'fold_bn', 'fuse')
+#: the environment variable that selects them
+ENV = 'SYMGRAPH_INFERENCE_PASSES'
+
+
+def enabled_passes(value=None):
+    """The passes ``value`` (default: the environment variable) switches on, as a tuple.
+
+    Unset: all; ``''``, ``'0'``, ``'none'``, ``'off'``: none; else comma-separated names of
+    :data:`PASSES`. An unknown name is a ParameterError naming the variable."""
+    if value is None:
+        value = os.environ.get(ENV)
+        if value is None:
+            return PASSES
+    names = [v.strip().lower() for v in value.split(',') if v.strip()]
+    if not names or names in (['0'], ['none'], ['off'], ['false'], ['no']):
+        return ()
+    if names in (['1'], ['all'], ['on'], ['true'], ['yes']):
+        return PASSES
+    unknown = [n for n in names if n not in PASSES]
+    if unknown:
+        raise ParameterError('%s=%r: unknown inference pass %s; the passes are %s (or none)'
+                             % (ENV, value, ', '.join(map(repr, unknown)), ', '.join(PASSES)))
+    return tuple(p for p in PASSES if p in names)
+
+
+class _N:
+    """A mutable stand-in for a node while the passes rewrite the graph."""
+
+    __slots__ = ('op', 'name', 'inputs', 'orig', 'location', 'nout')
+
+    def __init__(self, op, name, inputs, orig, location, nout):
+        self.op, self.name, self.inputs = op, name, list(inputs)
+        self.orig, self.location, self.nout = orig, location, nout
+
+
+class InferencePasses:
+    """The inference plan of one bind, built on first use.
+
+    The arguments are the executor's: the topological order, the argument and auxiliary
+    Variables, the heads, the inferred shapes and dtypes (keyed by (index in ``order``,
+    output)), the array module and the context. ``passes``: what :func:`enabled_passes`
+    gives (read when the executor is bound). ``states``: the bound plan's ``op_state``,
+    which nodes the passes leave unchanged share.
+    """
+
+    def __init__(self, order, arg_nodes, aux_nodes, heads, shapes, dtypes, xp, ctx=None,
+                 passes=None, states=None):
+        self.states = states        # the bound plan's operator states, shared (see Plan)
+        self.order, self.arg_nodes, self.aux_nodes = order, arg_nodes, aux_nodes
+        self.heads, self.shapes, self.dtypes = heads, shapes, dtypes
+        self.xp, self.ctx = xp, ctx
+        self.passes = enabled_passes() if passes is None else tuple(passes)
+        self._plan = None
+        self._built = False
+        self.report = []
+
+    def applies(self, is_train, monitor, keep_saved):
+        """Whether a forward with these settings runs the inference plan."""
+        return bool(self.passes) and not is_train and not monitor and not keep_saved
+
+    def plan(self):
+        """The inference :class:`~symgraph.graph.plan.Plan`, or None when the passes
+        changed nothing (the executor's own plan is then as good)."""
+        if not self._built:
+            self._plan = self._build()
+            self._built = True
+        return self._plan
+
+    def describe(self):
+        """Lines for ``debug_str``: which passes are on and what each did."""
+        if not self.passes:
+            return ['Inference passes: none (%s)' % ENV]
+        self.plan()
+        return ['Inference passes (%s=%s):' % (ENV, ','.join(self.passes))] + \
+            ['  ' + line for line in self.report]
+
+    # ------------------------------------------------------------------ rewriting
+    def _build(self):
+        index = {id(n): k for k, n in enumerate(self.order)}
+        nodes = {}
+        for n in self.order:
+            nodes[id(n)] = _N(n.op, n.name, [(nodes[id(s)], i) for s, i in n.inputs], n,
+                              n.location, n.num_outputs())
+        heads = [(nodes[id(n)], i) for n, i in self.heads]
+        steps = [nodes[id(n)] for n in self.order if n.op is not None]
+        before = len(steps)
+        changed = False
+        if 'dead_nodes' in self.passes:
+            changed |= self._bypass_identities(steps, heads)
+            changed |= self._variants(steps, heads)
+        if 'fold_bn' in self.passes or 'fuse' in self.passes:
+            changed |= self._fuse(steps, heads)
+        if 'dead_nodes' in self.passes:
+            self._drop_unused_inputs(steps)
+        live = self._live(heads)
+        if 'dead_nodes' in self.passes:
+            bypassed = set(self._bypassed_names)
+            dead = [n.name for n in steps if id(n) not in live and n.op is not None
+                    and n.name not in bypassed]
+            self.report.append('dead_nodes: %d bypassed or removed%s'
+                               % (self._bypassed + len(dead),
+                                  (' (%s)' % ', '.join(self._bypassed_names + dead))
+                                  if self._bypassed + len(dead) else ''))
+            changed |= bool(dead)
+        if not changed:
+            self.report.append('inference plan: the bound plan (nothing to rewrite)')
+            return None
+        return self._make_plan(nodes, heads, live, index, before)
+
+    def _consumers(self, steps):
+        cons = collections.defaultdict(list)
+        for n in steps:
+            for pos, (s, i) in enumerate(n.inputs):
+                cons[(id(s), i)].append((n, pos))
+        return cons
+
+    _bypassed = 0
+    _bypassed_names = ()
+
+    def _bypass_identities(self, steps, heads):
+        head_keys = {(id(n), i) for n, i in heads}
+        cons = self._consumers(steps)
+        names = []
+        for n in steps:
+            if not n.op.inference_identity() or (id(n), 0) in head_keys or any(
+                    (id(n), i) in head_keys or cons.get((id(n), i)) for i in range(1, n.nout)):
+                continue
+            src = n.inputs[0]
+            for c, pos in cons.get((id(n), 0), ()):
+                c.inputs[pos] = src
+                cons[(id(src[0]), src[1])].append((c, pos))
+            cons[(id(n), 0)] = []
+            names.append(n.name)
+        self._bypassed, self._bypassed_names = len(names), names
+        return bool(names)
+
+    def _variants(self, steps, heads):
+        """Operators whose unread outputs need not be computed run their inference variant
+        (``Operator.inference_variant``: LRN without tmp_norm)."""
+        head_keys = {(id(n), i) for n, i in heads}
+        cons = self._consumers(steps)
+        names = []
+        for n in steps:
+            unread = tuple(i for i in range(n.nout)
+                           if (id(n), i) not in head_keys and not cons.get((id(n), i)))
+            variant = n.op.inference_variant(unread) if unread else None
+            if variant is not None:
+                n.op = variant
+                names.append(n.name)
+        if names:
+            self.report.append('dead_nodes: %d node(s) skip unread outputs (%s)'
+                               % (len(names), ', '.join(names)))
+        return bool(names)
+
+    def _fuse(self, steps, heads):
+        head_keys = {(id(n), i) for n, i in heads}
+        allow = {'affine': 'fold_bn' in self.passes, 'sum': 'fuse' in self.passes,
+                 'eltwise': 'fuse' in self.passes}
+        gone = set()
+        made = collections.Counter()
+        folded = fused_ops = 0
+        for p in list(steps):
+            if id(p) in gone:
+                continue
+            cons = self._consumers([s for s in steps if id(s) not in gone])
+            if any((id(p), i) in head_keys or cons.get((id(p), i)) for i in range(1, p.nout)):
+                continue
+            in_shapes = [self._shape(s, i) for s, i in p.inputs]
+            chain, members, best, cur = [], [], None, p
+            while True:
+                key = (id(cur), 0)
+                users = cons.get(key, [])
+                if key in head_keys or len(users) != 1:
+                    break
+                c, pos = users[0]
+                if c.op is None or id(c) in gone:
+                    break
+                po = c.op.post_op(pos)
+                if po is None or not allow.get(po.kind) or any(
+                        (id(c), i) in head_keys or cons.get((id(c), i))
+                        for i in range(1, c.nout)):
+                    break
+                fused = p.op.fuse_post_ops(chain + [po], in_shapes)
+                if fused is None:
+                    break
+                chain.append(po)
+                members.append(c)
+                best, cur = fused, c
+            if not chain:
+                continue
+            extra = []
+            for c, po in zip(members, chain):
+                extra += [c.inputs[j] for j in po.inputs]
+            f = _N(best, cur.name, list(p.inputs) + extra, None, cur.location, 1)
+            f.orig = ('fused', cur.orig)
+            for c, pos in cons.get((id(cur), 0), ()):
+                c.inputs[pos] = (f, 0)
+            for k, (n, i) in enumerate(heads):
+                if n is cur and i == 0:
+                    heads[k] = (f, 0)
+            gone.add(id(p))
+            gone.update(id(c) for c in members)
+            steps[steps.index(cur)] = f
+            for n in [p] + members[:-1]:
+                steps.remove(n)
+            folded += sum(1 for po in chain if po.kind == 'affine')
+            fused_ops += 1
+            made[best.describe()] += 1
+        if 'fold_bn' in self.passes:
+            self.report.append('fold_bn: %d per-channel affine node(s) (BatchNorm) folded into '
+                               'the weights of their producer' % folded)
+        if 'fuse' in self.passes or folded:
+            self.report.append('fuse: %d fused node(s)%s' % (fused_ops, ''.join(
+                '\n    %d x %s' % (k, d) for d, k in sorted(made.items()))))
+        return bool(fused_ops)
+
+    def _shape(self, n, i):
+        orig = n.orig
+        if isinstance(orig, tuple):         # a fused node: its last member's output
+            orig = orig[1]
+        return self.shapes.get((self._index[id(orig)], i))
+
+    @property
+    def _index(self):
+        idx = self.__dict__.get('_idx')
+        if idx is None:
+            idx = self.__dict__['_idx'] = {id(n): k for k, n in enumerate(self.order)}
+        return idx
+
+    @staticmethod
+    def _drop_unused_inputs(steps):
+        """An input forward does not read is handed the node's first read input instead
+        (see ``Operator.inference_unused_inputs``): what computed it may then be dead."""
+        for n in steps:
+            unused = set(n.op.inference_unused_inputs())
+            used = [k for k in range(len(n.inputs)) if k not in unused]
+            if unused and used:
+                for k in unused:
+                    if k < len(n.inputs):
+                        n.inputs[k] = n.inputs[used[0]]
+
+    @staticmethod
+    def _live(heads):
+        """ids of the nodes the heads need."""
+        live, stack = set(), [n for n, _ in heads]
+        while stack:
+            n = stack.pop()
+            if id(n) in live:
+                continue
+            live.add(id(n))
+            stack += [s for s, _ in n.inputs]
+        return live
+
+    def _make_plan(self, nodes, heads, live, index, before):
+        variables = [n for n in self.order if n.op is None]
+        made = {}
+        states = {}
+        order = list(variables)
+        for v in variables:
+            made[id(nodes[id(v)])] = v
+        shapes, dtypes = {}, {}
+
+        def real(n):
+            """The Node of stand-in ``n`` (new where it changed), after its inputs."""
+            got = made.get(id(n))
+            if got is not None:
+                return got
+            stack = [(n, False)]
+            while stack:
+                m, ready = stack.pop()
+                if id(m) in made:
+                    continue
+                if not ready:
+                    stack.append((m, True))
+                    stack += [(s, False) for s, _ in m.inputs if id(s) not in made]
+                    continue
+                ins = tuple((made[id(s)], i) for s, i in m.inputs)
+                o = m.orig
+                if isinstance(o, Node) and ins == o.inputs and m.op is o.op:
+                    node = o
+                else:
+                    src = o[1] if isinstance(o, tuple) else o
+                    node = Node(m.op, m.name, {} if isinstance(o, tuple) else src.attrs, ins,
+                                m.location)
+                made[id(m)] = node
+                if isinstance(o, Node) and m.op is o.op and self.states \
+                        and id(o) in self.states:
+                    states[id(node)] = self.states[id(o)]   # same operator, new inputs
+                k = len(order)
+                order.append(node)
+                src = o[1] if isinstance(o, tuple) else o
+                for i in range(node.num_outputs()):
+                    shapes[(k, i)] = self.shapes[(index[id(src)], i)]
+                    dtypes[(k, i)] = self.dtypes[(index[id(src)], i)]
+            return made[id(n)]
+
+        for k, v in enumerate(variables):
+            shapes[(k, 0)] = self.shapes[(index[id(v)], 0)]
+            dtypes[(k, 0)] = self.dtypes[(index[id(v)], 0)]
+        new_heads = [(real(n), i) for n, i in heads]
+        steps = sum(1 for n in order if n.op is not None)
+        self.report.append('inference plan: %d operator steps (bound plan: %d)'
+                           % (steps, before))
+        # nodes that keep their operator share the bound plan's state (a Custom operator
+        # is made once per node and bind, as in MXNet); fused ones get their own
+        return Plan(order, self.arg_nodes, self.aux_nodes, new_heads, shapes, dtypes,
+                    ['null'] * len(self.arg_nodes), self.xp, self.ctx, states=states)

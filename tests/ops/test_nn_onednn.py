@@ -1,0 +1,126 @@
+"""Every Activation / LeakyReLU OpCase of test_nn.py through oneDNN (float32) where
+ops/nn.py routes the kind there (relu, sigmoid; leaky, elu, gelu), the size
+limits lifted. Each such case must call oneDNN's eltwise forward and backward once and
+match the reference forward and the NumPy path's float64 gradient; the other kinds must not
+call it. Wide-range inputs (saturation, overflow of exp) match the NumPy path to float32
+rounding, and the limits keep small arrays on NumPy."""
+import numpy as np
+import pytest
+
+from harness import parametrize_cases
+from test_nn import CASES
+from symgraph.backend import onednn
+from symgraph.opdef import cpu_backend
+from ops import nn
+
+ROUTED = ('relu', 'sigmoid', 'leaky', 'elu', 'gelu')
+ACT_CASES = [c for c in CASES if c.op in ('Activation', 'LeakyReLU')]
+
+
+def _lift(monkeypatch):
+    monkeypatch.setattr(nn, '_ONEDNN_ACT', {k: v[:2] + (0, 0)
+                                            for k, v in nn._ONEDNN_ACT.items()})
+    monkeypatch.setattr(nn, '_ONEDNN_LEAKY', {k: (0, 0) for k in nn._ONEDNN_LEAKY})
+
+
+@pytest.fixture
+def backend(monkeypatch):
+    monkeypatch.delenv('SYMGRAPH_ONEDNN', raising=False)
+    onednn.reset()
+    be = cpu_backend()
+    if be is None:
+        pytest.skip('oneDNN is not available on this machine')
+    _lift(monkeypatch)
+    yield be
+    onednn.reset()
+
+
+def _run(op, inputs, dtype, is_train, seed=7):
+    n = len(op.list_arguments())
+    outs = op.forward(np, inputs[:n], [], is_train)
+    dy = np.random.RandomState(seed).uniform(-1, 1, outs[0].shape).astype(dtype)
+    og = [dy] + [None] * (len(outs) - 1)
+    return outs, op.backward(np, og, inputs[:n], outs, [], [True] * n)
+
+
+@parametrize_cases(ACT_CASES)
+def test_case_through_onednn(case, backend):
+    op = case.make_op()
+    before = dict(backend.calls)
+    inputs = case.make_inputs('float32')
+    outs, grads = _run(op, inputs, np.float32, case.is_train)
+    used = {k: backend.calls.get(k, 0) - before.get(k, 0)
+            for k in ('eltwise_forward', 'eltwise_backward')}
+    routed = op.act_type in ROUTED
+    # Activation's backward reads its output and runs in NumPy (oneDNN's reads the input)
+    bwd = int(routed and case.op == 'LeakyReLU')
+    assert used == ({'eltwise_forward': 1, 'eltwise_backward': bwd} if routed else
+                    {'eltwise_forward': 0, 'eltwise_backward': 0}), used
+    if case.ref is not None:
+        expected = case.ref(*inputs)
+        expected = expected if isinstance(expected, (list, tuple)) else [expected]
+        np.testing.assert_allclose(outs[0], expected[0], rtol=case.rtol, atol=case.atol)
+    if case.grad == () or not routed:
+        return
+    _, grads64 = _run(case.make_op(), [a.astype(np.float64) for a in inputs], np.float64,
+                      case.is_train)
+    assert grads[0].dtype == np.float32 and grads[0].shape == inputs[0].shape
+    np.testing.assert_allclose(grads[0], grads64[0], rtol=1e-5, atol=1e-6)
+
+
+#: absolute error allowed besides rtol 1e-6 against float64, for oneDNN and NumPy alike:
+#: sigmoid's tail below 1e-37 is flushed by oneDNN; gelu's 1 + erf(x / sqrt 2) cancels in
+#: float32 for x < -2 (NumPy's path errs by 4.2e-7 there, oneDNN's by 3.4e-7)
+WIDE_ATOL = {'relu': 0, 'sigmoid': 1e-37, 'leaky': 0, 'elu': 1e-7, 'gelu': 5e-7}
+
+
+@pytest.mark.parametrize('kind', sorted(WIDE_ATOL))
+def test_wide_range_within_float32_rounding(kind, backend, monkeypatch):
+    """-90 .. 90 (exp overflows and underflows, tails saturate): oneDNN's forward and
+    backward are as close to the float64 result as the NumPy path's float32 ones."""
+    act = kind in ('relu', 'sigmoid')
+    op = nn.Activation(act_type=kind) if act else nn.LeakyReLU(act_type=kind, slope=0.3)
+    x = np.linspace(-90, 90, 18001, dtype=np.float32)
+    dy = np.random.RandomState(1).uniform(-1, 1, x.shape).astype(np.float32)
+
+    def run(x, dy):
+        y = op.forward(np, [x], [], False)[0]
+        return y, op.backward(np, [dy], [x], [y], [], [True])[0]
+    before = backend.calls.get('eltwise_forward', 0)
+    y, g = run(x, dy)
+    assert backend.calls.get('eltwise_forward', 0) == before + 1
+    y64, g64 = run(x.astype(np.float64), dy.astype(np.float64))
+    monkeypatch.setattr(nn, '_ONEDNN_ACT', {})
+    monkeypatch.setattr(nn, '_ONEDNN_LEAKY', {})
+    y0, g0 = run(x, dy)
+    for got in (y, y0):
+        np.testing.assert_allclose(got, y64, rtol=1e-6, atol=WIDE_ATOL[kind])
+    for got in (g, g0):     # 1 - s cancels: an error of 1 ulp of 1 (6e-8) times |dy|
+        np.testing.assert_allclose(got, g64, rtol=1e-5, atol=max(WIDE_ATOL[kind], 1.2e-7))
+
+
+def test_softrelu_stays_on_numpy(backend):
+    """oneDNN 3.2's soft_relu errs by up to 7.6e-6 absolute for x < -3.85 (where the
+    result is below 0.02; at x = -87 it gives 7.6e-6 for 1.7e-38): not routed."""
+    assert 'softrelu' not in nn._ONEDNN_ACT
+    before = backend.calls.get('eltwise_forward', 0)
+    x = np.linspace(-90, 90, 1 << 17, dtype=np.float32)
+    y = nn.Activation(act_type='softrelu').forward(np, [x], [], False)[0]
+    assert backend.calls.get('eltwise_forward', 0) == before
+    np.testing.assert_allclose(y, np.logaddexp(0, x.astype(np.float64)), rtol=1e-6,
+                               atol=1e-37)
+
+
+def test_small_arrays_stay_on_numpy(monkeypatch):
+    monkeypatch.delenv('SYMGRAPH_ONEDNN', raising=False)
+    onednn.reset()
+    be = cpu_backend()
+    if be is None:
+        pytest.skip('oneDNN is not available on this machine')
+    before = be.calls.get('eltwise_forward', 0)
+    x = np.ones(100, np.float32)
+    nn.Activation(act_type='sigmoid').forward(np, [x], [], False)
+    big = np.ones(nn._ONEDNN_ACT['sigmoid'][2], np.float32)
+    nn.Activation(act_type='sigmoid').forward(np, [big], [], False)
+    assert be.calls.get('eltwise_forward', 0) == before + 1
+    onednn.reset()

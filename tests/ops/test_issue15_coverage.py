@@ -286,10 +286,7 @@ MXNET_UNWRITTEN = {
 
 #: value differences from MXNet 1.9.1 found by this audit and not yet resolved (strict
 #: xfail: the test fails once they agree, so the entry must go)
-OPEN_DIFFERENCES = {
-    '_contrib_calibrate_entropy#0': 'divergence output 1.7% off (threshold equal)',
-    '_contrib_calibrate_entropy#1': 'threshold 2.82 vs MXNet 1.81 on a 7-bin histogram',
-}
+OPEN_DIFFERENCES = {}
 
 
 @pytest.mark.parametrize('op', CANONICAL)

@@ -247,7 +247,8 @@ def _img(opname, **attrs):
 _PIX = ints(0, 256)
 _U8 = {'x': 'uint8'}
 case('splitidx_img_to_tensor', _img('to_tensor'), {'x': (4, 5, 3)}, inputs={'x': _PIX},
-     note="gradient: MXNet's _copy of the head gradient")
+     note="gradient: MXNet's _copy of the head gradient (ours: the derivative, "
+     "test_golden.MXNET_COPY_GRADIENT)")
 case('splitidx_img_to_tensor_batch', _img('to_tensor'), {'x': (2, 3, 4, 1)}, inputs={'x': _PIX},
      type_dict=_U8, phases=('infer',), grad_req='null')
 case('splitidx_img_normalize', _img('normalize', mean=(0.5, 0.4, 0.3), std=(0.2, 0.3, 0.4)),
@@ -257,7 +258,8 @@ case('splitidx_img_crop', _img('crop', x=1, y=2, width=3, height=2), {'x': (4, 5
 case('splitidx_img_crop_u8', _img('crop', x=0, y=1, width=4, height=3), {'x': (2, 4, 5, 3)},
      inputs={'x': _PIX}, type_dict=_U8, phases=('infer',), grad_req='null')
 case('splitidx_img_flip_lr', _img('flip_left_right'), {'x': (4, 6, 3)},
-     note="gradient: MXNet's _copy (not flipped)")
+     note="gradient: MXNet's _copy, not flipped (ours: the derivative, "
+     "test_golden.MXNET_COPY_GRADIENT)")
 case('splitidx_img_flip_tb', _img('flip_top_bottom'), {'x': (4, 5, 1)}, inputs={'x': _PIX},
      type_dict=_U8, phases=('infer',), grad_req='null')
 case('splitidx_img_lighting', _img('adjust_lighting', alpha=(0.1, -0.2, 0.3)), {'x': (4, 5, 3)},

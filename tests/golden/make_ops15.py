@@ -216,7 +216,8 @@ def build_cases(mx):
                     grads = [args[i] for i in case.grad]
             if canon in MXNET_GRADS:
                 grads = [g for g in grads if g in MXNET_GRADS[canon]]
-            kind = 'either_flip' if canon.startswith('_image_random_flip') else 'exact'
+            kind = 'either_flip' if canon.startswith('_image_random_flip') else \
+                'random' if case.seed is not None else 'exact'
             out.append(('%s#%d' % (canon, k), canon, sym, dict(zip(names, inputs)), grads,
                         case.is_train, kind))
     for cid, (op, attrs, ins) in EXTRA.items():

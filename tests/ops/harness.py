@@ -42,6 +42,9 @@ class OpCase:
     is_train : run forward in training mode.
     rtol, atol : forward tolerances (float32); gradients use ``grad_rtol``/``grad_atol``.
     eps : numeric gradient step.
+    seed : random operators: the gradient check seeds NumPy's generator (what
+        ``random_state(np)`` draws from) with it before every forward, so that each forward
+        draws the same values and the numeric gradient is the one given those draws.
     id : readable test id.
     """
     op: str
@@ -58,6 +61,7 @@ class OpCase:
     grad_rtol: float = 1e-4
     grad_atol: float = 1e-6
     eps: float = 1e-6
+    seed: Optional[int] = None
     id: str = ''
 
     def __post_init__(self):
@@ -173,7 +177,8 @@ def check_fast_forward(case):
 
 
 def check_gradient(case):
-    """float64 central differences of sum(w * outputs) against the operator's backward."""
+    """float64 central differences of sum(w * outputs) against the operator's backward
+    (random operators: every forward from ``case.seed``)."""
     op = case.make_op()
     inputs = case.make_inputs('float64')
     idx = _differentiable(case, op, inputs)
@@ -182,7 +187,13 @@ def check_gradient(case):
     op = _specialized(op, inputs)
     n = len(op.list_arguments())
     nvis = op.num_visible_outputs()
-    outs, aux = op_forward(op, inputs, case.is_train)
+
+    def forward(arrs):
+        if case.seed is not None:
+            np.random.seed(case.seed)
+        return op_forward(op, arrs, case.is_train)
+
+    outs, aux = forward(inputs)
     rng = np.random.RandomState(1)
     w = [rng.uniform(-1, 1, o.shape) for o in outs[:nvis]]
     if op.is_loss:
@@ -204,7 +215,7 @@ def check_gradient(case):
         return
 
     def loss(arrs):
-        o, _ = op_forward(op, arrs, case.is_train)
+        o, _ = forward(arrs)
         return sum(float((a * b).sum()) for a, b in zip(o[:nvis], w))
 
     for i in idx:

@@ -18,9 +18,9 @@ MXNet 1.9.1's CPU kernels (src/operator/image/).
   are computed in float32 (float64 for float64 images) and cast back (uint8 clamped to
   [0, 255], then truncated).
 
-Gradients are the derivatives (MXNet 1.9.1 registers ``_copy`` for every augmenter and
-``to_tensor``: the head gradient unchanged, neither flipped, transposed nor scaled; and none
-for resize): flips and crop move the head gradient back, ``to_tensor`` transposes it and
+Gradients are the derivatives (MXNet 1.9.1 registers ``_copy`` for every augmenter,
+``to_tensor`` and ``resize``: the head gradient unchanged, neither flipped, transposed nor
+scaled; resize's fails unless the size is unchanged): flips and crop move the head gradient back, ``to_tensor`` transposes it and
 divides by 255, ``normalize`` divides by std, ``resize`` is the adjoint of its interpolation,
 the colour augmenters differentiate their formulas (hue through the HLS round trip,
 piecewise linear in the pixel) and lighting adds a constant (gradient the head). The random
@@ -309,8 +309,8 @@ class Resize(Operator):
         return [cv_resize(xp, x, oh, ow, self.interp)]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
-        # the adjoint of the interpolation (resize is linear in the image; MXNet 1.9.1 has
-        # no gradient); 0 for an integer image (rounded values)
+        # the adjoint of the interpolation (resize is linear in the image; MXNet 1.9.1's
+        # _copy fails on the other size); 0 for an integer image (rounded values)
         if not need[0]:
             return [None]
         g = out_grads[0]

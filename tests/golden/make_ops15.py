@@ -143,7 +143,7 @@ MXNET_GRADS = {'_contrib_hawkesll': ('lda', 'alpha', 'beta')}
 ZERO_HEADS = {'_contrib_hawkesll': (1,)}
 
 
-#: cases beside the OpCase rows: inputs the rows cannot give (mixed dtypes)
+#: cases beside the OpCase rows (another mixed-precision phase 1: t=2, beta1, rescale_grad)
 _E = np.random.RandomState(16)
 EXTRA = {
     'mp_lamb_update_phase1_f16': (

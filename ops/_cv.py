@@ -41,6 +41,34 @@ def cv_resize(xp, x, oh, ow, interp):
     return out.astype(x.dtype)
 
 
+def cv_resize_adjoint(xp, g, h, w, interp):
+    """The adjoint of :func:`cv_resize` for float images (its gradient: the resize is linear
+    in the image): the head gradient ``g`` (..., oh, ow, C) spread back onto (..., h, w, C)
+    with the forward's own taps and weights (``Ry.T @ g @ Rx`` per channel)."""
+    oh, ow = g.shape[-3], g.shape[-2]
+    ry = xp.asarray(_resize_matrix(oh, h, interp, g.dtype))
+    rx = xp.asarray(_resize_matrix(ow, w, interp, g.dtype))
+    t = xp.matmul(xp.swapaxes(g, -1, -2), rx)               # (..., oh, C, w)
+    t = xp.ascontiguousarray(xp.swapaxes(t, -1, -2))         # (..., oh, w, C)
+    lead = t.shape[:-3]
+    t = xp.matmul(ry.T, t.reshape(lead + (oh, -1)))         # (..., h, w * C)
+    return t.reshape(lead + (h, w, g.shape[-1]))
+
+
+def _resize_matrix(n_out, n_in, interp, dtype):
+    """(n_out, n_in): the weights :func:`cv_resize` gives each source row (column)."""
+    m = np.zeros((n_out, n_in), dtype)
+    rows = np.arange(n_out)
+    if interp == 0:
+        src = np.minimum(np.floor(rows * (n_in / n_out)).astype(np.int64), n_in - 1)
+        m[rows, src] = 1
+        return m
+    s0, s1, f = _linear_taps(n_out, n_in)
+    np.add.at(m, (rows, s0), (1 - f).astype(dtype))
+    np.add.at(m, (rows, s1), f.astype(dtype))
+    return m
+
+
 def _linear_taps(n_out, n_in):
     """OpenCV INTER_LINEAR source taps and weights along one axis (half-pixel centres)."""
     scale = n_in / n_out

@@ -16,12 +16,19 @@ As MXNet's kernels (checked bit for bit on float32):
   gives a float32 ``g``; ``mp_lamb_update_phase2`` gives ``weight32 - rate * g`` cast to the
   weight's type and, as MXNet 1.9.1's kernel, does not write ``weight32`` (an argument here,
   not a state); the LAMB optimizer updates the master copy itself.
+* Types as MXNet 1.9.1 fixes them (its MPLambPhaseOneType / MP_InferType): phase 1 takes
+  float16 ``weight`` and ``grad`` and float32 ``mean``, ``var`` and ``weight32``; phase 2
+  a float ``weight`` (the output's type) and float32 ``g``, ``r1``, ``r2`` and
+  ``weight32``. Anything else is a ``TypeInferenceError`` (a TypeError) naming the input
+  and its type.
 """
 import numpy as np
 
 from symgraph.opdef import Param, register, ShapeError, TypeInferenceError
 
 from .optimizer_updates import F32, _Update, _clip, _f
+
+F16 = np.dtype(np.float16)
 
 
 def _powf(b, t):
@@ -72,10 +79,15 @@ class MPLambUpdatePhase1(_Phase1):
     states = ('mean', 'var', 'weight32')
     f32_states = ('mean', 'var', 'weight32')
 
+    #: MXNet's MPLambPhaseOneType: the types it assigns (and requires)
+    TYPES = {'weight': F16, 'grad': F16, 'mean': F32, 'var': F32, 'weight32': F32}
+
     def infer_type(self, in_types):
-        ins, outs, aux = super().infer_type(in_types)
-        # g has weight32's type (float32; float64 accepted as for the other mp_ operators)
-        return ins, [aux[-1] if outs[0] is not None else None], aux
+        names = self.list_arguments() + self.list_auxiliary_states()
+        _require(self.name, names, in_types, self.TYPES,
+                 'float16 weight and grad, float32 mean, var and weight32')
+        types = [self.TYPES[n] for n in names]
+        return types[:2], [F32], types[2:]
 
     def forward(self, xp, inputs, aux, is_train):
         w, g = inputs
@@ -84,6 +96,13 @@ class MPLambUpdatePhase1(_Phase1):
         mean[...] = new['mean']
         var[...] = new['var']
         return [out]
+
+
+def _require(op, names, in_types, want, rule):
+    for n, t in zip(names, in_types):
+        if t is not None and n in want and np.dtype(t) != want[n]:
+            raise TypeInferenceError('%s: input %r is %s, but must be %s (MXNet 1.9.1 takes %s)'
+                                     % (op, n, np.dtype(t).name, want[n].name, rule))
 
 
 class _Phase2(_Update):
@@ -148,6 +167,18 @@ class MPLambUpdatePhase2(_Phase2):
 
     def list_arguments(self):
         return ['weight', 'g', 'r1', 'r2', 'weight32']
+
+    def infer_type(self, in_types):
+        # MXNet's MP_InferType<1, 1, 5>: weight and the output alike, the rest float32
+        names = self.list_arguments()
+        _require(self.name, names, in_types, {n: F32 for n in names[1:]},
+                 'float32 g, r1, r2 and weight32')
+        t = in_types[0]
+        if t is not None and np.dtype(t).kind != 'f':
+            raise TypeInferenceError('%s: input \'weight\' is %s; only floating point types '
+                                     'are supported' % (self.name, np.dtype(t).name))
+        t = None if t is None else np.dtype(t)
+        return [t, F32, F32, F32, F32], [t], []
 
     def forward(self, xp, inputs, aux, is_train):
         w, g, r1, r2, w32 = inputs

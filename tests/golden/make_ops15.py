@@ -143,7 +143,7 @@ MXNET_GRADS = {'_contrib_hawkesll': ('lda', 'alpha', 'beta')}
 ZERO_HEADS = {'_contrib_hawkesll': (1,)}
 
 
-#: cases beside the OpCase rows: inputs the rows cannot give (mixed dtypes)
+#: cases beside the OpCase rows (another mixed-precision phase 1: t=2, beta1, rescale_grad)
 _E = np.random.RandomState(16)
 EXTRA = {
     'mp_lamb_update_phase1_f16': (
@@ -216,7 +216,8 @@ def build_cases(mx):
                     grads = [args[i] for i in case.grad]
             if canon in MXNET_GRADS:
                 grads = [g for g in grads if g in MXNET_GRADS[canon]]
-            kind = 'either_flip' if canon.startswith('_image_random_flip') else 'exact'
+            kind = 'either_flip' if canon.startswith('_image_random_flip') else \
+                'random' if case.seed is not None else 'exact'
             out.append(('%s#%d' % (canon, k), canon, sym, dict(zip(names, inputs)), grads,
                         case.is_train, kind))
     for cid, (op, attrs, ins) in EXTRA.items():

@@ -87,10 +87,12 @@ def test_case_on_gpu_matches_cpu(case):
                 _compare(g.asnumpy(), c.asnumpy(), dtype, 'output %d (%s)' % (k, dtype))
         if not grads or op.no_grad or _random_in_training(cpu):
             continue
-        # gradients from a training forward of both, from the same auxiliary states
+        # gradients from a training forward of both, from the same auxiliary states (and
+        # the same host draws: the image augmenters draw with NumPy on either device)
         for e in (cpu, gpu):
             for k, a in zip(_names(op)[1], inputs[len(op.list_arguments()):]):
                 e.aux_dict['in_' + k][:] = a
+            np.random.seed(11)
             outs = e.forward(is_train=True)
         rng = np.random.RandomState(3)
         heads = None if op.is_loss else [rng.uniform(-1, 1, o.shape).astype(o.dtype)
@@ -119,8 +121,10 @@ def test_op_body_cupy_matches_numpy(case):
         inputs = case.make_inputs(dtype)
         res = {}
         for xp in (np, cupy):
-            # copies: the NumPy pass must not move the aux states the CuPy pass starts from
+            # copies: the NumPy pass must not move the aux states the CuPy pass starts from;
+            # the same host draws (hidden outputs of the image augmenters)
             arrs = [xp.array(a, copy=True) for a in inputs]
+            np.random.seed(11)
             aux = arrs[n:]
             outs = op.forward(xp, arrs[:n], aux, case.is_train)
             res[xp.__name__] = [cupy.asnumpy(o) for o in outs] + \
@@ -212,3 +216,24 @@ def test_image_decoders_and_hawkesll_on_the_gpu():
     got = mx.nd.contrib.hawkesll(*[mx.nd.array(a, ctx=mx.gpu(0), dtype=a.dtype) for a in ins])
     for g, w in zip(got, want):
         np.testing.assert_allclose(g.asnumpy(), w.asnumpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize('case', [c for c in CASES if c.op.startswith('_image_') and
+                                  c.seed is not None],
+                         ids=lambda c: c.id)
+def test_random_image_augmenter_gradients_on_the_gpu(case):
+    """The random augmenters draw on the host: seeded alike, the GPU's forward and
+    backward (from the hidden draws) equal the CPU's."""
+    for dtype in case.dtypes:
+        inputs = case.make_inputs(dtype)
+        exes = [_bind(case, ctx, inputs, dtype)[0] for ctx in (mx.cpu(), mx.gpu(0))]
+        head = np.random.RandomState(3).uniform(-1, 1, inputs[0].shape).astype(dtype)
+        res = []
+        for e in exes:
+            np.random.seed(case.seed)
+            out = e.forward(is_train=True)[0].asnumpy()
+            e.backward([mx.nd.array(head, ctx=e._ctx, dtype=dtype)])
+            res.append((out, e.grad_dict['in_data'].asnumpy()))
+        for (c_out, c_grad), (g_out, g_grad) in zip(res[:1], res[1:]):
+            _compare(g_out, c_out, dtype, 'output (%s)' % dtype)
+            _compare(g_grad, c_grad, dtype, 'gradient (%s)' % dtype)

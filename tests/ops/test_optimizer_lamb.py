@@ -5,7 +5,7 @@ import pytest
 
 import symgraph as mx
 from harness import OpCase, parametrize_cases, check_forward
-from symgraph.base import ShapeError
+from symgraph.base import ShapeError, TypeInferenceError
 
 
 def _phase1(attrs):
@@ -71,7 +71,8 @@ CASES = [
     OpCase('lamb_update_phase1', P1c, shapes=[S] * 4, ref=_phase1(P1c), grad=(),
            inputs=_positive_states),
     OpCase('mp_lamb_update_phase1', P1b, shapes=[S] * 5, ref=_phase1(P1b), grad=(),
-           inputs=_positive_states, dtypes=('float32',)),
+           inputs=_positive_states, dtypes=('float32',),
+           input_dtypes=('float16', 'float16', 'float32', 'float32', 'float32')),
     OpCase('lamb_update_phase2', {'lr': 0.1}, shapes=[S, S, (1,), (1,)],
            ref=_phase2({'lr': 0.1}), grad=(), inputs=_norms),
     OpCase('lamb_update_phase2', {'lr': 0.1, 'lower_bound': 3.0},
@@ -81,7 +82,12 @@ CASES = [
            shapes=[S, S, (1,), (1,)], ref=_phase2({'lr': 0.1, 'upper_bound': 1.0}),
            grad=(), inputs=_norms),
     OpCase('mp_lamb_update_phase2', {'lr': 0.05}, shapes=[S, S, (1,), (1,), S],
-           ref=_phase2({'lr': 0.05}), grad=(), inputs=_norms, dtypes=('float32',)),
+           ref=_phase2({'lr': 0.05}), grad=(), inputs=_norms, dtypes=('float32',),
+           input_dtypes=('float16', 'float32', 'float32', 'float32', 'float32')),
+    OpCase('mp_lamb_update_phase2', {'lr': 0.05, 'upper_bound': 1.0},
+           shapes=[S, S, (1,), (1,), S], ref=_phase2({'lr': 0.05, 'upper_bound': 1.0}),
+           grad=(), inputs=_norms, dtypes=('float32',),
+           input_dtypes=('float64', 'float32', 'float32', 'float32', 'float32')),
 ]
 
 
@@ -146,3 +152,47 @@ def test_errors():
         mx.nd.lamb_update_phase2(w, w, mx.nd.ones((2,)), mx.nd.ones((1,)), lr=0.1)
     with pytest.raises(mx.base.MXNetError, match="required parameter 'wd'"):
         mx.nd.lamb_update_phase1(w, w, w, w, t=1)
+
+
+@pytest.mark.parametrize('op,types,bad', [
+    ('mp_lamb_update_phase1', ('float32', 'float32', 'float32', 'float32', 'float32'),
+     "'weight' is float32, but must be float16"),
+    ('mp_lamb_update_phase1', ('float16', 'float32', 'float32', 'float32', 'float32'),
+     "'grad' is float32, but must be float16"),
+    ('mp_lamb_update_phase1', ('float16', 'float16', 'float16', 'float32', 'float32'),
+     "'mean' is float16, but must be float32"),
+    ('mp_lamb_update_phase1', ('float16', 'float16', 'float32', 'float32', 'float64'),
+     "'weight32' is float64, but must be float32"),
+    ('mp_lamb_update_phase2', ('float16', 'float16', 'float32', 'float32', 'float32'),
+     "'g' is float16, but must be float32"),
+    ('mp_lamb_update_phase2', ('float16', 'float32', 'float32', 'float32', 'float64'),
+     "'weight32' is float64, but must be float32"),
+])
+def test_mixed_precision_types_as_mxnet(op, types, bad):
+    """MXNet 1.9.1 refuses these ("Type inconsistent"); a TypeError naming the input here."""
+    shapes = [(3,), (3,), (3,), (3,), (3,)] if op.endswith('1') else \
+        [(3,), (3,), (1,), (1,), (3,)]
+    arrays = [mx.nd.ones(s, dtype=t) for s, t in zip(shapes, types)]
+    kw = {'t': 1, 'wd': 0.1} if op.endswith('1') else {'lr': 0.1}
+    with pytest.raises(TypeError, match=bad) as info:
+        getattr(mx.nd, op)(*arrays, **kw)
+    assert isinstance(info.value, TypeInferenceError) and op in str(info.value)
+    # graph inference too, naming the node
+    names = ['w', 'g', 'a', 'b', 'w32']
+    sym = getattr(mx.sym, op)(*[mx.sym.var(n) for n in names], name='lamb', **kw)
+    with pytest.raises(TypeInferenceError, match='lamb'):
+        sym.infer_type(**dict(zip(names, types)))
+
+
+def test_mixed_precision_types_inferred_as_mxnet():
+    """Unknown types are filled in as MXNet's inference does (float16 weight and grad)."""
+    sym = mx.sym.mp_lamb_update_phase1(*[mx.sym.var(n) for n in ('w', 'g', 'm', 'v', 'w32')],
+                                       t=1, wd=0.1)
+    args, outs, aux = sym.infer_type()
+    assert [np.dtype(t) for t in args] == ['float16', 'float16'] and \
+        [np.dtype(t) for t in aux] == ['float32'] * 3 and np.dtype(outs[0]) == 'float32'
+    sym = mx.sym.mp_lamb_update_phase2(*[mx.sym.var(n) for n in ('w', 'g', 'r1', 'r2', 'w32')],
+                                       lr=0.1)
+    args, outs, _ = sym.infer_type(w='float64')
+    assert [np.dtype(t) for t in args] == ['float64'] + ['float32'] * 4
+    assert np.dtype(outs[0]) == 'float64'

@@ -63,13 +63,13 @@ def _window_factor(thresh, dtype, min_area):
     rx_j)`` for centres cx and half-widths rx (likewise in y); ``inf`` where no such bound
     is safe.
 
-    Exactly, IoU <= iw / max(w_i, w_j) (the intersection is at most iw times either
-    height, the union at least either area), so IoU > u needs min(w) > u max(w) and
-    iw > 2u max(rx); with iw <= rx_i + rx_j - |d| this gives |d| < 2(1 - u) min(rx) for
-    u >= 1/2 and |d| < min(rx) (1 - u) / u below. ``u`` is ``thresh`` less a margin of 64
-    ulps of the dtype, far more than the few roundings of MXNet's IoU formula; overflow
-    only lowers a computed IoU (to 0 or NaN), and boxes whose products may be subnormal
-    (where roundings are not relative) get no bound.
+    Exactly, the IoU is at most the 1-D IoU of the x intervals, iw / (w_i + w_j - iw)
+    (equal, aligned heights maximise it), so IoU > u needs min(rx) > u max(rx) (iw <=
+    2 min(rx)) and, with iw <= rx_i + rx_j - |d|, |d| < (rx_i + rx_j)(1 - u)/(1 + u) <
+    min(rx)(1 - u)/u; nested boxes sharing an edge reach the bound. ``u`` is ``thresh``
+    less a margin of 64 ulps of the dtype, far more than the few roundings of MXNet's
+    IoU; overflow only lowers a computed IoU (to 0 or NaN), and boxes whose products may
+    be subnormal (where roundings are not relative) get no bound.
     """
     if not np.issubdtype(dtype, np.floating):
         return np.inf
@@ -77,7 +77,7 @@ def _window_factor(thresh, dtype, min_area):
     u = thresh * (1.0 - 64.0 * float(fi.eps))
     if u <= 0 or not u * min_area > float(fi.tiny) * 2.0 ** (fi.nmant + 4):
         return np.inf
-    return max(0.0, 2.0 * (1.0 - u) if u >= 0.5 else (1.0 - u) / u)
+    return max(0.0, (1.0 - u) / u)
 
 
 class _Rows:

@@ -21,9 +21,10 @@ def to_host(a):
 # ----------------------------------------------------------------------------------
 # box arithmetic as MXNet does it (bounding_box-common.h)
 # ----------------------------------------------------------------------------------
-def box_corners(coords, fmt):
-    """(x1, y1, x2, y2) and MXNet's areas (0 for negative extents) of (..., 4) boxes."""
-    a, b, c, d = (coords[..., i] for i in range(4))
+def box_corners(coords, fmt, axis=-1):
+    """(x1, y1, x2, y2) and MXNet's areas (0 for negative extents) of (..., 4) boxes
+    (``axis=0``: of (4, ...) boxes)."""
+    a, b, c, d = (coords[i] if axis == 0 else coords[..., i] for i in range(4))
     if fmt == 'corner':
         w, h = c - a, d - b
         x1, y1, x2, y2 = a, b, c, d
@@ -95,7 +96,9 @@ class _Rows:
         n = cx.size
         oy = cy.min()
         tall = 2.0 * hy
-        s = max(float(np.median(tall)) / _ROWDIV, (cy.max() - oy) / 4096.0, 1e-12)
+        mid = tall.size // 2
+        s = max(float(np.partition(tall, mid)[mid]) / _ROWDIV, (cy.max() - oy) / 4096.0,
+                1e-12)
         while True:             # a few very tall windows: coarser rows, fewer queries
             r0 = np.floor((cy - hy - oy) / s - 1e-7).astype(np.int64)
             r1 = np.floor((cy + hy - oy) / s + 1e-7).astype(np.int64)
@@ -235,14 +238,19 @@ def greedy_nms_keep(x1, y1, x2, y2, area, key, thresh, first_block=64):
     pos = np.flatnonzero(ok)
     if pos.size < 2:
         return keep | ok
+    whole = pos.size == x1.size
     kr = np.zeros(pos.size, np.int64)
     k = key[pos]
     if k.min() != k.max():
         kr = np.unique(k, return_inverse=True)[1].reshape(-1).astype(np.int64)
         perm = np.argsort(kr, kind='stable')            # key-major, score order inside
         pos, kr = pos[perm], kr[perm]
+        whole = False
     nkeys = int(kr[-1]) + 1 if kr.size else 1
-    bx1, by1, bx2, by2, ba = x1[pos], y1[pos], x2[pos], y2[pos], area[pos]
+    if whole:
+        bx1, by1, bx2, by2, ba = x1, y1, x2, y2, area
+    else:
+        bx1, by1, bx2, by2, ba = x1[pos], y1[pos], x2[pos], y2[pos], area[pos]
     fx1, fy1 = bx1.astype(np.float64), by1.astype(np.float64)
     fx2, fy2 = bx2.astype(np.float64), by2.astype(np.float64)
     rx, ry = (fx2 - fx1) * 0.5, (fy2 - fy1) * 0.5

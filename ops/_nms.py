@@ -57,6 +57,11 @@ _SPARSE_MAX = 1 << 23
 _SPARSE_SHARE = 0.1
 _SPARSE_SMALL = 1 << 18
 _ROWDIV = 2.0
+#: one pass over all candidate pairs when there are at most this many per box; more
+#: neighbours mean more suppression, and blocks in score order skip suppressed boxes
+_ONE_PASS = 24
+#: boxes in the first block of the sparse blocks
+_SPARSE_FIRST = 256
 
 
 def _window_factor(thresh, dtype, min_area):
@@ -115,17 +120,25 @@ class _Rows:
         self.order = np.argsort(comp, kind='stable')
         self.comp = comp[self.order]
         self.slack = 8.0 * float(np.spacing(max(abs(self.comp[-1]), 1.0))) + 1e-12
+        self.nq, self.qstart = nq, np.cumsum(nq) - nq
         self.qbox = np.repeat(np.arange(n), nq)
-        local = np.arange(self.qbox.size) - np.repeat(np.cumsum(nq) - nq, nq)
+        local = np.arange(self.qbox.size) - np.repeat(self.qstart, nq)
         self.base = ((kr * nrows)[self.qbox] + r0[self.qbox] + local) * width
 
-    def query(self, half):
-        """(qbox, lo, cnt): box ``qbox[k]`` meets the sorted boxes lo[k] .. lo[k]+cnt[k]-1."""
-        x = self.base + self.cx[self.qbox]
-        h = self.hx[self.qbox] + self.slack
+    def query(self, half, boxes=None):
+        """(qbox, lo, cnt): box ``qbox[k]`` meets the sorted boxes lo[k] .. lo[k]+cnt[k]-1
+        (for all boxes, or for the boxes ``boxes``, ascending)."""
+        qbox, base = self.qbox, self.base
+        if boxes is not None:
+            nq = self.nq[boxes]
+            at = np.repeat(self.qstart[boxes] - (np.cumsum(nq) - nq), nq) + np.arange(
+                nq.sum())
+            qbox, base = qbox[at], base[at]
+        x = base + self.cx[qbox]
+        h = self.hx[qbox] + self.slack
         lo = np.searchsorted(self.comp, x - (self.slack if half else h), 'left')
         hi = np.searchsorted(self.comp, x + h, 'right')
-        return self.qbox, lo, np.maximum(hi - lo, 0)
+        return qbox, lo, np.maximum(hi - lo, 0)
 
     def sorted_boxes(self, *arrays):
         """``arrays`` (one value per box) in the sorted order of the rows."""
@@ -267,65 +280,125 @@ def greedy_nms_keep(x1, y1, x2, y2, area, key, thresh, first_block=64):
     kept = np.zeros(m, bool)
     alive = np.arange(m)
     block = max(1, int(first_block))
+    sblock = _SPARSE_FIRST
     while alive.size:
         rows = _Rows(cx[alive], cy[alive], hx[alive], hy[alive], kr[alive])
         qbox, lo, cnt = rows.query(half=True)
         total = int(cnt.sum())
         same = np.bincount(kr[alive], minlength=nkeys)
-        if total <= max(_SPARSE_SMALL, min(_SPARSE_MAX, _SPARSE_SHARE * float(
+        if total > max(_SPARSE_SMALL, min(_SPARSE_MAX, _SPARSE_SHARE * float(
                 (same * (same - 1.0) / 2).sum()))):
-            src, dst = _sparse_edges(rows, qbox, lo, cnt, *(
-                v if alive.size == m else v[alive] for v in (bx1, by1, bx2, by2, ba)),
-                thresh=thresh)
+            alive = _dense_step(alive, block, kr, kept, bx1, by1, bx2, by2, ba, thresh)
+            block = min(2 * block, 1024)
+            continue
+        boxes = [v if alive.size == m else v[alive] for v in (bx1, by1, bx2, by2, ba)]
+        if total <= _ONE_PASS * alive.size:
+            src, dst = _sparse_edges(rows, qbox, lo, cnt, *boxes, thresh=thresh)
             kept[alive[_resolve_greedy(alive.size, src, dst)]] = True
             break
-        alive = _dense_step(alive, block, kr, kept, bx1, by1, bx2, by2, ba, thresh)
-        block = min(2 * block, 1024)
+        alive, sblock = _sparse_blocks(rows, alive, kept, sblock, *boxes, thresh=thresh)
     keep[pos[kept]] = True
     return keep
 
 
-def _sparse_edges(rows, qbox, lo, cnt, x1, y1, x2, y2, area, thresh):
-    """Suppression edges (src < dst) among the boxes of ``rows`` (local indices) from the
-    candidate ranges ``qbox, lo, cnt`` of :meth:`_Rows.query`.
-
-    The IoU is MXNet's (:func:`pair_iou`) except that negative overlaps are clipped with
-    ``maximum``, which can give -0.0 where ``where`` gives 0.0: the same decisions for
-    thresholds >= 0. The boxes met are read from copies in row order, so that each range
-    is contiguous.
-    """
-    sx1, sy1, sx2, sy2, sa = rows.sorted_boxes(x1, y1, x2, y2, area)
-    src, dst = [], []
+def _chunks(qbox, lo, cnt):
+    """The candidate pairs of the ranges ``qbox, lo, cnt`` (:meth:`_Rows.query`), about
+    _CHUNK at a time: (query box, position in the rows' sorted order)."""
     ends = np.cumsum(cnt)
     start = 0
-    while start < qbox.size:    # at most about _CHUNK pairs at a time
+    while start < qbox.size:
         done = int(ends[start - 1]) if start else 0
         stop = max(start + 1, int(np.searchsorted(ends, done + _CHUNK, 'right')))
         c = cnt[start:stop]
         a = np.repeat(qbox[start:stop], c)
-        at = np.arange(done, done + a.size) - np.repeat(
-            ends[start:stop] - c - lo[start:stop], c)
-        w = np.minimum(np.take(x2, a), np.take(sx2, at))
-        w -= np.maximum(np.take(x1, a), np.take(sx1, at))
-        h = np.minimum(np.take(y2, a), np.take(sy2, at))
-        h -= np.maximum(np.take(y1, a), np.take(sy1, at))
-        np.maximum(w, 0, out=w)
-        np.maximum(h, 0, out=h)
-        w *= h                                              # intersection
-        h = np.take(area, a)
-        h += np.take(sa, at)
-        h -= w                                              # union
-        with np.errstate(invalid='ignore', divide='ignore'):
-            w /= h
-        hit = np.flatnonzero(w > thresh)
+        at = np.arange(done, done + a.size) - np.repeat(ends[start:stop] - c - lo[start:stop],
+                                                        c)
+        yield a, at
+        start = stop
+
+
+def _iou_above(a, at, boxes, sorted_boxes, thresh):
+    """Positions k where the IoU of box ``a[k]`` and sorted box ``at[k]`` is > thresh.
+
+    MXNet's IoU (:func:`pair_iou`) except that negative overlaps are clipped with
+    ``maximum``, which can give -0.0 where ``where`` gives 0.0: the same decisions for
+    thresholds >= 0.
+    """
+    x1, y1, x2, y2, area = boxes
+    sx1, sy1, sx2, sy2, sa = sorted_boxes
+    w = np.minimum(np.take(x2, a), np.take(sx2, at))
+    w -= np.maximum(np.take(x1, a), np.take(sx1, at))
+    h = np.minimum(np.take(y2, a), np.take(sy2, at))
+    h -= np.maximum(np.take(y1, a), np.take(sy1, at))
+    np.maximum(w, 0, out=w)
+    np.maximum(h, 0, out=h)
+    w *= h                                              # intersection
+    h = np.take(area, a)
+    h += np.take(sa, at)
+    h -= w                                              # union
+    with np.errstate(invalid='ignore', divide='ignore'):
+        w /= h
+    return np.flatnonzero(w > thresh)
+
+
+def _sparse_edges(rows, qbox, lo, cnt, x1, y1, x2, y2, area, thresh):
+    """Suppression edges (src < dst) among the boxes of ``rows`` (local indices) from the
+    candidate ranges ``qbox, lo, cnt`` of :meth:`_Rows.query` (half windows: each pair
+    once, or twice where centres tie). The boxes met are read from copies in row order,
+    so that each range is contiguous."""
+    boxes = (x1, y1, x2, y2, area)
+    sboxes = rows.sorted_boxes(*boxes)
+    src, dst = [np.zeros(0, np.intp)], [np.zeros(0, np.intp)]
+    for a, at in _chunks(qbox, lo, cnt):
+        hit = _iou_above(a, at, boxes, sboxes, thresh)
         a, b = a[hit], rows.order[at[hit]]
         self_pair = a == b
         if self_pair.any():
             a, b = a[~self_pair], b[~self_pair]
         src.append(np.minimum(a, b))
         dst.append(np.maximum(a, b))
-        start = stop
     return np.concatenate(src), np.concatenate(dst)
+
+
+def _sparse_blocks(rows, alive, kept, block, x1, y1, x2, y2, area, thresh):
+    """Greedy over the boxes of ``rows`` (``alive``, local indices) in blocks of doubling
+    size in score order: the candidates of a block's live boxes (full windows) among the
+    later live boxes, greedy inside the block, then its kept boxes suppress the later
+    ones. Boxes suppressed early are never searched from, which is what saves time when
+    most boxes are suppressed. Returns the boxes still undecided, once fewer than half of
+    those searched over are (the caller then rebuilds the rows), and the next block size.
+    """
+    boxes = (x1, y1, x2, y2, area)
+    sboxes = rows.sorted_boxes(*boxes)
+    n = alive.size
+    live = np.ones(n, bool)
+    ptr = 0
+    while ptr < n:
+        end = min(n, ptr + block)
+        q = ptr + np.flatnonzero(live[ptr:end])
+        src, dst = [np.zeros(0, np.intp)], [np.zeros(0, np.intp)]
+        for a, at in _chunks(*rows.query(False, q)):
+            b = rows.order[at]
+            sel = np.flatnonzero((b > a) & live[b])
+            a, at, b = a[sel], at[sel], b[sel]
+            hit = _iou_above(a, at, boxes, sboxes, thresh)
+            src.append(a[hit])
+            dst.append(b[hit])
+        src, dst = np.concatenate(src), np.concatenate(dst)
+        inside = dst < end
+        kb = _resolve_greedy(end - ptr, src[inside] - ptr, dst[inside] - ptr)
+        kb &= live[ptr:end]
+        kept[alive[ptr + np.flatnonzero(kb)]] = True
+        is_kept = np.zeros(n, bool)
+        is_kept[ptr:end] = kb
+        live[ptr:end] = False
+        out = ~inside
+        live[dst[out][is_kept[src[out]]]] = False
+        ptr, block = end, block * 2
+        left = ptr + np.flatnonzero(live[ptr:])
+        if left.size < n // 2:
+            return alive[left], block
+    return alive[:0], block
 
 
 def _dense_step(alive, block, kr, kept, x1, y1, x2, y2, area, thresh):

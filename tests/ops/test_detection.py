@@ -378,11 +378,16 @@ def test_resolve_greedy_random_edges(max_rounds):
     assert det._resolve_greedy(n, src, dst, max_rounds).tolist() == expected.tolist()
 
 
-# the paths of greedy_nms_keep: the sparse search alone, dense blocks until nothing is
-# left, and dense blocks first with the sparse search for the rest
-_PATHS = {'sparse': {},
+# the paths of greedy_nms_keep: as chosen, one pass over all candidate pairs, sparse
+# blocks in score order, dense blocks until nothing is left, and dense blocks first with
+# sparse blocks for the rest
+_NEVER_DENSE = {'_SPARSE_SMALL': 1 << 62, '_SPARSE_SHARE': 1.0}
+_PATHS = {'chosen': {},
+          'one pass': dict(_NEVER_DENSE, _ONE_PASS=float('inf')),
+          'blocks': dict(_NEVER_DENSE, _ONE_PASS=0, _SPARSE_FIRST=3),
           'dense': {'_SPARSE_SMALL': 0, '_SPARSE_SHARE': 0.0},
-          'mixed': {'_SPARSE_SMALL': 0, '_SPARSE_SHARE': 0.02}}
+          'mixed': {'_SPARSE_SMALL': 0, '_SPARSE_SHARE': 0.02, '_ONE_PASS': 0,
+                    '_SPARSE_FIRST': 5}}
 
 
 def _keep_on_path(monkeypatch, path, boxes, keys, thresh, first_block=64):

@@ -1,14 +1,25 @@
 """Greedy non-maximum suppression without the n x n IoU matrix (NumPy).
 
-A uniform grid over the boxes yields only the pairs that can overlap; their IoUs are
-computed vectorised with MXNet's arithmetic (in the boxes' dtype), and the greedy pass
-resolves the sparse "i suppresses j" edges in vectorised rounds. Blocks of doubling size
-are taken in score order, so in clustered detections the first kept boxes remove most of
-the others before many pairs are formed. The result is exactly sequential greedy NMS:
-suppress when IoU > threshold, boxes in descending score order, equal scores in input order.
+A computed IoU above the threshold t bounds how far apart two boxes' centres can be,
+relative to the smaller box (:func:`_window_factor`), so each box only meets the boxes
+whose centres lie in a window about its own size: rows of centres sorted by x per key
+(:class:`_Rows`) give them by ``searchsorted``. Their IoUs are computed vectorised with
+MXNet's arithmetic (in the boxes' dtype). Three ways to resolve the greedy order:
 
-Used by ``_contrib_box_nms`` and ``_contrib_nms`` (ops/detection.py). A GPU bitmask kernel
-can replace :func:`greedy_nms_keep` without changing the operators.
+* one pass: every candidate pair once (half windows), then :func:`_resolve_greedy`
+  over the suppression edges (few neighbours per box);
+* sparse blocks in score order: a block's live boxes against the later live boxes, so
+  that boxes suppressed early are never searched from (many neighbours per box);
+* dense blocks: the IoU matrix of the top live boxes and their kept boxes against the
+  later boxes of their keys, while the boxes are so crowded that windows hold most of
+  them; the rows are then rebuilt over the boxes left.
+
+The result is exactly sequential greedy NMS: suppress when IoU > threshold, boxes in
+descending score order, equal scores in input order.
+
+Used by ``_contrib_box_nms`` and ``_contrib_nms`` (ops/detection.py) and by
+MultiBoxDetection. On CuPy the operators use the bitmask kernel instead (float16 and
+negative thresholds excepted).
 """
 import numpy as np
 

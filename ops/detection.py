@@ -1,7 +1,7 @@
 """Box operators: ``_contrib_box_nms``, ``_contrib_box_iou``, ``_contrib_nms``, and the box
 coders ``_contrib_box_encode`` / ``_contrib_box_decode``.
 
-The greedy NMS itself is in ``ops/nms_core.py`` (:func:`nms_indices`,
+The greedy NMS itself is in ``ops/_nms.py`` (:func:`nms_indices`,
 :func:`greedy_nms_keep`): it never builds the n x n IoU matrix and reproduces MXNet's result
 exactly (IoU > threshold suppresses, equal scores keep input order, MXNet's IoU arithmetic in
 the data's dtype). On CuPy arrays the sorting and bookkeeping run on a host copy and the

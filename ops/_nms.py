@@ -1,14 +1,25 @@
 """Greedy non-maximum suppression without the n x n IoU matrix (NumPy).
 
-A uniform grid over the boxes yields only the pairs that can overlap; their IoUs are
-computed vectorised with MXNet's arithmetic (in the boxes' dtype), and the greedy pass
-resolves the sparse "i suppresses j" edges in vectorised rounds. Blocks of doubling size
-are taken in score order, so in clustered detections the first kept boxes remove most of
-the others before many pairs are formed. The result is exactly sequential greedy NMS:
-suppress when IoU > threshold, boxes in descending score order, equal scores in input order.
+A computed IoU above the threshold t bounds how far apart two boxes' centres can be,
+relative to the smaller box (:func:`_window_factor`), so each box only meets the boxes
+whose centres lie in a window about its own size: rows of centres sorted by x per key
+(:class:`_Rows`) give them by ``searchsorted``. Their IoUs are computed vectorised with
+MXNet's arithmetic (in the boxes' dtype). Three ways to resolve the greedy order:
 
-Used by ``_contrib_box_nms`` and ``_contrib_nms`` (ops/detection.py). A GPU bitmask kernel
-can replace :func:`greedy_nms_keep` without changing the operators.
+* one pass: every candidate pair once (half windows), then :func:`_resolve_greedy`
+  over the suppression edges (few neighbours per box);
+* sparse blocks in score order: a block's live boxes against the later live boxes, so
+  that boxes suppressed early are never searched from (many neighbours per box);
+* dense blocks: the IoU matrix of the top live boxes and their kept boxes against the
+  later boxes of their keys, while the boxes are so crowded that windows hold most of
+  them; the rows are then rebuilt over the boxes left.
+
+The result is exactly sequential greedy NMS: suppress when IoU > threshold, boxes in
+descending score order, equal scores in input order.
+
+Used by ``_contrib_box_nms`` and ``_contrib_nms`` (ops/detection.py) and by
+MultiBoxDetection. On CuPy the operators use the bitmask kernel instead (float16 and
+negative thresholds excepted).
 """
 import numpy as np
 
@@ -21,9 +32,10 @@ def to_host(a):
 # ----------------------------------------------------------------------------------
 # box arithmetic as MXNet does it (bounding_box-common.h)
 # ----------------------------------------------------------------------------------
-def box_corners(coords, fmt):
-    """(x1, y1, x2, y2) and MXNet's areas (0 for negative extents) of (..., 4) boxes."""
-    a, b, c, d = (coords[..., i] for i in range(4))
+def box_corners(coords, fmt, axis=-1):
+    """(x1, y1, x2, y2) and MXNet's areas (0 for negative extents) of (..., 4) boxes
+    (``axis=0``: of (4, ...) boxes)."""
+    a, b, c, d = (coords[i] if axis == 0 else coords[..., i] for i in range(4))
     if fmt == 'corner':
         w, h = c - a, d - b
         x1, y1, x2, y2 = a, b, c, d
@@ -47,88 +59,125 @@ def pair_iou(x1, y1, x2, y2, area, i, j):
 # ----------------------------------------------------------------------------------
 # greedy NMS without the n x n matrix
 # ----------------------------------------------------------------------------------
-class _Grid:
-    """A uniform grid over boxes with a positive, finite extent (float64 copies).
+#: candidate pairs one search step holds at once (memory bound of the sparse path)
+_CHUNK = 1 << 21
+#: the sparse path runs when its candidate pairs are at most this many ...
+_SPARSE_MAX = 1 << 23
+#: ... and at most this share of the same-key pairs (or below _SPARSE_SMALL): denser
+#: boxes first go through blocks of the dense path, whose kept boxes remove most others
+_SPARSE_SHARE = 0.1
+_SPARSE_SMALL = 1 << 18
+_ROWDIV = 2.0
+#: one pass over all candidate pairs when there are at most this many per box; more
+#: neighbours mean more suppression, and blocks in score order skip suppressed boxes
+_ONE_PASS = 24
+#: boxes in the first block of the sparse blocks
+_SPARSE_FIRST = 256
 
-    A box is entered in every cell it touches; cells are per key (batch and class), so
-    boxes of different keys never meet. A pair of boxes is reported once, by the cell
-    holding the top-left corner of their intersection.
+
+def _window_factor(thresh, dtype, min_area):
+    """``f`` such that a computed IoU > ``thresh`` implies ``|cx_i - cx_j| < f * min(rx_i,
+    rx_j)`` for centres cx and half-widths rx (likewise in y); ``inf`` where no such bound
+    is safe.
+
+    Exactly, the IoU is at most the 1-D IoU of the x intervals, iw / (w_i + w_j - iw)
+    (equal, aligned heights maximise it), so IoU > u needs min(rx) > u max(rx) (iw <=
+    2 min(rx)) and, with iw <= rx_i + rx_j - |d|, |d| < (rx_i + rx_j)(1 - u)/(1 + u) <
+    min(rx)(1 - u)/u; nested boxes sharing an edge reach the bound. ``u`` is ``thresh``
+    less a margin of 64 ulps of the dtype, far more than the few roundings of MXNet's
+    IoU; overflow only lowers a computed IoU (to 0 or NaN), and boxes whose products may
+    be subnormal (where roundings are not relative) get no bound.
+    """
+    if not np.issubdtype(dtype, np.floating):
+        return np.inf
+    fi = np.finfo(dtype)
+    u = thresh * (1.0 - 64.0 * float(fi.eps))
+    if u <= 0 or not u * min_area > float(fi.tiny) * 2.0 ** (fi.nmant + 4):
+        return np.inf
+    return max(0.0, (1.0 - u) / u)
+
+
+class _Rows:
+    """Boxes in rows of their centres' y (per key), sorted by centre x within a row.
+
+    ``query`` gives, for every box, the boxes whose centre lies in its window (centre x
+    within ``hx`` -- or, with ``half``, in [x, x + hx] only, so that each pair is found
+    once, by its left box -- and centre y within ``hy``), as ranges of the sorted order.
+    Coordinates are float64, normalised to the unit square; windows get a slack of a few
+    ulps of the sort key, so the ranges hold every box whose centre is in the window.
     """
 
-    def __init__(self, x1, y1, x2, y2, key, max_factor=16):
-        self.x1, self.y1 = x1.astype(np.float64), y1.astype(np.float64)
-        self.x2, self.y2 = x2.astype(np.float64), y2.astype(np.float64)
-        self.ox, self.oy = self.x1.min(), self.y1.min()
-        span = max(self.x2.max() - self.ox, self.y2.max() - self.oy)
-        side = np.maximum(self.x2 - self.x1, self.y2 - self.y1)
-        cs = max(float(np.median(side)), span / 4096.0)
-        while True:
-            self.cs = cs
-            cx0, cy0, nx, ny = self._span(slice(None))
-            if (nx * ny).sum() <= max_factor * x1.size + 4096:
+    def __init__(self, cx, cy, hx, hy, kr):
+        self.cx, self.cy, self.hx, self.hy = cx, cy, hx, hy
+        n = cx.size
+        oy = cy.min()
+        tall = 2.0 * hy
+        mid = tall.size // 2
+        s = max(float(np.partition(tall, mid)[mid]) / _ROWDIV, (cy.max() - oy) / 4096.0,
+                1e-12)
+        while True:             # a few very tall windows: coarser rows, fewer queries
+            r0 = np.floor((cy - hy - oy) / s - 1e-7).astype(np.int64)
+            r1 = np.floor((cy + hy - oy) / s + 1e-7).astype(np.int64)
+            row = np.floor((cy - oy) / s).astype(np.int64)
+            nrows = int(row.max()) + 1
+            np.clip(r0, 0, nrows - 1, out=r0)
+            np.clip(r1, 0, nrows - 1, out=r1)
+            nq = r1 - r0 + 1
+            if nq.sum() <= 16 * n + 1024:
                 break
-            cs *= 2.0       # a few very large boxes: coarser cells, fewer replicas
-        self.cx0, self.cy0 = cx0, cy0
-        self.gx = int((cx0 + nx).max()) + 1
-        self.gy = int((cy0 + ny).max()) + 1
-        self.kr = np.unique(key, return_inverse=True)[1].reshape(-1).astype(np.int64)
+            s *= 2.0
+        width = 2.0 + 2.0 * float(hx.max())
+        comp = (kr * nrows + row) * width + cx
+        self.order = np.argsort(comp, kind='stable')
+        self.comp = comp[self.order]
+        self.slack = 8.0 * float(np.spacing(max(abs(self.comp[-1]), 1.0))) + 1e-12
+        self.nq, self.qstart = nq, np.cumsum(nq) - nq
+        self.qbox = np.repeat(np.arange(n), nq)
+        local = np.arange(self.qbox.size) - np.repeat(self.qstart, nq)
+        self.base = ((kr * nrows)[self.qbox] + r0[self.qbox] + local) * width
 
-    def _cell(self, v, o):
-        return np.floor((v - o) / self.cs).astype(np.int64)
+    def query(self, half, boxes=None):
+        """(qbox, lo, cnt): box ``qbox[k]`` meets the sorted boxes lo[k] .. lo[k]+cnt[k]-1
+        (for all boxes, or for the boxes ``boxes``, ascending)."""
+        qbox, base = self.qbox, self.base
+        if boxes is not None:
+            nq = self.nq[boxes]
+            at = np.repeat(self.qstart[boxes] - (np.cumsum(nq) - nq), nq) + np.arange(
+                nq.sum())
+            qbox, base = qbox[at], base[at]
+        x = base + self.cx[qbox]
+        h = self.hx[qbox] + self.slack
+        lo = np.searchsorted(self.comp, x - (self.slack if half else h), 'left')
+        hi = np.searchsorted(self.comp, x + h, 'right')
+        return qbox, lo, np.maximum(hi - lo, 0)
 
-    def _span(self, sel):
-        if isinstance(sel, slice):
-            cx0, cy0 = self._cell(self.x1, self.ox), self._cell(self.y1, self.oy)
-        else:
-            cx0, cy0 = self.cx0[sel], self.cy0[sel]
-        nx = self._cell(self.x2[sel], self.ox) - cx0 + 1
-        ny = self._cell(self.y2[sel], self.oy) - cy0 + 1
-        return cx0, cy0, nx, ny
+    def sorted_boxes(self, *arrays):
+        """``arrays`` (one value per box) in the sorted order of the rows."""
+        return [np.take(v, self.order) for v in arrays]
 
-    def entries(self, sel):
-        """(box, cell, cx, cy) of boxes ``sel`` (ascending), sorted by cell then box."""
-        cx0, cy0, nx, ny = self._span(sel)
-        per = nx * ny
-        i = np.repeat(np.arange(sel.size), per)
-        local = np.arange(i.size) - np.repeat(np.cumsum(per) - per, per)
-        cx, cy = cx0[i] + local % nx[i], cy0[i] + local // nx[i]
-        box = sel[i]
-        cell = (self.kr[box] * self.gy + cy) * self.gx + cx
-        order = np.argsort(cell, kind='stable')
-        return box[order], cell[order], cx[order], cy[order]
 
-    def _owned(self, a, b, cx, cy):
-        """Pairs reported by the cell (cx, cy) that owns them and that truly overlap.
+def _iou_block(x1, y1, x2, y2, area, i, j):
+    """IoU matrix of boxes ``i`` (rows) against ``j`` (columns): :func:`pair_iou`'s
+    arithmetic, broadcast."""
+    w = np.minimum(x2[i][:, None], x2[j]) - np.maximum(x1[i][:, None], x1[j])
+    h = np.minimum(y2[i][:, None], y2[j]) - np.maximum(y1[i][:, None], y1[j])
+    inter = np.where(w > 0, w, 0) * np.where(h > 0, h, 0)
+    with np.errstate(invalid='ignore', divide='ignore'):
+        return inter / (area[i][:, None] + area[j] - inter)
 
-        floor is monotonic, so the cell of the intersection's corner is the larger of the
-        two boxes' first cells: the ownership test needs integers only.
-        """
-        own = ((np.maximum(self.cx0[a], self.cx0[b]) == cx)
-               & (np.maximum(self.cy0[a], self.cy0[b]) == cy))
-        a, b = a[own], b[own]
-        ok = ((np.minimum(self.x2[a], self.x2[b]) > np.maximum(self.x1[a], self.x1[b]))
-              & (np.minimum(self.y2[a], self.y2[b]) > np.maximum(self.y1[a], self.y1[b])))
-        return a[ok], b[ok]
 
-    def pairs_within(self, sel):
-        """Overlapping pairs (i, j), i < j, among boxes ``sel``."""
-        box, cell, cx, cy = self.entries(sel)
-        bounds = np.flatnonzero(np.diff(cell)) + 1
-        sizes = np.diff(np.concatenate(([0], bounds, [cell.size])))
-        cnt = np.repeat(np.append(bounds, cell.size), sizes) - np.arange(cell.size) - 1
-        first = np.repeat(np.arange(cell.size), cnt)
-        second = first + 1 + np.arange(first.size) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-        return self._owned(box[first], box[second], cx[first], cy[first])
-
-    def pairs_between(self, sel_a, sel_b):
-        """Overlapping pairs (i, j), i from ``sel_a``, j from ``sel_b``."""
-        abox, acell, acx, acy = self.entries(sel_a)
-        bbox, bcell = self.entries(sel_b)[:2]
-        lo = np.searchsorted(bcell, acell, 'left')
-        cnt = np.searchsorted(bcell, acell, 'right') - lo
-        first = np.repeat(np.arange(acell.size), cnt)
-        second = np.repeat(lo - np.cumsum(cnt) + cnt, cnt) + np.arange(first.size)
-        return self._owned(abox[first], bbox[second], acx[first], acy[first])
+def _greedy_small(sup):
+    """Greedy keep mask of a small square block, ``sup[a, b]``: a suppresses b if kept
+    (only a < b set). Rows become Python ints used as bit sets."""
+    n = sup.shape[0]
+    packed = np.packbits(sup, axis=1, bitorder='little')
+    keep = np.zeros(n, bool)
+    gone = 0
+    for a in range(n):
+        if not (gone >> a) & 1:
+            keep[a] = True
+            gone |= int.from_bytes(packed[a].tobytes(), 'little')
+    return keep
 
 
 def _resolve_greedy(n, src, dst, max_rounds=64):
@@ -178,7 +227,7 @@ def _dense_greedy(x1, y1, x2, y2, area, key, thresh):
     return keep
 
 
-def greedy_nms_keep(x1, y1, x2, y2, area, key, thresh, first_block=256):
+def greedy_nms_keep(x1, y1, x2, y2, area, key, thresh, first_block=64):
     """Keep mask of greedy NMS over boxes already in descending score order.
 
     Parameters
@@ -189,12 +238,19 @@ def greedy_nms_keep(x1, y1, x2, y2, area, key, thresh, first_block=256):
         boxes only suppress boxes of the same key (batch and class).
     thresh : float
         a box is suppressed when its IoU with a kept, higher-ranked box is > thresh.
+    first_block : int
+        boxes in the first block of the dense path (see Notes).
 
     Notes
     -----
-    Blocks of doubling size are taken in score order: greedy within the block's surviving
-    boxes, then the block's kept boxes suppress the later boxes they overlap. In clustered
-    detections the first blocks remove most boxes, so few pairs are ever formed.
+    Sparse path: the pairs that can have an IoU above ``thresh`` (centres close enough,
+    :func:`_window_factor`) come from rows of centres sorted by x (:class:`_Rows`), their
+    IoUs are computed with MXNet's formula, and :func:`_resolve_greedy` resolves the
+    edges. When that finds too many pairs (boxes crowded together), blocks of the
+    highest-ranked live boxes (``first_block``, doubling) go through the dense path
+    first: their IoU matrix, greedy inside the block, and the kept boxes' IoUs with the
+    later boxes of their keys, which in clusters removes most of them; then the search
+    is rebuilt over the boxes left.
     """
     if thresh < 0:
         return _dense_greedy(x1, y1, x2, y2, area, key, thresh)
@@ -206,27 +262,181 @@ def greedy_nms_keep(x1, y1, x2, y2, area, key, thresh, first_block=256):
     pos = np.flatnonzero(ok)
     if pos.size < 2:
         return keep | ok
-    cx1, cy1, cx2, cy2, ca = x1[pos], y1[pos], x2[pos], y2[pos], area[pos]
-    grid = _Grid(cx1, cy1, cx2, cy2, key[pos])
+    whole = pos.size == x1.size
+    kr = np.zeros(pos.size, np.int64)
+    k = key[pos]
+    if k.min() != k.max():
+        kr = np.unique(k, return_inverse=True)[1].reshape(-1).astype(np.int64)
+        perm = np.argsort(kr, kind='stable')            # key-major, score order inside
+        pos, kr = pos[perm], kr[perm]
+        whole = False
+    nkeys = int(kr[-1]) + 1 if kr.size else 1
+    if whole:
+        bx1, by1, bx2, by2, ba = x1, y1, x2, y2, area
+    else:
+        bx1, by1, bx2, by2, ba = x1[pos], y1[pos], x2[pos], y2[pos], area[pos]
+    fx1, fy1 = bx1.astype(np.float64), by1.astype(np.float64)
+    fx2, fy2 = bx2.astype(np.float64), by2.astype(np.float64)
+    rx, ry = (fx2 - fx1) * 0.5, (fy2 - fy1) * 0.5
+    f = _window_factor(thresh, bx1.dtype, float((4.0 * rx * ry).min()))
+    ox, oy = fx1.min(), fy1.min()
+    span = max(fx2.max() - ox, fy2.max() - oy)
+    span = span if 0 < span < np.inf else 1.0
+    cx, cy = ((fx1 + fx2) * 0.5 - ox) / span, ((fy1 + fy2) * 0.5 - oy) / span
+    rx, ry = rx / span, ry / span
+    hx = np.minimum(f * rx, rx + rx.max()) if f < np.inf else rx + rx.max()
+    hy = np.minimum(f * ry, ry + ry.max()) if f < np.inf else ry + ry.max()
+
     m = pos.size
-    alive = np.ones(m, bool)
-    start, size = 0, first_block
-    while start < m:
-        stop = min(m, start + size)
-        block = start + np.flatnonzero(alive[start:stop])
-        i, j = grid.pairs_within(block)
-        with np.errstate(invalid='ignore'):
-            sup = pair_iou(cx1, cy1, cx2, cy2, ca, i, j) > thresh
-        kb = _resolve_greedy(m, i[sup], j[sup])[block]
-        alive[block[~kb]] = False
-        later = stop + np.flatnonzero(alive[stop:])
-        if later.size and kb.any():
-            i, j = grid.pairs_between(block[kb], later)
-            with np.errstate(invalid='ignore'):
-                alive[j[pair_iou(cx1, cy1, cx2, cy2, ca, i, j) > thresh]] = False
-        start, size = stop, size * 2
-    keep[pos[alive]] = True
+    kept = np.zeros(m, bool)
+    alive = np.arange(m)
+    block = max(1, int(first_block))
+    sblock = _SPARSE_FIRST
+    while alive.size:
+        rows = _Rows(cx[alive], cy[alive], hx[alive], hy[alive], kr[alive])
+        qbox, lo, cnt = rows.query(half=True)
+        total = int(cnt.sum())
+        same = np.bincount(kr[alive], minlength=nkeys)
+        if total > max(_SPARSE_SMALL, min(_SPARSE_MAX, _SPARSE_SHARE * float(
+                (same * (same - 1.0) / 2).sum()))):
+            alive = _dense_step(alive, block, kr, kept, bx1, by1, bx2, by2, ba, thresh)
+            block = min(2 * block, 1024)
+            continue
+        boxes = [v if alive.size == m else v[alive] for v in (bx1, by1, bx2, by2, ba)]
+        if total <= _ONE_PASS * alive.size:
+            src, dst = _sparse_edges(rows, qbox, lo, cnt, *boxes, thresh=thresh)
+            kept[alive[_resolve_greedy(alive.size, src, dst)]] = True
+            break
+        alive, sblock = _sparse_blocks(rows, alive, kept, sblock, *boxes, thresh=thresh)
+    keep[pos[kept]] = True
     return keep
+
+
+def _chunks(qbox, lo, cnt):
+    """The candidate pairs of the ranges ``qbox, lo, cnt`` (:meth:`_Rows.query`), about
+    _CHUNK at a time: (query box, position in the rows' sorted order)."""
+    ends = np.cumsum(cnt)
+    start = 0
+    while start < qbox.size:
+        done = int(ends[start - 1]) if start else 0
+        stop = max(start + 1, int(np.searchsorted(ends, done + _CHUNK, 'right')))
+        c = cnt[start:stop]
+        a = np.repeat(qbox[start:stop], c)
+        at = np.arange(done, done + a.size) - np.repeat(ends[start:stop] - c - lo[start:stop],
+                                                        c)
+        yield a, at
+        start = stop
+
+
+def _iou_above(a, at, boxes, sorted_boxes, thresh):
+    """Positions k where the IoU of box ``a[k]`` and sorted box ``at[k]`` is > thresh.
+
+    MXNet's IoU (:func:`pair_iou`) except that negative overlaps are clipped with
+    ``maximum``, which can give -0.0 where ``where`` gives 0.0: the same decisions for
+    thresholds >= 0.
+    """
+    x1, y1, x2, y2, area = boxes
+    sx1, sy1, sx2, sy2, sa = sorted_boxes
+    w = np.minimum(np.take(x2, a), np.take(sx2, at))
+    w -= np.maximum(np.take(x1, a), np.take(sx1, at))
+    h = np.minimum(np.take(y2, a), np.take(sy2, at))
+    h -= np.maximum(np.take(y1, a), np.take(sy1, at))
+    np.maximum(w, 0, out=w)
+    np.maximum(h, 0, out=h)
+    w *= h                                              # intersection
+    h = np.take(area, a)
+    h += np.take(sa, at)
+    h -= w                                              # union
+    with np.errstate(invalid='ignore', divide='ignore'):
+        w /= h
+    return np.flatnonzero(w > thresh)
+
+
+def _sparse_edges(rows, qbox, lo, cnt, x1, y1, x2, y2, area, thresh):
+    """Suppression edges (src < dst) among the boxes of ``rows`` (local indices) from the
+    candidate ranges ``qbox, lo, cnt`` of :meth:`_Rows.query` (half windows: each pair
+    once, or twice where centres tie). The boxes met are read from copies in row order,
+    so that each range is contiguous."""
+    boxes = (x1, y1, x2, y2, area)
+    sboxes = rows.sorted_boxes(*boxes)
+    src, dst = [np.zeros(0, np.intp)], [np.zeros(0, np.intp)]
+    for a, at in _chunks(qbox, lo, cnt):
+        hit = _iou_above(a, at, boxes, sboxes, thresh)
+        a, b = a[hit], rows.order[at[hit]]
+        self_pair = a == b
+        if self_pair.any():
+            a, b = a[~self_pair], b[~self_pair]
+        src.append(np.minimum(a, b))
+        dst.append(np.maximum(a, b))
+    return np.concatenate(src), np.concatenate(dst)
+
+
+def _sparse_blocks(rows, alive, kept, block, x1, y1, x2, y2, area, thresh):
+    """Greedy over the boxes of ``rows`` (``alive``, local indices) in blocks of doubling
+    size in score order: the candidates of a block's live boxes (full windows) among the
+    later live boxes, greedy inside the block, then its kept boxes suppress the later
+    ones. Boxes suppressed early are never searched from, which is what saves time when
+    most boxes are suppressed. Returns the boxes still undecided, once fewer than half of
+    those searched over are (the caller then rebuilds the rows), and the next block size.
+    """
+    boxes = (x1, y1, x2, y2, area)
+    sboxes = rows.sorted_boxes(*boxes)
+    n = alive.size
+    live = np.ones(n, bool)
+    ptr = 0
+    while ptr < n:
+        end = min(n, ptr + block)
+        q = ptr + np.flatnonzero(live[ptr:end])
+        src, dst = [np.zeros(0, np.intp)], [np.zeros(0, np.intp)]
+        for a, at in _chunks(*rows.query(False, q)):
+            b = rows.order[at]
+            sel = np.flatnonzero((b > a) & live[b])
+            a, at, b = a[sel], at[sel], b[sel]
+            hit = _iou_above(a, at, boxes, sboxes, thresh)
+            src.append(a[hit])
+            dst.append(b[hit])
+        src, dst = np.concatenate(src), np.concatenate(dst)
+        inside = dst < end
+        kb = _resolve_greedy(end - ptr, src[inside] - ptr, dst[inside] - ptr)
+        kb &= live[ptr:end]
+        kept[alive[ptr + np.flatnonzero(kb)]] = True
+        is_kept = np.zeros(n, bool)
+        is_kept[ptr:end] = kb
+        live[ptr:end] = False
+        out = ~inside
+        live[dst[out][is_kept[src[out]]]] = False
+        ptr, block = end, block * 2
+        left = ptr + np.flatnonzero(live[ptr:])
+        if left.size < n // 2:
+            return alive[left], block
+    return alive[:0], block
+
+
+def _dense_step(alive, block, kr, kept, x1, y1, x2, y2, area, thresh):
+    """Greedy over the first ``block`` live boxes by their IoU matrix, then their kept
+    boxes suppress the later live boxes of their keys; returns the boxes left alive."""
+    q, rest = alive[:block], alive[block:]
+    kq = kr[q]
+    with np.errstate(invalid='ignore'):
+        sup = _iou_block(x1, y1, x2, y2, area, q, q) > thresh
+    sup &= kq[:, None] == kq
+    sup = np.triu(sup, 1)
+    q = q[_greedy_small(sup)]
+    kept[q] = True
+    rest = rest[:np.searchsorted(kr[rest], kr[q[-1]], 'right')] if rest.size else rest
+    later = alive[block + rest.size:]
+    if rest.size:
+        gone = np.zeros(rest.size, bool)
+        kk = kr[rest]
+        step = max(1, (1 << 20) // rest.size)
+        for s in range(0, q.size, step):
+            c = q[s:s + step]
+            with np.errstate(invalid='ignore'):
+                hit = _iou_block(x1, y1, x2, y2, area, c, rest) > thresh
+            hit &= kr[c][:, None] == kk
+            gone |= hit.any(axis=0)
+        rest = rest[~gone]
+    return np.concatenate([rest, later])
 
 
 def greedy_nms_first(x1, y1, x2, y2, area, thresh, limit):

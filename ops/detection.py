@@ -1,7 +1,7 @@
 """Box operators: ``_contrib_box_nms``, ``_contrib_box_iou``, ``_contrib_nms``, and the box
 coders ``_contrib_box_encode`` / ``_contrib_box_decode``.
 
-The greedy NMS itself is in ``ops/nms_core.py`` (:func:`nms_indices`,
+The greedy NMS itself is in ``ops/_nms.py`` (:func:`nms_indices`,
 :func:`greedy_nms_keep`): it never builds the n x n IoU matrix and reproduces MXNet's result
 exactly (IoU > threshold suppresses, equal scores keep input order, MXNet's IoU arithmetic in
 the data's dtype). On CuPy arrays the sorting and bookkeeping run on a host copy and the
@@ -150,22 +150,30 @@ class BoxNMS(Operator):
         if self.id_index >= 0:
             valid &= flat[:, self.id_index] != self.background_id
         rows = np.flatnonzero(valid)
-        batch = rows // n
-        rows = rows[np.lexsort((-score[rows], batch))]       # stable: ties in input order
-        batch = rows // n
-        first = np.searchsorted(batch, np.arange(nb))
-        rank = np.arange(rows.size) - first[batch]
-        rows, batch = rows[rank < topk], batch[rank < topk]
+        if nb == 1:
+            rows = rows[np.argsort(-score[rows], kind='stable')][:topk]   # ties: input order
+            batch = np.zeros(rows.size, np.int64)
+        else:
+            batch = rows // n
+            rows = rows[np.lexsort((-score[rows], batch))]   # stable: ties in input order
+            batch = rows // n
+            first = np.searchsorted(batch, np.arange(nb))
+            rank = np.arange(rows.size) - first[batch]
+            rows, batch = rows[rank < topk], batch[rank < topk]
         key = batch.astype(np.int64) << 32
         if self.id_index >= 0 and not self.force_suppress:
             ids = np.nan_to_num(flat[rows, self.id_index].astype(np.float64))
             cls = np.clip(ids, -2.0 ** 31, 2.0 ** 31 - 1).astype(np.int64)  # C int cast
             key += cls + 2 ** 31
-        coords = flat[rows, self.coord_start:self.coord_start + 4]
-        x1, y1, x2, y2, area = box_corners(coords, self.in_format)
+        # one contiguous array per coordinate (gathers from the strided columns)
+        coords = np.stack([flat[:, self.coord_start + k][rows] for k in range(4)])
+        x1, y1, x2, y2, area = box_corners(coords, self.in_format, axis=0)
         keep = _nms_keep(xp, x1, y1, x2, y2, area, key, f32(self.overlap_thresh))
         rows, batch = rows[keep], batch[keep]
-        pos = batch * n + np.arange(rows.size) - np.searchsorted(batch, batch)
+        if nb == 1:
+            pos = np.arange(rows.size)
+        else:
+            pos = batch * n + np.arange(rows.size) - np.searchsorted(batch, batch)
         out = np.full_like(flat, -1)
         out[pos] = flat[rows]
         rec = np.full(flat.shape[0], -1, data.dtype)

@@ -29,7 +29,7 @@ against MXNet by experiment:
   inference); MXNet accepts only float32 inputs. No gradient (zeros).
 
 Deliberate difference: the NMS intersections are formed as ``min(x2 + 1) - max(x1)`` in
-float64 (ops/nms_core.py with corners shifted by one) instead of MXNet's float32
+float64 (ops/_nms.py with corners shifted by one) instead of MXNet's float32
 ``min(x2) - max(x1) + 1``; an IoU within one float32 ulp of the threshold may be decided
 differently. float64 inputs are accepted as an extension (MXNet rejects them): they are
 computed in float32, MXNet's arithmetic, and the outputs are float64. The sort and NMS run

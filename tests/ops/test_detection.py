@@ -3,8 +3,10 @@ references (box_encode / box_decode: MXNet 1.9.1's values are golden cases split
 tests/golden/graphs_compute_split_index.py)."""
 import math
 
+import hypothesis as hyp
 import numpy as np
 import pytest
+from hypothesis import strategies as st
 
 import symgraph as mx
 from _refs import given
@@ -374,6 +376,172 @@ def test_resolve_greedy_random_edges(max_rounds):
     for i in range(n):
         expected[i] = not any(expected[s] for s in src[dst == i])
     assert det._resolve_greedy(n, src, dst, max_rounds).tolist() == expected.tolist()
+
+
+# the paths of greedy_nms_keep: as chosen, one pass over all candidate pairs, sparse
+# blocks in score order, dense blocks until nothing is left, and dense blocks first with
+# sparse blocks for the rest
+_NEVER_DENSE = {'_SPARSE_SMALL': 1 << 62, '_SPARSE_SHARE': 1.0}
+_PATHS = {'chosen': {},
+          'one pass': dict(_NEVER_DENSE, _ONE_PASS=float('inf')),
+          'blocks': dict(_NEVER_DENSE, _ONE_PASS=0, _SPARSE_FIRST=3),
+          'dense': {'_SPARSE_SMALL': 0, '_SPARSE_SHARE': 0.0},
+          'mixed': {'_SPARSE_SMALL': 0, '_SPARSE_SHARE': 0.02, '_ONE_PASS': 0,
+                    '_SPARSE_FIRST': 5}}
+
+
+def _keep_on_path(monkeypatch, path, boxes, keys, thresh, first_block=64):
+    """greedy_nms_keep's kept indices (into ``boxes``, in keep order) on one path."""
+    with monkeypatch.context() as m:
+        for name, value in _PATHS[path].items():
+            m.setattr(det, name, value)
+        order = np.arange(len(boxes))
+        x1, y1, x2, y2, area = det.box_corners(boxes, 'corner')
+        keep = det.greedy_nms_keep(x1, y1, x2, y2, area, keys.astype(np.int64), thresh,
+                                   first_block=first_block)
+    return order[keep].tolist()
+
+
+def naive_greedy_sorted(boxes, keys, thresh):
+    """Sequential greedy NMS over boxes already in score order (MXNet's IoU, elementwise
+    in the boxes' dtype)."""
+    kept = []
+    for i in range(len(boxes)):
+        if all(keys[k] != keys[i] or not naive_iou(boxes[k], boxes[i]) > thresh
+               for k in kept):
+            kept.append(i)
+    return kept
+
+
+_THRESHOLDS = [0.0, 0.25, 1 / 3, 0.5, 0.6, 0.75, 1.0]
+
+
+@hyp.settings(max_examples=60)
+@hyp.given(st.data())
+def test_greedy_nms_keep_equals_naive_on_a_grid(data):
+    # small integer boxes: many equal scores and many IoUs exactly at the threshold
+    # (1/4, 1/3, 1/2, ... are exact), zero and negative extents, several keys
+    n = data.draw(st.integers(2, 60), 'n')
+    dtype = data.draw(st.sampled_from([np.float16, np.float32, np.float64]), 'dtype')
+    rng = np.random.RandomState(data.draw(st.integers(0, 2 ** 31), 'seed'))
+    xy = rng.randint(0, data.draw(st.integers(1, 12), 'extent'), (n, 2))
+    wh = rng.randint(-1, 6, (n, 2))
+    boxes = np.concatenate([xy, xy + wh], 1).astype(dtype)
+    keys = rng.randint(0, data.draw(st.integers(1, 3), 'keys'), n)
+    t = data.draw(st.sampled_from(_THRESHOLDS), 'thresh')
+    thresh = float(np.float32(t))
+    if data.draw(st.booleans(), 'below'):          # IoU >= t, as MultiBoxDetection asks
+        thresh = float(np.nextafter(dtype(thresh), dtype(-np.inf)))
+    want = naive_greedy_sorted(boxes, keys, thresh)
+    for path in _PATHS:
+        with pytest.MonkeyPatch.context() as mp:
+            got = _keep_on_path(mp, path, boxes, keys, thresh,
+                                first_block=data.draw(st.integers(1, 8), 'block'))
+        assert got == want, path
+
+
+@pytest.mark.parametrize('dtype', [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize('seed', range(4))
+def test_greedy_nms_keep_at_a_measured_iou(monkeypatch, dtype, seed):
+    # the threshold is the IoU of one pair as computed in the dtype, or the value below
+    # it: the pair's fate turns on the last bit, which the windows must not decide
+    rng = np.random.RandomState(seed)
+    n = 200
+    c = rng.uniform(0, 6, (n, 2))
+    wh = rng.uniform(0.5, 2.5, (n, 2))
+    boxes = np.concatenate([c - wh / 2, c + wh / 2], 1).astype(dtype)
+    keys = np.zeros(n, np.int64)
+    x1, y1, x2, y2, area = det.box_corners(boxes, 'corner')
+    i = np.arange(n)
+    ious = det.pair_iou(x1, y1, x2, y2, area, i[:, None], i[None, :])
+    picks = np.sort(ious[np.triu(ious > 0.2, 1)])
+    for q in (0.3, 0.6, 0.9):
+        at = picks[int(q * (picks.size - 1))]
+        for thresh in (float(at), float(np.nextafter(at, dtype(-np.inf)))):
+            want = naive_greedy_sorted(boxes, keys, thresh)
+            for path in _PATHS:
+                assert _keep_on_path(monkeypatch, path, boxes, keys, thresh) == want
+
+
+def _crowd(kind, n, rng):
+    """corner boxes of several kinds: uniform (issue 13's benchmark), one dense crowd,
+    near-duplicates of a few objects, very different sizes, tiny (subnormal areas)."""
+    if kind == 'uniform':
+        xy, wh = rng.uniform(0, 1, (n, 2)), rng.uniform(0.02, 0.2, (n, 2))
+    elif kind == 'crowd':
+        xy, wh = rng.uniform(0.45, 0.55, (n, 2)), rng.uniform(0.1, 0.3, (n, 2))
+        xy -= wh / 2
+    elif kind == 'duplicates':
+        obj = rng.uniform(0.2, 0.8, (5, 2))
+        wh = 0.2 * rng.uniform(0.9, 1.1, (n, 2))
+        xy = obj[rng.randint(0, 5, n)] + rng.normal(0, 0.01, (n, 2)) - wh / 2
+    elif kind == 'sizes':
+        xy = rng.uniform(0, 1, (n, 2))
+        wh = np.exp(rng.uniform(np.log(1e-3), np.log(2), (n, 2)))
+    else:                                              # tiny: products are subnormal
+        xy = rng.uniform(0, 1e-18, (n, 2))
+        wh = rng.uniform(1e-21, 1e-19, (n, 2))
+    return np.concatenate([xy, xy + wh], 1).astype(np.float32)
+
+
+@pytest.mark.parametrize('kind', ['uniform', 'crowd', 'duplicates', 'sizes', 'tiny'])
+@pytest.mark.parametrize('nkeys', [1, 3])
+def test_greedy_nms_keep_equals_the_loop_on_crowds(monkeypatch, kind, nkeys):
+    # larger inputs against the plain loop (one box at a time against all later ones)
+    rng = np.random.RandomState(len(kind) + nkeys)
+    n = 1500
+    boxes = _crowd(kind, n, rng)
+    zero = rng.rand(n) < 0.02
+    boxes[zero, 2] = boxes[zero, 0]                                    # zero widths
+    keys = rng.randint(0, nkeys, n).astype(np.int64)
+    x1, y1, x2, y2, area = det.box_corners(boxes, 'corner')
+    for t in (0.0, 0.3, 0.5, 0.7):
+        thresh = float(np.float32(t))
+        # _dense_greedy takes thresholds < 0 only in greedy_nms_keep; it is the loop
+        want = np.flatnonzero(det._dense_greedy(x1, y1, x2, y2, area, keys, thresh))
+        for path in _PATHS:
+            assert _keep_on_path(monkeypatch, path, boxes, keys, thresh) == want.tolist(), \
+                (path, t)
+
+
+@pytest.mark.parametrize('dtype', [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize('axis', [0, 1])
+def test_greedy_nms_keep_at_the_window_bound(monkeypatch, dtype, axis):
+    # the pairs that reach the bound of _window_factor: aligned in the other axis, nested
+    # with a shared edge (|d| = min(r)(1 - IoU)/IoU) or of equal size; the threshold is
+    # their IoU as computed, or just below it (which the 64-ulp margin must cover)
+    rng = np.random.RandomState(axis)
+    for _ in range(60):
+        x, w = rng.uniform(-50, 50), rng.uniform(0.5, 4)
+        other = rng.uniform(1, 3)
+        if rng.rand() < 0.5:
+            b = (x, x + w * rng.uniform(1.05, 5))
+        else:
+            d = w * rng.uniform(0.05, 0.9)
+            b = (x + d, x + d + w)
+        rows = [[x, 0, x + w, other], [b[0], 0, b[1], other]]
+        boxes = np.array(rows, dtype)[::1 if rng.rand() < 0.5 else -1]
+        if axis:
+            boxes = boxes[:, [1, 0, 3, 2]]
+        keys = np.zeros(2, np.int64)
+        x1, y1, x2, y2, area = det.box_corners(boxes, 'corner')
+        iou = det.pair_iou(x1, y1, x2, y2, area, np.array([0]), np.array([1]))[0]
+        for thresh in (float(iou), float(np.nextafter(iou, dtype(-np.inf)))):
+            want = naive_greedy_sorted(boxes, keys, thresh)
+            assert want == ([0] if thresh < iou else [0, 1])
+            for path in _PATHS:
+                assert _keep_on_path(monkeypatch, path, boxes, keys, thresh) == want
+
+
+def test_window_factor_bounds():
+    f32 = np.float32
+    assert det._window_factor(0.5, np.dtype(f32), 1.0) == pytest.approx(1.0, rel=1e-4)
+    assert det._window_factor(0.75, np.dtype(f32), 1.0) == pytest.approx(1 / 3, rel=1e-4)
+    assert det._window_factor(0.25, np.dtype(f32), 1.0) == pytest.approx(3.0, rel=1e-4)
+    assert det._window_factor(0.0, np.dtype(f32), 1.0) == np.inf
+    assert det._window_factor(2.0, np.dtype(f32), 1.0) == 0.0
+    assert det._window_factor(0.5, np.dtype(f32), 1e-40) == np.inf      # subnormal areas
+    assert det._window_factor(0.5, np.dtype(np.int32), 1.0) == np.inf
 
 
 def test_box_encode_names_and_shapes_as_in_mxnet():

@@ -84,6 +84,11 @@ class _ConvBase(Operator):
         t = same_type(self, in_types)
         return [t] * len(in_types), [t], []
 
+    #: forward computes into the executor's buffer, backward the data and weight gradients
+    #: into theirs (the arithmetic's ``dest``): the outputs that backward keeps are then
+    #: planned storage, reused by the gradients once read
+    writes_into = True
+
     def backward_bias(self, xp, dy):
         return dy.reshape(dy.shape[0], dy.shape[1], -1).sum(axis=(0, 2))
 
@@ -125,10 +130,10 @@ class Convolution(_ConvBase):
             out.append(conv_out_size(s, k, t, p, d))
         return in_shapes, [(dshape[0], f) + tuple(out)], []
 
-    def forward(self, xp, inputs, aux, is_train):
+    def forward(self, xp, inputs, aux, is_train, out=None):
         b = None if self.no_bias else inputs[2]
         return [conv_forward(xp, inputs[0], inputs[1], b, self.st, self.pd, self.dl,
-                             self.num_group)]
+                             self.num_group, dest=_offered(out, 0))]
 
     def fast_forward(self, xp, is_train):
         st, pd, dl, g = self.st, self.pd, self.dl, self.num_group
@@ -136,17 +141,18 @@ class Convolution(_ConvBase):
             return lambda x, w: conv_forward(xp, x, w, None, st, pd, dl, g)
         return lambda x, w, b: conv_forward(xp, x, w, b, st, pd, dl, g)
 
-    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+    def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None):
         x, w = inputs[0], inputs[1]
         dy = out_grads[0]
         grads = [None] * len(inputs)
         # each gradient lays dy out as its GEMM needs it (the weight's may be a wide grid)
         if need[0]:
             grads[0] = conv_backward_data(xp, dy, w, x.shape, self.st, self.pd, self.dl,
-                                          self.num_group)
+                                          self.num_group, dest=_offered(grad_out, 0))
         if need[1]:
             grads[1] = conv_backward_weight(xp, x, dy, self.kernel, self.st, self.pd,
-                                            self.dl, self.num_group)
+                                            self.dl, self.num_group,
+                                            dest=_offered(grad_out, 1))
         if not self.no_bias and need[2]:
             grads[2] = self.backward_bias(xp, dy)
         return grads
@@ -222,28 +228,35 @@ class Deconvolution(_ConvBase):
                              % (out, tuple(dshape)))
         return in_shapes, [(dshape[0], f) + out], []
 
-    def _forward(self, xp, x, w, b):
+    def _forward(self, xp, x, w, b, dest=None):
         pad, _ = self.pad_adj(x.shape[2:])
         shape = (x.shape[0], self.num_filter) + self.out_spatial(x.shape[2:])
-        y = conv_backward_data(xp, x, w, shape, self.st, pad, self.dl, self.num_group)
+        y = conv_backward_data(xp, x, w, shape, self.st, pad, self.dl, self.num_group,
+                               dest=dest)
         if b is not None:
             y += b.reshape((-1,) + (1,) * len(self.kernel))
         return y
 
-    def forward(self, xp, inputs, aux, is_train):
+    def forward(self, xp, inputs, aux, is_train, out=None):
         return [self._forward(xp, inputs[0], inputs[1],
-                              None if self.no_bias else inputs[2])]
+                              None if self.no_bias else inputs[2], _offered(out, 0))]
 
-    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+    def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None):
         x, w = inputs[0], inputs[1]
         dy = out_grads[0]
         pad, _ = self.pad_adj(x.shape[2:])
         grads = [None] * len(inputs)
         if need[0]:
-            grads[0] = conv_forward(xp, dy, w, None, self.st, pad, self.dl, self.num_group)
+            grads[0] = conv_forward(xp, dy, w, None, self.st, pad, self.dl, self.num_group,
+                                    dest=_offered(grad_out, 0))
         if need[1]:
             grads[1] = conv_backward_weight(xp, dy, x, self.kernel, self.st, pad, self.dl,
-                                            self.num_group)
+                                            self.num_group, dest=_offered(grad_out, 1))
         if not self.no_bias and need[2]:
             grads[2] = dy.sum(axis=(0,) + tuple(range(2, dy.ndim)))
         return grads
+
+
+def _offered(arrays, i):
+    """The array offered for result ``i`` (``out=``/``grad_out=``), or None."""
+    return arrays[i] if arrays and i < len(arrays) else None

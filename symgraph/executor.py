@@ -416,7 +416,7 @@ class Executor:
                 src, i = plan.entry_info[e]
                 lines.append('\targ[%d]=%s %s' % (j, src.output_names()[i], plan.shapes[e]))
             for e in plan.out_entries(n):
-                run = 'buffer %d' % st.block_of[st.slot[e]] if e in st.slot else 'own array'
+                run = 'buffer @%d' % st.offset[st.slot[e]] if e in st.slot else 'own array'
                 lines.append('\tout %s %s %s storage=%s (%s)'
                              % (plan.entry_info[e][0].output_names()[plan.entry_info[e][1]],
                                 plan.shapes[e], plan.dtypes[e], assign.get(e, '-'), run))
@@ -430,9 +430,9 @@ class Executor:
                                        for v in self._pool)}.values())
         # the buffers plus the peak of the arrays the run made besides them
         peak = None if self._peak is None else (allocated or 0) + max(self._peak)
-        lines.append('Storage run: %d buffers of %d bytes planned for %d entries (the others '
+        lines.append('Storage run: one arena of %d bytes planned for %d entries (the others '
                      'own their arrays, freed after their last use)'
-                     % (len(st.blocks), st.planned_bytes, len(st.keys)))
+                     % (st.planned_bytes, len(st.keys)))
         lines.append('buffer_bytes=%d allocated_bytes=%s measured_peak_bytes=%s'
                      % (st.planned_bytes, 'none' if allocated is None else allocated,
                         'untraced' if peak is None else peak))

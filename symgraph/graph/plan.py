@@ -411,12 +411,13 @@ class Plan:
 
     def allocate(self):
         """The buffers of :meth:`storage`, allocated once: the list ``P`` of views that
-        buffered :meth:`forward_fn` / :meth:`backward_fn` take (one per buffered entry,
-        entries sharing a block by liveness or in place)."""
+        buffered :meth:`forward_fn` / :meth:`backward_fn` take (one per buffered entry, each
+        at its offset in one arena, entries overlapping only where their lifetimes do not,
+        or in place)."""
         st = self.storage()
-        blocks = [self.xp.empty(size, dtype=np.uint8) for size in st.blocks]
-        return [blocks[b][:n].view(dt).reshape(shape)
-                for b, n, dt, shape in zip(st.block_of, st.nbytes, st.dtypes, st.shapes)]
+        arena = self.xp.empty(st.arena, dtype=np.uint8)
+        return [arena[o:o + n].view(dt).reshape(shape)
+                for o, n, dt, shape in zip(st.offset, st.nbytes, st.dtypes, st.shapes)]
 
     def _plan_storage(self):
         """Which entries live in the executor's buffers, and where.
@@ -431,8 +432,11 @@ class Plan:
         backward steps; the forward arrays backward reads die at their last backward use
         (backward uses them up); outputs the user holds and the user's arguments,
         auxiliary states and gradients are never buffers. A declared in-place pair gives
-        an output its input's block when the input dies at that step with the same dtype
-        and size. Blocks are reused best-fit, as :meth:`memory_plan`.
+        an output its input's storage when the input dies at that step with the same dtype
+        and size. Entries are placed at offsets in one arena (:func:`_place`), so that the
+        storage freed by several small arrays serves a larger one (separate blocks reused
+        best-fit, as :meth:`memory_plan` counts, took 17% more on the CIFAR ResNet: its
+        gradients grow as backward nears the input, while the arrays it frees are smaller).
         """
         xp = self.xp
         n_fwd = len(self.steps)
@@ -513,30 +517,10 @@ class Plan:
                     death[r] = max(death[r], death[k])
         keys = sorted(mode, key=lambda k: (birth[k], str(k)))
         sizes = {k: self.nbytes(k[1] if isinstance(k, tuple) else k) for k in keys}
-        blocks, block_of, free, live = [], {}, [], []
-        for k in keys:
-            b = birth[k]
-            for item in [x for x in live if death[x] < b]:
-                live.remove(item)
-                free.append(block_of[item])
-            sid = None
-            for src in inplace_src.get(k, ()):
-                if src in block_of and src in live and death[src] == b and \
-                        sizes[src] == sizes[k] and self.dtypes[src] == self.dtypes[k]:
-                    sid = block_of[src]
-                    live.remove(src)
-                    break
-            if sid is None:
-                fits = [f for f in free if blocks[f] >= sizes[k]]
-                if fits:
-                    sid = min(fits, key=lambda f: blocks[f])
-                    free.remove(sid)
-                else:
-                    sid = len(blocks)
-                    blocks.append(sizes[k])
-            block_of[k] = sid
-            live.append(k)
-        return Storage(self, keys, mode, node_mode, blocks, block_of)
+        same = {k: [s for s in inplace_src.get(k, ()) if s in sizes and sizes[s] == sizes[k]
+                    and self.dtypes[s] == self.dtypes[k]] for k in keys}
+        arena, offset = _place(keys, birth, death, sizes, same)
+        return Storage(self, keys, mode, node_mode, arena, offset)
 
     # ------------------------------------------------------------------ memory
     def memory_plan(self, is_train=True):
@@ -612,18 +596,18 @@ class Plan:
 
 class Storage:
     """A plan's storage run: the buffered entries (forward entry ids and ``('g', entry)``
-    gradients), each with a slot (its index in the views list ``P``), a block, and how it
-    is written (``mode``: 'into', 'ufunc' or 'sum'); ``node_mode`` maps a node's id to
-    'into' or 'ufunc' (how its forward writes).
+    gradients), each with a slot (its index in the views list ``P``), a byte ``offset`` in
+    the ``arena`` (bytes), and how it is written (``mode``: 'into', 'ufunc' or 'sum');
+    ``node_mode`` maps a node's id to 'into' or 'ufunc' (how its forward writes).
     """
 
-    def __init__(self, plan, keys, mode, node_mode, blocks, block_of):
+    def __init__(self, plan, keys, mode, node_mode, arena, offset):
         self.keys = keys
         self.mode = mode
         self.node_mode = node_mode
-        self.blocks = blocks
+        self.arena = arena
         self.slot = {k: i for i, k in enumerate(keys)}
-        self.block_of = [block_of[k] for k in keys]
+        self.offset = [offset[k] for k in keys]
         ents = [k[1] if isinstance(k, tuple) else k for k in keys]
         self.nbytes = [plan.nbytes(e) for e in ents]
         self.dtypes = [plan.dtypes[e] for e in ents]
@@ -637,7 +621,46 @@ class Storage:
 
     @property
     def planned_bytes(self):
-        return int(sum(self.blocks))
+        return int(self.arena)
+
+
+#: byte alignment of every buffer in the arena (a cache line; oneDNN's and AVX-512's)
+_ALIGN = 64
+
+
+def _place(keys, birth, death, sizes, inplace):
+    """Offsets in one arena for entries live over steps [birth, death] (both included).
+
+    Entries are placed in ``keys`` order (by birth), each in the smallest gap left between
+    the entries live at its birth that holds it (best fit; at the top, growing the arena,
+    when none does), or at the offset of an ``inplace`` source that dies at its birth.
+    Returns (arena bytes, {key: offset}); two entries overlap only if their lifetimes do
+    not, or in place.
+    """
+    offset, live, top = {}, [], 0
+    for k in keys:
+        b = birth[k]
+        live = [x for x in live if death[x] >= b]
+        size = -(-sizes[k] // _ALIGN) * _ALIGN
+        if size == 0:
+            offset[k] = 0
+            continue
+        src = next((s for s in inplace.get(k, ()) if s in live and death[s] == b), None)
+        if src is not None:
+            live.remove(src)
+            offset[k] = offset[src]
+        else:
+            spans = sorted((offset[x], offset[x] + -(-sizes[x] // _ALIGN) * _ALIGN)
+                           for x in live)
+            best, end = None, 0
+            for lo, hi in spans:
+                if lo - end >= size and (best is None or lo - end < best[0]):
+                    best = (lo - end, end)
+                end = max(end, hi)
+            offset[k] = best[1] if best is not None else end
+        top = max(top, offset[k] + size)
+        live.append(k)
+    return top, offset
 
 
 def _ufunc_class(xp):

@@ -242,6 +242,17 @@ def _slot(slots, i, nbytes):
     return buf[off:off + nbytes]
 
 
+def dest(out, shape):
+    """``out`` when it can take a float32 result of ``shape`` (a C-contiguous float32 NumPy
+    array of that shape), else a new array. Every array a primitive writes is one the
+    caller holds for the call, so an ``out`` lives as long as the call (see the module
+    notes)."""
+    if isinstance(out, np.ndarray) and out.dtype == np.float32 and out.shape == tuple(shape) \
+            and out.flags.c_contiguous and out.flags.writeable:
+        return out
+    return np.empty(shape, np.float32)
+
+
 def as_f32(a):
     """``a`` as a C-contiguous float32 array (no copy when it already is one)."""
     return np.ascontiguousarray(a, dtype=np.float32)

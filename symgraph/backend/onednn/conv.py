@@ -13,7 +13,7 @@ import ctypes
 import numpy as np
 
 from . import _lib
-from ._core import BackendCore, Primitive, any_desc, as_f32, strided_desc
+from ._core import BackendCore, Primitive, any_desc, as_f32, dest, strided_desc
 from ._lib import check
 from .norm import NormMixin
 
@@ -36,7 +36,10 @@ class Backend(BackendCore, NormMixin):
     """oneDNN's CPU backend: what ``symgraph.opdef.cpu_backend()`` returns.
 
     Every method takes and returns plain C-order NumPy float32 arrays; it returns None when
-    oneDNN does not take the case (the caller then computes with NumPy).
+    oneDNN does not take the case (the caller then computes with NumPy). ``out``, where a
+    method takes it, is an array to compute the result into (an executor's buffer), used
+    when it is a C-contiguous float32 array of the result's shape (else a new array is
+    returned); it must not overlap the inputs.
     """
 
     def _descs(self, xshape, wshape, yshape, groups):
@@ -74,8 +77,10 @@ class Backend(BackendCore, NormMixin):
             'dnnl_convolution_forward_primitive_desc_create')
         return pd
 
-    def conv_forward(self, x, w, b, stride, pad, dilate, groups, yshape, is_train=True):
-        """y = conv(x, w) + b with output shape ``yshape``; None when not taken."""
+    def conv_forward(self, x, w, b, stride, pad, dilate, groups, yshape, is_train=True,
+                     out=None):
+        """y = conv(x, w) + b with output shape ``yshape`` (into ``out`` when it fits);
+        None when not taken."""
         x, w = as_f32(x), as_f32(w)
         yshape = tuple(yshape)
         bias = b is not None
@@ -96,12 +101,13 @@ class Backend(BackendCore, NormMixin):
             finally:
                 self._destroy(plain + free + ([bmd] if bias else []))
 
-        y = np.empty(yshape, np.float32)
+        y = dest(out, yshape)
         arrays = [x, w, y] + ([as_f32(b)] if bias else [])
         return y if self.run(key, build, arrays) else None
 
-    def conv_backward_data(self, dy, w, xshape, stride, pad, dilate, groups):
-        """dx of shape ``xshape`` from dy and the weights; None when not taken."""
+    def conv_backward_data(self, dy, w, xshape, stride, pad, dilate, groups, out=None):
+        """dx of shape ``xshape`` from dy and the weights (into ``out`` when it fits); None
+        when not taken."""
         dy, w = as_f32(dy), as_f32(w)
         xshape = tuple(xshape)
         key = ('conv_backward_data', dy.shape, w.shape, xshape, tuple(stride), tuple(pad),
@@ -126,11 +132,12 @@ class Backend(BackendCore, NormMixin):
                     self.lib.dnnl_primitive_desc_destroy(hint)
                 self._destroy(plain + free)
 
-        dx = np.empty(xshape, np.float32)
+        dx = dest(out, xshape)
         return dx if self.run(key, build, [dy, w, dx]) else None
 
-    def conv_backward_weights(self, x, dy, wshape, stride, pad, dilate, groups):
-        """dw of shape ``wshape`` from x and dy; None when not taken."""
+    def conv_backward_weights(self, x, dy, wshape, stride, pad, dilate, groups, out=None):
+        """dw of shape ``wshape`` from x and dy (into ``out`` when it fits); None when not
+        taken."""
         x, dy = as_f32(x), as_f32(dy)
         wshape = tuple(wshape)
         key = ('conv_backward_weights', x.shape, dy.shape, wshape, tuple(stride), tuple(pad),
@@ -155,7 +162,7 @@ class Backend(BackendCore, NormMixin):
                     self.lib.dnnl_primitive_desc_destroy(hint)
                 self._destroy(plain + free)
 
-        dw = np.empty(wshape, np.float32)
+        dw = dest(out, wshape)
         return dw if self.run(key, build, [x, dy, dw]) else None
 
     #: smallest m * k * n sent to oneDNN's matmul: smaller products run single-threaded

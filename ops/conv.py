@@ -5,7 +5,10 @@ Parameters, shape inference and the forward/backward wiring live here; the array
 Deconvolution is the convolution's arithmetic with the roles of data and output swapped:
 its forward is :func:`conv_backward_data`, its data gradient :func:`conv_forward`.
 """
-from symgraph.opdef import Operator, Param, ShapeError, register, same_type, unify_shape
+import numpy as np
+
+from symgraph.opdef import (Operator, Param, ShapeError, cpu_backend, register, same_type,
+                            unify_shape)
 
 from ._conv_impl import conv_backward_data, conv_backward_weight, conv_forward, conv_out_size
 from symgraph.base import ParameterError
@@ -88,6 +91,13 @@ class _ConvBase(Operator):
     #: into theirs (the arithmetic's ``dest``): the outputs that backward keeps are then
     #: planned storage, reused by the gradients once read
     writes_into = True
+    def scratch_bytes(self, in_shapes, out_shapes, dtypes):
+        # oneDNN's reorders to its blocked layouts take activation-sized buffers: from the
+        # executor's free storage during the step
+        be = cpu_backend()
+        if be is None or any(d != np.float32 for d in dtypes):
+            return 0
+        return be.conv_scratch_bytes(in_shapes[0], in_shapes[1], out_shapes[0])
 
     def backward_bias(self, xp, dy):
         return dy.reshape(dy.shape[0], dy.shape[1], -1).sum(axis=(0, 2))

@@ -14,6 +14,7 @@ from .graph.infer import infer_shapes, infer_types, shape_complete
 from .ndarray import NDArray
 from .ndarray.ndarray import _to_xp
 from .graph.plan import Plan, check_error
+from .opdef import lend_scratch
 
 __all__ = ['Executor', 'simple_bind']
 
@@ -243,6 +244,7 @@ class Executor:
                                   else None, self._pool)
             except Exception as e:
                 self._saved = None
+                lend_scratch(None)      # a step that failed lends nothing on
                 err = check_error(e, fname, line_step, 'forward')
                 if err is None:
                     raise
@@ -312,6 +314,7 @@ class Executor:
                 fn(saved, og, G, self._monitor_fn if self._monitor is not None else None,
                    self._pool)
             except Exception as e:
+                lend_scratch(None)      # a step that failed lends nothing on
                 err = check_error(e, fname, line_step, 'backward')
                 if err is None:
                     raise

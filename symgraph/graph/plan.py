@@ -17,6 +17,7 @@ import warnings
 import weakref
 import numpy as np
 
+from ..opdef import lend_scratch
 from ..base import (MXNetError, ArgumentError, ArgumentTypeError, NotSupportedError,
                     UnknownNameError, UsageError, rewrap)
 
@@ -187,6 +188,9 @@ class Plan:
             env['f%d' % s] = fn
             ins = ', '.join('v%d' % e for e in self.in_entries(n))
             outs = self.out_entries(n)
+            lend = st.lend_slot.get(('f', s)) if st is not None else None
+            if lend is not None:
+                lines.append('    _lend(P[%d])' % lend)
             line_step[len(lines) + 1] = n
             into = ''
             slot = st.slot if st is not None else {}
@@ -202,6 +206,8 @@ class Plan:
             else:
                 lines.append('    %s, = f%d(%s%s)' % (', '.join('v%d' % e for e in outs), s,
                                                      ins, into))
+            if lend is not None:
+                lines.append('    _lend(None)')
             if mode == 'into':
                 # an operator may decline the buffer (another path, another dtype): its
                 # result is copied in, so that the entry is its buffer, as planned
@@ -222,6 +228,7 @@ class Plan:
         heads = ''.join('v%d, ' % e for e in self.head_entries)
         saved = ''.join('v%d, ' % e for e in self.saved) if keep_saved else ''
         lines.append('    return (%s), (%s)' % (heads, saved))
+        env['_lend'] = lend_scratch
         fn, fname = self._compile('\n'.join(lines) + '\n', env, 'forward')
         return fn, fname, line_step
 
@@ -351,9 +358,14 @@ class Plan:
                 seen += [e for e in outs if e in sel_out and e in saved]
                 lines += self._monitor_inputs(n, seen, ['input%d' % k for k in range(len(seen))],
                                               n.name + '_backward')
+            lend = st.lend_slot.get(('b', s)) if st is not None else None
+            if lend is not None:
+                lines.append('    _lend(P[%d])' % lend)
             line_step[len(lines) + 1] = n
             lines.append('    r = b%d([%s], [%s], [%s], [%s]%s)'
                          % (s, ', '.join(og), in_list, out_list, aux_list, into))
+            if lend is not None:
+                lines.append('    _lend(None)')
             if monitor:
                 # one output per argument of the forward node, as MXNet's backward node
                 # has: 'output' alone, else 'output0', 'output1', ...
@@ -398,6 +410,7 @@ class Plan:
         lines.append('    return None')
         env['_zeros'] = lambda shape, dtype: xp.zeros(shape, dtype=dtype)
         env['_add'] = xp.add
+        env['_lend'] = lend_scratch
         fn, fname = self._compile('\n'.join(lines) + '\n', env, 'backward')
         return fn, fname, line_step
 
@@ -416,8 +429,13 @@ class Plan:
         or in place)."""
         st = self.storage()
         arena = self.xp.empty(st.arena, dtype=np.uint8)
+        # offsets count from a 64-byte boundary (st.arena has the room; CuPy's memory is
+        # aligned already)
+        if self.xp is np and st.arena:
+            arena = arena[-arena.ctypes.data % _ALIGN:]
         return [arena[o:o + n].view(dt).reshape(shape)
-                for o, n, dt, shape in zip(st.offset, st.nbytes, st.dtypes, st.shapes)]
+                for o, n, dt, shape in zip(st.offset, st.nbytes, st.dtypes, st.shapes)] \
+            + [arena[o:o + n] for o, n in st.lend]
 
     def _plan_storage(self):
         """Which entries live in the executor's buffers, and where.
@@ -519,8 +537,35 @@ class Plan:
         sizes = {k: self.nbytes(k[1] if isinstance(k, tuple) else k) for k in keys}
         same = {k: [s for s in inplace_src.get(k, ()) if s in sizes and sizes[s] == sizes[k]
                     and self.dtypes[s] == self.dtypes[k]] for k in keys}
-        arena, offset = _place(keys, birth, death, sizes, same)
-        return Storage(self, keys, mode, node_mode, arena, offset)
+        # scratch the CPU backend may need at a step (Operator.scratch_bytes; NumPy arrays
+        # only): placed as entries live at that step alone, so the arena keeps room there
+        scratch = {}
+        if xp is np:
+            bsteps = [('b', t, n) for t, n in enumerate(reversed(self.bwd_steps))]
+            for kind, s, n in [('f', s, n) for s, n in enumerate(self.steps)] + bsteps:
+                need = self.run_op[id(n)].scratch_bytes(
+                    [self.shapes[e] for e in self.in_entries(n)],
+                    [self.shapes[e] for e in self.out_entries(n)],
+                    [self.dtypes[e] for e in self.in_entries(n)])
+                if need > 0:
+                    T = s if kind == 'f' else n_fwd + s
+                    scratch[('scratch', kind, s)] = T
+                    birth[('scratch', kind, s)] = death[('scratch', kind, s)] = T
+                    sizes[('scratch', kind, s)] = need
+        order = sorted(keys + list(scratch), key=lambda k: (birth[k], str(k)))
+        arena, offset = _place(order, birth, death, sizes, same)
+        # each such step is lent the largest stretch free there (at least its scratch)
+        lend = {}
+        for (_, kind, s), T in scratch.items():
+            spans = sorted((offset[k], offset[k] + sizes[k]) for k in keys
+                           if birth[k] <= T <= death[k] and sizes[k])
+            lend[(kind, s)] = _largest_gap(spans, arena)
+        # room to start the offsets at a 64-byte boundary of the allocation
+        arena += _ALIGN if arena else 0
+        st = Storage(self, keys, mode, node_mode, arena, offset, lend)
+        st.lifetimes = {k: (birth[k], death[k]) for k in keys}
+        st.lend_step = {(kind, s): T for (_, kind, s), T in scratch.items()}
+        return st
 
     # ------------------------------------------------------------------ memory
     def memory_plan(self, is_train=True):
@@ -601,13 +646,20 @@ class Storage:
     ``node_mode`` maps a node's id to 'into' or 'ufunc' (how its forward writes).
     """
 
-    def __init__(self, plan, keys, mode, node_mode, arena, offset):
+    def __init__(self, plan, keys, mode, node_mode, arena, offset, lend=None):
         self.keys = keys
         self.mode = mode
         self.node_mode = node_mode
         self.arena = arena
         self.slot = {k: i for i, k in enumerate(keys)}
         self.offset = [offset[k] for k in keys]
+        # (offset, bytes) of the scratch lent around a step, by ('f' or 'b', step index):
+        # the views follow the entries' in ``P`` (lend_slot); lend_step gives the step's
+        # index in the run (forward steps, then backward ones) and lifetimes each entry's
+        # (first, last) step in that count
+        steps = sorted(lend or {})
+        self.lend = [lend[k] for k in steps]
+        self.lend_slot = {k: len(keys) + i for i, k in enumerate(steps)}
         ents = [k[1] if isinstance(k, tuple) else k for k in keys]
         self.nbytes = [plan.nbytes(e) for e in ents]
         self.dtypes = [plan.dtypes[e] for e in ents]
@@ -626,6 +678,17 @@ class Storage:
 
 #: byte alignment of every buffer in the arena (a cache line; oneDNN's and AVX-512's)
 _ALIGN = 64
+
+
+def _largest_gap(spans, arena):
+    """(offset, bytes) of the largest stretch of [0, arena) that no (lo, hi) span covers
+    (spans sorted by lo)."""
+    best, end = (0, 0), 0
+    for lo, hi in spans + [(arena, arena)]:
+        if lo - end > best[1]:
+            best = (end, lo - end)
+        end = max(end, hi)
+    return best
 
 
 def _place(keys, birth, death, sizes, inplace):

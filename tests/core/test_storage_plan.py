@@ -70,8 +70,13 @@ def _run(net, shapes, use_buffers, steps=2, grad_req='write', seed=0):
     (_fan_out_net, {'x': (4, 5)}, 'write'),
 ])
 def test_results_are_identical_with_and_without_the_buffers(net, shapes, grad_req):
+    be = mx.opdef.cpu_backend()
+    borrowed = be._thread().borrowed if be is not None else 0
     exe, planned = _run(net(), shapes, True, grad_req=grad_req)
     assert exe._pool is not None and len(exe._plan.storage().keys) > 0
+    if be is not None and net is _resnet:
+        # oneDNN's reorder buffers came from the free part of the buffers
+        assert be._thread().borrowed > borrowed
     _, own = _run(net(), shapes, False, grad_req=grad_req)
     for a, b in zip(planned, own):
         for x, y in zip(a, b):
@@ -83,9 +88,12 @@ def test_buffers_overlap_only_where_lifetimes_do_not_and_in_place_pairs_share_on
     st = exe._plan.storage()
     assert len({id(v.base) for v in exe._pool}) == 1        # one arena
     assert exe._pool[0].base.nbytes == st.arena
+    assert len(exe._pool) == len(st.keys) + len(st.lend)
+    assert all(v.ctypes.data % 64 == 0 for v in exe._pool)
     # two buffered entries share memory exactly when the plan gives them overlapping spans
-    for i in range(len(exe._pool)):
-        for j in range(i + 1, len(exe._pool)):
+    n = len(st.keys)
+    for i in range(n):
+        for j in range(i + 1, n):
             if st.nbytes[i] and st.nbytes[j]:
                 same = st.offset[i] < st.offset[j] + st.nbytes[j] and \
                     st.offset[j] < st.offset[i] + st.nbytes[i]
@@ -98,6 +106,43 @@ def test_buffers_overlap_only_where_lifetimes_do_not_and_in_place_pairs_share_on
     assert names['stem_relu'] == names['stem_bn']
     assert names['u0_relu'] == names[[n for n in names if n.startswith('_plus')][0]]
     assert st.arena < sum(st.nbytes)
+
+
+def test_scratch_lent_around_a_convolution_overlaps_no_buffer_live_at_that_step():
+    exe, _ = _run(_resnet(), {'data': (3, 2, 8, 8)}, True, steps=1)
+    st = exe._plan.storage()
+    if mx.opdef.cpu_backend() is None:
+        assert not st.lend     # nothing to lend to
+        return
+    convs = sum(n.op.name == 'Convolution' for n in exe._plan.steps)
+    assert len(st.lend) == convs + sum(n.op.name == 'Convolution'
+                                       for n in exe._plan.bwd_steps)
+    for step, slot in st.lend_slot.items():
+        T = st.lend_step[step]
+        lent = exe._pool[slot]
+        assert lent.nbytes > 0
+        for i, k in enumerate(st.keys):
+            b, d = st.lifetimes[k]
+            if b <= T <= d and st.nbytes[i]:
+                assert not np.shares_memory(lent, exe._pool[i]), (step, k)
+    assert mx.opdef.cpu_backend()._thread().lent is None       # taken back after each step
+
+
+def test_a_failing_step_takes_the_lent_scratch_back(monkeypatch):
+    be = mx.opdef.cpu_backend()
+    if be is None:
+        pytest.skip('no CPU backend to lend to')
+    exe = _resnet().simple_bind(mx.cpu(), data=(3, 2, 8, 8))
+    exe.forward(is_train=True)
+    from symgraph.ops import conv
+
+    def broken(*a, **k):
+        assert be._thread().lent is not None        # lent during the step
+        raise RuntimeError('broken convolution')
+    monkeypatch.setattr(conv, 'conv_forward', broken)
+    with pytest.raises(Exception, match='broken convolution'):
+        exe.forward(is_train=True)
+    assert be._thread().lent is None
 
 
 def test_arena_is_the_peak_of_live_buffers_when_smaller_arrays_free_room_for_a_larger():

@@ -105,6 +105,19 @@ class Backend(BackendCore, NormMixin):
         arrays = [x, w, y] + ([as_f32(b)] if bias else [])
         return y if self.run(key, build, arrays) else None
 
+    @staticmethod
+    def conv_scratch_bytes(xshape, wshape, yshape):
+        """At most how many bytes of internal buffers one convolution call (forward, or
+        either backward) of these shapes (of either orientation: deconvolution swaps data
+        and output) takes: data, weights and output in blocked layouts, channels padded to
+        16 (weights on both channel axes), 64-byte aligned each."""
+        def padded(shape, axes):
+            n = 1
+            for i, s in enumerate(shape):
+                n *= -(-s // 16) * 16 if i in axes else s
+            return -(-n * 4 // 64) * 64
+        return padded(xshape, (1,)) + padded(wshape, (0, 1)) + padded(yshape, (1,))
+
     def conv_backward_data(self, dy, w, xshape, stride, pad, dilate, groups, out=None):
         """dx of shape ``xshape`` from dy and the weights (into ``out`` when it fits); None
         when not taken."""

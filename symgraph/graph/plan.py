@@ -525,6 +525,10 @@ class Plan:
                     else:
                         roots[k] = set(in_roots)
                 else:                       # summed into its buffer
+                    if k not in mode:
+                        # written first by this sum: the buffer is needed from here (the
+                        # first contribution is another array, kept alive by roots)
+                        birth[k] = T
                     mode.setdefault(k, 'sum')
                     roots[k] = roots[k] | {k}
                     death[k] = max(death[k], T)

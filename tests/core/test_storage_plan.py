@@ -247,3 +247,20 @@ def test_debug_str_shows_planned_and_measured_bytes():
     # needs at its peak, and within a few times of it (the operators' temporaries)
     assert planned <= peak < 4 * planned
     assert '(buffer ' in s and '(own array)' in s
+
+
+def test_a_summed_gradient_takes_its_buffer_only_from_the_first_sum():
+    """A gradient with several contributions: the first is another array (the residual
+    sum passes its gradient on as is), so the buffer that sums them lives from the step
+    of the second one."""
+    exe, _ = _run(_resnet(), {'data': (3, 2, 8, 8)}, True, steps=1)
+    plan, st = exe._plan, exe._plan.storage()
+    n_fwd = len(plan.steps)
+    summed = [k for k in st.keys if st.mode[k] == 'sum']
+    assert summed
+    for k in summed:
+        e = k[1]
+        steps = sorted(n_fwd + t for t, n in enumerate(reversed(plan.bwd_steps))
+                       if e in plan.in_entries(n)[:len(n.op.list_arguments())])
+        assert len(steps) >= 2
+        assert st.lifetimes[k][0] == steps[1], plan.entry_info[e][0].name

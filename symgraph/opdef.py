@@ -895,9 +895,9 @@ def lend_scratch(buf):
 def cpu_backend():
     """The native CPU backend for NumPy float32 arrays (oneDNN), or None.
 
-    ``symgraph.backend.onednn.backend()``: loaded on the first call, None when the library
-    is switched off (``SYMGRAPH_ONEDNN=0``), missing or fails its version check (one log
-    line says which). Its methods return None for a case they do not take; the operator
+    ``symgraph.backend.onednn.backend()``: loaded on the first call (``import symgraph``
+    makes it), None when the library is switched off (``SYMGRAPH_ONEDNN=0``), missing or
+    fails its version check (one log line says which). Its methods return None for a case they do not take; the operator
     then computes with NumPy, which stays the reference.
     """
     from symgraph.backend import onednn      # lazily: loading the library costs time

@@ -561,8 +561,8 @@ class Plan:
         # each such step is lent the largest stretch free there (at least its scratch)
         lend = {}
         for (_, kind, s), T in scratch.items():
-            spans = sorted((offset[k], offset[k] + sizes[k]) for k in keys
-                           if birth[k] <= T <= death[k] and sizes[k])
+            spans = sorted((offset[k], offset[k] + -(-sizes[k] // _ALIGN) * _ALIGN)
+                           for k in keys if birth[k] <= T <= death[k] and sizes[k])
             lend[(kind, s)] = _largest_gap(spans, arena)
         # room to start the offsets at a 64-byte boundary of the allocation
         arena += _ALIGN if arena else 0

@@ -182,9 +182,9 @@ class Backend(BackendCore, NormMixin):
     #: in OpenBLAS (no pool woken) and cost less than a ctypes call
     MATMUL_MIN_WORK = 1 << 16
 
-    def matmul(self, a, b):
-        """a @ b for 2-D float32 arrays (strided views such as ``w.T`` taken as they are);
-        None when not taken (small products, odd strides).
+    def matmul(self, a, b, out=None):
+        """a @ b for 2-D float32 arrays (strided views such as ``w.T`` taken as they are),
+        into ``out`` when it fits; None when not taken (small products, odd strides).
 
         Large matrix products go through oneDNN so that one thread pool (OpenMP) does the
         heavy work: OpenBLAS's threads spin after each GEMM and took the cores from the
@@ -213,8 +213,8 @@ class Backend(BackendCore, NormMixin):
             finally:
                 self._destroy(mds)
 
-        out = np.empty((m, n), np.float32)
-        return out if self.run(key, build, [a, b, out]) else None
+        y = dest(out, (m, n))
+        return y if self.run(key, build, [a, b, y]) else None
 
 
 def _strided(a):

@@ -18,6 +18,9 @@ live in a reused per-thread workspace (:func:`_workspace`).
 On NumPy float32 arrays the three functions first offer the case to the CPU backend
 (oneDNN, :func:`symgraph.opdef.cpu_backend`); the array code runs where it has none or
 declines the geometry.
+
+Each of the three takes ``dest``: an array (an executor's buffer) to write the result into
+where it fits (:func:`_fits`); the result is then ``dest`` itself, else a new array.
 """
 import threading
 from math import prod
@@ -197,14 +200,14 @@ def _im2col(xp, x, kernel, stride, pad, dilate, out, after=None):
     return cols.reshape(x.shape[1] * prod(kernel), -1), tuple(out)
 
 
-def _col2im(xp, cols, shape, kernel, stride, pad, dilate, out):
+def _col2im(xp, cols, shape, kernel, stride, pad, dilate, out, dest=None):
     """Adjoint of :func:`_im2col`: columns (C, *kernel, N, *out) summed into (N, C, *S).
 
     One strided accumulation per kernel offset; the result is built as (C, N, *S) so every
     accumulation reads a contiguous block of ``cols``.
     """
     if _use_kernels(xp, cols.dtype, kernel, pad):
-        return _gpu_col2im(xp, cols, shape, kernel, stride, pad, dilate)
+        return _gpu_col2im(xp, cols, shape, kernel, stride, pad, dilate)     # (no dest)
     n, c = shape[:2]
     spatial = shape[2:]
     nd = len(kernel)
@@ -215,15 +218,30 @@ def _col2im(xp, cols, shape, kernel, stride, pad, dilate, out):
                          stride[i]) for i in range(nd))
         acc[(slice(None), slice(None)) + sl] += cols[(slice(None),) + k]
     crop = tuple(slice(p, p + s) for p, s in zip(pad, spatial))
-    return xp.ascontiguousarray(xp.swapaxes(acc[(Ellipsis,) + crop], 0, 1))
+    return _contiguous(xp, xp.swapaxes(acc[(Ellipsis,) + crop], 0, 1), dest)
 
 
-def _channels_first(xp, y2d, f, n, grid, out):
+def _fits(dest, shape, dtype):
+    """Whether ``dest`` (None or an array) can take a C-contiguous result of ``shape`` and
+    ``dtype``."""
+    return dest is not None and tuple(dest.shape) == tuple(shape) and dest.dtype == dtype \
+        and dest.flags.c_contiguous and getattr(dest.flags, 'writeable', True)   # (CuPy: none)
+
+
+def _contiguous(xp, a, dest=None):
+    """``a`` as a C-contiguous array: copied into ``dest`` where it fits."""
+    if _fits(dest, a.shape, a.dtype):
+        xp.copyto(dest, a)
+        return dest
+    return xp.ascontiguousarray(a)
+
+
+def _channels_first(xp, y2d, f, n, grid, out, dest=None):
     """(F, N * prod(grid)) GEMM result -> contiguous (N, F, *out) (cropping the grid)."""
     y = y2d.reshape((f, n) + tuple(grid))
     if tuple(grid) != tuple(out):
         y = y[(Ellipsis,) + tuple(slice(0, o) for o in out)]
-    return xp.ascontiguousarray(xp.swapaxes(y, 0, 1))
+    return _contiguous(xp, xp.swapaxes(y, 0, 1), dest)
 
 
 def _grouped_matmul(xp, a, b, groups, trans_a=False, trans_b=False):
@@ -247,7 +265,7 @@ def _backend(xp, *arrays):
     return cpu_backend()
 
 
-def conv_forward(xp, x, w, b, stride, pad, dilate, groups, after=None):
+def conv_forward(xp, x, w, b, stride, pad, dilate, groups, after=None, dest=None):
     """Cross-correlation of x (N, C, *S) with w (F, C/groups, *K), plus bias b (F,) or None.
 
     ``pad`` pads before each spatial axis and ``after`` (default ``pad``) after it; negative
@@ -260,7 +278,7 @@ def conv_forward(xp, x, w, b, stride, pad, dilate, groups, after=None):
     be = _backend(xp, x, w, b)
     if be is not None and min(pad) >= 0 and min(out) > 0:
         y = be.conv_forward(x, w, b, stride, pad, dilate, groups, x.shape[:1] + (w.shape[0],)
-                            + out)
+                            + out, out=dest)
         if y is not None:
             return y
     cols, grid = _im2col(xp, x, kernel, stride, pad, dilate, out, after)
@@ -268,7 +286,7 @@ def conv_forward(xp, x, w, b, stride, pad, dilate, groups, after=None):
     y = _grouped_matmul(xp, w.reshape(f, -1), cols, groups)
     if b is not None:
         y += b.reshape(f, 1)
-    return _channels_first(xp, y, f, x.shape[0], grid, out)
+    return _channels_first(xp, y, f, x.shape[0], grid, out, dest)
 
 
 def _flat_grad(xp, dy, grid=None):
@@ -282,7 +300,7 @@ def _flat_grad(xp, dy, grid=None):
     return dyt.reshape(f, -1)
 
 
-def conv_backward_data(xp, dy, w, shape, stride, pad, dilate, groups, dyt=None):
+def conv_backward_data(xp, dy, w, shape, stride, pad, dilate, groups, dyt=None, dest=None):
     """Gradient of :func:`conv_forward` with respect to x of ``shape``, given dy (N, F, *O).
 
     With unit stride this is a convolution of the padded dy with the flipped, transposed
@@ -294,7 +312,8 @@ def conv_backward_data(xp, dy, w, shape, stride, pad, dilate, groups, dyt=None):
     f = w.shape[0]
     be = _backend(xp, dy, w)
     if be is not None:
-        dx = be.conv_backward_data(dy, w, tuple(shape), stride, pad, dilate, groups)
+        dx = be.conv_backward_data(dy, w, tuple(shape), stride, pad, dilate, groups,
+                                   out=dest)
         if dx is not None:
             return dx
     # the transposed convolution copies dy once per kernel offset (F channels), _col2im
@@ -307,18 +326,19 @@ def conv_backward_data(xp, dy, w, shape, stride, pad, dilate, groups, dyt=None):
         # rows the forward never reached (larger input than the output needs) get zero
         after = [s - o - b + d * (k - 1) for s, o, b, k, d
                  in zip(shape[2:], out, before, kernel, dilate)]
-        return conv_forward(xp, dy, wt, None, stride, before, dilate, groups, after)
+        return conv_forward(xp, dy, wt, None, stride, before, dilate, groups, after, dest)
     dyt = _flat_grad(xp, dy) if dyt is None else dyt
     cols = _grouped_matmul(xp, w.reshape(f, -1), dyt, groups, trans_a=True)
-    return _col2im(xp, cols, shape, kernel, stride, pad, dilate, out)
+    return _col2im(xp, cols, shape, kernel, stride, pad, dilate, out, dest)
 
 
-def conv_backward_weight(xp, x, dy, kernel, stride, pad, dilate, groups, dyt=None):
+def conv_backward_weight(xp, x, dy, kernel, stride, pad, dilate, groups, dyt=None,
+                         dest=None):
     """Gradient of :func:`conv_forward` with respect to w (F, C/groups, *kernel)."""
     be = _backend(xp, x, dy)
     if be is not None:
         dw = be.conv_backward_weights(x, dy, (dy.shape[1], x.shape[1] // groups)
-                                      + tuple(kernel), stride, pad, dilate, groups)
+                                      + tuple(kernel), stride, pad, dilate, groups, out=dest)
         if dw is not None:
             return dw
     out = dy.shape[2:]
@@ -329,5 +349,9 @@ def conv_backward_weight(xp, x, dy, kernel, stride, pad, dilate, groups, dyt=Non
     dwt = _grouped_matmul(xp, cols, dyt, groups, trans_b=True)
     f = dy.shape[1]
     dwt = dwt.reshape(groups, -1, f // groups)
-    return xp.ascontiguousarray(xp.swapaxes(dwt, 1, 2)).reshape(
-        (f, x.shape[1] // groups) + tuple(kernel))
+    shape = (f, x.shape[1] // groups) + tuple(kernel)
+    dwt = xp.swapaxes(dwt, 1, 2)
+    if _fits(dest, shape, dwt.dtype):
+        xp.copyto(dest.reshape(dwt.shape), dwt)
+        return dest
+    return xp.ascontiguousarray(dwt).reshape(shape)

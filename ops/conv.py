@@ -5,7 +5,10 @@ Parameters, shape inference and the forward/backward wiring live here; the array
 Deconvolution is the convolution's arithmetic with the roles of data and output swapped:
 its forward is :func:`conv_backward_data`, its data gradient :func:`conv_forward`.
 """
-from symgraph.opdef import Operator, Param, ShapeError, register, same_type, unify_shape
+import numpy as np
+
+from symgraph.opdef import (Operator, Param, ShapeError, cpu_backend, register, same_type,
+                            unify_shape)
 
 from ._conv_impl import (_backend, conv_backward_data, conv_backward_weight, conv_forward,
                          conv_out_size)
@@ -86,6 +89,18 @@ class _ConvBase(Operator):
         t = same_type(self, in_types)
         return [t] * len(in_types), [t], []
 
+    #: forward computes into the executor's buffer, backward the data and weight gradients
+    #: into theirs (the arithmetic's ``dest``): the outputs that backward keeps are then
+    #: planned storage, reused by the gradients once read
+    writes_into = True
+    def scratch_bytes(self, in_shapes, out_shapes, dtypes):
+        # oneDNN's reorders to its blocked layouts take activation-sized buffers: from the
+        # executor's free storage during the step
+        be = cpu_backend()
+        if be is None or any(d != np.float32 for d in dtypes):
+            return 0
+        return be.conv_scratch_bytes(in_shapes[0], in_shapes[1], out_shapes[0])
+
     def backward_bias(self, xp, dy):
         return dy.reshape(dy.shape[0], dy.shape[1], -1).sum(axis=(0, 2))
 
@@ -127,10 +142,10 @@ class Convolution(_ConvBase):
             out.append(conv_out_size(s, k, t, p, d))
         return in_shapes, [(dshape[0], f) + tuple(out)], []
 
-    def forward(self, xp, inputs, aux, is_train):
+    def forward(self, xp, inputs, aux, is_train, out=None):
         b = None if self.no_bias else inputs[2]
         return [conv_forward(xp, inputs[0], inputs[1], b, self.st, self.pd, self.dl,
-                             self.num_group)]
+                             self.num_group, dest=_offered(out, 0))]
 
     def fast_forward(self, xp, is_train):
         st, pd, dl, g = self.st, self.pd, self.dl, self.num_group
@@ -155,17 +170,18 @@ class Convolution(_ConvBase):
             return None
         return FusedConvolution(self, post_ops)
 
-    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+    def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None):
         x, w = inputs[0], inputs[1]
         dy = out_grads[0]
         grads = [None] * len(inputs)
         # each gradient lays dy out as its GEMM needs it (the weight's may be a wide grid)
         if need[0]:
             grads[0] = conv_backward_data(xp, dy, w, x.shape, self.st, self.pd, self.dl,
-                                          self.num_group)
+                                          self.num_group, dest=_offered(grad_out, 0))
         if need[1]:
             grads[1] = conv_backward_weight(xp, x, dy, self.kernel, self.st, self.pd,
-                                            self.dl, self.num_group)
+                                            self.dl, self.num_group,
+                                            dest=_offered(grad_out, 1))
         if not self.no_bias and need[2]:
             grads[2] = self.backward_bias(xp, dy)
         return grads
@@ -241,28 +257,30 @@ class Deconvolution(_ConvBase):
                              % (out, tuple(dshape)))
         return in_shapes, [(dshape[0], f) + out], []
 
-    def _forward(self, xp, x, w, b):
+    def _forward(self, xp, x, w, b, dest=None):
         pad, _ = self.pad_adj(x.shape[2:])
         shape = (x.shape[0], self.num_filter) + self.out_spatial(x.shape[2:])
-        y = conv_backward_data(xp, x, w, shape, self.st, pad, self.dl, self.num_group)
+        y = conv_backward_data(xp, x, w, shape, self.st, pad, self.dl, self.num_group,
+                               dest=dest)
         if b is not None:
             y += b.reshape((-1,) + (1,) * len(self.kernel))
         return y
 
-    def forward(self, xp, inputs, aux, is_train):
+    def forward(self, xp, inputs, aux, is_train, out=None):
         return [self._forward(xp, inputs[0], inputs[1],
-                              None if self.no_bias else inputs[2])]
+                              None if self.no_bias else inputs[2], _offered(out, 0))]
 
-    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+    def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None):
         x, w = inputs[0], inputs[1]
         dy = out_grads[0]
         pad, _ = self.pad_adj(x.shape[2:])
         grads = [None] * len(inputs)
         if need[0]:
-            grads[0] = conv_forward(xp, dy, w, None, self.st, pad, self.dl, self.num_group)
+            grads[0] = conv_forward(xp, dy, w, None, self.st, pad, self.dl, self.num_group,
+                                    dest=_offered(grad_out, 0))
         if need[1]:
             grads[1] = conv_backward_weight(xp, dy, x, self.kernel, self.st, pad, self.dl,
-                                            self.num_group)
+                                            self.num_group, dest=_offered(grad_out, 1))
         if not self.no_bias and need[2]:
             grads[2] = dy.sum(axis=(0,) + tuple(range(2, dy.ndim)))
         return grads
@@ -296,3 +314,8 @@ class FusedConvolution(FusedOperator):
                     return y
         y = conv_forward(xp, x, wf, bf, conv.st, conv.pd, conv.dl, conv.num_group)
         return self.apply_rest(xp, y, per, k)
+
+
+def _offered(arrays, i):
+    """The array offered for result ``i`` (``out=``/``grad_out=``), or None."""
+    return arrays[i] if arrays and i < len(arrays) else None

@@ -90,13 +90,19 @@ class FullyConnected(Operator):
         object.__setattr__(op, '_bias_shape', tuple(in_shapes[2]))
         return op
 
-    def forward(self, xp, inputs, aux, is_train):
+    #: the output and the data and weight gradients are computed into the executor's
+    #: arrays (2-D products only: an N-D data with flatten=False is a batched product)
+    writes_into = True
+
+    def forward(self, xp, inputs, aux, is_train, out=None):
         x, w = inputs[0], inputs[1]
         x2 = x.reshape(x.shape[0], -1) if self.flatten else x
-        out = _matmul(xp, x2, w.T)
+        d = _as_2d(out, 0, (x2.shape[0], self.num_hidden), x.dtype) if x2.ndim == 2 \
+            else None
+        y = _matmul(xp, x2, w.T, d)
         if not self.no_bias:
-            out += inputs[2].reshape(-1)
-        return [out]
+            y += inputs[2].reshape(-1)
+        return [out[0] if d is not None and y is d else y]
 
     def fuse_post_ops(self, post_ops, in_shapes):
         """BatchNorm over the output units (axis 1 of a 2-D output) folded into the weights
@@ -107,16 +113,20 @@ class FullyConnected(Operator):
             return None
         return FusedFullyConnected(self, post_ops)
 
-    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+    def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None):
         x, w = inputs[0], inputs[1]
         g = out_grads[0]
         g2 = g.reshape(-1, self.num_hidden)
         x2 = x.reshape(x.shape[0], -1) if self.flatten else x.reshape(-1, x.shape[-1])
         grads = [None] * len(inputs)
         if need[0]:
-            grads[0] = _matmul(xp, g2, w).reshape(x.shape)
+            d = _as_2d(grad_out, 0, (g2.shape[0], w.shape[1]), g.dtype)
+            dx = _matmul(xp, g2, w, d)
+            grads[0] = grad_out[0] if d is not None and dx is d else dx.reshape(x.shape)
         if need[1]:
-            grads[1] = _matmul(xp, g2.T, x2)
+            d = _as_2d(grad_out, 1, w.shape, g.dtype)
+            dw = _matmul(xp, g2.T, x2, d)
+            grads[1] = grad_out[1] if d is not None and dw is d else dw
         if not self.no_bias and need[2]:
             gb = g2.sum(axis=0)
             grads[2] = gb if self._bias_shape is None else gb.reshape(self._bias_shape)
@@ -139,16 +149,19 @@ class FusedFullyConnected(FusedOperator):
         return y
 
 
-def _matmul(xp, a, b):
+def _matmul(xp, a, b, dest=None):
     """a @ b; large 2-D NumPy float32 products through the CPU backend (oneDNN), so that
-    its OpenMP pool, not OpenBLAS's spinning one, holds the cores between convolutions."""
+    its OpenMP pool, not OpenBLAS's spinning one, holds the cores between convolutions.
+    Into ``dest`` (from :func:`_as_2d`) when given and of the product's dtype."""
     if xp is np and a.ndim == 2 and b.ndim == 2 and a.dtype == np.float32 \
             and b.dtype == np.float32:
         be = cpu_backend()
         if be is not None:
-            out = be.matmul(a, b)
+            out = be.matmul(a, b, out=dest)
             if out is not None:
                 return out
+    if dest is not None and dest.dtype == xp.result_type(a, b):
+        return xp.matmul(a, b, out=dest)
     return xp.matmul(a, b)
 
 
@@ -198,6 +211,16 @@ def _onednn_act(xp, x, spec, backward=False, dy=None):
             return None
         return be.eltwise_backward(x, dy, kind, alpha)
     return be.eltwise_forward(x, kind, alpha)
+
+
+def _as_2d(arrays, i, shape, dtype):
+    """The array offered for result ``i`` (``out=``/``grad_out=``) as a 2-D view of
+    ``shape`` when it is a C-contiguous array of ``dtype`` with as many elements, else
+    None."""
+    d = arrays[i] if arrays and i < len(arrays) else None
+    if d is None or d.dtype != dtype or not d.flags.c_contiguous or d.size != prod(shape):
+        return None
+    return d.reshape(shape)
 
 
 def _softrelu(xp, x):

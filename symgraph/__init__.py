@@ -43,3 +43,9 @@ from . import contrib
 from . import ops  # noqa: E402,F401  (registers the operators; must come last)
 
 __version__ = '0.1.0'
+
+# The CPU backend (oneDNN) loads with the package, as MXNet loads libmxnet and the oneDNN
+# inside it at import: the library's ~400 static constructors touch about 12 MiB of its
+# code (70 ms), a one-off cost that would otherwise fall into the first training step's
+# time and memory. SYMGRAPH_ONEDNN=0 keeps it off; opdef.cpu_backend() stays the way in.
+opdef.cpu_backend()

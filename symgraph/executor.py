@@ -15,6 +15,7 @@ from .ndarray import NDArray
 from .ndarray.ndarray import _to_xp
 from .graph.plan import Plan, check_error
 from .graph.passes import InferencePasses
+from .opdef import lend_scratch
 
 __all__ = ['Executor', 'simple_bind']
 
@@ -255,6 +256,7 @@ class Executor:
                                   else None, getattr(self, pool_name))
             except Exception as e:
                 self._saved = None
+                lend_scratch(None)      # a step that failed lends nothing on
                 err = check_error(e, fname, line_step, 'forward')
                 if err is None:
                     raise
@@ -330,6 +332,7 @@ class Executor:
                     fn(saved, og, G, self._monitor_fn if self._monitor is not None else None,
                        self._pool, ready)
             except Exception as e:
+                lend_scratch(None)      # a step that failed lends nothing on
                 err = check_error(e, fname, line_step, 'backward')
                 if err is None:
                     raise
@@ -474,7 +477,7 @@ class Executor:
                 src, i = plan.entry_info[e]
                 lines.append('\targ[%d]=%s %s' % (j, src.output_names()[i], plan.shapes[e]))
             for e in plan.out_entries(n):
-                run = 'buffer %d' % st.block_of[st.slot[e]] if e in st.slot else 'own array'
+                run = 'buffer @%d' % st.offset[st.slot[e]] if e in st.slot else 'own array'
                 lines.append('\tout %s %s %s storage=%s (%s)'
                              % (plan.entry_info[e][0].output_names()[plan.entry_info[e][1]],
                                 plan.shapes[e], plan.dtypes[e], assign.get(e, '-'), run))
@@ -488,9 +491,9 @@ class Executor:
                                        for v in self._pool)}.values())
         # the buffers plus the peak of the arrays the run made besides them
         peak = None if self._peak is None else (allocated or 0) + max(self._peak)
-        lines.append('Storage run: %d buffers of %d bytes planned for %d entries (the others '
+        lines.append('Storage run: one arena of %d bytes planned for %d entries (the others '
                      'own their arrays, freed after their last use)'
-                     % (len(st.blocks), st.planned_bytes, len(st.keys)))
+                     % (st.planned_bytes, len(st.keys)))
         lines.append('buffer_bytes=%d allocated_bytes=%s measured_peak_bytes=%s'
                      % (st.planned_bytes, 'none' if allocated is None else allocated,
                         'untraced' if peak is None else peak))

@@ -22,7 +22,8 @@ compute
     instance a bind runs, fitted to the inferred shapes); ``for_node(node_name)`` (the
     instance a bind runs for a named node)
 planner data
-    ``needs_inputs``, ``needs_outputs``, ``inplace``, ``no_grad``, ``is_loss``
+    ``needs_inputs``, ``needs_outputs``, ``inplace``, ``no_grad``, ``is_loss``,
+    ``scratch_bytes(in_shapes, out_shapes, dtypes)``
 inference passes (``symgraph.graph.passes``, forward with ``is_train=False`` only)
     ``post_op(in_index)`` (a consumer that can run as a post-op of its producer: a
     :class:`PostOp`), ``fuse_post_ops(post_ops, in_shapes)`` (a producer's fused operator
@@ -35,7 +36,8 @@ subgraphs (control flow)
 runtime services an operator may use
     :func:`random_state` (the generator to draw from), :func:`device_group` (the other
     devices of a data-parallel step, for collective operators such as SyncBatchNorm) and
-    :func:`cpu_backend` (oneDNN's primitives for NumPy arrays, or None).
+    :func:`cpu_backend` (oneDNN's primitives for NumPy arrays, or None); the core lends
+    the backend scratch memory with :func:`lend_scratch`.
 """
 from __future__ import annotations
 
@@ -57,7 +59,8 @@ __all__ = ['Param', 'Operator', 'register', 'get_op', 'unknown_operator', 'list_
            'unify_shape', 'dtype_name', 'np_dtype', 'shape_known', 'reduce_to_shape',
            'random_state', 'using_random_state', 'DeviceGroup', 'device_group',
            'using_device_group', 'ProcessGroup', 'process_group', 'set_process_group',
-           'Subgraph', 'SubgraphRunner', 'cpu_backend', 'PostOp']
+           'Subgraph', 'SubgraphRunner', 'cpu_backend', 'PostOp',
+           'lend_scratch']
 
 REQUIRED = object()
 
@@ -596,6 +599,16 @@ class Operator:
         ones (LRN skips its ``tmp_norm``)."""
         return None
 
+    def scratch_bytes(self, in_shapes, out_shapes, dtypes):
+        """Bytes of scratch space the CPU backend may need in one call of this operator's
+        forward or backward for arrays of these shapes and input ``dtypes`` (an estimate
+        that errs high; 0: none, the default). For an operator whose backend primitives
+        take activation-sized temporary buffers (reorders to the library's layouts): the
+        executor's storage plan then keeps that much of its buffers free around the step
+        and lends it to the backend (:func:`lend_scratch`), so that those buffers cost no
+        memory of their own."""
+        return 0
+
     def make_forward(self, xp, is_train, state=None, in_dtypes=None, into=False):
         """Return ``f(*inputs, *aux) -> tuple of outputs`` bound once at compile time.
 
@@ -942,13 +955,24 @@ class PostOp:
     def __repr__(self):
         return 'PostOp(%s %s)' % (self.kind, self.op.name)
 
+def lend_scratch(buf):
+    """Lend ``buf`` (a 1-D uint8 NumPy array: storage of the caller's that nothing uses
+    until it calls ``lend_scratch(None)``) to the CPU backend as scratch space for the
+    calling thread; None takes it back. The executor lends the free part of its buffers
+    around each step of an operator that asks for scratch (:meth:`Operator.scratch_bytes`).
+    Nothing happens when no backend is loaded."""
+    from symgraph.backend import onednn      # lazily, as cpu_backend
+    be = onednn.loaded()
+    if be is not None:
+        be.lend(buf)
+
 
 def cpu_backend():
     """The native CPU backend for NumPy float32 arrays (oneDNN), or None.
 
-    ``symgraph.backend.onednn.backend()``: loaded on the first call, None when the library
-    is switched off (``SYMGRAPH_ONEDNN=0``), missing or fails its version check (one log
-    line says which). Its methods return None for a case they do not take; the operator
+    ``symgraph.backend.onednn.backend()``: loaded on the first call (``import symgraph``
+    makes it), None when the library is switched off (``SYMGRAPH_ONEDNN=0``), missing or
+    fails its version check (one log line says which). Its methods return None for a case they do not take; the operator
     then computes with NumPy, which stays the reference.
     """
     from symgraph.backend import onednn      # lazily: loading the library costs time

@@ -217,3 +217,43 @@ def test_primitives_share_one_workspace_per_thread():
                                    rtol=1e-4, atol=1e-4)
     assert be.cached() == n + 3
     assert be.workspace_bytes() == first
+
+
+def test_lent_scratch_takes_the_internal_buffers_and_none_outlives_it():
+    """While scratch is lent, the reorder buffers come from it (the workspace does not
+    grow); a lent buffer dropped (collected, its memory refilled with garbage) after being
+    taken back is never touched again; one too small is passed over for the workspace."""
+    be = _available()
+    rng = np.random.RandomState(11)
+    x = rng.uniform(-1, 1, (4, 16, 12, 12)).astype(np.float32)
+    w = rng.uniform(-1, 1, (16, 16, 3, 3)).astype(np.float32)
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    expected = conv_forward(np, x64, w64, None, (1, 1), (1, 1), (1, 1), 1)
+    t = be._thread()
+    ws, borrowed = be.workspace_bytes(), t.borrowed
+    need = be.conv_scratch_bytes(x.shape, w.shape, expected.shape)
+    for it in range(3):
+        lent = np.full(need + 64, 0xff, np.uint8)        # large enough for any alignment
+        be.lend(lent)
+        try:
+            y = conv_forward(np, x, w, None, (1, 1), (1, 1), (1, 1), 1)
+        finally:
+            be.lend(None)
+        assert t.borrowed == borrowed + it + 1
+        if it == 0:
+            assert be.workspace_bytes() == ws       # lent scratch served, not the workspace
+        del lent
+        gc.collect()
+        junk = np.full(need // 4 + 16, np.nan, np.float32)     # reuse the memory
+        np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-4)
+        y2 = conv_forward(np, x, w, None, (1, 1), (1, 1), (1, 1), 1)   # nothing lent
+        np.testing.assert_array_equal(y2, y)
+        del junk
+    be.lend(np.zeros(64, np.uint8))      # too small: the workspace serves
+    try:
+        y3 = conv_forward(np, x, w, None, (1, 1), (1, 1), (1, 1), 1)
+    finally:
+        be.lend(None)
+    np.testing.assert_array_equal(y3, y)
+    assert t.borrowed == borrowed + 3
+    assert be.workspace_bytes() >= ws

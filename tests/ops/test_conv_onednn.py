@@ -3,7 +3,8 @@
 For each case: the output shape equals the inferred one, the forward matches the loop
 reference, and the gradients of data, weight and bias match the NumPy path's in float64;
 each of the three oneDNN calls is counted, so a silent fallback to NumPy fails the test.
-The same through ``simple_bind`` for one network, and with the backend forced off.
+The same through ``simple_bind`` for one network, and with the backend forced off; results
+computed into offered arrays (``writes_into``) are those arrays, bit-identical to the others.
 """
 import numpy as np
 import pytest
@@ -79,6 +80,50 @@ def test_case_with_backend_forced_off(case, numpy_only):
     _, _, _, ref_grads = _run(case, 'float64')
     for g, r in zip(grads, ref_grads):
         np.testing.assert_allclose(g, r, rtol=1e-4, atol=2e-5)
+
+
+def _run_into(case, dtype, seed=0):
+    """:func:`_run` with every result offered an array (``out=``/``grad_out=``, as the
+    executor's buffers are), filled with NaN so that a partial write shows."""
+    op = case.make_op()
+    inputs = case.make_inputs(dtype)
+    n = len(op.list_arguments())
+    _, out_shapes, _ = op.infer_shape([a.shape for a in inputs])
+    out = [np.full(out_shapes[0], np.nan, dtype)]
+    outs = op.forward(np, inputs[:n], [], True, out=out)
+    dy = np.random.RandomState(seed + 1).uniform(-1, 1, outs[0].shape).astype(dtype)
+    grad_out = [np.full(a.shape, np.nan, dtype) for a in inputs[:n]]
+    grads = op.backward(np, [dy], inputs[:n], outs, [], [True] * n, grad_out=grad_out)
+    return outs, grads, out, grad_out
+
+
+@pytest.mark.parametrize('path', ['onednn', 'numpy-float32', 'numpy-float64'])
+@parametrize_cases(CASES)
+def test_results_computed_into_offered_arrays_are_bit_identical(case, path, monkeypatch):
+    """writes_into: the output and the data and weight gradients are the arrays offered
+    (no copy by the executor), with exactly the values computed without them."""
+    monkeypatch.setenv('SYMGRAPH_ONEDNN', '1' if path == 'onednn' else '0')
+    onednn.reset()
+    try:
+        be = cpu_backend()
+        if path == 'onednn' and be is None:
+            pytest.skip('oneDNN is not available on this machine')
+        dtype = 'float64' if path.endswith('64') else 'float32'
+        before = dict(be.calls) if be is not None else {}
+        outs, grads, out, grad_out = _run_into(case, dtype)
+        if be is not None:
+            assert all(be.calls.get(k, 0) == before.get(k, 0) + 1 for k in
+                       ('conv_forward', 'conv_backward_data', 'conv_backward_weights'))
+        _, _, _, ref_grads = _run(case, dtype)
+        ref_outs = _run(case, dtype)[2]
+    finally:
+        onednn.reset()
+    assert outs[0] is out[0]
+    np.testing.assert_array_equal(outs[0], ref_outs[0])
+    for i in (0, 1):
+        assert grads[i] is grad_out[i], 'input %d' % i
+    for g, r in zip(grads, ref_grads):
+        np.testing.assert_array_equal(g, r)
 
 
 def _net_grads():

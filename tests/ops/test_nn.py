@@ -8,7 +8,7 @@ import pytest
 import symgraph as mx
 from _refs import F16
 from harness import case_tests, OpCase
-from symgraph.opdef import ShapeError, get_op
+from symgraph.opdef import ShapeError, cpu_backend, get_op
 
 SELU_A, SELU_L = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
 _erf = np.vectorize(math.erf)
@@ -126,6 +126,40 @@ def test_fully_connected_fills_weight_and_bias():
     assert ins == [(4, 3, 2), (5, 2), (5,)] and outs == [(4, 3, 5)]
     # nothing is known without data (as in MXNet)
     assert op.infer_shape([None, (5, 6), None])[1] == [None]
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'float64'])
+@pytest.mark.parametrize('attrs, shapes', [
+    (dict(num_hidden=5), [(2, 3, 4), (5, 12), (5,)]),
+    (dict(num_hidden=5, flatten=False), [(2, 3, 4), (5, 4), (5,)]),
+    (dict(num_hidden=3, no_bias=True), [(4, 7), (3, 7)]),
+    (dict(num_hidden=64), [(32, 64, 2), (64, 128), (64,)]),     # large: oneDNN's matmul
+])
+def test_fully_connected_computes_into_offered_arrays_bit_identically(attrs, shapes, dtype):
+    """writes_into: the output (2-D products) and the data and weight gradients are the
+    arrays offered, with exactly the values computed without them."""
+    op = get_op('FullyConnected')(**attrs)
+    be = cpu_backend()
+    calls = be.calls.get('matmul', 0) if be is not None else 0
+    rng = np.random.RandomState(5)
+    ins = [rng.uniform(-1, 1, s).astype(dtype) for s in shapes]
+    n = len(ins)
+    _, out_shapes, _ = op.infer_shape([a.shape for a in ins])
+    ref, = op.forward(np, ins, [], True)
+    out = [np.full(out_shapes[0], np.nan, dtype)]
+    y, = op.forward(np, ins, [], True, out=out)
+    np.testing.assert_array_equal(y, ref)
+    if ins[0].ndim == 2 or attrs.get('flatten', True):
+        assert y is out[0]
+    dy = rng.uniform(-1, 1, y.shape).astype(dtype)
+    ref_grads = op.backward(np, [dy], ins, [y], [], [True] * n)
+    grad_out = [np.full(a.shape, np.nan, dtype) for a in ins]
+    grads = op.backward(np, [dy], ins, [y], [], [True] * n, grad_out=grad_out)
+    assert grads[0] is grad_out[0] and grads[1] is grad_out[1]
+    for g, r in zip(grads, ref_grads):
+        np.testing.assert_array_equal(g, r)
+    if be is not None and dtype == 'float32' and attrs['num_hidden'] == 64:
+        assert be.calls['matmul'] == calls + 6      # each product, with and without
 
 
 def test_fully_connected_shape_errors_name_argument():

@@ -14,7 +14,7 @@ import threading
 from . import _lib
 from .conv import Backend
 
-__all__ = ['backend', 'reset', 'MIN_VERSION', 'Backend']
+__all__ = ['backend', 'loaded', 'reset', 'MIN_VERSION', 'Backend']
 
 #: the oldest library accepted (the C API used here is oneDNN 3.0's); major 4 is refused
 MIN_VERSION = (3, 0)
@@ -96,6 +96,11 @@ def backend():
         if 'backend' not in _state:
             _state['backend'] = _load()
     return _state['backend']
+
+
+def loaded():
+    """The backend when it is loaded (None when it is not, or not yet: loads nothing)."""
+    return _state.get('backend')
 
 
 def reset():

@@ -8,7 +8,10 @@ internal buffer, so the NumPy side only ever sees plain (N, C, *S) arrays.
 The internal buffers are not the primitive's own: every call is synchronous (it waits for
 the stream), so all primitives of a thread share one growing workspace of 64-byte aligned
 slots (:meth:`BackendCore.workspace`), as MXNet's convolutions share their scratch space;
-the cached primitives then cost no activation-sized memory each.
+the cached primitives then cost no activation-sized memory each. While an executor lends
+the thread scratch memory (:meth:`BackendCore.lend`: the part of its buffers free during
+the step), the internal buffers are carved from that instead, and the workspace does not
+grow.
 
 Constant arguments (inference weights, ``'const'`` in the argument list) are the exception:
 their reordered copy lives in a buffer the :class:`Primitive` owns, made again only when
@@ -134,6 +137,11 @@ class Primitive:
             raise
         self.exec_args = (_lib.ExecArg * len(exec_args))(*exec_args)
         self.nargs = len(exec_args)
+        # the largest internal buffer takes slot 0, the next slot 1...: slots then hold
+        # activations or weights, not both (3 activation-sized slots on the CIFAR ResNet,
+        # in argument order, where 2 suffice)
+        order = sorted(range(len(self.inner)), key=lambda i: -self.inner[i][1])
+        self.slot_index = [order.index(i) for i in range(len(self.inner))]
         self.before = [r for r in self.reorders if r[3] is False]
         self.before_const = [r for r in self.reorders if r[3] == 'const']
         self.after = [r for r in self.reorders if r[3] is True]
@@ -170,7 +178,12 @@ class Primitive:
         token whenever their values may have changed."""
         lib = self.lib
         stream = thread.stream
-        slots = [thread.workspace(i, n) for i, (_, n) in enumerate(self.inner)]
+        slots = thread.borrow([n for _, n in self.inner]) if thread.lent is not None \
+            and self.inner else None
+        if slots is not None:
+            thread.borrowed += 1
+        else:
+            slots = [thread.workspace(i, n) for i, (_, n) in zip(self.slot_index, self.inner)]
         for (mem, _), buf in zip(self.inner, slots):
             check(lib.dnnl_memory_set_data_handle(mem, buf.ctypes.data),
                   'dnnl_memory_set_data_handle')
@@ -252,6 +265,9 @@ class BackendCore:
             t.stream, t.cache = stream, {}
             t.slots = []
             t.workspace = lambda i, n, t=t: _slot(t.slots, i, n)
+            t.lent = None
+            t.borrowed = 0       # calls whose buffers came from lent scratch (tests)
+            t.borrow = lambda sizes, t=t: _carve(t.lent, sizes)
         return t
 
     def primitive(self, key, build, cache=None):
@@ -286,6 +302,12 @@ class BackendCore:
         self.execute(key, prim, arrays, token)
         return True
 
+    def lend(self, buf):
+        """Scratch memory the caller lends this thread's primitives (a 1-D uint8 array;
+        None takes it back): until then their internal buffers are carved from it when it
+        is large enough. The caller keeps ``buf`` alive and unused meanwhile."""
+        self._thread().lent = buf
+
     def workspace_bytes(self):
         """Bytes of this thread's shared workspace."""
         return sum(b.nbytes for b in getattr(self._local, 'slots', ()))
@@ -316,6 +338,30 @@ def _aligned(nbytes):
     buf = np.empty(nbytes + 64, np.uint8)
     off = -buf.ctypes.data % 64
     return buf[off:off + nbytes]
+
+
+def _carve(buf, sizes):
+    """64-byte aligned views of ``buf`` (uint8) of ``sizes`` bytes one after another, or
+    None when ``buf`` is too small."""
+    base = -buf.ctypes.data % 64
+    views, off = [], base
+    for n in sizes:
+        views.append(off)
+        off += -(-n // 64) * 64
+    if off > buf.nbytes:
+        return None
+    return [buf[o:o + n] for o, n in zip(views, sizes)]
+
+
+def dest(out, shape):
+    """``out`` when it can take a float32 result of ``shape`` (a C-contiguous float32 NumPy
+    array of that shape), else a new array. Every array a primitive writes is one the
+    caller holds for the call, so an ``out`` lives as long as the call (see the module
+    notes)."""
+    if isinstance(out, np.ndarray) and out.dtype == np.float32 and out.shape == tuple(shape) \
+            and out.flags.c_contiguous and out.flags.writeable:
+        return out
+    return np.empty(shape, np.float32)
 
 
 def as_f32(a):

@@ -13,7 +13,7 @@ import ctypes
 import numpy as np
 
 from . import _lib
-from ._core import BackendCore, Primitive, any_desc, as_f32, strided_desc
+from ._core import BackendCore, Primitive, any_desc, as_f32, dest, strided_desc
 from ._lib import check
 from .layers import ELTWISE, LayerMixin
 from .norm import NormMixin
@@ -37,7 +37,10 @@ class Backend(BackendCore, NormMixin, LayerMixin):
     """oneDNN's CPU backend: what ``symgraph.opdef.cpu_backend()`` returns.
 
     Every method takes and returns plain C-order NumPy float32 arrays; it returns None when
-    oneDNN does not take the case (the caller then computes with NumPy).
+    oneDNN does not take the case (the caller then computes with NumPy). ``out``, where a
+    method takes it, is an array to compute the result into (an executor's buffer), used
+    when it is a C-contiguous float32 array of the result's shape (else a new array is
+    returned); it must not overlap the inputs.
     """
 
     #: data with fewer channels per group than this is given to oneDNN in its plain layout
@@ -160,8 +163,10 @@ class Backend(BackendCore, NormMixin, LayerMixin):
         self.execute(key, prim, [x, w, b, y] + extra, token)
         return y
 
-    def conv_forward(self, x, w, b, stride, pad, dilate, groups, yshape, is_train=True):
-        """y = conv(x, w) + b with output shape ``yshape``; None when not taken."""
+    def conv_forward(self, x, w, b, stride, pad, dilate, groups, yshape, is_train=True,
+                     out=None):
+        """y = conv(x, w) + b with output shape ``yshape`` (into ``out`` when it fits);
+        None when not taken."""
         x, w = as_f32(x), as_f32(w)
         yshape = tuple(yshape)
         bias = b is not None
@@ -182,12 +187,26 @@ class Backend(BackendCore, NormMixin, LayerMixin):
             finally:
                 self._destroy(plain + free + ([bmd] if bias else []))
 
-        y = np.empty(yshape, np.float32)
+        y = dest(out, yshape)
         arrays = [x, w, y] + ([as_f32(b)] if bias else [])
         return y if self.run(key, build, arrays) else None
 
-    def conv_backward_data(self, dy, w, xshape, stride, pad, dilate, groups):
-        """dx of shape ``xshape`` from dy and the weights; None when not taken."""
+    @staticmethod
+    def conv_scratch_bytes(xshape, wshape, yshape):
+        """At most how many bytes of internal buffers one convolution call (forward, or
+        either backward) of these shapes (of either orientation: deconvolution swaps data
+        and output) takes: data, weights and output in blocked layouts, channels padded to
+        16 (weights on both channel axes), 64-byte aligned each."""
+        def padded(shape, axes):
+            n = 1
+            for i, s in enumerate(shape):
+                n *= -(-s // 16) * 16 if i in axes else s
+            return -(-n * 4 // 64) * 64
+        return padded(xshape, (1,)) + padded(wshape, (0, 1)) + padded(yshape, (1,))
+
+    def conv_backward_data(self, dy, w, xshape, stride, pad, dilate, groups, out=None):
+        """dx of shape ``xshape`` from dy and the weights (into ``out`` when it fits); None
+        when not taken."""
         dy, w = as_f32(dy), as_f32(w)
         xshape = tuple(xshape)
         key = ('conv_backward_data', dy.shape, w.shape, xshape, tuple(stride), tuple(pad),
@@ -212,11 +231,12 @@ class Backend(BackendCore, NormMixin, LayerMixin):
                     self.lib.dnnl_primitive_desc_destroy(hint)
                 self._destroy(plain + free)
 
-        dx = np.empty(xshape, np.float32)
+        dx = dest(out, xshape)
         return dx if self.run(key, build, [dy, w, dx]) else None
 
-    def conv_backward_weights(self, x, dy, wshape, stride, pad, dilate, groups):
-        """dw of shape ``wshape`` from x and dy; None when not taken."""
+    def conv_backward_weights(self, x, dy, wshape, stride, pad, dilate, groups, out=None):
+        """dw of shape ``wshape`` from x and dy (into ``out`` when it fits); None when not
+        taken."""
         x, dy = as_f32(x), as_f32(dy)
         wshape = tuple(wshape)
         key = ('conv_backward_weights', x.shape, dy.shape, wshape, tuple(stride), tuple(pad),
@@ -241,16 +261,16 @@ class Backend(BackendCore, NormMixin, LayerMixin):
                     self.lib.dnnl_primitive_desc_destroy(hint)
                 self._destroy(plain + free)
 
-        dw = np.empty(wshape, np.float32)
+        dw = dest(out, wshape)
         return dw if self.run(key, build, [x, dy, dw]) else None
 
     #: smallest m * k * n sent to oneDNN's matmul: smaller products run single-threaded
     #: in OpenBLAS (no pool woken) and cost less than a ctypes call
     MATMUL_MIN_WORK = 1 << 16
 
-    def matmul(self, a, b):
-        """a @ b for 2-D float32 arrays (strided views such as ``w.T`` taken as they are);
-        None when not taken (small products, odd strides).
+    def matmul(self, a, b, out=None):
+        """a @ b for 2-D float32 arrays (strided views such as ``w.T`` taken as they are),
+        into ``out`` when it fits; None when not taken (small products, odd strides).
 
         Large matrix products go through oneDNN so that one thread pool (OpenMP) does the
         heavy work: OpenBLAS's threads spin after each GEMM and took the cores from the
@@ -279,8 +299,8 @@ class Backend(BackendCore, NormMixin, LayerMixin):
             finally:
                 self._destroy(mds)
 
-        out = np.empty((m, n), np.float32)
-        return out if self.run(key, build, [a, b, out]) else None
+        y = dest(out, (m, n))
+        return y if self.run(key, build, [a, b, y]) else None
 
 
 def _strided(a):

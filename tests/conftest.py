@@ -1,6 +1,19 @@
 import os
 import sys
 
+# `python -m pytest` puts the checkout itself on sys.path, where ops/ and cuda/ would import
+# as top-level packages: cuda/ shadows the `cuda` namespace package CuPy imports (`import
+# cupy` then fails with "No module named 'cuda.pathfinder'" and every GPU test skips), and
+# `import ops` makes a second copy of every operator module, registered over the first, so
+# that monkeypatches of symgraph.ops.* miss. Both are installed as symgraph.ops/.cuda only.
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _ROOT]
+for _name in ('ops', 'cuda'):
+    _mod = sys.modules.get(_name)
+    if _mod is not None and os.path.dirname(os.path.abspath(
+            getattr(_mod, '__file__', None) or os.curdir)) == os.path.join(_ROOT, _name):
+        del sys.modules[_name]
+
 # the operator harness is imported by the family test modules as ``harness``
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), 'ops'))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), 'golden'))

@@ -11,7 +11,7 @@ from harness import parametrize_cases
 from test_nn import CASES
 from symgraph.backend import onednn
 from symgraph.opdef import cpu_backend
-from ops import nn
+from symgraph.ops import nn
 
 ROUTED = ('relu', 'sigmoid', 'leaky', 'elu', 'gelu')
 ACT_CASES = [c for c in CASES if c.op in ('Activation', 'LeakyReLU')]

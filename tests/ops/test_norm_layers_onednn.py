@@ -10,8 +10,8 @@ from harness import parametrize_cases
 from test_norm_layers import LRN_CASES
 from symgraph.backend import onednn
 from symgraph.opdef import cpu_backend
-from ops import norm_layers
-from ops.norm_layers import LRN, LRNInference
+from symgraph.ops import norm_layers
+from symgraph.ops.norm_layers import LRN, LRNInference
 
 import symgraph as mx
 

@@ -17,8 +17,8 @@ from harness import parametrize_cases
 from test_pooling import CASES
 from symgraph.backend import onednn
 from symgraph.opdef import cpu_backend
-from ops import pooling
-from ops.pooling import pool_out_size
+from symgraph.ops import pooling
+from symgraph.ops.pooling import pool_out_size
 
 import symgraph as mx
 
@@ -96,7 +96,7 @@ def test_case_through_onednn(case, backend):
 def test_max_workspace_kept_or_remade(backend):
     """Backward uses the workspace of the oneDNN forward that made this very output; a
     forward that ran elsewhere (or an output it did not make) gets a fresh one."""
-    from ops.pooling import Pooling, _WORKSPACES
+    from symgraph.ops.pooling import Pooling, _WORKSPACES
     op = Pooling(kernel=(3, 3), stride=(2, 2), pad=(1, 1))
     rng = np.random.RandomState(0)
     x = rng.uniform(-1, 1, (2, 4, 9, 9)).astype(np.float32)

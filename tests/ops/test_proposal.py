@@ -145,7 +145,7 @@ def test_forward(case):
 # shapes, types, errors, details
 # ----------------------------------------------------------------------------------
 def test_anchors_match_classic_generate_anchors():
-    from ops.proposal import generate_anchors
+    from symgraph.ops.proposal import generate_anchors
     got = generate_anchors(16, (0.5, 1, 2), (8, 16, 32))
     # py-faster-rcnn's generate_anchors() printout
     want = [[-84, -40, 99, 55], [-176, -88, 191, 103], [-360, -184, 375, 199],

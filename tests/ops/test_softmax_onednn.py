@@ -10,7 +10,7 @@ from harness import parametrize_cases
 from test_softmax import CASES, SOFTMAX_CASES
 from symgraph.backend import onednn
 from symgraph.opdef import cpu_backend
-from ops import softmax as sm
+from symgraph.ops import softmax as sm
 
 ROWS = [c for c in CASES + SOFTMAX_CASES if c.op in ('softmax', 'log_softmax')]
 

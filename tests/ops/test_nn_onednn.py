@@ -24,15 +24,9 @@ def _lift(monkeypatch):
 
 
 @pytest.fixture
-def backend(monkeypatch):
-    monkeypatch.delenv('SYMGRAPH_ONEDNN', raising=False)
-    onednn.reset()
-    be = cpu_backend()
-    if be is None:
-        pytest.skip('oneDNN is not available on this machine')
+def backend(onednn_backend, monkeypatch):
     _lift(monkeypatch)
-    yield be
-    onednn.reset()
+    return onednn_backend
 
 
 def _run(op, inputs, dtype, is_train, seed=7):

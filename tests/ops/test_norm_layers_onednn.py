@@ -8,8 +8,6 @@ import pytest
 
 from harness import parametrize_cases
 from test_norm_layers import LRN_CASES
-from symgraph.backend import onednn
-from symgraph.opdef import cpu_backend
 from symgraph.ops import norm_layers
 from symgraph.ops.norm_layers import LRN, LRNInference
 
@@ -17,15 +15,9 @@ import symgraph as mx
 
 
 @pytest.fixture
-def backend(monkeypatch):
-    monkeypatch.delenv('SYMGRAPH_ONEDNN', raising=False)
-    onednn.reset()
-    be = cpu_backend()
-    if be is None:
-        pytest.skip('oneDNN is not available on this machine')
+def backend(onednn_backend, monkeypatch):
     monkeypatch.setattr(norm_layers, 'LRN_ONEDNN_MIN', 0)
-    yield be
-    onednn.reset()
+    return onednn_backend
 
 
 @parametrize_cases(LRN_CASES)

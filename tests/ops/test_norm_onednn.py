@@ -7,19 +7,11 @@ import pytest
 
 from harness import parametrize_cases
 from test_norm import BN_CASES
-from symgraph.backend import onednn
-from symgraph.opdef import cpu_backend
 
 
 @pytest.fixture
-def backend(monkeypatch):
-    monkeypatch.delenv('SYMGRAPH_ONEDNN', raising=False)
-    onednn.reset()
-    be = cpu_backend()
-    if be is None:
-        pytest.skip('oneDNN is not available on this machine')
-    yield be
-    onednn.reset()
+def backend(onednn_backend):
+    return onednn_backend
 
 
 def _run(case, dtype):

@@ -15,8 +15,6 @@ import pytest
 
 from harness import parametrize_cases
 from test_pooling import CASES
-from symgraph.backend import onednn
-from symgraph.opdef import cpu_backend
 from symgraph.ops import pooling
 from symgraph.ops.pooling import pool_out_size
 
@@ -26,16 +24,10 @@ POOL_CASES = [c for c in CASES if c.op == 'Pooling']
 
 
 @pytest.fixture
-def backend(monkeypatch):
-    monkeypatch.delenv('SYMGRAPH_ONEDNN', raising=False)
-    onednn.reset()
-    be = cpu_backend()
-    if be is None:
-        pytest.skip('oneDNN is not available on this machine')
+def backend(onednn_backend, monkeypatch):
     monkeypatch.setattr(pooling, 'ONEDNN_MIN', {'forward': (1, 0), 'backward_max': (1, 0),
                                                  'backward_avg': (1, 0)})
-    yield be
-    onednn.reset()
+    return onednn_backend
 
 
 def _taken(op, shape):

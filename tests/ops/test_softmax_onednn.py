@@ -16,15 +16,9 @@ ROWS = [c for c in CASES + SOFTMAX_CASES if c.op in ('softmax', 'log_softmax')]
 
 
 @pytest.fixture
-def backend(monkeypatch):
-    monkeypatch.delenv('SYMGRAPH_ONEDNN', raising=False)
-    onednn.reset()
-    be = cpu_backend()
-    if be is None:
-        pytest.skip('oneDNN is not available on this machine')
+def backend(onednn_backend, monkeypatch):
     monkeypatch.setattr(sm, 'ONEDNN_MIN', {'softmax': 0, 'log_softmax': 0})
-    yield be
-    onednn.reset()
+    return onednn_backend
 
 
 def _routed(op, ndim):

@@ -27,6 +27,17 @@ def _input_names(node):
     return op.list_arguments() + op.list_auxiliary_states()
 
 
+def _spell(node, what):
+    """``what`` of :meth:`_Pass.merge` as words: 'argument 'weight'', 'output 'output''."""
+    if isinstance(what, str):
+        return what
+    kind, i = what
+    if kind == 'argument':
+        return 'argument %r' % _input_names(node)[i]
+    outs = node.op.list_outputs()
+    return 'output %r' % (outs[i] if i < len(outs) else str(i))
+
+
 def _describe_inputs(node, ins, fmt):
     names = _input_names(node)
     return ', '.join('%s=%s' % (n, fmt(s)) for n, s in zip(names, ins))
@@ -77,13 +88,18 @@ class _Pass:
         return (self.index[id(node)], i)
 
     def merge(self, key, value, node, what):
-        """Merge ``value`` into entry ``key``; True if something was learnt."""
+        """Merge ``value`` into entry ``key``; True if something was learnt. ``what`` names
+        the entry in messages: a string, or (kind, index) of an argument or output, spelt
+        only when a message needs it (inference runs every node twice per bind)."""
         if value is None:
             return False
         old = self.values.get(key)
+        if old is not None and old == value and type(old) is type(value):
+            return False                # nothing new (the common case)
         try:
             new = self.unify(old, value, what)
         except (ShapeError, TypeInferenceError):
+            what = _spell(node, what)
             raise self.err('%s: %s %s inferred as %s but %s was already known'
                            % (node.describe(), what, self.kind, self.fmt(value),
                               self.fmt(old))) from None
@@ -100,20 +116,19 @@ class _Pass:
         k_node = self.index[id(node)]
         outs = [self.values.get((k_node, i)) for i in range(op.output_count())]
         changed = False
-        names = _input_names(node)
         shape = self.kind == 'shape'
         if shape and op.same_shape_io and n_args:
             # elementwise: a known output tells the inputs (MXNet's backward inference)
             for o in outs[:op.num_visible_outputs()]:
                 for j in range(n_args):
-                    changed |= self.merge(in_keys[j], o, node, 'argument %r' % names[j])
+                    changed |= self.merge(in_keys[j], o, node, ('argument', j))
             ins = [self.values.get(k) for k in in_keys]
         if not shape and n_args and type(op).infer_type is Operator.infer_type:
             # the default rule (every input and output one type, MXNet's ElemwiseType):
             # a known output type tells the inputs, as in MXNet
             for o in outs[:op.num_visible_outputs()]:
                 for j in range(n_args):
-                    changed |= self.merge(in_keys[j], o, node, 'argument %r' % names[j])
+                    changed |= self.merge(in_keys[j], o, node, ('argument', j))
             ins = [self.values.get(k) for k in in_keys]
         with_outs = op.infer_shape_uses_outputs if shape else op.infer_type_uses_outputs
         question = (_question(ins), _question(outs)) if with_outs else _question(ins)
@@ -149,10 +164,9 @@ class _Pass:
             self.answers[id(node)] = (question, (new_ins, new_outs, new_aux))
         filled = list(new_ins or []) + list(new_aux or [])
         for j, (k, v) in enumerate(zip(in_keys, filled)):
-            changed |= self.merge(k, v, node, 'argument %r' % names[j])
+            changed |= self.merge(k, v, node, ('argument', j))
         for i, v in enumerate(new_outs or []):
-            oname = op.list_outputs()[i] if i < op.output_count() else str(i)
-            changed |= self.merge((k_node, i), v, node, 'output %r' % oname)
+            changed |= self.merge((k_node, i), v, node, ('output', i))
         return changed
 
     def run(self):

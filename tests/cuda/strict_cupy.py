@@ -166,7 +166,7 @@ _pending = _Pending()
 def _issue(fn):
     """Run ``fn`` now on a null stream, or queue it on the current non-null stream."""
     stream = get_current_stream()
-    if stream.null:
+    if stream.is_null:
         fn()
     else:
         _pending.enqueue(stream, fn)
@@ -205,7 +205,7 @@ class Stream:
 
     def __init__(self, null=False, non_blocking=False, ptds=False, priority=None):
         self.device_id = _current()
-        self.null = null
+        self.is_null = null
         self._saved = []
         self._waits = []           # (stream, position) that later work must follow
         Stream._count += 1
@@ -242,7 +242,7 @@ class Stream:
         self._check('waiting on')
         if not event.recorded:
             raise RuntimeError('waiting on an event that was never recorded')
-        if event.stream is not None and not event.stream.null and event.stream is not self:
+        if event.stream is not None and not event.stream.is_null and event.stream is not self:
             self._waits.append((event.stream, event.position))
 
     def synchronize(self):
@@ -252,15 +252,28 @@ class Stream:
 _null_streams = {}
 
 
+class _NullStreamAttribute:
+    """``cupy.cuda.Stream.null``: the current device's null stream (a class attribute in
+    CuPy; ``bench/bench_gpu.py`` passes its ``ptr`` to NCCL)."""
+
+    def __get__(self, obj, cls):
+        return _null_stream(_current())
+
+
+def _null_stream(d):
+    if d not in _null_streams:
+        with Device(d):
+            _null_streams[d] = Stream(null=True)
+    return _null_streams[d]
+
+
+Stream.null = _NullStreamAttribute()
+
+
 def get_current_stream(device_id=None):
     d = _current() if device_id is None else device_id
     s = _state.streams.get(d)
-    if s is None:
-        if d not in _null_streams:
-            with Device(d):
-                _null_streams[d] = Stream(null=True)
-        s = _null_streams[d]
-    return s
+    return _null_stream(d) if s is None else s
 
 
 def _check_stream():
@@ -1053,7 +1066,7 @@ class NcclCommunicator:
                     comm._mpi.Bcast(out, root=root)
                     rbuf[...] = out
             with Device(comm._dev):
-                with stream if not stream.null else contextlib.nullcontext():
+                with stream if not stream.is_null else contextlib.nullcontext():
                     _issue(run)
 
     def allReduce(self, sendbuf, recvbuf, count, datatype, op, stream):
@@ -1113,7 +1126,7 @@ def _nccl_group_end():
             # the collective runs when the last rank's stream reaches it
             last = step[-1]
             with Device(last[0]._dev):
-                with last[8] if not last[8].null else contextlib.nullcontext():
+                with last[8] if not last[8].is_null else contextlib.nullcontext():
                     _issue(run)
     if process:
         process[0][0]._run_process(process)

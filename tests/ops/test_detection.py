@@ -405,9 +405,12 @@ def _keep_on_path(monkeypatch, path, boxes, keys, thresh, first_block=64):
 def naive_greedy_sorted(boxes, keys, thresh):
     """Sequential greedy NMS over boxes already in score order (MXNet's IoU, elementwise
     in the boxes' dtype)."""
+    # compared in the boxes' dtype, as greedy_nms_keep compares (NumPy 1.26 compared a
+    # float16 scalar with a Python float in float64, NumPy 2 in float16)
+    t = boxes.dtype.type
     kept = []
     for i in range(len(boxes)):
-        if all(keys[k] != keys[i] or not naive_iou(boxes[k], boxes[i]) > thresh
+        if all(keys[k] != keys[i] or not t(naive_iou(boxes[k], boxes[i])) > t(thresh)
                for k in kept):
             kept.append(i)
     return kept

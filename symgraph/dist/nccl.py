@@ -153,20 +153,9 @@ class ProcessNccl:
     def allreduce(self, array):
         """Sum ``array`` (a CuPy array on :attr:`device`) over the processes, in place;
         waits for the result, raising DistTimeoutError after the communicator's timeout."""
-        cupy, nccl = self._cupy, self._nccl
-        _check_arrays(cupy, [array], 'NCCL all-reduce')
-        if array.device.id != self.device:
-            raise ArgumentError('NCCL all-reduce of this process runs on gpu(%d), got an '
-                                'array on gpu(%d)' % (self.device, array.device.id))
-        if array.size == 0 or self.comm.size == 1:
-            return array
-        with cupy.cuda.Device(self.device):
-            stream = cupy.cuda.get_current_stream()
-            self._nccl_comm.allReduce(array.data.ptr, array.data.ptr, array.size,
-                                      _code(nccl, array.dtype), nccl.NCCL_SUM, stream.ptr)
-            self.num_calls += 1
-            self._wait(stream.record(), 'NCCL all-reduce of %d %s values'
-                       % (array.size, array.dtype))
+        event = self.start_allreduce(array)
+        if event is not None:
+            self._wait(event, 'NCCL all-reduce of %d %s values' % (array.size, array.dtype))
         return array
 
     def start_allreduce(self, array):

@@ -40,6 +40,8 @@ class FusedOperator(Operator):
     name = '_fused'
     needs_outputs = False
     no_grad = True
+    #: the result may go straight into the storage plan's buffer (``out=``)
+    writes_into = True
 
     def __init__(self, base, post_ops):
         super().__init__()
@@ -145,16 +147,17 @@ class FusedOperator(Operator):
                 y = p.op.forward(xp, [y] + list(arrays), [], False)[0]
         return y
 
-    def forward(self, xp, inputs, aux, is_train, state=None):
+    def forward(self, xp, inputs, aux, is_train, state=None, out=None):
         base, per = self.split(inputs)
-        return [self.compute(xp, base, per, state)]
+        return [self.compute(xp, base, per, state, out[0] if out else None)]
 
-    def compute(self, xp, base, per, state):
+    def compute(self, xp, base, per, state, dest=None):
         """The fused output from the base's inputs and the post-ops' inputs (each
-        subclass computes it)."""
+        subclass computes it), into ``dest`` where it can (an executor's buffer, laid out
+        as :attr:`out_layout` says; returning another array is correct too)."""
         raise NotSupportedError('%s has no compute' % type(self).__name__)
 
-    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+    def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None):
         raise NotSupportedError('%s exists only in inference plans (no gradient)' % self.name)
 
 

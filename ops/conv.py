@@ -153,6 +153,23 @@ class Convolution(_ConvBase):
             return lambda x, w: conv_forward(xp, x, w, None, st, pd, dl, g)
         return lambda x, w, b: conv_forward(xp, x, w, b, st, pd, dl, g)
 
+    def _backend_reads(self, in_shapes):
+        """Whether oneDNN computes this inference forward for data of these shapes (it
+        then takes channels-last data as it lies)."""
+        shape = in_shapes[0] if in_shapes else None
+        return shape is not None and len(shape) in (3, 4, 5) and min(self.pd) >= 0 \
+            and cpu_backend() is not None
+
+    def reads_layout(self, in_index, layout, in_shapes):
+        """Channels-last data goes to oneDNN as it lies."""
+        return in_index == 0 and layout == 'channels_last' and self._backend_reads(in_shapes)
+
+    def layout_variant(self, layout, in_shapes):
+        """A :class:`FusedConvolution` without post-ops writing ``layout``."""
+        if layout != 'channels_last' or not self._backend_reads(in_shapes):
+            return None
+        return FusedConvolution(self, (), out_layout=layout)
+
     def fuse_post_ops(self, post_ops, in_shapes):
         """Leading per-channel affines (BatchNorm on axis 1) folded into the weights, then
         residual sums and activations as oneDNN post-ops (NumPy: the consumers' forward):
@@ -293,7 +310,40 @@ class FusedConvolution(FusedOperator):
 
     name = '_fused_Convolution'
 
-    def compute(self, xp, base, per, state):
+    def __init__(self, base, post_ops, out_layout=None):
+        super().__init__(base, post_ops)
+        #: the memory order of the output (see ``Operator.layout_variant``); None: C order
+        object.__setattr__(self, 'out_layout', out_layout)
+        # the residual's storage may take the output when it dies here (MXNet's in-place
+        # sum): oneDNN's sum post-op then adds to it where it lies
+        k = self._sum_input()
+        object.__setattr__(self, 'inplace', () if k is None else ((k, 0),))
+
+    def _sum_input(self):
+        """The index of the residual a 'sum' post-op adds, or None."""
+        k = self._n_base()
+        for p in self.post_ops:
+            if p.kind == 'sum':
+                return k
+            k += len(p.inputs)
+        return None
+
+    def reads_layout(self, in_index, layout, in_shapes):
+        """Channels-last data and residual go to oneDNN as they lie."""
+        return layout == 'channels_last' and in_index in (0, self._sum_input()) \
+            and self.base._backend_reads(in_shapes)
+
+    def layout_variant(self, layout, in_shapes):
+        """This fused convolution writing ``layout``."""
+        if layout != 'channels_last' or not self.base._backend_reads(in_shapes):
+            return None
+        return FusedConvolution(self.base, self.post_ops, out_layout=layout)
+
+    def describe(self):
+        text = super().describe()
+        return text + ' -> channels last' if self.out_layout else text
+
+    def compute(self, xp, base, per, state, dest=None):
         conv = self.base
         x, w = base[0], base[1]
         b = None if conv.no_bias else base[2]
@@ -309,7 +359,8 @@ class FusedConvolution(FusedOperator):
                 y = be.conv_forward_fused(x, wf, bf, conv.st, conv.pd, conv.dl,
                                           conv.num_group, x.shape[:1] + (w.shape[0],) + out,
                                           eltwise_post_ops(rest), residual, token,
-                                          None if state is None else state['primitives'])
+                                          None if state is None else state['primitives'],
+                                          self.out_layout, dest)
                 if y is not None:
                     return y
         y = conv_forward(xp, x, wf, bf, conv.st, conv.pd, conv.dl, conv.num_group)

@@ -139,12 +139,13 @@ class FusedFullyConnected(FusedOperator):
 
     name = '_fused_FullyConnected'
 
-    def compute(self, xp, base, per, state):
+    def compute(self, xp, base, per, state, dest=None):
         fc = self.base
         x, w = base[0], base[1]
         wf, bf, _ = self.folded(xp, w, None if fc.no_bias else base[2], per, state, (-1, 1))
         x2 = x.reshape(x.shape[0], -1) if fc.flatten else x
-        y = _matmul(xp, x2, wf.T)
+        y = _matmul(xp, x2, wf.T, _as_2d([dest], 0, (x2.shape[0], wf.shape[0]), x2.dtype)
+                    if x2.ndim == 2 else None)
         y += bf
         return y
 

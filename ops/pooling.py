@@ -180,17 +180,22 @@ class Pooling(Operator):
         :data:`ONEDNN_MIN`, and average pooling whose last windows run past the padding
         (the 'full' convention) while padding counts: MXNet does not count that overhang,
         oneDNN would."""
-        if xp is not np or x.dtype != np.float32 or self.global_pool \
-                or self.pool_type not in ('max', 'avg'):
+        if xp is not np or x.dtype != np.float32:
             return None
-        kernel, stride, pad, out = self.geometry(x.shape[2:])
+        return self._onednn_spec(x.shape, direction)
+
+    def _onednn_spec(self, shape, direction):
+        """:meth:`_onednn` for NumPy float32 data of ``shape``."""
+        if self.global_pool or self.pool_type not in ('max', 'avg'):
+            return None
+        kernel, stride, pad, out = self.geometry(shape[2:])
         which = direction if direction == 'forward' else direction + '_' + self.pool_type
         limits = ONEDNN_MIN.get(which)
-        if limits is None or math.prod(kernel) < limits[0] or x.size < limits[1] \
+        if limits is None or math.prod(kernel) < limits[0] or math.prod(shape) < limits[1] \
                 or not all(out):
             return None
         need = [(o - 1) * t + k - s - p for o, t, k, s, p in
-                zip(out, stride, kernel, x.shape[2:], pad)]
+                zip(out, stride, kernel, shape[2:], pad)]
         over = any(r > p for r, p in zip(need, pad))
         pad_r = [max(r, p) for r, p in zip(need, pad)]
         if self.pool_type == 'max':
@@ -204,7 +209,7 @@ class Pooling(Operator):
         be = cpu_backend()
         if be is None:
             return None
-        return be, kind, kernel, stride, pad, pad_r, x.shape[:2] + tuple(out)
+        return be, kind, kernel, stride, pad, pad_r, tuple(shape[:2]) + tuple(out)
 
     def _pool_onednn(self, xp, x, is_train):
         """The oneDNN forward (keeping max pooling's workspace for backward), or None."""
@@ -212,7 +217,8 @@ class Pooling(Operator):
         if spec is None:
             return None
         be, kind, kernel, stride, pad_l, pad_r, yshape = spec
-        r = be.pool_forward(x, kind, kernel, stride, pad_l, pad_r, yshape, is_train)
+        r = be.pool_forward(x, kind, kernel, stride, pad_l, pad_r, yshape, is_train,
+                            None if is_train else self.out_layout)
         if r is None:
             return None
         y, ws = r
@@ -335,6 +341,31 @@ class Pooling(Operator):
         crop = tuple(slice(p, p + s) for p, s in zip(pad, x.shape[2:]))
         return dxpad[(Ellipsis,) + crop]
 
+    #: the memory order of the inference output (see :meth:`layout_variant`)
+    out_layout = None
+
+    def reads_layout(self, in_index, layout, in_shapes):
+        """Channels-last data: taken as it lies by oneDNN's pooling, and by the NumPy
+        reductions of global pooling."""
+        shape = in_shapes[0] if in_shapes else None
+        if layout != 'channels_last' or in_index != 0 or shape is None \
+                or self._channels_last(len(shape)):
+            return False
+        if self.global_pool:
+            return self.pool_type in ('max', 'avg', 'sum')
+        return self._onednn_spec(tuple(shape), 'forward') is not None
+
+    def layout_variant(self, layout, in_shapes):
+        """A channels-last output where oneDNN pools and the output has more than one
+        position per channel."""
+        shape = in_shapes[0] if in_shapes else None
+        if not self.reads_layout(0, layout, in_shapes) or self.global_pool:
+            return None
+        spec = self._onednn_spec(tuple(shape), 'forward')
+        if math.prod(spec[-1][2:]) <= 1:
+            return None
+        return PoolingChannelsLast(**self._values)
+
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
         if self._channels_last(x.ndim):
@@ -349,6 +380,13 @@ class Pooling(Operator):
             mv = [xp.moveaxis(a, -1, 1) for a in (x, y, dy)]
             return [xp.ascontiguousarray(xp.moveaxis(self._pool_grad(xp, *mv), 1, -1))]
         return [xp.ascontiguousarray(self._pool_grad(xp, x, y, dy))]
+
+
+class PoolingChannelsLast(Pooling):
+    """Pooling whose inference output lies channels last (made by
+    :meth:`Pooling.layout_variant` for the ``layout`` inference pass; not registered)."""
+
+    out_layout = 'channels_last'
 
 
 @register

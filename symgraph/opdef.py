@@ -288,6 +288,11 @@ class Operator:
     #: their outputs); returning another array is always correct too (the executor copies
     #: it in).  Default False: neither keyword is passed.
     writes_into = False
+    #: the memory order of output 0 as an inference variant writes it (see
+    #: :meth:`layout_variant`): None for C order, or ``'channels_last'``. The storage plan
+    #: lays the buffer it offers a :attr:`writes_into` operator's output out so, and gives
+    #: an output the storage of an input (:attr:`inplace`) only in the same layout.
+    out_layout = None
     #: how many graphs a node of this operator holds (MXNet's ``subgraphs`` field of the
     #: node in JSON: ``_foreach`` 1, ``_while_loop`` 2, ``_cond`` 3). Default 0. The core
     #: gives them with :meth:`with_subgraphs`; the operator reads :attr:`subgraphs`.
@@ -599,6 +604,27 @@ class Operator:
         ones (LRN skips its ``tmp_norm``)."""
         return None
 
+    def reads_layout(self, in_index, layout, in_shapes):
+        """Whether an inference forward reads input ``in_index`` in memory order ``layout``
+        (``'channels_last'``: an (N, C, *S) array whose memory runs (N, *S, C): a
+        transposed view of an (N, *S, C) array) without first copying it into C order: the
+        CPU backend's primitives take it as it lies. Default False.
+
+        Every operator reads such arrays correctly (they are ordinary strided NumPy arrays
+        of the logical shape); this only says the layout costs it no reorder, which is
+        what the ``layout`` inference pass asks of every consumer before it lets a
+        producer write that layout (:meth:`layout_variant`)."""
+        return False
+
+    def layout_variant(self, layout, in_shapes):
+        """An operator computing the same output 0 in memory order ``layout`` (see
+        :meth:`reads_layout`), or None (the default: it cannot, or it would be slower).
+        The ``layout`` inference pass asks a CPU plan's producer for it when every
+        consumer of that output reads the layout and the output is no head of the graph,
+        so that activations stay in the backend's layout between its operators and are
+        reordered only at the edges of such a run."""
+        return None
+
     def scratch_bytes(self, in_shapes, out_shapes, dtypes):
         """Bytes of scratch space the CPU backend may need in one call of this operator's
         forward or backward for arrays of these shapes and input ``dtypes`` (an estimate
@@ -622,6 +648,11 @@ class Operator:
         """
         n_args = len(self.list_arguments())
         fwd = self.forward
+        if state is not None and self.writes_into:
+            def run_stateful_into(*arrays, out=None):
+                return fwd(xp, list(arrays[:n_args]), list(arrays[n_args:]), is_train,
+                           state=state, out=out)
+            return run_stateful_into, False
         if state is not None:
             def run_stateful(*arrays):
                 return fwd(xp, list(arrays[:n_args]), list(arrays[n_args:]), is_train,

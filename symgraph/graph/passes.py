@@ -3,7 +3,7 @@
 An executor that computes no gradient, runs no monitor and is asked for an inference
 forward runs this plan instead of its own (built on the first such forward). Three passes,
 each switched by name in ``SYMGRAPH_INFERENCE_PASSES`` (a comma-separated list, read at
-bind; unset means all three, ``none`` or ``0`` none):
+bind; unset means all, ``none`` or ``0`` none):
 
 ``dead_nodes``
     A node whose inference forward returns its input unchanged
@@ -17,6 +17,14 @@ bind; unset means all three, ``none`` or ``0`` none):
 ``fuse``
     A producer followed by residual sums and activations runs them as post-ops (one oneDNN
     primitive for Convolution).
+``layout``
+    On the CPU, a producer whose every consumer reads channels-last data as it lies
+    (:meth:`~symgraph.opdef.Operator.reads_layout`) writes that layout
+    (:meth:`~symgraph.opdef.Operator.layout_variant`): activations stay in the layout of
+    the backend's kernels between its operators, and are reordered only where a run of
+    them ends (an operator that wants C order copies its input; a head never changes
+    layout). Such arrays are ordinary strided arrays of the logical shape, so an operator
+    that was not asked still reads them correctly.
 
 The passes know no operator: a consumer offers itself as a post-op of its producer through
 :meth:`~symgraph.opdef.Operator.post_op`, and the producer makes the fused operator through
@@ -37,7 +45,7 @@ from .plan import Plan
 __all__ = ['PASSES', 'ENV', 'enabled_passes', 'InferencePasses']
 
 #: every pass, in the order they run
-PASSES = ('dead_nodes', 'fold_bn', 'fuse')
+PASSES = ('dead_nodes', 'fold_bn', 'fuse', 'layout')
 #: the environment variable that selects them
 ENV = 'SYMGRAPH_INFERENCE_PASSES'
 
@@ -133,6 +141,8 @@ class InferencePasses:
         if 'dead_nodes' in self.passes:
             self._drop_unused_inputs(steps)
         live = self._live(heads)
+        if 'layout' in self.passes:
+            changed |= self._layouts(steps, heads, live)
         if 'dead_nodes' in self.passes:
             bypassed = set(self._bypassed_names)
             dead = [n.name for n in steps if id(n) not in live and n.op is not None
@@ -253,6 +263,34 @@ class InferencePasses:
             self.report.append('fuse: %d fused node(s)%s' % (fused_ops, ''.join(
                 '\n    %d x %s' % (k, d) for d, k in sorted(made.items()))))
         return bool(fused_ops)
+
+    #: the activation layout the ``layout`` pass keeps between operators that read it
+    LAYOUT = 'channels_last'
+
+    def _layouts(self, steps, heads, live):
+        """The ``layout`` pass (CPU plans only): see the module notes."""
+        if getattr(self.xp, '__name__', None) != 'numpy':
+            self.report.append('layout: off (not a CPU plan)')
+            return False
+        head_keys = {(id(n), i) for n, i in heads}
+        cons = self._consumers([n for n in steps if id(n) in live])
+        names = []
+        for n in steps:
+            users = cons.get((id(n), 0))
+            if id(n) not in live or not users or (id(n), 0) in head_keys:
+                continue
+            variant = n.op.layout_variant(self.LAYOUT, [self._shape(s, i)
+                                                        for s, i in n.inputs])
+            if variant is not None and all(
+                    c.op.reads_layout(pos, self.LAYOUT, [self._shape(s, i)
+                                                         for s, i in c.inputs])
+                    for c, pos in users):
+                n.op = variant
+                names.append(n.name)
+        self.report.append('layout: %d output(s) kept %s between the operators reading it%s'
+                           % (len(names), self.LAYOUT.replace('_', ' '),
+                              ' (%s)' % ', '.join(names) if names else ''))
+        return bool(names)
 
     def _shape(self, n, i):
         orig = n.orig

@@ -481,8 +481,8 @@ class Plan:
         # aligned already)
         if self.xp is np and st.arena:
             arena = arena[-arena.ctypes.data % _ALIGN:]
-        return [arena[o:o + n].view(dt).reshape(shape)
-                for o, n, dt, shape in zip(st.offset, st.nbytes, st.dtypes, st.shapes)] \
+        return [_view(arena[o:o + n].view(dt), shape, lay) for o, n, dt, shape, lay
+                in zip(st.offset, st.nbytes, st.dtypes, st.shapes, st.layouts)] \
             + [arena[o:o + n] for o, n in st.lend]
 
     def _plan_storage(self):
@@ -509,6 +509,7 @@ class Plan:
         heads = set(self.head_entries)
         ufunc = _ufunc_class(xp)
         mode, node_mode, roots, birth, death, inplace_src = {}, {}, {}, {}, {}, {}
+        layout = {}         # buffered entries laid out other than in C order
         for s, n in enumerate(self.steps):
             op = self.run_op[id(n)]
             ins, outs = self.in_entries(n), self.out_entries(n)
@@ -517,10 +518,10 @@ class Plan:
             in_roots = set().union(*(roots.get(e, ()) for e in ins))
             cand = [e for e in outs if e not in heads and self.nbytes(e) > 0]
             how = None
-            if cand and self.op_state[id(n)] is None:
-                if op.writes_into:
-                    how = 'into'
-                elif len(outs) == 1 and ins and \
+            if cand and op.writes_into:         # (with a state: an inference variant)
+                how = 'into'
+            elif cand and self.op_state[id(n)] is None:
+                if len(outs) == 1 and ins and \
                         all(self.dtypes[e] == self.dtypes[outs[0]] for e in ins):
                     dts = [self.dtypes[e] for e in ins]
                     fns = [op.make_forward(xp, t, in_dtypes=dts) for t in (False, True)]
@@ -535,6 +536,8 @@ class Plan:
                 if how and e in cand:
                     mode[e] = how
                     roots[e] = {e}
+                    if i == 0 and op.out_layout is not None:
+                        layout[e] = op.out_layout
                     src = [ins[j] for j, i2 in n.op.inplace if i2 == i and j < len(ins)]
                     if src:
                         inplace_src[e] = src
@@ -588,7 +591,8 @@ class Plan:
         keys = sorted(mode, key=lambda k: (birth[k], str(k)))
         sizes = {k: self.nbytes(k[1] if isinstance(k, tuple) else k) for k in keys}
         same = {k: [s for s in inplace_src.get(k, ()) if s in sizes and sizes[s] == sizes[k]
-                    and self.dtypes[s] == self.dtypes[k]] for k in keys}
+                    and self.dtypes[s] == self.dtypes[k] and layout.get(s) == layout.get(k)]
+                for k in keys}
         # scratch the CPU backend may need at a step (Operator.scratch_bytes; NumPy arrays
         # only): placed as entries live at that step alone, so the arena keeps room there
         scratch = {}
@@ -614,7 +618,7 @@ class Plan:
             lend[(kind, s)] = _largest_gap(spans, arena)
         # room to start the offsets at a 64-byte boundary of the allocation
         arena += _ALIGN if arena else 0
-        st = Storage(self, keys, mode, node_mode, arena, offset, lend)
+        st = Storage(self, keys, mode, node_mode, arena, offset, lend, layout)
         st.lifetimes = {k: (birth[k], death[k]) for k in keys}
         st.lend_step = {(kind, s): T for (_, kind, s), T in scratch.items()}
         return st
@@ -698,7 +702,7 @@ class Storage:
     ``node_mode`` maps a node's id to 'into' or 'ufunc' (how its forward writes).
     """
 
-    def __init__(self, plan, keys, mode, node_mode, arena, offset, lend=None):
+    def __init__(self, plan, keys, mode, node_mode, arena, offset, lend=None, layout=None):
         self.keys = keys
         self.mode = mode
         self.node_mode = node_mode
@@ -716,6 +720,8 @@ class Storage:
         self.nbytes = [plan.nbytes(e) for e in ents]
         self.dtypes = [plan.dtypes[e] for e in ents]
         self.shapes = [tuple(plan.shapes[e]) for e in ents]
+        # per entry: the memory order of its buffer (None: C order; see Operator.out_layout)
+        self.layouts = [(layout or {}).get(k) for k in keys]
 
     def forward_slots(self):
         return [i for i, k in enumerate(self.keys) if not isinstance(k, tuple)]
@@ -726,6 +732,16 @@ class Storage:
     @property
     def planned_bytes(self):
         return int(self.arena)
+
+
+def _view(flat, shape, layout):
+    """``flat`` (a 1-D view of the arena) as an array of logical ``shape`` lying in
+    ``layout``: C order, or ``'channels_last'`` ((N, C, *S) with memory (N, *S, C))."""
+    if layout != 'channels_last':
+        return flat.reshape(shape)
+    nd = len(shape)
+    lay = flat.reshape((shape[0],) + tuple(shape[2:]) + (shape[1],))
+    return lay.transpose((0, nd - 1) + tuple(range(1, nd - 1)))
 
 
 #: byte alignment of every buffer in the arena (a cache line; oneDNN's and AVX-512's)

@@ -355,3 +355,119 @@ def test_custom_operator_made_once_per_bind(monkeypatch):
     ref = _bind(h, 'none', monkeypatch, data=(2, 4))
     ref.forward(is_train=False)
     _close(exe.outputs[0].asnumpy(), ref.outputs[0].asnumpy(), 'custom')
+
+
+# ------------------------------------------------------------------ the layout pass
+def _require_onednn(monkeypatch):
+    monkeypatch.delenv('SYMGRAPH_ONEDNN', raising=False)
+    onednn.reset()
+    if onednn.backend() is None:
+        pytest.skip('oneDNN is not available on this machine')
+
+
+def _fused_primitives(exe):
+    return [p for s in exe._passes.plan().op_state.values() if isinstance(s, dict)
+            for p in s['primitives'].values() if p is not None]
+
+
+def test_layout_keeps_resnet_activations_channels_last(monkeypatch):
+    """Every fused convolution of the ResNet writes channels last into the storage plan's
+    buffers; the next ones read it as it lies, so the only reorder left in the run is the
+    3-channel input's (and the constant weights'); the six residual sums take their
+    residual's buffer in place; the outputs are the unfused graph's."""
+    _require_onednn(monkeypatch)
+    net = _logits(_resnet())
+    ref = _bind(net, 'none', monkeypatch, data=(4, 3, 32, 32))
+    ref.forward(is_train=False)
+    exe = _bind(net, 'all', monkeypatch, data=(4, 3, 32, 32))
+    exe.forward(is_train=False)
+    exe.forward(is_train=False)
+    for k in range(2):
+        _close(exe.outputs[k].asnumpy(), ref.outputs[k].asnumpy(), 'output %d' % k)
+        assert exe.outputs[k].asnumpy().flags.c_contiguous
+    assert 'layout: 15 output(s) kept channels last' in exe.debug_str()
+    plan = exe._passes.plan()
+    st = plan.storage()
+    assert st.layouts.count('channels_last') == 15
+    views = plan.allocate()
+    for v, lay in zip(views, st.layouts):
+        if lay == 'channels_last':
+            assert v.strides[1] == 4 and not v.flags.c_contiguous
+    prims = _fused_primitives(exe)
+    assert len(prims) == 15
+    assert sum(len(p.before) + len(p.after) for p in prims) == 1     # the stem's data
+    # the residual sums run in place: output and residual share an offset
+    slot = {k: i for i, k in enumerate(st.keys)}
+    inplace = 0
+    for n in plan.steps:
+        op = plan.run_op[id(n)]
+        for j, i in op.inplace:
+            src, out = plan.in_entries(n)[j], plan.out_entries(n)[i]
+            if src in slot and out in slot:
+                inplace += st.offset[slot[src]] == st.offset[slot[out]]
+    assert inplace == 6
+
+
+def test_layout_stops_at_heads_and_at_operators_wanting_c_order(monkeypatch):
+    """A head keeps C order, and so does an output read by an operator that does not take
+    channels-last data (Flatten); the values are right either way. Pooling takes it and
+    passes it on. ``layout`` is switched off by leaving it out of the variable."""
+    _require_onednn(monkeypatch)
+    data = mx.sym.var('data')
+    a = mx.sym.Activation(mx.sym.Convolution(data, kernel=(3, 3), pad=(1, 1), num_filter=16,
+                                             name='c1'), act_type='relu', name='r1')
+    p = mx.sym.Pooling(a, kernel=(3, 3), stride=(2, 2), pad=(1, 1), pool_type='max',
+                       name='pool')
+    c2 = mx.sym.Convolution(p, kernel=(3, 3), pad=(1, 1), num_filter=16, name='c2')
+    c3 = mx.sym.Convolution(c2, kernel=(1, 1), num_filter=8, name='c3')
+    flat = mx.sym.Flatten(mx.sym.Convolution(c3, kernel=(1, 1), num_filter=4, name='c4'))
+    net = mx.sym.Group([flat, c3])
+    shapes = dict(data=(2, 8, 48, 48))   # pooling 73,728 elements: oneDNN (ONEDNN_MIN)
+    ref = _bind(net, 'none', monkeypatch, **shapes)
+    ref.forward(is_train=False)
+    exe = _bind(net, 'all', monkeypatch, **shapes)
+    exe.forward(is_train=False)
+    for k in range(2):
+        _close(exe.outputs[k].asnumpy(), ref.outputs[k].asnumpy(), 'output %d' % k)
+    text = exe.debug_str()
+    # r1 (c1 + relu) and pool write channels last; c2 too (c3 reads it); c3 is a head
+    # and c4 feeds Flatten: both C order
+    assert 'layout: 3 output(s) kept channels last between the operators reading it ' \
+           '(r1, pool, c2)' in text, text
+    off = _bind(net, 'dead_nodes,fold_bn,fuse', monkeypatch, **shapes)
+    off.forward(is_train=False)
+    assert 'layout:' not in off.debug_str()
+    _close(off.outputs[0].asnumpy(), ref.outputs[0].asnumpy(), 'no layout pass')
+
+
+def test_layout_pass_without_onednn_changes_nothing(monkeypatch):
+    monkeypatch.setenv('SYMGRAPH_ONEDNN', '0')
+    onednn.reset()
+    exe = _bind(_resnet(), 'layout', monkeypatch, data=(2, 3, 32, 32))
+    exe.forward(is_train=False)
+    assert 'layout: 0 output(s) kept' in exe.debug_str()
+    assert 'the bound plan (nothing to rewrite)' in exe.debug_str()
+    onednn.reset()
+
+
+def test_operators_not_asked_read_channels_last_arrays_correctly(monkeypatch):
+    """A consumer whose oneDNN path declines at run time (here: the backend refuses every
+    fused convolution) computes from the channels-last array with NumPy, correctly."""
+    _require_onednn(monkeypatch)
+    net = _logits(_resnet())
+    ref = _bind(net, 'none', monkeypatch, data=(2, 3, 32, 32))
+    ref.forward(is_train=False)
+    exe = _bind(net, 'all', monkeypatch, data=(2, 3, 32, 32))
+    exe.forward(is_train=False)
+    be = onednn.backend()
+    real = be.conv_forward_fused
+    calls = []
+
+    def every_other(*a, **k):
+        calls.append(1)
+        return real(*a, **k) if len(calls) % 2 else None
+    monkeypatch.setattr(be, 'conv_forward_fused', every_other)
+    exe.forward(is_train=False)
+    assert len(calls) == 15
+    for k in range(2):
+        _close(exe.outputs[k].asnumpy(), ref.outputs[k].asnumpy(), 'output %d' % k)

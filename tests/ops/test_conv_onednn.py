@@ -158,3 +158,114 @@ def test_simple_bind_with_and_without_onednn(monkeypatch):
     for k in ref_grads:
         np.testing.assert_allclose(grads[k], ref_grads[k], rtol=1e-4, atol=1e-5, err_msg=k)
     onednn.reset()
+
+
+# ---------------------------------------------------------------- channels-last activations
+def _channels_last(a):
+    """A copy of ``a`` (N, C, *S) lying channels last (a transposed view)."""
+    nd = a.ndim
+    lay = np.ascontiguousarray(np.moveaxis(a, 1, -1))
+    return lay.transpose((0, nd - 1) + tuple(range(1, nd - 1)))
+
+
+def _ref_fused(x, w, b, stride, pad, residual=None, relu=True):
+    from symgraph.ops._conv_impl import conv_forward
+    y = conv_forward(np, x.astype(np.float64), w.astype(np.float64), b.astype(np.float64),
+                     stride, pad, (1, 1), 1)
+    if residual is not None:
+        y = y + residual
+    return np.maximum(y, 0) if relu else y
+
+
+@pytest.mark.parametrize('xlay,rlay,olay', [
+    ('plain', 'plain', 'channels_last'), ('channels_last', None, 'channels_last'),
+    ('channels_last', 'channels_last', 'channels_last'), ('channels_last', 'plain', None),
+    ('channels_last', 'channels_last', None), ('plain', 'channels_last', 'channels_last')])
+@pytest.mark.parametrize('channels,stride', [(3, 1), (16, 1), (16, 2)])
+def test_fused_convolution_reads_and_writes_channels_last(xlay, rlay, olay, channels, stride,
+                                                          onednn_backend):
+    """conv_forward_fused takes data and residual in either layout as they lie and writes
+    the layout asked for; the values are the C-order computation's. Few input channels
+    with a channels-last output is reordered to channels last rather than run by oneDNN's
+    reference kernel (hundreds of times slower)."""
+    from symgraph.backend.onednn import _lib
+    from symgraph.backend.onednn._core import layout_of
+    be = onednn_backend
+    rng = np.random.RandomState(channels + stride)
+    x = rng.uniform(-1, 1, (2, channels, 9, 10)).astype(np.float32)
+    w = rng.uniform(-0.5, 0.5, (8, channels, 3, 3)).astype(np.float32)
+    b = rng.uniform(-0.5, 0.5, 8).astype(np.float32)
+    yshape = (2, 8) + tuple((s + 2 - 3) // stride + 1 for s in (9, 10))
+    res = rng.uniform(-1, 1, yshape).astype(np.float32) if rlay else None
+    post = (('sum',),) if rlay else ()
+    post += (('eltwise', 'relu', 0.0),)
+    xin = _channels_last(x) if xlay == 'channels_last' else x
+    rin = None if res is None else _channels_last(res) if rlay == 'channels_last' else res
+    before = be.calls.get('conv_forward_fused', 0)
+    y = be.conv_forward_fused(xin, w, b, (stride, stride), (1, 1), (1, 1), 1, yshape, post,
+                              rin, out_layout=olay if olay else None)
+    assert be.calls['conv_forward_fused'] == before + 1
+    assert layout_of(y) == (olay or None)
+    if olay is None:
+        assert y.flags.c_contiguous
+    np.testing.assert_allclose(y, _ref_fused(x, w, b, (stride, stride), (1, 1), res),
+                               rtol=1e-5, atol=1e-5)
+    prims = [p for k, p in be.cached_primitives().items() if k[0] == 'conv_forward_fused'
+             and k[1] == xin.shape and p is not None]
+    assert prims and all(not _lib.impl_name(be.lib, p.pd).startswith('ref') for p in prims)
+
+
+def test_fused_convolution_sum_in_place_and_into_offered_buffers(onednn_backend):
+    """Offered a channels-last buffer that is the residual's own storage (the storage plan's
+    in-place sum), the output goes there and the residual is added where it lies; an
+    offered buffer of the wrong layout is not used; one that overlaps the residual
+    otherwise is not written."""
+    be = onednn_backend
+    rng = np.random.RandomState(3)
+    x = _channels_last(rng.uniform(-1, 1, (2, 16, 8, 8)).astype(np.float32))
+    w = rng.uniform(-0.3, 0.3, (16, 16, 3, 3)).astype(np.float32)
+    b = np.zeros(16, np.float32)
+    res = _channels_last(rng.uniform(-1, 1, (2, 16, 8, 8)).astype(np.float32))
+    want = _ref_fused(np.array(x), w, b, (1, 1), (1, 1), np.array(res))
+    post = (('sum',), ('eltwise', 'relu', 0.0))
+    buf = res
+    keep = np.array(res)
+    y = be.conv_forward_fused(x, w, b, (1, 1), (1, 1), (1, 1), 1, res.shape, post, buf,
+                              out_layout='channels_last', out=buf)
+    assert y is buf
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+    # a C-order buffer is no channels-last destination
+    res2 = _channels_last(keep)
+    plain = np.empty(res.shape, np.float32)
+    y2 = be.conv_forward_fused(x, w, b, (1, 1), (1, 1), (1, 1), 1, res.shape, post, res2,
+                               out_layout='channels_last', out=plain)
+    assert y2 is not plain
+    np.testing.assert_allclose(y2, want, rtol=1e-5, atol=1e-5)
+    # a buffer overlapping the residual in another way is left alone
+    base = np.zeros(2 * res.size + 16, np.float32)
+    res3 = base[:res.size].reshape(res.shape)
+    res3[...] = keep
+    over = base[8:8 + res.size].reshape(res.shape)
+    y3 = be.conv_forward_fused(x, w, b, (1, 1), (1, 1), (1, 1), 1, res.shape, post, res3,
+                               out=over)
+    assert y3 is not over
+    np.testing.assert_array_equal(res3, keep)
+    np.testing.assert_allclose(y3, want, rtol=1e-5, atol=1e-5)
+
+
+def test_convolution_forward_reads_channels_last_data(onednn_backend):
+    """The training/plain forward takes channels-last data as it lies (no reorder of its
+    own) and writes C order."""
+    be = onednn_backend
+    rng = np.random.RandomState(4)
+    x = rng.uniform(-1, 1, (2, 16, 7, 7)).astype(np.float32)
+    w = rng.uniform(-0.3, 0.3, (8, 16, 3, 3)).astype(np.float32)
+    b = rng.uniform(-0.3, 0.3, 8).astype(np.float32)
+    y = be.conv_forward(_channels_last(x), w, b, (1, 1), (1, 1), (1, 1), 1, (2, 8, 7, 7),
+                        is_train=False)
+    assert y.flags.c_contiguous
+    np.testing.assert_allclose(y, _ref_fused(x, w, b, (1, 1), (1, 1), relu=False),
+                               rtol=1e-5, atol=1e-5)
+    prim = [p for k, p in be.cached_primitives().items()
+            if k[0] == 'conv_forward' and k[-1] == 'channels_last'][0]
+    assert len(prim.before) == 1    # the weights' reorder only: the data lies as it is

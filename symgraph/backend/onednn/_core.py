@@ -66,6 +66,74 @@ def any_desc(lib, shape):
     return md
 
 
+#: the memory orders of activations the backend reads and writes besides C order
+CHANNELS_LAST = 'channels_last'
+
+
+def channels_last_strides(shape):
+    """Element strides of (N, C, *S) laid out channels last ((N, *S, C) in memory)."""
+    shape = tuple(int(s) for s in shape)
+    strides = [0] * len(shape)
+    strides[1] = 1
+    acc = max(shape[1], 1)
+    for i in range(len(shape) - 1, 1, -1):
+        strides[i] = acc
+        acc *= max(shape[i], 1)
+    strides[0] = acc
+    return tuple(strides)
+
+
+def channels_last_desc(lib, shape):
+    """A float32 descriptor of (N, C, *S) laid out channels last (NWC, NHWC, NDHWC): the
+    layout oneDNN's fast convolution and pooling kernels take besides the blocked ones."""
+    return strided_desc(lib, shape, channels_last_strides(shape))
+
+
+def layout_of(a):
+    """``CHANNELS_LAST`` when ``a`` (a float32 array of 3 to 5 dimensions) lies channels
+    last and not also in C order, else None (C order, or anything else)."""
+    if a.ndim < 3 or a.ndim > 5 or a.flags.c_contiguous or a.dtype != np.float32:
+        return None
+    want = channels_last_strides(a.shape)
+    return CHANNELS_LAST if all(s == 4 * w for s, w, n in zip(a.strides, want, a.shape)
+                                if n > 1) else None
+
+
+def activation(a):
+    """(``a`` as float32, its layout): a channels-last array as it lies, anything else as
+    a C-contiguous array (a copy where it is not one)."""
+    if layout_of(a) == CHANNELS_LAST:
+        return a, CHANNELS_LAST
+    return as_f32(a), None
+
+
+def act_desc(lib, shape, layout):
+    """The descriptor of an activation of ``shape`` in ``layout`` (None: C order)."""
+    return channels_last_desc(lib, shape) if layout == CHANNELS_LAST \
+        else strided_desc(lib, shape)
+
+
+def act_dest(out, shape, layout):
+    """``out`` when it can take a float32 activation of ``shape`` lying in ``layout`` (a
+    writeable float32 array of that shape and layout), else a new such array."""
+    if isinstance(out, np.ndarray) and out.dtype == np.float32 and out.shape == tuple(shape) \
+            and out.flags.writeable and (layout_of(out) == layout if layout is not None
+                                         else out.flags.c_contiguous):
+        return out
+    return empty_act(shape, layout)
+
+
+def empty_act(shape, layout):
+    """An uninitialised float32 array of logical ``shape`` lying in ``layout``."""
+    shape = tuple(shape)
+    if layout != CHANNELS_LAST:
+        return np.empty(shape, np.float32)
+    nd = len(shape)
+    perm = (0,) + tuple(range(2, nd)) + (1,)
+    inv = (0, nd - 1) + tuple(range(1, nd - 1))
+    return np.empty(tuple(shape[i] for i in perm), np.float32).transpose(inv)
+
+
 class Primitive:
     """A oneDNN primitive, its memory objects and the reorders to and from plain arrays.
 
@@ -99,6 +167,9 @@ class Primitive:
             exec_args = []
             for spec in args:
                 arg, plain, is_out = spec[:3]
+                inout_md = plain
+                if isinstance(is_out, tuple):       # ('inout', descriptor of its source)
+                    is_out, inout_md = is_out
                 const = len(spec) > 3 and spec[3] == 'const'
                 chosen = lib.dnnl_primitive_desc_query_md(pd, _lib.QUERY_EXEC_ARG_MD, arg)
                 if not chosen:
@@ -124,9 +195,9 @@ class Primitive:
                 if is_out == 'inout':
                     # starts from another array of the caller's (a residual), reordered
                     # straight in: the caller need not copy it into the output first
-                    src = self._memory(backend, plain, None)
+                    src = self._memory(backend, inout_md, None)
                     self.inout_src.append(src)
-                    self._reorder(backend, plain, chosen, src, inner, False)
+                    self._reorder(backend, inout_md, chosen, src, inner, False)
                 elif not is_out:
                     self._reorder(backend, plain, chosen, user, inner, 'const' if const
                                   else False)

@@ -65,6 +65,7 @@ ARG_DIFF_SHIFT = 256
 FORMAT_TAG_ANY = 1
 # dnnl_query_t
 QUERY_EXEC_ARG_MD = 255
+QUERY_IMPL_INFO_STR = 8
 MAX_NDIMS = 12
 
 #: the shared library's file names, newest soname first
@@ -187,6 +188,7 @@ _SIGNATURES = {
                                      None),
     'dnnl_reorder_primitive_desc_create': ((_P(_VP), _VP, _VP, _VP, _VP, _VP), None),
     'dnnl_primitive_desc_query_md': ((_VP, ctypes.c_int, ctypes.c_int), _VP),
+    'dnnl_primitive_desc_query': ((_VP, ctypes.c_int, ctypes.c_int, _VP), None),
     'dnnl_primitive_desc_destroy': ((_VP,), None),
     'dnnl_primitive_create': ((_P(_VP), _VP), None),
     'dnnl_primitive_execute': ((_VP, _VP, ctypes.c_int, _P(ExecArg)), None),
@@ -208,6 +210,15 @@ def load(path):
         fn.argtypes = list(argtypes)
         fn.restype = ctypes.c_int if restype is None else restype
     return lib
+
+
+def impl_name(lib, pd):
+    """The name of the implementation a primitive descriptor chose ('brgconv:avx2',
+    'ref:any', ...)."""
+    out = ctypes.c_char_p()
+    check(lib.dnnl_primitive_desc_query(pd, QUERY_IMPL_INFO_STR, 0, ctypes.byref(out)),
+          'dnnl_primitive_desc_query(impl_info_str)')
+    return (out.value or b'').decode('ascii', 'replace')
 
 
 def version(lib):

@@ -13,7 +13,8 @@ import ctypes
 import numpy as np
 
 from . import _lib
-from ._core import BackendCore, Primitive, any_desc, as_f32, dest, strided_desc
+from ._core import BackendCore, Primitive, act_desc, act_dest, activation, any_desc, \
+    as_f32, dest, strided_desc
 from ._lib import check
 from .layers import ELTWISE, LayerMixin
 from .norm import NormMixin
@@ -46,20 +47,32 @@ class Backend(BackendCore, NormMixin, LayerMixin):
     #: data with fewer channels per group than this is given to oneDNN in its plain layout
     PLAIN_DATA_BELOW = 4
 
-    def _descs(self, xshape, wshape, yshape, groups):
-        """(plain descriptors, 'any' descriptors) of data, weights and output."""
+    def _descs(self, xshape, wshape, yshape, groups, layouts=(None, None)):
+        """(plain descriptors, 'any' descriptors) of data, weights and output.
+
+        ``layouts``: the memory order of the caller's data and output arrays (None: C
+        order). A channels-last one is handed to the primitive as it lies (its 'any'
+        descriptor is that layout too): oneDNN's NHWC kernels run as fast as its blocked
+        ones here, and no reorder is needed at either edge."""
         lib = self.lib
         shapes = (xshape, _weight_shape(wshape, groups), yshape)
+        lays = (layouts[0], None, layouts[1])
         plain, free = [], []
         try:
-            for sh in shapes:
-                plain.append(strided_desc(lib, sh))
+            for sh, lay in zip(shapes, lays):
+                plain.append(act_desc(lib, sh, lay))
             for k, sh in enumerate(shapes):
                 # data with few channels (a first layer: 1 or 3) stays plain: oneDNN's
                 # blocked layouts pad channels to 8 or 16, which made the reorder and the
                 # weight gradient of LeNet's conv1 (C=1) cost more than the whole layer
+                # (reordered to channels last when the output is: oneDNN has no fast
+                # kernel from plain data to a channels-last output)
                 few = k == 0 and xshape[1] // groups < self.PLAIN_DATA_BELOW
-                free.append(strided_desc(lib, sh) if few else any_desc(lib, sh))
+                if few:
+                    free.append(act_desc(lib, sh, lays[k] or lays[2]))
+                else:
+                    free.append(any_desc(lib, sh) if lays[k] is None
+                                else act_desc(lib, sh, lays[k]))
         except Exception:
             self._destroy(plain + free)
             raise
@@ -84,6 +97,22 @@ class Backend(BackendCore, NormMixin, LayerMixin):
             *geom, attr),
             'dnnl_convolution_forward_primitive_desc_create')
         return pd
+
+    def _fast_fwd_pd(self, prop, free, geom, bias_md, attr, shapes):
+        """:meth:`_fwd_pd`, except that where the given layouts (channels last) found only
+        oneDNN's reference kernel (hundreds of times slower), the layouts oneDNN prefers
+        (the caller's primitive then reorders at its edges). ``shapes``: data, weights
+        (grouped) and output."""
+        pd = self._fwd_pd(prop, free, geom, bias_md, attr)
+        if not _lib.impl_name(self.lib, pd).startswith('ref'):
+            return pd
+        mds = [any_desc(self.lib, sh) for sh in shapes]
+        try:
+            better = self._fwd_pd(prop, mds, geom, bias_md, attr)
+        finally:
+            self._destroy(mds)
+        self.lib.dnnl_primitive_desc_destroy(pd)
+        return better
 
     def _post_ops_attr(self, post_ops):
         """A primitive attribute holding ``post_ops``: ('sum',) adds what the destination
@@ -113,7 +142,8 @@ class Backend(BackendCore, NormMixin, LayerMixin):
         return attr
 
     def conv_forward_fused(self, x, w, b, stride, pad, dilate, groups, yshape, post_ops=(),
-                           residual=None, token=None, cache=None):
+                           residual=None, token=None, cache=None, out_layout=None,
+                           out=None):
         """Inference convolution y = post_ops(conv(x, w) + b) in one primitive.
 
         ``post_ops`` as :meth:`_post_ops_attr` takes them; with a ('sum',) the output starts
@@ -121,65 +151,79 @@ class Backend(BackendCore, NormMixin, LayerMixin):
         cached primitive reorders them into its own buffer only when the token differs
         from its last call's; ``cache`` (see :meth:`primitive`) keeps that primitive with
         one layer, so that layers of the same geometry do not reorder each other's
-        weights. None when not taken."""
-        x, w, b = as_f32(x), as_f32(w), as_f32(b)
+        weights. ``x`` and ``residual`` may lie channels last (taken as they lie);
+        ``out_layout`` ``'channels_last'`` returns y in that layout (None: C order), into
+        ``out`` when it is such an array (an executor's buffer; with a sum it may be the
+        residual's own storage, which then is not copied). None when not taken."""
+        x, xlay = activation(x)
+        w, b = as_f32(w), as_f32(b)
         yshape = tuple(yshape)
         post_ops = tuple(post_ops)
         has_sum = any(p[0] == 'sum' for p in post_ops)
-        if has_sum and (residual is None or tuple(residual.shape) != yshape):
-            return None
+        rlay = None
+        if has_sum:
+            if residual is None or tuple(residual.shape) != yshape:
+                return None
+            residual, rlay = activation(residual)
         key = ('conv_forward_fused', x.shape, w.shape, yshape, tuple(stride), tuple(pad),
-               tuple(dilate), groups, post_ops, token is not None)
+               tuple(dilate), groups, post_ops, token is not None, xlay, out_layout, rlay)
         const = ('const',) if token is not None else ()
 
         def build():
-            plain, free = self._descs(x.shape, w.shape, yshape, groups)
+            plain, free = self._descs(x.shape, w.shape, yshape, groups, (xlay, out_layout))
             bmd = strided_desc(self.lib, (w.shape[0],))
+            rmd = act_desc(self.lib, yshape, rlay) if has_sum else None
             attr = None
             try:
                 attr = self._post_ops_attr(post_ops)
                 geom = self._geometry(x.shape, yshape, w.shape[2:], stride, pad, dilate)
-                pd = self._fwd_pd(_lib.FORWARD_INFERENCE, free, geom, bmd, attr)
+                pd = self._fast_fwd_pd(_lib.FORWARD_INFERENCE, free, geom, bmd, attr,
+                                       (x.shape, _weight_shape(w.shape, groups), yshape))
                 return Primitive(self, pd, [
                     (_lib.ARG_SRC, plain[0], False),
                     (_lib.ARG_WEIGHTS, plain[1], False) + const,
                     (_lib.ARG_BIAS, bmd, False) + const,
-                    (_lib.ARG_DST, plain[2], 'inout' if has_sum else True)])
+                    (_lib.ARG_DST, plain[2], ('inout', rmd) if has_sum else True)])
             finally:
                 if attr:
                     self.lib.dnnl_primitive_attr_destroy(attr)
-                self._destroy(plain + free + [bmd])
+                self._destroy(plain + free + [bmd] + ([rmd] if rmd else []))
 
         prim = self.primitive(key, build, cache)
         if prim is None:
             return None
         extra = []
-        if has_sum and not prim.inout_src:      # the output is the primitive's own layout
-            y = np.array(residual, dtype=np.float32, order='C', copy=True)
-        else:
-            y = np.empty(yshape, np.float32)
-            if has_sum:                          # reordered from the residual directly
-                extra = [as_f32(residual)]
+        y = act_dest(out, yshape, out_layout)
+        if has_sum:
+            same = y.ctypes.data == residual.ctypes.data and y.strides == residual.strides
+            if not same and np.may_share_memory(y, residual):
+                y = act_dest(None, yshape, out_layout)
+            if prim.inout_src:      # reordered from the residual straight into the primitive's
+                extra = [residual]  # own layout: the caller need not copy it first
+            elif not same:          # the output is the primitive's own layout: it starts
+                np.copyto(y, residual)      # as the residual (in place: it is)
         self.execute(key, prim, [x, w, b, y] + extra, token)
         return y
 
     def conv_forward(self, x, w, b, stride, pad, dilate, groups, yshape, is_train=True,
                      out=None):
         """y = conv(x, w) + b with output shape ``yshape`` (into ``out`` when it fits);
-        None when not taken."""
-        x, w = as_f32(x), as_f32(w)
+        None when not taken. ``x`` may lie channels last (taken as it lies)."""
+        x, xlay = activation(x)
+        w = as_f32(w)
         yshape = tuple(yshape)
         bias = b is not None
         prop = _lib.FORWARD_TRAINING if is_train else _lib.FORWARD_INFERENCE
         key = ('conv_forward', x.shape, w.shape, yshape, tuple(stride), tuple(pad),
-               tuple(dilate), groups, bias, prop)
+               tuple(dilate), groups, bias, prop, xlay)
 
         def build():
-            plain, free = self._descs(x.shape, w.shape, yshape, groups)
+            plain, free = self._descs(x.shape, w.shape, yshape, groups, (xlay, None))
             bmd = strided_desc(self.lib, (w.shape[0],)) if bias else None
             try:
                 geom = self._geometry(x.shape, yshape, w.shape[2:], stride, pad, dilate)
-                pd = self._fwd_pd(prop, free, geom, bmd)
+                pd = self._fast_fwd_pd(prop, free, geom, bmd, None,
+                                       (x.shape, _weight_shape(w.shape, groups), yshape))
                 args = [(_lib.ARG_SRC, plain[0], False), (_lib.ARG_WEIGHTS, plain[1], False),
                         (_lib.ARG_DST, plain[2], True)]
                 return Primitive(self, pd, args + ([(_lib.ARG_BIAS, bmd, False)]

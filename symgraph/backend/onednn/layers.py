@@ -12,7 +12,8 @@ import ctypes
 import numpy as np
 
 from . import _lib
-from ._core import Primitive, as_f32, strided_desc
+from ._core import Primitive, act_desc, activation, as_f32, channels_last_desc, empty_act, \
+    strided_desc
 from ._lib import check
 
 _VP = ctypes.c_void_p
@@ -29,21 +30,6 @@ ELTWISE = {
 
 POOL = {'max': _lib.POOLING_MAX, 'avg_include': _lib.POOLING_AVG_INCLUDE_PADDING,
         'avg_exclude': _lib.POOLING_AVG_EXCLUDE_PADDING}
-
-
-def channels_last_desc(lib, shape):
-    """A float32 descriptor of (N, C, *S) laid out channels last (NWC, NHWC, NDHWC): the
-    layout oneDNN's fast pooling kernels take besides the blocked ones."""
-    shape = tuple(int(s) for s in shape)
-    c = max(shape[1], 1)
-    strides = [0] * len(shape)
-    strides[1] = 1
-    acc = c
-    for i in range(len(shape) - 1, 1, -1):
-        strides[i] = acc
-        acc *= max(shape[i], 1)
-    strides[0] = acc
-    return strided_desc(lib, shape, strides)
 
 
 class LayerMixin:
@@ -63,21 +49,24 @@ class LayerMixin:
         return (_lib.Dims(*stride), _lib.Dims(*kernel), _lib.Dims(*([0] * nd)),
                 _lib.Dims(*pad_l), _lib.Dims(*pad_r))
 
-    def pool_forward(self, x, kind, kernel, stride, pad_l, pad_r, yshape, is_train):
+    def pool_forward(self, x, kind, kernel, stride, pad_l, pad_r, yshape, is_train,
+                     out_layout=None):
         """Pooling of x (N, C, *S) into ``yshape``: (y, workspace) -- the workspace is a
         uint8 array for max pooling in training, else None -- or None when not taken.
 
         ``kind``: 'max', 'avg_include' or 'avg_exclude' (padding counted in the divisor or
-        not); ``pad_r`` may exceed ``pad_l`` (MXNet's 'full' convention)."""
-        x = as_f32(x)
+        not); ``pad_r`` may exceed ``pad_l`` (MXNet's 'full' convention). ``x`` may lie
+        channels last (taken as it lies, as the primitive's own layout); ``out_layout``
+        ``'channels_last'`` returns y so (None: C order)."""
+        x, xlay = activation(x)
         yshape = tuple(yshape)
         train = bool(is_train and kind == 'max')
         prop = _lib.FORWARD_TRAINING if train else _lib.FORWARD_INFERENCE
         key = ('pool_forward', x.shape, yshape, kind, tuple(kernel), tuple(stride),
-               tuple(pad_l), tuple(pad_r), prop)
+               tuple(pad_l), tuple(pad_r), prop, xlay, out_layout)
 
         def build():
-            mds = [strided_desc(self.lib, x.shape), strided_desc(self.lib, yshape),
+            mds = [act_desc(self.lib, x.shape, xlay), act_desc(self.lib, yshape, out_layout),
                    channels_last_desc(self.lib, x.shape),
                    channels_last_desc(self.lib, yshape)]
             try:
@@ -93,7 +82,7 @@ class LayerMixin:
         prim = self.primitive(key, build)
         if prim is None:
             return None
-        y = np.empty(yshape, np.float32)
+        y = empty_act(yshape, out_layout)
         ws = np.empty(prim.sizes[2], np.uint8) if train else None
         self.execute(key, prim, [x, y] + ([ws] if train else []))
         return y, ws

@@ -138,11 +138,18 @@ class FusedOperator(Operator):
             state['token'] = token
         return w, b, token
 
-    def apply_rest(self, xp, y, per, start):
-        """The post-ops from index ``start`` on, through the consumers' own forward."""
-        for p, arrays in zip(self.post_ops[start:], per[start:]):
+    def apply_rest(self, xp, y, per, start, dest=None):
+        """The post-ops from index ``start`` on, through the consumers' own forward, on
+        ``y`` (an array of the caller's own, changed in place); the last one writes into
+        ``dest`` (the storage plan's buffer, possibly the residual's own) where it can."""
+        rest = list(zip(self.post_ops[start:], per[start:]))
+        for k, (p, arrays) in enumerate(rest):
+            into = dest if k == len(rest) - 1 and dest is not None \
+                and dest.shape == y.shape and dest.dtype == y.dtype else None
             if p.kind == 'sum':
-                y = y + arrays[0]
+                y = xp.add(y, arrays[0], out=y if into is None else into)
+            elif into is not None and p.op.writes_into:
+                y = p.op.forward(xp, [y] + list(arrays), [], False, out=[into])[0]
             else:
                 y = p.op.forward(xp, [y] + list(arrays), [], False)[0]
         return y

@@ -363,8 +363,11 @@ class FusedConvolution(FusedOperator):
                                           self.out_layout, dest)
                 if y is not None:
                     return y
-        y = conv_forward(xp, x, wf, bf, conv.st, conv.pd, conv.dl, conv.num_group)
-        return self.apply_rest(xp, y, per, k)
+        # (straight into the plan's buffer when nothing follows; else the post-ops
+        # write it last: the buffer may be the residual's own storage)
+        y = conv_forward(xp, x, wf, bf, conv.st, conv.pd, conv.dl, conv.num_group,
+                         dest=None if rest else dest)
+        return self.apply_rest(xp, y, per, k, dest)
 
 
 def _offered(arrays, i):

@@ -320,6 +320,19 @@ class Activation(Operator):
             if dest is not None:
                 return [xp.multiply(g, y > 0, out=dest)]
             d = (y > 0).astype(g.dtype)
+        elif a in ('sigmoid', 'tanh') and y.dtype == g.dtype:
+            # y (1 - y) or 1 - y^2, then times g, in one array (the same roundings as the
+            # three expressions, without two temporaries the size of the activation)
+            t = dest if dest is not None and not xp.may_share_memory(dest, g) \
+                else xp.empty_like(g)
+            one = g.dtype.type(1)
+            if a == 'sigmoid':
+                xp.subtract(one, y, out=t)
+                xp.multiply(y, t, out=t)
+            else:
+                xp.multiply(y, y, out=t)
+                xp.subtract(one, t, out=t)
+            return [xp.multiply(g, t, out=t if dest is None or t is dest else dest)]
         elif a == 'sigmoid':
             d = y * (1.0 - y)
         elif a == 'tanh':

@@ -4,7 +4,9 @@ A computed IoU above the threshold t bounds how far apart two boxes' centres can
 relative to the smaller box (:func:`_window_factor`), so each box only meets the boxes
 whose centres lie in a window about its own size: rows of centres sorted by x per key
 (:class:`_Rows`) give them by ``searchsorted``. Their IoUs are computed vectorised with
-MXNet's arithmetic (in the boxes' dtype). Three ways to resolve the greedy order:
+MXNet's arithmetic (in the boxes' dtype) and compared with the threshold exactly, as
+MXNet compares a ``half_t`` IoU with its ``float`` threshold (in float32, not float16;
+:func:`dtype_threshold`). Three ways to resolve the greedy order:
 
 * one pass: every candidate pair once (half windows), then :func:`_resolve_greedy`
   over the suppression edges (few neighbours per box);
@@ -54,6 +56,28 @@ def pair_iou(x1, y1, x2, y2, area, i, j):
     inter = np.where(w > 0, w, 0) * np.where(h > 0, h, 0)
     with np.errstate(invalid='ignore', divide='ignore'):
         return inter / (area[i] + area[j] - inter)
+
+
+def dtype_threshold(thresh, dtype):
+    """The largest value of ``dtype`` that is <= ``thresh`` (a float): for every IoU ``x``
+    of that dtype, ``x > dtype_threshold(thresh)`` (compared in the dtype) exactly when the
+    real number x exceeds ``thresh``.
+
+    MXNet's box_nms compares its float16 IoU (``half_t``) with the ``float`` threshold in
+    float32 (mshadow's mixed ``half_t > float``), so 0.7002 (0.7 rounded to float16) is
+    above 0.7f; comparing in float16 with the threshold rounded to nearest, as NumPy does
+    with a Python float, would keep such a box. Non-float dtypes get ``thresh`` back.
+
+    >>> dtype_threshold(0.7, np.dtype(np.float16)) < 0.7 < float(np.float16(0.7))
+    True
+    """
+    if not np.issubdtype(dtype, np.floating):
+        return thresh
+    with np.errstate(over='ignore'):                    # beyond the range: +-inf
+        t = np.asarray(thresh, dtype=dtype)[()]
+    if float(t) > thresh:
+        t = np.nextafter(t, dtype.type(-np.inf))
+    return float(t)
 
 
 # ----------------------------------------------------------------------------------
@@ -237,7 +261,8 @@ def greedy_nms_keep(x1, y1, x2, y2, area, key, thresh, first_block=64):
     key : ndarray of int64, shape (n,)
         boxes only suppress boxes of the same key (batch and class).
     thresh : float
-        a box is suppressed when its IoU with a kept, higher-ranked box is > thresh.
+        a box is suppressed when its IoU with a kept, higher-ranked box (computed in the
+        boxes' dtype) is > thresh, compared exactly (:func:`dtype_threshold`).
     first_block : int
         boxes in the first block of the dense path (see Notes).
 
@@ -252,7 +277,9 @@ def greedy_nms_keep(x1, y1, x2, y2, area, key, thresh, first_block=64):
     later boxes of their keys, which in clusters removes most of them; then the search
     is rebuilt over the boxes left.
     """
-    if thresh < 0:
+    negative = thresh < 0
+    thresh = dtype_threshold(thresh, x1.dtype)
+    if negative:
         return _dense_greedy(x1, y1, x2, y2, area, key, thresh)
     with np.errstate(invalid='ignore'):
         ok = (x2 > x1) & (y2 > y1)
@@ -452,6 +479,7 @@ def greedy_nms_first(x1, y1, x2, y2, area, thresh, limit):
     """
     alive = np.arange(x1.size)
     kept = []
+    thresh = dtype_threshold(thresh, x1.dtype)
     with np.errstate(invalid='ignore', divide='ignore'):
         while alive.size and len(kept) < limit:
             i, rest = alive[0], alive[1:]

@@ -425,13 +425,16 @@ def test_resolve_greedy_random_edges(max_rounds):
 
 
 # the paths of greedy_nms_keep: as chosen, one pass over all candidate pairs, sparse
-# blocks in score order, dense blocks until nothing is left, and dense blocks first with
-# sparse blocks for the rest
+# blocks in score order, dense blocks until nothing is left (per key: the IoU matrix of
+# one key or the same-key pairs of several; kept boxes against the later ones by matrix
+# or by windows), and dense blocks first with sparse blocks for the rest
 _NEVER_DENSE = {'_SPARSE_SMALL': 1 << 62, '_SPARSE_SHARE': 1.0}
 _PATHS = {'chosen': {},
           'one pass': dict(_NEVER_DENSE, _ONE_PASS=float('inf')),
           'blocks': dict(_NEVER_DENSE, _ONE_PASS=0, _SPARSE_FIRST=3),
           'dense': {'_SPARSE_SMALL': 0, '_SPARSE_SHARE': 0.0},
+          # small steps: dense blocks halved to fit the pair budget, many chunks
+          'dense small': {'_SPARSE_SMALL': 0, '_SPARSE_SHARE': 0.0, '_CHUNK': 512},
           'mixed': {'_SPARSE_SMALL': 0, '_SPARSE_SHARE': 0.02, '_ONE_PASS': 0,
                     '_SPARSE_FIRST': 5}}
 

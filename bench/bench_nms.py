@@ -4,6 +4,7 @@ Usage::
 
     python bench/bench_nms.py --mxnet /work/mxvenv/bin/python [--threads 2] [--rounds 7]
     python bench/bench_nms.py --only uniform_2000,crowd_2000
+    python bench/bench_nms.py --overlap-thresh 0     # every overlap suppresses
 
 MXNet runs in a worker process of the given interpreter (it needs its own NumPy) with
 ``MXNET_MKLDNN_ENABLED=0`` and ``OMP_NUM_THREADS=--threads``; symgraph runs here with its
@@ -14,8 +15,8 @@ symgraph / MXNet (below 1: symgraph faster) and a check that both kept the same 
 ``--cpu-time`` reports process CPU time instead of wall time (steadier on a busy machine;
 MXNet's OpenMP threads that spin are counted too).
 
-Workloads (rows [id, score, x1, y1, x2, y2], float32, ``overlap_thresh`` 0.5,
-``valid_thresh`` 0, ``topk`` -1):
+Workloads (rows [id, score, x1, y1, x2, y2], float32, ``overlap_thresh`` 0.5 unless
+``--overlap-thresh`` says otherwise, ``valid_thresh`` 0, ``topk`` -1):
 
 * ``uniform_N`` (issue 13): scores uniform, corners uniform in the unit square, sides
   uniform in 0.02-0.2; one batch, no class id.
@@ -138,6 +139,8 @@ def main():
     p.add_argument('--rounds', type=int, default=7)
     p.add_argument('--only', help='comma-separated workload names')
     p.add_argument('--cpu-time', action='store_true', help='process CPU time, not wall')
+    p.add_argument('--overlap-thresh', type=float, default=BASE['overlap_thresh'],
+                   help='box_nms overlap_thresh of every workload (default 0.5)')
     args = p.parse_args()
     names = args.only.split(',') if args.only else list(WORKLOADS)
     clock = time.process_time if args.cpu_time else time.perf_counter
@@ -150,8 +153,9 @@ def main():
         worker = subprocess.Popen(
             [args.mxnet, '-c', _WORKER, 'cpu' if args.cpu_time else 'wall'], env=env,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    print('box_nms, %s, best of %d rounds, %d threads, MXNet 1.9.1 with MXNET_MKLDNN_ENABLED=0'
-          % ('CPU time' if args.cpu_time else 'wall time', args.rounds, args.threads))
+    print('box_nms, overlap_thresh %g, %s, best of %d rounds, %d threads, MXNet 1.9.1 with '
+          'MXNET_MKLDNN_ENABLED=0' % (args.overlap_thresh, 'CPU time' if args.cpu_time
+                                       else 'wall time', args.rounds, args.threads))
     print('%-20s %10s %10s %7s  %s' % ('workload', 'ours ms', 'mxnet ms', 'ratio',
                                         'kept (ours/mxnet)'))
     ratios = []
@@ -159,6 +163,7 @@ def main():
         for name in names:
             make, kw, reps = WORKLOADS[name]
             kw = dict(BASE, **kw)
+            kw['overlap_thresh'] = args.overlap_thresh
             data = make()
             path = os.path.join(tmp, name + '.npy')
             np.save(path, data)

@@ -4,15 +4,18 @@ A computed IoU above the threshold t bounds how far apart two boxes' centres can
 relative to the smaller box (:func:`_window_factor`), so each box only meets the boxes
 whose centres lie in a window about its own size: rows of centres sorted by x per key
 (:class:`_Rows`) give them by ``searchsorted``. Their IoUs are computed vectorised with
-MXNet's arithmetic (in the boxes' dtype). Three ways to resolve the greedy order:
+MXNet's arithmetic (in the boxes' dtype) and compared with the threshold exactly, as
+MXNet compares a ``half_t`` IoU with its ``float`` threshold (in float32, not float16;
+:func:`dtype_threshold`). Three ways to resolve the greedy order:
 
 * one pass: every candidate pair once (half windows), then :func:`_resolve_greedy`
   over the suppression edges (few neighbours per box);
 * sparse blocks in score order: a block's live boxes against the later live boxes, so
   that boxes suppressed early are never searched from (many neighbours per box);
-* dense blocks: the IoU matrix of the top live boxes and their kept boxes against the
-  later boxes of their keys, while the boxes are so crowded that windows hold most of
-  them; the rows are then rebuilt over the boxes left.
+* dense blocks: greedy over the top live boxes of every key from all their same-key
+  pairs, then their kept boxes against the later boxes in their windows (or all later
+  boxes, where the windows hold most of them), while the boxes are so crowded that
+  windows hold many of them; the rows are then rebuilt over the boxes left.
 
 The result is exactly sequential greedy NMS: suppress when IoU > threshold, boxes in
 descending score order, equal scores in input order.
@@ -56,6 +59,28 @@ def pair_iou(x1, y1, x2, y2, area, i, j):
         return inter / (area[i] + area[j] - inter)
 
 
+def dtype_threshold(thresh, dtype):
+    """The largest value of ``dtype`` that is <= ``thresh`` (a float): for every IoU ``x``
+    of that dtype, ``x > dtype_threshold(thresh)`` (compared in the dtype) exactly when the
+    real number x exceeds ``thresh``.
+
+    MXNet's box_nms compares its float16 IoU (``half_t``) with the ``float`` threshold in
+    float32 (mshadow's mixed ``half_t > float``), so 0.7002 (0.7 rounded to float16) is
+    above 0.7f; comparing in float16 with the threshold rounded to nearest, as NumPy does
+    with a Python float, would keep such a box. Non-float dtypes get ``thresh`` back.
+
+    >>> dtype_threshold(0.7, np.dtype(np.float16)) < 0.7 < float(np.float16(0.7))
+    True
+    """
+    if not np.issubdtype(dtype, np.floating):
+        return thresh
+    with np.errstate(over='ignore'):                    # beyond the range: +-inf
+        t = np.asarray(thresh, dtype=dtype)[()]
+    if float(t) > thresh:
+        t = np.nextafter(t, dtype.type(-np.inf))
+    return float(t)
+
+
 # ----------------------------------------------------------------------------------
 # greedy NMS without the n x n matrix
 # ----------------------------------------------------------------------------------
@@ -66,13 +91,14 @@ _SPARSE_MAX = 1 << 23
 #: ... and at most this share of the same-key pairs (or below _SPARSE_SMALL): denser
 #: boxes first go through blocks of the dense path, whose kept boxes remove most others
 _SPARSE_SHARE = 0.1
-_SPARSE_SMALL = 1 << 18
+_SPARSE_SMALL = 1 << 17
 _ROWDIV = 2.0
 #: one pass over all candidate pairs when there are at most this many per box; more
 #: neighbours mean more suppression, and blocks in score order skip suppressed boxes
 _ONE_PASS = 24
-#: boxes in the first block of the sparse blocks
-_SPARSE_FIRST = 256
+#: boxes in the first block of the sparse blocks (256 searched from 4x more boxes than
+#: needed when most are suppressed: issue 13's boxes at threshold 0, clusters at 0.5)
+_SPARSE_FIRST = 64
 
 
 def _window_factor(thresh, dtype, min_area):
@@ -108,7 +134,7 @@ class _Rows:
     """
 
     def __init__(self, cx, cy, hx, hy, kr):
-        self.cx, self.cy, self.hx, self.hy = cx, cy, hx, hy
+        self.cx, self.cy, self.hx, self.hy, self.kr = cx, cy, hx, hy, kr
         n = cx.size
         oy = cy.min()
         tall = 2.0 * hy
@@ -237,7 +263,8 @@ def greedy_nms_keep(x1, y1, x2, y2, area, key, thresh, first_block=64):
     key : ndarray of int64, shape (n,)
         boxes only suppress boxes of the same key (batch and class).
     thresh : float
-        a box is suppressed when its IoU with a kept, higher-ranked box is > thresh.
+        a box is suppressed when its IoU with a kept, higher-ranked box (computed in the
+        boxes' dtype) is > thresh, compared exactly (:func:`dtype_threshold`).
     first_block : int
         boxes in the first block of the dense path (see Notes).
 
@@ -246,13 +273,15 @@ def greedy_nms_keep(x1, y1, x2, y2, area, key, thresh, first_block=64):
     Sparse path: the pairs that can have an IoU above ``thresh`` (centres close enough,
     :func:`_window_factor`) come from rows of centres sorted by x (:class:`_Rows`), their
     IoUs are computed with MXNet's formula, and :func:`_resolve_greedy` resolves the
-    edges. When that finds too many pairs (boxes crowded together), blocks of the
-    highest-ranked live boxes (``first_block``, doubling) go through the dense path
-    first: their IoU matrix, greedy inside the block, and the kept boxes' IoUs with the
-    later boxes of their keys, which in clusters removes most of them; then the search
-    is rebuilt over the boxes left.
+    edges. When that finds too many pairs (boxes crowded together, or low thresholds,
+    whose windows are wide), blocks of the highest-ranked live boxes of every key
+    (``first_block``, doubling) go through the dense path first: greedy inside the
+    block, and the kept boxes' IoUs with the later boxes of their keys, which in
+    clusters removes most of them; then the search is rebuilt over the boxes left.
     """
-    if thresh < 0:
+    negative = thresh < 0
+    thresh = dtype_threshold(thresh, x1.dtype)
+    if negative:
         return _dense_greedy(x1, y1, x2, y2, area, key, thresh)
     with np.errstate(invalid='ignore'):
         ok = (x2 > x1) & (y2 > y1)
@@ -299,7 +328,8 @@ def greedy_nms_keep(x1, y1, x2, y2, area, key, thresh, first_block=64):
         same = np.bincount(kr[alive], minlength=nkeys)
         if total > max(_SPARSE_SMALL, min(_SPARSE_MAX, _SPARSE_SHARE * float(
                 (same * (same - 1.0) / 2).sum()))):
-            alive = _dense_step(alive, block, kr, kept, bx1, by1, bx2, by2, ba, thresh)
+            alive = _dense_step(rows, total, alive, block, kept, (bx1, by1, bx2, by2, ba),
+                                thresh)
             block = min(2 * block, 1024)
             continue
         boxes = [v if alive.size == m else v[alive] for v in (bx1, by1, bx2, by2, ba)]
@@ -412,31 +442,66 @@ def _sparse_blocks(rows, alive, kept, block, x1, y1, x2, y2, area, thresh):
     return alive[:0], block
 
 
-def _dense_step(alive, block, kr, kept, x1, y1, x2, y2, area, thresh):
-    """Greedy over the first ``block`` live boxes by their IoU matrix, then their kept
-    boxes suppress the later live boxes of their keys; returns the boxes left alive."""
-    q, rest = alive[:block], alive[block:]
-    kq = kr[q]
-    with np.errstate(invalid='ignore'):
-        sup = _iou_block(x1, y1, x2, y2, area, q, q) > thresh
-    sup &= kq[:, None] == kq
-    sup = np.triu(sup, 1)
-    q = q[_greedy_small(sup)]
-    kept[q] = True
-    rest = rest[:np.searchsorted(kr[rest], kr[q[-1]], 'right')] if rest.size else rest
-    later = alive[block + rest.size:]
-    if rest.size:
-        gone = np.zeros(rest.size, bool)
-        kk = kr[rest]
-        step = max(1, (1 << 20) // rest.size)
-        for s in range(0, q.size, step):
-            c = q[s:s + step]
+def _dense_step(rows, pairs, alive, block, kept, boxes, thresh):
+    """Greedy over the first ``block`` live boxes of every key, from all their same-key
+    pairs, then their kept boxes suppress the later live boxes of their keys, found in
+    their windows of ``rows`` (built over ``alive``); returns the boxes left alive.
+
+    Every key advances at once (its own prefix in score order), so a step costs about
+    keys x block^2 / 2 IoUs and kept x window ones. (A block of the first live boxes in
+    key-major order, and the kept boxes against all later boxes, made issue 13's
+    clustered boxes with 5 classes at threshold 0 take 6x longer: the block doubled to
+    1024 while it moved through the keys, though each key's first 64 boxes remove most
+    of that key.)
+    """
+    n = alive.size
+    k = rows.kr
+    first = np.flatnonzero(np.concatenate(([True], k[1:] != k[:-1])))
+    sizes = np.diff(np.append(first, n))
+    while block > 8 and float((np.minimum(sizes, block) ** 2.0).sum()) > 4.0 * _CHUNK:
+        block //= 2                                 # at most about 2 _CHUNK pairs inside
+    b = np.minimum(sizes, block)
+    if b.size == 1:                                 # one key: the IoU matrix
+        q = np.arange(b[0])
+        with np.errstate(invalid='ignore'):
+            sup = np.triu(_iou_block(*boxes, alive[q], alive[q]) > thresh, 1)
+        kq = q[_greedy_small(sup)]
+    else:                                           # the same-key pairs
+        bstart = np.cumsum(b) - b
+        local = np.arange(b.sum()) - np.repeat(bstart, b)
+        q = np.repeat(first, b) + local             # ascending: key-major, score order
+        c = np.repeat(b, b) - local - 1             # later boxes of the same key in q
+        i = np.repeat(np.arange(q.size), c)
+        j = i + 1 + np.arange(i.size) - np.repeat(np.cumsum(c) - c, c)
+        hit = _iou_above(alive[q[i]], alive[q[j]], boxes, boxes, thresh)
+        kq = q[_resolve_greedy(q.size, i[hit], j[hit])]
+    kept[alive[kq]] = True
+    gone = np.zeros(n, bool)
+    gone[q] = True                                  # decided (the rest of a key: later)
+    rest = np.flatnonzero(~gone)
+    if not rest.size:
+        return alive[rest]
+    # a box meets about 2 * pairs / n boxes in its window (``pairs``: half windows)
+    if rest.size <= 4.0 * pairs / n:
+        # the windows hold most later boxes (crowds): the IoU matrix costs less
+        hit = np.zeros(rest.size, bool)
+        kr = k[rest]
+        step = max(1, (1 << 20) // max(rest.size, 1))
+        for s in range(0, kq.size, step):
+            c = kq[s:s + step]
             with np.errstate(invalid='ignore'):
-                hit = _iou_block(x1, y1, x2, y2, area, c, rest) > thresh
-            hit &= kr[c][:, None] == kk
-            gone |= hit.any(axis=0)
-        rest = rest[~gone]
-    return np.concatenate([rest, later])
+                sup = _iou_block(*boxes, alive[c], alive[rest]) > thresh
+            if first.size > 1:
+                sup &= k[c][:, None] == kr
+            hit |= sup.any(axis=0)
+        gone[rest[hit]] = True
+        return alive[~gone]
+    for a, at in _chunks(*rows.query(False, kq)):
+        bb = rows.order[at]
+        sel = np.flatnonzero(~gone[bb])
+        a, bb = a[sel], bb[sel]
+        gone[bb[_iou_above(alive[a], alive[bb], boxes, boxes, thresh)]] = True
+    return alive[~gone]
 
 
 def greedy_nms_first(x1, y1, x2, y2, area, thresh, limit):
@@ -452,6 +517,7 @@ def greedy_nms_first(x1, y1, x2, y2, area, thresh, limit):
     """
     alive = np.arange(x1.size)
     kept = []
+    thresh = dtype_threshold(thresh, x1.dtype)
     with np.errstate(invalid='ignore', divide='ignore'):
         while alive.size and len(kept) < limit:
             i, rest = alive[0], alive[1:]

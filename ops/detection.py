@@ -4,7 +4,9 @@ coders ``_contrib_box_encode`` / ``_contrib_box_decode``.
 The greedy NMS itself is in ``ops/_nms.py`` (:func:`nms_indices`,
 :func:`greedy_nms_keep`): it never builds the n x n IoU matrix and reproduces MXNet's result
 exactly (IoU > threshold suppresses, equal scores keep input order, MXNet's IoU arithmetic in
-the data's dtype). On CuPy arrays the sorting and bookkeeping run on a host copy and the
+the data's dtype, compared with the float32 threshold exactly: for float16 data in float32,
+as MXNet's ``half_t > float`` does, not in float16). ``valid_thresh`` is rounded to the
+data's dtype first (MXNet's ``ScalarExp<DType>``). On CuPy arrays the sorting and bookkeeping run on a host copy and the
 suppression itself -- the O(n^2) part -- runs the bitmask kernel of ``symgraph.cuda.loader``
 (:func:`_nms_keep`); IoUs are then recomputed from corners in the kernel, so a ``center``
 box whose IoU equals the threshold to the last bit may be decided differently.
@@ -13,7 +15,7 @@ import numpy as np
 
 from symgraph.opdef import Operator, Param, ShapeError, register, same_type
 
-from ._nms import to_host, box_corners, greedy_nms_keep, nms_indices
+from ._nms import to_host, box_corners, dtype_threshold, greedy_nms_keep, nms_indices
 from ._util import f32
 from symgraph.base import ParameterError
 
@@ -27,7 +29,8 @@ def _nms_keep(xp, x1, y1, x2, y2, area, key, thresh):
     class) renumbered densely so that they fit the kernel's float class ids exactly; the
     kernel suppresses only within one id and walks the boxes in index order, which is
     score order inside each key. Negative thresholds (where disjoint boxes suppress each
-    other) and float16 stay on the host.
+    other) and float16 stay on the host. The kernel compares in the boxes' dtype, so it
+    gets :func:`dtype_threshold`: the same decisions as the host's exact comparison.
     """
     if xp.__name__ != 'cupy' or thresh < 0 or x1.dtype not in (np.float32, np.float64):
         return greedy_nms_keep(x1, y1, x2, y2, area, key, thresh)
@@ -36,7 +39,7 @@ def _nms_keep(xp, x1, y1, x2, y2, area, key, thresh):
     if key.size and key.min() != key.max():
         ids = xp.asarray(np.unique(key, return_inverse=True)[1].astype(x1.dtype))
     boxes = xp.asarray(np.stack([x1, y1, x2, y2], axis=1))
-    return to_host(loader.nms_keep(boxes, thresh, ids))
+    return to_host(loader.nms_keep(boxes, dtype_threshold(thresh, x1.dtype), ids))
 
 
 def _nms_indices(xp, boxes, scores, thresh):
@@ -52,7 +55,8 @@ def _nms_indices(xp, boxes, scores, thresh):
     if thresh >= 0 and boxes.dtype in (np.float32, np.float64):
         from symgraph.cuda import loader
         order = xp.argsort(-scores)
-        keep = loader.nms_keep(xp.ascontiguousarray(boxes[order]), thresh)
+        keep = loader.nms_keep(xp.ascontiguousarray(boxes[order]),
+                               dtype_threshold(thresh, boxes.dtype))
         return order[keep].astype(np.int64)
     b, s = to_host(boxes), to_host(scores)
     order = np.argsort(-s, kind='stable')
@@ -146,6 +150,9 @@ class BoxNMS(Operator):
             rec = np.arange(flat.shape[0], dtype=data.dtype)
             return [xp.asarray(data.copy()), xp.asarray(rec.reshape(shape[:-1] + (1,)))]
         score = flat[:, self.score_index]
+        # a Python float against a float array: compared in the data's dtype, i.e. with
+        # valid_thresh rounded to it first, as MXNet's ScalarExp<DType> does (for float16
+        # unlike overlap_thresh, which MXNet compares in float32: _nms.dtype_threshold)
         valid = score > f32(self.valid_thresh)
         if self.id_index >= 0:
             valid &= flat[:, self.id_index] != self.background_id

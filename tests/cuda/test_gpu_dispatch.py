@@ -7,6 +7,7 @@ Convolution, Deconvolution, BatchNorm, box_nms and nms switch to the CUDA kernel
 reshapes, argument conventions, fallbacks -- with the real kernel source, and must give
 what the NumPy path gives.
 """
+import json
 import types
 
 import numpy as np
@@ -117,3 +118,34 @@ def test_box_nms_keeps_batches_and_classes_apart(emulated):
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[0][:, :2, 1], np.float32([[0.9, 0.8]] * 2))
     assert any(n.startswith('nms_mask') for n, _, _ in emulated.launches)
+
+
+@pytest.mark.parametrize('name', ['tie_0.7', 'tie_0.3', 'random_0.5', 'random_center'])
+def test_box_nms_float16_on_the_cupy_branch_equals_mxnet(name, emulated):
+    """float16 stays on the host on CuPy and gives MXNet 1.9.1's result (the golden of
+    tests/golden/make_nms_f16.py): IoUs in float16, compared with the threshold in
+    float32."""
+    data = test_detection.NMS_F16[name + '/data']
+    attrs = json.loads(str(test_detection.NMS_F16[name + '/attrs']))
+    got = get_op('_contrib_box_nms')(**attrs).forward(FAKE_CUPY, [data], [], False)[0]
+    np.testing.assert_array_equal(got, test_detection.NMS_F16[name + '/out'])
+    assert not emulated.launches
+
+
+@pytest.mark.parametrize('thresh, kept', [(0.3, [0, -1]), (float(np.float32(0.3)), [0, 1])])
+def test_nms_kernel_compares_the_threshold_as_the_host_does(thresh, kept, emulated):
+    """The float32 IoU of the pair is exactly float32(0.3), which is above 0.3: the host
+    compares exactly, and the kernel, comparing in float32, gets the largest float32 not
+    above the threshold, so both suppress at 0.3 and both keep at float32(0.3)."""
+    boxes = np.array([[0, 0, 0.75, 1], [0, 0, np.float32(0.75 * np.float32(0.3)), 1]],
+                     np.float32)
+    scores = np.array([0.9, 0.8], np.float32)
+    op = get_op('_contrib_nms')(iou_threshold=thresh)
+    assert op.forward(np, [boxes, scores], [], False)[0].tolist() == kept
+    assert op.forward(FAKE_CUPY, [boxes, scores], [], False)[0].tolist() == kept
+    assert any(n.startswith('nms_mask') for n, _, _ in emulated.launches)
+    data = np.concatenate([np.zeros((2, 1), np.float32), scores[:, None], boxes], 1)[None]
+    box_nms = get_op('_contrib_box_nms')(overlap_thresh=thresh)   # thresholds are float32
+    for xp in (np, FAKE_CUPY):
+        out = box_nms.forward(xp, [data.copy()], [], False)[0]
+        assert (out[0, :, 0] >= 0).tolist() == [True, True]

@@ -1,7 +1,14 @@
 """box_nms, box_iou, nms, bipartite_matching, box_encode and box_decode against naive loop
 references (box_encode / box_decode: MXNet 1.9.1's values are golden cases splitidx_box_* in
-tests/golden/graphs_compute_split_index.py)."""
+tests/golden/graphs_compute_split_index.py; box_nms on float16: tests/golden/make_nms_f16.py,
+data/nms_f16.npz).
+
+The references compare as MXNet's box_nms does: the IoU, computed in the boxes' dtype, with
+the float32 threshold as exact numbers (MXNet's ``half_t > float`` converts both to float32),
+the scores with valid_thresh rounded to the scores' dtype (``ScalarExp<DType>``)."""
+import json
 import math
+import os
 
 import hypothesis as hyp
 import numpy as np
@@ -44,9 +51,10 @@ def naive_box_nms(data, overlap_thresh=0.5, valid_thresh=0.0, topk=-1, coord_sta
     flat = data.reshape(-1, n, w)
     out = np.full_like(flat, -1)
     rec = np.full(flat.shape[:2], -1)
-    thr = np.float32(overlap_thresh)
+    thr = float(np.float32(overlap_thresh))
+    vthr = data.dtype.type(np.float32(valid_thresh))
     for b in range(flat.shape[0]):
-        rows = [i for i in range(n) if flat[b, i, score_index] > np.float32(valid_thresh)
+        rows = [i for i in range(n) if flat[b, i, score_index] > vthr
                 and (id_index < 0 or flat[b, i, id_index] != background_id)]
         rows.sort(key=lambda i: -flat[b, i, score_index])          # stable
         if topk >= 0:
@@ -59,7 +67,7 @@ def naive_box_nms(data, overlap_thresh=0.5, valid_thresh=0.0, topk=-1, coord_sta
                         and int(flat[b, k, id_index]) != int(flat[b, i, id_index])):
                     continue
                 c = coord_start
-                if naive_iou(flat[b, k, c:c + 4], flat[b, i, c:c + 4], in_format) > thr:
+                if float(naive_iou(flat[b, k, c:c + 4], flat[b, i, c:c + 4], in_format)) > thr:
                     ok = False
                     break
             if ok:
@@ -149,8 +157,7 @@ def naive_nms(boxes, scores, iou_threshold=0.5):
     order = sorted(range(len(scores)), key=lambda i: -scores[i])
     kept = []
     for i in order:
-        if all(naive_iou(boxes[k], boxes[i]) <= iou_threshold
-               or np.isnan(naive_iou(boxes[k], boxes[i])) for k in kept):
+        if all(not float(naive_iou(boxes[k], boxes[i])) > iou_threshold for k in kept):
             kept.append(i)
     return np.array(kept + [-1] * (len(scores) - len(kept)), np.int64)
 
@@ -303,13 +310,52 @@ test_forward, test_gradient = case_tests(CASES + BOX_CODER_CASES)
 
 
 # ----------------------------------------------------------------------------------
+# float16 against MXNet 1.9.1 (tests/golden/make_nms_f16.py)
+# ----------------------------------------------------------------------------------
+NMS_F16 = np.load(os.path.join(os.path.dirname(__file__), os.pardir, 'golden', 'data',
+                               'nms_f16.npz'))
+NMS_F16_CASES = sorted({k.split('/')[0] for k in NMS_F16.files})
+
+
+@pytest.mark.parametrize('name', NMS_F16_CASES)
+def test_box_nms_float16_equals_mxnet(name):
+    # tie_<t>: pairs whose float16 IoU is t rounded to float16 (or a neighbour of it);
+    # where that rounding goes up (0.7 -> 0.70019531) MXNet suppresses the second box,
+    # because it compares the half IoU with the float threshold in float32
+    data, want = NMS_F16[name + '/data'], NMS_F16[name + '/out']
+    attrs = json.loads(str(NMS_F16[name + '/attrs']))
+    got = mx.nd.contrib.box_nms(mx.nd.array(data, dtype='float16'), **attrs).asnumpy()
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(naive_box_nms(data, **attrs)[0], want)
+
+
+def test_box_nms_float16_ties_are_decided_in_float32():
+    # the golden ties really are ties: IoU == the threshold rounded to float16
+    data = NMS_F16['tie_0.7/data']
+    x1, y1, x2, y2, area = det.box_corners(data[:, :, 2:], 'corner')
+    iou = det.pair_iou(x1, y1, x2, y2, area, (slice(None), 0), (slice(None), 1))
+    assert iou.dtype == np.float16 and (iou[:6] == np.float16(0.7)).all()
+    assert (NMS_F16['tie_0.7/out'][:6, 1] == -1).all()            # all six suppressed
+    assert det.dtype_threshold(0.7, np.dtype(np.float16)) == float(
+        np.nextafter(np.float16(0.7), np.float16(0)))
+    assert det.dtype_threshold(0.5, np.dtype(np.float16)) == 0.5
+    assert det.dtype_threshold(float(np.float32(0.3)), np.dtype(np.float32)) == float(
+        np.float32(0.3))
+    assert det.dtype_threshold(0.3, np.dtype(np.float32)) == float(
+        np.nextafter(np.float32(0.3), np.float32(0)))
+    assert det.dtype_threshold(1e6, np.dtype(np.float16)) == 65504.0
+    assert det.dtype_threshold(0.5, np.dtype(np.int32)) == 0.5
+
+
+# ----------------------------------------------------------------------------------
 # the fast NMS against the O(n^2) greedy loop
 # ----------------------------------------------------------------------------------
 def naive_greedy(boxes, scores, classes, thresh):
     order = np.argsort(-scores, kind='stable')
     kept = []
     for i in order:
-        if all(classes[k] != classes[i] or not naive_iou(boxes[k], boxes[i]) > thresh
+        if all(classes[k] != classes[i] or not float(naive_iou(boxes[k], boxes[i])) > thresh
                for k in kept):
             kept.append(i)
     return kept
@@ -379,13 +425,16 @@ def test_resolve_greedy_random_edges(max_rounds):
 
 
 # the paths of greedy_nms_keep: as chosen, one pass over all candidate pairs, sparse
-# blocks in score order, dense blocks until nothing is left, and dense blocks first with
-# sparse blocks for the rest
+# blocks in score order, dense blocks until nothing is left (per key: the IoU matrix of
+# one key or the same-key pairs of several; kept boxes against the later ones by matrix
+# or by windows), and dense blocks first with sparse blocks for the rest
 _NEVER_DENSE = {'_SPARSE_SMALL': 1 << 62, '_SPARSE_SHARE': 1.0}
 _PATHS = {'chosen': {},
           'one pass': dict(_NEVER_DENSE, _ONE_PASS=float('inf')),
           'blocks': dict(_NEVER_DENSE, _ONE_PASS=0, _SPARSE_FIRST=3),
           'dense': {'_SPARSE_SMALL': 0, '_SPARSE_SHARE': 0.0},
+          # small steps: dense blocks halved to fit the pair budget, many chunks
+          'dense small': {'_SPARSE_SMALL': 0, '_SPARSE_SHARE': 0.0, '_CHUNK': 512},
           'mixed': {'_SPARSE_SMALL': 0, '_SPARSE_SHARE': 0.02, '_ONE_PASS': 0,
                     '_SPARSE_FIRST': 5}}
 
@@ -404,13 +453,11 @@ def _keep_on_path(monkeypatch, path, boxes, keys, thresh, first_block=64):
 
 def naive_greedy_sorted(boxes, keys, thresh):
     """Sequential greedy NMS over boxes already in score order (MXNet's IoU, elementwise
-    in the boxes' dtype)."""
-    # compared in the boxes' dtype, as greedy_nms_keep compares (NumPy 1.26 compared a
-    # float16 scalar with a Python float in float64, NumPy 2 in float16)
-    t = boxes.dtype.type
+    in the boxes' dtype, compared with ``thresh`` as exact numbers, as MXNet compares a
+    float16 IoU with its float threshold in float32)."""
     kept = []
     for i in range(len(boxes)):
-        if all(keys[k] != keys[i] or not t(naive_iou(boxes[k], boxes[i])) > t(thresh)
+        if all(keys[k] != keys[i] or not float(naive_iou(boxes[k], boxes[i])) > thresh
                for k in kept):
             kept.append(i)
     return kept

@@ -259,8 +259,10 @@ class Activation(Operator):
         }[self.act_type]
 
     #: forward computes into the executor's buffer (in place where the storage plan gives
-    #: the input's storage to the output), backward into the data gradient's
+    #: the input's storage to the output), backward into the data gradient's, which may lie
+    #: over the output it reads (each element read before it is written)
     writes_into = True
+    grad_inplace = (('out', 0, 0),)
 
     def forward(self, xp, inputs, aux, is_train, out=None):
         x = inputs[0]
@@ -317,6 +319,11 @@ class Activation(Operator):
         dest = grad_out[0] if grad_out and grad_out[0] is not None \
             and grad_out[0].dtype == g.dtype and grad_out[0].shape == g.shape else None
         if a == 'relu':
+            if dest is not None and not xp.may_share_memory(dest, g):
+                # the mask (1.0 or 0.0) in dest itself, then the product: the values of
+                # g * (y > 0), without a mask array of the activation's size
+                xp.greater(y, 0, out=dest)
+                return [xp.multiply(g, dest, out=dest)]
             if dest is not None:
                 return [xp.multiply(g, y > 0, out=dest)]
             d = (y > 0).astype(g.dtype)

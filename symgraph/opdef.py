@@ -270,6 +270,13 @@ class Operator:
     needs_outputs = False
     #: output i may reuse input j's storage: tuple of (j, i) pairs
     inplace = ()
+    #: the gradient of argument j may take the storage of a forward array that backward
+    #: reads: tuple of (``'out'`` or ``'in'``, i, j), output or input i. For a
+    #: :attr:`writes_into` operator whose backward may compute that gradient over the
+    #: array it reads (each element read before it is written, or a fresh result copied
+    #: in): the storage plan offers it a buffer laid over that array's where the array
+    #: dies at this backward step (MXNet's in-place backward of activations)
+    grad_inplace = ()
     #: no gradient flows through this operator (BlockGrad, argmax, comparisons...)
     no_grad = False
     #: accept any parameter (Custom passes arbitrary kwargs on to the user's prop)

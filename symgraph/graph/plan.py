@@ -388,17 +388,17 @@ class Plan:
             env['b%d' % s] = _bind_backward(self.run_op[id(n)], xp, need,
                                             self.op_state[id(n)], reqs)
             into = ''
-            # a planned gradient buffer is offered to the first contribution only (later
-            # ones are summed into it)
-            offer = {e: 'p%d' % slot[('g', e)] for e, nd in zip(ins[:n_args], need)
-                     if nd and ('g', e) in slot and e not in have
-                     and st.mode.get(('g', e)) == 'into'}
+            # the planned buffers offered per argument position (Storage.grad_offer): a
+            # gradient's buffer to its first contribution, or to the second where the first
+            # is another array; a buffer of its own to a later one (then summed in)
+            offer = {j: 'p%d' % slot[st.grad_offer[(s, j)]] for j in range(n_args)
+                     if st is not None and (s, j) in st.grad_offer}
             if op.writes_into and (offer or any(nd and e in grad_slot
                                                 for e, nd in zip(ins, need))):
                 into = ', grad_out=[%s]' % ', '.join(
                     'G[%d]' % grad_slot[e] if nd and e in grad_slot else
-                    offer[e] if nd and e in offer else 'None'
-                    for e, nd in zip(ins[:n_args], need))
+                    offer[j] if nd and j in offer else 'None'
+                    for j, (e, nd) in enumerate(zip(ins[:n_args], need)))
             if monitor > 1:
                 # MXNet's backward node '<node>_backward' reads (in the common layout) the
                 # head gradients, then the forward inputs and outputs it needs; its inputs
@@ -438,10 +438,10 @@ class Plan:
                     lines.append('    g%d = g%d + r[%d]' % (e, e, j))
                 else:
                     lines.append('    g%d = r[%d]' % (e, j))
-                    if e in offer:      # declined: copied in, the entry is its buffer
-                        lines.append('    if g%d is not %s:' % (e, offer[e]))
-                        lines.append('        %s[...] = g%d' % (offer[e], e))
-                        lines.append('        g%d = %s' % (e, offer[e]))
+                    if j in offer:      # declined: copied in, the entry is its buffer
+                        lines.append('    if g%d is not %s:' % (e, offer[j]))
+                        lines.append('        %s[...] = g%d' % (offer[j], e))
+                        lines.append('        g%d = %s' % (e, offer[j]))
                     have.add(e)
             for j in sorted(final_at.get(s, [])):
                 lines += write_grad(j)
@@ -553,6 +553,8 @@ class Plan:
                 birth[('g', e)] = death[('g', e)] = n_fwd      # the user's head gradient
                 roots[('g', e)] = set()
         persistent = set(self.arg_entries) | set(self.aux_entries)
+        # (backward step, argument position) -> the buffer offered for that gradient
+        grad_offer = {}
         for t, n in enumerate(reversed(self.bwd_steps)):
             T = n_fwd + t
             op = n.op
@@ -564,6 +566,14 @@ class Plan:
                 death[k] = max(death[k], T)
             in_roots = set().union(*(roots.get(k, ()) for k in reads + og))
             offers = op.writes_into and self.op_state[id(n)] is None and not op.wants_req
+
+            def over_saved(k, j, ins=ins, outs=outs, op=op):
+                # the buffer may lie over a forward array this step reads for the last
+                # time (Operator.grad_inplace; _place checks that it dies here)
+                src = [(outs if w == 'out' else ins)[i] for w, i, j2 in op.grad_inplace
+                       if j2 == j and i < len(outs if w == 'out' else ins)]
+                if src:
+                    inplace_src[k] = src
             for j, e in enumerate(ins[:n_args]):
                 if not self.requires[e] or e in persistent:
                     continue
@@ -573,13 +583,29 @@ class Plan:
                     if offers and self.nbytes(e) > 0:
                         mode[k] = 'into'
                         roots[k] = {k}
+                        grad_offer[(t, j)] = k
+                        over_saved(k, j)
                     else:
                         roots[k] = set(in_roots)
                 else:                       # summed into its buffer
                     if k not in mode:
                         # written first by this sum: the buffer is needed from here (the
-                        # first contribution is another array, kept alive by roots)
+                        # first contribution is another array, kept alive by roots); an
+                        # operator that writes into offered arrays computes this
+                        # contribution straight into it, and the sum adds the first one
+                        # to it there (a + b, the same bits as before)
                         birth[k] = T
+                        if offers and self.nbytes(e) > 0:
+                            grad_offer[(t, j)] = k
+                            over_saved(k, j)
+                    elif offers and self.nbytes(e) > 0:
+                        # the buffer holds the sum so far: the contribution is computed
+                        # into a buffer of its own, live at this step only, then added
+                        tk = ('gt', e, T, j)
+                        birth[tk] = death[tk] = T
+                        mode[tk] = 'into'
+                        roots[tk] = {tk}
+                        grad_offer[(t, j)] = tk
                     mode.setdefault(k, 'sum')
                     roots[k] = roots[k] | {k}
                     death[k] = max(death[k], T)
@@ -591,7 +617,8 @@ class Plan:
         keys = sorted(mode, key=lambda k: (birth[k], str(k)))
         sizes = {k: self.nbytes(k[1] if isinstance(k, tuple) else k) for k in keys}
         same = {k: [s for s in inplace_src.get(k, ()) if s in sizes and sizes[s] == sizes[k]
-                    and self.dtypes[s] == self.dtypes[k] and layout.get(s) == layout.get(k)]
+                    and self.dtypes[s] == self.dtypes[_entry(k)]
+                    and layout.get(s) == layout.get(k)]
                 for k in keys}
         # scratch the CPU backend may need at a step (Operator.scratch_bytes; NumPy arrays
         # only): placed as entries live at that step alone, so the arena keeps room there
@@ -620,6 +647,7 @@ class Plan:
         arena += _ALIGN if arena else 0
         st = Storage(self, keys, mode, node_mode, arena, offset, lend, layout)
         st.lifetimes = {k: (birth[k], death[k]) for k in keys}
+        st.grad_offer = grad_offer
         st.lend_step = {(kind, s): T for (_, kind, s), T in scratch.items()}
         return st
 
@@ -765,10 +793,16 @@ def _place(keys, birth, death, sizes, inplace):
     Entries are placed in ``keys`` order (by birth), each in the smallest gap left between
     the entries live at its birth that holds it (best fit; at the top, growing the arena,
     when none does), or at the offset of an ``inplace`` source that dies at its birth.
+    The entries sharing storage so (in place) are then placed again as one, largest
+    size x lifetime first, each at the lowest offset free over its lifetime
+    (:func:`_place_by_area`), and that placement is taken where its arena is smaller
+    (LeNet's training plan: 10.4 MB instead of 18.0: by birth, early small arrays split
+    the storage that the larger later ones need).
     Returns (arena bytes, {key: offset}); two entries overlap only if their lifetimes do
     not, or in place.
     """
     offset, live, top = {}, [], 0
+    group = {}          # key -> the first key of the entries sharing its storage in place
     for k in keys:
         b = birth[k]
         live = [x for x in live if death[x] >= b]
@@ -780,6 +814,7 @@ def _place(keys, birth, death, sizes, inplace):
         if src is not None:
             live.remove(src)
             offset[k] = offset[src]
+            group[k] = group[src]
         else:
             spans = sorted((offset[x], offset[x] + -(-sizes[x] // _ALIGN) * _ALIGN)
                            for x in live)
@@ -789,9 +824,53 @@ def _place(keys, birth, death, sizes, inplace):
                     best = (lo - end, end)
                 end = max(end, hi)
             offset[k] = best[1] if best is not None else end
+            group[k] = k
         top = max(top, offset[k] + size)
         live.append(k)
+    members = {}
+    for k, g in group.items():
+        members.setdefault(g, []).append(k)
+    spans = [(-(-sizes[g] // _ALIGN) * _ALIGN, min(birth[k] for k in ks),
+              max(death[k] for k in ks), g) for g, ks in members.items()]
+    top2, at = _place_by_area(spans, top)
+    if top2 < top:
+        for g, ks in members.items():
+            for k in ks:
+                offset[k] = at[g]
+        top = top2
     return top, offset
+
+
+def _place_by_area(spans, limit):
+    """Offsets for blocks ``spans`` [(bytes, first step, last step, name)], largest
+    bytes x steps first, each at the lowest offset where it overlaps no block placed
+    before it whose steps overlap its own: (top, {name: offset}), or (``limit``, None) as
+    soon as the top reaches ``limit``."""
+    spans = sorted(spans, key=lambda t: (-t[0] * (t[2] - t[1] + 1), t[1], t[2]))
+    n = len(spans)
+    lo_a, hi_a = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    first_a, last_a = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    at, top = {}, 0
+    for i, (size, first, last, name) in enumerate(spans):
+        hit = np.flatnonzero((first_a[:i] <= last) & (last_a[:i] >= first))
+        off = 0
+        if hit.size:
+            by_lo = hit[np.argsort(lo_a[hit], kind='stable')]
+            ends = np.maximum.accumulate(hi_a[by_lo])       # the top below each block
+            below = np.concatenate(([0], ends[:-1]))
+            gaps = np.flatnonzero(lo_a[by_lo] - below >= size)
+            off = int(below[gaps[0]] if gaps.size else ends[-1])
+        top = max(top, off + size)
+        if top >= limit:
+            return limit, None
+        lo_a[i], hi_a[i], first_a[i], last_a[i] = off, off + size, first, last
+        at[name] = off
+    return top, at
+
+
+def _entry(k):
+    """The entry id of a storage key (an entry id, or a tuple naming one second)."""
+    return k[1] if isinstance(k, tuple) else k
 
 
 def _ufunc_class(xp):

@@ -330,8 +330,10 @@ class Activation(Operator):
         elif a in ('sigmoid', 'tanh') and y.dtype == g.dtype:
             # y (1 - y) or 1 - y^2, then times g, in one array (the same roundings as the
             # three expressions, without two temporaries the size of the activation)
-            t = dest if dest is not None and not xp.may_share_memory(dest, g) \
-                else xp.empty_like(g)
+            # (dest may be y's own storage, grad_inplace: tanh reads y once before writing,
+            # sigmoid twice)
+            t = dest if dest is not None and not xp.may_share_memory(dest, g) and (
+                a == 'tanh' or not xp.may_share_memory(dest, y)) else xp.empty_like(g)
             one = g.dtype.type(1)
             if a == 'sigmoid':
                 xp.subtract(one, y, out=t)

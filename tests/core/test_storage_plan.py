@@ -264,3 +264,113 @@ def test_a_summed_gradient_takes_its_buffer_only_from_the_first_sum():
                        if e in plan.in_entries(n)[:len(n.op.list_arguments())])
         assert len(steps) >= 2
         assert st.lifetimes[k][0] == steps[1], plan.entry_info[e][0].name
+
+
+def _fan_into_fcs(first_identity):
+    """h = relu(FC(x)) read by three FullyConnected layers (and, with ``first_identity``,
+    by the sum as such): its gradient has three or four contributions."""
+    x = mx.sym.var('x')
+    h = mx.sym.Activation(mx.sym.FullyConnected(x, num_hidden=64, name='fc0'),
+                          act_type='relu', name='h')
+    y = sum(mx.sym.FullyConnected(h, num_hidden=64, name='fc%d' % k) for k in (1, 2, 3))
+    return y + h if first_identity else y
+
+
+@pytest.mark.parametrize('first_identity', [False, True])
+def test_every_contribution_to_a_summed_gradient_is_computed_into_a_planned_buffer(
+        first_identity):
+    """Contributions after the first go into the sum's buffer (the second, where the first
+    is another array) or into a buffer of their own for that step, not into new arrays:
+    backward allocates nothing of the gradient's size, and the values are those of the
+    run without buffers, bit for bit."""
+    shapes = {'x': (256, 32)}
+    exe, planned = _run(_fan_into_fcs(first_identity), shapes, True, steps=2)
+    _, own = _run(_fan_into_fcs(first_identity), shapes, False, steps=2)
+    for a, b in zip(planned, own):
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
+    plan, st = exe._plan, exe._plan.storage()
+    h = next(e for e, (n, _) in enumerate(plan.entry_info) if n.name == 'h')
+    nbytes = plan.nbytes(h)
+    own_buffers = [k for k in st.keys if isinstance(k, tuple) and k[0] == 'gt']
+    # the sum's buffer takes the first contribution, or the second where the first is the
+    # identity's (another array); each later one has a buffer of its own
+    assert st.mode[('g', h)] == ('sum' if first_identity else 'into')
+    assert ('g', h) in st.grad_offer.values()
+    assert len(own_buffers) == 2
+    assert all(k[1] == h and st.lifetimes[k][0] == st.lifetimes[k][1] for k in own_buffers)
+    heads = [mx.nd.ones(o.shape) for o in exe.outputs]
+    tracemalloc.start()
+    try:
+        exe.forward(is_train=True)
+        exe.backward(heads)
+    finally:
+        tracemalloc.stop()
+    # (the arrays made during backward, besides the buffers, at their peak)
+    assert exe._peak[1] < nbytes / 2, (exe._peak, nbytes)
+
+
+def test_an_entry_taken_twice_by_one_operator_gets_two_gradient_buffers():
+    """FullyConnected(a, weight=a): both contributions to a's gradient come from one step;
+    each is computed into a buffer of its own (one buffer offered for both positions
+    would hold the last one written)."""
+    x = mx.sym.var('x')
+    a = mx.sym.tanh(x * 1.0)
+    y = mx.sym.FullyConnected(a, weight=a, num_hidden=6, no_bias=True, name='fc')
+    exe, planned = _run(y, {'x': (6, 6)}, True, steps=1)
+    _, own = _run(y, {'x': (6, 6)}, False, steps=1)
+    for p, o in zip(planned, own):
+        for u, v in zip(p, o):
+            np.testing.assert_array_equal(u, v)
+    # against NumPy: y = a a^T, d/da sum(g * y) = g a + g^T a
+    rng = np.random.RandomState(0)
+    xv = rng.uniform(-1, 1, (6, 6))
+    g = np.random.RandomState(1).uniform(-1, 1, (6, 6))
+    av = np.tanh(xv)
+    exe.arg_dict['x'][:] = xv
+    exe.forward(is_train=True)
+    exe.backward([mx.nd.array(g)])
+    want = (g @ av + g.T @ av) * (1 - av * av)
+    np.testing.assert_allclose(exe.grad_dict['x'].asnumpy(), want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize('act', ['relu', 'tanh', 'sigmoid', 'softrelu'])
+def test_activation_gradient_lies_over_the_output_it_reads_last(act):
+    """Activation.grad_inplace: the gradient of its input takes the output's storage (the
+    output dies at that backward step), with the values of the run without buffers."""
+    x = mx.sym.var('x')
+    h = mx.sym.FullyConnected(x, num_hidden=16, name='fc1')
+    y = mx.sym.FullyConnected(mx.sym.Activation(h, act_type=act, name='act'),
+                              num_hidden=4, name='fc2') * 2.0
+    # (a head's producer keeps its inputs to the end: the head could be a view of them)
+    exe, planned = _run(y, {'x': (8, 5)}, True)
+    _, own = _run(y, {'x': (8, 5)}, False)
+    for p, o in zip(planned, own):
+        for u, v in zip(p, o):
+            np.testing.assert_array_equal(u, v)
+    plan, st = exe._plan, exe._plan.storage()
+    ent = {n.name: e for e, (n, _) in enumerate(plan.entry_info)}
+    out, grad = st.slot[ent['act']], st.slot[('g', ent['fc1'])]
+    assert st.offset[out] == st.offset[grad]
+    assert np.shares_memory(exe._pool[out], exe._pool[grad])
+
+
+def test_placement_by_size_and_lifetime_when_birth_order_splits_the_storage():
+    """By birth, a small early array takes the bottom and a long-lived one lies above it;
+    the larger array born later finds no gap. Placed largest size x lifetime first, the
+    arena is the peak of live bytes."""
+    from symgraph.graph.plan import _place
+    birth = {'a': 0, 'b': 0, 'c': 2, 'd': 4, 'e': 5}
+    death = {'a': 1, 'b': 5, 'c': 3, 'd': 5, 'e': 6}
+    sizes = {'a': 64, 'b': 64, 'c': 128, 'd': 128, 'e': 128}
+    keys = sorted(birth, key=lambda k: (birth[k], k))
+    arena, off = _place(keys, birth, death, sizes, {'e': ['d']})
+    assert off['e'] == off['d']
+    for x in keys:
+        for y in keys:
+            if x < y and birth[y] <= death[x] and birth[x] <= death[y] \
+                    and {x, y} != {'d', 'e'}:
+                assert off[x] + sizes[x] <= off[y] or off[y] + sizes[y] <= off[x], (x, y)
+    peak = max(sum(sizes[k] for k in keys if birth[k] <= t <= death[k]
+                   and not (k == 'd' and t == 5)) for t in range(7))
+    assert arena == peak == 192

@@ -228,9 +228,10 @@ class Pooling(Operator):
             weakref.finalize(y, _WORKSPACES.pop, key, None)
         return y
 
-    def _pool_grad_onednn(self, xp, x, y, dy):
-        """The oneDNN backward, or None. Max pooling takes the workspace its oneDNN forward
-        kept for this very output and input, else runs oneDNN's forward again for one."""
+    def _pool_grad_onednn(self, xp, x, y, dy, dest=None):
+        """The oneDNN backward (into ``dest`` when given), or None. Max pooling takes the
+        workspace its oneDNN forward kept for this very output and input, else runs
+        oneDNN's forward again for one."""
         spec = self._onednn(xp, x, 'backward')
         if spec is None or dy.dtype != np.float32:
             return None
@@ -245,7 +246,7 @@ class Pooling(Operator):
                 if r is None:
                     return None
                 ws = r[1]
-        return be.pool_backward(dy, ws, kind, kernel, stride, pad_l, pad_r, x.shape)
+        return be.pool_backward(dy, ws, kind, kernel, stride, pad_l, pad_r, x.shape, out=dest)
 
     def _pool(self, xp, x, is_train=False):
         y = self._pool_onednn(xp, x, is_train)
@@ -283,8 +284,10 @@ class Pooling(Operator):
             y = xp.cbrt(y)
         return y
 
-    def _pool_grad(self, xp, x, y, dy):
-        dx = self._pool_grad_onednn(xp, x, y, dy)
+    def _pool_grad(self, xp, x, y, dy, dest=None):
+        """dx; computed into ``dest`` (a C-contiguous array of x's shape and dtype) where
+        the path allows, else a new array."""
+        dx = self._pool_grad_onednn(xp, x, y, dy, dest)
         if dx is not None:
             return dx
         kernel, stride, pad, out = self.geometry(x.shape[2:])
@@ -295,11 +298,18 @@ class Pooling(Operator):
                 hit = xp.arange(flat.shape[2]) == flat.argmax(axis=2)[..., None]
                 return (hit * dy.reshape(dy.shape[:2] + (1,))).reshape(x.shape)
             scale = 1.0 / flat.shape[2] if ptype == 'avg' else 1.0
+            if dest is not None:
+                xp.copyto(dest, xp.broadcast_to(dy * scale, x.shape))
+                return dest
             return xp.broadcast_to(dy * scale, x.shape).astype(x.dtype)
         low = float(np.finfo(x.dtype).min) if ptype == 'max' else 0.0
         xpad = self._padded(xp, x, kernel, stride, pad, out, low)
         view = _windows(xp, xpad, kernel, stride, (1,) * len(kernel), out, 'pool')
-        dxpad = xp.zeros_like(xpad)
+        if dest is not None and xpad is x:       # no padding: accumulated in dest itself
+            dxpad = dest
+            dxpad[...] = 0
+        else:
+            dxpad = xp.zeros_like(xpad)
         dview = _windows(xp, dxpad, kernel, stride, (1,) * len(kernel), out, 'pool')
         if ptype == 'avg':
             dy = dy / self._divisor(xp, x.shape[2:], kernel, stride, pad, out, x.dtype)
@@ -338,6 +348,8 @@ class Pooling(Operator):
                 g = dy
             # windows overlap when stride < kernel: the view aliases, so add per offset
             dview[idx] += g
+        if dxpad is dest:
+            return dest
         crop = tuple(slice(p, p + s) for p, s in zip(pad, x.shape[2:]))
         return dxpad[(Ellipsis,) + crop]
 
@@ -372,14 +384,25 @@ class Pooling(Operator):
             return [xp.moveaxis(self._pool(xp, xp.moveaxis(x, -1, 1)), 1, -1)]
         return [self._pool(xp, x, is_train)]
 
-    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+    #: backward computes the data gradient into the executor's buffer (forward returns
+    #: new arrays)
+    grad_writes_into = True
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None):
         if not need[0]:
             return [None]
         x, y, dy = inputs[0], outputs[0], out_grads[0]
         if self._channels_last(x.ndim):
             mv = [xp.moveaxis(a, -1, 1) for a in (x, y, dy)]
             return [xp.ascontiguousarray(xp.moveaxis(self._pool_grad(xp, *mv), 1, -1))]
-        return [xp.ascontiguousarray(self._pool_grad(xp, x, y, dy))]
+        dest = grad_out[0] if grad_out and grad_out[0] is not None \
+            and grad_out[0].dtype == x.dtype and grad_out[0].shape == x.shape \
+            and grad_out[0].flags.c_contiguous else None
+        dx = self._pool_grad(xp, x, y, dy, dest)
+        if dest is None or dx is dest:
+            return [xp.ascontiguousarray(dx)]
+        xp.copyto(dest, dx)
+        return [dest]
 
 
 class PoolingChannelsLast(Pooling):

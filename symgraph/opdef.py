@@ -295,6 +295,9 @@ class Operator:
     #: their outputs); returning another array is always correct too (the executor copies
     #: it in).  Default False: neither keyword is passed.
     writes_into = False
+    #: ``backward`` alone takes ``grad_out=`` (as with :attr:`writes_into`; ``forward``
+    #: returns new arrays): the storage plan offers its buffers to the gradients
+    grad_writes_into = False
     #: the memory order of output 0 as an inference variant writes it (see
     #: :meth:`layout_variant`): None for C order, or ``'channels_last'``. The storage plan
     #: lays the buffer it offers a :attr:`writes_into` operator's output out so, and gives
@@ -743,12 +746,14 @@ def register(cls):
     """Class decorator: add an operator class under its name and aliases."""
     if not cls.name:
         raise MXNetError('operator class %s has no name' % cls.__name__)
-    if cls.writes_into:
+    if cls.writes_into or cls.grad_writes_into:
         # validates the declaration (the attribute decides; the signature switches nothing)
         for method, kw in (('forward', 'out'), ('backward', 'grad_out')):
-            if kw not in inspect.signature(getattr(cls, method)).parameters:
-                raise MXNetError('operator %s sets writes_into but its %s takes no %r '
-                                 'argument' % (cls.name, method, kw))
+            if (method == 'backward' or cls.writes_into) and \
+                    kw not in inspect.signature(getattr(cls, method)).parameters:
+                raise MXNetError('operator %s sets %s but its %s takes no %r argument'
+                                 % (cls.name, 'writes_into' if cls.writes_into
+                                    else 'grad_writes_into', method, kw))
     # validates the declaration: a rule written to take the known output shapes that does not
     # say so would silently never see them (how mx.rnn's _rnn_param_concat lost its inputs)
     takes = len(inspect.signature(cls.infer_shape).parameters) - 1    # less self

@@ -393,8 +393,8 @@ class Plan:
             # is another array; a buffer of its own to a later one (then summed in)
             offer = {j: 'p%d' % slot[st.grad_offer[(s, j)]] for j in range(n_args)
                      if st is not None and (s, j) in st.grad_offer}
-            if op.writes_into and (offer or any(nd and e in grad_slot
-                                                for e, nd in zip(ins, need))):
+            if (op.writes_into or op.grad_writes_into) and (
+                    offer or any(nd and e in grad_slot for e, nd in zip(ins, need))):
                 into = ', grad_out=[%s]' % ', '.join(
                     'G[%d]' % grad_slot[e] if nd and e in grad_slot else
                     offer[j] if nd and j in offer else 'None'
@@ -565,7 +565,8 @@ class Plan:
             for k in reads + og:
                 death[k] = max(death[k], T)
             in_roots = set().union(*(roots.get(k, ()) for k in reads + og))
-            offers = op.writes_into and self.op_state[id(n)] is None and not op.wants_req
+            offers = (op.writes_into or op.grad_writes_into) and self.op_state[id(n)] is None \
+                and not op.wants_req
 
             def over_saved(k, j, ins=ins, outs=outs, op=op):
                 # the buffer may lie over a forward array this step reads for the last
@@ -893,7 +894,7 @@ def _bind_backward(op, xp, need, state=None, reqs=None):
     """``op.backward`` with the keywords its declared hooks ask for (``state=``,
     ``req=``, ``grad_out=``), bound once."""
     bwd = op.backward
-    if op.writes_into and state is None and reqs is None:
+    if (op.writes_into or op.grad_writes_into) and state is None and reqs is None:
         def run_into(out_grads, inputs, outputs, aux, grad_out=None):
             return bwd(xp, out_grads, inputs, outputs, aux, need, grad_out=grad_out)
         return run_into

@@ -238,3 +238,32 @@ def test_upsampling_arguments_and_shapes():
     assert bil.list_arguments() == ['data', 'weight']
     args, outs, _ = bil.infer_shape([(2, 3, 5, 4), None])
     assert args[1] == (3, 1, 4, 4) and outs == [(2, 3, 10, 8)]
+
+
+@pytest.mark.parametrize('attrs, shape', [
+    (dict(global_pool=True, pool_type='avg', kernel=(1, 1)), (2, 3, 8, 8)),
+    (dict(global_pool=True, pool_type='max', kernel=(1, 1)), (2, 3, 5, 5)),
+    (dict(kernel=(2, 2), stride=(2, 2), pool_type='max'), (2, 4, 12, 12)),
+    (dict(kernel=(3, 3), stride=(1, 1), pool_type='avg'), (2, 3, 9, 9)),
+    (dict(kernel=(3, 3), stride=(2, 2), pad=(1, 1), pool_type='avg'), (2, 3, 9, 9)),
+    (dict(kernel=(2, 2), stride=(2, 2), pool_type='max'), (64, 20, 24, 24)),   # oneDNN
+])
+def test_backward_computes_into_the_offered_gradient_array(attrs, shape):
+    """grad_writes_into: the data gradient lands in the array the storage plan offers
+    (returned as such), with the values of the backward that makes its own."""
+    op = get_op('Pooling')(**attrs)
+    assert op.grad_writes_into and not op.writes_into
+    rng = np.random.RandomState(0)
+    x = rng.uniform(-1, 1, shape).astype(np.float32)
+    y = op.forward(np, [x], [], True)[0]
+    dy = rng.uniform(-1, 1, y.shape).astype(np.float32)
+    want = op.backward(np, [dy], [x], [y], [], [True])[0]
+    buf = np.full(shape, np.nan, np.float32)
+    got = op.backward(np, [dy], [x], [y], [], [True], grad_out=[buf])[0]
+    assert got is buf
+    np.testing.assert_array_equal(got, want)
+    # an array that does not fit is left alone
+    other = np.zeros(shape, np.float64)
+    np.testing.assert_array_equal(op.backward(np, [dy], [x], [y], [], [True],
+                                              grad_out=[other])[0], want)
+    assert not other.any()

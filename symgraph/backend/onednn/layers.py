@@ -12,8 +12,8 @@ import ctypes
 import numpy as np
 
 from . import _lib
-from ._core import Primitive, act_desc, activation, as_f32, channels_last_desc, empty_act, \
-    strided_desc
+from ._core import Primitive, act_desc, activation, as_f32, channels_last_desc, dest, \
+    empty_act, strided_desc
 from ._lib import check
 
 _VP = ctypes.c_void_p
@@ -87,9 +87,9 @@ class LayerMixin:
         self.execute(key, prim, [x, y] + ([ws] if train else []))
         return y, ws
 
-    def pool_backward(self, dy, ws, kind, kernel, stride, pad_l, pad_r, xshape):
-        """dx of shape ``xshape`` from dy (and the forward's workspace for max pooling);
-        None when not taken."""
+    def pool_backward(self, dy, ws, kind, kernel, stride, pad_l, pad_r, xshape, out=None):
+        """dx of shape ``xshape`` from dy (and the forward's workspace for max pooling),
+        into ``out`` when it fits; None when not taken."""
         dy = as_f32(dy)
         xshape = tuple(xshape)
         key = ('pool_backward', xshape, dy.shape, kind, tuple(kernel), tuple(stride),
@@ -120,7 +120,7 @@ class LayerMixin:
         prim = self.primitive(key, build)
         if prim is None or (kind == 'max' and (ws is None or ws.nbytes != prim.sizes[2])):
             return None
-        dx = np.empty(xshape, np.float32)
+        dx = dest(out, xshape)
         self.execute(key, prim, [dy, dx] + ([ws] if kind == 'max' else []))
         return dx
 

@@ -491,8 +491,10 @@ class Plan:
         Buffered are the outputs of operators that write into ``out=`` arrays
         (:attr:`writes_into`: the executor copies a declined result in, so the entry is its
         buffer) or whose fast forward is a ufunc of matching dtypes, the gradients that a
-        ``writes_into`` backward is offered (first contribution) and gradients summed over
-        fan-out. Every other result is adopted as the operator returns it and dropped after
+        ``writes_into`` / ``grad_writes_into`` backward is offered (first contribution; the
+        second, into the sum's buffer, where the first is another array; later ones into
+        a buffer of their own for that step: ``Storage.grad_offer``) and gradients summed
+        over fan-out. Every other result is adopted as the operator returns it and dropped after
         its last use; since it may be a view of its inputs (Reshape, BlockGrad), the
         buffers it may alias stay alive as long as it does. Lifetimes run over forward then
         backward steps; the forward arrays backward reads die at their last backward use

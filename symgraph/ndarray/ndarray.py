@@ -8,9 +8,8 @@ from __future__ import annotations
 import math
 import numbers
 import operator
-import warnings
-
 import sys
+import warnings
 
 import numpy as np
 
@@ -577,10 +576,18 @@ def concat(*arrays, dim=1, num_args=None, out=None, name=None):
 
 
 def waitall():
-    """All computation is synchronous on the CPU; on a GPU, wait for the device."""
-    from ..context import num_gpus, _cupy
-    if num_gpus():
-        _cupy().cuda.Device().synchronize()
+    """All computation is synchronous on the CPU; on GPUs, wait for every device.
+
+    Without CuPy imported no GPU array exists, so there is nothing to wait for: CuPy is not
+    imported here (that took 13 MiB and, where its import fails, a new attempt at every
+    call of a CPU training loop)."""
+    cupy = sys.modules.get('cupy')
+    if cupy is None:
+        return
+    from ..context import num_gpus
+    for i in range(num_gpus()):
+        with cupy.cuda.Device(i):
+            cupy.cuda.Device(i).synchronize()
 
 
 # ---------------------------------------------------------------------- functions

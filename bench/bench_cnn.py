@@ -227,7 +227,9 @@ def nms_uniform_exe(n):
 
 def peak_rss_probe():
     """MiB by which the peak resident set grows over 3 ResNet training steps at batch 64,
-    after the bind and one warm-up step (run in a fresh process: ``--memory-probe``)."""
+    from just after the bind (so the first step's one-time costs count: primitives, code
+    pages, the plan's buffers), then ``waitall`` (run in a fresh process:
+    ``--memory-probe``)."""
     import gc
     exe = bind(resnet(), (64, 3, 32, 32))
     step = train_step_fn(exe, 64)

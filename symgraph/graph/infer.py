@@ -51,13 +51,12 @@ def _unify_type(a, b, what):
     raise TypeInferenceError('%s: %s vs %s' % (what, np.dtype(a).name, np.dtype(b).name))
 
 
-def _question(values):
-    """``values`` (shapes or dtypes, None unknown) as a tuple that compares by value: dtypes
-    by name, since ``np.dtype('float64') == None`` is True (np.dtype(None) is float64) and a
-    float64 input learnt after None would look like the question already asked."""
-    return tuple(v if v is None or isinstance(v, tuple) else
-                 (np.dtype(v).str if isinstance(v, (np.dtype, type, str)) else v)
-                 for v in values)
+def _type_question(values):
+    """dtypes (None unknown, as a pass holds them: np.dtype) as a tuple that compares by
+    value: by name, since ``np.dtype('float64') == None`` is True (np.dtype(None) is
+    float64) and a float64 input learnt after None would look like the question already
+    asked. (A shape pass holds tuples: its question is the tuple of them.)"""
+    return tuple(None if v is None else v.str for v in values)
 
 
 class _Pass:
@@ -66,7 +65,7 @@ class _Pass:
     def __init__(self, order, kind, answers=None):
         self.order = order
         self.kind = kind
-        self.index = {id(n): k for k, n in enumerate(order)}
+        self.index = index = {id(n): k for k, n in enumerate(order)}
         self.values = {}
         #: node index -> the question (inputs, and outputs for rules that take them) its rule
         #: last saw in this pass: the same question learns nothing new, so it is skipped
@@ -75,14 +74,49 @@ class _Pass:
         #: by the passes of one bind: a pure rule is not asked the same question twice, so
         #: a CustomOpProp runs once per node and bind, as in MXNet, not once per sweep
         self.answers = {} if answers is None else answers
-        if kind == 'shape':
+        shape = kind == 'shape'
+        if shape:
             self.unify, self.fmt, self.err = unify_shape, _fmt, ShapeError
             self.complete = shape_complete
+            self.question = tuple
         else:
             self.unify = _unify_type
             self.fmt = lambda t: '?' if t is None else np.dtype(t).name
             self.err = TypeInferenceError
             self.complete = lambda t: t is not None
+            self.question = _type_question
+        #: per operator node, in order, what its step reads (computed once per pass):
+        #: (node, index, input keys, output keys, number of arguments, visible outputs
+        #: whose value a known output tells the arguments (0: none), whether the rule
+        #: takes the known outputs)
+        self.steps = []
+        #: entry key -> positions in ``steps`` of the nodes that read or write the entry
+        self.touch = {}
+        for k, n in enumerate(order):
+            op = n.op
+            if op is None:
+                continue
+            n_args = len(op.list_arguments())
+            in_keys = [(index[id(s)], i) for s, i in n.inputs]
+            out_keys = [(k, i) for i in range(op.output_count())]
+            if shape:
+                # elementwise: a known output tells the inputs (MXNet's backward inference)
+                back = n_args and op.same_shape_io
+                with_outs = op.infer_shape_uses_outputs
+            else:
+                # the default rule (every input and output one type, MXNet's ElemwiseType):
+                # a known output type tells the inputs, as in MXNet
+                back = n_args and type(op).infer_type is Operator.infer_type
+                with_outs = op.infer_type_uses_outputs
+            pos = len(self.steps)
+            for key in set(in_keys + out_keys):
+                self.touch.setdefault(key, []).append(pos)
+            self.steps.append((n, k, in_keys, out_keys, n_args,
+                               op.num_visible_outputs() if back else 0, with_outs))
+        #: positions in ``steps`` of the nodes whose step would learn nothing now: their
+        #: step left every entry as it was (or provably would if run again) and no entry
+        #: of theirs changed since; a sweep skips them, which changes nothing else
+        self.settled = set()
 
     def key(self, node, i):
         return (self.index[id(node)], i)
@@ -105,51 +139,47 @@ class _Pass:
                               self.fmt(old))) from None
         if old is None or new != old:   # (dtype('float64') == None is True)
             self.values[key] = new
+            touched = self.touch.get(key)
+            if touched:
+                self.settled.difference_update(touched)
             return True
         return False
 
-    def step(self, node):
+    def step(self, pos):
+        """Runs the rule of ``steps[pos]`` where its question is new and merges what it
+        says; True if something was learnt."""
+        node, k_node, in_keys, out_keys, n_args, back, with_outs = self.steps[pos]
         op = node.op
-        n_args = len(op.list_arguments())
-        in_keys = [self.key(s, i) for s, i in node.inputs]
-        ins = [self.values.get(k) for k in in_keys]
-        k_node = self.index[id(node)]
-        outs = [self.values.get((k_node, i)) for i in range(op.output_count())]
+        values = self.values
+        merge = self.merge
         changed = False
-        shape = self.kind == 'shape'
-        if shape and op.same_shape_io and n_args:
-            # elementwise: a known output tells the inputs (MXNet's backward inference)
-            for o in outs[:op.num_visible_outputs()]:
-                for j in range(n_args):
-                    changed |= self.merge(in_keys[j], o, node, ('argument', j))
-            ins = [self.values.get(k) for k in in_keys]
-        if not shape and n_args and type(op).infer_type is Operator.infer_type:
-            # the default rule (every input and output one type, MXNet's ElemwiseType):
-            # a known output type tells the inputs, as in MXNet
-            for o in outs[:op.num_visible_outputs()]:
-                for j in range(n_args):
-                    changed |= self.merge(in_keys[j], o, node, ('argument', j))
-            ins = [self.values.get(k) for k in in_keys]
-        with_outs = op.infer_shape_uses_outputs if shape else op.infer_type_uses_outputs
-        question = (_question(ins), _question(outs)) if with_outs else _question(ins)
+        if back:
+            for o in [values.get(k) for k in out_keys[:back]]:
+                if o is not None:
+                    for j in range(n_args):
+                        changed |= merge(in_keys[j], o, node, ('argument', j))
+        ins = [values.get(k) for k in in_keys]
+        if with_outs:
+            outs = [values.get(k) for k in out_keys]
+            question = (self.question(ins), self.question(outs))
+        else:
+            question = self.question(ins)
         if self.asked.get(k_node, self) == question:
-            return changed
+            return self._settle(pos, changed, back, in_keys, out_keys, n_args, False)
         self.asked[k_node] = question
         known = self.answers.get(id(node))
         if known is not None and known[0] == question:
             if known[1] is None:
-                return changed
+                return self._settle(pos, changed, back, in_keys, out_keys, n_args, False)
             new_ins, new_outs, new_aux = known[1]
         else:
             try:
-                if shape and with_outs:     # rules that infer inputs from known outputs
-                    new_ins, new_outs, new_aux = op.infer_shape(list(ins), list(outs))
-                elif shape:
-                    new_ins, new_outs, new_aux = op.infer_shape(list(ins))
-                elif with_outs:
-                    new_ins, new_outs, new_aux = op.infer_type(list(ins), list(outs))
+                if self.kind == 'shape':
+                    new_ins, new_outs, new_aux = (op.infer_shape(list(ins), list(outs)) if with_outs
+                                                  else op.infer_shape(list(ins)))
                 else:
-                    new_ins, new_outs, new_aux = op.infer_type(list(ins))
+                    new_ins, new_outs, new_aux = (op.infer_type(list(ins), list(outs)) if with_outs
+                                                  else op.infer_type(list(ins)))
             except (ShapeError, TypeInferenceError, MXNetError) as e:
                 raise self.err('%s: %s (inputs: %s)'
                                % (node.describe(), e, _describe_inputs(node, ins, self.fmt))) \
@@ -160,23 +190,51 @@ class _Pass:
                                    % (node.describe(), self.kind, type(e).__name__, e,
                                       _describe_inputs(node, ins, self.fmt))) from e
                 self.answers[id(node)] = (question, None)
-                return changed
+                return self._settle(pos, changed, back, in_keys, out_keys, n_args, False)
             self.answers[id(node)] = (question, (new_ins, new_outs, new_aux))
+        # what the rule says about the inputs changes its question: asked again
+        learnt_ins = False
         filled = list(new_ins or []) + list(new_aux or [])
         for j, (k, v) in enumerate(zip(in_keys, filled)):
-            changed |= self.merge(k, v, node, ('argument', j))
+            learnt_ins |= merge(k, v, node, ('argument', j))
+        learnt_outs = False
         for i, v in enumerate(new_outs or []):
-            changed |= self.merge((k_node, i), v, node, ('output', i))
+            learnt_outs |= merge((k_node, i), v, node, ('output', i))
+        changed = changed or learnt_ins or learnt_outs
+        if learnt_ins or (learnt_outs and with_outs):
+            return changed
+        return self._settle(pos, changed, back, in_keys, out_keys, n_args, True)
+
+    def _settle(self, pos, changed, back, in_keys, out_keys, n_args, check):
+        """Marks ``steps[pos]`` settled where its step, run again now, would learn nothing
+        (the rule would see the question it was just asked); returns ``changed``."""
+        if changed or check:
+            # run again, the step would copy its known outputs into its arguments first:
+            # only a no-op where each already holds that very value
+            values = self.values
+            for k in out_keys[:back]:
+                o = values.get(k)
+                if o is not None:
+                    for j in range(n_args):
+                        v = values.get(in_keys[j])
+                        if v is None or not (v == o and type(v) is type(o)):
+                            return changed
+        self.settled.add(pos)
         return changed
 
     def run(self):
-        ops = [n for n in self.order if n.op is not None]
-        for _ in range(len(ops) + 2):
+        n = len(self.steps)
+        forward = range(n)
+        backward = range(n - 1, -1, -1)
+        settled = self.settled
+        for _ in range(n + 2):
             changed = False
-            for n in ops:
-                changed |= self.step(n)
-            for n in reversed(ops):
-                changed |= self.step(n)
+            for p in forward:
+                if p not in settled:
+                    changed |= self.step(p)
+            for p in backward:
+                if p not in settled:
+                    changed |= self.step(p)
             if not changed:
                 break
         return self.values

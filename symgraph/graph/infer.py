@@ -6,12 +6,14 @@ error with the node, the operator, the argument, the shapes and the user's file:
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from ..base import ShapeError, TypeInferenceError, MXNetError
 from ..opdef import unify_shape, Operator
 
-__all__ = ['infer_shapes', 'infer_types', 'infer_entries', 'shape_complete']
+__all__ = ['infer_shapes', 'infer_types', 'infer_entries', 'shape_complete', 'Wiring']
 
 
 def shape_complete(s):
@@ -59,13 +61,40 @@ def _type_question(values):
     return tuple(None if v is None else v.str for v in values)
 
 
-class _Pass:
-    """One inference problem (shapes or types) over a topologically ordered graph."""
+class Wiring:
+    """What an inference pass needs of the structure of ``order`` (a topologically ordered
+    graph), worked out once for the shape and the type pass of a bind: per operator node
+    (node, index in ``order``, input keys, output keys, number of arguments), and which of
+    them read or write each entry. An entry's key is (index of its node, output index)."""
 
-    def __init__(self, order, kind, answers=None):
+    def __init__(self, order):
+        self.order = order
+        self.index = index = {id(n): k for k, n in enumerate(order)}
+        self.nodes = []
+        #: entry key -> positions in ``nodes`` of the nodes that read or write the entry
+        self.touch = touch = {}
+        for k, n in enumerate(order):
+            op = n.op
+            if op is None:
+                continue
+            pos = len(self.nodes)
+            in_keys = [(index[id(s)], i) for s, i in n.inputs]
+            out_keys = [(k, i) for i in range(op.output_count())]
+            for key in in_keys + out_keys:
+                touch.setdefault(key, []).append(pos)
+            self.nodes.append((n, k, in_keys, out_keys, len(op.list_arguments())))
+
+
+class _Pass:
+    """One inference problem (shapes or types) over a topologically ordered graph
+    (``wiring``: its :class:`Wiring`, when the caller has it already)."""
+
+    def __init__(self, order, kind, answers=None, wiring=None):
+        if wiring is None or wiring.order is not order:
+            wiring = Wiring(order)
         self.order = order
         self.kind = kind
-        self.index = index = {id(n): k for k, n in enumerate(order)}
+        self.index = wiring.index
         self.values = {}
         #: node index -> the question (inputs, and outputs for rules that take them) its rule
         #: last saw in this pass: the same question learns nothing new, so it is skipped
@@ -79,26 +108,20 @@ class _Pass:
             self.unify, self.fmt, self.err = unify_shape, _fmt, ShapeError
             self.complete = shape_complete
             self.question = tuple
+            self.rule = 'infer_shape'
         else:
             self.unify = _unify_type
             self.fmt = lambda t: '?' if t is None else np.dtype(t).name
             self.err = TypeInferenceError
             self.complete = lambda t: t is not None
             self.question = _type_question
-        #: per operator node, in order, what its step reads (computed once per pass):
-        #: (node, index, input keys, output keys, number of arguments, visible outputs
-        #: whose value a known output tells the arguments (0: none), whether the rule
-        #: takes the known outputs)
+            self.rule = 'infer_type'
+        #: per operator node, in order, what its step reads: (node, index, input keys,
+        #: output keys, number of arguments, visible outputs whose value a known output
+        #: tells the arguments (0: none), whether the rule takes the known outputs)
         self.steps = []
-        #: entry key -> positions in ``steps`` of the nodes that read or write the entry
-        self.touch = {}
-        for k, n in enumerate(order):
+        for n, k, in_keys, out_keys, n_args in wiring.nodes:
             op = n.op
-            if op is None:
-                continue
-            n_args = len(op.list_arguments())
-            in_keys = [(index[id(s)], i) for s, i in n.inputs]
-            out_keys = [(k, i) for i in range(op.output_count())]
             if shape:
                 # elementwise: a known output tells the inputs (MXNet's backward inference)
                 back = n_args and op.same_shape_io
@@ -108,11 +131,10 @@ class _Pass:
                 # a known output type tells the inputs, as in MXNet
                 back = n_args and type(op).infer_type is Operator.infer_type
                 with_outs = op.infer_type_uses_outputs
-            pos = len(self.steps)
-            for key in set(in_keys + out_keys):
-                self.touch.setdefault(key, []).append(pos)
             self.steps.append((n, k, in_keys, out_keys, n_args,
                                op.num_visible_outputs() if back else 0, with_outs))
+        #: entry key -> positions in ``steps`` of the nodes that read or write the entry
+        self.touch = wiring.touch
         #: positions in ``steps`` of the nodes whose step would learn nothing now: their
         #: step left every entry as it was (or provably would if run again) and no entry
         #: of theirs changed since; a sweep skips them, which changes nothing else
@@ -149,15 +171,14 @@ class _Pass:
         """Runs the rule of ``steps[pos]`` where its question is new and merges what it
         says; True if something was learnt."""
         node, k_node, in_keys, out_keys, n_args, back, with_outs = self.steps[pos]
-        op = node.op
         values = self.values
-        merge = self.merge
         changed = False
         if back:
-            for o in [values.get(k) for k in out_keys[:back]]:
+            for k in out_keys[:back]:
+                o = values.get(k)
                 if o is not None:
                     for j in range(n_args):
-                        changed |= merge(in_keys[j], o, node, ('argument', j))
+                        changed |= self.merge(in_keys[j], o, node, ('argument', j))
         ins = [values.get(k) for k in in_keys]
         if with_outs:
             outs = [values.get(k) for k in out_keys]
@@ -165,21 +186,20 @@ class _Pass:
         else:
             question = self.question(ins)
         if self.asked.get(k_node, self) == question:
-            return self._settle(pos, changed, back, in_keys, out_keys, n_args, False)
+            return self._settle(pos, changed, False)
         self.asked[k_node] = question
         known = self.answers.get(id(node))
         if known is not None and known[0] == question:
             if known[1] is None:
-                return self._settle(pos, changed, back, in_keys, out_keys, n_args, False)
+                return self._settle(pos, changed, False)
             new_ins, new_outs, new_aux = known[1]
         else:
             try:
-                if self.kind == 'shape':
-                    new_ins, new_outs, new_aux = (op.infer_shape(list(ins), list(outs)) if with_outs
-                                                  else op.infer_shape(list(ins)))
+                rule = getattr(node.op, self.rule)
+                if with_outs:   # rules that infer inputs from known outputs
+                    new_ins, new_outs, new_aux = rule(list(ins), list(outs))
                 else:
-                    new_ins, new_outs, new_aux = (op.infer_type(list(ins), list(outs)) if with_outs
-                                                  else op.infer_type(list(ins)))
+                    new_ins, new_outs, new_aux = rule(list(ins))
             except (ShapeError, TypeInferenceError, MXNetError) as e:
                 raise self.err('%s: %s (inputs: %s)'
                                % (node.describe(), e, _describe_inputs(node, ins, self.fmt))) \
@@ -190,27 +210,38 @@ class _Pass:
                                    % (node.describe(), self.kind, type(e).__name__, e,
                                       _describe_inputs(node, ins, self.fmt))) from e
                 self.answers[id(node)] = (question, None)
-                return self._settle(pos, changed, back, in_keys, out_keys, n_args, False)
+                return self._settle(pos, changed, False)
             self.answers[id(node)] = (question, (new_ins, new_outs, new_aux))
-        # what the rule says about the inputs changes its question: asked again
+        # (merge's own first test inline: most of what a rule says is known already)
         learnt_ins = False
-        filled = list(new_ins or []) + list(new_aux or [])
-        for j, (k, v) in enumerate(zip(in_keys, filled)):
-            learnt_ins |= merge(k, v, node, ('argument', j))
+        j = 0
+        for v in itertools.chain(new_ins or (), new_aux or ()):
+            if j == len(in_keys):
+                break
+            if v is not None:
+                old = values.get(in_keys[j])
+                if old is None or type(old) is not type(v) or old != v:
+                    learnt_ins |= self.merge(in_keys[j], v, node, ('argument', j))
+            j += 1
         learnt_outs = False
-        for i, v in enumerate(new_outs or []):
-            learnt_outs |= merge((k_node, i), v, node, ('output', i))
-        changed = changed or learnt_ins or learnt_outs
+        for i, v in enumerate(new_outs or ()):
+            if v is not None:
+                old = values.get((k_node, i))
+                if old is None or type(old) is not type(v) or old != v:
+                    learnt_outs |= self.merge((k_node, i), v, node, ('output', i))
         if learnt_ins or (learnt_outs and with_outs):
-            return changed
-        return self._settle(pos, changed, back, in_keys, out_keys, n_args, True)
+            # what the rule says about its inputs (or outputs it reads) changes its question:
+            # it is asked again
+            return True
+        return self._settle(pos, changed or learnt_outs, True)
 
-    def _settle(self, pos, changed, back, in_keys, out_keys, n_args, check):
+    def _settle(self, pos, changed, check):
         """Marks ``steps[pos]`` settled where its step, run again now, would learn nothing
         (the rule would see the question it was just asked); returns ``changed``."""
         if changed or check:
             # run again, the step would copy its known outputs into its arguments first:
             # only a no-op where each already holds that very value
+            _, _, in_keys, out_keys, n_args, back, _ = self.steps[pos]
             values = self.values
             for k in out_keys[:back]:
                 o = values.get(k)
@@ -240,26 +271,27 @@ class _Pass:
         return self.values
 
 
-def _run(order, known, kind, answers):
-    p = _Pass(order, kind, answers)
+def _run(order, known, kind, answers, wiring=None):
+    p = _Pass(order, kind, answers, wiring)
     for node, value in known.items():
         p.merge((p.index[id(node)], 0), value, node, kind)
     return p.run()
 
 
-def infer_shapes(order, known, answers=None):
+def infer_shapes(order, known, answers=None, wiring=None):
     """Shapes of all entries. ``known`` maps variable Node -> (partial) shape.
 
     ``answers``, a dict shared by the passes of one bind, keeps each rule's answer so that
-    a later pass over the same nodes asks no rule the same question again.
+    a later pass over the same nodes asks no rule the same question again. ``wiring``:
+    the :class:`Wiring` of ``order``, shared by the passes of one bind.
     """
-    return _run(order, known, 'shape', answers)
+    return _run(order, known, 'shape', answers, wiring)
 
 
-def infer_types(order, known, answers=None):
-    """dtypes of all entries. ``known`` maps variable Node -> dtype (``answers``: as in
-    :func:`infer_shapes`)."""
-    return _run(order, known, 'type', answers)
+def infer_types(order, known, answers=None, wiring=None):
+    """dtypes of all entries. ``known`` maps variable Node -> dtype (``answers`` and
+    ``wiring``: as in :func:`infer_shapes`)."""
+    return _run(order, known, 'type', answers, wiring)
 
 
 def infer_entries(order, known, kind):

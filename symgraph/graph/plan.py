@@ -57,6 +57,11 @@ class Plan:
         self.heads = heads
         self.grad_reqs = list(grad_reqs)
         self.steps = [n for n in order if n.op is not None]
+        #: id(step node) -> (its input entries, its output entries), numbered once (the
+        #: nodes are immutable and the plan holds them)
+        self._io = {}
+        for n in self.steps:
+            self._io[id(n)] = (self.in_entries(n), self.out_entries(n))
         # the operator each step runs, fitted to the inferred shapes (Operator.specialize:
         # mx.sym.zeros(shape=(0, H)) makes arrays of the shape its consumer gave)
         # (Operator.for_node: SyncBatchNorm's default key is its node's name)
@@ -83,9 +88,15 @@ class Plan:
         return self.entry[(self.index[id(node)], i)]
 
     def in_entries(self, node):
+        got = self._io.get(id(node))
+        if got is not None:
+            return list(got[0])
         return [self._e(s, i) for s, i in node.inputs]
 
     def out_entries(self, node):
+        got = self._io.get(id(node))
+        if got is not None:
+            return list(got[1])
         return [self._e(node, i) for i in range(node.num_outputs())]
 
     def nbytes(self, e):
@@ -99,10 +110,10 @@ class Plan:
         self.bwd_steps = []
         for n in self.steps:
             n_args = len(n.op.list_arguments())
-            ins = self.in_entries(n)[:n_args]
-            if n.op.no_grad or not any(req[e] for e in ins):
+            ins, outs = self._io[id(n)]
+            if n.op.no_grad or not any([req[e] for e in ins[:n_args]]):
                 continue
-            for e in self.out_entries(n):
+            for e in outs:
                 req[e] = True
             self.bwd_steps.append(n)
         self.requires = req
@@ -111,8 +122,7 @@ class Plan:
         for n in self.bwd_steps:
             op = n.op
             n_args = len(op.list_arguments())
-            ins = self.in_entries(n)
-            outs = self.out_entries(n)
+            ins, outs = self._io[id(n)]
             saved.update(_select(op.needs_inputs, ins[:n_args]))
             saved.update(ins[n_args:])
             saved.update(_select(op.needs_outputs, outs))

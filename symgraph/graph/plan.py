@@ -49,8 +49,10 @@ class Plan:
             for i in range(n.num_outputs()):
                 self.entry[(k, i)] = len(self.entry_info)
                 self.entry_info.append((n, i))
-        self.shapes = [shapes[(self.index[id(n)], i)] for n, i in self.entry_info]
-        self.dtypes = [np.dtype(dtypes[(self.index[id(n)], i)]) for n, i in self.entry_info]
+        # (the entry ids follow the keys of ``entry``, which are those of shapes and dtypes)
+        self.shapes = [shapes[key] for key in self.entry]
+        self.dtypes = [t if isinstance(t, np.dtype) else np.dtype(t)
+                       for t in [dtypes[key] for key in self.entry]]
         self.arg_entries = [self._e(n, 0) for n in arg_nodes]
         self.aux_entries = [self._e(n, 0) for n in aux_nodes]
         self.head_entries = [self._e(n, i) for n, i in heads]
@@ -60,23 +62,29 @@ class Plan:
         #: id(step node) -> (its input entries, its output entries), numbered once (the
         #: nodes are immutable and the plan holds them)
         self._io = {}
+        entry, index = self.entry, self.index
         for n in self.steps:
-            self._io[id(n)] = (self.in_entries(n), self.out_entries(n))
+            self._io[id(n)] = ([entry[(index[id(s)], i)] for s, i in n.inputs],
+                               [entry[(index[id(n)], i)] for i in range(n.op.output_count())])
         # the operator each step runs, fitted to the inferred shapes (Operator.specialize:
         # mx.sym.zeros(shape=(0, H)) makes arrays of the shape its consumer gave)
         # (Operator.for_node: SyncBatchNorm's default key is its node's name)
-        self.run_op = {id(n): n.op.for_node(n.name).specialize(
-            [self.shapes[e] for e in self.in_entries(n)],
-            [self.shapes[e] for e in self.out_entries(n)]) for n in self.steps}
+        shape_of = self.shapes
+        self.run_op = {}
+        for n in self.steps:
+            ins, outs = self._io[id(n)]
+            self.run_op[id(n)] = n.op.for_node(n.name).specialize(
+                [shape_of[e] for e in ins], [shape_of[e] for e in outs])
         # per-executor state of stateful operators (Custom), shared by forward and backward;
         # ``states`` (id(node) -> state) hands over those another plan of the same bind
         # made (the inference passes' plan reuses the bound plan's: one per node and bind)
         states = states or {}
-        self.op_state = {id(n): states[id(n)] if id(n) in states else
-                         self.run_op[id(n)].create_state(
-                             ctx, [self.shapes[e] for e in self.in_entries(n)],
-                             [self.dtypes[e] for e in self.in_entries(n)])
-                         for n in self.steps}
+        self.op_state = {}
+        for n in self.steps:
+            ins = self._io[id(n)][0]
+            self.op_state[id(n)] = states[id(n)] if id(n) in states else \
+                self.run_op[id(n)].create_state(ctx, [shape_of[e] for e in ins],
+                                                [self.dtypes[e] for e in ins])
         self._requires_grad()
         self._fwd_cache = {}
         self._bwd_cache = {}

@@ -17,7 +17,7 @@ __all__ = ['infer_shapes', 'infer_types', 'infer_entries', 'shape_complete', 'Wi
 
 
 def shape_complete(s):
-    return s is not None and all(d > 0 for d in s)
+    return s is not None and (not s or min(s) > 0)     # (every dimension known)
 
 
 def _fmt(s):
@@ -58,7 +58,7 @@ def _type_question(values):
     value: by name, since ``np.dtype('float64') == None`` is True (np.dtype(None) is
     float64) and a float64 input learnt after None would look like the question already
     asked. (A shape pass holds tuples: its question is the tuple of them.)"""
-    return tuple(None if v is None else v.str for v in values)
+    return tuple([None if v is None else v.str for v in values])
 
 
 class Wiring:
@@ -106,11 +106,13 @@ class _Pass:
         shape = kind == 'shape'
         if shape:
             self.unify, self.fmt, self.err = unify_shape, _fmt, ShapeError
+            self.fresh = tuple
             self.complete = shape_complete
             self.question = tuple
             self.rule = 'infer_shape'
         else:
             self.unify = _unify_type
+            self.fresh = np.dtype
             self.fmt = lambda t: '?' if t is None else np.dtype(t).name
             self.err = TypeInferenceError
             self.complete = lambda t: t is not None
@@ -153,7 +155,8 @@ class _Pass:
         if old is not None and old == value and type(old) is type(value):
             return False                # nothing new (the common case)
         try:
-            new = self.unify(old, value, what)
+            # (unify with nothing known is the value as a tuple or np.dtype: ``fresh``)
+            new = self.fresh(value) if old is None else self.unify(old, value, what)
         except (ShapeError, TypeInferenceError):
             what = _spell(node, what)
             raise self.err('%s: %s %s inferred as %s but %s was already known'
@@ -273,8 +276,11 @@ class _Pass:
 
 def _run(order, known, kind, answers, wiring=None):
     p = _Pass(order, kind, answers, wiring)
+    values, fresh, index = p.values, p.fresh, p.index
     for node, value in known.items():
-        p.merge((p.index[id(node)], 0), value, node, kind)
+        # (what merge does with entries that know nothing yet, each one once)
+        if value is not None:
+            values[(index[id(node)], 0)] = fresh(value)
     return p.run()
 
 

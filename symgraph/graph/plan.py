@@ -45,10 +45,11 @@ class Plan:
         self.index = {id(n): k for k, n in enumerate(order)}
         self.entry = {}                     # (node idx, out idx) -> entry id
         self.entry_info = []                # entry id -> (node, out idx)
+        entry, info = self.entry, self.entry_info
         for k, n in enumerate(order):
-            for i in range(n.num_outputs()):
-                self.entry[(k, i)] = len(self.entry_info)
-                self.entry_info.append((n, i))
+            for i in range(1 if n.op is None else n.op.output_count()):    # (n.num_outputs())
+                entry[(k, i)] = len(info)
+                info.append((n, i))
         # (the entry ids follow the keys of ``entry``, which are those of shapes and dtypes)
         self.shapes = [shapes[key] for key in self.entry]
         self.dtypes = [t if isinstance(t, np.dtype) else np.dtype(t)
@@ -116,10 +117,12 @@ class Plan:
         for e, r in zip(self.arg_entries, self.grad_reqs):
             req[e] = r != 'null'
         self.bwd_steps = []
+        io = self._io
         for n in self.steps:
-            n_args = len(n.op.list_arguments())
-            ins, outs = self._io[id(n)]
-            if n.op.no_grad or not any([req[e] for e in ins[:n_args]]):
+            if n.op.no_grad:
+                continue
+            ins, outs = io[id(n)]
+            if not any([req[e] for e in ins[:len(n.op.list_arguments())]]):
                 continue
             for e in outs:
                 req[e] = True
@@ -130,7 +133,7 @@ class Plan:
         for n in self.bwd_steps:
             op = n.op
             n_args = len(op.list_arguments())
-            ins, outs = self._io[id(n)]
+            ins, outs = io[id(n)]
             saved.update(_select(op.needs_inputs, ins[:n_args]))
             saved.update(ins[n_args:])
             saved.update(_select(op.needs_outputs, outs))

@@ -118,17 +118,20 @@ class Executor:
             shapes = infer_shapes(order, shape_known(), answers['shape'], wiring)
             dtypes = infer_types(order, type_known(), answers['type'], wiring)
         index = {id(n): k for k, n in enumerate(order)}
+        float32 = np.dtype(np.float32)
         for k, n in enumerate(order):     # (index[id(n)] is k)
-            for i in range(1 if n.op is None else n.op.output_count()):
-                s = shapes.get((k, i))
+            op = n.op
+            for i in range(1 if op is None else op.output_count()):
+                key = (k, i)
+                s = shapes.get(key)
                 # inputs are concrete arrays, so a 0 an operator computes is a real
                 # zero-size dimension (an empty slice), not an unknown one
-                if s is None or (n.op is None and not shape_complete(s)):
+                if s is None or (op is None and not shape_complete(s)):
                     raise BindError('bind: cannot infer the shape of %s output %d (got %s); '
                                     'give the shapes of all inputs'
                                     % (n.describe(), i, s))
-                if dtypes.get((k, i)) is None:
-                    dtypes[(k, i)] = np.dtype(np.float32)
+                if dtypes.get(key) is None:
+                    dtypes[key] = float32
         xp = self._ctx.xp
         with self._ctx.device_scope():
             for k, (n, a) in enumerate(zip(aux_nodes, aux)):

@@ -217,25 +217,25 @@ class _Pass:
             self.answers[id(node)] = (question, (new_ins, new_outs, new_aux))
         # (merge's own first test inline: most of what a rule says is known already)
         learnt_ins = False
-        j = 0
-        for v in itertools.chain(new_ins or (), new_aux or ()):
-            if j == len(in_keys):
-                break
+        for j, (k, v) in enumerate(zip(in_keys, itertools.chain(new_ins or (), new_aux or ()))):
             if v is not None:
-                old = values.get(in_keys[j])
+                old = values.get(k)
                 if old is None or type(old) is not type(v) or old != v:
-                    learnt_ins |= self.merge(in_keys[j], v, node, ('argument', j))
-            j += 1
+                    learnt_ins |= self.merge(k, v, node, ('argument', j))
         learnt_outs = False
         for i, v in enumerate(new_outs or ()):
             if v is not None:
-                old = values.get((k_node, i))
+                k = out_keys[i] if i < len(out_keys) else (k_node, i)
+                old = values.get(k)
                 if old is None or type(old) is not type(v) or old != v:
-                    learnt_outs |= self.merge((k_node, i), v, node, ('output', i))
+                    learnt_outs |= self.merge(k, v, node, ('output', i))
         if learnt_ins or (learnt_outs and with_outs):
             # what the rule says about its inputs (or outputs it reads) changes its question:
             # it is asked again
             return True
+        if not back:        # (what _settle does then)
+            self.settled.add(pos)
+            return changed or learnt_outs
         return self._settle(pos, changed or learnt_outs, True)
 
     def _settle(self, pos, changed, check):

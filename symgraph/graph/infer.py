@@ -182,9 +182,9 @@ class _Pass:
                 if o is not None:
                     for j in range(n_args):
                         changed |= self.merge(in_keys[j], o, node, ('argument', j))
-        ins = [values.get(k) for k in in_keys]
+        ins = list(map(values.get, in_keys))
         if with_outs:
-            outs = [values.get(k) for k in out_keys]
+            outs = list(map(values.get, out_keys))
             question = (self.question(ins), self.question(outs))
         else:
             question = self.question(ins)
@@ -200,9 +200,10 @@ class _Pass:
             try:
                 rule = getattr(node.op, self.rule)
                 if with_outs:   # rules that infer inputs from known outputs
-                    new_ins, new_outs, new_aux = rule(list(ins), list(outs))
+                    said = rule(list(ins), list(outs))
                 else:
-                    new_ins, new_outs, new_aux = rule(list(ins))
+                    said = rule(list(ins))
+                new_ins, new_outs, new_aux = said
             except (ShapeError, TypeInferenceError, MXNetError) as e:
                 raise self.err('%s: %s (inputs: %s)'
                                % (node.describe(), e, _describe_inputs(node, ins, self.fmt))) \
@@ -214,7 +215,8 @@ class _Pass:
                                       _describe_inputs(node, ins, self.fmt))) from e
                 self.answers[id(node)] = (question, None)
                 return self._settle(pos, changed, False)
-            self.answers[id(node)] = (question, (new_ins, new_outs, new_aux))
+            self.answers[id(node)] = (question, said if type(said) is tuple
+                                      else (new_ins, new_outs, new_aux))
         # (merge's own first test inline: most of what a rule says is known already)
         learnt_ins = False
         for j, (k, v) in enumerate(zip(in_keys, itertools.chain(new_ins or (), new_aux or ()))):
@@ -261,14 +263,15 @@ class _Pass:
         forward = range(n)
         backward = range(n - 1, -1, -1)
         settled = self.settled
+        step = self.step
         for _ in range(n + 2):
             changed = False
             for p in forward:
                 if p not in settled:
-                    changed |= self.step(p)
+                    changed |= step(p)
             for p in backward:
                 if p not in settled:
-                    changed |= self.step(p)
+                    changed |= step(p)
             if not changed:
                 break
         return self.values

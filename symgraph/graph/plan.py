@@ -60,20 +60,21 @@ class Plan:
         self.heads = heads
         self.grad_reqs = list(grad_reqs)
         self.steps = [n for n in order if n.op is not None]
-        #: id(step node) -> (its input entries, its output entries), numbered once (the
-        #: nodes are immutable and the plan holds them)
+        #: id(step node) -> (its input entries, its output entries, its number of
+        #: arguments), worked out once (the nodes are immutable and the plan holds them)
         self._io = {}
         entry, index = self.entry, self.index
         for n in self.steps:
             self._io[id(n)] = ([entry[(index[id(s)], i)] for s, i in n.inputs],
-                               [entry[(index[id(n)], i)] for i in range(n.op.output_count())])
+                               [entry[(index[id(n)], i)] for i in range(n.op.output_count())],
+                               len(n.op.list_arguments()))
         # the operator each step runs, fitted to the inferred shapes (Operator.specialize:
         # mx.sym.zeros(shape=(0, H)) makes arrays of the shape its consumer gave)
         # (Operator.for_node: SyncBatchNorm's default key is its node's name)
         shape_of = self.shapes
         self.run_op = {}
         for n in self.steps:
-            ins, outs = self._io[id(n)]
+            ins, outs, _ = self._io[id(n)]
             self.run_op[id(n)] = n.op.for_node(n.name).specialize(
                 [shape_of[e] for e in ins], [shape_of[e] for e in outs])
         # per-executor state of stateful operators (Custom), shared by forward and backward;
@@ -121,8 +122,8 @@ class Plan:
         for n in self.steps:
             if n.op.no_grad:
                 continue
-            ins, outs = io[id(n)]
-            if not any([req[e] for e in ins[:len(n.op.list_arguments())]]):
+            ins, outs, n_args = io[id(n)]
+            if not any([req[e] for e in ins[:n_args]]):
                 continue
             for e in outs:
                 req[e] = True
@@ -132,8 +133,7 @@ class Plan:
         saved = set()
         for n in self.bwd_steps:
             op = n.op
-            n_args = len(op.list_arguments())
-            ins, outs = io[id(n)]
+            ins, outs, n_args = io[id(n)]
             saved.update(_select(op.needs_inputs, ins[:n_args]))
             saved.update(ins[n_args:])
             saved.update(_select(op.needs_outputs, outs))

@@ -16,16 +16,18 @@ def channel_param_shapes(op, in_shapes, axis, n_params):
     parts stay None or 0. The channel count may come from data or from any parameter.
     """
     data = in_shapes[0]
-    names = op.list_arguments() + op.list_auxiliary_states()
+
+    def name(i):        # (spelt only for a message)
+        return (op.list_arguments() + op.list_auxiliary_states())[i]
     c = None
     for i in range(1, 1 + n_params):
         try:
             c = unify_shape(c, in_shapes[i])
         except ShapeError:
             raise ShapeError('%r has shape %s but %s was expected from the other parameters'
-                             % (names[i], tuple(in_shapes[i]), c)) from None
+                             % (name(i), tuple(in_shapes[i]), c)) from None
         if c is not None and len(c) != 1:
-            raise ShapeError('%r must be 1-D, got %s' % (names[i], c))
+            raise ShapeError('%r must be 1-D, got %s' % (name(i), c))
     if data is None:
         return None, c, None
     ndim = len(data)

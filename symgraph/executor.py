@@ -10,7 +10,7 @@ import numpy as np
 from .base import (BindError, ArgumentError, ArgumentTypeError, ShapeError, UnknownNameError,
                    UsageError)
 from .context import Context, current_context
-from .graph.infer import infer_shapes, infer_types, shape_complete
+from .graph.infer import infer_shapes, infer_types, shape_complete, Wiring
 from .ndarray import NDArray
 from .ndarray.ndarray import _to_xp
 from .graph.plan import Plan, check_error
@@ -97,32 +97,41 @@ class Executor:
                 if g is None and r != 'null':
                     reqs[k] = 'null'
         # shapes and dtypes of every entry, checked against the arrays
-        shape_known = {n: a.shape for n, a in zip(arg_nodes, args)}
-        shape_known.update({n: a.shape for n, a in zip(aux_nodes, aux) if a is not None})
-        type_known = {n: np.dtype(a.dtype) for n, a in zip(arg_nodes, args)}
-        type_known.update({n: np.dtype(a.dtype) for n, a in zip(aux_nodes, aux)
-                           if a is not None})
+        def shape_known():
+            known = {n: a.shape for n, a in zip(arg_nodes, args)}
+            known.update({n: a.shape for n, a in zip(aux_nodes, aux) if a is not None})
+            return known
+
+        def type_known():
+            known = {n: np.dtype(a.dtype) for n, a in zip(arg_nodes, args)}
+            known.update({n: np.dtype(a.dtype) for n, a in zip(aux_nodes, aux)
+                          if a is not None})
+            return known
         # (simple_bind's inference already asked the rules: _answers keeps what they said)
         answers = _answers or {'shape': None, 'type': None}
         if _inferred is not None:
             shapes = dict(_inferred[1])
             dtypes = dict(_inferred[2]) if _inferred[2] is not None else \
-                infer_types(order, type_known, answers['type'])
+                infer_types(order, type_known(), answers['type'])
         else:
-            shapes = infer_shapes(order, shape_known, answers['shape'])
-            dtypes = infer_types(order, type_known, answers['type'])
+            wiring = Wiring(order)      # (both passes' view of the graph)
+            shapes = infer_shapes(order, shape_known(), answers['shape'], wiring)
+            dtypes = infer_types(order, type_known(), answers['type'], wiring)
         index = {id(n): k for k, n in enumerate(order)}
-        for n in order:
-            for i in range(n.num_outputs()):
-                s = shapes.get((index[id(n)], i))
+        float32 = np.dtype(np.float32)
+        for k, n in enumerate(order):     # (index[id(n)] is k)
+            op = n.op
+            for i in range(1 if op is None else op.output_count()):
+                key = (k, i)
+                s = shapes.get(key)
                 # inputs are concrete arrays, so a 0 an operator computes is a real
                 # zero-size dimension (an empty slice), not an unknown one
-                if s is None or (n.op is None and not shape_complete(s)):
+                if s is None or (op is None and not shape_complete(s)):
                     raise BindError('bind: cannot infer the shape of %s output %d (got %s); '
                                     'give the shapes of all inputs'
                                     % (n.describe(), i, s))
-                if dtypes.get((index[id(n)], i)) is None:
-                    dtypes[(index[id(n)], i)] = np.dtype(np.float32)
+                if dtypes.get(key) is None:
+                    dtypes[key] = float32
         xp = self._ctx.xp
         with self._ctx.device_scope():
             for k, (n, a) in enumerate(zip(aux_nodes, aux)):
@@ -523,9 +532,10 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
         shapes = {k: v for k, v in shapes.items() if k in known}
     # one answer per rule and question for the whole bind, as MXNet asks a CustomOpProp once
     answers = {'shape': {}, 'type': {}}
-    index = {id(n): k for k, n in enumerate(order)}
+    wiring = Wiring(order)              # (both passes' view of the graph)
+    index = wiring.index
     shape_vals = infer_shapes(order, symbol._known((), shapes, 'shape', graph)[3],
-                              answers['shape'])
+                              answers['shape'], wiring)
     arg_shapes = [shape_vals.get((index[id(n)], 0)) for n in arg_nodes]
     aux_shapes = [shape_vals.get((index[id(n)], 0)) for n in aux_nodes]
     if not all(shape_complete(s) for s in arg_shapes + aux_shapes) or \
@@ -541,7 +551,8 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
         types = {n.name: np.float32 for n in arg_nodes if '__dtype__' not in n.attrs}
     else:
         types = dict(type_dict)
-    type_vals = infer_types(order, symbol._known((), types, 'type', graph)[3], answers['type'])
+    type_vals = infer_types(order, symbol._known((), types, 'type', graph)[3], answers['type'],
+                            wiring)
     arg_types = [type_vals.get((index[id(n)], 0)) for n in arg_nodes]
     aux_types = [type_vals.get((index[id(n)], 0)) for n in aux_nodes]
     outs_typed = all(type_vals.get((index[id(n)], i)) is not None for n, i in symbol._outputs)

@@ -1028,6 +1028,9 @@ def unify_shape(a, b, what='shape'):
         return None if b is None else tuple(b)
     if b is None:
         return tuple(a)
+    if type(a) is tuple and type(b) is tuple and a == b and 0 not in a:
+        # (the common case: what the loop below returns)
+        return tuple(a)
     if len(a) != len(b):
         raise ShapeError('%s: %s vs %s' % (what, tuple(a), tuple(b)))
     out = []

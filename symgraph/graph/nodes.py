@@ -70,24 +70,23 @@ def topo_order(head_nodes, inputs_of=None):
     """Nodes reachable from ``head_nodes`` in MXNet's order: depth-first post-order over
     inputs, heads in order. Iterative, so deep graphs need no recursion. ``inputs_of``
     (node -> list of (node, index)) replaces ``node.inputs`` (a rewired graph)."""
-    inputs_of = inputs_of or (lambda n: n.inputs)
     visited = set()
     order = []
     for head in head_nodes:
         if id(head) in visited:
             continue
         visited.add(id(head))
-        stack = [[head, 0]]
+        # (node, iterator over its inputs not yet looked at)
+        stack = [(head, iter(head.inputs if inputs_of is None else inputs_of(head)))]
         while stack:
-            top = stack[-1]
-            node, i = top
-            ins = inputs_of(node)
-            if i < len(ins):
-                top[1] = i + 1
-                child = ins[i][0]
+            node, ins = stack[-1]
+            for entry in ins:
+                child = entry[0]
                 if id(child) not in visited:
                     visited.add(id(child))
-                    stack.append([child, 0])
+                    stack.append((child, iter(child.inputs if inputs_of is None
+                                              else inputs_of(child))))
+                    break
             else:
                 stack.pop()
                 order.append(node)

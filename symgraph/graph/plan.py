@@ -45,33 +45,48 @@ class Plan:
         self.index = {id(n): k for k, n in enumerate(order)}
         self.entry = {}                     # (node idx, out idx) -> entry id
         self.entry_info = []                # entry id -> (node, out idx)
+        entry, info = self.entry, self.entry_info
         for k, n in enumerate(order):
-            for i in range(n.num_outputs()):
-                self.entry[(k, i)] = len(self.entry_info)
-                self.entry_info.append((n, i))
-        self.shapes = [shapes[(self.index[id(n)], i)] for n, i in self.entry_info]
-        self.dtypes = [np.dtype(dtypes[(self.index[id(n)], i)]) for n, i in self.entry_info]
+            for i in range(1 if n.op is None else n.op.output_count()):    # (n.num_outputs())
+                entry[(k, i)] = len(info)
+                info.append((n, i))
+        # (the entry ids follow the keys of ``entry``, which are those of shapes and dtypes)
+        self.shapes = [shapes[key] for key in self.entry]
+        self.dtypes = [t if isinstance(t, np.dtype) else np.dtype(t)
+                       for t in [dtypes[key] for key in self.entry]]
         self.arg_entries = [self._e(n, 0) for n in arg_nodes]
         self.aux_entries = [self._e(n, 0) for n in aux_nodes]
         self.head_entries = [self._e(n, i) for n, i in heads]
         self.heads = heads
         self.grad_reqs = list(grad_reqs)
         self.steps = [n for n in order if n.op is not None]
+        #: id(step node) -> (its input entries, its output entries, its number of
+        #: arguments), worked out once (the nodes are immutable and the plan holds them)
+        self._io = {}
+        entry, index = self.entry, self.index
+        for n in self.steps:
+            self._io[id(n)] = ([entry[(index[id(s)], i)] for s, i in n.inputs],
+                               [entry[(index[id(n)], i)] for i in range(n.op.output_count())],
+                               len(n.op.list_arguments()))
         # the operator each step runs, fitted to the inferred shapes (Operator.specialize:
         # mx.sym.zeros(shape=(0, H)) makes arrays of the shape its consumer gave)
         # (Operator.for_node: SyncBatchNorm's default key is its node's name)
-        self.run_op = {id(n): n.op.for_node(n.name).specialize(
-            [self.shapes[e] for e in self.in_entries(n)],
-            [self.shapes[e] for e in self.out_entries(n)]) for n in self.steps}
+        shape_of = self.shapes
+        self.run_op = {}
+        for n in self.steps:
+            ins, outs, _ = self._io[id(n)]
+            self.run_op[id(n)] = n.op.for_node(n.name).specialize(
+                [shape_of[e] for e in ins], [shape_of[e] for e in outs])
         # per-executor state of stateful operators (Custom), shared by forward and backward;
         # ``states`` (id(node) -> state) hands over those another plan of the same bind
         # made (the inference passes' plan reuses the bound plan's: one per node and bind)
         states = states or {}
-        self.op_state = {id(n): states[id(n)] if id(n) in states else
-                         self.run_op[id(n)].create_state(
-                             ctx, [self.shapes[e] for e in self.in_entries(n)],
-                             [self.dtypes[e] for e in self.in_entries(n)])
-                         for n in self.steps}
+        self.op_state = {}
+        for n in self.steps:
+            ins = self._io[id(n)][0]
+            self.op_state[id(n)] = states[id(n)] if id(n) in states else \
+                self.run_op[id(n)].create_state(ctx, [shape_of[e] for e in ins],
+                                                [self.dtypes[e] for e in ins])
         self._requires_grad()
         self._fwd_cache = {}
         self._bwd_cache = {}
@@ -83,9 +98,15 @@ class Plan:
         return self.entry[(self.index[id(node)], i)]
 
     def in_entries(self, node):
+        got = self._io.get(id(node))
+        if got is not None:
+            return list(got[0])
         return [self._e(s, i) for s, i in node.inputs]
 
     def out_entries(self, node):
+        got = self._io.get(id(node))
+        if got is not None:
+            return list(got[1])
         return [self._e(node, i) for i in range(node.num_outputs())]
 
     def nbytes(self, e):
@@ -97,12 +118,14 @@ class Plan:
         for e, r in zip(self.arg_entries, self.grad_reqs):
             req[e] = r != 'null'
         self.bwd_steps = []
+        io = self._io
         for n in self.steps:
-            n_args = len(n.op.list_arguments())
-            ins = self.in_entries(n)[:n_args]
-            if n.op.no_grad or not any(req[e] for e in ins):
+            if n.op.no_grad:
                 continue
-            for e in self.out_entries(n):
+            ins, outs, n_args = io[id(n)]
+            if not any([req[e] for e in ins[:n_args]]):
+                continue
+            for e in outs:
                 req[e] = True
             self.bwd_steps.append(n)
         self.requires = req
@@ -110,9 +133,7 @@ class Plan:
         saved = set()
         for n in self.bwd_steps:
             op = n.op
-            n_args = len(op.list_arguments())
-            ins = self.in_entries(n)
-            outs = self.out_entries(n)
+            ins, outs, n_args = io[id(n)]
             saved.update(_select(op.needs_inputs, ins[:n_args]))
             saved.update(ins[n_args:])
             saved.update(_select(op.needs_outputs, outs))

@@ -123,6 +123,16 @@ class BatchNorm(BatchNormBase):
         scale = g * inv
         return scale, beta.astype(np.float64) - mean.astype(np.float64) * scale
 
+    def scratch_bytes(self, in_shapes, out_shapes, dtypes):
+        # oneDNN's reorders to channels last take activation-sized buffers: from the
+        # executor's free storage during the step
+        be = cpu_backend()
+        shape = in_shapes[0] if in_shapes else None
+        if be is None or shape is None or not 2 <= len(shape) <= 5 \
+                or self.axis % len(shape) != 1 or any(d != np.float32 for d in dtypes):
+            return 0
+        return be.bn_scratch_bytes(tuple(shape))
+
     def _backend(self, xp, data, *arrays):
         """oneDNN for NumPy float32 arrays with channels on axis 1, else None."""
         if xp is not np or self.axis % data.ndim != 1 or not 2 <= data.ndim <= 5 \

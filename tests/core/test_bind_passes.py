@@ -5,6 +5,7 @@ import pytest
 import symgraph as mx
 import symgraph.graph.infer as infer
 import symgraph.graph.nodes as nodes
+from harness import resnet_block
 
 
 @pytest.fixture
@@ -31,18 +32,8 @@ def counts(monkeypatch):
     return seen
 
 
-def _resnet_block():
-    x = mx.sym.var('data')
-    h = mx.sym.Convolution(x, kernel=(3, 3), pad=(1, 1), num_filter=4, name='c1')
-    h = mx.sym.Activation(mx.sym.BatchNorm(h, name='bn1'), act_type='relu', name='r1')
-    h = mx.sym.Convolution(h, kernel=(3, 3), pad=(1, 1), num_filter=4, name='c2')
-    h = mx.sym.Activation(mx.sym.BatchNorm(h, name='bn2') + x, act_type='relu', name='r2')
-    h = mx.sym.FullyConnected(mx.sym.Flatten(h), num_hidden=3, name='fc')
-    return mx.sym.SoftmaxOutput(h, name='softmax')
-
-
 def test_simple_bind_sorts_once_and_infers_once(counts):
-    net = _resnet_block()
+    net = resnet_block()
     exe = net.simple_bind(mx.cpu(), data=(2, 4, 5, 5))
     assert counts == {'sort': 1, 'shape': 1, 'type': 1}
     exe.forward(is_train=True)
@@ -51,7 +42,7 @@ def test_simple_bind_sorts_once_and_infers_once(counts):
 
 
 def test_bind_sorts_once_and_infers_once(counts):
-    net = _resnet_block()
+    net = resnet_block()
     exe = net.simple_bind(mx.cpu(), data=(2, 4, 5, 5))
     counts.update(sort=0, shape=0, type=0)
     net.bind(mx.cpu(), exe.arg_dict, args_grad=exe.grad_dict, aux_states=exe.aux_dict)
@@ -61,7 +52,7 @@ def test_bind_sorts_once_and_infers_once(counts):
 def test_simple_bind_with_a_partial_type_dict_infers_types_again_from_the_arrays(counts):
     # 'data' float64 leaves nothing unknown: one pass; a type_dict that leaves inputs
     # unknown (allocated float32) makes the executor infer the types once more
-    net = _resnet_block()
+    net = resnet_block()
     exe = net.simple_bind(mx.cpu(), type_dict={'data': 'float64'}, data=(2, 4, 5, 5))
     assert counts == {'sort': 1, 'shape': 1, 'type': 1}
     assert np.dtype(exe.arg_dict['c1_weight'].dtype) == np.float64

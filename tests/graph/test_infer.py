@@ -10,6 +10,8 @@ from symgraph.graph.nodes import Node
 from symgraph.opdef import Operator
 from symgraph.symbol.symbol import Symbol
 
+from harness import resnet_block
+
 
 class _NeverSettled(set):
     """A ``settled`` set that holds nothing: every sweep steps every node."""
@@ -65,16 +67,6 @@ def _run_both(monkeypatch, graph, action):
     return got
 
 
-def _resnet_block():
-    x = mx.sym.var('data')
-    h = mx.sym.Convolution(x, kernel=(3, 3), pad=(1, 1), num_filter=4, name='c1')
-    h = mx.sym.Activation(mx.sym.BatchNorm(h, name='bn1'), act_type='relu', name='r1')
-    h = mx.sym.Convolution(h, kernel=(3, 3), pad=(1, 1), num_filter=4, name='c2')
-    h = mx.sym.Activation(mx.sym.BatchNorm(h, name='bn2') + x, act_type='relu', name='r2')
-    h = mx.sym.FullyConnected(mx.sym.Flatten(h), num_hidden=3, name='fc')
-    return mx.sym.SoftmaxOutput(h, name='softmax')
-
-
 def _backwards():
     # shapes and types that flow backwards: from an elementwise output to its inputs, from
     # Reshape's output, from a later node into an input an earlier node already used
@@ -102,11 +94,11 @@ def _widen():
 
 CASES = [
     (_widen, lambda s: s.infer_shape_partial()),
-    (_resnet_block, lambda s: s.infer_shape(data=(2, 4, 5, 5))),
-    (_resnet_block, lambda s: s.infer_type(data='float64')),
-    (_resnet_block, lambda s: s.infer_shape_partial(data=(0, 4, 5, 5))),
-    (_resnet_block, lambda s: s.infer_shape(data=(2, 4, 5, 5), c1_weight=(4, 3, 3, 3))),
-    (_resnet_block, lambda s: [a.shape for a in s.simple_bind(
+    (resnet_block, lambda s: s.infer_shape(data=(2, 4, 5, 5))),
+    (resnet_block, lambda s: s.infer_type(data='float64')),
+    (resnet_block, lambda s: s.infer_shape_partial(data=(0, 4, 5, 5))),
+    (resnet_block, lambda s: s.infer_shape(data=(2, 4, 5, 5), c1_weight=(4, 3, 3, 3))),
+    (resnet_block, lambda s: [a.shape for a in s.simple_bind(
         mx.cpu(), data=(2, 4, 5, 5)).arg_arrays]),
     (_backwards, lambda s: s.infer_shape(c=(6,), a=(2, 3))),
     (_backwards, lambda s: s.infer_shape_partial(c=(6,))),
@@ -153,7 +145,7 @@ def test_shape_complete():
 
 
 def test_wiring_is_shared_and_rebuilt_for_another_order():
-    s = _resnet_block()
+    s = resnet_block()
     order = s._order()
     w = infer.Wiring(order)
     assert [n for n, *_ in w.nodes] == [n for n in order if n.op is not None]

@@ -365,6 +365,17 @@ def _require_onednn(monkeypatch):
         pytest.skip('oneDNN is not available on this machine')
 
 
+def _resnet_with_and_without_passes(monkeypatch, batch):
+    """(executor without passes, executor with all), the ResNet with its logits as a second
+    head, each run forward once at inference."""
+    net = _logits(_resnet())
+    ref = _bind(net, 'none', monkeypatch, data=(batch, 3, 32, 32))
+    ref.forward(is_train=False)
+    exe = _bind(net, 'all', monkeypatch, data=(batch, 3, 32, 32))
+    exe.forward(is_train=False)
+    return ref, exe
+
+
 def _fused_primitives(exe):
     return [p for s in exe._passes.plan().op_state.values() if isinstance(s, dict)
             for p in s['primitives'].values() if p is not None]
@@ -376,11 +387,7 @@ def test_layout_keeps_resnet_activations_channels_last(monkeypatch):
     3-channel input's (and the constant weights'); the six residual sums take their
     residual's buffer in place; the outputs are the unfused graph's."""
     _require_onednn(monkeypatch)
-    net = _logits(_resnet())
-    ref = _bind(net, 'none', monkeypatch, data=(4, 3, 32, 32))
-    ref.forward(is_train=False)
-    exe = _bind(net, 'all', monkeypatch, data=(4, 3, 32, 32))
-    exe.forward(is_train=False)
+    ref, exe = _resnet_with_and_without_passes(monkeypatch, 4)
     exe.forward(is_train=False)
     for k in range(2):
         _close(exe.outputs[k].asnumpy(), ref.outputs[k].asnumpy(), 'output %d' % k)
@@ -454,11 +461,7 @@ def test_operators_not_asked_read_channels_last_arrays_correctly(monkeypatch):
     """A consumer whose oneDNN path declines at run time (here: the backend refuses every
     fused convolution) computes from the channels-last array with NumPy, correctly."""
     _require_onednn(monkeypatch)
-    net = _logits(_resnet())
-    ref = _bind(net, 'none', monkeypatch, data=(2, 3, 32, 32))
-    ref.forward(is_train=False)
-    exe = _bind(net, 'all', monkeypatch, data=(2, 3, 32, 32))
-    exe.forward(is_train=False)
+    ref, exe = _resnet_with_and_without_passes(monkeypatch, 2)
     be = onednn.backend()
     real = be.conv_forward_fused
     calls = []

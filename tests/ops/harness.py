@@ -323,3 +323,16 @@ def check_symbolic_numeric_gradient(case):
         atol=max(case.grad_atol, 1e-6), grad_nodes=[names[i] for i in idx],
         use_forward_train=True, dtype=np.float64)
     return 'checked'
+
+
+def resnet_block():
+    """A small residual network (conv, BatchNorm, relu, a residual add, FullyConnected,
+    SoftmaxOutput) on data (N, 4, H, W), shared by the graph and executor tests."""
+    import symgraph as mx
+    x = mx.sym.var('data')
+    h = mx.sym.Convolution(x, kernel=(3, 3), pad=(1, 1), num_filter=4, name='c1')
+    h = mx.sym.Activation(mx.sym.BatchNorm(h, name='bn1'), act_type='relu', name='r1')
+    h = mx.sym.Convolution(h, kernel=(3, 3), pad=(1, 1), num_filter=4, name='c2')
+    h = mx.sym.Activation(mx.sym.BatchNorm(h, name='bn2') + x, act_type='relu', name='r2')
+    h = mx.sym.FullyConnected(mx.sym.Flatten(h), num_hidden=3, name='fc')
+    return mx.sym.SoftmaxOutput(h, name='softmax')

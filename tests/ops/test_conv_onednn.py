@@ -18,20 +18,14 @@ import symgraph as mx
 
 
 @pytest.fixture(params=['default', 'blocked'])
-def backend(monkeypatch, request):
+def backend(onednn_backend, monkeypatch, request):
     # 'blocked': data with few channels goes in oneDNN's blocked layout too (by default it
     # stays plain below Backend.PLAIN_DATA_BELOW channels per group), so that both
-    # layouts run every case
-    monkeypatch.delenv('SYMGRAPH_ONEDNN', raising=False)
+    # layouts run every case (the backend is fresh: no primitive is cached yet)
     if request.param == 'blocked':
         from symgraph.backend.onednn.conv import Backend
         monkeypatch.setattr(Backend, 'PLAIN_DATA_BELOW', 0)
-    onednn.reset()
-    be = cpu_backend()
-    if be is None:
-        pytest.skip('oneDNN is not available on this machine')
-    yield be
-    onednn.reset()
+    yield onednn_backend
 
 
 @pytest.fixture

@@ -35,6 +35,22 @@ POOL = {'max': _lib.POOLING_MAX, 'avg_include': _lib.POOLING_AVG_INCLUDE_PADDING
 class LayerMixin:
     """Pooling, eltwise, softmax and LRN methods of the backend (mixed into ``Backend``)."""
 
+    def _backward_primitive(self, mds, forward, backward, args):
+        """A backward :class:`Primitive`: ``forward(ref)`` creates into ``ref`` the forward
+        primitive descriptor oneDNN takes as the hint, ``backward(ref, hint)`` the backward
+        one; ``args`` as Primitive takes them. The hint and the descriptors ``mds`` are
+        destroyed afterwards, also when a step fails."""
+        hint = _VP()
+        try:
+            forward(ctypes.byref(hint))
+            pd = _VP()
+            backward(ctypes.byref(pd), hint)
+            return Primitive(self, pd, args)
+        finally:
+            if hint:
+                self.lib.dnnl_primitive_desc_destroy(hint)
+            self._destroy(mds)
+
     # ------------------------------------------------------------------ pooling
     def _pool_fwd_pd(self, prop, alg, src, dst, geom):
         pd = _VP()
@@ -154,23 +170,16 @@ class LayerMixin:
 
         def build():
             md = strided_desc(self.lib, (n,))
-            hint = None
-            try:
-                hint = _VP()
-                check(self.lib.dnnl_eltwise_forward_primitive_desc_create(
-                    ctypes.byref(hint), self.engine, _lib.FORWARD_TRAINING, ELTWISE[kind], md,
-                    md, alpha, beta, None), 'dnnl_eltwise_forward_primitive_desc_create')
-                pd = _VP()
-                check(self.lib.dnnl_eltwise_backward_primitive_desc_create(
-                    ctypes.byref(pd), self.engine, ELTWISE[kind], md, md, md, alpha, beta,
-                    hint, None), 'dnnl_eltwise_backward_primitive_desc_create')
-                return Primitive(self, pd, [(_lib.ARG_SRC, md, False),
-                                            (_lib.ARG_DIFF_DST, md, False),
-                                            (_lib.ARG_DIFF_SRC, md, True)])
-            finally:
-                if hint:
-                    self.lib.dnnl_primitive_desc_destroy(hint)
-                self._destroy([md])
+            return self._backward_primitive(
+                [md],
+                lambda ref: check(self.lib.dnnl_eltwise_forward_primitive_desc_create(
+                    ref, self.engine, _lib.FORWARD_TRAINING, ELTWISE[kind], md, md, alpha,
+                    beta, None), 'dnnl_eltwise_forward_primitive_desc_create'),
+                lambda ref, hint: check(self.lib.dnnl_eltwise_backward_primitive_desc_create(
+                    ref, self.engine, ELTWISE[kind], md, md, md, alpha, beta, hint, None),
+                    'dnnl_eltwise_backward_primitive_desc_create'),
+                [(_lib.ARG_SRC, md, False), (_lib.ARG_DIFF_DST, md, False),
+                 (_lib.ARG_DIFF_SRC, md, True)])
 
         dx = np.empty(x.shape, np.float32)
         return dx if self.run(key, build, [x, dy, dx]) else None
@@ -205,23 +214,16 @@ class LayerMixin:
 
         def build():
             md = strided_desc(self.lib, y.shape)
-            hint = None
-            try:
-                hint = _VP()
-                check(self.lib.dnnl_softmax_forward_primitive_desc_create(
-                    ctypes.byref(hint), self.engine, _lib.FORWARD_TRAINING, alg, md, md, axis,
-                    None), 'dnnl_softmax_forward_primitive_desc_create')
-                pd = _VP()
-                check(self.lib.dnnl_softmax_backward_primitive_desc_create(
-                    ctypes.byref(pd), self.engine, alg, md, md, md, axis, hint, None),
-                    'dnnl_softmax_backward_primitive_desc_create')
-                return Primitive(self, pd, [(_lib.ARG_DST, md, False),
-                                            (_lib.ARG_DIFF_DST, md, False),
-                                            (_lib.ARG_DIFF_SRC, md, True)])
-            finally:
-                if hint:
-                    self.lib.dnnl_primitive_desc_destroy(hint)
-                self._destroy([md])
+            return self._backward_primitive(
+                [md],
+                lambda ref: check(self.lib.dnnl_softmax_forward_primitive_desc_create(
+                    ref, self.engine, _lib.FORWARD_TRAINING, alg, md, md, axis, None),
+                    'dnnl_softmax_forward_primitive_desc_create'),
+                lambda ref, hint: check(self.lib.dnnl_softmax_backward_primitive_desc_create(
+                    ref, self.engine, alg, md, md, md, axis, hint, None),
+                    'dnnl_softmax_backward_primitive_desc_create'),
+                [(_lib.ARG_DST, md, False), (_lib.ARG_DIFF_DST, md, False),
+                 (_lib.ARG_DIFF_SRC, md, True)])
 
         dx = np.empty(y.shape, np.float32)
         return dx if self.run(key, build, [y, dy, dx]) else None

@@ -24,16 +24,23 @@
 #error "nms.cu packs one box per bit of a 64-bit word: SG_NMS_THREADS must be 64"
 #endif
 
+/* Products rounded on their own (never contracted into an FMA with the sum or difference
+ * that follows), so the IoU is the host's to the last bit: NumPy computes the areas and
+ * the intersection as separate float products, and a fused a*b + c can land an IoU that
+ * equals the threshold one ulp above it (a tie the host keeps, suppressed here). */
+__device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+
 template <typename T>
 __device__ __forceinline__ T box_area(T x1, T y1, T x2, T y2) {
-    return (x2 < x1 || y2 < y1) ? (T)0 : (x2 - x1) * (y2 - y1);
+    return (x2 < x1 || y2 < y1) ? (T)0 : mul_rn(x2 - x1, y2 - y1);
 }
 
 template <typename T>
 __device__ __forceinline__ T box_iou(const T *a, const T *b) {
     const T iw = min(a[2], b[2]) - max(a[0], b[0]);
     const T ih = min(a[3], b[3]) - max(a[1], b[1]);
-    const T inter = (iw > (T)0 && ih > (T)0) ? iw * ih : (T)0;
+    const T inter = (iw > (T)0 && ih > (T)0) ? mul_rn(iw, ih) : (T)0;
     const T uni = box_area(a[0], a[1], a[2], a[3]) + box_area(b[0], b[1], b[2], b[3]) - inter;
     return uni > (T)0 ? inter / uni : (T)0;
 }

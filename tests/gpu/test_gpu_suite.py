@@ -237,3 +237,29 @@ def test_random_image_augmenter_gradients_on_the_gpu(case):
         for (c_out, c_grad), (g_out, g_grad) in zip(res[:1], res[1:]):
             _compare(g_out, c_out, dtype, 'output (%s)' % dtype)
             _compare(g_grad, c_grad, dtype, 'gradient (%s)' % dtype)
+
+
+@pytest.mark.parametrize('dtype', [np.float32, np.float64])
+def test_nms_kernel_decides_iou_ties_as_the_host(dtype):
+    """A pair whose IoU equals the threshold exactly is kept by the host's NumPy (IoU >
+    thresh is false) and must be kept by the bitmask kernel too: its products may not be
+    contracted into FMAs that move the IoU by an ulp. One ulp below, both suppress."""
+    from symgraph.cuda import loader
+    from symgraph.ops._nms import box_corners, pair_iou
+    cp = cuda.import_cupy()
+    rng = np.random.RandomState(5)
+    a = rng.uniform(0, 10, (400, 2))
+    pairs = np.concatenate([a, a + rng.uniform(1, 9, (400, 2))], axis=1)
+    shifted = pairs + rng.uniform(-0.9, 0.9, (400, 4))
+    boxes = np.stack([pairs, shifted], axis=1).astype(dtype)          # (400, 2, 4)
+    x1, y1, x2, y2, area = box_corners(boxes.reshape(-1, 4), 'corner')
+    iou = pair_iou(x1, y1, x2, y2, area, np.arange(0, 800, 2), np.arange(1, 800, 2))
+    assert iou.dtype == dtype and ((iou > 0.05) & (iou < 0.95)).mean() > 0.9
+    wrong = []
+    for k in np.flatnonzero(iou > 0):
+        dev = cp.asarray(boxes[k])
+        at = loader.nms_keep(dev, float(iou[k])).get()
+        below = loader.nms_keep(dev, float(np.nextafter(iou[k], dtype(0)))).get()
+        if not (at.all() and not below[1]):
+            wrong.append((k, float(iou[k]), at.tolist(), below.tolist()))
+    assert not wrong, wrong[:5]

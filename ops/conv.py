@@ -93,13 +93,17 @@ class _ConvBase(Operator):
     #: into theirs (the arithmetic's ``dest``): the outputs that backward keeps are then
     #: planned storage, reused by the gradients once read
     writes_into = True
-    def scratch_bytes(self, in_shapes, out_shapes, dtypes):
+    def scratch_bytes(self, in_shapes, out_shapes, dtypes, layouts=None):
         # oneDNN's reorders to its blocked layouts take activation-sized buffers: from the
-        # executor's free storage during the step
+        # executor's free storage during the step (none for data and output lying channels
+        # last, which the primitives take as they lie)
         be = cpu_backend()
         if be is None or any(d != np.float32 for d in dtypes):
             return 0
-        return be.conv_scratch_bytes(in_shapes[0], in_shapes[1], out_shapes[0])
+        last = layouts is not None and layouts[0][:1] == ['channels_last'] \
+            and layouts[1][:1] == ['channels_last']
+        return be.conv_scratch_bytes(in_shapes[0], in_shapes[1], out_shapes[0],
+                                     weights_only=last)
 
     def backward_bias(self, xp, dy):
         return dy.reshape(dy.shape[0], dy.shape[1], -1).sum(axis=(0, 2))
@@ -163,6 +167,10 @@ class Convolution(_ConvBase):
     def reads_layout(self, in_index, layout, in_shapes):
         """Channels-last data goes to oneDNN as it lies."""
         return in_index == 0 and layout == 'channels_last' and self._backend_reads(in_shapes)
+
+    def writes_layout(self, layout, in_shapes, in_layouts):
+        """oneDNN writes a channels-last output (and takes its channels-last gradient)."""
+        return layout == 'channels_last' and self._backend_reads(in_shapes)
 
     def layout_variant(self, layout, in_shapes):
         """A :class:`FusedConvolution` without post-ops writing ``layout``."""

@@ -171,13 +171,17 @@ def _matmul(xp, a, b, dest=None):
 #: alpha, forward size, backward size). The sizes are where oneDNN's time fell below the
 #: NumPy code's in ``python bench/bench_onednn.py --ops`` on the project's shared 2-core
 #: AVX2 machine (oneDNN / NumPy, forward / backward): relu 1.26 / 1.97 at 2^16, 0.56 / 1.50
-#: at 2^18, 0.35 / 0.69 at 2^20; sigmoid 1.47 / 1.37 at 2^12, 0.68 / 0.67 at 2^14; tanh
+#: at 2^18, 0.35 / 0.69 at 2^20 with libgomp's threads sleeping at once; with the short spin
+#: the loader now sets, 0.78 / 1.66 at 2^16, 0.45 / 1.27 at 2^18 on hot data, and inside
+#: the ResNet-14 training step (arrays fresh from memory) the backward from the output
+#: (relu_use_dst_for_bwd) took 400 us against NumPy's 664 at 2^19, the same at 2^17;
+#: sigmoid 1.47 / 1.37 at 2^12, 0.68 / 0.67 at 2^14; tanh
 #: 0.9-1.07 at every size (NumPy's tanh is SIMD too), so it stays on NumPy. Below these
 #: sizes waking the OpenMP threads costs more than the work. softrelu would be faster (0.27
 #: at 2^14) but oneDNN 3.2's soft_relu errs by up to 7.6e-6 absolute for x < -3.85
 #: (tests/ops/test_nn_onednn.py), far beyond float32 rounding: NumPy.
 _ONEDNN_ACT = {
-    'relu': ('relu', 0.0, 1 << 18, 1 << 20),
+    'relu': ('relu', 0.0, 1 << 16, 1 << 18),
     'sigmoid': ('sigmoid', 0.0, 1 << 14, 1 << 14),
 }
 
@@ -189,6 +193,13 @@ _ONEDNN_LEAKY = {
     'elu': (1 << 12, 1 << 14),
     'gelu': (1 << 10, 1 << 10),
 }
+
+
+def _act_limit(act_type, i):
+    """``_ONEDNN_ACT[act_type][i]`` (2: the forward size, 3: the backward one), or None
+    when the kind stays on NumPy."""
+    spec = _ONEDNN_ACT.get(act_type)
+    return None if spec is None else spec[i]
 
 
 def _eltwise_backend(xp, x, limit):
@@ -272,12 +283,25 @@ class Activation(Operator):
             return [self.fast_forward(xp, is_train)(x)]
         a = self.act_type
         if a == 'relu':
-            xp.maximum(x, x.dtype.type(0), out=dest)
+            # oneDNN (both cores) where it takes x and dest as they lie (one layout)
+            be = _eltwise_backend(xp, x, _act_limit('relu', 2))
+            if be is None or be.eltwise_forward(x, 'relu', out=dest) is not dest:
+                xp.maximum(x, x.dtype.type(0), out=dest)
         elif a == 'tanh':
             xp.tanh(x, out=dest)
         else:
             dest[...] = self.fast_forward(xp, is_train)(x)
         return [dest]
+
+    def reads_layout(self, in_index, layout, in_shapes):
+        """Elementwise: any layout is read as it lies (relu and tanh in NumPy, which
+        writes the output and the gradient in the layout of the arrays it is given)."""
+        return in_index == 0 and layout == 'channels_last' and self.act_type in ('relu', 'tanh')
+
+    def writes_layout(self, layout, in_shapes, in_layouts):
+        """The output lies as the data does (relu and tanh)."""
+        return bool(in_layouts) and in_layouts[0] == layout \
+            and self.reads_layout(0, layout, in_shapes)
 
     def post_op(self, in_index):
         """relu, sigmoid and tanh run as oneDNN eltwise post-ops (softrelu: see
@@ -310,8 +334,8 @@ class Activation(Operator):
     def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None):
         g = out_grads[0]
         a = self.act_type
-        # NumPy from the output (oneDNN's eltwise backward reads the input, which this
-        # operator no longer keeps; it was slower than NumPy below 2^20 elements anyway)
+        # from the output (the input is not kept): relu through oneDNN's
+        # relu_use_dst_for_bwd where large enough, the rest in NumPy
         if a == 'softsign':
             d = 1.0 / (1.0 + xp.abs(inputs[0])) ** 2
             return [g * d]
@@ -319,6 +343,12 @@ class Activation(Operator):
         dest = grad_out[0] if grad_out and grad_out[0] is not None \
             and grad_out[0].dtype == g.dtype and grad_out[0].shape == g.shape else None
         if a == 'relu':
+            be = _eltwise_backend(xp, y, _act_limit('relu', 3))
+            if be is not None and g.dtype == y.dtype:
+                # oneDNN's relu backward from the output, where y, g and dest share a layout
+                dx = be.relu_backward_from_output(y, g, out=dest)
+                if dx is not None:
+                    return [dx]
             if dest is not None and not xp.may_share_memory(dest, g):
                 # the mask (1.0 or 0.0) in dest itself, then the product: the values of
                 # g * (y > 0), without a mask array of the activation's size

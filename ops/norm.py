@@ -41,11 +41,16 @@ def _gpu_bn_ok(xp, op, x, *params):
 
 def _dest(arrays, i, dtype):
     """``arrays[i]`` when the executor offers it (``writes_into``) and a result of
-    ``dtype`` can be computed straight into it, else None."""
+    ``dtype`` can be computed straight into it, else None. (It may lie channels last, a
+    training plan's buffer: oneDNN writes it so; the CUDA kernels take C order only.)"""
     if not arrays or arrays[i] is None:
         return None
     d = arrays[i]
-    return d if d.dtype == dtype and d.flags.c_contiguous else None
+    return d if d.dtype == dtype else None
+
+
+def _c_order(d):
+    return d if d is not None and d.flags.c_contiguous else None
 
 
 def _gpu_bn_forward(xp, op, data, gamma, beta, moving_mean, moving_var, is_train, dest=None):
@@ -123,15 +128,32 @@ class BatchNorm(BatchNormBase):
         scale = g * inv
         return scale, beta.astype(np.float64) - mean.astype(np.float64) * scale
 
-    def scratch_bytes(self, in_shapes, out_shapes, dtypes):
+    def scratch_bytes(self, in_shapes, out_shapes, dtypes, layouts=None):
         # oneDNN's reorders to channels last take activation-sized buffers: from the
-        # executor's free storage during the step
+        # executor's free storage during the step (none where the data and the output
+        # lie channels last already)
+        if layouts is not None and layouts[0][:1] == ['channels_last'] \
+                and layouts[1][:1] == ['channels_last']:
+            return 0
         be = cpu_backend()
         shape = in_shapes[0] if in_shapes else None
         if be is None or shape is None or not 2 <= len(shape) <= 5 \
                 or self.axis % len(shape) != 1 or any(d != np.float32 for d in dtypes):
             return 0
         return be.bn_scratch_bytes(tuple(shape))
+
+    def reads_layout(self, in_index, layout, in_shapes):
+        """oneDNN's batch norm runs channels last: data lying so is taken as it lies (and
+        its gradient written so)."""
+        shape = in_shapes[0] if in_shapes else None
+        return in_index == 0 and layout == 'channels_last' and shape is not None \
+            and 3 <= len(shape) <= 5 and self.axis % len(shape) == 1 \
+            and cpu_backend() is not None
+
+    def writes_layout(self, layout, in_shapes, in_layouts):
+        """The output lies as the data does, where oneDNN reads that."""
+        return bool(in_layouts) and in_layouts[0] == layout \
+            and self.reads_layout(0, layout, in_shapes)
 
     def _backend(self, xp, data, *arrays):
         """oneDNN for NumPy float32 arrays with channels on axis 1, else None."""
@@ -178,7 +200,7 @@ class BatchNorm(BatchNormBase):
         dest = _dest(out, 0, data.dtype)
         if _gpu_bn_ok(xp, self, data, gamma, beta, moving_mean, moving_var):
             return _gpu_bn_forward(xp, self, data, gamma, beta, moving_mean, moving_var,
-                                   is_train, dest)
+                                   is_train, _c_order(dest))
         be = self._backend(xp, data, gamma, beta, moving_mean, moving_var)
         if be is not None:
             outs = self._onednn_forward(be, data, gamma, beta, moving_mean, moving_var,
@@ -225,7 +247,7 @@ class BatchNorm(BatchNormBase):
         dest = _dest(grad_out, 0, data.dtype) if need[0] else None
         if _gpu_bn_ok(xp, self, data, gamma, out_grads[0], outputs[1], outputs[2]):
             return _gpu_bn_backward(xp, self, out_grads[0], data, gamma, outputs[1],
-                                    outputs[2], dest)
+                                    outputs[2], _c_order(dest))
         be = self._backend(xp, data, gamma, out_grads[0], outputs[1], outputs[2])
         if be is not None:
             g = np.ones_like(gamma) if self.fix_gamma else gamma

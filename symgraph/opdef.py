@@ -23,7 +23,7 @@ compute
     instance a bind runs for a named node)
 planner data
     ``needs_inputs``, ``needs_outputs``, ``inplace``, ``no_grad``, ``is_loss``,
-    ``scratch_bytes(in_shapes, out_shapes, dtypes)``
+    ``scratch_bytes(in_shapes, out_shapes, dtypes, layouts)``
 inference passes (``symgraph.graph.passes``, forward with ``is_train=False`` only)
     ``post_op(in_index)`` (a consumer that can run as a post-op of its producer: a
     :class:`PostOp`), ``fuse_post_ops(post_ops, in_shapes)`` (a producer's fused operator
@@ -615,15 +615,31 @@ class Operator:
         return None
 
     def reads_layout(self, in_index, layout, in_shapes):
-        """Whether an inference forward reads input ``in_index`` in memory order ``layout``
+        """Whether forward reads input ``in_index`` in memory order ``layout``
         (``'channels_last'``: an (N, C, *S) array whose memory runs (N, *S, C): a
         transposed view of an (N, *S, C) array) without first copying it into C order: the
-        CPU backend's primitives take it as it lies. Default False.
+        CPU backend's primitives take it as it lies. In training this also says that
+        backward reads it so and writes its gradient into a ``grad_out=`` array of that
+        layout (the plan offers one) without a reorder. Default False.
 
         Every operator reads such arrays correctly (they are ordinary strided NumPy arrays
         of the logical shape); this only says the layout costs it no reorder, which is
-        what the ``layout`` inference pass asks of every consumer before it lets a
-        producer write that layout (:meth:`layout_variant`)."""
+        what the ``layout`` inference pass and a training plan ask of every consumer
+        before they let a producer write that layout (:meth:`layout_variant`,
+        :meth:`writes_layout`)."""
+        return False
+
+    def writes_layout(self, layout, in_shapes, in_layouts):
+        """Whether a training forward writes output 0 in memory order ``layout`` (see
+        :meth:`reads_layout`) into an ``out=`` array lying so, without a reorder, and
+        backward reads that output's gradient in that layout as it lies. ``in_layouts``:
+        the layouts the plan chose for the inputs (None: C order). Default False.
+
+        A CPU training plan asks this of a :attr:`writes_into` operator whose output
+        every consumer reads in ``layout``; it then lays out that output's buffer and its
+        gradient's so. (An operator the plan runs as a plain ufunc needs no answer: it
+        writes the layout its inputs share.) Returning True is never wrong, only slower
+        where the operator then copies."""
         return False
 
     def layout_variant(self, layout, in_shapes):
@@ -635,10 +651,12 @@ class Operator:
         reordered only at the edges of such a run."""
         return None
 
-    def scratch_bytes(self, in_shapes, out_shapes, dtypes):
+    def scratch_bytes(self, in_shapes, out_shapes, dtypes, layouts=None):
         """Bytes of scratch space the CPU backend may need in one call of this operator's
         forward or backward for arrays of these shapes and input ``dtypes`` (an estimate
-        that errs high; 0: none, the default). For an operator whose backend primitives
+        that errs high; 0: none, the default). ``layouts``: (input layouts, output
+        layouts) of the plan's buffers (None each: C order; a gradient lies as its array),
+        where the plan knows them. For an operator whose backend primitives
         take activation-sized temporary buffers (reorders to the library's layouts): the
         executor's storage plan then keeps that much of its buffers free around the step
         and lends it to the backend (:func:`lend_scratch`), so that those buffers cost no

@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import itertools
 import linecache
+import os
 import warnings
 import weakref
 import numpy as np
@@ -566,6 +567,7 @@ class Plan:
                         inplace_src[e] = src
                 else:
                     roots[e] = set(in_roots)
+        layout.update(self._training_layouts(mode, node_mode, layout))
         end = n_fwd + len(self.bwd_steps)
         for e in heads:
             death[e] = end
@@ -633,6 +635,11 @@ class Plan:
                     mode.setdefault(k, 'sum')
                     roots[k] = roots[k] | {k}
                     death[k] = max(death[k], T)
+        # a gradient's buffers lie as its forward array does (the operators that wrote
+        # that layout read its gradient so: Operator.writes_layout)
+        for k in mode:
+            if isinstance(k, tuple) and k[1] in layout:
+                layout[k] = layout[k[1]]
         # a buffer lives as long as any array that may alias it
         for k, rs in roots.items():
             for r in rs:
@@ -650,10 +657,11 @@ class Plan:
         if xp is np:
             bsteps = [('b', t, n) for t, n in enumerate(reversed(self.bwd_steps))]
             for kind, s, n in [('f', s, n) for s, n in enumerate(self.steps)] + bsteps:
+                ins, outs = self.in_entries(n), self.out_entries(n)
                 need = self.run_op[id(n)].scratch_bytes(
-                    [self.shapes[e] for e in self.in_entries(n)],
-                    [self.shapes[e] for e in self.out_entries(n)],
-                    [self.dtypes[e] for e in self.in_entries(n)])
+                    [self.shapes[e] for e in ins], [self.shapes[e] for e in outs],
+                    [self.dtypes[e] for e in ins],
+                    layouts=([layout.get(e) for e in ins], [layout.get(e) for e in outs]))
                 if need > 0:
                     T = s if kind == 'f' else n_fwd + s
                     scratch[('scratch', kind, s)] = T
@@ -674,6 +682,47 @@ class Plan:
         st.grad_offer = grad_offer
         st.lend_step = {(kind, s): T for (_, kind, s), T in scratch.items()}
         return st
+
+    #: the activation layout a training plan keeps between operators that read it
+    LAYOUT = 'channels_last'
+
+    def _training_layouts(self, mode, node_mode, fixed):
+        """{forward entry: LAYOUT} of a CPU plan that computes gradients: the buffered
+        outputs (``mode``) whose producer writes :attr:`LAYOUT` given its inputs' layouts
+        (:meth:`~symgraph.opdef.Operator.writes_layout`; a node run as a plain ufunc writes
+        the layout all its inputs share) and whose every consumer reads it as it lies
+        (:meth:`~symgraph.opdef.Operator.reads_layout`, or a ufunc node). Heads, the
+        user's arrays and entries of ``fixed`` layout (inference variants) stay as they
+        are; their gradients then lie as they do. ``SYMGRAPH_TRAINING_LAYOUT=0`` turns
+        this off (read at each plan). Such arrays are strided arrays of the logical shape:
+        an operator that was not asked reads them correctly, at the cost of a copy."""
+        if self.xp is not np or not self.bwd_steps or _training_layout_off():
+            return {}
+        lay = self.LAYOUT
+        users = collections.defaultdict(list)
+        for n in self.steps:
+            for pos, e in enumerate(self.in_entries(n)):
+                users[e].append((n, pos))
+        heads = set(self.head_entries)
+        shapes = self.shapes
+        chosen = {}
+        for n in self.steps:
+            outs = self.out_entries(n)
+            e = outs[0]
+            if e not in mode or e in heads or e in fixed or not users.get(e) \
+                    or not 3 <= len(shapes[e]) <= 5 or self.dtypes[e] != np.float32:
+                continue
+            ins = self.in_entries(n)
+            if node_mode.get(id(n)) == 'ufunc':
+                writes = all(chosen.get(i) == lay and shapes[i] == shapes[e] for i in ins)
+            else:
+                op = self.run_op[id(n)]
+                writes = op.writes_layout(lay, [shapes[i] for i in ins],
+                                          [chosen.get(i) for i in ins])
+            if writes and all(node_mode.get(id(c)) == 'ufunc' or self.run_op[id(c)].reads_layout(
+                    pos, lay, [shapes[i] for i in self.in_entries(c)]) for c, pos in users[e]):
+                chosen[e] = lay
+        return chosen
 
     # ------------------------------------------------------------------ memory
     def memory_plan(self, is_train=True):
@@ -890,6 +939,12 @@ def _place_by_area(spans, limit):
         lo_a[i], hi_a[i], first_a[i], last_a[i] = off, off + size, first, last
         at[name] = off
     return top, at
+
+
+def _training_layout_off():
+    """Whether ``SYMGRAPH_TRAINING_LAYOUT`` switches the training plans' layouts off."""
+    v = os.environ.get('SYMGRAPH_TRAINING_LAYOUT', '').strip().lower()
+    return v in ('0', 'off', 'none', 'false', 'no')
 
 
 def _entry(k):

@@ -69,7 +69,11 @@ def _run(net, shapes, use_buffers, steps=2, grad_req='write', seed=0):
     (_resnet, {'data': (3, 2, 8, 8)}, 'add'),
     (_fan_out_net, {'x': (4, 5)}, 'write'),
 ])
-def test_results_are_identical_with_and_without_the_buffers(net, shapes, grad_req):
+def test_results_are_identical_with_and_without_the_buffers(net, shapes, grad_req,
+                                                            monkeypatch):
+    # (the buffers' channels-last layouts change oneDNN's kernels, hence the roundings:
+    # test_training_layouts_keep_activations_channels_last compares those)
+    monkeypatch.setenv('SYMGRAPH_TRAINING_LAYOUT', '0')
     be = mx.opdef.cpu_backend()
     borrowed = be._thread().borrowed if be is not None else 0
     exe, planned = _run(net(), shapes, True, grad_req=grad_req)
@@ -81,6 +85,46 @@ def test_results_are_identical_with_and_without_the_buffers(net, shapes, grad_re
     for a, b in zip(planned, own):
         for x, y in zip(a, b):
             np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize('grad_req', ['write', 'add'])
+def test_training_layouts_keep_activations_channels_last(grad_req, monkeypatch):
+    """With oneDNN, a training plan lays the activations its convolutions, BatchNorms,
+    relus and sums pass between them out channels last, and their gradients too; heads
+    stay in C order; the values are those of C-order buffers to float32 rounding."""
+    be = mx.opdef.cpu_backend()
+    if be is None:
+        pytest.skip('needs the oneDNN backend')
+    exe, got = _run(_resnet(), {'data': (3, 8, 8, 8)}, True, grad_req=grad_req)
+    st = exe._plan.storage()
+    lay = {}
+    for k, layout in zip(st.keys, st.layouts):
+        e = k if isinstance(k, int) else k[1]
+        node, i = exe._plan.entry_info[e]
+        if i == 0:
+            lay[(node.name, isinstance(k, tuple))] = layout
+    for name in ('stem_conv', 'stem_bn', 'stem_relu', 'u0_a_conv', 'u0_b_bn', 'u0_relu',
+                 'u1_proj_conv'):
+        assert lay.get((name, False)) == 'channels_last', name
+    # gradients lie as their activations (those that are buffers)
+    assert [v for (n, g), v in lay.items() if g and lay.get((n, False)) == 'channels_last'
+            and v != 'channels_last'] == []
+    assert lay[('stem_relu', True)] == 'channels_last'
+    # the head and what global pooling makes stay in C order
+    assert lay.get(('pool', False)) is None and lay.get(('softmax', False)) is None
+    views = {k: v for k, v in zip(st.keys, exe._pool)}
+    k = next(k for k, (n, _) in ((k, exe._plan.entry_info[k]) for k in st.keys
+                                 if isinstance(k, int)) if n.name == 'stem_conv')
+    assert not views[k].flags.c_contiguous and views[k].strides[1] == 4
+    # oneDNN wrote straight into them: primitives keyed with a channels-last output
+    keys = [k for k in be.cached_primitives() if k[0] == 'conv_forward']
+    assert any(k[-1] == 'channels_last' for k in keys)
+    monkeypatch.setenv('SYMGRAPH_TRAINING_LAYOUT', '0')
+    exe0, want = _run(_resnet(), {'data': (3, 8, 8, 8)}, True, grad_req=grad_req)
+    assert set(exe0._plan.storage().layouts) == {None}
+    for a, b in zip(got, want):
+        for x, y in zip(a, b):
+            np.testing.assert_allclose(x, y, rtol=2e-5, atol=2e-6)
 
 
 def test_buffers_overlap_only_where_lifetimes_do_not_and_in_place_pairs_share_one():

@@ -261,5 +261,41 @@ def test_convolution_forward_reads_channels_last_data(onednn_backend):
     np.testing.assert_allclose(y, _ref_fused(x, w, b, (1, 1), (1, 1), relu=False),
                                rtol=1e-5, atol=1e-5)
     prim = [p for k, p in be.cached_primitives().items()
-            if k[0] == 'conv_forward' and k[-1] == 'channels_last'][0]
+            if k[0] == 'conv_forward' and k[-2] == 'channels_last' and k[-1] is None][0]
     assert len(prim.before) == 1    # the weights' reorder only: the data lies as it is
+
+
+@pytest.mark.parametrize('stride', [1, 2])
+def test_training_convolution_runs_channels_last_end_to_end(onednn_backend, stride):
+    """A training plan's channels-last buffers: forward writes its output into one as it
+    lies, backward-data reads dy and writes dx so, backward-weights reads x and dy so --
+    no reorder but the weights', and the values of the C-order calls."""
+    be = onednn_backend
+    rng = np.random.RandomState(5)
+    x = rng.uniform(-1, 1, (2, 16, 9, 9)).astype(np.float32)
+    w = rng.uniform(-0.3, 0.3, (8, 16, 3, 3)).astype(np.float32)
+    o = (9 + 2 - 3) // stride + 1
+    yshape = (2, 8, o, o)
+    dy = rng.uniform(-1, 1, yshape).astype(np.float32)
+    geo = ((stride, stride), (1, 1), (1, 1), 1)
+    want_y = be.conv_forward(x, w, None, *geo, yshape)
+    want_dx = be.conv_backward_data(dy, w, x.shape, *geo)
+    want_dw = be.conv_backward_weights(x, dy, w.shape, *geo)
+    xl, dyl = _channels_last(x), _channels_last(dy)
+    yl, dxl = _channels_last(np.zeros(yshape, np.float32)), _channels_last(np.zeros_like(x))
+    assert be.conv_forward(xl, w, None, *geo, yshape, out=yl) is yl
+    assert be.conv_backward_data(dyl, w, x.shape, *geo, out=dxl) is dxl
+    dw = be.conv_backward_weights(xl, dyl, w.shape, *geo)
+    np.testing.assert_allclose(yl, want_y, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(dxl, want_dx, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(dw, want_dw, rtol=1e-4, atol=1e-4)
+    cached = be.cached_primitives()
+    seen = set()
+    for k, p in cached.items():
+        if k[0] == 'conv_forward' and k[-2:] == ('channels_last', 'channels_last') or \
+                k[0] == 'conv_backward_data' and k[-2:] == ('channels_last',) * 2 or \
+                k[0] == 'conv_backward_weights' and k[-2:] == ('channels_last',) * 2:
+            # only the weights (or the weight gradient) are reordered
+            assert len(p.before) + len(p.after) == 1, k
+            seen.add(k[0])
+    assert len(seen) == 3

@@ -118,3 +118,44 @@ def test_small_arrays_stay_on_numpy(monkeypatch):
     nn.Activation(act_type='sigmoid').forward(np, [big], [], False)
     assert be.calls.get('eltwise_forward', 0) == before + 1
     onednn.reset()
+
+
+def _channels_last(a):
+    nd = a.ndim
+    return np.ascontiguousarray(np.moveaxis(a, 1, -1)).transpose(
+        (0, nd - 1) + tuple(range(1, nd - 1)))
+
+
+@pytest.mark.parametrize('lay', [None, 'channels_last'])
+def test_relu_writes_and_reads_the_plan_buffers_as_they_lie(backend, lay):
+    """relu into a training plan's buffer (C order or channels last, in place too) and its
+    gradient from the output (relu_use_dst_for_bwd) into the data gradient's buffer, which
+    may be the output's own storage: oneDNN's values, the layouts kept, no copy."""
+    op = nn.Activation(act_type='relu')
+    rng = np.random.RandomState(3)
+    x = rng.uniform(-1, 1, (2, 8, 4, 4)).astype(np.float32)
+    dy = rng.uniform(-1, 1, x.shape).astype(np.float32)
+    conv = _channels_last if lay else np.array
+    fwd, bwd = backend.calls.get('eltwise_forward', 0), \
+        backend.calls.get('relu_backward_from_output', 0)
+    xs, out = conv(x), conv(np.zeros_like(x))
+    y = op.forward(np, [xs], [], True, out=[out])[0]
+    assert y is out
+    np.testing.assert_array_equal(y, np.maximum(x, 0))
+    xi = conv(x)                    # in place: the output is the input's storage
+    assert op.forward(np, [xi], [], True, out=[xi])[0] is xi
+    np.testing.assert_array_equal(xi, np.maximum(x, 0))
+    gs, dest = conv(dy), conv(np.zeros_like(x))
+    g = op.backward(np, [gs], [None], [y], [], [True], grad_out=[dest])[0]
+    assert g is dest
+    np.testing.assert_array_equal(g, dy * (x > 0))
+    g2 = op.backward(np, [gs], [None], [y], [], [True], grad_out=[y])[0]   # over y
+    assert g2 is y
+    np.testing.assert_array_equal(g2, dy * (x > 0))
+    assert backend.calls['eltwise_forward'] == fwd + 2
+    assert backend.calls['relu_backward_from_output'] == bwd + 2
+    # mixed layouts: NumPy, same values
+    g3 = op.backward(np, [np.array(dy)], [None], [_channels_last(np.maximum(x, 0))], [],
+                     [True], grad_out=[np.zeros_like(x)])[0]
+    np.testing.assert_array_equal(g3, dy * (x > 0))
+    assert backend.calls['relu_backward_from_output'] == bwd + 2

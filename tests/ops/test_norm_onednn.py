@@ -68,3 +68,38 @@ def test_batch_norm_runs_oneDNN_jit_kernel_channels_last(onednn_backend):
              if k[0].startswith('batch_norm') and k[1] == x.shape]
     assert len(names) == 2
     assert not any(n.startswith(('ncsp', 'ref')) for n in names), names
+
+
+def _channels_last(a):
+    nd = a.ndim
+    return np.ascontiguousarray(np.moveaxis(a, 1, -1)).transpose(
+        (0, nd - 1) + tuple(range(1, nd - 1)))
+
+
+def test_batch_norm_takes_and_writes_channels_last_buffers_as_they_lie(onednn_backend):
+    """A training plan's channels-last buffers: data, dy and the offered outputs lie
+    channels last and the primitives take them so (no reorder at either edge), with the
+    C-order calls' values; with no output offered, the result lies as the data does."""
+    be = onednn_backend
+    rng = np.random.RandomState(6)
+    x = rng.randn(4, 16, 6, 5).astype(np.float32)
+    dy = rng.randn(*x.shape).astype(np.float32)
+    g, b = rng.rand(16).astype(np.float32), rng.randn(16).astype(np.float32)
+    y0, mean0, var0 = be.batch_norm_forward(x, g, b, 1e-3)
+    dx0, dg0, db0 = be.batch_norm_backward(x, dy, g, mean0, var0, 1e-3, False)
+    xl, dyl = _channels_last(x), _channels_last(dy)
+    out = _channels_last(np.zeros_like(x))
+    y, mean, var = be.batch_norm_forward(xl, g, b, 1e-3, out=out)
+    assert y is out
+    dxo = _channels_last(np.zeros_like(x))
+    dx, dg, db = be.batch_norm_backward(xl, dyl, g, mean, var, 1e-3, False, dx_out=dxo)
+    assert dx is dxo
+    y2 = be.batch_norm_forward(xl, g, b, 1e-3)[0]
+    assert not y2.flags.c_contiguous and y2.strides[1] == 4
+    for got, want in ((y, y0), (y2, y0), (mean, mean0), (var, var0), (dx, dx0), (dg, dg0),
+                      (db, db0)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    for k, p in be.cached_primitives().items():
+        if k[0].startswith('batch_norm') and k[1] == x.shape and \
+                set(k[-3 if k[0] == 'batch_norm_backward' else -2:]) == {'channels_last'}:
+            assert not p.before and not p.after, k

@@ -33,24 +33,33 @@ def _gomp_loaded():
         return False
 
 
-def _dlopen(path):
-    """:func:`_lib.load` with libgomp told to sleep at once when a parallel region ends.
+#: libgomp's spins before a thread that finished a parallel region sleeps (its default,
+#: 300,000, when the user sets nothing): see :func:`_dlopen`
+SPIN_COUNT = 30000
 
-    Between oneDNN's primitives the engine runs NumPy, whose OpenBLAS threads then need the
-    cores that libgomp's threads would otherwise spin on (and the reverse: on a busy machine
-    a spinning pool makes every oneDNN call wait for a descheduled thread). libgomp reads
-    ``OMP_WAIT_POLICY`` once, when it is loaded, so it is set to ``passive`` for that
-    moment only, unless the user set it (or ``GOMP_SPINCOUNT``) or libgomp is already in the
-    process; the environment is restored right after.
+
+def _dlopen(path):
+    """:func:`_lib.load` with libgomp told to spin briefly when a parallel region ends.
+
+    A training step calls a hundred or more primitives back to back, each a few parallel
+    regions: threads that slept at once (``OMP_WAIT_POLICY=passive``) were woken for every
+    one, which cost 20-30 us per call and made the ResNet-14 step's oneDNN time 15-30%
+    longer than with a short spin (bench/RESULTS.md). A long spin (libgomp's default) takes
+    the cores from NumPy's OpenBLAS threads when a large NumPy matmul follows (the engine's
+    own go through oneDNN) and, on a busy machine, makes every call wait for a descheduled
+    thread. libgomp reads ``GOMP_SPINCOUNT`` once, when it is loaded, so it is set to
+    :data:`SPIN_COUNT` for that moment only, unless the user set it (or
+    ``OMP_WAIT_POLICY``) or libgomp is already in the process; the environment is restored
+    right after.
     """
     if 'OMP_WAIT_POLICY' in os.environ or 'GOMP_SPINCOUNT' in os.environ \
             or _gomp_loaded():
         return _lib.load(path)
-    os.environ['OMP_WAIT_POLICY'] = 'passive'
+    os.environ['GOMP_SPINCOUNT'] = str(SPIN_COUNT)
     try:
         return _lib.load(path)
     finally:
-        del os.environ['OMP_WAIT_POLICY']
+        del os.environ['GOMP_SPINCOUNT']
 
 
 def _load():

@@ -94,9 +94,20 @@ def layout_of(a):
     last and not also in C order, else None (C order, or anything else)."""
     if a.ndim < 3 or a.ndim > 5 or a.flags.c_contiguous or a.dtype != np.float32:
         return None
-    want = channels_last_strides(a.shape)
-    return CHANNELS_LAST if all(s == 4 * w for s, w, n in zip(a.strides, want, a.shape)
-                                if n > 1) else None
+    key = (a.shape, a.strides)
+    got = _LAYOUTS.get(key, 0)
+    if got == 0:
+        want = channels_last_strides(a.shape)
+        got = CHANNELS_LAST if all(s == 4 * w for s, w, n in zip(a.strides, want, a.shape)
+                                   if n > 1) else None
+        if len(_LAYOUTS) > 4096:
+            _LAYOUTS.clear()
+        _LAYOUTS[key] = got
+    return got
+
+
+#: (shape, strides) -> layout_of's answer (the executors ask for the same few, often)
+_LAYOUTS = {}
 
 
 def activation(a):
@@ -107,10 +118,32 @@ def activation(a):
     return as_f32(a), None
 
 
+def dense_flat(a):
+    """The memory of ``a`` (a float32 array in C order or lying channels last) as a 1-D
+    view in memory order, or None for any other array: elementwise primitives take the
+    arrays of one layout as 1-D."""
+    if a.dtype != np.float32:
+        return None
+    if a.flags.c_contiguous:
+        return a.reshape(-1)
+    if layout_of(a) != CHANNELS_LAST:
+        return None
+    nd = a.ndim
+    return a.transpose((0,) + tuple(range(2, nd)) + (1,)).reshape(-1)
+
+
 def act_desc(lib, shape, layout):
     """The descriptor of an activation of ``shape`` in ``layout`` (None: C order)."""
     return channels_last_desc(lib, shape) if layout == CHANNELS_LAST \
         else strided_desc(lib, shape)
+
+
+def dest_layout(out, shape):
+    """The layout of ``out`` (None: C order) when it can take a float32 activation of
+    ``shape`` as it lies (see :func:`act_dest`), else None: a caller's buffer lying
+    channels last gets its result written so."""
+    return layout_of(out) if isinstance(out, np.ndarray) and out.dtype == np.float32 \
+        and out.shape == tuple(shape) and out.flags.writeable else None
 
 
 def act_dest(out, shape, layout):

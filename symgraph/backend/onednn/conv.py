@@ -14,7 +14,7 @@ import numpy as np
 
 from . import _lib
 from ._core import BackendCore, Primitive, act_desc, act_dest, activation, any_desc, \
-    as_f32, dest, strided_desc
+    as_f32, dest, dest_layout, strided_desc
 from ._lib import check
 from .layers import ELTWISE, LayerMixin
 from .norm import NormMixin
@@ -208,17 +208,19 @@ class Backend(BackendCore, NormMixin, LayerMixin):
     def conv_forward(self, x, w, b, stride, pad, dilate, groups, yshape, is_train=True,
                      out=None):
         """y = conv(x, w) + b with output shape ``yshape`` (into ``out`` when it fits);
-        None when not taken. ``x`` may lie channels last (taken as it lies)."""
+        None when not taken. ``x`` may lie channels last (taken as it lies); so may
+        ``out`` (y is then written channels last: a training plan's buffer)."""
         x, xlay = activation(x)
         w = as_f32(w)
         yshape = tuple(yshape)
         bias = b is not None
+        ylay = dest_layout(out, yshape)
         prop = _lib.FORWARD_TRAINING if is_train else _lib.FORWARD_INFERENCE
         key = ('conv_forward', x.shape, w.shape, yshape, tuple(stride), tuple(pad),
-               tuple(dilate), groups, bias, prop, xlay)
+               tuple(dilate), groups, bias, prop, xlay, ylay)
 
         def build():
-            plain, free = self._descs(x.shape, w.shape, yshape, groups, (xlay, None))
+            plain, free = self._descs(x.shape, w.shape, yshape, groups, (xlay, ylay))
             bmd = strided_desc(self.lib, (w.shape[0],)) if bias else None
             try:
                 geom = self._geometry(x.shape, yshape, w.shape[2:], stride, pad, dilate)
@@ -231,33 +233,38 @@ class Backend(BackendCore, NormMixin, LayerMixin):
             finally:
                 self._destroy(plain + free + ([bmd] if bias else []))
 
-        y = dest(out, yshape)
+        y = act_dest(out, yshape, ylay)
         arrays = [x, w, y] + ([as_f32(b)] if bias else [])
         return y if self.run(key, build, arrays) else None
 
     @staticmethod
-    def conv_scratch_bytes(xshape, wshape, yshape):
+    def conv_scratch_bytes(xshape, wshape, yshape, weights_only=False):
         """At most how many bytes of internal buffers one convolution call (forward, or
         either backward) of these shapes (of either orientation: deconvolution swaps data
         and output) takes: data, weights and output in blocked layouts, channels padded to
-        16 (weights on both channel axes), 64-byte aligned each."""
+        16 (weights on both channel axes), 64-byte aligned each (``weights_only``: the
+        weights alone, for data and output lying channels last)."""
         def padded(shape, axes):
             n = 1
             for i, s in enumerate(shape):
                 n *= -(-s // 16) * 16 if i in axes else s
             return -(-n * 4 // 64) * 64
+        if weights_only:
+            return padded(wshape, (0, 1))
         return padded(xshape, (1,)) + padded(wshape, (0, 1)) + padded(yshape, (1,))
 
     def conv_backward_data(self, dy, w, xshape, stride, pad, dilate, groups, out=None):
         """dx of shape ``xshape`` from dy and the weights (into ``out`` when it fits); None
-        when not taken."""
-        dy, w = as_f32(dy), as_f32(w)
+        when not taken. dy and ``out`` may lie channels last (taken and written so)."""
+        dy, dylay = activation(dy)
+        w = as_f32(w)
         xshape = tuple(xshape)
+        dxlay = dest_layout(out, xshape)
         key = ('conv_backward_data', dy.shape, w.shape, xshape, tuple(stride), tuple(pad),
-               tuple(dilate), groups)
+               tuple(dilate), groups, dylay, dxlay)
 
         def build():
-            plain, free = self._descs(xshape, w.shape, dy.shape, groups)
+            plain, free = self._descs(xshape, w.shape, dy.shape, groups, (dxlay, dylay))
             hint = None
             try:
                 geom = self._geometry(xshape, dy.shape, w.shape[2:], stride, pad, dilate)
@@ -275,19 +282,20 @@ class Backend(BackendCore, NormMixin, LayerMixin):
                     self.lib.dnnl_primitive_desc_destroy(hint)
                 self._destroy(plain + free)
 
-        dx = dest(out, xshape)
+        dx = act_dest(out, xshape, dxlay)
         return dx if self.run(key, build, [dy, w, dx]) else None
 
     def conv_backward_weights(self, x, dy, wshape, stride, pad, dilate, groups, out=None):
         """dw of shape ``wshape`` from x and dy (into ``out`` when it fits); None when not
-        taken."""
-        x, dy = as_f32(x), as_f32(dy)
+        taken. x and dy may lie channels last (taken as they lie)."""
+        x, xlay = activation(x)
+        dy, dylay = activation(dy)
         wshape = tuple(wshape)
         key = ('conv_backward_weights', x.shape, dy.shape, wshape, tuple(stride), tuple(pad),
-               tuple(dilate), groups)
+               tuple(dilate), groups, xlay, dylay)
 
         def build():
-            plain, free = self._descs(x.shape, wshape, dy.shape, groups)
+            plain, free = self._descs(x.shape, wshape, dy.shape, groups, (xlay, dylay))
             hint = None
             try:
                 geom = self._geometry(x.shape, dy.shape, wshape[2:], stride, pad, dilate)

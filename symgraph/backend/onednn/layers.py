@@ -12,11 +12,15 @@ import ctypes
 import numpy as np
 
 from . import _lib
-from ._core import Primitive, act_desc, activation, as_f32, channels_last_desc, dest, \
-    empty_act, strided_desc
+from ._core import Primitive, act_desc, activation, as_f32, channels_last_desc, dense_flat, \
+    dest, empty_act, layout_of, strided_desc
 from ._lib import check
 
 _VP = ctypes.c_void_p
+
+
+def _layout(a):
+    return None if a.flags.c_contiguous else layout_of(a)
 
 #: eltwise kinds: name -> oneDNN algorithm (backward reads the input)
 ELTWISE = {
@@ -141,9 +145,18 @@ class LayerMixin:
         return dx
 
     # ------------------------------------------------------------------ eltwise
-    def eltwise_forward(self, x, kind, alpha=0.0, beta=0.0):
-        """f(x) elementwise (``kind`` a key of :data:`ELTWISE`); None when not taken."""
-        x = as_f32(x)
+    def eltwise_forward(self, x, kind, alpha=0.0, beta=0.0, out=None):
+        """f(x) elementwise (``kind`` a key of :data:`ELTWISE`); None when not taken.
+
+        ``out``: an array of ``x``'s shape, dtype and memory order (C order or channels
+        last) to write into (it may be ``x`` itself); else the result is new, in ``x``'s
+        layout (C order unless ``x`` lies channels last)."""
+        x, lay = activation(x)
+        if out is not None and not (out.shape == x.shape and out.dtype == np.float32
+                                    and out.flags.writeable and _layout(out) == lay
+                                    and (lay is not None or out.flags.c_contiguous)):
+            out = None
+        y = out if out is not None else empty_act(x.shape, lay)
         n = x.size
         key = ('eltwise_forward', n, kind, float(alpha), float(beta))
 
@@ -159,8 +172,48 @@ class LayerMixin:
             finally:
                 self._destroy([md])
 
-        y = np.empty(x.shape, np.float32)
-        return y if self.run(key, build, [x, y]) else None
+        xf, yf = dense_flat(x), dense_flat(y)
+        if xf is None or yf is None or (
+                np.may_share_memory(xf, yf) and xf.ctypes.data != yf.ctypes.data):
+            return None
+        return y if self.run(key, build, [xf, yf]) else None
+
+    def relu_backward_from_output(self, y, dy, out=None):
+        """dy * (y > 0), the gradient of relu from its output ``y``, through oneDNN; None
+        when not taken. ``y``, ``dy`` and ``out`` (an array to write into, which may be
+        ``y`` or ``dy`` itself) must share one memory order (C order or channels last)."""
+        if y.dtype != np.float32 or dy.dtype != np.float32 or y.shape != dy.shape:
+            return None
+        lay = layout_of(y) if not y.flags.c_contiguous else None
+        dx = out if out is not None else empty_act(y.shape, lay)
+        flats = [dense_flat(a) for a in (y, dy, dx)]
+        if any(f is None for f in flats) or dx.shape != y.shape or not dx.flags.writeable \
+                or len({f.strides for f in flats}) != 1 \
+                or len({_layout(a) for a in (y, dy, dx)}) != 1:
+            return None
+        # exactly the same memory, or none: an elementwise kernel reads each vector before
+        # it writes it, so dx may be y or dy, but not a shifted overlap of either
+        for a, b in ((flats[2], flats[0]), (flats[2], flats[1])):
+            if np.may_share_memory(a, b) and a.ctypes.data != b.ctypes.data:
+                return None
+        n = y.size
+        key = ('relu_backward_from_output', n)
+
+        def build():
+            md = strided_desc(self.lib, (n,))
+            alg = _lib.ELTWISE_RELU_USE_DST_FOR_BWD
+            return self._backward_primitive(
+                [md],
+                lambda ref: check(self.lib.dnnl_eltwise_forward_primitive_desc_create(
+                    ref, self.engine, _lib.FORWARD_TRAINING, alg, md, md, 0.0, 0.0, None),
+                    'dnnl_eltwise_forward_primitive_desc_create'),
+                lambda ref, hint: check(self.lib.dnnl_eltwise_backward_primitive_desc_create(
+                    ref, self.engine, alg, md, md, md, 0.0, 0.0, hint, None),
+                    'dnnl_eltwise_backward_primitive_desc_create'),
+                [(_lib.ARG_DST, md, False), (_lib.ARG_DIFF_DST, md, False),
+                 (_lib.ARG_DIFF_SRC, md, True)])
+
+        return dx if self.run(key, build, flats) else None
 
     def eltwise_backward(self, x, dy, kind, alpha=0.0, beta=0.0):
         """dy * f'(x); None when not taken."""

@@ -1,7 +1,7 @@
 """Batch normalisation through oneDNN (channels on axis 1, float32).
 
-The caller's arrays are plain (C order); the primitive runs channels last, with reorders at
-its edges (cached, see :mod:`._core`): on plain NCHW data oneDNN 3.2 only has its generic
+The primitive runs channels last; the caller's arrays may lie so (a training plan's
+buffers) or in C order, reordered at the primitive's edges (cached, see :mod:`._core`): on plain NCHW data oneDNN 3.2 only has its generic
 ``ncsp_bnorm:any`` kernel, 2-4x slower than its jit kernel on NHWC even counting the reorders
 (forward 2.48 -> 0.58 ms, backward 1.85 -> 1.27 ms at (32, 16, 32, 32) on the project's
 AVX2 machine). The reorders' buffers are the workspace or the executor's lent scratch
@@ -17,7 +17,8 @@ import ctypes
 import numpy as np
 
 from . import _lib
-from ._core import Primitive, as_f32, channels_last_desc, strided_desc
+from ._core import Primitive, act_desc, act_dest, activation, as_f32, channels_last_desc, \
+    dest_layout, strided_desc
 from ._lib import check
 
 _VP = ctypes.c_void_p
@@ -55,30 +56,34 @@ class NormMixin:
                            out=None):
         """Normalised ``x`` (N, C, ...): (y, batch mean, batch variance) with the batch's
         statistics when ``mean`` is None, else y with the given ones; None when not taken.
-        ``out``: a C-contiguous float32 array of ``x``'s shape to write y into.
+        ``x`` may lie channels last (taken as it lies); y is written into ``out`` when it
+        is a float32 array of ``x``'s shape in C order or channels last, else into a new
+        array in ``x``'s layout.
         """
         if x.ndim < 2 or x.ndim > 5 or not x.size:
             return None
-        x = as_f32(x)
+        x, xlay = activation(x)
         c = x.shape[1]
         stats = mean is None
         flags = _lib.USE_SCALE | _lib.USE_SHIFT | (0 if stats else _lib.USE_GLOBAL_STATS)
         prop = _lib.FORWARD_TRAINING if is_train or stats else _lib.FORWARD_INFERENCE
-        key = ('batch_norm_forward', x.shape, float(eps), flags, prop)
+        ylay = dest_layout(out, x.shape) if out is not None else xlay
+        key = ('batch_norm_forward', x.shape, float(eps), flags, prop, xlay, ylay)
 
         def build():
-            md, cmd = strided_desc(self.lib, x.shape), strided_desc(self.lib, (c,))
+            xmd, ymd = act_desc(self.lib, x.shape, xlay), act_desc(self.lib, x.shape, ylay)
+            cmd = strided_desc(self.lib, (c,))
             lay = self._bn_layout(self.lib, x.shape)
             try:
                 pd = self._bn_fwd_pd(lay, eps, flags, prop)
-                args = [(_lib.ARG_SRC, md, False), (_lib.ARG_SCALE, cmd, False),
-                        (_lib.ARG_SHIFT, cmd, False), (_lib.ARG_DST, md, True),
+                args = [(_lib.ARG_SRC, xmd, False), (_lib.ARG_SCALE, cmd, False),
+                        (_lib.ARG_SHIFT, cmd, False), (_lib.ARG_DST, ymd, True),
                         (_lib.ARG_MEAN, cmd, stats), (_lib.ARG_VARIANCE, cmd, stats)]
                 return Primitive(self, pd, args)
             finally:
-                self._destroy([md, cmd, lay])
+                self._destroy([xmd, ymd, cmd, lay])
 
-        y = out if _fits(out, x.shape) else np.empty(x.shape, np.float32)
+        y = act_dest(out, x.shape, ylay)
         if stats:
             mean, var = np.empty(c, np.float32), np.empty(c, np.float32)
         else:
@@ -90,17 +95,21 @@ class NormMixin:
     def batch_norm_backward(self, x, dy, gamma, mean, var, eps, global_stats, dx_out=None):
         """(dx, dgamma, dbeta) of batch normalisation with the statistics ``mean``/``var``
         (the batch's, or the running ones when ``global_stats``); None when not taken.
-        ``dx_out``: a C-contiguous float32 array of ``x``'s shape to write dx into."""
+        ``x`` and ``dy`` may lie channels last; dx is written into ``dx_out`` as
+        :meth:`batch_norm_forward` writes y into ``out``."""
         if x.ndim < 2 or x.ndim > 5 or not x.size:
             return None
-        x, dy = as_f32(x), as_f32(dy)
+        x, xlay = activation(x)
+        dy, dylay = activation(dy)
         c = x.shape[1]
         flags = _lib.USE_SCALE | _lib.USE_SHIFT | (_lib.USE_GLOBAL_STATS if global_stats
                                                    else 0)
-        key = ('batch_norm_backward', x.shape, float(eps), flags)
+        dxlay = dest_layout(dx_out, x.shape) if dx_out is not None else xlay
+        key = ('batch_norm_backward', x.shape, float(eps), flags, xlay, dylay, dxlay)
 
         def build():
-            md, cmd = strided_desc(self.lib, x.shape), strided_desc(self.lib, (c,))
+            mds = [act_desc(self.lib, x.shape, a) for a in (xlay, dylay, dxlay)]
+            cmd = strided_desc(self.lib, (c,))
             lay = self._bn_layout(self.lib, x.shape)
             hint = None
             try:
@@ -110,25 +119,20 @@ class NormMixin:
                     ctypes.byref(pd), self.engine, _lib.BACKWARD, lay, lay, lay, eps, flags,
                     hint, None),
                     'dnnl_batch_normalization_backward_primitive_desc_create')
-                args = [(_lib.ARG_SRC, md, False), (_lib.ARG_DIFF_DST, md, False),
+                args = [(_lib.ARG_SRC, mds[0], False), (_lib.ARG_DIFF_DST, mds[1], False),
                         (_lib.ARG_SCALE, cmd, False), (_lib.ARG_MEAN, cmd, False),
-                        (_lib.ARG_VARIANCE, cmd, False), (_lib.ARG_DIFF_SRC, md, True),
+                        (_lib.ARG_VARIANCE, cmd, False), (_lib.ARG_DIFF_SRC, mds[2], True),
                         (_lib.ARG_DIFF_SCALE, cmd, True), (_lib.ARG_DIFF_SHIFT, cmd, True)]
                 return Primitive(self, pd, args)
             finally:
                 if hint:
                     self.lib.dnnl_primitive_desc_destroy(hint)
-                self._destroy([md, cmd, lay])
+                self._destroy(mds + [cmd, lay])
 
-        dx = dx_out if _fits(dx_out, x.shape) else np.empty(x.shape, np.float32)
+        dx = act_dest(dx_out, x.shape, dxlay)
         dg, db = np.empty(c, np.float32), np.empty(c, np.float32)
         if not self.run(key, build, [x, dy, as_f32(gamma), as_f32(mean), as_f32(var), dx, dg,
                                      db]):
             return None
         return dx, dg, db
 
-
-def _fits(a, shape):
-    """Whether oneDNN may write a result of ``shape`` straight into ``a``."""
-    return a is not None and a.dtype == np.float32 and a.shape == tuple(shape) \
-        and a.flags.c_contiguous

@@ -103,16 +103,60 @@ class Backend(BackendCore, NormMixin, LayerMixin):
         oneDNN's reference kernel (hundreds of times slower), the layouts oneDNN prefers
         (the caller's primitive then reorders at its edges). ``shapes``: data, weights
         (grouped) and output."""
-        pd = self._fwd_pd(prop, free, geom, bias_md, attr)
-        if not _lib.impl_name(self.lib, pd).startswith('ref'):
+        return self._prefer_fast(
+            lambda mds: self._fwd_pd(prop, mds, geom, bias_md, attr), free, shapes,
+            ('ref',))
+
+    def _prefer_fast(self, create, free, shapes, slow=('ref', 'x64:gemm')):
+        """``create(descriptors)`` -> primitive descriptor on ``free`` (the descriptors
+        the caller's layouts gave), or, where its kernel's name starts with one of
+        ``slow`` (oneDNN's reference kernel; its im2col + GEMM one, up to 17x slower on
+        the weight gradient) and the layouts oneDNN prefers (``shapes``: data, grouped
+        weights, output) find a kernel that is not, that one (the caller's primitive then
+        reorders at its edges)."""
+        pd = create(free)
+        if not _lib.impl_name(self.lib, pd).startswith(slow):
             return pd
         mds = [any_desc(self.lib, sh) for sh in shapes]
         try:
-            better = self._fwd_pd(prop, mds, geom, bias_md, attr)
+            other = create(mds)
+        except _lib.DnnlError:
+            return pd
         finally:
             self._destroy(mds)
+        if _lib.impl_name(self.lib, other).startswith(slow):
+            self.lib.dnnl_primitive_desc_destroy(other)
+            return pd
         self.lib.dnnl_primitive_desc_destroy(pd)
-        return better
+        return other
+
+    def _backward_pd(self, which, free, geom, shapes, groups):
+        """The backward-data (``which`` 'data') or backward-weights primitive descriptor
+        on ``free`` (data, weights, output descriptors), made with its forward hint;
+        :meth:`_prefer_fast` decides between those layouts and oneDNN's own (except for
+        data with few channels, which :meth:`_descs` keeps plain on purpose)."""
+        lib = self.lib
+
+        def create(mds):
+            hint = self._fwd_pd(_lib.FORWARD_TRAINING, mds, geom)
+            try:
+                pd = _VP()
+                if which == 'data':
+                    check(lib.dnnl_convolution_backward_data_primitive_desc_create(
+                        ctypes.byref(pd), self.engine, _lib.CONVOLUTION_DIRECT, mds[0],
+                        mds[1], mds[2], *geom, hint, None),
+                        'dnnl_convolution_backward_data_primitive_desc_create')
+                else:
+                    check(lib.dnnl_convolution_backward_weights_primitive_desc_create(
+                        ctypes.byref(pd), self.engine, _lib.CONVOLUTION_DIRECT, mds[0],
+                        mds[1], None, mds[2], *geom, hint, None),
+                        'dnnl_convolution_backward_weights_primitive_desc_create')
+                return pd
+            finally:
+                lib.dnnl_primitive_desc_destroy(hint)
+        if shapes[0][1] // groups < self.PLAIN_DATA_BELOW:
+            return create(free)
+        return self._prefer_fast(create, free, shapes)
 
     def _post_ops_attr(self, post_ops):
         """A primitive attribute holding ``post_ops``: ('sum',) adds what the destination
@@ -265,21 +309,15 @@ class Backend(BackendCore, NormMixin, LayerMixin):
 
         def build():
             plain, free = self._descs(xshape, w.shape, dy.shape, groups, (dxlay, dylay))
-            hint = None
             try:
                 geom = self._geometry(xshape, dy.shape, w.shape[2:], stride, pad, dilate)
-                hint = self._fwd_pd(_lib.FORWARD_TRAINING, free, geom)
-                pd = _VP()
-                check(self.lib.dnnl_convolution_backward_data_primitive_desc_create(
-                    ctypes.byref(pd), self.engine, _lib.CONVOLUTION_DIRECT, free[0], free[1],
-                    free[2], *geom, hint, None),
-                    'dnnl_convolution_backward_data_primitive_desc_create')
+                pd = self._backward_pd('data', free, geom,
+                                       (xshape, _weight_shape(w.shape, groups), dy.shape),
+                                       groups)
                 return Primitive(self, pd, [(_lib.ARG_DIFF_DST, plain[2], False),
                                             (_lib.ARG_WEIGHTS, plain[1], False),
                                             (_lib.ARG_DIFF_SRC, plain[0], True)])
             finally:
-                if hint:
-                    self.lib.dnnl_primitive_desc_destroy(hint)
                 self._destroy(plain + free)
 
         dx = act_dest(out, xshape, dxlay)
@@ -296,21 +334,15 @@ class Backend(BackendCore, NormMixin, LayerMixin):
 
         def build():
             plain, free = self._descs(x.shape, wshape, dy.shape, groups, (xlay, dylay))
-            hint = None
             try:
                 geom = self._geometry(x.shape, dy.shape, wshape[2:], stride, pad, dilate)
-                hint = self._fwd_pd(_lib.FORWARD_TRAINING, free, geom)
-                pd = _VP()
-                check(self.lib.dnnl_convolution_backward_weights_primitive_desc_create(
-                    ctypes.byref(pd), self.engine, _lib.CONVOLUTION_DIRECT, free[0], free[1],
-                    None, free[2], *geom, hint, None),
-                    'dnnl_convolution_backward_weights_primitive_desc_create')
+                pd = self._backward_pd('weights', free, geom,
+                                       (x.shape, _weight_shape(wshape, groups), dy.shape),
+                                       groups)
                 return Primitive(self, pd, [(_lib.ARG_SRC, plain[0], False),
                                             (_lib.ARG_DIFF_DST, plain[2], False),
                                             (_lib.ARG_DIFF_WEIGHTS, plain[1], True)])
             finally:
-                if hint:
-                    self.lib.dnnl_primitive_desc_destroy(hint)
                 self._destroy(plain + free)
 
         dw = dest(out, wshape)

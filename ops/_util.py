@@ -11,6 +11,32 @@ import numpy as np
 from symgraph.opdef import Operator, ShapeError, TypeInferenceError
 
 
+def _libc_memcmp():
+    try:
+        import ctypes
+        fn = ctypes.CDLL(None).memcmp
+    except (OSError, AttributeError, TypeError):       # no C library to ask (Windows)
+        return None
+    fn.restype = ctypes.c_int
+    fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
+    return fn
+
+
+_MEMCMP = _libc_memcmp()
+
+
+def same_bits(xp, a, b):
+    """Whether ``a`` and ``b`` hold the same values bit for bit (same shape and dtype):
+    a ``memcmp`` for C-contiguous NumPy arrays (no temporary; NaNs of one bit pattern
+    compare equal), else ``array_equal`` (which is stricter with NaN: never equal, the
+    conservative answer for a cache check)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if _MEMCMP is not None and xp is np and a.flags.c_contiguous and b.flags.c_contiguous:
+        return a.nbytes == 0 or _MEMCMP(a.ctypes.data, b.ctypes.data, a.nbytes) == 0
+    return bool(xp.array_equal(a, b))
+
+
 def norm_axis(axis, ndim, what='axis'):
     """Map a possibly negative ``axis`` into ``[0, ndim)``.
 

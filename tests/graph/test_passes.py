@@ -474,3 +474,20 @@ def test_operators_not_asked_read_channels_last_arrays_correctly(monkeypatch):
     assert len(calls) == 15
     for k in range(2):
         _close(exe.outputs[k].asnumpy(), ref.outputs[k].asnumpy(), 'output %d' % k)
+
+
+def test_fold_cache_compares_bits():
+    """The fold cache's check: a memcmp for C-contiguous NumPy arrays (one changed element,
+    a sign of zero or a dtype is a change; the same NaN is not), array_equal otherwise."""
+    from symgraph.ops._util import same_bits
+    a = np.linspace(-1, 1, 1001).astype(np.float32)
+    assert same_bits(np, a, a.copy())
+    b = a.copy()
+    b[500] = np.nextafter(b[500], np.float32(1))
+    assert not same_bits(np, a, b)
+    z = np.zeros(4, np.float32)
+    assert not same_bits(np, z, -z)
+    assert not same_bits(np, a, a.astype(np.float64))
+    n = np.array([1.0, np.nan])
+    assert same_bits(np, n, n.copy())
+    assert same_bits(np, a[::2], a[::2].copy()) and not same_bits(np, a[::2], b[::2])

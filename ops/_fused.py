@@ -24,7 +24,7 @@ import numpy as np
 from symgraph.base import NotSupportedError
 from symgraph.opdef import Operator
 
-from ._util import same_bits
+from ._util import Snapshot
 
 __all__ = ['FusedOperator']
 
@@ -95,8 +95,9 @@ class FusedOperator(Operator):
         return list(in_types), [in_types[0]], []
 
     def create_state(self, ctx, in_shapes, in_dtypes):
-        """The bind's fold cache: {'sources': copies, 'folded': (w, b), 'token': int,
-        'primitives': this layer's oneDNN primitives (with its reordered weights)}."""
+        """The bind's fold cache: {'sources': a Snapshot of the arrays folded,
+        'folded': (w, b), 'token': int, 'primitives': this layer's oneDNN primitives (with
+        its reordered weights)}."""
         return {'sources': None, 'folded': None, 'token': None, 'primitives': {}}
 
     def split(self, inputs):
@@ -117,8 +118,7 @@ class FusedOperator(Operator):
             sources += arrays
         cache = state if state is not None else {'sources': None}
         old = cache['sources']
-        if old is not None and len(old) == len(sources) and all(
-                same_bits(xp, o, s) for o, s in zip(old, sources)):
+        if old is not None and old.same(sources):
             w, b = cache['folded']
             return w, b, cache['token']
         dtype = weight.dtype
@@ -135,7 +135,7 @@ class FusedOperator(Operator):
         token = next(_tokens)
         if state is not None:
             # the sources are copied after the fold: a fix_gamma write is part of them
-            state['sources'] = [s.copy() for s in sources]
+            state['sources'] = Snapshot(xp, sources)
             state['folded'] = (w, b)
             state['token'] = token
         return w, b, token

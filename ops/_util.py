@@ -37,6 +37,32 @@ def same_bits(xp, a, b):
     return bool(xp.array_equal(a, b))
 
 
+class Snapshot:
+    """Copies of some arrays, to tell later whether arrays hold the same bits
+    (:func:`same_bits`). Where the arrays asked about are the very objects snapshotted
+    (an executor's arguments, asked every forward) and C-contiguous NumPy arrays, the
+    check is one ``memcmp`` per array on addresses worked out once."""
+
+    def __init__(self, xp, arrays):
+        self.xp = xp
+        self.arrays = list(arrays)
+        self.copies = [a.copy() for a in self.arrays]
+        self.direct = None
+        if _MEMCMP is not None and xp is np and all(
+                a.flags.c_contiguous for a in self.arrays + self.copies):
+            self.direct = [(a.ctypes.data, c.ctypes.data, a.nbytes)
+                           for a, c in zip(self.arrays, self.copies) if a.nbytes]
+
+    def same(self, arrays):
+        """Whether ``arrays`` hold the snapshot's bits (same shapes and dtypes)."""
+        if len(arrays) != len(self.copies):
+            return False
+        if self.direct is not None and all(a is b for a, b in zip(arrays, self.arrays)):
+            cmp = _MEMCMP
+            return all(cmp(p, q, n) == 0 for p, q, n in self.direct)
+        return all(same_bits(self.xp, c, a) for c, a in zip(self.copies, arrays))
+
+
 def norm_axis(axis, ndim, what='axis'):
     """Map a possibly negative ``axis`` into ``[0, ndim)``.
 

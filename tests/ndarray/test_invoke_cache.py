@@ -1,0 +1,62 @@
+"""Imperative calls seen before skip parameter parsing and shape/type inference
+(ndarray._SEEN): the key holds everything those checks read, so a repeated call gives the
+same results and a call that differs in any of them is checked again."""
+import numpy as np
+import pytest
+
+import symgraph as mx
+from symgraph.base import SymgraphError
+from symgraph.ndarray import ndarray as nd_impl
+
+
+@pytest.fixture(autouse=True)
+def empty_cache():
+    nd_impl._SEEN.clear()
+    yield
+    nd_impl._SEEN.clear()
+
+
+def test_repeated_call_is_cached_and_equal():
+    a = mx.nd.array(np.arange(6, dtype=np.float32).reshape(2, 3))
+    first = (a * 1.5).asnumpy()
+    assert len(nd_impl._SEEN) == 1
+    second = a * 1.5
+    assert len(nd_impl._SEEN) == 1
+    np.testing.assert_array_equal(second.asnumpy(), first)
+    # a new array each time, never a view of the input (as MXNet)
+    b = mx.nd.Flatten(a)
+    c = mx.nd.Flatten(a)
+    assert not np.shares_memory(b.asnumpy(), a.asnumpy()) and not np.shares_memory(
+        c._data, a._data)
+
+
+def test_other_parameters_shapes_dtypes_are_separate_entries():
+    a = mx.nd.ones((2, 3))
+    np.testing.assert_array_equal((a * 2).asnumpy(), 2)
+    np.testing.assert_array_equal((a * 3).asnumpy(), 3)
+    np.testing.assert_array_equal((mx.nd.ones((4,)) * 2).asnumpy(), np.full(4, 2))
+    d = mx.nd.ones((2, 3), dtype='float64') * 2
+    assert d.dtype == np.float64
+    assert mx.nd.sum(a, axis=0).shape == (3,)
+    assert mx.nd.sum(a, axis=1).shape == (2,)
+    assert mx.nd.sum(a, axis=0, keepdims=True).shape == (1, 3)
+    assert len(nd_impl._SEEN) >= 6
+
+
+def test_a_bad_call_after_a_good_one_is_still_refused():
+    a, b = mx.nd.ones((2, 3)), mx.nd.ones((2, 3))
+    mx.nd.elemwise_add(a, b)
+    with pytest.raises(SymgraphError, match='elemwise_add'):
+        mx.nd.elemwise_add(a, mx.nd.ones((3, 2)))
+    with pytest.raises(SymgraphError):
+        mx.nd.elemwise_add(a, mx.nd.ones((2, 3), dtype='float64'))
+    np.testing.assert_array_equal(mx.nd.elemwise_add(a, b).asnumpy(), 2)
+
+
+def test_out_and_calls_without_inputs_are_not_cached():
+    a = mx.nd.ones((2, 2))
+    o = mx.nd.zeros((2, 2))
+    mx.nd.elemwise_add(a, a, out=o)
+    mx.nd.zeros((2, 2))
+    assert not nd_impl._SEEN
+    np.testing.assert_array_equal(o.asnumpy(), 2)

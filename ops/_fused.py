@@ -22,9 +22,7 @@ import itertools
 import numpy as np
 
 from symgraph.base import NotSupportedError
-from symgraph.opdef import Operator
-
-from ._util import Snapshot
+from symgraph.opdef import Operator, Snapshot
 
 __all__ = ['FusedOperator']
 

@@ -11,58 +11,6 @@ import numpy as np
 from symgraph.opdef import Operator, ShapeError, TypeInferenceError
 
 
-def _libc_memcmp():
-    try:
-        import ctypes
-        fn = ctypes.CDLL(None).memcmp
-    except (OSError, AttributeError, TypeError):       # no C library to ask (Windows)
-        return None
-    fn.restype = ctypes.c_int
-    fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
-    return fn
-
-
-_MEMCMP = _libc_memcmp()
-
-
-def same_bits(xp, a, b):
-    """Whether ``a`` and ``b`` hold the same values bit for bit (same shape and dtype):
-    a ``memcmp`` for C-contiguous NumPy arrays (no temporary; NaNs of one bit pattern
-    compare equal), else ``array_equal`` (which is stricter with NaN: never equal, the
-    conservative answer for a cache check)."""
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    if _MEMCMP is not None and xp is np and a.flags.c_contiguous and b.flags.c_contiguous:
-        return a.nbytes == 0 or _MEMCMP(a.ctypes.data, b.ctypes.data, a.nbytes) == 0
-    return bool(xp.array_equal(a, b))
-
-
-class Snapshot:
-    """Copies of some arrays, to tell later whether arrays hold the same bits
-    (:func:`same_bits`). Where the arrays asked about are the very objects snapshotted
-    (an executor's arguments, asked every forward) and C-contiguous NumPy arrays, the
-    check is one ``memcmp`` per array on addresses worked out once."""
-
-    def __init__(self, xp, arrays):
-        self.xp = xp
-        self.arrays = list(arrays)
-        self.copies = [a.copy() for a in self.arrays]
-        self.direct = None
-        if _MEMCMP is not None and xp is np and all(
-                a.flags.c_contiguous for a in self.arrays + self.copies):
-            self.direct = [(a.ctypes.data, c.ctypes.data, a.nbytes)
-                           for a, c in zip(self.arrays, self.copies) if a.nbytes]
-
-    def same(self, arrays):
-        """Whether ``arrays`` hold the snapshot's bits (same shapes and dtypes)."""
-        if len(arrays) != len(self.copies):
-            return False
-        if self.direct is not None and all(a is b for a, b in zip(arrays, self.arrays)):
-            cmp = _MEMCMP
-            return all(cmp(p, q, n) == 0 for p, q, n in self.direct)
-        return all(same_bits(self.xp, c, a) for c, a in zip(self.copies, arrays))
-
-
 def norm_axis(axis, ndim, what='axis'):
     """Map a possibly negative ``axis`` into ``[0, ndim)``.
 

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import ctypes
 import inspect
 import re
 import threading
@@ -60,7 +61,7 @@ __all__ = ['Param', 'Operator', 'register', 'get_op', 'unknown_operator', 'list_
            'random_state', 'using_random_state', 'DeviceGroup', 'device_group',
            'using_device_group', 'ProcessGroup', 'process_group', 'set_process_group',
            'Subgraph', 'SubgraphRunner', 'cpu_backend', 'PostOp',
-           'lend_scratch']
+           'lend_scratch', 'same_bits', 'Snapshot']
 
 REQUIRED = object()
 
@@ -1026,6 +1027,59 @@ def lend_scratch(buf):
     be = onednn.loaded()
     if be is not None:
         be.lend(buf)
+
+
+# ---------------------------------------------------------------- array snapshots
+def _libc_memcmp():
+    try:
+        fn = ctypes.CDLL(None).memcmp
+    except (OSError, AttributeError, TypeError):       # no C library to ask (Windows)
+        return None
+    fn.restype = ctypes.c_int
+    fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
+    return fn
+
+
+_MEMCMP = _libc_memcmp()
+
+
+def same_bits(xp, a, b):
+    """Whether ``a`` and ``b`` hold the same values bit for bit (same shape and dtype):
+    a ``memcmp`` for C-contiguous NumPy arrays (no temporary; NaNs of one bit pattern
+    compare equal), else ``array_equal`` (which is stricter with NaN: never equal, the
+    conservative answer for a cache check)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if _MEMCMP is not None and xp is np and a.flags.c_contiguous and b.flags.c_contiguous:
+        return a.nbytes == 0 or _MEMCMP(a.ctypes.data, b.ctypes.data, a.nbytes) == 0
+    return bool(xp.array_equal(a, b))
+
+
+class Snapshot:
+    """Copies of some arrays, to tell later whether arrays hold the same bits
+    (:func:`same_bits`). Where the arrays asked about are the very objects snapshotted
+    (an executor's arguments, asked every forward) and C-contiguous NumPy arrays, the
+    check is one ``memcmp`` per array on addresses worked out once."""
+
+    def __init__(self, xp, arrays):
+        self.xp = xp
+        self.arrays = list(arrays)
+        self.copies = [a.copy() for a in self.arrays]
+        self.direct = None
+        if _MEMCMP is not None and xp is np and all(
+                a.flags.c_contiguous for a in self.arrays + self.copies):
+            self.direct = [(a.ctypes.data, c.ctypes.data, a.nbytes)
+                           for a, c in zip(self.arrays, self.copies) if a.nbytes]
+
+    def same(self, arrays):
+        """Whether ``arrays`` hold the snapshot's bits (same shapes and dtypes)."""
+        if len(arrays) != len(self.copies):
+            return False
+        if self.direct is not None and all(a is b for a, b in zip(arrays, self.arrays)):
+            cmp = _MEMCMP
+            return all(cmp(p, q, n) == 0 for p, q, n in self.direct)
+        return all(same_bits(self.xp, c, a) for c, a in zip(self.copies, arrays))
+
 
 
 def cpu_backend():

@@ -479,7 +479,7 @@ def test_operators_not_asked_read_channels_last_arrays_correctly(monkeypatch):
 def test_fold_cache_compares_bits():
     """The fold cache's check: a memcmp for C-contiguous NumPy arrays (one changed element,
     a sign of zero or a dtype is a change; the same NaN is not), array_equal otherwise."""
-    from symgraph.ops._util import same_bits
+    from symgraph.opdef import same_bits
     a = np.linspace(-1, 1, 1001).astype(np.float32)
     assert same_bits(np, a, a.copy())
     b = a.copy()

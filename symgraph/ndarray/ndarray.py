@@ -755,6 +755,15 @@ _SEEN = {}
 _SEEN_MAX = 1024
 
 
+def _param_key(v):
+    """A parameter's value as a key that tells -0.0 from 0.0 (equal, with one hash)."""
+    if isinstance(v, float):
+        return repr(v)
+    if isinstance(v, (tuple, list)):
+        return (type(v),) + tuple(_param_key(x) for x in v)
+    return v
+
+
 def _seen_key(func_name, args, kwargs):
     """The :data:`_SEEN` key of a call with NDArray inputs only and plain hashable
     parameters, else None."""
@@ -762,7 +771,7 @@ def _seen_key(func_name, args, kwargs):
         if kwargs:
             if 'out' in kwargs or any(isinstance(v, NDArray) for v in kwargs.values()):
                 return None
-            params = tuple(sorted((k, type(v), v) for k, v in kwargs.items()))
+            params = tuple(sorted((k, type(v), _param_key(v)) for k, v in kwargs.items()))
         else:
             params = ()
         ins = tuple((a._data.shape, a._data.dtype, a._ctx) for a in args)

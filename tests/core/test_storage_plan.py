@@ -152,17 +152,34 @@ def test_buffers_overlap_only_where_lifetimes_do_not_and_in_place_pairs_share_on
     assert st.arena < sum(st.nbytes)
 
 
-def test_scratch_lent_around_a_convolution_overlaps_no_buffer_live_at_that_step():
+@pytest.mark.parametrize('layouts', ['0', '1'])
+def test_scratch_lent_around_a_convolution_overlaps_no_buffer_live_at_that_step(layouts,
+                                                                               monkeypatch):
     """Convolution and BatchNorm (oneDNN reorders at their edges) are lent scratch at each
-    of their forward and backward steps, none overlapping a buffer live there."""
+    of their forward and backward steps, none overlapping a buffer live there. With the
+    training layouts, a BatchNorm whose data and output lie channels last reorders
+    nothing and is lent nothing, and a convolution only room for its weights."""
+    monkeypatch.setenv('SYMGRAPH_TRAINING_LAYOUT', layouts)
     exe, _ = _run(_resnet(), {'data': (3, 2, 8, 8)}, True, steps=1)
     st = exe._plan.storage()
     if mx.opdef.cpu_backend() is None:
         assert not st.lend     # nothing to lend to
         return
     lenders = ('Convolution', 'BatchNorm')
-    assert len(st.lend) == sum(n.op.name in lenders for n in exe._plan.steps) + \
-        sum(n.op.name in lenders for n in exe._plan.bwd_steps)
+    if layouts == '0':
+        assert len(st.lend) == sum(n.op.name in lenders for n in exe._plan.steps) + \
+            sum(n.op.name in lenders for n in exe._plan.bwd_steps)
+    else:
+        steps = dict(enumerate(exe._plan.steps))
+        lent = {steps[s].op.name for (kind, s) in st.lend_slot if kind == 'f'}
+        assert lent == {'Convolution'}
+        conv = next(n for n in exe._plan.steps if n.name == 'u0_a_conv')
+        op = exe._plan.run_op[id(conv)]
+        shapes = [exe._plan.shapes[e] for e in exe._plan.in_entries(conv)]
+        out = [exe._plan.shapes[e] for e in exe._plan.out_entries(conv)]
+        last = (['channels_last'] + [None] * (len(shapes) - 1), ['channels_last'])
+        assert op.scratch_bytes(shapes, out, [np.float32] * len(shapes), layouts=last) < \
+            op.scratch_bytes(shapes, out, [np.float32] * len(shapes)) / 2
     for step, slot in st.lend_slot.items():
         T = st.lend_step[step]
         lent = exe._pool[slot]

@@ -41,6 +41,12 @@ def test_other_parameters_shapes_dtypes_are_separate_entries():
     assert mx.nd.sum(a, axis=1).shape == (2,)
     assert mx.nd.sum(a, axis=0, keepdims=True).shape == (1, 3)
     assert len(nd_impl._SEEN) >= 6
+    # equal parameters that differ (0.0 and -0.0): MXNet's mod keeps the sign of a zero
+    v = mx.nd.array([-1.0, 1.0])
+    plus = mx.nd._internal._rmod_scalar(v, scalar=0.0).asnumpy()
+    minus = mx.nd._internal._rmod_scalar(v, scalar=-0.0).asnumpy()
+    assert np.signbit(plus).tolist() == [False, False]
+    assert np.signbit(minus).tolist() == [False, True]
 
 
 def test_a_bad_call_after_a_good_one_is_still_refused():

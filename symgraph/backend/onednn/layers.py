@@ -178,6 +178,27 @@ class LayerMixin:
             return None
         return y if self.run(key, build, [xf, yf]) else None
 
+    #: fewest elements of a sum :meth:`ufunc_call` sends to oneDNN (below, NumPy's one
+    #: thread is as fast as waking the second)
+    ADD_MIN = 1 << 17
+
+    def ufunc_call(self, ufunc):
+        """``f(a, b, out=None)`` computing the NumPy ``ufunc`` (``np.add``) through
+        :meth:`add` for large float32 arrays of one layout and NumPy otherwise, or None
+        for a ufunc this backend does not run."""
+        if ufunc is not np.add:
+            return None
+        limit, add = self.ADD_MIN, self.add
+
+        def call(a, b, out=None):
+            if getattr(a, 'size', 0) >= limit and type(a) is np.ndarray \
+                    and type(b) is np.ndarray:
+                r = add(a, b, out)
+                if r is not None:
+                    return r
+            return ufunc(a, b, out=out)
+        return call
+
     def add(self, a, b, out=None):
         """a + b for float32 arrays of one shape and one memory order (C order or channels
         last), into ``out`` when given (an array of that order; it may be ``a`` or ``b``

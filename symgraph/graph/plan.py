@@ -18,7 +18,7 @@ import warnings
 import weakref
 import numpy as np
 
-from ..opdef import cpu_backend, lend_scratch
+from ..opdef import lend_scratch
 from ..base import (MXNetError, ArgumentError, ArgumentTypeError, NotSupportedError,
                     UnknownNameError, UsageError, rewrap)
 
@@ -212,7 +212,7 @@ class Plan:
             fn, fast = self.run_op[id(n)].make_forward(
                 xp, is_train, state=self.op_state[id(n)],
                 in_dtypes=[self.dtypes[e] for e in self.in_entries(n)], into=mode == 'into')
-            env['f%d' % s] = _accelerated(xp, fn) if fast and mode == 'ufunc' else fn
+            env['f%d' % s] = fn
             ins = ', '.join('v%d' % e for e in self.in_entries(n))
             outs = self.out_entries(n)
             lend = st.lend_slot.get(('f', s)) if st is not None else None
@@ -479,7 +479,7 @@ class Plan:
                     lines += write_grad(j)
         lines.append('    return None')
         env['_zeros'] = lambda shape, dtype: xp.zeros(shape, dtype=dtype)
-        env['_add'] = _accelerated(xp, xp.add)
+        env['_add'] = xp.add
         env['_lend'] = lend_scratch
         fn, fname = self._compile('\n'.join(lines) + '\n', env, 'backward')
         return fn, fname, line_step
@@ -939,16 +939,6 @@ def _place_by_area(spans, limit):
         lo_a[i], hi_a[i], first_a[i], last_a[i] = off, off + size, first, last
         at[name] = off
     return top, at
-
-
-def _accelerated(xp, ufunc):
-    """``ufunc`` (a ufunc node's forward, or the gradient sums' ``add``) as the CPU backend
-    runs it on large arrays (``Backend.ufunc_call``: both cores), else ``ufunc`` itself."""
-    if xp is not np:
-        return ufunc
-    be = cpu_backend()
-    call = be.ufunc_call(ufunc) if be is not None and hasattr(be, 'ufunc_call') else None
-    return ufunc if call is None else call
 
 
 def _training_layout_off():

@@ -178,60 +178,6 @@ class LayerMixin:
             return None
         return y if self.run(key, build, [xf, yf]) else None
 
-    #: fewest elements of a sum :meth:`ufunc_call` sends to oneDNN (below, NumPy's one
-    #: thread is as fast as waking the second)
-    ADD_MIN = 1 << 17
-
-    def ufunc_call(self, ufunc):
-        """``f(a, b, out=None)`` computing the NumPy ``ufunc`` (``np.add``) through
-        :meth:`add` for large float32 arrays of one layout and NumPy otherwise, or None
-        for a ufunc this backend does not run."""
-        if ufunc is not np.add:
-            return None
-        limit, add = self.ADD_MIN, self.add
-
-        def call(a, b, out=None):
-            if getattr(a, 'size', 0) >= limit and type(a) is np.ndarray \
-                    and type(b) is np.ndarray:
-                r = add(a, b, out)
-                if r is not None:
-                    return r
-            return ufunc(a, b, out=out)
-        return call
-
-    def add(self, a, b, out=None):
-        """a + b for float32 arrays of one shape and one memory order (C order or channels
-        last), into ``out`` when given (an array of that order; it may be ``a`` or ``b``
-        itself), through oneDNN's binary primitive on both cores; None when not taken."""
-        if a.dtype != np.float32 or b.dtype != np.float32 or a.shape != b.shape:
-            return None
-        lay = _layout(a)
-        y = out if out is not None else empty_act(a.shape, lay)
-        flats = [dense_flat(v) for v in (a, b, y)]
-        if any(f is None for f in flats) or y.shape != a.shape or not y.flags.writeable \
-                or len({_layout(v) for v in (a, b, y)}) != 1:
-            return None
-        for src in flats[:2]:
-            if np.may_share_memory(src, flats[2]) and src.ctypes.data != flats[2].ctypes.data:
-                return None
-        n = a.size
-        key = ('add', n)
-
-        def build():
-            md = strided_desc(self.lib, (n,))
-            try:
-                pd = _VP()
-                check(self.lib.dnnl_binary_primitive_desc_create(
-                    ctypes.byref(pd), self.engine, _lib.BINARY_ADD, md, md, md, None),
-                    'dnnl_binary_primitive_desc_create')
-                return Primitive(self, pd, [(_lib.ARG_SRC, md, False),
-                                            (_lib.ARG_SRC_1, md, False),
-                                            (_lib.ARG_DST, md, True)])
-            finally:
-                self._destroy([md])
-
-        return y if self.run(key, build, flats) else None
-
     def relu_backward_from_output(self, y, dy, out=None):
         """dy * (y > 0), the gradient of relu from its output ``y``, through oneDNN; None
         when not taken. ``y``, ``dy`` and ``out`` (an array to write into, which may be

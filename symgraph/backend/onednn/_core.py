@@ -27,6 +27,7 @@ never executed without being pointed anew.
 """
 import ctypes
 import threading
+import weakref
 
 import numpy as np
 
@@ -282,18 +283,25 @@ class Primitive:
         token whenever their values may have changed."""
         lib = self.lib
         stream = thread.stream
-        slots = thread.borrow([n for _, n in self.inner]) if thread.lent is not None \
-            and self.inner else None
-        if slots is not None:
-            thread.borrowed += 1
-        else:
-            slots = [thread.workspace(i, n) for i, (_, n) in zip(self.slot_index, self.inner)]
-        for (mem, _), buf in zip(self.inner, slots):
-            check(lib.dnnl_memory_set_data_handle(mem, buf.ctypes.data),
-                  'dnnl_memory_set_data_handle')
+        set_handle = lib.dnnl_memory_set_data_handle
+        slots = None
+        if self.inner:
+            ptrs = thread.borrow([n for _, n in self.inner]) if thread.lent is not None \
+                else None
+            if ptrs is not None:
+                thread.borrowed += 1
+            else:
+                slots = [thread.workspace(i, n) for i, (_, n)
+                         in zip(self.slot_index, self.inner)]
+                ptrs = [ptr for _, ptr in slots]
+            for (mem, _), ptr in zip(self.inner, ptrs):
+                status = set_handle(mem, ptr)
+                if status:
+                    check(status, 'dnnl_memory_set_data_handle')
         for mem, a in zip(self.user + self.inout_src, arrays):
-            check(lib.dnnl_memory_set_data_handle(mem, a.ctypes.data),
-                  'dnnl_memory_set_data_handle')
+            status = set_handle(mem, address(a))
+            if status:
+                check(status, 'dnnl_memory_set_data_handle')
         if self.before_const and (token is None or token != self.token):
             self.token = None
             for prim, _, args, _ in self.before_const:
@@ -414,7 +422,7 @@ class BackendCore:
 
     def workspace_bytes(self):
         """Bytes of this thread's shared workspace."""
-        return sum(b.nbytes for b in getattr(self._local, 'slots', ()))
+        return sum(b.nbytes for b, _ in getattr(self._local, 'slots', ()))
 
     def cached_primitives(self):
         """{key: Primitive} of this thread's cache (refusals left out)."""
@@ -426,15 +434,18 @@ class BackendCore:
 
 
 def _slot(slots, i, nbytes):
-    """Workspace slot ``i`` of at least ``nbytes``, 64-byte aligned (a uint8 view). A slot
-    only grows; the array it replaces lives on in the caller's frame until its call ends."""
+    """(array, 64-byte aligned address) of workspace slot ``i``, at least ``nbytes`` from
+    that address. A slot only grows; the array it replaces lives on in the caller's frame
+    (which holds what this returned) until its call ends."""
     while len(slots) <= i:
-        slots.append(np.empty(0, np.uint8))
-    buf = slots[i]
+        slots.append((np.empty(0, np.uint8), 0))
+    buf, ptr = slots[i]
     if buf.nbytes < nbytes + 64:
-        buf = slots[i] = np.empty(nbytes + 64, np.uint8)
-    off = -buf.ctypes.data % 64
-    return buf[off:off + nbytes]
+        buf = np.empty(nbytes + 64, np.uint8)
+        ptr = buf.ctypes.data
+        ptr += -ptr % 64
+        slots[i] = (buf, ptr)
+    return buf, ptr
 
 
 def _aligned(nbytes):
@@ -445,16 +456,41 @@ def _aligned(nbytes):
 
 
 def _carve(buf, sizes):
-    """64-byte aligned views of ``buf`` (uint8) of ``sizes`` bytes one after another, or
-    None when ``buf`` is too small."""
-    base = -buf.ctypes.data % 64
-    views, off = [], base
+    """64-byte aligned addresses in ``buf`` (uint8, which the caller keeps alive) of
+    ``sizes`` bytes one after another, or None when ``buf`` is too small."""
+    start = address(buf)
+    ptr = start + -start % 64
+    ptrs = []
     for n in sizes:
-        views.append(off)
-        off += -(-n // 64) * 64
-    if off > buf.nbytes:
+        ptrs.append(ptr)
+        ptr += -(-n // 64) * 64
+    if ptr - start > buf.nbytes:
         return None
-    return [buf[o:o + n] for o, n in zip(views, sizes)]
+    return ptrs
+
+
+#: id(array) -> (weak reference, data address) of arrays given to primitives: the
+#: executor hands the same buffers, weights and gradients every step, and ``a.ctypes``
+#: costs about 3 us per array
+_ADDRESSES = {}
+
+
+def address(a):
+    """The data address of NumPy array ``a`` (cached while ``a`` lives: an array's data
+    never moves; ``ndarray.resize`` refuses arrays referenced elsewhere, and the arrays
+    here are views or executors' own)."""
+    got = _ADDRESSES.get(id(a))
+    if got is not None and got[0]() is a:
+        return got[1]
+    ptr = a.ctypes.data
+    try:
+        ref = weakref.ref(a)
+    except TypeError:
+        return ptr
+    if len(_ADDRESSES) >= 16384:
+        _ADDRESSES.clear()
+    _ADDRESSES[id(a)] = (ref, ptr)
+    return ptr
 
 
 def dest(out, shape):

@@ -1023,8 +1023,7 @@ def lend_scratch(buf):
     calling thread; None takes it back. The executor lends the free part of its buffers
     around each step of an operator that asks for scratch (:meth:`Operator.scratch_bytes`).
     Nothing happens when no backend is loaded."""
-    from symgraph.backend import onednn      # lazily, as cpu_backend
-    be = onednn.loaded()
+    be = _onednn().loaded()
     if be is not None:
         be.lend(buf)
 
@@ -1090,8 +1089,19 @@ def cpu_backend():
     fails its version check (one log line says which). Its methods return None for a case they do not take; the operator
     then computes with NumPy, which stays the reference.
     """
-    from symgraph.backend import onednn      # lazily: loading the library costs time
-    return onednn.backend()
+    return _onednn().backend()
+
+
+_ONEDNN_MODULE = []
+
+
+def _onednn():
+    """``symgraph.backend.onednn``, imported at the first call (loading the library costs
+    time; operators ask for it at every step, hence the module kept here)."""
+    if not _ONEDNN_MODULE:
+        from symgraph.backend import onednn
+        _ONEDNN_MODULE.append(onednn)
+    return _ONEDNN_MODULE[0]
 
 
 def unify_shape(a, b, what='shape'):

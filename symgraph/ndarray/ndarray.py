@@ -308,6 +308,18 @@ class NDArray:
     def _inplace(self, o, fn):
         """``self <fn>= o``: the result written into this very array (same object, same
         dtype), as MXNet's ``out=self``; a result of another shape is refused."""
+        ufunc = _INPLACE_UFUNCS.get(fn)
+        if ufunc is not None and isinstance(o, NDArray) and o._ctx == self._ctx \
+                and not self._ctx.is_gpu and isinstance(self._data, np.ndarray) \
+                and isinstance(o._data, np.ndarray) and o._data.shape == self._data.shape \
+                and o._data.dtype == self._data.dtype \
+                and self._data.dtype in (np.float32, np.float64):
+            # the same-shape float case straight into this array: what the elementwise
+            # operator computes, without its new array and the copy back (an optimizer
+            # loop's ``w -= lr * g``)
+            self._wrote()
+            ufunc(self._data, o._data, out=self._data)
+            return self
         r = fn(self, self._operand(o))
         if r.shape != self.shape:
             raise ShapeError('in-place %s: the result has shape %s, the array %s'
@@ -620,6 +632,9 @@ multiply = _make_ufunc('multiply', 'broadcast_mul', operator.mul, '_mul_scalar',
 divide = _make_ufunc('divide', 'broadcast_div', operator.truediv, '_div_scalar',
                      '_rdiv_scalar')
 true_divide = divide
+#: in-place arithmetic that NDArray._inplace runs as the NumPy ufunc for same-shape float
+#: operands (the broadcasting operators compute exactly that there)
+_INPLACE_UFUNCS = {add: np.add, subtract: np.subtract, multiply: np.multiply}
 modulo = _make_ufunc('modulo', 'broadcast_mod', operator.mod, '_mod_scalar',
                      '_rmod_scalar')
 power = _make_ufunc('power', 'broadcast_power', operator.pow, '_power_scalar',

@@ -66,3 +66,25 @@ def test_out_and_calls_without_inputs_are_not_cached():
     mx.nd.zeros((2, 2))
     assert not nd_impl._SEEN
     np.testing.assert_array_equal(o.asnumpy(), 2)
+
+
+@pytest.mark.parametrize('dtype', ['float16', 'float32', 'float64', 'int32'])
+@pytest.mark.parametrize('op', ['__iadd__', '__isub__', '__imul__'])
+def test_in_place_arithmetic_equals_the_operator_and_keeps_views(dtype, op):
+    """``a -= b`` on same-shape float arrays runs the ufunc into ``a`` (no new array):
+    the operator's values bit for bit, the same object, views of ``a`` see it."""
+    rng = np.random.RandomState(1)
+    a0 = (rng.randn(4, 5) * 10).astype(dtype)
+    b0 = (rng.randn(4, 5) * 10).astype(dtype)
+    a, b = mx.nd.array(a0, dtype=dtype), mx.nd.array(b0, dtype=dtype)
+    want = {'__iadd__': a + b, '__isub__': a - b, '__imul__': a * b}[op].asnumpy()
+    view = a[1:3]
+    got = getattr(a, op)(b)
+    assert got is a and a.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(a.asnumpy(), want)
+    np.testing.assert_array_equal(view.asnumpy(), want[1:3])
+    # a broadcast operand still goes through the operator (and its shape check)
+    c = mx.nd.array(a0[:1], dtype=dtype)
+    getattr(c, op)(mx.nd.array(b0[:1], dtype=dtype))
+    with pytest.raises(SymgraphError):
+        getattr(c, op)(mx.nd.array(b0, dtype=dtype))

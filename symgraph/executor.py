@@ -506,6 +506,11 @@ class Executor:
         lines.append('buffer_bytes=%d allocated_bytes=%s measured_peak_bytes=%s'
                      % (st.planned_bytes, 'none' if allocated is None else allocated,
                         'untraced' if peak is None else peak))
+        last = [k for k, lay in zip(st.keys, st.layouts) if lay == 'channels_last']
+        lines.append('Training layouts (SYMGRAPH_TRAINING_LAYOUT): %d buffer(s) channels last '
+                     '(%d activations, %d gradients)'
+                     % (len(last), sum(not isinstance(k, tuple) for k in last),
+                        sum(isinstance(k, tuple) for k in last)))
         lines += self._passes.describe()
         return '\n'.join(lines)
 

@@ -122,6 +122,10 @@ def test_training_layouts_keep_activations_channels_last(grad_req, monkeypatch):
     monkeypatch.setenv('SYMGRAPH_TRAINING_LAYOUT', '0')
     exe0, want = _run(_resnet(), {'data': (3, 8, 8, 8)}, True, grad_req=grad_req)
     assert set(exe0._plan.storage().layouts) == {None}
+    assert 'Training layouts (SYMGRAPH_TRAINING_LAYOUT): 0 buffer(s)' in exe0.debug_str()
+    n = sum(lay == 'channels_last' for lay in st.layouts)
+    assert n > 10 and 'Training layouts (SYMGRAPH_TRAINING_LAYOUT): %d buffer(s) channels ' \
+        'last' % n in exe.debug_str()
     for a, b in zip(got, want):
         for x, y in zip(a, b):
             np.testing.assert_allclose(x, y, rtol=2e-5, atol=2e-6)

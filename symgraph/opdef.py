@@ -23,7 +23,9 @@ compute
     instance a bind runs for a named node)
 planner data
     ``needs_inputs``, ``needs_outputs``, ``inplace``, ``no_grad``, ``is_loss``,
-    ``scratch_bytes(in_shapes, out_shapes, dtypes, layouts)``
+    ``scratch_bytes(in_shapes, out_shapes, dtypes, layouts)``, ``reads_layout(in_index,
+    layout, in_shapes)`` and ``writes_layout(layout, in_shapes, in_layouts)`` (a CPU
+    training plan keeps such activations and their gradients channels last)
 inference passes (``symgraph.graph.passes``, forward with ``is_train=False`` only)
     ``post_op(in_index)`` (a consumer that can run as a post-op of its producer: a
     :class:`PostOp`), ``fuse_post_ops(post_ops, in_shapes)`` (a producer's fused operator
@@ -37,7 +39,8 @@ runtime services an operator may use
     :func:`random_state` (the generator to draw from), :func:`device_group` (the other
     devices of a data-parallel step, for collective operators such as SyncBatchNorm) and
     :func:`cpu_backend` (oneDNN's primitives for NumPy arrays, or None); the core lends
-    the backend scratch memory with :func:`lend_scratch`.
+    the backend scratch memory with :func:`lend_scratch`; :func:`same_bits` and
+    :class:`Snapshot` tell whether arrays changed since a cache was filled (a memcmp).
 """
 from __future__ import annotations
 

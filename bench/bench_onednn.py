@@ -15,10 +15,10 @@ threads after a parallel region; on a machine with as many cores as threads each
 take the cores the other one needs. Each variant runs in a fresh process (the pools read
 their settings at start): symgraph's default (its loader starts libgomp with
 ``GOMP_SPINCOUNT=30000``, a short spin), threads that sleep at once (``passive``), libgomp
-spinning (``active``, and its own default of 300,000 spins), and OpenBLAS on one thread. Printed: ms per matmul alone,
-per convolution alone, and per (matmul, convolution) pair, with the matmul in NumPy
-(OpenBLAS) and in oneDNN (what FullyConnected uses for large products); the pair should
-cost the sum.
+spinning (``active``, and its own default of 300,000 spins), and OpenBLAS on one thread.
+Printed: ms per matmul alone, per convolution alone, and per (matmul, convolution) pair,
+with the matmul in NumPy (OpenBLAS) and in oneDNN (what FullyConnected uses for large
+products); the pair should cost the sum.
 """
 import os
 import subprocess

@@ -11,6 +11,14 @@ import numpy as np
 from symgraph.opdef import Operator, ShapeError, TypeInferenceError
 
 
+def lies_channels_last(layouts):
+    """Whether the storage plan's ``layouts`` ((input layouts, output layouts), or None:
+    unknown, see ``Operator.scratch_bytes``) put the data (input 0) and output 0 channels
+    last, which oneDNN's primitives take as they lie (no reorder, no scratch for one)."""
+    return layouts is not None and layouts[0][:1] == ['channels_last'] \
+        and layouts[1][:1] == ['channels_last']
+
+
 def norm_axis(axis, ndim, what='axis'):
     """Map a possibly negative ``axis`` into ``[0, ndim)``.
 

@@ -13,6 +13,7 @@ from symgraph.opdef import (Operator, Param, ShapeError, cpu_backend, register, 
 from ._conv_impl import (_backend, conv_backward_data, conv_backward_weight, conv_forward,
                          conv_out_size)
 from ._fused import FusedOperator, eltwise_post_ops
+from ._util import lies_channels_last
 from symgraph.base import ParameterError
 
 _LAYOUTS = ('None', 'NCW', 'NCHW', 'NCDHW', 'NHWC', 'NDHWC')
@@ -100,10 +101,8 @@ class _ConvBase(Operator):
         be = cpu_backend()
         if be is None or any(d != np.float32 for d in dtypes):
             return 0
-        last = layouts is not None and layouts[0][:1] == ['channels_last'] \
-            and layouts[1][:1] == ['channels_last']
         return be.conv_scratch_bytes(in_shapes[0], in_shapes[1], out_shapes[0],
-                                     weights_only=last)
+                                     weights_only=lies_channels_last(layouts))
 
     def backward_bias(self, xp, dy):
         return dy.reshape(dy.shape[0], dy.shape[1], -1).sum(axis=(0, 2))

@@ -6,8 +6,9 @@ The greedy NMS itself is in ``ops/_nms.py`` (:func:`nms_indices`,
 exactly (IoU > threshold suppresses, equal scores keep input order, MXNet's IoU arithmetic in
 the data's dtype, compared with the float32 threshold exactly: for float16 data in float32,
 as MXNet's ``half_t > float`` does, not in float16). ``valid_thresh`` is rounded to the
-data's dtype first (MXNet's ``ScalarExp<DType>``). On CuPy arrays the sorting and bookkeeping run on a host copy and the
-suppression itself -- the O(n^2) part -- runs the bitmask kernel of ``symgraph.cuda.loader``
+data's dtype first (MXNet's ``ScalarExp<DType>``). On CuPy arrays the sorting and
+bookkeeping run on a host copy and the suppression itself -- the O(n^2) part -- runs the
+bitmask kernel of ``symgraph.cuda.loader``
 (:func:`_nms_keep`); IoUs are then recomputed from corners in the kernel, so a ``center``
 box whose IoU equals the threshold to the last bit may be decided differently.
 """

@@ -18,7 +18,7 @@ import numpy as np
 from symgraph.opdef import Param, PostOp, cpu_backend, register
 
 from ._norm import BatchNormBase, bshape
-from ._util import acc, f32
+from ._util import acc, f32, lies_channels_last
 
 
 def _per_channel(xp, x, ax):
@@ -132,8 +132,7 @@ class BatchNorm(BatchNormBase):
         # oneDNN's reorders to channels last take activation-sized buffers: from the
         # executor's free storage during the step (none where the data and the output
         # lie channels last already)
-        if layouts is not None and layouts[0][:1] == ['channels_last'] \
-                and layouts[1][:1] == ['channels_last']:
+        if lies_channels_last(layouts):
             return 0
         be = cpu_backend()
         shape = in_shapes[0] if in_shapes else None

@@ -1083,14 +1083,13 @@ class Snapshot:
         return all(same_bits(self.xp, c, a) for c, a in zip(self.copies, arrays))
 
 
-
 def cpu_backend():
     """The native CPU backend for NumPy float32 arrays (oneDNN), or None.
 
     ``symgraph.backend.onednn.backend()``: loaded on the first call (``import symgraph``
     makes it), None when the library is switched off (``SYMGRAPH_ONEDNN=0``), missing or
-    fails its version check (one log line says which). Its methods return None for a case they do not take; the operator
-    then computes with NumPy, which stays the reference.
+    fails its version check (one log line says which). Its methods return None for a case
+    they do not take; the operator then computes with NumPy, which stays the reference.
     """
     return _onednn().backend()
 

@@ -40,7 +40,7 @@ import os
 
 from ..base import ParameterError
 from .nodes import Node
-from .plan import Plan
+from .plan import OFF_WORDS, Plan
 
 __all__ = ['PASSES', 'ENV', 'enabled_passes', 'InferencePasses']
 
@@ -60,7 +60,7 @@ def enabled_passes(value=None):
         if value is None:
             return PASSES
     names = [v.strip().lower() for v in value.split(',') if v.strip()]
-    if not names or names in (['0'], ['none'], ['off'], ['false'], ['no']):
+    if not names or (len(names) == 1 and names[0] in OFF_WORDS):
         return ()
     if names in (['1'], ['all'], ['on'], ['true'], ['yes']):
         return PASSES

@@ -941,10 +941,14 @@ def _place_by_area(spans, limit):
     return top, at
 
 
+#: what a switch variable holding one of these means: off (``SYMGRAPH_TRAINING_LAYOUT``
+#: here, ``SYMGRAPH_INFERENCE_PASSES`` in :mod:`.passes`)
+OFF_WORDS = ('0', 'none', 'off', 'false', 'no')
+
+
 def _training_layout_off():
     """Whether ``SYMGRAPH_TRAINING_LAYOUT`` switches the training plans' layouts off."""
-    v = os.environ.get('SYMGRAPH_TRAINING_LAYOUT', '').strip().lower()
-    return v in ('0', 'off', 'none', 'false', 'no')
+    return os.environ.get('SYMGRAPH_TRAINING_LAYOUT', '').strip().lower() in OFF_WORDS
 
 
 def _entry(k):

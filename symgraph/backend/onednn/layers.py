@@ -12,15 +12,11 @@ import ctypes
 import numpy as np
 
 from . import _lib
-from ._core import Primitive, act_desc, activation, as_f32, channels_last_desc, dense_flat, \
-    dest, empty_act, layout_of, strided_desc
+from ._core import Primitive, act_desc, act_dest, activation, as_f32, channels_last_desc, \
+    dense_flat, dest, empty_act, layout_of, strided_desc
 from ._lib import check
 
 _VP = ctypes.c_void_p
-
-
-def _layout(a):
-    return None if a.flags.c_contiguous else layout_of(a)
 
 #: eltwise kinds: name -> oneDNN algorithm (backward reads the input)
 ELTWISE = {
@@ -152,11 +148,7 @@ class LayerMixin:
         last) to write into (it may be ``x`` itself); else the result is new, in ``x``'s
         layout (C order unless ``x`` lies channels last)."""
         x, lay = activation(x)
-        if out is not None and not (out.shape == x.shape and out.dtype == np.float32
-                                    and out.flags.writeable and _layout(out) == lay
-                                    and (lay is not None or out.flags.c_contiguous)):
-            out = None
-        y = out if out is not None else empty_act(x.shape, lay)
+        y = act_dest(out, x.shape, lay)
         n = x.size
         key = ('eltwise_forward', n, kind, float(alpha), float(beta))
 
@@ -184,12 +176,10 @@ class LayerMixin:
         ``y`` or ``dy`` itself) must share one memory order (C order or channels last)."""
         if y.dtype != np.float32 or dy.dtype != np.float32 or y.shape != dy.shape:
             return None
-        lay = layout_of(y) if not y.flags.c_contiguous else None
-        dx = out if out is not None else empty_act(y.shape, lay)
+        dx = out if out is not None else empty_act(y.shape, layout_of(y))
         flats = [dense_flat(a) for a in (y, dy, dx)]
         if any(f is None for f in flats) or dx.shape != y.shape or not dx.flags.writeable \
-                or len({f.strides for f in flats}) != 1 \
-                or len({_layout(a) for a in (y, dy, dx)}) != 1:
+                or len({layout_of(a) for a in (y, dy, dx)}) != 1:
             return None
         # exactly the same memory, or none: an elementwise kernel reads each vector before
         # it writes it, so dx may be y or dy, but not a shifted overlap of either

@@ -1,11 +1,11 @@
 """Batch normalisation through oneDNN (channels on axis 1, float32).
 
 The primitive runs channels last; the caller's arrays may lie so (a training plan's
-buffers) or in C order, reordered at the primitive's edges (cached, see :mod:`._core`): on plain NCHW data oneDNN 3.2 only has its generic
-``ncsp_bnorm:any`` kernel, 2-4x slower than its jit kernel on NHWC even counting the reorders
-(forward 2.48 -> 0.58 ms, backward 1.85 -> 1.27 ms at (32, 16, 32, 32) on the project's
-AVX2 machine). The reorders' buffers are the workspace or the executor's lent scratch
-(:meth:`NormMixin.bn_scratch_bytes`).
+buffers) or in C order, reordered at the primitive's edges (cached, see :mod:`._core`): on
+plain NCHW data oneDNN 3.2 only has its generic ``ncsp_bnorm:any`` kernel, 2-4x slower than
+its jit kernel on NHWC even counting the reorders (forward 2.48 -> 0.58 ms, backward 1.85
+-> 1.27 ms at (32, 16, 32, 32) on the project's AVX2 machine). The reorders' buffers are
+the workspace or the executor's lent scratch (:meth:`NormMixin.bn_scratch_bytes`).
 
 MXNet's BatchNorm keeps the running statistics and saves the mean and the inverse standard
 deviation as outputs; oneDNN takes and gives the (biased) variance. The operator converts

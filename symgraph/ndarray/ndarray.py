@@ -241,29 +241,50 @@ class NDArray:
     # Through the module's functions (add, subtract, ...), as MXNet's NDArray operators: a
     # number goes to the scalar operator, an NDArray to the broadcasting one (whose type
     # inference refuses mixed dtypes, as MXNet does).
+    def _scalar_op(self, s, ufunc, reverse=False):
+        """``self <ufunc> s`` (``s <ufunc> self`` when ``reverse``) for a float32/float64
+        NumPy array and a Python int or float, as the scalar operator computes it (in the
+        array's dtype), without its dispatch: an optimizer loop's ``lr * g``. None for
+        anything else (the operator path)."""
+        d = self._data
+        if (s.__class__ is not float and s.__class__ is not int) \
+                or d.__class__ is not np.ndarray or d.dtype not in _SCALAR_FAST_DTYPES:
+            return None
+        s = float(s)
+        r = ufunc(s, d) if reverse else ufunc(d, s)
+        return NDArray(r.astype(d.dtype, copy=False), self._ctx)
+
     def __add__(self, o):
-        return add(self, self._operand(o))
+        r = self._scalar_op(o, np.add)
+        return add(self, self._operand(o)) if r is None else r
 
     def __radd__(self, o):      # its own name, so that a refusal shows the operands' order
-        return add(self, self._operand(o))
+        r = self._scalar_op(o, np.add)
+        return add(self, self._operand(o)) if r is None else r
 
     def __sub__(self, o):
-        return subtract(self, self._operand(o))
+        r = self._scalar_op(o, np.subtract)
+        return subtract(self, self._operand(o)) if r is None else r
 
     def __rsub__(self, o):
-        return subtract(self._operand(o), self)
+        r = self._scalar_op(o, np.subtract, True)
+        return subtract(self._operand(o), self) if r is None else r
 
     def __mul__(self, o):
-        return multiply(self, self._operand(o))
+        r = self._scalar_op(o, np.multiply)
+        return multiply(self, self._operand(o)) if r is None else r
 
     def __rmul__(self, o):
-        return multiply(self, self._operand(o))
+        r = self._scalar_op(o, np.multiply)
+        return multiply(self, self._operand(o)) if r is None else r
 
     def __truediv__(self, o):
-        return divide(self, self._operand(o))
+        r = self._scalar_op(o, np.true_divide)
+        return divide(self, self._operand(o)) if r is None else r
 
     def __rtruediv__(self, o):
-        return divide(self._operand(o), self)
+        r = self._scalar_op(o, np.true_divide, True)
+        return divide(self._operand(o), self) if r is None else r
 
     def __mod__(self, o):
         return modulo(self, self._operand(o))
@@ -768,6 +789,8 @@ def invoke(func_name, args, kwargs):
 #: parameter and step, and those checks were most of their 35 us each.
 _SEEN = {}
 _SEEN_MAX = 1024
+#: the dtypes of :meth:`NDArray._scalar_op`'s shortcut
+_SCALAR_FAST_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _param_key(v):

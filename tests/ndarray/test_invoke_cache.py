@@ -18,9 +18,10 @@ def empty_cache():
 
 def test_repeated_call_is_cached_and_equal():
     a = mx.nd.array(np.arange(6, dtype=np.float32).reshape(2, 3))
-    first = (a * 1.5).asnumpy()
+    mul = mx.nd._internal._mul_scalar      # (``a * 1.5`` takes NDArray._scalar_op's path)
+    first = mul(a, scalar=1.5).asnumpy()
     assert len(nd_impl._SEEN) == 1
-    second = a * 1.5
+    second = mul(a, scalar=1.5)
     assert len(nd_impl._SEEN) == 1
     np.testing.assert_array_equal(second.asnumpy(), first)
     # a new array each time, never a view of the input (as MXNet)
@@ -32,10 +33,11 @@ def test_repeated_call_is_cached_and_equal():
 
 def test_other_parameters_shapes_dtypes_are_separate_entries():
     a = mx.nd.ones((2, 3))
-    np.testing.assert_array_equal((a * 2).asnumpy(), 2)
-    np.testing.assert_array_equal((a * 3).asnumpy(), 3)
-    np.testing.assert_array_equal((mx.nd.ones((4,)) * 2).asnumpy(), np.full(4, 2))
-    d = mx.nd.ones((2, 3), dtype='float64') * 2
+    mul = mx.nd._internal._mul_scalar
+    np.testing.assert_array_equal(mul(a, scalar=2).asnumpy(), 2)
+    np.testing.assert_array_equal(mul(a, scalar=3).asnumpy(), 3)
+    np.testing.assert_array_equal(mul(mx.nd.ones((4,)), scalar=2).asnumpy(), np.full(4, 2))
+    d = mul(mx.nd.ones((2, 3), dtype='float64'), scalar=2)
     assert d.dtype == np.float64
     assert mx.nd.sum(a, axis=0).shape == (3,)
     assert mx.nd.sum(a, axis=1).shape == (2,)

@@ -11,6 +11,7 @@ MXNet stores ``eps``, ``momentum``, ``alpha``... as C ``float`` (BatchNorm's ``e
 shape rules BatchNorm shares with the other normalisations are in ``ops/_norm.py``;
 :mod:`symgraph.ops.syncbn` builds ``SyncBatchNorm`` on the same ``BatchNormBase``.
 """
+import weakref
 from math import prod
 
 import numpy as np
@@ -162,16 +163,22 @@ class BatchNorm(BatchNormBase):
         return cpu_backend()
 
     def _onednn_forward(self, be, data, gamma, beta, moving_mean, moving_var, is_train,
-                        dest=None):
+                        dest=None, relu=False):
         """[out, mean, inverse std] through oneDNN (running statistics updated as the
-        NumPy path does; out written into ``dest`` when given), or None when it declines."""
+        NumPy path does; out written into ``dest`` when given), or None when it declines.
+        ``relu`` (training with the batch's statistics only, else None): out is relu'd,
+        and oneDNN's mask for backward is kept (see :class:`BatchNormWithReLU`)."""
         eps = f32(self.eps)
         g = np.ones_like(gamma) if self.fix_gamma else gamma
+        if relu and not (is_train and not self.use_global_stats):
+            return None
         if is_train and not self.use_global_stats:
-            r = be.batch_norm_forward(data, g, beta, eps, out=dest)
+            r = be.batch_norm_forward(data, g, beta, eps, out=dest, relu=relu)
             if r is None:
                 return None
-            out, mean, var = r
+            out, mean, var = r[:3]
+            if relu:
+                _remember_mask(data, out, r[3])
             mom = f32(self.momentum)
             moving_mean[...] = moving_mean * mom + mean * (1.0 - mom)
             moving_var[...] = moving_var * mom + var * (1.0 - mom)
@@ -182,6 +189,19 @@ class BatchNorm(BatchNormBase):
                 return None
             mean = mean.copy()
         return [out, mean, (1.0 / np.sqrt(var + eps)).astype(np.float32)]
+
+    def fuse_training_post_op(self, post_op, in_shapes):
+        """relu after the normalisation: :class:`BatchNormWithReLU` (oneDNN normalises and
+        applies relu in one pass, and masks the gradient inside its backward), for data
+        of 3 to 5 dimensions with channels on axis 1 when the CPU backend is loaded."""
+        shape = in_shapes[0] if in_shapes else None
+        # (a subclass computes otherwise: BatchNorm_v1, BatchNormWithReLU itself)
+        if type(self) is not BatchNorm or post_op.kind != 'eltwise' \
+                or post_op.params.get('alg') != 'relu' \
+                or shape is None or not 3 <= len(shape) <= 5 \
+                or self.axis % len(shape) != 1 or cpu_backend() is None:
+            return None
+        return BatchNormWithReLU(**self._values)
 
     def _batch_stats(self, xp, x):
         return self.axis % x.ndim, tuple(i for i in range(x.ndim) if i != self.axis % x.ndim)
@@ -306,12 +326,69 @@ class BatchNormWithReLU(BatchNorm):
     needs_outputs = True    # the relu mask comes from the output
 
     def forward(self, xp, inputs, aux, is_train, out=None):
+        data, gamma, beta = inputs
+        if xp is np and is_train and not self.use_global_stats:
+            # oneDNN normalises and applies relu in one pass, keeping its mask for backward
+            be = self._backend(xp, data, gamma, beta, *aux)
+            if be is not None:
+                if self.fix_gamma:
+                    gamma[...] = 1
+                outs = self._onednn_forward(be, data, gamma, beta, aux[0], aux[1], True,
+                                            _dest(out, 0, data.dtype), relu=True)
+                if outs is not None:
+                    return outs
         res = super().forward(xp, inputs, aux, is_train, out=out)
         y = res[0]
         xp.maximum(y, 0, out=y)
+        if xp is np:
+            _forget_mask(y)     # an older forward's mask no longer belongs to this output
         return res
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None):
+        ws = _recall_mask(inputs[0], outputs[0]) if xp is np else None
+        if ws is not None:
+            data, gamma, _ = inputs
+            be = self._backend(xp, data, gamma, out_grads[0], outputs[1], outputs[2])
+            if be is not None:
+                g = np.ones_like(gamma) if self.fix_gamma else gamma
+                inv = outputs[2].astype(np.float64)
+                var = (1.0 / (inv * inv) - self.eps).astype(np.float32)
+                dest = _dest(grad_out, 0, data.dtype) if need[0] else None
+                r = be.batch_norm_backward(data, out_grads[0], g, outputs[1], var,
+                                           f32(self.eps), False, dx_out=dest, ws=ws)
+                if r is not None:
+                    dx, dgamma, dbeta = r
+                    return [dx if need[0] else None,
+                            (np.zeros_like(gamma) if self.fix_gamma else dgamma) if need[1]
+                            else None, dbeta if need[2] else None]
         dy = xp.where(outputs[0] > 0, out_grads[0], 0).astype(out_grads[0].dtype, copy=False)
         return super().backward(xp, [dy] + list(out_grads[1:]), inputs, outputs, aux, need,
                                 grad_out=grad_out)
+
+
+#: oneDNN's relu masks of BatchNormWithReLU's training forwards, by id of the output they
+#: belong to: (weak reference to the output, weak reference to the data, mask). An entry
+#: goes when its output is freed, or when another forward writes that output.
+_MASKS = {}
+
+
+def _remember_mask(data, out, ws):
+    key = id(out)
+    fresh = key not in _MASKS
+    _MASKS[key] = (weakref.ref(out), weakref.ref(data), ws)
+    if fresh:
+        weakref.finalize(out, _MASKS.pop, key, None)
+
+
+def _forget_mask(out):
+    entry = _MASKS.get(id(out))
+    if entry is not None and entry[0]() is out:
+        _MASKS[id(out)] = (entry[0], entry[1], None)
+
+
+def _recall_mask(data, out):
+    """The mask of the forward that computed ``out`` from ``data``, or None."""
+    entry = _MASKS.get(id(out))
+    if entry is None or entry[0]() is not out or entry[1]() is not data:
+        return None
+    return entry[2]

@@ -14,7 +14,7 @@ from .graph.infer import infer_shapes, infer_types, shape_complete, Wiring
 from .ndarray import NDArray
 from .ndarray.ndarray import _to_xp
 from .graph.plan import Plan, check_error
-from .graph.passes import InferencePasses
+from .graph.passes import InferencePasses, TRAINING_FUSION_ENV, fuse_for_training
 from .opdef import lend_scratch
 
 __all__ = ['Executor', 'simple_bind']
@@ -170,11 +170,30 @@ class Executor:
         # an executor with gradients to compute keeps what backward needs even after an
         # inference forward: MXNet lets backward follow one (saliency, adversarial inputs)
         self._any_grad = any(r != 'null' for r in reqs)
-        self._plan = Plan(order, arg_nodes, aux_nodes, heads, shapes, dtypes, reqs, xp,
-                          self._ctx)
+        # training fusion (graph/passes.py): a CPU plan computing gradients runs BatchNorm
+        # and its relu as one operator, unless a monitor wants to see both (the unfused
+        # plan is bound then: _unfuse)
+        fused = fuse_for_training(order, heads, shapes, dtypes, xp) if self._any_grad \
+            else None
+        self._unfused = None
+        self._fused_names = []
+        if fused is None:
+            self._plan = Plan(order, arg_nodes, aux_nodes, heads, shapes, dtypes, reqs, xp,
+                              self._ctx)
+            states = self._plan.op_state
+        else:
+            f_order, f_heads, f_shapes, f_dtypes, made, self._fused_names = fused
+            self._plan = Plan(f_order, arg_nodes, aux_nodes, f_heads, f_shapes, f_dtypes, reqs,
+                              xp, self._ctx)
+            # the operators' states by the original nodes: the inference plan and the
+            # unfused one share them (one state per node and bind)
+            states = {k: self._plan.op_state[id(n)] for k, n in made.items()
+                      if id(n) in self._plan.op_state}
+            self._unfused = (order, arg_nodes, aux_nodes, heads, shapes, dtypes, reqs, xp,
+                             states)
         # inference passes (graph/passes.py): a rewritten plan for forward(is_train=False)
         self._passes = InferencePasses(order, arg_nodes, aux_nodes, heads, shapes, dtypes, xp,
-                                       self._ctx, states=self._plan.op_state)
+                                       self._ctx, states=states)
         self._saved = None
         self._pool = None       # the storage plan's buffers, allocated at the first forward
         self._pool_inference = None     # those of the inference passes' plan
@@ -413,6 +432,8 @@ class Executor:
         if callback is not None and not callable(callback):
             raise ArgumentTypeError('set_monitor_callback: callback must be callable, not %s'
                                     % type(callback).__name__)
+        if callback is not None:
+            self._unfuse()
         self._monitor = callback
         self._monitor_all = bool(monitor_all)
         self._monitor_level = 0 if callback is None else 2 if monitor_all else 1
@@ -421,6 +442,20 @@ class Executor:
         def fn(name, arr):
             callback(name, NDArray(arr, ctx))
         self._monitor_fn = fn
+
+    def _unfuse(self):
+        """Bind the unfused plan in place of the training fusion's (a monitor reports
+        every node's outputs, BatchNorm's before its relu among them): from the next
+        forward on, with buffers of its own."""
+        if self._unfused is None:
+            return
+        order, arg_nodes, aux_nodes, heads, shapes, dtypes, reqs, xp, states = self._unfused
+        self._plan = Plan(order, arg_nodes, aux_nodes, heads, shapes, dtypes, reqs, xp,
+                          self._ctx, states=states)
+        self._unfused = None
+        self._fused_names = []
+        self._pool = None
+        self._saved = None      # the fused plan's forward arrays: backward needs a forward
 
     # ------------------------------------------------------------------ helpers
     def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):
@@ -511,6 +546,9 @@ class Executor:
                      '(%d activations, %d gradients)'
                      % (len(last), sum(not isinstance(k, tuple) for k in last),
                         sum(isinstance(k, tuple) for k in last)))
+        lines.append('Training fusion (%s): %d fused node(s)%s'
+                     % (TRAINING_FUSION_ENV, len(self._fused_names),
+                        ' (%s)' % ', '.join(self._fused_names) if self._fused_names else ''))
         lines += self._passes.describe()
         return '\n'.join(lines)
 

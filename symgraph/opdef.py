@@ -32,6 +32,9 @@ inference passes (``symgraph.graph.passes``, forward with ``is_train=False`` onl
     or None), ``inference_identity()`` (forward returns input 0 unchanged),
     ``inference_unused_inputs()`` (inputs forward does not read),
     ``inference_variant(unread_outputs)`` (a cheaper operator when outputs go unread)
+training fusion (``symgraph.graph.passes``, a CPU plan computing gradients)
+    ``fuse_training_post_op(post_op, in_shapes)`` (a producer's operator that also runs its
+    one consumer's :class:`PostOp`, forward and backward: BatchNorm with relu)
 subgraphs (control flow)
     ``num_subgraphs``, ``subgraphs``, ``with_subgraphs(graphs)``: the graphs a node holds
     (MXNet's JSON ``subgraphs`` field), each a :class:`Subgraph` made by the core
@@ -593,6 +596,19 @@ class Operator:
         inputs, then each post-op's ``inputs`` in order, and has one output: the last
         post-op's. It must give the unfused result to float32 rounding; its per-bind
         caches (weights folded and reordered once) go in :meth:`create_state`.
+        """
+        return None
+
+    def fuse_training_post_op(self, post_op, in_shapes):
+        """An operator computing this one followed by ``post_op`` (what the consumer's
+        :meth:`post_op` gave) in a training plan, forward and backward, or None (the
+        default). A CPU plan that computes gradients asks it of a producer whose output 0
+        one consumer reads, whose other outputs nobody reads, and when no monitor is
+        installed (the executor then binds the unfused plan).
+
+        The fused operator takes this node's inputs and auxiliary states, has this node's
+        outputs (output 0 being the post-op's), and gives the unfused forward and
+        gradients to float32 rounding, including after a forward with ``is_train=False``.
         """
         return None
 

@@ -42,7 +42,8 @@ from ..base import ParameterError
 from .nodes import Node
 from .plan import OFF_WORDS, Plan
 
-__all__ = ['PASSES', 'ENV', 'enabled_passes', 'InferencePasses']
+__all__ = ['PASSES', 'ENV', 'enabled_passes', 'InferencePasses', 'TRAINING_FUSION_ENV',
+           'fuse_for_training']
 
 #: every pass, in the order they run
 PASSES = ('dead_nodes', 'fold_bn', 'fuse', 'layout')
@@ -383,3 +384,82 @@ class InferencePasses:
         # is made once per node and bind, as in MXNet); fused ones get their own
         return Plan(order, self.arg_nodes, self.aux_nodes, new_heads, shapes, dtypes,
                     ['null'] * len(self.arg_nodes), self.xp, self.ctx, states=states)
+
+
+#: the environment variable that switches the training fusion off (read at bind)
+TRAINING_FUSION_ENV = 'SYMGRAPH_TRAINING_FUSION'
+
+
+def fuse_for_training(order, heads, shapes, dtypes, xp):
+    """The training fusion of a CPU plan that computes gradients: a producer whose output 0
+    one consumer reads as a post-op (:meth:`~symgraph.opdef.Operator.post_op`, with no
+    inputs of its own), and whose other outputs nobody reads, becomes the operator
+    :meth:`~symgraph.opdef.Operator.fuse_training_post_op` gives (BatchNorm then relu:
+    one oneDNN pass forward, the mask applied inside its backward), named as the
+    consumer.
+
+    Returns None (nothing fused, a GPU plan, or ``SYMGRAPH_TRAINING_FUSION`` one of
+    0/none/off/false/no), else ``(order, heads, shapes, dtypes, nodes, fused)``: the
+    rewritten graph in the form :class:`~symgraph.graph.plan.Plan` takes, ``nodes``
+    mapping id(original node) to its node there (every node but the fused producers),
+    and ``fused`` the consumers' names. Variables and the nodes before the first fused
+    pair are the original objects."""
+    if getattr(xp, '__name__', None) != 'numpy' \
+            or os.environ.get(TRAINING_FUSION_ENV, '').strip().lower() in OFF_WORDS:
+        return None
+    index = {id(n): k for k, n in enumerate(order)}
+    cons = collections.defaultdict(list)
+    for n in order:
+        for pos, (s, i) in enumerate(n.inputs):
+            cons[(id(s), i)].append((n, pos))
+    head_keys = {(id(n), i) for n, i in heads}
+
+    def others_unread(n):
+        return not any((id(n), i) in head_keys or cons.get((id(n), i))
+                       for i in range(1, n.num_outputs()))
+
+    pairs, absorbed = {}, set()
+    for b in order:
+        if b.op is None or id(b) in pairs:
+            continue
+        users = cons.get((id(b), 0), ())
+        if (id(b), 0) in head_keys or len(users) != 1 or not others_unread(b):
+            continue
+        r, pos = users[0]
+        if r.op is None or len(r.inputs) != 1 or id(r) in absorbed or not others_unread(r):
+            continue
+        po = r.op.post_op(pos)
+        if po is None or po.inputs:
+            continue
+        fused = b.op.fuse_training_post_op(po, [shapes.get((index[id(s)], i))
+                                                for s, i in b.inputs])
+        if fused is None or fused.output_count() != b.op.output_count():
+            continue
+        pairs[id(r)] = (b, fused)
+        absorbed.add(id(b))
+    if not pairs:
+        return None
+    made, new_order, new_shapes, new_dtypes = {}, [], {}, {}
+    for n in order:
+        if id(n) in absorbed:
+            continue
+        k = len(new_order)
+        if id(n) in pairs:
+            b, fused = pairs[id(n)]
+            node = Node(fused, n.name, {}, tuple((made[id(s)], i) for s, i in b.inputs),
+                        b.location)
+            # output 0 is the consumer's, the others the producer's (hidden statistics)
+            srcs = [n] + [b] * (node.num_outputs() - 1)
+        else:
+            ins = tuple((made[id(s)], i) for s, i in n.inputs)
+            node = n if all(m is s for (m, _), (s, _) in zip(ins, n.inputs)) else \
+                Node(n.op, n.name, n.attrs, ins, n.location, n.same_as)
+            srcs = [n] * n.num_outputs()
+        for i, src in enumerate(srcs):
+            new_shapes[(k, i)] = shapes[(index[id(src)], i)]
+            new_dtypes[(k, i)] = dtypes[(index[id(src)], i)]
+        made[id(n)] = node
+        new_order.append(node)
+    new_heads = [(made[id(n)], i) for n, i in heads]
+    return (new_order, new_heads, new_shapes, new_dtypes, made,
+            [made[k].name for k in pairs])

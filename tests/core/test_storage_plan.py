@@ -95,6 +95,7 @@ def test_training_layouts_keep_activations_channels_last(grad_req, monkeypatch):
     be = mx.opdef.cpu_backend()
     if be is None:
         pytest.skip('needs the oneDNN backend')
+    monkeypatch.setenv('SYMGRAPH_TRAINING_FUSION', '0')    # every node of the graph, named
     exe, got = _run(_resnet(), {'data': (3, 8, 8, 8)}, True, grad_req=grad_req)
     st = exe._plan.storage()
     lay = {}
@@ -131,7 +132,9 @@ def test_training_layouts_keep_activations_channels_last(grad_req, monkeypatch):
             np.testing.assert_allclose(x, y, rtol=2e-5, atol=2e-6)
 
 
-def test_buffers_overlap_only_where_lifetimes_do_not_and_in_place_pairs_share_one():
+def test_buffers_overlap_only_where_lifetimes_do_not_and_in_place_pairs_share_one(
+        monkeypatch):
+    monkeypatch.setenv('SYMGRAPH_TRAINING_FUSION', '0')    # BatchNorm, then relu in place
     exe, _ = _run(_resnet(), {'data': (3, 2, 8, 8)}, True, steps=1)
     st = exe._plan.storage()
     assert len({id(v.base) for v in exe._pool}) == 1        # one arena
@@ -169,7 +172,7 @@ def test_scratch_lent_around_a_convolution_overlaps_no_buffer_live_at_that_step(
     if mx.opdef.cpu_backend() is None:
         assert not st.lend     # nothing to lend to
         return
-    lenders = ('Convolution', 'BatchNorm')
+    lenders = ('Convolution', 'BatchNorm', '_contrib_BatchNormWithReLU')
     if layouts == '0':
         assert len(st.lend) == sum(n.op.name in lenders for n in exe._plan.steps) + \
             sum(n.op.name in lenders for n in exe._plan.bwd_steps)

@@ -28,6 +28,9 @@ BACKWARD = 128
 USE_GLOBAL_STATS = 0x1
 USE_SCALE = 0x2
 USE_SHIFT = 0x4
+#: relu applied to the output (forward) and to the output's gradient (backward, from a
+#: workspace the training forward writes)
+FUSE_NORM_RELU = 0x8
 # dnnl_data_type_t (continued)
 S32 = 4
 U8 = 6

@@ -53,19 +53,25 @@ class NormMixin:
         return pd
 
     def batch_norm_forward(self, x, gamma, beta, eps, mean=None, var=None, is_train=True,
-                           out=None):
+                           out=None, relu=False):
         """Normalised ``x`` (N, C, ...): (y, batch mean, batch variance) with the batch's
         statistics when ``mean`` is None, else y with the given ones; None when not taken.
         ``x`` may lie channels last (taken as it lies); y is written into ``out`` when it
         is a float32 array of ``x``'s shape in C order or channels last, else into a new
         array in ``x``'s layout.
+
+        ``relu`` (batch statistics only): y is relu of the normalised data, and a fourth
+        value comes back, the workspace (a uint8 array) :meth:`batch_norm_backward` takes
+        to mask the gradient.
         """
         if x.ndim < 2 or x.ndim > 5 or not x.size:
             return None
         x, xlay = activation(x)
         c = x.shape[1]
         stats = mean is None
-        flags = _lib.USE_SCALE | _lib.USE_SHIFT | (0 if stats else _lib.USE_GLOBAL_STATS)
+        relu = bool(relu) and stats
+        flags = _lib.USE_SCALE | _lib.USE_SHIFT | (0 if stats else _lib.USE_GLOBAL_STATS) \
+            | (_lib.FUSE_NORM_RELU if relu else 0)
         prop = _lib.FORWARD_TRAINING if is_train or stats else _lib.FORWARD_INFERENCE
         ylay = dest_layout(out, x.shape) if out is not None else xlay
         key = ('batch_norm_forward', x.shape, float(eps), flags, prop, xlay, ylay)
@@ -79,31 +85,45 @@ class NormMixin:
                 args = [(_lib.ARG_SRC, xmd, False), (_lib.ARG_SCALE, cmd, False),
                         (_lib.ARG_SHIFT, cmd, False), (_lib.ARG_DST, ymd, True),
                         (_lib.ARG_MEAN, cmd, stats), (_lib.ARG_VARIANCE, cmd, stats)]
+                if relu:        # the mask, in the primitive's own format
+                    args.append((_lib.ARG_WORKSPACE, None, True))
                 return Primitive(self, pd, args)
             finally:
                 self._destroy([xmd, ymd, cmd, lay])
 
+        prim = self.primitive(key, build)
+        if prim is None:
+            return None
         y = act_dest(out, x.shape, ylay)
         if stats:
             mean, var = np.empty(c, np.float32), np.empty(c, np.float32)
         else:
             mean, var = as_f32(mean), as_f32(var)
-        if not self.run(key, build, [x, as_f32(gamma), as_f32(beta), y, mean, var]):
-            return None
+        arrays = [x, as_f32(gamma), as_f32(beta), y, mean, var]
+        if relu:
+            ws = np.empty(prim.sizes[-1], np.uint8)
+            arrays.append(ws)
+        self.execute(key, prim, arrays)
+        if relu:
+            return y, mean, var, ws
         return (y, mean, var) if stats else y
 
-    def batch_norm_backward(self, x, dy, gamma, mean, var, eps, global_stats, dx_out=None):
+    def batch_norm_backward(self, x, dy, gamma, mean, var, eps, global_stats, dx_out=None,
+                            ws=None):
         """(dx, dgamma, dbeta) of batch normalisation with the statistics ``mean``/``var``
         (the batch's, or the running ones when ``global_stats``); None when not taken.
         ``x`` and ``dy`` may lie channels last; dx is written into ``dx_out`` as
-        :meth:`batch_norm_forward` writes y into ``out``."""
-        if x.ndim < 2 or x.ndim > 5 or not x.size:
+        :meth:`batch_norm_forward` writes y into ``out``. ``ws``: the workspace of a
+        forward with ``relu`` on the same data (dy is then the gradient of the relu's
+        output, masked here)."""
+        if x.ndim < 2 or x.ndim > 5 or not x.size or (ws is not None and global_stats):
             return None
         x, xlay = activation(x)
         dy, dylay = activation(dy)
         c = x.shape[1]
         flags = _lib.USE_SCALE | _lib.USE_SHIFT | (_lib.USE_GLOBAL_STATS if global_stats
-                                                   else 0)
+                                                   else 0) \
+            | (_lib.FUSE_NORM_RELU if ws is not None else 0)
         dxlay = dest_layout(dx_out, x.shape) if dx_out is not None else xlay
         key = ('batch_norm_backward', x.shape, float(eps), flags, xlay, dylay, dxlay)
 
@@ -123,6 +143,8 @@ class NormMixin:
                         (_lib.ARG_SCALE, cmd, False), (_lib.ARG_MEAN, cmd, False),
                         (_lib.ARG_VARIANCE, cmd, False), (_lib.ARG_DIFF_SRC, mds[2], True),
                         (_lib.ARG_DIFF_SCALE, cmd, True), (_lib.ARG_DIFF_SHIFT, cmd, True)]
+                if ws is not None:
+                    args.append((_lib.ARG_WORKSPACE, None, False))
                 return Primitive(self, pd, args)
             finally:
                 if hint:
@@ -131,8 +153,14 @@ class NormMixin:
 
         dx = act_dest(dx_out, x.shape, dxlay)
         dg, db = np.empty(c, np.float32), np.empty(c, np.float32)
-        if not self.run(key, build, [x, dy, as_f32(gamma), as_f32(mean), as_f32(var), dx, dg,
-                                     db]):
+        arrays = [x, dy, as_f32(gamma), as_f32(mean), as_f32(var), dx, dg, db]
+        if ws is not None:
+            prim = self.primitive(key, build)
+            if prim is None or ws.dtype != np.uint8 or ws.nbytes != prim.sizes[-1]:
+                return None
+            arrays.append(ws)
+            self.execute(key, prim, arrays)
+        elif not self.run(key, build, arrays):
             return None
         return dx, dg, db
 

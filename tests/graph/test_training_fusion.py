@@ -1,0 +1,172 @@
+"""Training fusion (graph/passes.py fuse_for_training): a CPU plan that computes gradients
+runs BatchNorm and the relu reading it as one operator (one oneDNN pass forward, the relu
+mask applied inside BatchNorm's backward), with the unfused plan's values, and binds the
+unfused plan where a monitor wants to see every node."""
+import numpy as np
+import pytest
+
+import symgraph as mx
+from symgraph.backend import onednn
+
+needs_onednn = pytest.mark.skipif(mx.opdef.cpu_backend() is None,
+                                  reason='needs the oneDNN backend')
+
+
+def _net(fix_gamma=False, use_global_stats=False, act='relu', extra_reader=False,
+         bn_head=False):
+    x = mx.sym.Convolution(mx.sym.var('data'), kernel=(3, 3), pad=(1, 1), num_filter=8,
+                           no_bias=True, name='conv')
+    bn = mx.sym.BatchNorm(x, fix_gamma=fix_gamma, use_global_stats=use_global_stats,
+                          name='bn')
+    h = mx.sym.Activation(bn, act_type=act, name='act')
+    if extra_reader:
+        h = h + mx.sym.sigmoid(bn)
+    h2 = mx.sym.Convolution(h, kernel=(1, 1), num_filter=4, name='conv2')
+    h2 = mx.sym.Activation(mx.sym.BatchNorm(h2, name='bn2'), act_type='relu', name='act2')
+    out = mx.sym.FullyConnected(mx.sym.Flatten(h2), num_hidden=3, name='fc')
+    out = mx.sym.SoftmaxOutput(out, name='softmax')
+    return mx.sym.Group([out, bn]) if bn_head else out
+
+
+def _bind(net, monkeypatch, fusion, shape=(4, 5, 6, 6), grad_req='write'):
+    monkeypatch.setenv('SYMGRAPH_TRAINING_FUSION', '1' if fusion else '0')
+    exe = net.simple_bind(mx.cpu(), grad_req=grad_req, data=shape)
+    rng = np.random.RandomState(0)
+    for name, a in sorted(exe.arg_dict.items()):
+        a[:] = rng.randint(0, 3, a.shape) if name.endswith('label') else \
+            rng.uniform(-1, 1, a.shape)
+    for name, a in exe.aux_dict.items():
+        a[:] = rng.uniform(0.5, 1.5, a.shape) if name.endswith('var') else \
+            rng.uniform(-0.5, 0.5, a.shape)
+    for g in exe.grad_arrays:
+        if g is not None:
+            g[:] = 0
+    return exe
+
+
+def _step(exe, is_train=True):
+    outs = [o.asnumpy().copy() for o in exe.forward(is_train=is_train)]
+    exe.backward([mx.nd.ones(o.shape) for o in exe.outputs])   # (a loss ignores its own)
+    return outs + [g.asnumpy().copy() for g in exe.grad_arrays if g is not None] \
+        + [a.asnumpy().copy() for a in exe.aux_arrays]
+
+
+def _close(got, want):
+    """Equal to float32 rounding of sums over the batch (a gradient that is zero in exact
+    arithmetic, a bias before BatchNorm, comes out as rounding noise of either order)."""
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=2e-5)
+
+
+def _fused(exe):
+    line = [l for l in exe.debug_str().splitlines() if l.startswith('Training fusion')]
+    assert len(line) == 1 and '(SYMGRAPH_TRAINING_FUSION)' in line[0]
+    return line[0]
+
+
+@needs_onednn
+@pytest.mark.parametrize('grad_req', ['write', 'add'])
+@pytest.mark.parametrize('fix_gamma', [False, True])
+def test_fused_plan_gives_the_unfused_values(grad_req, fix_gamma, monkeypatch):
+    net = _net(fix_gamma=fix_gamma)
+    exe = _bind(net, monkeypatch, True, grad_req=grad_req)
+    assert _fused(exe).endswith('2 fused node(s) (act, act2)')
+    assert [n.name for n in exe._plan.steps if n.op.name == 'BatchNorm'] == []
+    ref = _bind(net, monkeypatch, False, grad_req=grad_req)
+    assert _fused(ref).endswith(': 0 fused node(s)')
+    be = mx.opdef.cpu_backend()
+    before = be.calls.get('batch_norm_backward', 0)
+    for _ in range(2):      # 'add' accumulates; the running statistics move twice
+        _close(_step(exe), _step(ref))
+    # oneDNN's fused primitives ran: batch-norm keys with the relu flag (0x8)
+    flagged = [k for k in be.cached_primitives()
+               if k[0] in ('batch_norm_forward', 'batch_norm_backward') and k[3] & 8]
+    assert {k[0] for k in flagged} == {'batch_norm_forward', 'batch_norm_backward'}
+    assert be.calls['batch_norm_backward'] > before
+
+
+@needs_onednn
+def test_backward_after_an_inference_forward_masks_from_the_output(monkeypatch):
+    """No training forward, no oneDNN mask: backward masks the head gradient with the
+    output (y > 0) and runs BatchNorm's own backward, as the unfused plan does."""
+    net = _net()
+    exe, ref = _bind(net, monkeypatch, True), _bind(net, monkeypatch, False)
+    _step(exe), _step(ref)          # a training forward first: a mask exists, then goes
+    _close(_step(exe, is_train=False), _step(ref, is_train=False))
+
+
+@needs_onednn
+def test_use_global_stats_is_fused_and_masks_from_the_output(monkeypatch):
+    net = _net(use_global_stats=True)
+    exe, ref = _bind(net, monkeypatch, True), _bind(net, monkeypatch, False)
+    assert 'act (' not in _fused(exe) and '(act,' in _fused(exe)
+    _close(_step(exe), _step(ref))
+
+
+@needs_onednn
+@pytest.mark.parametrize('kw', [dict(act='tanh'), dict(extra_reader=True),
+                                dict(bn_head=True)])
+def test_not_fused_where_the_batchnorm_output_is_seen_or_the_consumer_is_no_relu(
+        kw, monkeypatch):
+    exe = _bind(_net(**kw), monkeypatch, True)
+    assert _fused(exe).endswith('1 fused node(s) (act2)')
+    assert 'bn' in [n.name for n in exe._plan.steps]
+    ref = _bind(_net(**kw), monkeypatch, False)
+    _close(_step(exe), _step(ref))
+
+
+@needs_onednn
+def test_a_monitor_binds_the_unfused_plan_and_sees_batchnorm_before_relu(monkeypatch):
+    exe = _bind(_net(), monkeypatch, True)
+    ref = _bind(_net(), monkeypatch, False)
+    _step(exe)
+    seen = {}
+    exe.set_monitor_callback(lambda name, arr: seen.setdefault(name, arr.asnumpy().copy()))
+    assert _fused(exe).endswith(': 0 fused node(s)')
+    with pytest.raises(mx.base.MXNetError, match='forward first'):
+        exe.backward()      # the fused plan's forward arrays are gone with it
+    _step(ref)
+    _close(_step(exe), _step(ref))
+    assert (seen['bn_output'] < 0).any() and (seen['act_output'] >= 0).all()
+    assert 'bn_backward_output0' in seen and 'act_backward_output' in seen
+
+
+def test_no_fusion_without_gradients_on_another_device_or_without_onednn(monkeypatch):
+    # an inference-only executor (the inference passes fold BatchNorm instead)
+    monkeypatch.delenv('SYMGRAPH_TRAINING_FUSION', raising=False)
+    exe = _net().simple_bind(mx.cpu(), grad_req='null', data=(2, 5, 6, 6))
+    assert _fused(exe).endswith(': 0 fused node(s)')
+    # the backend off: BatchNorm declines (its fusion pays off through oneDNN only)
+    monkeypatch.setenv('SYMGRAPH_ONEDNN', '0')
+    onednn.reset()
+    try:
+        exe = _bind(_net(), monkeypatch, True)
+        assert _fused(exe).endswith(': 0 fused node(s)')
+        _step(exe)
+    finally:
+        monkeypatch.delenv('SYMGRAPH_ONEDNN')
+        onednn.reset()
+
+
+def test_batchnorm_with_relu_mask_belongs_to_one_forward():
+    """The mask oneDNN kept is used only for the output and the data it was made from."""
+    from symgraph.ops import norm
+    x, y = np.ones((2, 3, 4, 4), np.float32), np.ones((2, 3, 4, 4), np.float32)
+    ws = np.zeros(8, np.uint8)
+    norm._remember_mask(x, y, ws)
+    assert norm._recall_mask(x, y) is ws
+    assert norm._recall_mask(x.copy(), y) is None
+    norm._forget_mask(y)
+    assert norm._recall_mask(x, y) is None
+    key = id(y)
+    del y
+    assert key not in norm._MASKS
+
+
+@needs_onednn
+def test_legacy_batchnorm_v1_is_left_alone(monkeypatch):
+    x = mx.sym.Convolution(mx.sym.var('data'), kernel=(3, 3), num_filter=4, name='conv')
+    x = mx.sym.Activation(mx.sym.BatchNorm_v1(x, name='bn'), act_type='relu', name='act')
+    exe = _bind(mx.sym.MakeLoss(mx.sym.sum(x)), monkeypatch, True)
+    assert _fused(exe).endswith(': 0 fused node(s)')

@@ -44,10 +44,17 @@ def pool_out_size(size, kernel, stride, pad, convention):
 #: (64, 20, 24, 24) 1.95 (NumPy's four strided maxima beat two reorders); backward max
 #: (with oneDNN's forward for the workspace when the forward ran on NumPy) 0.20 on
 #: (64, 20, 24, 24), 0.17 on (32, 64, 56, 56), 1.02 on (8, 8, 8, 8); backward avg 3x3
-#: 0.26 on (32, 64, 28, 28). Global pooling stays on NumPy (1.7x forward, 5.3x backward at
-#: (64, 64, 8, 8) in an earlier run: its mean is one reduction).
+#: 0.26 on (32, 64, 28, 28). Global pooling stayed on NumPy then (1.7x forward, 5.3x
+#: backward at (64, 64, 8, 8) in an earlier run: its mean is one reduction); see
+#: ONEDNN_MIN_GLOBAL for its average's forward since.
 ONEDNN_MIN = {'forward': (9, 1 << 16), 'backward_max': (1, 1 << 15),
               'backward_avg': (9, 1 << 16)}
+#: smallest input of global average pooling's oneDNN forward. Measured later (same machine,
+#: `python bench/bench_onednn.py --ops` conditions): 18 against NumPy's 60 us at
+#: (32, 64, 8, 8) lying channels last (a training plan's buffer), 24 against 113 us at
+#: (64, 64, 8, 8), 64 against 149 us in C order; its backward (a broadcast) stays on NumPy,
+#: 30 against oneDNN's 49 us.
+ONEDNN_MIN_GLOBAL = 1 << 14
 
 # max pooling workspaces of oneDNN forwards in training, by id of the output they belong
 # to: (weak reference to the output, weak reference to the input, workspace); an entry
@@ -186,7 +193,9 @@ class Pooling(Operator):
 
     def _onednn_spec(self, shape, direction):
         """:meth:`_onednn` for NumPy float32 data of ``shape``."""
-        if self.global_pool or self.pool_type not in ('max', 'avg'):
+        if self.global_pool:
+            return self._global_spec(shape, direction)
+        if self.pool_type not in ('max', 'avg'):
             return None
         kernel, stride, pad, out = self.geometry(shape[2:])
         which = direction if direction == 'forward' else direction + '_' + self.pool_type
@@ -210,6 +219,21 @@ class Pooling(Operator):
         if be is None:
             return None
         return be, kind, kernel, stride, pad, pad_r, tuple(shape[:2]) + tuple(out)
+
+    def _global_spec(self, shape, direction):
+        """Global average pooling's forward through oneDNN (one window over all of S) for
+        data of at least :data:`ONEDNN_MIN_GLOBAL` elements; None otherwise (its backward,
+        a broadcast, and global max and sum pooling stay on NumPy)."""
+        if direction != 'forward' or self.pool_type != 'avg' or len(shape) < 3 \
+                or math.prod(shape) < ONEDNN_MIN_GLOBAL or not all(shape):
+            return None
+        be = cpu_backend()
+        if be is None:
+            return None
+        nd = len(shape) - 2
+        zero = (0,) * nd
+        return be, 'avg_include', tuple(shape[2:]), (1,) * nd, zero, zero, \
+            tuple(shape[:2]) + (1,) * nd
 
     def _pool_onednn(self, xp, x, is_train):
         """The oneDNN forward (keeping max pooling's workspace for backward), or None."""

@@ -3,7 +3,7 @@
 
 Cases oneDNN takes (max and average pooling, not global, except average pooling whose
 'full'-convention overhang would count in the divisor) must call it -- forward once,
-backward once -- and match the reference forward and the NumPy path's float64 gradients
+backward once; global average pooling its forward only -- and match the reference forward and the NumPy path's float64 gradients
 (ties included: the gradient goes to the first maximum, as MXNet's). The others must not
 call it and still pass. Max pooling's workspace is taken from the oneDNN forward of the
 same output, or made anew when that forward ran elsewhere; the same through simple_bind.
@@ -27,6 +27,7 @@ POOL_CASES = [c for c in CASES if c.op == 'Pooling']
 def backend(onednn_backend, monkeypatch):
     monkeypatch.setattr(pooling, 'ONEDNN_MIN', {'forward': (1, 0), 'backward_max': (1, 0),
                                                  'backward_avg': (1, 0)})
+    monkeypatch.setattr(pooling, 'ONEDNN_MIN_GLOBAL', 0)
     return onednn_backend
 
 
@@ -64,7 +65,12 @@ def test_case_through_onednn(case, backend):
     used = {k: backend.calls.get(k, 0) - before.get(k, 0)
             for k in ('pool_forward', 'pool_backward')}
     taken = _taken(op, case.shapes[0])
-    if taken:
+    if op.global_pool and op.pool_type == 'avg':
+        # global average pooling: oneDNN's forward (one window over S), NumPy's backward
+        assert used['pool_backward'] == 0, used
+        if op.layout not in ('NWC', 'NHWC', 'NDHWC'):
+            assert used['pool_forward'] == 1, used
+    elif taken:
         assert used['pool_forward'] >= 1 and used['pool_backward'] == 1, used
     else:
         assert used == {'pool_forward': 0, 'pool_backward': 0}, used

@@ -182,13 +182,12 @@ class Executor:
                               self._ctx)
             states = self._plan.op_state
         else:
-            f_order, f_heads, f_shapes, f_dtypes, made, self._fused_names = fused
-            self._plan = Plan(f_order, arg_nodes, aux_nodes, f_heads, f_shapes, f_dtypes, reqs,
-                              xp, self._ctx)
-            # the operators' states by the original nodes: the inference plan and the
-            # unfused one share them (one state per node and bind)
-            states = {k: self._plan.op_state[id(n)] for k, n in made.items()
-                      if id(n) in self._plan.op_state}
+            f_order, f_shapes, f_dtypes, aliases, self._fused_names = fused
+            self._plan = Plan(f_order, arg_nodes, aux_nodes, heads, f_shapes, f_dtypes, reqs,
+                              xp, self._ctx, aliases=aliases)
+            # the operators' states by node: the inference plan and the unfused one share
+            # those of the nodes the fusion kept (one state per node and bind)
+            states = self._plan.op_state
             self._unfused = (order, arg_nodes, aux_nodes, heads, shapes, dtypes, reqs, xp,
                              states)
         # inference passes (graph/passes.py): a rewritten plan for forward(is_train=False)

@@ -39,6 +39,7 @@ import collections
 import os
 
 from ..base import ParameterError
+from ..opdef import Operator
 from .nodes import Node
 from .plan import OFF_WORDS, Plan
 
@@ -399,67 +400,70 @@ def fuse_for_training(order, heads, shapes, dtypes, xp):
     consumer.
 
     Returns None (nothing fused, a GPU plan, or ``SYMGRAPH_TRAINING_FUSION`` one of
-    0/none/off/false/no), else ``(order, heads, shapes, dtypes, nodes, fused)``: the
-    rewritten graph in the form :class:`~symgraph.graph.plan.Plan` takes, ``nodes``
-    mapping id(original node) to its node there (every node but the fused producers),
-    and ``fused`` the consumers' names. Variables and the nodes before the first fused
-    pair are the original objects."""
+    0/none/off/false/no), else ``(order, shapes, dtypes, aliases, fused)``: the order with
+    each pair replaced by its fused node (every other node the original object), the
+    shapes and dtypes keyed by position in it, ``aliases`` (id(consumer) -> fused node:
+    what :class:`~symgraph.graph.plan.Plan` reads the consumer's output from, so that
+    neither its readers nor the heads need new nodes) and the fused nodes' names."""
     if getattr(xp, '__name__', None) != 'numpy' \
             or os.environ.get(TRAINING_FUSION_ENV, '').strip().lower() in OFF_WORDS:
         return None
+    # producers whose operator has the hook (the others cannot fuse: not asked at all)
+    hooked = [n for n in order if n.op is not None and type(n.op).fuse_training_post_op
+              is not Operator.fuse_training_post_op]
+    if not hooked:
+        return None
     index = {id(n): k for k, n in enumerate(order)}
-    cons = collections.defaultdict(list)
+    readers, first = {}, {}
     for n in order:
         for pos, (s, i) in enumerate(n.inputs):
-            cons[(id(s), i)].append((n, pos))
-    head_keys = {(id(n), i) for n, i in heads}
+            key = (id(s), i)
+            if key in readers:
+                readers[key] += 1
+            else:
+                readers[key] = 1
+                first[key] = (n, pos)
+    for n, i in heads:
+        key = (id(n), i)
+        readers[key] = readers.get(key, 0) + 1      # a head is read by the user
 
     def others_unread(n):
-        return not any((id(n), i) in head_keys or cons.get((id(n), i))
-                       for i in range(1, n.num_outputs()))
+        return not any(readers.get((id(n), i)) for i in range(1, n.num_outputs()))
 
     pairs, absorbed = {}, set()
-    for b in order:
-        if b.op is None or id(b) in pairs:
+    for b in hooked:
+        key = (id(b), 0)
+        if readers.get(key) != 1 or key not in first or id(b) in pairs:
             continue
-        users = cons.get((id(b), 0), ())
-        if (id(b), 0) in head_keys or len(users) != 1 or not others_unread(b):
-            continue
-        r, pos = users[0]
-        if r.op is None or len(r.inputs) != 1 or id(r) in absorbed or not others_unread(r):
+        r, pos = first[key]
+        if r.op is None or len(r.inputs) != 1 or id(r) in absorbed:
             continue
         po = r.op.post_op(pos)
-        if po is None or po.inputs:
+        if po is None or po.inputs or not others_unread(b) or not others_unread(r):
             continue
         fused = b.op.fuse_training_post_op(po, [shapes.get((index[id(s)], i))
                                                 for s, i in b.inputs])
         if fused is None or fused.output_count() != b.op.output_count():
             continue
-        pairs[id(r)] = (b, fused)
+        pairs[id(r)] = (b, Node(fused, r.name, {}, b.inputs, b.location))
         absorbed.add(id(b))
     if not pairs:
         return None
-    made, new_order, new_shapes, new_dtypes = {}, [], {}, {}
+    new_order, new_shapes, new_dtypes, aliases = [], {}, {}, {}
     for n in order:
         if id(n) in absorbed:
             continue
         k = len(new_order)
         if id(n) in pairs:
-            b, fused = pairs[id(n)]
-            node = Node(fused, n.name, {}, tuple((made[id(s)], i) for s, i in b.inputs),
-                        b.location)
+            b, node = pairs[id(n)]
+            aliases[id(n)] = node
             # output 0 is the consumer's, the others the producer's (hidden statistics)
-            srcs = [n] + [b] * (node.num_outputs() - 1)
+            srcs = [index[id(n)]] + [index[id(b)]] * (node.num_outputs() - 1)
+            new_order.append(node)
         else:
-            ins = tuple((made[id(s)], i) for s, i in n.inputs)
-            node = n if all(m is s for (m, _), (s, _) in zip(ins, n.inputs)) else \
-                Node(n.op, n.name, n.attrs, ins, n.location, n.same_as)
-            srcs = [n] * n.num_outputs()
+            srcs = [index[id(n)]] * n.num_outputs()
+            new_order.append(n)
         for i, src in enumerate(srcs):
-            new_shapes[(k, i)] = shapes[(index[id(src)], i)]
-            new_dtypes[(k, i)] = dtypes[(index[id(src)], i)]
-        made[id(n)] = node
-        new_order.append(node)
-    new_heads = [(made[id(n)], i) for n, i in heads]
-    return (new_order, new_heads, new_shapes, new_dtypes, made,
-            [made[k].name for k in pairs])
+            new_shapes[(k, i)] = shapes[(src, i)]
+            new_dtypes[(k, i)] = dtypes[(src, i)]
+    return new_order, new_shapes, new_dtypes, aliases, [r.name for _, r in pairs.values()]

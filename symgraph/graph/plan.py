@@ -37,13 +37,20 @@ class Plan:
     grad_reqs : per argument, 'write', 'add' or 'null'.
     heads : list of (node, output index).
     ctx : the bind's context, handed to ``Operator.create_state`` (opaque here).
+    aliases : id(node) -> node of ``order`` standing for it (see
+        :func:`symgraph.graph.passes.fuse_for_training`).
     """
 
     def __init__(self, order, arg_nodes, aux_nodes, heads, shapes, dtypes, grad_reqs, xp,
-                 ctx=None, states=None):
+                 ctx=None, states=None, aliases=None):
         self.order = order
         self.xp = xp
         self.index = {id(n): k for k, n in enumerate(order)}
+        # aliases: id(node) -> the node of ``order`` whose outputs stand for that node's
+        # (a fused node for the consumer it replaced: its readers and the heads keep
+        # naming the consumer)
+        for k, n in (aliases or {}).items():
+            self.index[k] = self.index[id(n)]
         self.entry = {}                     # (node idx, out idx) -> entry id
         self.entry_info = []                # entry id -> (node, out idx)
         entry, info = self.entry, self.entry_info

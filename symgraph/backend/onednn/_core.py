@@ -250,6 +250,12 @@ class Primitive:
         self.before = [r for r in self.reorders if r[3] is False]
         self.before_const = [r for r in self.reorders if r[3] == 'const']
         self.after = [r for r in self.reorders if r[3] is True]
+        # the memory objects execute points at the caller's arrays, and the address each
+        # was last given (None: none yet): an executor hands the same buffers every step,
+        # and a call that would set the same address again is skipped
+        self.handles = self.user + self.inout_src
+        self.pointers = [None] * len(self.handles)
+        self.inner_pointers = [None] * len(self.inner)
 
     def _memory(self, backend, md, handle):
         mem = _VP()
@@ -294,14 +300,21 @@ class Primitive:
                 slots = [thread.workspace(i, n) for i, (_, n)
                          in zip(self.slot_index, self.inner)]
                 ptrs = [ptr for _, ptr in slots]
-            for (mem, _), ptr in zip(self.inner, ptrs):
+            last = self.inner_pointers
+            for k, ((mem, _), ptr) in enumerate(zip(self.inner, ptrs)):
+                if last[k] != ptr:
+                    status = set_handle(mem, ptr)
+                    if status:
+                        check(status, 'dnnl_memory_set_data_handle')
+                    last[k] = ptr
+        last = self.pointers
+        for k, (mem, a) in enumerate(zip(self.handles, arrays)):
+            ptr = address(a)
+            if last[k] != ptr:
                 status = set_handle(mem, ptr)
                 if status:
                     check(status, 'dnnl_memory_set_data_handle')
-        for mem, a in zip(self.user + self.inout_src, arrays):
-            status = set_handle(mem, address(a))
-            if status:
-                check(status, 'dnnl_memory_set_data_handle')
+                last[k] = ptr
         if self.before_const and (token is None or token != self.token):
             self.token = None
             for prim, _, args, _ in self.before_const:

@@ -368,16 +368,22 @@ class BatchNormWithReLU(BatchNorm):
 
 #: oneDNN's relu masks of BatchNormWithReLU's training forwards, by id of the output they
 #: belong to: (weak reference to the output, weak reference to the data, mask). An entry
-#: goes when its output is freed, or when another forward writes that output.
+#: is replaced by the next forward into that output (an executor's buffer: the same one
+#: every step); entries whose output died are dropped once there are _MASKS_MAX. (No
+#: finalizers: Python code run by the garbage collector can take a pending
+#: KeyboardInterrupt, which Python then reports as ignored.)
 _MASKS = {}
+_MASKS_MAX = 256
 
 
 def _remember_mask(data, out, ws):
-    key = id(out)
-    fresh = key not in _MASKS
-    _MASKS[key] = (weakref.ref(out), weakref.ref(data), ws)
-    if fresh:
-        weakref.finalize(out, _MASKS.pop, key, None)
+    if len(_MASKS) >= _MASKS_MAX:
+        for key, entry in list(_MASKS.items()):
+            if entry[0]() is None or entry[1]() is None:
+                _MASKS.pop(key, None)
+        if len(_MASKS) >= _MASKS_MAX:
+            _MASKS.clear()
+    _MASKS[id(out)] = (weakref.ref(out), weakref.ref(data), ws)
 
 
 def _forget_mask(out):

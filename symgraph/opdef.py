@@ -602,9 +602,9 @@ class Operator:
     def fuse_training_post_op(self, post_op, in_shapes):
         """An operator computing this one followed by ``post_op`` (what the consumer's
         :meth:`post_op` gave) in a training plan, forward and backward, or None (the
-        default). A CPU plan that computes gradients asks it of a producer whose output 0
-        one consumer reads, whose other outputs nobody reads, and when no monitor is
-        installed (the executor then binds the unfused plan).
+        default). A CPU plan that computes gradients, with the CPU backend loaded, asks it
+        of a producer whose output 0 one consumer reads and whose other outputs nobody
+        reads; a monitor makes the executor bind the unfused plan.
 
         The fused operator takes this node's inputs and auxiliary states, has this node's
         outputs (output 0 being the post-op's), and gives the unfused forward and

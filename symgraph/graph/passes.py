@@ -39,7 +39,7 @@ import collections
 import os
 
 from ..base import ParameterError
-from ..opdef import Operator
+from ..opdef import Operator, cpu_backend
 from .nodes import Node
 from .plan import OFF_WORDS, Plan
 
@@ -399,15 +399,15 @@ def fuse_for_training(order, heads, shapes, dtypes, xp):
     one oneDNN pass forward, the mask applied inside its backward), named as the
     consumer.
 
-    Returns None (nothing fused, a GPU plan, or ``SYMGRAPH_TRAINING_FUSION`` one of
-    0/none/off/false/no), else ``(order, shapes, dtypes, aliases, fused)``: the order with
+    Returns None (nothing fused, a GPU plan, no CPU backend loaded, or
+    ``SYMGRAPH_TRAINING_FUSION`` one of 0/none/off/false/no), else ``(order, shapes, dtypes, aliases, fused)``: the order with
     each pair replaced by its fused node (every other node the original object), the
     shapes and dtypes keyed by position in it, ``aliases`` (id(consumer) -> fused node:
     what :class:`~symgraph.graph.plan.Plan` reads the consumer's output from, so that
     neither its readers nor the heads need new nodes) and the fused nodes' names."""
-    if getattr(xp, '__name__', None) != 'numpy' \
+    if getattr(xp, '__name__', None) != 'numpy' or cpu_backend() is None \
             or os.environ.get(TRAINING_FUSION_ENV, '').strip().lower() in OFF_WORDS:
-        return None
+        return None     # (no CPU backend: nothing to fuse into, so nothing is asked)
     # producers whose operator has the hook (the others cannot fuse: not asked at all)
     hooked = [n for n in order if n.op is not None and type(n.op).fuse_training_post_op
               is not Operator.fuse_training_post_op]

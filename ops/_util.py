@@ -6,9 +6,48 @@
 The names here are public to ``ops/`` so that families import them from this module
 instead of from each other.
 """
+import weakref
+
 import numpy as np
 
 from symgraph.opdef import Operator, ShapeError, TypeInferenceError
+
+
+class KeptForBackward:
+    """What a forward keeps for the backward of the same output, made from the same input
+    (oneDNN's max-pooling workspace, BatchNorm's relu mask): by id of the output, with weak
+    references to the output and the input, so that a value is only ever given back for
+    those very arrays. A forward that keeps nothing for an output forgets what it had
+    (an inference forward into a training buffer). Entries whose arrays died are dropped
+    once there are ``limit``; there are no finalizers: Python code the garbage collector
+    runs can take a pending KeyboardInterrupt, which Python then reports as ignored."""
+
+    def __init__(self, limit=256):
+        self._entries = {}
+        self.limit = limit
+
+    def keep(self, out, src, value):
+        entries = self._entries
+        if len(entries) >= self.limit:
+            for key, entry in list(entries.items()):
+                if entry[0]() is None or entry[1]() is None:
+                    entries.pop(key, None)
+            if len(entries) >= self.limit:
+                entries.clear()
+        entries[id(out)] = (weakref.ref(out), weakref.ref(src), value)
+
+    def get(self, out, src):
+        """The value kept by the forward that made ``out`` from ``src``, or None."""
+        entry = self._entries.get(id(out))
+        if entry is None or entry[0]() is not out or entry[1]() is not src:
+            return None
+        return entry[2]
+
+    def forget(self, out):
+        self._entries.pop(id(out), None)
+
+    def __len__(self):
+        return len(self._entries)
 
 
 def lies_channels_last(layouts):

@@ -11,7 +11,6 @@ MXNet stores ``eps``, ``momentum``, ``alpha``... as C ``float`` (BatchNorm's ``e
 shape rules BatchNorm shares with the other normalisations are in ``ops/_norm.py``;
 :mod:`symgraph.ops.syncbn` builds ``SyncBatchNorm`` on the same ``BatchNormBase``.
 """
-import weakref
 from math import prod
 
 import numpy as np
@@ -19,7 +18,7 @@ import numpy as np
 from symgraph.opdef import Param, PostOp, cpu_backend, register
 
 from ._norm import BatchNormBase, bshape
-from ._util import acc, f32, lies_channels_last
+from ._util import KeptForBackward, acc, f32, lies_channels_last
 
 
 def _per_channel(xp, x, ax):
@@ -178,7 +177,7 @@ class BatchNorm(BatchNormBase):
                 return None
             out, mean, var = r[:3]
             if relu:
-                _remember_mask(data, out, r[3])
+                _MASKS.keep(out, data, r[3])
             mom = f32(self.momentum)
             moving_mean[...] = moving_mean * mom + mean * (1.0 - mom)
             moving_var[...] = moving_var * mom + var * (1.0 - mom)
@@ -341,11 +340,11 @@ class BatchNormWithReLU(BatchNorm):
         y = res[0]
         xp.maximum(y, 0, out=y)
         if xp is np:
-            _forget_mask(y)     # an older forward's mask no longer belongs to this output
+            _MASKS.forget(y)    # an older forward's mask no longer belongs to this output
         return res
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None):
-        ws = _recall_mask(inputs[0], outputs[0]) if xp is np else None
+        ws = _MASKS.get(outputs[0], inputs[0]) if xp is np else None
         if ws is not None:
             data, gamma, _ = inputs
             be = self._backend(xp, data, gamma, out_grads[0], outputs[1], outputs[2])
@@ -366,35 +365,5 @@ class BatchNormWithReLU(BatchNorm):
                                 grad_out=grad_out)
 
 
-#: oneDNN's relu masks of BatchNormWithReLU's training forwards, by id of the output they
-#: belong to: (weak reference to the output, weak reference to the data, mask). An entry
-#: is replaced by the next forward into that output (an executor's buffer: the same one
-#: every step); entries whose output died are dropped once there are _MASKS_MAX. (No
-#: finalizers: Python code run by the garbage collector can take a pending
-#: KeyboardInterrupt, which Python then reports as ignored.)
-_MASKS = {}
-_MASKS_MAX = 256
-
-
-def _remember_mask(data, out, ws):
-    if len(_MASKS) >= _MASKS_MAX:
-        for key, entry in list(_MASKS.items()):
-            if entry[0]() is None or entry[1]() is None:
-                _MASKS.pop(key, None)
-        if len(_MASKS) >= _MASKS_MAX:
-            _MASKS.clear()
-    _MASKS[id(out)] = (weakref.ref(out), weakref.ref(data), ws)
-
-
-def _forget_mask(out):
-    entry = _MASKS.get(id(out))
-    if entry is not None and entry[0]() is out:
-        _MASKS[id(out)] = (entry[0], entry[1], None)
-
-
-def _recall_mask(data, out):
-    """The mask of the forward that computed ``out`` from ``data``, or None."""
-    entry = _MASKS.get(id(out))
-    if entry is None or entry[0]() is not out or entry[1]() is not data:
-        return None
-    return entry[2]
+#: oneDNN's relu masks of BatchNormWithReLU's training forwards, by output and data
+_MASKS = KeptForBackward()

@@ -12,13 +12,13 @@ Large max and average pooling of NumPy float32 arrays goes through oneDNN instea
 workspace of the oneDNN forward that made the output.
 """
 import math
-import weakref
 
 import numpy as np
 
 from symgraph.opdef import Operator, Param, ShapeError, cpu_backend, register, same_type
 
 from ._conv_impl import _pad, _windows
+from ._util import KeptForBackward
 from .conv import Deconvolution
 from symgraph.base import ParameterError
 
@@ -56,10 +56,8 @@ ONEDNN_MIN = {'forward': (9, 1 << 16), 'backward_max': (1, 1 << 15),
 #: 30 against oneDNN's 49 us.
 ONEDNN_MIN_GLOBAL = 1 << 14
 
-# max pooling workspaces of oneDNN forwards in training, by id of the output they belong
-# to: (weak reference to the output, weak reference to the input, workspace); an entry
-# goes when its output array is freed
-_WORKSPACES = {}
+#: max pooling workspaces of oneDNN forwards in training, by output and input
+_WORKSPACES = KeptForBackward()
 
 
 def _offsets(kernel):
@@ -247,9 +245,7 @@ class Pooling(Operator):
             return None
         y, ws = r
         if ws is not None:
-            key = id(y)
-            _WORKSPACES[key] = (weakref.ref(y), weakref.ref(x), ws)
-            weakref.finalize(y, _WORKSPACES.pop, key, None)
+            _WORKSPACES.keep(y, x, ws)
         return y
 
     def _pool_grad_onednn(self, xp, x, y, dy, dest=None):
@@ -262,10 +258,8 @@ class Pooling(Operator):
         be, kind, kernel, stride, pad_l, pad_r, yshape = spec
         ws = None
         if kind == 'max':
-            entry = _WORKSPACES.get(id(y))
-            if entry is not None and entry[0]() is y and entry[1]() is x:
-                ws = entry[2]
-            else:
+            ws = _WORKSPACES.get(y, x)
+            if ws is None:
                 r = be.pool_forward(x, kind, kernel, stride, pad_l, pad_r, yshape, True)
                 if r is None:
                     return None

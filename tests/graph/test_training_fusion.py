@@ -150,24 +150,27 @@ def test_no_fusion_without_gradients_on_another_device_or_without_onednn(monkeyp
 
 
 def test_batchnorm_with_relu_mask_belongs_to_one_forward():
-    """The mask oneDNN kept is used only for the output and the data it was made from."""
+    """The mask oneDNN kept is used only for the output and the data it was made from, and
+    an inference forward into that output forgets it."""
     from symgraph.ops import norm
+    masks = norm._MASKS
     x, y = np.ones((2, 3, 4, 4), np.float32), np.ones((2, 3, 4, 4), np.float32)
     ws = np.zeros(8, np.uint8)
-    norm._remember_mask(x, y, ws)
-    assert norm._recall_mask(x, y) is ws
-    assert norm._recall_mask(x.copy(), y) is None
-    norm._forget_mask(y)
-    assert norm._recall_mask(x, y) is None
-    # an output that died leaves a dead entry, never matched, and dropped once the
-    # registry is full (it keeps no finalizers)
-    norm._remember_mask(x, y, ws)
+    masks.keep(y, x, ws)
+    assert masks.get(y, x) is ws
+    assert masks.get(y, x.copy()) is None and masks.get(y.copy(), x) is None
+    op = norm.BatchNormWithReLU()
+    gamma, beta = np.ones(3, np.float32), np.zeros(3, np.float32)
+    stats = [np.zeros(3, np.float32), np.ones(3, np.float32)]
+    op.forward(np, [x, gamma, beta], stats, False, out=[y, None, None])
+    assert masks.get(y, x) is None
+    # an output that died leaves a dead entry, never matched, dropped once it is full
+    masks.keep(y, x, ws)
     del y
-    z = np.ones((2, 3, 4, 4), np.float32)
-    assert norm._recall_mask(x, z) is None
-    for _ in range(2 * norm._MASKS_MAX):
-        norm._remember_mask(x, np.ones(1, np.float32), ws)
-    assert len(norm._MASKS) <= norm._MASKS_MAX
+    assert masks.get(np.ones((2, 3, 4, 4), np.float32), x) is None
+    for _ in range(2 * masks.limit):
+        masks.keep(np.ones(1, np.float32), x, ws)
+    assert len(masks) <= masks.limit
 
 
 @needs_onednn

@@ -101,17 +101,24 @@ def test_max_workspace_kept_or_remade(backend):
     dy = rng.uniform(-1, 1, (2, 4, 5, 5)).astype(np.float32)
     before = dict(backend.calls)
     y = op.forward(np, [x], [], True)[0]
-    assert id(y) in _WORKSPACES
+    assert _WORKSPACES.get(y, x) is not None
     g1 = op.backward(np, [dy], [x], [y], [], [True])[0]
     assert backend.calls['pool_forward'] - before.get('pool_forward', 0) == 1
     # an equal output that is another array: the workspace is made again
     g2 = op.backward(np, [dy], [x], [y.copy()], [], [True])[0]
     assert backend.calls['pool_forward'] - before.get('pool_forward', 0) == 2
     np.testing.assert_array_equal(g1, g2)
-    key = id(y)
+    # the same output from other data: no workspace of the first forward is taken
+    assert _WORKSPACES.get(y, x.copy()) is None
+    # an output that died is never matched (its entry goes once the registry is full)
     del y
     gc.collect()
-    assert key not in _WORKSPACES       # the workspace went with its output
+    y2 = np.zeros((2, 4, 5, 5), np.float32)
+    assert _WORKSPACES.get(y2, x) is None
+    for _ in range(2 * _WORKSPACES.limit):
+        op.forward(np, [x], [], True)
+    assert len(_WORKSPACES) <= _WORKSPACES.limit
+
 
 
 def _net(pool_kw):

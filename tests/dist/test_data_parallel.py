@@ -146,18 +146,18 @@ def test_an_interrupted_call_leaves_no_worker_at_the_rendezvous():
                                        name='bn')
     group = dist.DataParallelExecutor(sym, [mx.cpu(0), mx.cpu(1)], data=(4, 2))
     _FAIL['sleep_rank'] = 1
-    # to the main thread itself (os.kill may wake another thread; the main one then sees
-    # the signal only after its join, where a finalizer running at that moment may take
-    # the KeyboardInterrupt, which Python then reports as ignored: seen twice in the
-    # suite on a loaded machine)
     main = threading.main_thread().ident
     timer = threading.Timer(0.3, lambda: signal.pthread_kill(main, signal.SIGINT))
+    # a suite started as a background job of a non-interactive shell (`cmd &`) inherits
+    # SIGINT ignored, and Python then installs no handler for it: Ctrl-C's, here
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):
             group.forward(is_train=True, data=np.zeros((4, 2), np.float32))
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, old)
     _FAIL['sleep_rank'] = None
     x = np.array([[1, 1], [1, 1], [3, 3], [3, 3]], np.float32)
     t0 = time.perf_counter()

@@ -202,6 +202,25 @@ class BatchNorm(BatchNormBase):
             return None
         return BatchNormWithReLU(**self._values)
 
+    def _onednn_backward(self, xp, dy, data, gamma, outputs, need, dest, ws=None):
+        """[d data, d gamma, d beta] through oneDNN from the saved mean and inverse std
+        (``ws``: the relu mask of a fused forward, applied to ``dy`` there), or None when
+        it declines."""
+        be = self._backend(xp, data, gamma, dy, outputs[1], outputs[2])
+        if be is None:
+            return None
+        g = np.ones_like(gamma) if self.fix_gamma else gamma
+        inv = outputs[2].astype(np.float64)
+        var = (1.0 / (inv * inv) - self.eps).astype(np.float32)
+        r = be.batch_norm_backward(data, dy, g, outputs[1], var, f32(self.eps),
+                                   self.use_global_stats, dx_out=dest, ws=ws)
+        if r is None:
+            return None
+        dx, dgamma, dbeta = r
+        return [dx if need[0] else None,
+                (np.zeros_like(gamma) if self.fix_gamma else dgamma) if need[1] else None,
+                dbeta if need[2] else None]
+
     def _batch_stats(self, xp, x):
         return self.axis % x.ndim, tuple(i for i in range(x.ndim) if i != self.axis % x.ndim)
 
@@ -266,18 +285,9 @@ class BatchNorm(BatchNormBase):
         if _gpu_bn_ok(xp, self, data, gamma, out_grads[0], outputs[1], outputs[2]):
             return _gpu_bn_backward(xp, self, out_grads[0], data, gamma, outputs[1],
                                     outputs[2], _c_order(dest))
-        be = self._backend(xp, data, gamma, out_grads[0], outputs[1], outputs[2])
-        if be is not None:
-            g = np.ones_like(gamma) if self.fix_gamma else gamma
-            inv = outputs[2].astype(np.float64)
-            var = (1.0 / (inv * inv) - self.eps).astype(np.float32)
-            r = be.batch_norm_backward(data, out_grads[0], g, outputs[1], var, f32(self.eps),
-                                       self.use_global_stats, dx_out=dest)
-            if r is not None:
-                dx, dgamma, dbeta = r
-                return [dx if need[0] else None,
-                        (np.zeros_like(gamma) if self.fix_gamma else dgamma) if need[1]
-                        else None, dbeta if need[2] else None]
+        grads = self._onednn_backward(xp, out_grads[0], data, gamma, outputs, need, dest)
+        if grads is not None:
+            return grads
         x, dy = acc(data), acc(out_grads[0])
         ax, axes = self._batch_stats(xp, x)
         bs = bshape(x.ndim, ax, x.shape[ax])
@@ -345,21 +355,13 @@ class BatchNormWithReLU(BatchNorm):
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None):
         ws = _MASKS.get(outputs[0], inputs[0]) if xp is np else None
-        if ws is not None:
-            data, gamma, _ = inputs
-            be = self._backend(xp, data, gamma, out_grads[0], outputs[1], outputs[2])
-            if be is not None:
-                g = np.ones_like(gamma) if self.fix_gamma else gamma
-                inv = outputs[2].astype(np.float64)
-                var = (1.0 / (inv * inv) - self.eps).astype(np.float32)
-                dest = _dest(grad_out, 0, data.dtype) if need[0] else None
-                r = be.batch_norm_backward(data, out_grads[0], g, outputs[1], var,
-                                           f32(self.eps), False, dx_out=dest, ws=ws)
-                if r is not None:
-                    dx, dgamma, dbeta = r
-                    return [dx if need[0] else None,
-                            (np.zeros_like(gamma) if self.fix_gamma else dgamma) if need[1]
-                            else None, dbeta if need[2] else None]
+        if ws is not None:      # (a fused forward: batch statistics, never global ones)
+            data = inputs[0]
+            grads = self._onednn_backward(xp, out_grads[0], data, inputs[1], outputs, need,
+                                          _dest(grad_out, 0, data.dtype) if need[0]
+                                          else None, ws)
+            if grads is not None:
+                return grads
         dy = xp.where(outputs[0] > 0, out_grads[0], 0).astype(out_grads[0].dtype, copy=False)
         return super().backward(xp, [dy] + list(out_grads[1:]), inputs, outputs, aux, need,
                                 grad_out=grad_out)

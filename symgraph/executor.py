@@ -180,14 +180,14 @@ class Executor:
         if fused is None:
             self._plan = Plan(order, arg_nodes, aux_nodes, heads, shapes, dtypes, reqs, xp,
                               self._ctx)
-            states = self._plan.op_state
         else:
             f_order, f_shapes, f_dtypes, aliases, self._fused_names = fused
             self._plan = Plan(f_order, arg_nodes, aux_nodes, heads, f_shapes, f_dtypes, reqs,
                               xp, self._ctx, aliases=aliases)
-            # the operators' states by node: the inference plan and the unfused one share
-            # those of the nodes the fusion kept (one state per node and bind)
-            states = self._plan.op_state
+        # the operators' states by node: the inference plan (and the unfused one) share
+        # those of the nodes the fusion kept (one state per node and bind)
+        states = self._plan.op_state
+        if fused is not None:
             self._unfused = (order, arg_nodes, aux_nodes, heads, shapes, dtypes, reqs, xp,
                              states)
         # inference passes (graph/passes.py): a rewritten plan for forward(is_train=False)

@@ -255,6 +255,7 @@ class Primitive:
         # and a call that would set the same address again is skipped
         self.handles = self.user + self.inout_src
         self.pointers = [None] * len(self.handles)
+        self.inner_handles = [mem for mem, _ in self.inner]
         self.inner_pointers = [None] * len(self.inner)
 
     def _memory(self, backend, md, handle):
@@ -300,21 +301,8 @@ class Primitive:
                 slots = [thread.workspace(i, n) for i, (_, n)
                          in zip(self.slot_index, self.inner)]
                 ptrs = [ptr for _, ptr in slots]
-            last = self.inner_pointers
-            for k, ((mem, _), ptr) in enumerate(zip(self.inner, ptrs)):
-                if last[k] != ptr:
-                    status = set_handle(mem, ptr)
-                    if status:
-                        check(status, 'dnnl_memory_set_data_handle')
-                    last[k] = ptr
-        last = self.pointers
-        for k, (mem, a) in enumerate(zip(self.handles, arrays)):
-            ptr = address(a)
-            if last[k] != ptr:
-                status = set_handle(mem, ptr)
-                if status:
-                    check(status, 'dnnl_memory_set_data_handle')
-                last[k] = ptr
+            _point(set_handle, self.inner_handles, self.inner_pointers, ptrs)
+        _point(set_handle, self.handles, self.pointers, map(address, arrays))
         if self.before_const and (token is None or token != self.token):
             self.token = None
             for prim, _, args, _ in self.before_const:
@@ -444,6 +432,17 @@ class BackendCore:
     def cached(self):
         """How many primitives (or refusals) this thread has cached."""
         return len(self._thread().cache)
+
+
+def _point(set_handle, mems, last, ptrs):
+    """Point memory object ``mems[k]`` at address ``ptrs[k]`` where ``last[k]`` (the
+    address it was last given) differs, and record it."""
+    for k, (mem, ptr) in enumerate(zip(mems, ptrs)):
+        if last[k] != ptr:
+            status = set_handle(mem, ptr)
+            if status:
+                check(status, 'dnnl_memory_set_data_handle')
+            last[k] = ptr
 
 
 def _slot(slots, i, nbytes):

@@ -284,6 +284,15 @@ class Operator:
     #: in): the storage plan offers it a buffer laid over that array's where the array
     #: dies at this backward step (MXNet's in-place backward of activations)
     grad_inplace = ()
+    #: groups of arguments whose gradients backward returns as one array (relu(a + b):
+    #: both are the masked head gradient), e.g. ``((0, 1),)``. For a :attr:`writes_into`
+    #: operator the storage plan then offers a buffer to one argument of a group whose
+    #: gradient has no other contribution and lets the others alias it (no copy); an
+    #: operator declaring it computes into one of the group's ``grad_out=`` arrays,
+    #: writes the values into every other array offered (the executor may sum into an
+    #: offered array in place) and returns the computed array for the arguments offered
+    #: none
+    grad_same = ()
     #: no gradient flows through this operator (BlockGrad, argmax, comparisons...)
     no_grad = False
     #: accept any parameter (Custom passes arbitrary kwargs on to the user's prop)

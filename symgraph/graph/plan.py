@@ -587,6 +587,7 @@ class Plan:
         persistent = set(self.arg_entries) | set(self.aux_entries)
         # (backward step, argument position) -> the buffer offered for that gradient
         grad_offer = {}
+        n_readers = collections.Counter(e for n in self.steps for e in self.in_entries(n))
         for t, n in enumerate(reversed(self.bwd_steps)):
             T = n_fwd + t
             op = n.op
@@ -599,6 +600,18 @@ class Plan:
             in_roots = set().union(*(roots.get(k, ()) for k in reads + og))
             offers = (op.writes_into or op.grad_writes_into) and self.op_state[id(n)] is None \
                 and not op.wants_req
+            # arguments whose gradient is the very array backward returns for another
+            # (Operator.grad_same): one whose gradient has no other contribution (its entry
+            # read by this node alone, no head, no argument of the user's) is offered the
+            # buffer, the others alias it (else each is offered its own, and copied into)
+            alias_of = {}
+            for group in (op.grad_same if offers else ()):
+                owner = next((j for j in group if j < n_args and self.requires[ins[j]]
+                              and ins[j] not in persistent and ins[j] not in heads
+                              and n_readers[ins[j]] == 1 and ('g', ins[j]) not in birth
+                              and self.nbytes(ins[j]) > 0), None)
+                if owner is not None:
+                    alias_of.update((j, owner) for j in group if j != owner and j < n_args)
 
             def over_saved(k, j, ins=ins, outs=outs, op=op):
                 # the buffer may lie over a forward array this step reads for the last
@@ -611,13 +624,16 @@ class Plan:
                 if not self.requires[e] or e in persistent:
                     continue
                 k = ('g', e)
+                offer_j = offers and j not in alias_of
                 if k not in birth:          # first contribution
                     birth[k] = death[k] = T
-                    if offers and self.nbytes(e) > 0:
+                    if offer_j and self.nbytes(e) > 0:
                         mode[k] = 'into'
                         roots[k] = {k}
                         grad_offer[(t, j)] = k
                         over_saved(k, j)
+                    elif j in alias_of:
+                        roots[k] = {('g', ins[alias_of[j]])}
                     else:
                         roots[k] = set(in_roots)
                 else:                       # summed into its buffer
@@ -628,10 +644,10 @@ class Plan:
                         # contribution straight into it, and the sum adds the first one
                         # to it there (a + b, the same bits as before)
                         birth[k] = T
-                        if offers and self.nbytes(e) > 0:
+                        if offer_j and self.nbytes(e) > 0:
                             grad_offer[(t, j)] = k
                             over_saved(k, j)
-                    elif offers and self.nbytes(e) > 0:
+                    elif offer_j and self.nbytes(e) > 0:
                         # the buffer holds the sum so far: the contribution is computed
                         # into a buffer of its own, live at this step only, then added
                         tk = ('gt', e, T, j)

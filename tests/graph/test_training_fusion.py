@@ -179,3 +179,161 @@ def test_legacy_batchnorm_v1_is_left_alone(monkeypatch):
     x = mx.sym.Activation(mx.sym.BatchNorm_v1(x, name='bn'), act_type='relu', name='act')
     exe = _bind(mx.sym.MakeLoss(mx.sym.sum(x)), monkeypatch, True)
     assert _fused(exe).endswith(': 0 fused node(s)')
+
+
+# --------------------------------------------------------- residual add, then relu
+def _res_net(consumer='relu', extra_reader=False, broadcast=False, shortcut_first=False,
+             branch_read=False):
+    """A residual block: conv-bn-relu-conv-bn, plus the block's input, then ``consumer``
+    (``shortcut_first``: the input as lhs; ``branch_read``: the branch also read
+    elsewhere)."""
+    x = mx.sym.Convolution(mx.sym.var('data'), kernel=(3, 3), pad=(1, 1), num_filter=8,
+                           no_bias=True, name='stem')
+    x = mx.sym.Activation(mx.sym.BatchNorm(x, fix_gamma=False, name='stem_bn'),
+                          act_type='relu', name='stem_relu')
+    h = mx.sym.Convolution(x, kernel=(3, 3), pad=(1, 1), num_filter=8, no_bias=True,
+                           name='a')
+    h = mx.sym.Activation(mx.sym.BatchNorm(h, fix_gamma=False, name='a_bn'),
+                          act_type='relu', name='a_relu')
+    h = mx.sym.Convolution(h, kernel=(3, 3), pad=(1, 1), num_filter=8, no_bias=True,
+                           name='b')
+    h = mx.sym.BatchNorm(h, fix_gamma=False, name='b_bn')
+    lhs, rhs = (x, h) if shortcut_first else (h, x)
+    s = mx.sym.broadcast_add(lhs, rhs, name='sum') if broadcast else \
+        mx.sym.elemwise_add(lhs, rhs, name='sum')
+    y = mx.sym.Activation(s, act_type=consumer, name='out_act')
+    if extra_reader:
+        y = y + mx.sym.sigmoid(s)
+    if branch_read:
+        y = y * mx.sym.tanh(h)
+    # (pooling reads channels last: the sum's output and gradient lie as its inputs do)
+    y = mx.sym.Pooling(y, global_pool=True, kernel=(1, 1), pool_type='avg', name='pool')
+    out = mx.sym.FullyConnected(mx.sym.Flatten(y), num_hidden=3, name='fc')
+    return mx.sym.SoftmaxOutput(out, name='softmax')
+
+
+@needs_onednn
+@pytest.mark.parametrize('onednn_sizes', [True, False])
+@pytest.mark.parametrize('grad_req', ['write', 'add'])
+def test_residual_add_and_relu_run_as_one_node(onednn_sizes, grad_req, monkeypatch):
+    """elemwise_add read only by a relu runs as one node (oneDNN's binary primitive with a
+    relu post-op, or NumPy below its size), with the unfused values: forward bit for bit,
+    and both inputs get the masked gradient."""
+    from symgraph.ops import binary
+    if not onednn_sizes:
+        monkeypatch.setattr(binary, '_ADD_RELU_ONEDNN', (1 << 40, 1 << 40))
+    else:
+        monkeypatch.setattr(binary, '_ADD_RELU_ONEDNN', (1, 1))
+    net = _res_net()
+    exe = _bind(net, monkeypatch, True, shape=(4, 5, 12, 12), grad_req=grad_req)
+    assert _fused(exe).endswith('3 fused node(s) (stem_relu, a_relu, out_act)')
+    ops = {n.name: n.op.name for n in exe._plan.steps if n.op is not None}
+    assert ops['out_act'] == '_sg_elemwise_add_relu' and 'sum' not in ops
+    ref = _bind(net, monkeypatch, False, shape=(4, 5, 12, 12), grad_req=grad_req)
+    be = mx.opdef.cpu_backend()
+    before = (be.calls.get('add', 0), be.calls.get('relu_backward_from_output', 0))
+    for _ in range(2):
+        _close(_step(exe), _step(ref))
+    after = (be.calls.get('add', 0), be.calls.get('relu_backward_from_output', 0))
+    assert (after > before) if onednn_sizes else (after[0] == before[0])
+    if onednn_sizes:
+        assert after[0] == before[0] + 2 and after[1] >= before[1] + 2
+
+
+@needs_onednn
+@pytest.mark.parametrize('kw', [dict(consumer='tanh'), dict(extra_reader=True),
+                                dict(broadcast=True)])
+def test_residual_add_not_fused_where_its_sum_is_seen_or_no_relu_follows(kw, monkeypatch):
+    exe = _bind(_res_net(**kw), monkeypatch, True, shape=(2, 5, 6, 6))
+    assert 'out_act' not in _fused(exe)
+    assert '_sg_elemwise_add_relu' not in [n.op.name for n in exe._plan.steps if n.op]
+    ref = _bind(_res_net(**kw), monkeypatch, False, shape=(2, 5, 6, 6))
+    _close(_step(exe), _step(ref))
+
+
+@pytest.mark.parametrize('layout', ['c', 'channels_last'])
+@pytest.mark.parametrize('into', [None, 'new', 'lhs', 'rhs'])
+@pytest.mark.parametrize('dtype', [np.float32, np.float64])
+def test_add_relu_operator_forward_backward(layout, into, dtype, monkeypatch):
+    """The fused operator against NumPy's add and maximum, through oneDNN (float32, any
+    size here) and NumPy (float64), into a new array, a given one, or either input's own
+    storage (in place), in C order and lying channels last; backward against the
+    numerical gradient of sum(w * relu(a + b))."""
+    from symgraph.ops import binary
+    monkeypatch.setattr(binary, '_ADD_RELU_ONEDNN', (1, 1))
+    rng = np.random.RandomState(3)
+    shape = (2, 3, 4, 5)
+
+    def make():
+        if layout == 'c':
+            return rng.uniform(-1, 1, shape).astype(dtype)
+        return np.ascontiguousarray(rng.uniform(-1, 1, shape).astype(dtype)
+                                    .transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    a, b = make(), make()
+    a.flat[0], b.flat[0] = 1.0, -1.0       # a sum of exactly zero: relu gives 0
+    want = np.maximum(a + b, 0)
+    op = binary.ElemwiseAddReLU()
+    be = mx.opdef.cpu_backend()
+    n0 = be.calls.get('add', 0) if be else 0
+    dest = {None: None, 'new': np.empty_like(a), 'lhs': a, 'rhs': b}[into]
+    a0, b0 = a.copy(), b.copy()
+    y, = op.forward(np, [a, b], [], True, out=[dest])
+    np.testing.assert_array_equal(y, want)
+    if dest is not None:
+        assert y is dest
+    if be is not None and dtype == np.float32:
+        assert be.calls['add'] == n0 + 1
+    # backward from the output alone
+    w = rng.uniform(-1, 1, shape).astype(dtype)
+    ga, gb = op.backward(np, [w], [], [y], [], [True, True])
+    np.testing.assert_array_equal(ga, w * (want > 0))
+    np.testing.assert_array_equal(gb, ga)
+    eps = 1e-3
+    a64, b64 = a0.astype(np.float64), b0.astype(np.float64)
+    num = np.zeros(shape)
+    for i in np.ndindex(*shape):
+        if abs(a64[i] + b64[i]) < 2 * eps:
+            num[i] = w[i] * (a64[i] + b64[i] > 0)       # at the kink: the convention
+            continue
+        for sgn in (1, -1):
+            p = a64.copy()
+            p[i] += sgn * eps
+            num[i] += sgn * (w * np.maximum(p + b64, 0)).sum() / (2 * eps)
+    np.testing.assert_allclose(ga, num, rtol=1e-4, atol=1e-5)
+    # only one gradient wanted: written into the array offered for it
+    g1 = np.empty(shape, dtype)
+    got = op.backward(np, [w], [], [y], [], [False, True], grad_out=[None, g1])
+    assert got[0] is None and got[1] is g1
+    np.testing.assert_array_equal(g1, ga)
+    # both offered arrays of their own: both hold the values (the executor may sum into
+    # one in place)
+    g0, g1 = np.empty(shape, dtype), np.empty(shape, dtype)
+    got = op.backward(np, [w], [], [y], [], [True, True], grad_out=[g0, g1])
+    assert got[0] is g0 and got[1] is g1
+    np.testing.assert_array_equal(g0, ga)
+    np.testing.assert_array_equal(g1, ga)
+
+
+def _offers(exe, name):
+    """Argument positions the storage plan offers a gradient buffer at node ``name``'s
+    backward step."""
+    plan = exe._plan
+    t = [n.name for n in reversed(plan.bwd_steps)].index(name)
+    return sorted(j for (t2, j) in plan.storage().grad_offer if t2 == t)
+
+
+@needs_onednn
+@pytest.mark.parametrize('kw, offered', [({}, [0]), (dict(shortcut_first=True), [1]),
+                                         (dict(branch_read=True), [0, 1])])
+def test_residual_gradient_is_one_array_for_both_inputs(kw, offered, monkeypatch):
+    """Both inputs of the fused sum get one gradient array (Operator.grad_same): the plan
+    offers a buffer to the input whose gradient has no other contribution (the branch,
+    lhs or rhs) and lets the other alias it, with no copy; where both have other
+    readers, each is offered its own (a copy), and the values stay the unfused ones."""
+    net = _res_net(**kw)
+    exe = _bind(net, monkeypatch, True, shape=(2, 5, 6, 6))
+    assert 'out_act' in _fused(exe)
+    assert _offers(exe, 'out_act') == offered
+    ref = _bind(net, monkeypatch, False, shape=(2, 5, 6, 6))
+    for _ in range(2):
+        _close(_step(exe), _step(ref))

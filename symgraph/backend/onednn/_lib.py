@@ -50,8 +50,11 @@ POOLING_AVG_EXCLUDE_PADDING = 0x3ff
 LRN_ACROSS_CHANNELS = 0xaff
 SOFTMAX_ACCURATE = 0x30000
 SOFTMAX_LOG = 0x30001
+BINARY_ADD = 0x1fff0
 # execution argument indices (DNNL_ARG_*)
 ARG_SRC = 1
+#: a binary primitive's second source (its first is ARG_SRC)
+ARG_SRC_1 = 2
 ARG_DST = 17
 ARG_WORKSPACE = 64
 ARG_WEIGHTS = 33
@@ -176,6 +179,8 @@ _SIGNATURES = {
     'dnnl_eltwise_backward_primitive_desc_create': (
         (_P(_VP), _VP, ctypes.c_int, _VP, _VP, _VP, ctypes.c_float, ctypes.c_float, _VP, _VP),
         None),
+    'dnnl_binary_primitive_desc_create': ((_P(_VP), _VP, ctypes.c_int, _VP, _VP, _VP, _VP),
+                                          None),
     'dnnl_softmax_forward_primitive_desc_create': (
         (_P(_VP), _VP, ctypes.c_int, ctypes.c_int, _VP, _VP, ctypes.c_int, _VP), None),
     'dnnl_softmax_backward_primitive_desc_create': (

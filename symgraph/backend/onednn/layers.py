@@ -205,6 +205,55 @@ class LayerMixin:
 
         return dx if self.run(key, build, flats) else None
 
+    def add(self, a, b, relu=False, out=None):
+        """a + b (relu'd when ``relu``) in one pass through oneDNN's binary primitive; None
+        when not taken. ``a``, ``b`` and ``out`` (an array to write into, which may be
+        ``a`` or ``b`` itself) must be float32 arrays of one shape lying in one memory
+        order (C order or channels last); else the result is new, in ``a``'s layout."""
+        if a.dtype != np.float32 or b.dtype != np.float32 or a.shape != b.shape \
+                or not a.size:
+            return None
+        lay = layout_of(a)
+        if layout_of(b) != lay or (lay is None and not (a.flags.c_contiguous
+                                                         and b.flags.c_contiguous)):
+            return None
+        y = act_dest(out, a.shape, lay)
+        if not y.flags.writeable:
+            return None
+        af, bf, yf = dense_flat(a), dense_flat(b), dense_flat(y)
+        if af is None or bf is None or yf is None:
+            return None
+        # oneDNN computes in place over its first source only: the destination is exactly
+        # a or b (add commutes, bit for bit) or overlaps neither
+        if yf.ctypes.data == bf.ctypes.data:
+            af, bf = bf, af
+        for s in (af, bf):
+            if np.may_share_memory(s, yf) and s.ctypes.data != yf.ctypes.data:
+                return None
+        if yf.ctypes.data == bf.ctypes.data:
+            return None
+        n = a.size
+        key = ('add', n, bool(relu))
+
+        def build():
+            md = strided_desc(self.lib, (n,))
+            attr = None
+            try:
+                attr = self._post_ops_attr([('eltwise', 'relu', 0.0)]) if relu else None
+                pd = _VP()
+                check(self.lib.dnnl_binary_primitive_desc_create(
+                    ctypes.byref(pd), self.engine, _lib.BINARY_ADD, md, md, md, attr),
+                    'dnnl_binary_primitive_desc_create')
+                return Primitive(self, pd, [(_lib.ARG_SRC, md, False),
+                                            (_lib.ARG_SRC_1, md, False),
+                                            (_lib.ARG_DST, md, True)])
+            finally:
+                if attr:
+                    self.lib.dnnl_primitive_attr_destroy(attr)
+                self._destroy([md])
+
+        return y if self.run(key, build, [af, bf, yf]) else None
+
     def eltwise_backward(self, x, dy, kind, alpha=0.0, beta=0.0):
         """dy * f'(x); None when not taken."""
         x, dy = as_f32(x), as_f32(dy)

@@ -162,32 +162,50 @@ class BatchNorm(BatchNormBase):
         return cpu_backend()
 
     def _onednn_forward(self, be, data, gamma, beta, moving_mean, moving_var, is_train,
-                        dest=None, relu=False):
+                        out=None, relu=False):
         """[out, mean, inverse std] through oneDNN (running statistics updated as the
-        NumPy path does; out written into ``dest`` when given), or None when it declines.
-        ``relu`` (training with the batch's statistics only, else None): out is relu'd,
-        and oneDNN's mask for backward is kept (see :class:`BatchNormWithReLU`)."""
+        NumPy path does), or None when it declines. ``out``: the arrays the executor
+        offers (``writes_into``), written where they fit. ``relu`` (training with the
+        batch's statistics only): out is relu'd, and oneDNN's mask for backward is kept
+        (see :class:`BatchNormWithReLU`)."""
         eps = f32(self.eps)
         g = np.ones_like(gamma) if self.fix_gamma else gamma
-        if relu and not (is_train and not self.use_global_stats):
-            return None
+        dest = _dest(out, 0, data.dtype)
+        # the mean and inverse std straight into the offered buffers (few NumPy calls on
+        # per-channel vectors: each costs more than its arithmetic inside a step)
+        mean_out, inv_out = (_dest(out, i, np.float32) for i in (1, 2))
         if is_train and not self.use_global_stats:
-            r = be.batch_norm_forward(data, g, beta, eps, out=dest, relu=relu)
+            r = be.batch_norm_forward(data, g, beta, eps, out=dest, relu=relu,
+                                      stats_out=(mean_out, inv_out))
             if r is None:
                 return None
-            out, mean, var = r[:3]
+            y, mean, var = r[:3]
             if relu:
-                _MASKS.keep(out, data, r[3])
+                _MASKS.keep(y, data, r[3])
+            # moving * mom + batch * (1 - mom), rounded as that expression is
             mom = f32(self.momentum)
-            moving_mean[...] = moving_mean * mom + mean * (1.0 - mom)
-            moving_var[...] = moving_var * mom + var * (1.0 - mom)
+            moving_mean *= mom
+            moving_mean += mean * (1.0 - mom)
+            moving_var *= mom
+            moving_var += var * (1.0 - mom)
+        elif relu:
+            return None
         else:
-            mean, var = moving_mean, moving_var
-            out = be.batch_norm_forward(data, g, beta, eps, mean, var, is_train, out=dest)
-            if out is None:
+            y = be.batch_norm_forward(data, g, beta, eps, moving_mean, moving_var, is_train,
+                                      out=dest)
+            if y is None:
                 return None
-            mean = mean.copy()
-        return [out, mean, (1.0 / np.sqrt(var + eps)).astype(np.float32)]
+            if mean_out is None:
+                mean = moving_mean.copy()
+            else:
+                np.copyto(mean_out, moving_mean)
+                mean = mean_out
+            var = moving_var
+        # 1 / sqrt(var + eps) in float32, in place over the batch variance (an array of
+        # this call's: the offered buffer or a new one), never over the running one
+        inv = np.add(var, eps, out=inv_out if var is moving_var else var)
+        np.sqrt(inv, out=inv)
+        return [y, mean, np.divide(1.0, inv, out=inv)]
 
     def fuse_training_post_op(self, post_op, in_shapes):
         """relu after the normalisation: :class:`BatchNormWithReLU` (oneDNN normalises and
@@ -202,7 +220,8 @@ class BatchNorm(BatchNormBase):
             return None
         return BatchNormWithReLU(**self._values)
 
-    def _onednn_backward(self, xp, dy, data, gamma, outputs, need, dest, ws=None):
+    def _onednn_backward(self, xp, dy, data, gamma, outputs, need, dest, ws=None,
+                         grad_out=None):
         """[d data, d gamma, d beta] through oneDNN from the saved mean and inverse std
         (``ws``: the relu mask of a fused forward, applied to ``dy`` there), or None when
         it declines."""
@@ -213,7 +232,11 @@ class BatchNorm(BatchNormBase):
         inv = outputs[2].astype(np.float64)
         var = (1.0 / (inv * inv) - self.eps).astype(np.float32)
         r = be.batch_norm_backward(data, dy, g, outputs[1], var, f32(self.eps),
-                                   self.use_global_stats, dx_out=dest, ws=ws)
+                                   self.use_global_stats, dx_out=dest, ws=ws,
+                                   param_out=(_dest(grad_out, 1, np.float32)
+                                              if need[1] and not self.fix_gamma else None,
+                                              _dest(grad_out, 2, np.float32)
+                                              if need[2] else None))
         if r is None:
             return None
         dx, dgamma, dbeta = r
@@ -241,7 +264,7 @@ class BatchNorm(BatchNormBase):
         be = self._backend(xp, data, gamma, beta, moving_mean, moving_var)
         if be is not None:
             outs = self._onednn_forward(be, data, gamma, beta, moving_mean, moving_var,
-                                        is_train, dest)
+                                        is_train, out)
             if outs is not None:
                 return outs
         x = acc(data)
@@ -285,7 +308,8 @@ class BatchNorm(BatchNormBase):
         if _gpu_bn_ok(xp, self, data, gamma, out_grads[0], outputs[1], outputs[2]):
             return _gpu_bn_backward(xp, self, out_grads[0], data, gamma, outputs[1],
                                     outputs[2], _c_order(dest))
-        grads = self._onednn_backward(xp, out_grads[0], data, gamma, outputs, need, dest)
+        grads = self._onednn_backward(xp, out_grads[0], data, gamma, outputs, need, dest,
+                                      grad_out=grad_out)
         if grads is not None:
             return grads
         x, dy = acc(data), acc(out_grads[0])
@@ -343,7 +367,7 @@ class BatchNormWithReLU(BatchNorm):
                 if self.fix_gamma:
                     gamma[...] = 1
                 outs = self._onednn_forward(be, data, gamma, beta, aux[0], aux[1], True,
-                                            _dest(out, 0, data.dtype), relu=True)
+                                            out, relu=True)
                 if outs is not None:
                     return outs
         res = super().forward(xp, inputs, aux, is_train, out=out)
@@ -359,7 +383,7 @@ class BatchNormWithReLU(BatchNorm):
             data = inputs[0]
             grads = self._onednn_backward(xp, out_grads[0], data, inputs[1], outputs, need,
                                           _dest(grad_out, 0, data.dtype) if need[0]
-                                          else None, ws)
+                                          else None, ws, grad_out=grad_out)
             if grads is not None:
                 return grads
         dy = xp.where(outputs[0] > 0, out_grads[0], 0).astype(out_grads[0].dtype, copy=False)

@@ -53,7 +53,7 @@ class NormMixin:
         return pd
 
     def batch_norm_forward(self, x, gamma, beta, eps, mean=None, var=None, is_train=True,
-                           out=None, relu=False):
+                           out=None, relu=False, stats_out=(None, None)):
         """Normalised ``x`` (N, C, ...): (y, batch mean, batch variance) with the batch's
         statistics when ``mean`` is None, else y with the given ones; None when not taken.
         ``x`` may lie channels last (taken as it lies); y is written into ``out`` when it
@@ -62,7 +62,8 @@ class NormMixin:
 
         ``relu`` (batch statistics only): y is relu of the normalised data, and a fourth
         value comes back, the workspace (a uint8 array) :meth:`batch_norm_backward` takes
-        to mask the gradient.
+        to mask the gradient. ``stats_out``: arrays to write the batch mean and variance
+        into (each used where it is a C-contiguous float32 array of shape (C,)).
         """
         if x.ndim < 2 or x.ndim > 5 or not x.size:
             return None
@@ -96,7 +97,7 @@ class NormMixin:
             return None
         y = act_dest(out, x.shape, ylay)
         if stats:
-            mean, var = np.empty(c, np.float32), np.empty(c, np.float32)
+            mean, var = (a if _vector(a, c) else np.empty(c, np.float32) for a in stats_out)
         else:
             mean, var = as_f32(mean), as_f32(var)
         arrays = [x, as_f32(gamma), as_f32(beta), y, mean, var]
@@ -109,13 +110,14 @@ class NormMixin:
         return (y, mean, var) if stats else y
 
     def batch_norm_backward(self, x, dy, gamma, mean, var, eps, global_stats, dx_out=None,
-                            ws=None):
+                            ws=None, param_out=(None, None)):
         """(dx, dgamma, dbeta) of batch normalisation with the statistics ``mean``/``var``
         (the batch's, or the running ones when ``global_stats``); None when not taken.
         ``x`` and ``dy`` may lie channels last; dx is written into ``dx_out`` as
         :meth:`batch_norm_forward` writes y into ``out``. ``ws``: the workspace of a
         forward with ``relu`` on the same data (dy is then the gradient of the relu's
-        output, masked here)."""
+        output, masked here). ``param_out``: arrays to write dgamma and dbeta into (each
+        used where it is a C-contiguous float32 array of shape (C,))."""
         if x.ndim < 2 or x.ndim > 5 or not x.size or (ws is not None and global_stats):
             return None
         x, xlay = activation(x)
@@ -152,7 +154,7 @@ class NormMixin:
                 self._destroy(mds + [cmd, lay])
 
         dx = act_dest(dx_out, x.shape, dxlay)
-        dg, db = np.empty(c, np.float32), np.empty(c, np.float32)
+        dg, db = (a if _vector(a, c) else np.empty(c, np.float32) for a in param_out)
         arrays = [x, dy, as_f32(gamma), as_f32(mean), as_f32(var), dx, dg, db]
         if ws is not None:
             prim = self.primitive(key, build)
@@ -164,3 +166,8 @@ class NormMixin:
             return None
         return dx, dg, db
 
+
+def _vector(a, c):
+    """Whether ``a`` can take a float32 vector of ``c`` per-channel values as it is."""
+    return isinstance(a, np.ndarray) and a.shape == (c,) and a.dtype == np.float32 \
+        and a.flags.c_contiguous and a.flags.writeable

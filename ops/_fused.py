@@ -95,8 +95,9 @@ class FusedOperator(Operator):
     def create_state(self, ctx, in_shapes, in_dtypes):
         """The bind's fold cache: {'sources': a Snapshot of the arrays folded,
         'folded': (w, b), 'token': int, 'primitives': this layer's oneDNN primitives (with
-        its reordered weights)}."""
-        return {'sources': None, 'folded': None, 'token': None, 'primitives': {}}
+        its reordered weights), 'memo': the backend's record of its last call}."""
+        return {'sources': None, 'folded': None, 'token': None, 'primitives': {},
+                'memo': {}}
 
     def split(self, inputs):
         """(base inputs, [inputs of each post-op])."""

@@ -360,14 +360,21 @@ class FusedConvolution(FusedOperator):
         residual = next((a[0] for p, a in zip(rest, per[k:]) if p.kind == 'sum'), None)
         be = _backend(xp, x, wf, bf, residual)
         if be is not None and min(conv.pd) >= 0:
-            out = tuple(conv_out_size(s, kk, t, p, d) for s, kk, t, p, d in
-                        zip(x.shape[2:], w.shape[2:], conv.st, conv.pd, conv.dl))
-            if min(out) > 0:
+            # (the output shape and the oneDNN post-ops, worked out once per data shape)
+            spec = None if state is None else state.get('spec')
+            if spec is None or spec[0] != x.shape:
+                out = tuple(conv_out_size(s, kk, t, p, d) for s, kk, t, p, d in
+                            zip(x.shape[2:], w.shape[2:], conv.st, conv.pd, conv.dl))
+                spec = (x.shape, out, x.shape[:1] + (w.shape[0],) + out,
+                        eltwise_post_ops(rest))
+                if state is not None:
+                    state['spec'] = spec
+            if min(spec[1]) > 0:
                 y = be.conv_forward_fused(x, wf, bf, conv.st, conv.pd, conv.dl,
-                                          conv.num_group, x.shape[:1] + (w.shape[0],) + out,
-                                          eltwise_post_ops(rest), residual, token,
+                                          conv.num_group, spec[2], spec[3], residual, token,
                                           None if state is None else state['primitives'],
-                                          self.out_layout, dest)
+                                          self.out_layout, dest,
+                                          None if state is None else state['memo'])
                 if y is not None:
                     return y
         # (straight into the plan's buffer when nothing follows; else the post-ops

@@ -491,3 +491,38 @@ def test_fold_cache_compares_bits():
     n = np.array([1.0, np.nan])
     assert same_bits(np, n, n.copy())
     assert same_bits(np, a[::2], a[::2].copy()) and not same_bits(np, a[::2], b[::2])
+
+
+def test_fused_convolutions_replay_their_last_call(monkeypatch):
+    """A second inference forward runs each fused convolution's primitive on the arrays of
+    its last call without working the call out anew (Backend.conv_forward_fused's memo),
+    and still reads what the arrays hold now: new data in the same input array, and
+    weights the user changed (folded again into new arrays, so no replay there)."""
+    _require_onednn(monkeypatch)
+    ref, exe = _resnet_with_and_without_passes(monkeypatch, 2)
+    be = onednn.backend()
+    asked = []
+    real = type(be).primitive
+    monkeypatch.setattr(type(be), 'primitive',
+                        lambda self, key, build, cache=None: (asked.append(key[0]),
+                                                              real(self, key, build,
+                                                                   cache))[1])
+    rng = np.random.RandomState(7)
+    for step in range(3):
+        for e in (ref, exe):
+            e.arg_dict['data'][:] = rng.uniform(-1, 1, (2, 3, 32, 32)) if e is ref \
+                else ref.arg_dict['data']
+        if step == 2:       # the user changes a weight: that layer is folded again
+            w = ref.arg_dict['stage2_unit1_a_conv_weight']
+            w[:] = w.asnumpy() * 0.5
+            exe.arg_dict['stage2_unit1_a_conv_weight'][:] = w
+        del asked[:]
+        for e in (ref, exe):
+            e.forward(is_train=False)
+        for k in range(2):
+            _close(exe.outputs[k].asnumpy(), ref.outputs[k].asnumpy(), 'step %d' % step)
+        memos = [s['memo'] for s in exe._passes.plan().op_state.values()
+                 if isinstance(s, dict) and 'memo' in s]
+        assert len(memos) == 15 and all(len(m) == 1 for m in memos)
+        fused = asked.count('conv_forward_fused')
+        assert fused == (1 if step == 2 else 0), (step, fused)

@@ -9,6 +9,7 @@ oneDNN refuses (e.g. a negative right padding some MXNet shapes imply) gives Non
 caller runs NumPy.
 """
 import ctypes
+import threading
 
 import numpy as np
 
@@ -187,7 +188,7 @@ class Backend(BackendCore, NormMixin, LayerMixin):
 
     def conv_forward_fused(self, x, w, b, stride, pad, dilate, groups, yshape, post_ops=(),
                            residual=None, token=None, cache=None, out_layout=None,
-                           out=None):
+                           out=None, memo=None):
         """Inference convolution y = post_ops(conv(x, w) + b) in one primitive.
 
         ``post_ops`` as :meth:`_post_ops_attr` takes them; with a ('sum',) the output starts
@@ -198,7 +199,21 @@ class Backend(BackendCore, NormMixin, LayerMixin):
         weights. ``x`` and ``residual`` may lie channels last (taken as they lie);
         ``out_layout`` ``'channels_last'`` returns y in that layout (None: C order), into
         ``out`` when it is such an array (an executor's buffer; with a sum it may be the
-        residual's own storage, which then is not copied). None when not taken."""
+        residual's own storage, which then is not copied). None when not taken.
+
+        ``memo``: a dict of the caller's (one layer's, as ``cache``) where a call into
+        ``out`` is recorded: a call on the very arrays of this thread's last one (an
+        inference plan's buffers and folded weights, every forward) runs the primitive on
+        them again without working the call out anew."""
+        if memo is not None and out is not None:
+            last = memo.get(threading.get_ident())
+            if last is not None and last[0] is x and last[1] is w and last[2] is b \
+                    and last[3] is residual and last[4] is out and last[5] == post_ops \
+                    and last[6] == (token is None):
+                key, prim, arrays = last[7:]
+                self.execute(key, prim, arrays, token)
+                return arrays[3]
+        x_in, w_in, b_in, res_in = x, w, b, residual
         x, xlay = activation(x)
         w, b = as_f32(w), as_f32(b)
         yshape = tuple(yshape)
@@ -246,7 +261,13 @@ class Backend(BackendCore, NormMixin, LayerMixin):
                 extra = [residual]  # own layout: the caller need not copy it first
             elif not same:          # the output is the primitive's own layout: it starts
                 np.copyto(y, residual)      # as the residual (in place: it is)
-        self.execute(key, prim, [x, w, b, y] + extra, token)
+        arrays = [x, w, b, y] + extra
+        self.execute(key, prim, arrays, token)
+        if memo is not None and y is out and (not has_sum or extra or same):
+            # (the same arrays give the same decisions above: replayed as they are)
+            memo[threading.get_ident()] = (x_in, w_in, b_in, res_in, out,
+                                                      post_ops, token is None, key, prim,
+                                                      arrays)
         return y
 
     def conv_forward(self, x, w, b, stride, pad, dilate, groups, yshape, is_train=True,

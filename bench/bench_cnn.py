@@ -356,7 +356,7 @@ class Runner:
         self.setups = {key: setup for key, _, setup in workloads(sync)}
         self.ready = {}
 
-    def measure(self, key):
+    def measure(self, key, rounds=None):
         if self.setups[key] is MEMORY:
             # a fresh process of this interpreter, with this process's environment
             out = subprocess.run([sys.executable, os.path.abspath(__file__), '--memory-probe'],
@@ -364,7 +364,8 @@ class Runner:
             return {'ms': float(out.split()[-1]), 'check': 0, 'unit': 'MiB'}
         if key not in self.ready:
             self.ready[key] = self.setups[key]()
-        fn, repeat, rounds, check, *scale_unit = self.ready[key]
+        fn, repeat, default_rounds, check, *scale_unit = self.ready[key]
+        rounds = rounds or default_rounds
         scale, unit = scale_unit or (1.0, 'ms')
         return {'ms': scale * 1e3 * best_of(fn, repeat, rounds, self.sync), 'check': check,
                 'unit': unit}
@@ -388,8 +389,8 @@ class Worker:
                                      env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      text=True)
 
-    def measure(self, key):
-        self.proc.stdin.write(key + '\n')
+    def measure(self, key, rounds=None):
+        self.proc.stdin.write('%s %d\n' % (key, rounds or 0))
         self.proc.stdin.flush()
         line = self.proc.stdout.readline()
         if not line:
@@ -426,7 +427,8 @@ def serve(sync):
     """Worker loop: read workload names from stdin, answer one JSON line each."""
     runner = Runner(sync)
     for line in sys.stdin:
-        print(json.dumps(runner.measure(line.strip())), flush=True)
+        key, rounds = line.split()
+        print(json.dumps(runner.measure(key, int(rounds) or None)), flush=True)
 
 
 def profile(top=14):
@@ -485,6 +487,11 @@ def main(argv=None):
                     help='with --mxnet, skip the run with MXNET_MKLDNN_ENABLED=0')
     ap.add_argument('--passes', type=int, default=2,
                     help='interleaved passes over the frameworks; the best is kept')
+    ap.add_argument('--rounds', type=int, default=None,
+                    help='timed rounds per workload in each pass (default: the '
+                         "workload's own, 3-5); --passes 12 --rounds 1 alternates the "
+                         'frameworks round by round, so that a slow phase of the machine '
+                         'that lasts seconds does not fall on one framework only')
     ap.add_argument('--profile', action='store_true', help='cProfile the symgraph side')
     ap.add_argument('--no-onednn-off', action='store_true',
                     help='skip the symgraph run with its oneDNN backend off')
@@ -513,8 +520,9 @@ def main(argv=None):
     from symgraph.opdef import cpu_backend
     be = cpu_backend()
     print(machine())
-    print('%d cores, load average %.1f; ms per call, best round of %d interleaved passes'
-          % (CORES, os.getloadavg()[0], args.passes))
+    print('%d cores, load average %.1f; ms per call, best round of %d interleaved passes%s'
+          % (CORES, os.getloadavg()[0], args.passes,
+             ' of %d round(s) each' % args.rounds if args.rounds else ''))
     print('symgraph CPU backend: %s' % ('oneDNN %s (%s)' % ('.'.join(map(str, be.version)),
                                                            be.path) if be else 'none (NumPy)'))
     runners = [('symgraph', Runner(lambda: None))]
@@ -538,7 +546,7 @@ def main(argv=None):
     for _ in range(args.passes):
         for key, _, _ in table:
             for name, runner in runners:
-                r = runner.measure(key)
+                r = runner.measure(key, args.rounds)
                 best = res.setdefault((name, key), r)
                 if r['ms'] < best['ms']:
                     res[(name, key)] = r

@@ -10,6 +10,7 @@ with the ratio to each reference, their geometric mean and the worst workload.
     python bench/bench_cnn.py --mxnet /work/mxvenv/bin/python   # + MXNet, MKLDNN on and off
     python bench/bench_cnn.py --profile                         # + cProfile of symgraph
     python bench/bench_cnn.py --only lenet_train,resnet_train,resnet_infer
+    python bench/bench_cnn.py --mxnet ... --passes 12 --rounds 1  # alternate round by round
 
 symgraph runs twice: in this process with its CPU backend (oneDNN, when installed) and in a
 worker process with ``SYMGRAPH_ONEDNN=0`` (the NumPy path); ``--no-onednn-off`` skips the
@@ -44,7 +45,10 @@ The workload code below is written once against the MXNet 1.x API: with ``--mxne
 same file runs again under that interpreter (``--worker``, ``import mxnet as mx``), so
 graphs, shapes, parameters and data (NumPy ``RandomState``) are identical. Each
 workload also prints a check value (a gradient sum, the number of boxes kept) that must
-agree between the frameworks. Times are the best of several rounds after a warm-up;
+agree between the frameworks. Times are the best of several rounds after a warm-up (the
+frameworks take turns workload by workload in each pass; with ``--rounds 1`` and many passes,
+round by round: on a shared machine whose slow phases last seconds, a pass of several rounds
+could fall wholly on one framework);
 MXNet runs with OMP_NUM_THREADS set to the number of cores, once with its default
 oneDNN (MKLDNN) kernels and once with MXNET_MKLDNN_ENABLED=0.
 """

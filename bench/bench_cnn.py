@@ -53,8 +53,10 @@ MXNet runs with OMP_NUM_THREADS set to the number of cores, once with its defaul
 oneDNN (MKLDNN) kernels and once with MXNET_MKLDNN_ENABLED=0.
 """
 import argparse
+import collections
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -545,12 +547,14 @@ def main(argv=None):
                              % (sorted(unknown), ', '.join(k for k, _, _ in table)))
         table = [t for t in table if t[0] in keys]
     res = {}
+    per_pass = collections.defaultdict(list)    # (name, key) -> time of each pass
     # framework by framework within each workload, pass after pass: a change in the
     # machine's load then hits every framework alike
     for _ in range(args.passes):
         for key, _, _ in table:
             for name, runner in runners:
                 r = runner.measure(key, args.rounds)
+                per_pass[(name, key)].append(r['ms'])
                 best = res.setdefault((name, key), r)
                 if r['ms'] < best['ms']:
                     res[(name, key)] = r
@@ -574,6 +578,20 @@ def main(argv=None):
             ratios[name][key] = ours['ms'] / ref if ref > 0 else float('nan')
             line += ' | %8.2f %-7s ratio %5.2fx' % (ref, unit, ratios[name][key])
         print(line)
+    if len(runners) > 1 and args.passes > 1:
+        # each pass measures the frameworks one right after the other: the median of
+        # those paired ratios holds where a slow phase falls on one side's best rounds
+        print('median of the per-pass ratios (each pass measures the frameworks back to '
+              'back):')
+        for key, desc, _ in table:
+            ours = per_pass[('symgraph', key)]
+            line = '  %-42s' % desc
+            for name, _ in runners[1:]:
+                pr = sorted(a / b for a, b in zip(ours, per_pass[(name, key)]) if b > 0)
+                if pr:
+                    line += ' | %s %5.2fx (%4.2f-%4.2f)' % (
+                        name, statistics.median(pr), pr[0], pr[-1])
+            print(line)
     if len(runners) > 1:
         print('ratio = symgraph / other (time, or peak memory growth; below 1: symgraph '
               'is better)')

@@ -103,3 +103,35 @@ def test_batch_norm_takes_and_writes_channels_last_buffers_as_they_lie(onednn_ba
         if k[0].startswith('batch_norm') and k[1] == x.shape and \
                 set(k[-3 if k[0] == 'batch_norm_backward' else -2:]) == {'channels_last'}:
             assert not p.before and not p.after, k
+
+
+@pytest.mark.parametrize('use_global_stats', [False, True])
+def test_batchnorm_writes_its_statistics_and_parameter_gradients_into_offered_arrays(
+        use_global_stats, onednn_backend):
+    """The executor's offered arrays (``out=``, ``grad_out=``) take the mean, the inverse
+    std, dgamma and dbeta as they are (no copy by the executor), with the values of a call
+    offered nothing; the running statistics move as that call moves them."""
+    from symgraph.ops import norm
+    rng = np.random.RandomState(4)
+    x = rng.randn(4, 8, 5, 5).astype(np.float32)
+    dy = rng.randn(*x.shape).astype(np.float32)
+    g, b = rng.rand(8).astype(np.float32) + 0.5, rng.randn(8).astype(np.float32)
+    op = norm.BatchNorm(fix_gamma=False, use_global_stats=use_global_stats, momentum=0.8)
+    stats = [rng.randn(8).astype(np.float32), rng.rand(8).astype(np.float32) + 0.5]
+    aux0 = [a.copy() for a in stats]
+    want = op.forward(np, [x, g, b], aux0, True)
+    wgrad = op.backward(np, [dy, None, None], [x, g, b], want, aux0, [True] * 3)
+    before = dict(onednn_backend.calls)
+    offered = [np.empty_like(x), np.empty(8, np.float32), np.empty(8, np.float32)]
+    aux = [a.copy() for a in stats]
+    got = op.forward(np, [x, g, b], aux, True, out=offered)
+    assert all(o is a for o, a in zip(got, offered))
+    goff = [np.empty_like(x), np.empty(8, np.float32), np.empty(8, np.float32)]
+    grads = op.backward(np, [dy, None, None], [x, g, b], got, aux, [True] * 3,
+                        grad_out=goff)
+    assert all(o is a for o, a in zip(grads, goff))
+    assert onednn_backend.calls['batch_norm_forward'] == before['batch_norm_forward'] + 1
+    for a, w in zip(got + aux + grads, want + aux0 + wgrad):
+        np.testing.assert_array_equal(a, w)
+    if not use_global_stats:
+        assert not np.array_equal(aux[0], stats[0])      # the running mean moved

@@ -10,7 +10,7 @@ import weakref
 
 import numpy as np
 
-from symgraph.opdef import Operator, ShapeError, TypeInferenceError
+from symgraph.opdef import Operator, ShapeError, TypeInferenceError, cpu_backend
 
 
 class KeptForBackward:
@@ -48,6 +48,34 @@ class KeptForBackward:
 
     def __len__(self):
         return len(self._entries)
+
+
+def eltwise_backend(xp, x, limit):
+    """The CPU backend when ``x`` is a NumPy float32 array of at least ``limit`` elements
+    (None: never) and one is loaded, else None."""
+    if limit is None or xp is not np or x.dtype != np.float32 or x.size < limit:
+        return None
+    return cpu_backend()
+
+
+def relu_grad_from_output(xp, y, g, dest, onednn_min):
+    """g * (y > 0), relu's gradient from its output ``y``: through oneDNN from
+    ``onednn_min`` elements, else in NumPy; into ``dest`` (an offered array of g's shape
+    and dtype, which may be y's storage) where given."""
+    be = eltwise_backend(xp, y, onednn_min)
+    if be is not None and g.dtype == y.dtype:
+        # oneDNN's relu backward from the output, where y, g and dest share a layout
+        dx = be.relu_backward_from_output(y, g, out=dest)
+        if dx is not None:
+            return dx
+    if dest is not None and not xp.may_share_memory(dest, g):
+        # the mask (1.0 or 0.0) in dest itself, then the product: the values of
+        # g * (y > 0), without a mask array of the activation's size
+        xp.greater(y, 0, out=dest)
+        return xp.multiply(g, dest, out=dest)
+    if dest is not None:
+        return xp.multiply(g, y > 0, out=dest)
+    return g * (y > 0).astype(g.dtype)
 
 
 def lies_channels_last(layouts):

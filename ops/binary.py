@@ -12,10 +12,10 @@ division truncates.
 import numpy as np
 
 from symgraph.base import ParameterError
-from symgraph.opdef import Operator, Param, PostOp, ShapeError, cpu_backend, register, \
-    reduce_to_shape
+from symgraph.opdef import Operator, Param, PostOp, ShapeError, register, reduce_to_shape
 
 from ._elemwise import c_divide, python_mod
+from ._util import eltwise_backend, relu_grad_from_output
 
 
 class _Binary(Operator):
@@ -138,24 +138,16 @@ class ElemwiseAddReLU(ElemwiseAdd):
         """The output lies as both inputs do."""
         return len(in_layouts) == 2 and in_layouts[0] == in_layouts[1] == layout
 
-    @staticmethod
-    def _backend(xp, a, limit):
-        if xp is not np or a.dtype != np.float32 or a.size < limit:
-            return None
-        return cpu_backend()
-
     def forward(self, xp, inputs, aux, is_train, out=None):
         a, b = inputs
         dest = out[0] if out and out[0] is not None and out[0].dtype == a.dtype \
             and out[0].shape == a.shape else None
-        be = self._backend(xp, a, _ADD_RELU_ONEDNN[0])
+        be = eltwise_backend(xp, a, _ADD_RELU_ONEDNN[0])
         if be is not None:
             y = be.add(a, b, relu=True, out=dest)
             if y is not None:
                 return [y]
-        y = xp.add(a, b, out=dest) if dest is not None and not (
-            xp.may_share_memory(dest, a) and dest is not a) and not (
-            xp.may_share_memory(dest, b) and dest is not b) else xp.add(a, b)
+        y = xp.add(a, b, out=dest)      # (NumPy's ufuncs handle an out overlapping an input)
         xp.maximum(y, y.dtype.type(0), out=y)
         return [y]
 
@@ -164,18 +156,7 @@ class ElemwiseAddReLU(ElemwiseAdd):
         # the array offered for a wanted gradient (the plan offers one: grad_same)
         dest = next((d for d, nd in zip(grad_out or (), need) if nd and d is not None
                      and d.dtype == g.dtype and d.shape == g.shape), None)
-        dx = None
-        be = self._backend(xp, y, _ADD_RELU_ONEDNN[1])
-        if be is not None and g.dtype == y.dtype:
-            dx = be.relu_backward_from_output(y, g, out=dest)
-        if dx is None:
-            if dest is not None and not xp.may_share_memory(dest, g):
-                xp.greater(y, 0, out=dest)      # the mask in dest, then the product
-                dx = xp.multiply(g, dest, out=dest)
-            elif dest is not None:
-                dx = xp.multiply(g, y > 0, out=dest)
-            else:
-                dx = g * (y > 0).astype(g.dtype)
+        dx = relu_grad_from_output(xp, y, g, dest, _ADD_RELU_ONEDNN[1])
         # an argument offered an array of its own gets the values there (the executor may
         # sum into one offered array in place, which must not change the other's)
         grads = []

@@ -16,7 +16,8 @@ from symgraph.opdef import (Operator, Param, PostOp, ShapeError, cpu_backend, ra
 
 from ._fused import FusedOperator
 from ._specfun import erf
-from ._util import f32, float_only
+from ._util import eltwise_backend as _eltwise_backend, f32, float_only, \
+    relu_grad_from_output
 
 
 @register
@@ -202,14 +203,6 @@ def _act_limit(act_type, i):
     return None if spec is None else spec[i]
 
 
-def _eltwise_backend(xp, x, limit):
-    """The CPU backend when ``x`` is a NumPy float32 array of at least ``limit`` elements
-    (None: never) and one is loaded, else None."""
-    if limit is None or xp is not np or x.dtype != np.float32 or x.size < limit:
-        return None
-    return cpu_backend()
-
-
 def _onednn_act(xp, x, spec, backward=False, dy=None):
     """f(x) (or dy * f'(x)) through oneDNN for a ``_ONEDNN_ACT``-style spec, else None."""
     if spec is None:
@@ -343,21 +336,8 @@ class Activation(Operator):
         dest = grad_out[0] if grad_out and grad_out[0] is not None \
             and grad_out[0].dtype == g.dtype and grad_out[0].shape == g.shape else None
         if a == 'relu':
-            be = _eltwise_backend(xp, y, _act_limit('relu', 3))
-            if be is not None and g.dtype == y.dtype:
-                # oneDNN's relu backward from the output, where y, g and dest share a layout
-                dx = be.relu_backward_from_output(y, g, out=dest)
-                if dx is not None:
-                    return [dx]
-            if dest is not None and not xp.may_share_memory(dest, g):
-                # the mask (1.0 or 0.0) in dest itself, then the product: the values of
-                # g * (y > 0), without a mask array of the activation's size
-                xp.greater(y, 0, out=dest)
-                return [xp.multiply(g, dest, out=dest)]
-            if dest is not None:
-                return [xp.multiply(g, y > 0, out=dest)]
-            d = (y > 0).astype(g.dtype)
-        elif a in ('sigmoid', 'tanh') and y.dtype == g.dtype:
+            return [relu_grad_from_output(xp, y, g, dest, _act_limit('relu', 3))]
+        if a in ('sigmoid', 'tanh') and y.dtype == g.dtype:
             # y (1 - y) or 1 - y^2, then times g, in one array (the same roundings as the
             # three expressions, without two temporaries the size of the activation)
             # (dest may be y's own storage, grad_inplace: tanh reads y once before writing,

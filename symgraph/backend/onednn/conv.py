@@ -265,9 +265,8 @@ class Backend(BackendCore, NormMixin, LayerMixin):
         self.execute(key, prim, arrays, token)
         if memo is not None and y is out and (not has_sum or extra or same):
             # (the same arrays give the same decisions above: replayed as they are)
-            memo[threading.get_ident()] = (x_in, w_in, b_in, res_in, out,
-                                                      post_ops, token is None, key, prim,
-                                                      arrays)
+            memo[threading.get_ident()] = (x_in, w_in, b_in, res_in, out, post_ops,
+                                           token is None, key, prim, arrays)
         return y
 
     def conv_forward(self, x, w, b, stride, pad, dilate, groups, yshape, is_train=True,

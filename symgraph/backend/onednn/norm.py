@@ -18,7 +18,7 @@ import numpy as np
 
 from . import _lib
 from ._core import Primitive, act_desc, act_dest, activation, as_f32, channels_last_desc, \
-    dest_layout, strided_desc
+    dest, dest_layout, strided_desc
 from ._lib import check
 
 _VP = ctypes.c_void_p
@@ -97,7 +97,7 @@ class NormMixin:
             return None
         y = act_dest(out, x.shape, ylay)
         if stats:
-            mean, var = (a if _vector(a, c) else np.empty(c, np.float32) for a in stats_out)
+            mean, var = (dest(a, (c,)) for a in stats_out)
         else:
             mean, var = as_f32(mean), as_f32(var)
         arrays = [x, as_f32(gamma), as_f32(beta), y, mean, var]
@@ -154,7 +154,7 @@ class NormMixin:
                 self._destroy(mds + [cmd, lay])
 
         dx = act_dest(dx_out, x.shape, dxlay)
-        dg, db = (a if _vector(a, c) else np.empty(c, np.float32) for a in param_out)
+        dg, db = (dest(a, (c,)) for a in param_out)
         arrays = [x, dy, as_f32(gamma), as_f32(mean), as_f32(var), dx, dg, db]
         if ws is not None:
             prim = self.primitive(key, build)
@@ -166,8 +166,3 @@ class NormMixin:
             return None
         return dx, dg, db
 
-
-def _vector(a, c):
-    """Whether ``a`` can take a float32 vector of ``c`` per-channel values as it is."""
-    return isinstance(a, np.ndarray) and a.shape == (c,) and a.dtype == np.float32 \
-        and a.flags.c_contiguous and a.flags.writeable

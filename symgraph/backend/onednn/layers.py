@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _lib
 from ._core import Primitive, act_desc, act_dest, activation, as_f32, channels_last_desc, \
-    dense_flat, dest, empty_act, layout_of, strided_desc
+    address, dense, dest, empty_act, layout_of, same_or_apart, strided_desc
 from ._lib import check
 
 _VP = ctypes.c_void_p
@@ -164,11 +164,9 @@ class LayerMixin:
             finally:
                 self._destroy([md])
 
-        xf, yf = dense_flat(x), dense_flat(y)
-        if xf is None or yf is None or (
-                np.may_share_memory(xf, yf) and xf.ctypes.data != yf.ctypes.data):
+        if not (dense(x) and dense(y) and same_or_apart(x, y)):
             return None
-        return y if self.run(key, build, [xf, yf]) else None
+        return y if self.run(key, build, [x, y]) else None
 
     def relu_backward_from_output(self, y, dy, out=None):
         """dy * (y > 0), the gradient of relu from its output ``y``, through oneDNN; None
@@ -177,15 +175,11 @@ class LayerMixin:
         if y.dtype != np.float32 or dy.dtype != np.float32 or y.shape != dy.shape:
             return None
         dx = out if out is not None else empty_act(y.shape, layout_of(y))
-        flats = [dense_flat(a) for a in (y, dy, dx)]
-        if any(f is None for f in flats) or dx.shape != y.shape or not dx.flags.writeable \
-                or len({layout_of(a) for a in (y, dy, dx)}) != 1:
+        arrays = [y, dy, dx]
+        if not all(dense(a) for a in arrays) or dx.shape != y.shape \
+                or not dx.flags.writeable or len({layout_of(a) for a in arrays}) != 1 \
+                or not (same_or_apart(dx, y) and same_or_apart(dx, dy)):
             return None
-        # exactly the same memory, or none: an elementwise kernel reads each vector before
-        # it writes it, so dx may be y or dy, but not a shifted overlap of either
-        for a, b in ((flats[2], flats[0]), (flats[2], flats[1])):
-            if np.may_share_memory(a, b) and a.ctypes.data != b.ctypes.data:
-                return None
         n = y.size
         key = ('relu_backward_from_output', n)
 
@@ -203,7 +197,7 @@ class LayerMixin:
                 [(_lib.ARG_DST, md, False), (_lib.ARG_DIFF_DST, md, False),
                  (_lib.ARG_DIFF_SRC, md, True)])
 
-        return dx if self.run(key, build, flats) else None
+        return dx if self.run(key, build, arrays) else None
 
     def add(self, a, b, relu=False, out=None):
         """a + b (relu'd when ``relu``) in one pass through oneDNN's binary primitive; None
@@ -220,17 +214,13 @@ class LayerMixin:
         y = act_dest(out, a.shape, lay)
         if not y.flags.writeable:
             return None
-        af, bf, yf = dense_flat(a), dense_flat(b), dense_flat(y)
-        if af is None or bf is None or yf is None:
+        if not (dense(a) and dense(b) and dense(y)):
             return None
         # oneDNN computes in place over its first source only: the destination is exactly
         # a or b (add commutes, bit for bit) or overlaps neither
-        if yf.ctypes.data == bf.ctypes.data:
-            af, bf = bf, af
-        for s in (af, bf):
-            if np.may_share_memory(s, yf) and s.ctypes.data != yf.ctypes.data:
-                return None
-        if yf.ctypes.data == bf.ctypes.data:
+        if address(y) == address(b):
+            a, b = b, a
+        if not (same_or_apart(a, y) and same_or_apart(b, y)) or address(y) == address(b):
             return None
         n = a.size
         key = ('add', n, bool(relu))
@@ -252,7 +242,7 @@ class LayerMixin:
                     self.lib.dnnl_primitive_attr_destroy(attr)
                 self._destroy([md])
 
-        return y if self.run(key, build, [af, bf, yf]) else None
+        return y if self.run(key, build, [a, b, y]) else None
 
     def eltwise_backward(self, x, dy, kind, alpha=0.0, beta=0.0):
         """dy * f'(x); None when not taken."""

@@ -257,3 +257,68 @@ def test_lent_scratch_takes_the_internal_buffers_and_none_outlives_it():
     np.testing.assert_array_equal(y3, y)
     assert t.borrowed == borrowed + 3
     assert be.workspace_bytes() >= ws
+
+
+def _channels_last(rng, shape):
+    n, c, h, w = shape
+    return rng.uniform(-1, 1, (n, h, w, c)).astype(np.float32).transpose(0, 3, 1, 2)
+
+
+@pytest.mark.parametrize('layout', ['c', 'channels_last'])
+def test_elementwise_calls_in_place_apart_and_overlapping(layout):
+    """add, relu from output and eltwise forward hand the arrays themselves to oneDNN (their
+    first element starts their dense memory): in place over an input and into separate
+    memory they compute NumPy's values; a shifted overlap, a non-dense array or mixed
+    layouts are declined (None), never computed wrong."""
+    be = _available()
+    rng = np.random.RandomState(3)
+    shape = (2, 8, 5, 6)
+
+    def make():
+        return _channels_last(rng, shape) if layout == 'channels_last' else \
+            rng.uniform(-1, 1, shape).astype(np.float32)
+    a, b, y = make(), make(), make()
+    want = np.maximum(a + b, 0)
+    assert be.add(a, b, relu=True, out=y) is y
+    np.testing.assert_array_equal(y, want)
+    a0, b0 = a.copy(order='K'), b.copy(order='K')    # (in their layout)
+    for out in (a, b):                           # in place over either input
+        a[...], b[...] = a0, b0
+        assert be.add(a, b, out=out) is out
+        np.testing.assert_array_equal(out, a0 + b0)
+    r = be.relu_backward_from_output(want, b0.copy(order='K'), out=None)
+    np.testing.assert_array_equal(r, np.where(want > 0, b0, 0))
+    g = b0.copy(order='K')
+    assert be.relu_backward_from_output(want, g, out=g) is g      # in place over dy
+    np.testing.assert_array_equal(g, np.where(want > 0, b0, 0))
+    x = a0.copy(order='K')
+    assert be.eltwise_forward(x, 'relu', out=x) is x
+    np.testing.assert_array_equal(x, np.maximum(a0, 0))
+    # a shifted overlap of the output with an input: declined
+    flat = rng.uniform(-1, 1, 2 * a.size).astype(np.float32)
+    p, q = flat[:a.size].reshape(shape), flat[8:8 + a.size].reshape(shape)
+    before = flat.copy()
+    assert be.add(p, b0, out=q) is None
+    assert be.eltwise_forward(p, 'relu', out=q) is None
+    assert be.relu_backward_from_output(p, b0, out=q) is None
+    np.testing.assert_array_equal(flat, before)
+    # not dense (every other column), or the two layouts mixed: declined
+    wide = rng.uniform(-1, 1, shape[:3] + (12,)).astype(np.float32)[..., ::2]
+    assert be.add(wide, b0) is None
+    other = rng.uniform(-1, 1, shape).astype(np.float32) if layout == 'channels_last' \
+        else _channels_last(rng, shape)
+    assert be.relu_backward_from_output(want, other, out=None) is None
+
+
+def test_elementwise_addresses_follow_new_arrays():
+    """The address cache never hands an old array's memory for a new one: arrays made and
+    dropped in turn (ids reused) each get their own values."""
+    be = _available()
+    rng = np.random.RandomState(4)
+    for k in range(50):
+        a = rng.uniform(-1, 1, (4, 1000)).astype(np.float32)
+        b = np.full_like(a, float(k))
+        y = be.add(a, b)
+        np.testing.assert_array_equal(y, a + b)
+        del a, b, y
+        gc.collect()

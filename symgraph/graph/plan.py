@@ -471,6 +471,17 @@ class Plan:
                         lines.append('    if g%d is not %s:' % (e, offer[j]))
                         lines.append('        %s[...] = g%d' % (offer[j], e))
                         lines.append('        g%d = %s' % (e, offer[j]))
+                    elif e in grad_slot:
+                        # an argument's only contribution goes into the user's array now:
+                        # it may be (a view of) a buffer a later step reuses (elemwise_add
+                        # hands its head gradient on), and the storage plan does not track
+                        # the user's arrays
+                        lines.append('    if g%d is not G[%d]:' % (e, grad_slot[e]))
+                        lines.append('        G[%d][...] = g%d' % (grad_slot[e], e))
+                        lines.append('        g%d = G[%d]' % (e, grad_slot[e]))
+                    elif e in arg_set and st is not None:
+                        # (summed or added later: a copy where it lies in the buffers)
+                        lines.append('    g%d = _own(g%d, P)' % (e, e))
                     have.add(e)
             for j in sorted(final_at.get(s, [])):
                 lines += write_grad(j)
@@ -487,6 +498,7 @@ class Plan:
         lines.append('    return None')
         env['_zeros'] = lambda shape, dtype: xp.zeros(shape, dtype=dtype)
         env['_add'] = xp.add
+        env['_own'] = _own_gradient
         env['_lend'] = lend_scratch
         fn, fname = self._compile('\n'.join(lines) + '\n', env, 'backward')
         return fn, fname, line_step
@@ -993,6 +1005,23 @@ def _select(flag, entries):
     if not flag:
         return []
     return [entries[i] for i in flag if i < len(entries)]
+
+
+def _own_gradient(g, P):
+    """``g``, or a copy of it where it lies in the executor's buffers (``P``, their views:
+    storage that later steps reuse)."""
+    if P:
+        arena = P[0].base if P[0].base is not None else P[0]
+        if _may_share(g, arena):
+            return g.copy()
+    return g
+
+
+def _may_share(a, b):
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and bool(np.may_share_memory(a, b))
+    import cupy
+    return isinstance(b, cupy.ndarray) and bool(cupy.may_share_memory(a, b))
 
 
 def _bind_backward(op, xp, need, state=None, reqs=None):

@@ -449,3 +449,59 @@ def test_placement_by_size_and_lifetime_when_birth_order_splits_the_storage():
     peak = max(sum(sizes[k] for k in keys if birth[k] <= t <= death[k]
                    and not (k == 'd' and t == 5)) for t in range(7))
     assert arena == peak == 192
+
+
+def _argument_into_a_sum(twice, c):
+    """relu(a + conv0(d)) * conv2(conv0(d)): the sum hands its head gradient on to the
+    argument ``a`` as is (a buffer of the plan's), while conv0's output gets a second
+    contribution later; with ``twice`` ``a`` also feeds a convolution (two contributions
+    of an argument)."""
+    a, d = mx.sym.var('a'), mx.sym.var('d')
+    x = mx.sym.Convolution(d, num_filter=c, kernel=(3, 3), pad=(1, 1), name='c0')
+    y = mx.sym.Activation(a + x, act_type='relu', name='r')
+    x2 = mx.sym.Convolution(x, num_filter=c, kernel=(3, 3), pad=(1, 1), name='c2')
+    if twice:
+        x2 = x2 + mx.sym.Convolution(a, num_filter=c, kernel=(3, 3), pad=(1, 1), name='ca')
+    return mx.sym.MakeLoss(mx.sym.sum(y * x2))
+
+
+@pytest.mark.parametrize('fusion', ['0', '1'])
+@pytest.mark.parametrize('twice', [False, True])
+@pytest.mark.parametrize('grad_req', ['write', 'add'])
+@pytest.mark.parametrize('size, layout', [((2, 4, 6), '0'), ((4, 16, 16), '0'),
+                                          ((4, 16, 16), '1')])
+def test_an_argument_gradient_handed_on_from_a_buffer_survives_its_reuse(
+        fusion, twice, grad_req, size, layout, monkeypatch):
+    """An argument's gradient that is a buffer of the plan's (elemwise_add passes its head
+    gradient on) reaches the user's array intact, though later steps reuse that buffer:
+    the values of the run without buffers, and d/da of sum(relu(a + x) * x2) =
+    (a + x > 0) * x2. (Until 2026-11-27 the later steps overwrote it: with the training
+    fusion off, a's gradient was wrong by the size of the values.)"""
+    monkeypatch.setenv('SYMGRAPH_TRAINING_LAYOUT', layout)
+    monkeypatch.setenv('SYMGRAPH_TRAINING_FUSION', fusion)
+    n, c, hw = size
+    shapes = {'a': (n, c, hw, hw), 'd': (n, 3, hw, hw)}
+    exe, planned = _run(_argument_into_a_sum(twice, c), shapes, True, grad_req=grad_req)
+    assert len(exe._plan.storage().keys) > 0
+    _, own = _run(_argument_into_a_sum(twice, c), shapes, False, grad_req=grad_req)
+    for p, o in zip(planned, own):
+        for u, v in zip(p, o):
+            if layout == '0':
+                np.testing.assert_array_equal(u, v)
+            else:       # (channels-last buffers: oneDNN's other kernels round otherwise)
+                np.testing.assert_allclose(u, v, rtol=1e-4, atol=1e-4)
+    if twice or grad_req != 'write':
+        return
+    # against the formula, from the forward values of another executor
+    probe = mx.sym.Group([mx.sym.Convolution(mx.sym.var('d'), num_filter=c, kernel=(3, 3),
+                                             pad=(1, 1), name='c0')])
+    c2 = mx.sym.Convolution(probe, num_filter=c, kernel=(3, 3), pad=(1, 1), name='c2')
+    ref = mx.sym.Group([probe, c2]).simple_bind(mx.cpu(), grad_req='null', d=shapes['d'])
+    for k, v in ref.arg_dict.items():
+        v[:] = exe.arg_dict[k]
+    xv, x2v = (o.asnumpy() for o in ref.forward(is_train=False))
+    av = exe.arg_dict['a'].asnumpy()
+    exe.forward(is_train=True)
+    exe.backward()
+    np.testing.assert_allclose(exe.grad_dict['a'].asnumpy(), (av + xv > 0) * x2v,
+                               rtol=1e-5, atol=1e-5)

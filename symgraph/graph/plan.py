@@ -457,7 +457,12 @@ class Plan:
                 lines += ['    M(%r, r[%d])' % ('%s_backward_output%s' % (
                     n.name, j if n_args > 1 else ''), j)
                     for j in range(n_args) if need[j]]
-            for j, e in enumerate(ins[:n_args]):
+            # the user's arguments first: an operator may return one array for several
+            # arguments (Operator.grad_same), offered to one of them, whose sum then
+            # goes on in place; an argument's own value is taken (copied) before that
+            order = sorted(range(n_args), key=lambda j: ins[j] not in arg_set)
+            for j in order:
+                e = ins[j]
                 if not need[j]:
                     continue
                 if e in have and ('g', e) in slot:     # summed into its buffer

@@ -1,7 +1,9 @@
-"""Property-based test of the storage plan: on random graphs (fan-out, sums that hand
-their head gradient on, views, in-place activations, convolutions, BatchNorm, arguments
-feeding several nodes) a training step computes, bit for bit, the outputs, gradients and
-auxiliary states of the same step without the executor's buffers.
+"""Property-based tests of the executor's plans: on random graphs (fan-out, sums that
+hand their head gradient on, views, in-place activations, convolutions, BatchNorm,
+arguments feeding several nodes) a training step computes, bit for bit, the outputs,
+gradients and auxiliary states of the same step without the executor's buffers; an
+inference forward with the inference passes (folding, fusion, layouts) gives the plain
+plan's outputs to float32 rounding, also after the parameters change.
 
 The buffers are shared by liveness and written in place; an array that outlives the
 buffer it lies in is what this looks for (an argument's gradient handed on as a buffer and
@@ -128,3 +130,55 @@ def test_random_graphs_step_alike_with_and_without_the_buffers(case):
         else:
             np.testing.assert_allclose(u, v, rtol=1e-4, atol=1e-4,
                                        err_msg='array %d of %s' % (k, case))
+
+
+@st.composite
+def inference_graphs(draw):
+    n_args = draw(st.integers(1, 3))
+    steps = draw(st.lists(st.tuples(st.sampled_from(sorted(KINDS)),
+                                    st.lists(st.integers(0, 10 ** 6), min_size=2,
+                                             max_size=2)),
+                          min_size=1, max_size=9))
+    return (n_args, steps, draw(st.integers(1, 3)), draw(st.integers(0, 10 ** 6)),
+            draw(st.integers(0, 1)))
+
+
+def _infer(net, passes, seed, n_changed):
+    """Outputs of three inference forwards: twice on the same values (the second may
+    replay what the first worked out), then after new values in every other argument and
+    auxiliary state from ``n_changed`` (0 or 1) on (folded weights must follow them)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv('SYMGRAPH_INFERENCE_PASSES', passes)
+        shapes = {name: SHAPE for name in net.list_arguments() if name.startswith('a')}
+        exe = net.simple_bind(mx.cpu(), grad_req='null', **shapes)
+    rng = np.random.RandomState(seed)
+    for name, arr in sorted(exe.arg_dict.items()):
+        arr[:] = rng.uniform(-1, 1, arr.shape)
+    for name, arr in sorted(exe.aux_dict.items()):
+        arr[:] = rng.uniform(0.5, 1.5, arr.shape) if name.endswith('var') \
+            else rng.uniform(-0.5, 0.5, arr.shape)
+    got = []
+    for k in range(3):
+        if k == 2:
+            for name in sorted(exe.arg_dict)[n_changed::2]:
+                exe.arg_dict[name][:] = rng.uniform(-1, 1, exe.arg_dict[name].shape)
+            for name in sorted(exe.aux_dict)[n_changed::2]:
+                exe.aux_dict[name][:] = rng.uniform(0.5, 1.5, exe.aux_dict[name].shape)
+        got += [o.asnumpy().copy() for o in exe.forward(is_train=False)]
+    return got
+
+
+@settings(deadline=None)
+@given(inference_graphs())
+# a folded BatchNorm whose statistics and gamma change between two forwards
+@example((1, [('conv', [0, 0]), ('bn', [1, 0])], 1, 0, 0))
+def test_random_graphs_infer_alike_with_and_without_the_inference_passes(case):
+    """Dead nodes dropped, BatchNorm folded, sums and activations fused, channels-last
+    runs: the outputs of the plain plan to float32 rounding, also after the parameters
+    change between two forwards."""
+    n_args, steps, n_heads, seed, n_changed = case
+    net = _build(n_args, steps, n_heads)
+    fused, plain = _infer(net, 'all', seed, n_changed), _infer(net, 'none', seed, n_changed)
+    for k, (u, v) in enumerate(zip(fused, plain)):
+        np.testing.assert_allclose(u, v, rtol=2e-4, atol=2e-4,
+                                   err_msg='output %d of %s' % (k, case))

@@ -63,14 +63,19 @@ def _node(kind, ops, k):
     return a * 0.5
 
 
-@st.composite
-def graphs(draw):
+def _draw_graph(draw):
+    """(number of arguments, [(node kind, operand picks)], number of heads)."""
     n_args = draw(st.integers(1, 3))
     steps = draw(st.lists(st.tuples(st.sampled_from(sorted(KINDS)),
                                     st.lists(st.integers(0, 10 ** 6), min_size=2,
                                              max_size=2)),
                           min_size=1, max_size=9))
-    n_heads = draw(st.integers(1, 3))
+    return n_args, steps, draw(st.integers(1, 3))
+
+
+@st.composite
+def graphs(draw):
+    n_args, steps, n_heads = _draw_graph(draw)
     grad_req = draw(st.sampled_from(['write', 'add']))
     fusion = draw(st.sampled_from(['0', '1']))
     layout = draw(st.sampled_from(['0', '1']))
@@ -134,13 +139,7 @@ def test_random_graphs_step_alike_with_and_without_the_buffers(case):
 
 @st.composite
 def inference_graphs(draw):
-    n_args = draw(st.integers(1, 3))
-    steps = draw(st.lists(st.tuples(st.sampled_from(sorted(KINDS)),
-                                    st.lists(st.integers(0, 10 ** 6), min_size=2,
-                                             max_size=2)),
-                          min_size=1, max_size=9))
-    return (n_args, steps, draw(st.integers(1, 3)), draw(st.integers(0, 10 ** 6)),
-            draw(st.integers(0, 1)))
+    return _draw_graph(draw) + (draw(st.integers(0, 10 ** 6)), draw(st.integers(0, 1)))
 
 
 def _infer(net, passes, seed, n_changed):

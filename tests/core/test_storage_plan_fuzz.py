@@ -76,7 +76,9 @@ def _draw_graph(draw):
 @st.composite
 def graphs(draw):
     n_args, steps, n_heads = _draw_graph(draw)
-    grad_req = draw(st.sampled_from(['write', 'add']))
+    # one req for all, or per argument ('null' too; a seed picks them)
+    grad_req = draw(st.sampled_from(['write', 'add', 'mixed'])) + \
+        ':%d' % draw(st.integers(0, 10 ** 6))
     fusion = draw(st.sampled_from(['0', '1']))
     layout = draw(st.sampled_from(['0', '1']))
     return n_args, steps, n_heads, grad_req, fusion, layout
@@ -92,9 +94,18 @@ def _build(n_args, steps, n_heads):
     return mx.sym.Group([h * 1.0 for h in heads])
 
 
+def _reqs(net, grad_req):
+    """'write', 'add', or per argument ('mixed:<seed>': write, add or null each)."""
+    kind, _, seed = grad_req.partition(':')
+    if kind != 'mixed':
+        return kind
+    rng = np.random.RandomState(int(seed or 0))
+    return {name: rng.choice(['write', 'add', 'null']) for name in net.list_arguments()}
+
+
 def _step(net, grad_req, buffered):
     shapes = {name: SHAPE for name in net.list_arguments() if name.startswith('a')}
-    exe = net.simple_bind(mx.cpu(), grad_req=grad_req, **shapes)
+    exe = net.simple_bind(mx.cpu(), grad_req=_reqs(net, grad_req), **shapes)
     exe._use_buffers = buffered
     rng = np.random.RandomState(0)
     for name, arr in sorted(exe.arg_dict.items()):
@@ -116,8 +127,9 @@ def _step(net, grad_req, buffered):
 @given(graphs())
 # what it shrank the two argument-gradient bugs to: a0 + a0 hands its gradient on to a0,
 # which the fused add + relu also reads; that add returns one array for n0 and a0
-@example((1, [('add', [0, 0]), ('add_relu', [0, 1])], 2, 'write', '1', '0'))
-@example((1, [('add', [0, 0]), ('add_relu', [1, 0]), ('add', [1, 2])], 1, 'write', '1', '0'))
+@example((1, [('add', [0, 0]), ('add_relu', [0, 1])], 2, 'write:0', '1', '0'))
+@example((1, [('add', [0, 0]), ('add_relu', [1, 0]), ('add', [1, 2])], 1, 'write:0', '1',
+          '0'))
 def test_random_graphs_step_alike_with_and_without_the_buffers(case):
     n_args, steps, n_heads, grad_req, fusion, layout = case
     with pytest.MonkeyPatch.context() as mp:

@@ -1016,7 +1016,9 @@ def _own_gradient(g, P):
     """``g``, or a copy of it where it lies in the executor's buffers (``P``, their views:
     storage that later steps reuse)."""
     if P:
-        arena = P[0].base if P[0].base is not None else P[0]
+        arena = P[0]
+        while getattr(arena.base, 'shape', None) is not None:     # (the allocation)
+            arena = arena.base
         if _may_share(g, arena):
             return g.copy()
     return g

@@ -1,7 +1,8 @@
 """Property-based tests of the executor's plans: on random graphs (fan-out, sums that
 hand their head gradient on, views, in-place activations, convolutions, BatchNorm,
 arguments feeding several nodes) a training step computes, bit for bit, the outputs,
-gradients and auxiliary states of the same step without the executor's buffers; an
+gradients and auxiliary states of the same step without the executor's buffers, and a
+monitor callback is shown the same arrays at every node; an
 inference forward with the inference passes (folding, fusion, layouts) gives the plain
 plan's outputs to float32 rounding, also after the parameters change.
 
@@ -81,7 +82,9 @@ def graphs(draw):
         ':%d' % draw(st.integers(0, 10 ** 6))
     fusion = draw(st.sampled_from(['0', '1']))
     layout = draw(st.sampled_from(['0', '1']))
-    return n_args, steps, n_heads, grad_req, fusion, layout
+    # with a monitor callback (on outputs, or on inputs and outputs) in the buffered run
+    monitor = draw(st.sampled_from(['', 'outputs', 'all']))
+    return n_args, steps, n_heads, grad_req, fusion, layout + monitor
 
 
 def _build(n_args, steps, n_heads):
@@ -103,10 +106,15 @@ def _reqs(net, grad_req):
     return {name: rng.choice(['write', 'add', 'null']) for name in net.list_arguments()}
 
 
-def _step(net, grad_req, buffered):
+def _step(net, grad_req, buffered, monitor=''):
     shapes = {name: SHAPE for name in net.list_arguments() if name.startswith('a')}
     exe = net.simple_bind(mx.cpu(), grad_req=_reqs(net, grad_req), **shapes)
     exe._use_buffers = buffered
+    seen = []
+    if monitor:
+        # (reads every array it is shown, as a user's statistics would)
+        exe.set_monitor_callback(lambda name, arr: seen.append(arr.asnumpy().copy()),
+                                 monitor_all=monitor == 'all')
     rng = np.random.RandomState(0)
     for name, arr in sorted(exe.arg_dict.items()):
         arr[:] = rng.uniform(-1, 1, arr.shape)
@@ -120,7 +128,7 @@ def _step(net, grad_req, buffered):
         got += [o.asnumpy().copy() for o in outs]
         got += [g.asnumpy().copy() for g in exe.grad_arrays if g is not None]
         got += [a.asnumpy().copy() for a in exe.aux_arrays]
-    return exe, got
+    return exe, got + seen
 
 
 @settings(deadline=None)      # (examples: the profile, tests/conftest.py)
@@ -132,14 +140,16 @@ def _step(net, grad_req, buffered):
           '0'))
 def test_random_graphs_step_alike_with_and_without_the_buffers(case):
     n_args, steps, n_heads, grad_req, fusion, layout = case
+    layout, monitor = layout[:1], layout[1:]
     with pytest.MonkeyPatch.context() as mp:
         # C-order buffers ('0'): the same kernels as the unbuffered run, hence the same
         # bits; channels last: oneDNN's other kernels, the same values to rounding
         mp.setenv('SYMGRAPH_TRAINING_LAYOUT', layout)
         mp.setenv('SYMGRAPH_TRAINING_FUSION', fusion)
         net = _build(n_args, steps, n_heads)
-        exe, planned = _step(net, grad_req, True)
-        _, own = _step(net, grad_req, False)
+        # (a monitored plan runs every node unfused, so both runs are monitored alike)
+        exe, planned = _step(net, grad_req, True, monitor)
+        _, own = _step(net, grad_req, False, monitor)
     assert len(planned) == len(own)
     for k, (u, v) in enumerate(zip(planned, own)):
         if layout == '0':

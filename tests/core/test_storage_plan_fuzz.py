@@ -1,8 +1,9 @@
 """Property-based tests of the executor's plans: on random graphs (fan-out, sums that
 hand their head gradient on, views, in-place activations, convolutions, BatchNorm,
 arguments feeding several nodes) a training step computes, bit for bit, the outputs,
-gradients and auxiliary states of the same step without the executor's buffers, and a
-monitor callback is shown the same arrays at every node; an
+gradients and auxiliary states of the same step without the executor's buffers, a
+monitor callback is shown the same arrays at every node, and a gradient-ready callback
+(the all-reduce overlap's) sees each gradient final; an
 inference forward with the inference passes (folding, fusion, layouts) gives the plain
 plan's outputs to float32 rounding, also after the parameters change.
 
@@ -84,7 +85,10 @@ def graphs(draw):
     layout = draw(st.sampled_from(['0', '1']))
     # with a monitor callback (on outputs, or on inputs and outputs) in the buffered run
     monitor = draw(st.sampled_from(['', 'outputs', 'all']))
-    return n_args, steps, n_heads, grad_req, fusion, layout + monitor
+    # and/or a gradient-ready callback (each gradient reported once final, as the
+    # all-reduce overlap has it)
+    ready = draw(st.sampled_from(['', '+ready']))
+    return n_args, steps, n_heads, grad_req, fusion, layout + monitor + ready
 
 
 def _build(n_args, steps, n_heads):
@@ -106,7 +110,7 @@ def _reqs(net, grad_req):
     return {name: rng.choice(['write', 'add', 'null']) for name in net.list_arguments()}
 
 
-def _step(net, grad_req, buffered, monitor=''):
+def _step(net, grad_req, buffered, monitor='', ready=False):
     shapes = {name: SHAPE for name in net.list_arguments() if name.startswith('a')}
     exe = net.simple_bind(mx.cpu(), grad_req=_reqs(net, grad_req), **shapes)
     exe._use_buffers = buffered
@@ -115,6 +119,10 @@ def _step(net, grad_req, buffered, monitor=''):
         # (reads every array it is shown, as a user's statistics would)
         exe.set_monitor_callback(lambda name, arr: seen.append(arr.asnumpy().copy()),
                                  monitor_all=monitor == 'all')
+    reported = {}
+    if ready:
+        exe.set_grad_ready_callback(
+            lambda j, name, g: reported.__setitem__(name, g.asnumpy().copy()))
     rng = np.random.RandomState(0)
     for name, arr in sorted(exe.arg_dict.items()):
         arr[:] = rng.uniform(-1, 1, arr.shape)
@@ -127,6 +135,9 @@ def _step(net, grad_req, buffered, monitor=''):
         exe.backward([mx.nd.array(rng.uniform(-1, 1, o.shape)) for o in outs])
         got += [o.asnumpy().copy() for o in outs]
         got += [g.asnumpy().copy() for g in exe.grad_arrays if g is not None]
+        for name, g in reported.items():        # final when reported
+            np.testing.assert_array_equal(g, exe.grad_dict[name].asnumpy(), err_msg=name)
+        reported.clear()
         got += [a.asnumpy().copy() for a in exe.aux_arrays]
     return exe, got + seen
 
@@ -140,7 +151,7 @@ def _step(net, grad_req, buffered, monitor=''):
           '0'))
 def test_random_graphs_step_alike_with_and_without_the_buffers(case):
     n_args, steps, n_heads, grad_req, fusion, layout = case
-    layout, monitor = layout[:1], layout[1:]
+    layout, monitor, ready = layout[:1], layout[1:].replace('+ready', ''), '+ready' in layout
     with pytest.MonkeyPatch.context() as mp:
         # C-order buffers ('0'): the same kernels as the unbuffered run, hence the same
         # bits; channels last: oneDNN's other kernels, the same values to rounding
@@ -148,7 +159,7 @@ def test_random_graphs_step_alike_with_and_without_the_buffers(case):
         mp.setenv('SYMGRAPH_TRAINING_FUSION', fusion)
         net = _build(n_args, steps, n_heads)
         # (a monitored plan runs every node unfused, so both runs are monitored alike)
-        exe, planned = _step(net, grad_req, True, monitor)
+        exe, planned = _step(net, grad_req, True, monitor, ready)
         _, own = _step(net, grad_req, False, monitor)
     assert len(planned) == len(own)
     for k, (u, v) in enumerate(zip(planned, own)):

@@ -503,7 +503,7 @@ class Plan:
         lines.append('    return None')
         env['_zeros'] = lambda shape, dtype: xp.zeros(shape, dtype=dtype)
         env['_add'] = xp.add
-        env['_own'] = _own_gradient
+        env['_own'] = _own_gradient(xp)
         env['_lend'] = lend_scratch
         fn, fname = self._compile('\n'.join(lines) + '\n', env, 'backward')
         return fn, fname, line_step
@@ -1012,23 +1012,18 @@ def _select(flag, entries):
     return [entries[i] for i in flag if i < len(entries)]
 
 
-def _own_gradient(g, P):
-    """``g``, or a copy of it where it lies in the executor's buffers (``P``, their views:
-    storage that later steps reuse)."""
-    if P:
-        arena = P[0]
-        while getattr(arena.base, 'shape', None) is not None:     # (the allocation)
-            arena = arena.base
-        if _may_share(g, arena):
-            return g.copy()
-    return g
-
-
-def _may_share(a, b):
-    if isinstance(a, np.ndarray):
-        return isinstance(b, np.ndarray) and bool(np.may_share_memory(a, b))
-    import cupy
-    return isinstance(b, cupy.ndarray) and bool(cupy.may_share_memory(a, b))
+def _own_gradient(xp):
+    """``own(g, P)``: ``g``, or a copy of it where it lies in the executor's buffers
+    (``P``, their views: storage that later steps reuse), for a plan on ``xp``."""
+    def own(g, P):
+        if P:
+            arena = P[0]
+            while getattr(arena.base, 'shape', None) is not None:     # (the allocation)
+                arena = arena.base
+            if isinstance(g, type(arena)) and xp.may_share_memory(g, arena):
+                return g.copy()
+        return g
+    return own
 
 
 def _bind_backward(op, xp, need, state=None, reqs=None):

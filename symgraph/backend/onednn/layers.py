@@ -220,7 +220,9 @@ class LayerMixin:
         # a or b (add commutes, bit for bit) or overlaps neither
         if address(y) == address(b):
             a, b = b, a
-        if not (same_or_apart(a, y) and same_or_apart(b, y)) or address(y) == address(b):
+            if address(y) == address(b):        # (a and b the same memory as well)
+                return None
+        if not (same_or_apart(a, y) and same_or_apart(b, y)):
             return None
         n = a.size
         key = ('add', n, bool(relu))

@@ -265,20 +265,43 @@ def _backend(xp, *arrays):
     return cpu_backend()
 
 
-def conv_forward(xp, x, w, b, stride, pad, dilate, groups, after=None, dest=None):
+def _replayed(xp, site, arrays):
+    """Whether the CPU backend ran the call of ``site`` ((operator, tag), or None) on
+    these very ``arrays`` again (see ``BackendCore.record``): the last array is the
+    offered destination, which the call then returns."""
+    if site is None or arrays[-1] is None or xp is not np:
+        return False
+    be = cpu_backend()
+    return be is not None and be.replay(site[0], site[1], arrays)
+
+
+def _on_backend(be, site, arrays, run):
+    """``run()``, a backend call that writes into ``arrays[-1]`` where it can, recorded
+    for replay under ``site`` when there is one and a destination is offered."""
+    if site is None or arrays[-1] is None:
+        return run()
+    return be.record(site[0], site[1], arrays, run, len(arrays) - 1)
+
+
+def conv_forward(xp, x, w, b, stride, pad, dilate, groups, after=None, dest=None,
+                 site=None):
     """Cross-correlation of x (N, C, *S) with w (F, C/groups, *K), plus bias b (F,) or None.
 
     ``pad`` pads before each spatial axis and ``after`` (default ``pad``) after it; negative
-    values crop.
+    values crop. ``site``: (operator, tag) of a call the CPU backend may replay on the
+    same arrays (see ``BackendCore.record``).
     """
+    if _replayed(xp, site, (x, w, b, dest)):
+        return dest
     kernel = w.shape[2:]
     after = pad if after is None else after
     out = tuple(conv_out_size(s, k, t, p, d) if p == a else conv_out_size(s + p + a, k, t, 0, d)
                 for s, k, t, p, a, d in zip(x.shape[2:], kernel, stride, pad, after, dilate))
     be = _backend(xp, x, w, b)
     if be is not None and min(pad) >= 0 and min(out) > 0:
-        y = be.conv_forward(x, w, b, stride, pad, dilate, groups, x.shape[:1] + (w.shape[0],)
-                            + out, out=dest)
+        y = _on_backend(be, site, (x, w, b, dest), lambda: be.conv_forward(
+            x, w, b, stride, pad, dilate, groups, x.shape[:1] + (w.shape[0],) + out,
+            out=dest))
         if y is not None:
             return y
     cols, grid = _im2col(xp, x, kernel, stride, pad, dilate, out, after)
@@ -300,20 +323,23 @@ def _flat_grad(xp, dy, grid=None):
     return dyt.reshape(f, -1)
 
 
-def conv_backward_data(xp, dy, w, shape, stride, pad, dilate, groups, dyt=None, dest=None):
+def conv_backward_data(xp, dy, w, shape, stride, pad, dilate, groups, dyt=None, dest=None,
+                       site=None):
     """Gradient of :func:`conv_forward` with respect to x of ``shape``, given dy (N, F, *O).
 
     With unit stride this is a convolution of the padded dy with the flipped, transposed
     kernel (an im2col and a GEMM); otherwise a GEMM and :func:`_col2im`. ``dyt`` is dy
-    already in (F, N*P) layout when the caller has it.
+    already in (F, N*P) layout when the caller has it. ``site``: as :func:`conv_forward`.
     """
+    if _replayed(xp, site, (dy, w, dest)):
+        return dest
     kernel = w.shape[2:]
     out = dy.shape[2:]
     f = w.shape[0]
     be = _backend(xp, dy, w)
     if be is not None:
-        dx = be.conv_backward_data(dy, w, tuple(shape), stride, pad, dilate, groups,
-                                   out=dest)
+        dx = _on_backend(be, site, (dy, w, dest), lambda: be.conv_backward_data(
+            dy, w, tuple(shape), stride, pad, dilate, groups, out=dest))
         if dx is not None:
             return dx
     # the transposed convolution copies dy once per kernel offset (F channels), _col2im
@@ -333,12 +359,16 @@ def conv_backward_data(xp, dy, w, shape, stride, pad, dilate, groups, dyt=None, 
 
 
 def conv_backward_weight(xp, x, dy, kernel, stride, pad, dilate, groups, dyt=None,
-                         dest=None):
-    """Gradient of :func:`conv_forward` with respect to w (F, C/groups, *kernel)."""
+                         dest=None, site=None):
+    """Gradient of :func:`conv_forward` with respect to w (F, C/groups, *kernel).
+    ``site``: as :func:`conv_forward`."""
+    if _replayed(xp, site, (x, dy, dest)):
+        return dest
     be = _backend(xp, x, dy)
     if be is not None:
-        dw = be.conv_backward_weights(x, dy, (dy.shape[1], x.shape[1] // groups)
-                                      + tuple(kernel), stride, pad, dilate, groups, out=dest)
+        dw = _on_backend(be, site, (x, dy, dest), lambda: be.conv_backward_weights(
+            x, dy, (dy.shape[1], x.shape[1] // groups) + tuple(kernel), stride, pad, dilate,
+            groups, out=dest))
         if dw is not None:
             return dw
     out = dy.shape[2:]

@@ -58,14 +58,22 @@ def eltwise_backend(xp, x, limit):
     return cpu_backend()
 
 
-def relu_grad_from_output(xp, y, g, dest, onednn_min):
+def relu_grad_from_output(xp, y, g, dest, onednn_min, site=None):
     """g * (y > 0), relu's gradient from its output ``y``: through oneDNN from
     ``onednn_min`` elements, else in NumPy; into ``dest`` (an offered array of g's shape
-    and dtype, which may be y's storage) where given."""
+    and dtype, which may be y's storage) where given. ``site``: (operator, tag) of a call
+    into ``dest`` the backend records and replays on the same arrays
+    (``BackendCore.record``)."""
     be = eltwise_backend(xp, y, onednn_min)
     if be is not None and g.dtype == y.dtype:
         # oneDNN's relu backward from the output, where y, g and dest share a layout
-        dx = be.relu_backward_from_output(y, g, out=dest)
+        if site is None or dest is None:
+            dx = be.relu_backward_from_output(y, g, out=dest)
+        elif be.replay(site[0], site[1], (y, g, dest)):
+            return dest
+        else:
+            dx = be.record(site[0], site[1], (y, g, dest),
+                           lambda: be.relu_backward_from_output(y, g, out=dest), 2)
         if dx is not None:
             return dx
     if dest is not None and not xp.may_share_memory(dest, g):

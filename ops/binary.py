@@ -144,7 +144,11 @@ class ElemwiseAddReLU(ElemwiseAdd):
             and out[0].shape == a.shape else None
         be = eltwise_backend(xp, a, _ADD_RELU_ONEDNN[0])
         if be is not None:
-            y = be.add(a, b, relu=True, out=dest)
+            # (recorded for the backend to replay on the same arrays: BackendCore.record)
+            if dest is not None and be.replay(self, 'f', (a, b, dest)):
+                return [dest]
+            y = be.record(self, 'f', (a, b, dest), lambda: be.add(a, b, relu=True, out=dest),
+                          2)
             if y is not None:
                 return [y]
         y = xp.add(a, b, out=dest)      # (NumPy's ufuncs handle an out overlapping an input)
@@ -156,7 +160,7 @@ class ElemwiseAddReLU(ElemwiseAdd):
         # the array offered for a wanted gradient (the plan offers one: grad_same)
         dest = next((d for d, nd in zip(grad_out or (), need) if nd and d is not None
                      and d.dtype == g.dtype and d.shape == g.shape), None)
-        dx = relu_grad_from_output(xp, y, g, dest, _ADD_RELU_ONEDNN[1])
+        dx = relu_grad_from_output(xp, y, g, dest, _ADD_RELU_ONEDNN[1], site=(self, 'b'))
         # an argument offered an array of its own gets the values there (the executor may
         # sum into one offered array in place, which must not change the other's)
         grads = []

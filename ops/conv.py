@@ -148,7 +148,7 @@ class Convolution(_ConvBase):
     def forward(self, xp, inputs, aux, is_train, out=None):
         b = None if self.no_bias else inputs[2]
         return [conv_forward(xp, inputs[0], inputs[1], b, self.st, self.pd, self.dl,
-                             self.num_group, dest=_offered(out, 0))]
+                             self.num_group, dest=_offered(out, 0), site=(self, 'f'))]
 
     def fast_forward(self, xp, is_train):
         st, pd, dl, g = self.st, self.pd, self.dl, self.num_group
@@ -201,11 +201,12 @@ class Convolution(_ConvBase):
         # each gradient lays dy out as its GEMM needs it (the weight's may be a wide grid)
         if need[0]:
             grads[0] = conv_backward_data(xp, dy, w, x.shape, self.st, self.pd, self.dl,
-                                          self.num_group, dest=_offered(grad_out, 0))
+                                          self.num_group, dest=_offered(grad_out, 0),
+                                          site=(self, 'bd'))
         if need[1]:
             grads[1] = conv_backward_weight(xp, x, dy, self.kernel, self.st, self.pd,
                                             self.dl, self.num_group,
-                                            dest=_offered(grad_out, 1))
+                                            dest=_offered(grad_out, 1), site=(self, 'bw'))
         if not self.no_bias and need[2]:
             grads[2] = self.backward_bias(xp, dy)
         return grads

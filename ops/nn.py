@@ -336,7 +336,8 @@ class Activation(Operator):
         dest = grad_out[0] if grad_out and grad_out[0] is not None \
             and grad_out[0].dtype == g.dtype and grad_out[0].shape == g.shape else None
         if a == 'relu':
-            return [relu_grad_from_output(xp, y, g, dest, _act_limit('relu', 3))]
+            return [relu_grad_from_output(xp, y, g, dest, _act_limit('relu', 3),
+                                          site=(self, 'b'))]
         if a in ('sigmoid', 'tanh') and y.dtype == g.dtype:
             # y (1 - y) or 1 - y^2, then times g, in one array (the same roundings as the
             # three expressions, without two temporaries the size of the activation)

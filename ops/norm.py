@@ -167,16 +167,27 @@ class BatchNorm(BatchNormBase):
         NumPy path does), or None when it declines. ``out``: the arrays the executor
         offers (``writes_into``), written where they fit. ``relu`` (training with the
         batch's statistics only): out is relu'd, and oneDNN's mask for backward is kept
-        (see :class:`BatchNormWithReLU`)."""
+        (see :class:`BatchNormWithReLU`).
+
+        A training call into offered arrays is recorded for the backend to replay on the
+        same arrays (``BackendCore.record``): the relu mask of the last forward into the
+        same output is offered again as the mask's buffer, and gamma itself is the scale
+        with ``fix_gamma`` (the callers have just set it to 1)."""
         eps = f32(self.eps)
-        g = np.ones_like(gamma) if self.fix_gamma else gamma
         dest = _dest(out, 0, data.dtype)
         # the mean and inverse std straight into the offered buffers (few NumPy calls on
         # per-channel vectors: each costs more than its arithmetic inside a step)
         mean_out, inv_out = (_dest(out, i, np.float32) for i in (1, 2))
         if is_train and not self.use_global_stats:
-            r = be.batch_norm_forward(data, g, beta, eps, out=dest, relu=relu,
-                                      stats_out=(mean_out, inv_out))
+            ws = _MASKS.get(dest, data) if relu and dest is not None else None
+            arrays = (data, gamma, beta, dest, mean_out, inv_out) + ((ws,) if relu else ())
+            tag = 'fr' if relu else 'f'
+            if dest is not None and be.replay(self, tag, arrays):
+                r = arrays[3:]
+            else:
+                r = be.record(self, tag, arrays, lambda: be.batch_norm_forward(
+                    data, gamma, beta, eps, out=dest, relu=relu, stats_out=(mean_out, inv_out),
+                    ws_out=ws), tuple(range(3, len(arrays))))
             if r is None:
                 return None
             y, mean, var = r[:3]
@@ -191,6 +202,7 @@ class BatchNorm(BatchNormBase):
         elif relu:
             return None
         else:
+            g = np.ones_like(gamma) if self.fix_gamma else gamma
             y = be.batch_norm_forward(data, g, beta, eps, moving_mean, moving_var, is_train,
                                       out=dest)
             if y is None:
@@ -224,19 +236,44 @@ class BatchNorm(BatchNormBase):
                          grad_out=None):
         """[d data, d gamma, d beta] through oneDNN from the saved mean and inverse std
         (``ws``: the relu mask of a fused forward, applied to ``dy`` there), or None when
-        it declines."""
-        be = self._backend(xp, data, gamma, dy, outputs[1], outputs[2])
+        it declines.
+
+        The variance oneDNN takes is worked out into a buffer kept with the forward's
+        inverse std (as is where the parameters' unwanted gradients go), so that a call
+        on the executor's arrays is recorded for the backend to replay on the same ones
+        (``BackendCore.record``)."""
+        be = cpu_backend() if xp is np else None
         if be is None:
             return None
-        g = np.ones_like(gamma) if self.fix_gamma else gamma
-        inv = outputs[2].astype(np.float64)
-        var = (1.0 / (inv * inv) - self.eps).astype(np.float32)
-        r = be.batch_norm_backward(data, dy, g, outputs[1], var, f32(self.eps),
-                                   self.use_global_stats, dx_out=dest, ws=ws,
-                                   param_out=(_dest(grad_out, 1, np.float32)
-                                              if need[1] and not self.fix_gamma else None,
-                                              _dest(grad_out, 2, np.float32)
-                                              if need[2] else None))
+        inv_std = outputs[2]
+        kept = _BWD_BUFFERS.get(inv_std, data)
+        if kept is None or kept[0].shape != inv_std.shape:
+            c = inv_std.shape[0] if inv_std.ndim == 1 else 0
+            kept = tuple(np.empty(c, np.float32) for _ in range(3))
+            _BWD_BUFFERS.keep(inv_std, data, kept)
+        var, spare_g, spare_b = kept
+        g = _ones(gamma.shape[0]) if self.fix_gamma and gamma.ndim == 1 else gamma
+        d_g = _dest(grad_out, 1, np.float32) if need[1] and not self.fix_gamma else spare_g
+        d_b = _dest(grad_out, 2, np.float32) if need[2] else spare_b
+        if var.shape == inv_std.shape:
+            # var = 1 / inv^2 - eps, worked in float64 (rounded to float32 once)
+            inv = inv_std.astype(np.float64)
+            np.multiply(inv, inv, out=inv)
+            np.divide(1.0, inv, out=inv)
+            np.subtract(inv, self.eps, out=inv)
+            var[...] = inv
+        else:
+            var = (1.0 / (inv_std.astype(np.float64) ** 2) - self.eps).astype(np.float32)
+        arrays = (data, dy, g, outputs[1], var, dest, d_g, d_b, ws)
+        tag = ('b', ws is not None)
+        if dest is not None and be.replay(self, tag, arrays):     # (var is an input)
+            r = arrays[5:8]
+        elif self._backend(xp, data, gamma, dy, outputs[1], inv_std) is None:
+            return None
+        else:
+            r = be.record(self, tag, arrays, lambda: be.batch_norm_backward(
+                data, dy, g, outputs[1], var, f32(self.eps), self.use_global_stats,
+                dx_out=dest, ws=ws, param_out=(d_g, d_b)), (5, 6, 7))
         if r is None:
             return None
         dx, dgamma, dbeta = r
@@ -393,3 +430,19 @@ class BatchNormWithReLU(BatchNorm):
 
 #: oneDNN's relu masks of BatchNormWithReLU's training forwards, by output and data
 _MASKS = KeptForBackward()
+#: BatchNorm's oneDNN backward: (variance, spare d gamma, spare d beta) buffers, by the
+#: forward's inverse std and data
+_BWD_BUFFERS = KeptForBackward()
+#: read-only float32 ones by length: gamma's stand-in under ``fix_gamma``
+_ONES = {}
+
+
+def _ones(c):
+    got = _ONES.get(c)
+    if got is None:
+        got = np.ones(c, np.float32)
+        got.flags.writeable = False
+        if len(_ONES) > 256:
+            _ONES.clear()
+        _ONES[c] = got
+    return got

@@ -9,7 +9,11 @@ plan's outputs to float32 rounding, also after the parameters change.
 
 The buffers are shared by liveness and written in place; an array that outlives the
 buffer it lies in is what this looks for (an argument's gradient handed on as a buffer and
-overwritten by a later step was such a bug, found 2026-11-27)."""
+overwritten by a later step was such a bug, found 2026-11-27). The steps after the first
+replay the CPU backend's recorded calls on the buffers (``BackendCore.record``), with an
+evaluation forward between steps, which keeps no relu masks for the next training
+forward (a replay that wrote through a dead mask's address was such a bug, found
+2026-11-27 by tests/module/test_module_golden.py)."""
 import numpy as np
 import pytest
 from hypothesis import example, given, settings
@@ -21,8 +25,8 @@ SHAPE = (2, 4, 5, 5)
 
 #: node kinds: name -> number of operands
 KINDS = {'add': 2, 'add_relu': 2, 'mul': 2, 'sub': 2, 'relu': 1, 'tanh': 1, 'sigmoid': 1,
-         'conv': 1, 'bn': 1, 'bn_relu': 1, 'view': 1, 'block': 1, 'scale': 1, 'pool': 1,
-         'fc': 1, 'split': 2, 'square': 1, 'flip': 1}
+         'conv': 1, 'bn': 1, 'bn_relu': 1, 'bn_fixed': 1, 'view': 1, 'block': 1, 'scale': 1,
+         'pool': 1, 'fc': 1, 'split': 2, 'square': 1, 'flip': 1}
 
 
 def _node(kind, ops, k):
@@ -40,10 +44,11 @@ def _node(kind, ops, k):
     if kind == 'conv':
         return mx.sym.Convolution(a, num_filter=SHAPE[1], kernel=(3, 3), pad=(1, 1),
                                   name=name)
-    if kind in ('bn', 'bn_relu'):
-        y = mx.sym.BatchNorm(a, fix_gamma=False, name=name)
+    if kind in ('bn', 'bn_relu', 'bn_fixed'):
+        # ('bn_fixed': MXNet's default fix_gamma, then relu)
+        y = mx.sym.BatchNorm(a, fix_gamma=kind == 'bn_fixed', name=name)
         return mx.sym.Activation(y, act_type='relu', name=name + '_r') \
-            if kind == 'bn_relu' else y
+            if kind != 'bn' else y
     if kind == 'view':
         return mx.sym.Reshape(mx.sym.Reshape(a, shape=(SHAPE[0], -1)), shape=SHAPE)
     if kind == 'block':
@@ -130,7 +135,9 @@ def _step(net, grad_req, buffered, monitor='', ready=False):
         if g is not None:
             g[:] = rng.uniform(-1, 1, g.shape)      # 'add' adds to these
     got = []
-    for _ in range(2):
+    for k in range(3):
+        if k == 1:      # evaluation between steps (Module.fit's): no masks kept for it
+            got += [o.asnumpy().copy() for o in exe.forward(is_train=False)]
         outs = exe.forward(is_train=True)
         exe.backward([mx.nd.array(rng.uniform(-1, 1, o.shape)) for o in outs])
         got += [o.asnumpy().copy() for o in outs]
@@ -157,6 +164,8 @@ def test_random_graphs_step_alike_with_and_without_the_buffers(case):
         # bits; channels last: oneDNN's other kernels, the same values to rounding
         mp.setenv('SYMGRAPH_TRAINING_LAYOUT', layout)
         mp.setenv('SYMGRAPH_TRAINING_FUSION', fusion)
+        # (the evaluation forward between steps runs the plain plan in both runs)
+        mp.setenv('SYMGRAPH_INFERENCE_PASSES', 'none')
         net = _build(n_args, steps, n_heads)
         # (a monitored plan runs every node unfused, so both runs are monitored alike)
         exe, planned = _step(net, grad_req, True, monitor, ready)

@@ -291,21 +291,27 @@ class Primitive:
         Constant arguments (``'const'``) are reordered into their own buffers only when
         ``token`` differs from the last call's (None: every call): the caller changes the
         token whenever their values may have changed."""
+        self.execute_at(thread, map(address, arrays), token)
+
+    def execute_at(self, thread, ptrs, token=None):
+        """:meth:`execute` on the arrays at the data addresses ``ptrs`` (an iterable): a
+        replay of :meth:`BackendCore.record` passes those of arrays it has found to be the
+        very arrays of the recorded call, alive."""
         lib = self.lib
         stream = thread.stream
         set_handle = lib.dnnl_memory_set_data_handle
         slots = None
         if self.inner:
-            ptrs = thread.borrow([n for _, n in self.inner]) if thread.lent is not None \
+            inner = thread.borrow([n for _, n in self.inner]) if thread.lent is not None \
                 else None
-            if ptrs is not None:
+            if inner is not None:
                 thread.borrowed += 1
             else:
                 slots = [thread.workspace(i, n) for i, (_, n)
                          in zip(self.slot_index, self.inner)]
-                ptrs = [ptr for _, ptr in slots]
-            _point(set_handle, self.inner_handles, self.inner_pointers, ptrs)
-        _point(set_handle, self.handles, self.pointers, map(address, arrays))
+                inner = [ptr for _, ptr in slots]
+            _point(set_handle, self.inner_handles, self.inner_pointers, inner)
+        _point(set_handle, self.handles, self.pointers, ptrs)
         if self.before_const and (token is None or token != self.token):
             self.token = None
             for prim, _, args, _ in self.before_const:
@@ -370,6 +376,8 @@ class BackendCore:
               'dnnl_engine_create')
         self._local = threading.local()
         self.calls = {}
+        #: whether :meth:`record` keeps calls for :meth:`replay` (tests compare both ways)
+        self.replays = True
 
     def _thread(self):
         t = self._local
@@ -384,6 +392,8 @@ class BackendCore:
             t.lent = None
             t.borrowed = 0       # calls whose buffers came from lent scratch (tests)
             t.borrow = lambda sizes, t=t: _carve(t.lent, sizes)
+            t.recording = None   # a list while record() runs
+            t.replays = {}       # (id(owner), tag) -> what record() kept
         return t
 
     def primitive(self, key, build, cache=None):
@@ -406,8 +416,87 @@ class BackendCore:
 
     def execute(self, key, prim, arrays, token=None):
         """Run ``prim`` (from :meth:`primitive`) on ``arrays`` and count the call."""
-        prim.execute(self._thread(), arrays, token)
+        t = self._thread()
+        prim.execute(t, arrays, token)
+        if t.recording is not None:
+            t.recording.append((key[0], prim, arrays, token))
         self.calls[key[0]] = self.calls.get(key[0], 0) + 1
+
+    def record(self, owner, tag, arrays, run, result):
+        """``run()``, a call of this backend that returns an array of ``arrays`` (or a
+        tuple of them, or None where it declines), whose primitive calls are kept for
+        :meth:`replay` when it returned ``arrays[result]`` (``result``: an index, or a
+        tuple of indexes for a tuple) and every array those calls took is one of
+        ``arrays``, none made by the call. A call on the very same arrays then computes
+        what this one did (shapes, strides and dtypes are the arrays' own and never
+        change, and so are the primitives the call chose), and :meth:`replay` runs its
+        primitives again without working the call out anew: an executor hands an
+        operator its buffers, weights and gradients every step.
+
+        ``owner`` (an operator) and ``tag`` (which of its calls) name the call site; the
+        operator's parameters must decide the rest of the call. Nothing is kept for a
+        call inside another's recording, or while an array is not weakly referenceable.
+        Returns what ``run()`` returned."""
+        t = self._thread()
+        if t.recording is not None or not self.replays:
+            return run()
+        t.recording = calls = []
+        try:
+            got = run()
+        finally:
+            t.recording = None
+        if got is None or not calls or any(c[3] is not None for c in calls):
+            return got      # (constant arguments' tokens are the caller's to change)
+        want = tuple(arrays[i] for i in result) if isinstance(result, tuple) \
+            else arrays[result]
+        if isinstance(result, tuple):
+            if len(got) != len(want) or any(g is not w for g, w in zip(got, want)):
+                return got
+        elif got is not want:
+            return got
+        ids = {id(a) for a in arrays if a is not None}
+        if any(id(a) not in ids for _, _, used, _ in calls for a in used):
+            return got
+        try:
+            refs = (weakref.ref(owner),) + tuple(None if a is None else weakref.ref(a)
+                                                 for a in arrays)
+        except TypeError:
+            return got
+        replays = t.replays
+        if len(replays) >= 4096:
+            for k, (r, _) in list(replays.items()):
+                if any(x is not None and x() is None for x in r):
+                    del replays[k]
+            if len(replays) >= 4096:
+                replays.clear()
+        replays[(id(owner), tag)] = (refs, [(kind, prim, [address(a) for a in used], token)
+                                            for kind, prim, used, token in calls])
+        return got
+
+    def replay(self, owner, tag, arrays):
+        """Run again the primitive calls :meth:`record` kept for ``owner``'s call ``tag``
+        when ``arrays`` are the very arrays of that call (all alive, by identity); True
+        when it did, False when the caller must make the call itself."""
+        if not self.replays:
+            return False
+        got = self._thread().replays.get((id(owner), tag))
+        if got is None:
+            return False
+        refs, calls = got
+        if refs[0]() is not owner or len(refs) != len(arrays) + 1:
+            return False
+        for r, a in zip(refs[1:], arrays):
+            if r is None:
+                if a is not None:
+                    return False
+            elif a is None or r() is not a:    # (a dead reference gives None)
+                return False
+        counts = self.calls
+        t = self._thread()
+        for kind, prim, ptrs, token in calls:
+            prim.execute_at(t, ptrs, token)
+            counts[kind] += 1
+        return True
 
     def run(self, key, build, arrays, token=None):
         """Execute the primitive cached under ``key`` (made by ``build()`` -> Primitive on

@@ -53,7 +53,7 @@ class NormMixin:
         return pd
 
     def batch_norm_forward(self, x, gamma, beta, eps, mean=None, var=None, is_train=True,
-                           out=None, relu=False, stats_out=(None, None)):
+                           out=None, relu=False, stats_out=(None, None), ws_out=None):
         """Normalised ``x`` (N, C, ...): (y, batch mean, batch variance) with the batch's
         statistics when ``mean`` is None, else y with the given ones; None when not taken.
         ``x`` may lie channels last (taken as it lies); y is written into ``out`` when it
@@ -64,6 +64,8 @@ class NormMixin:
         value comes back, the workspace (a uint8 array) :meth:`batch_norm_backward` takes
         to mask the gradient. ``stats_out``: arrays to write the batch mean and variance
         into (each used where it is a C-contiguous float32 array of shape (C,)).
+        ``ws_out``: an array for the workspace (used where it is a contiguous uint8 array
+        of its size: the workspace of an earlier call on the same arrays).
         """
         if x.ndim < 2 or x.ndim > 5 or not x.size:
             return None
@@ -102,7 +104,9 @@ class NormMixin:
             mean, var = as_f32(mean), as_f32(var)
         arrays = [x, as_f32(gamma), as_f32(beta), y, mean, var]
         if relu:
-            ws = np.empty(prim.sizes[-1], np.uint8)
+            ws = ws_out if isinstance(ws_out, np.ndarray) and ws_out.dtype == np.uint8 \
+                and ws_out.nbytes == prim.sizes[-1] and ws_out.flags.c_contiguous \
+                and ws_out.flags.writeable else np.empty(prim.sizes[-1], np.uint8)
             arrays.append(ws)
         self.execute(key, prim, arrays)
         if relu:

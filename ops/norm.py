@@ -157,9 +157,22 @@ class BatchNorm(BatchNormBase):
     def _backend(self, xp, data, *arrays):
         """oneDNN for NumPy float32 arrays with channels on axis 1, else None."""
         if xp is not np or self.axis % data.ndim != 1 or not 2 <= data.ndim <= 5 \
-                or any(a.dtype != np.float32 for a in (data,) + arrays):
+                or data.dtype is not _F32:
             return None
+        for a in arrays:        # (a loop: this runs twice per layer and step)
+            if a.dtype is not _F32:
+                return None
         return cpu_backend()
+
+    def _f32_constants(self):
+        """(eps, momentum, 1 - momentum) as MXNet's float parameters round them, worked
+        out once per operator (they are asked for at every training step)."""
+        got = self.__dict__.get('_f32s')
+        if got is None:
+            mom = f32(self.momentum)
+            got = (f32(self.eps), mom, 1.0 - mom)
+            object.__setattr__(self, '_f32s', got)      # (parameters never change)
+        return got
 
     def _onednn_forward(self, be, data, gamma, beta, moving_mean, moving_var, is_train,
                         out=None, relu=False):
@@ -173,11 +186,11 @@ class BatchNorm(BatchNormBase):
         same arrays (``BackendCore.record``): the relu mask of the last forward into the
         same output is offered again as the mask's buffer, and gamma itself is the scale
         with ``fix_gamma`` (the callers have just set it to 1)."""
-        eps = f32(self.eps)
+        eps, mom, rest = self._f32_constants()
         dest = _dest(out, 0, data.dtype)
         # the mean and inverse std straight into the offered buffers (few NumPy calls on
         # per-channel vectors: each costs more than its arithmetic inside a step)
-        mean_out, inv_out = (_dest(out, i, np.float32) for i in (1, 2))
+        mean_out, inv_out = _dest(out, 1, np.float32), _dest(out, 2, np.float32)
         if is_train and not self.use_global_stats:
             ws = _MASKS.get(dest, data) if relu and dest is not None else None
             arrays = (data, gamma, beta, dest, mean_out, inv_out) + ((ws,) if relu else ())
@@ -191,14 +204,13 @@ class BatchNorm(BatchNormBase):
             if r is None:
                 return None
             y, mean, var = r[:3]
-            if relu:
+            if relu and (r[3] is not ws or y is not dest):  # (else kept already)
                 _MASKS.keep(y, data, r[3])
             # moving * mom + batch * (1 - mom), rounded as that expression is
-            mom = f32(self.momentum)
             moving_mean *= mom
-            moving_mean += mean * (1.0 - mom)
+            moving_mean += mean * rest
             moving_var *= mom
-            moving_var += var * (1.0 - mom)
+            moving_var += var * rest
         elif relu:
             return None
         else:
@@ -255,13 +267,12 @@ class BatchNorm(BatchNormBase):
         g = _ones(gamma.shape[0]) if self.fix_gamma and gamma.ndim == 1 else gamma
         d_g = _dest(grad_out, 1, np.float32) if need[1] and not self.fix_gamma else spare_g
         d_b = _dest(grad_out, 2, np.float32) if need[2] else spare_b
-        if var.shape == inv_std.shape:
-            # var = 1 / inv^2 - eps, worked in float64 (rounded to float32 once)
-            inv = inv_std.astype(np.float64)
-            np.multiply(inv, inv, out=inv)
-            np.divide(1.0, inv, out=inv)
-            np.subtract(inv, self.eps, out=inv)
-            var[...] = inv
+        if var.shape == inv_std.shape and inv_std.dtype is _F32:
+            # var = 1 / inv^2 - eps (oneDNN only ever uses var + eps, which this gives
+            # back to float32 rounding: 1 / sqrt of it is inv to a few ulp)
+            np.multiply(inv_std, inv_std, out=var)
+            np.divide(1.0, var, out=var)
+            np.subtract(var, self.eps, out=var)
         else:
             var = (1.0 / (inv_std.astype(np.float64) ** 2) - self.eps).astype(np.float32)
         arrays = (data, dy, g, outputs[1], var, dest, d_g, d_b, ws)
@@ -433,6 +444,7 @@ _MASKS = KeptForBackward()
 #: BatchNorm's oneDNN backward: (variance, spare d gamma, spare d beta) buffers, by the
 #: forward's inverse std and data
 _BWD_BUFFERS = KeptForBackward()
+_F32 = np.dtype(np.float32)
 #: read-only float32 ones by length: gamma's stand-in under ``fix_gamma``
 _ONES = {}
 

@@ -410,6 +410,15 @@ class Pooling(Operator):
         if not need[0]:
             return [None]
         x, y, dy = inputs[0], outputs[0], out_grads[0]
+        offered = grad_out[0] if grad_out and grad_out[0] is not None \
+            and grad_out[0].dtype == x.dtype and grad_out[0].shape == x.shape else None
+        if offered is not None and self.global_pool and self.pool_type in ('avg', 'sum') \
+                and not self._channels_last(x.ndim):
+            # dy spread over each window, into the offered array as it lies (a training
+            # plan's buffer may lie channels last): the values of _pool_grad's global path
+            scale = 1.0 / math.prod(x.shape[2:]) if self.pool_type == 'avg' else 1.0
+            xp.copyto(offered, xp.broadcast_to(dy * scale, x.shape))
+            return [offered]
         if self._channels_last(x.ndim):
             mv = [xp.moveaxis(a, -1, 1) for a in (x, y, dy)]
             return [xp.ascontiguousarray(xp.moveaxis(self._pool_grad(xp, *mv), 1, -1))]

@@ -191,7 +191,8 @@ def test_switched_off_nothing_is_kept():
 # ------------------------------------------------------------------ whole training steps
 def _net(fix_gamma):
     """A residual block with every replayed operator: convolutions, BatchNorm (+ relu,
-    fused in training), a residual add + relu, max pooling, FullyConnected."""
+    fused in training), a residual add + relu; then max pooling, a convolution, global
+    average pooling (its gradient into the plan's channels-last buffer), FullyConnected."""
     x = mx.sym.var('data')
     h = mx.sym.Convolution(x, num_filter=8, kernel=(3, 3), pad=(1, 1), no_bias=True,
                            name='c1')
@@ -202,6 +203,8 @@ def _net(fix_gamma):
     s = mx.sym.Convolution(x, num_filter=8, kernel=(1, 1), name='proj')
     h = mx.sym.Activation(h + s, act_type='relu', name='r2')
     h = mx.sym.Pooling(h, kernel=(2, 2), stride=(2, 2), pool_type='max', name='p')
+    h = mx.sym.Convolution(h, num_filter=16, kernel=(3, 3), pad=(1, 1), name='c3')
+    h = mx.sym.Pooling(h, kernel=(1, 1), global_pool=True, pool_type='avg', name='gp')
     h = mx.sym.FullyConnected(h, num_hidden=5, name='fc')
     return mx.sym.SoftmaxOutput(h, name='softmax')
 

@@ -26,7 +26,7 @@ SHAPE = (2, 4, 5, 5)
 #: node kinds: name -> number of operands
 KINDS = {'add': 2, 'add_relu': 2, 'mul': 2, 'sub': 2, 'relu': 1, 'tanh': 1, 'sigmoid': 1,
          'conv': 1, 'bn': 1, 'bn_relu': 1, 'bn_fixed': 1, 'view': 1, 'block': 1, 'scale': 1,
-         'pool': 1, 'fc': 1, 'split': 2, 'square': 1, 'flip': 1}
+         'pool': 1, 'gpool': 1, 'fc': 1, 'split': 2, 'square': 1, 'flip': 1}
 
 
 def _node(kind, ops, k):
@@ -57,6 +57,9 @@ def _node(kind, ops, k):
         return a - b
     if kind == 'pool':
         return mx.sym.Pooling(a, kernel=(3, 3), pad=(1, 1), pool_type='max', name=name)
+    if kind == 'gpool':     # global average pooling, broadcast back over the window
+        g = mx.sym.Pooling(a, kernel=(1, 1), global_pool=True, pool_type='avg', name=name)
+        return mx.sym.broadcast_to(g, shape=SHAPE) * a
     if kind == 'fc':        # on the last axis: the shape stays
         return mx.sym.FullyConnected(a, num_hidden=SHAPE[-1], flatten=False, name=name)
     if kind == 'split':     # two outputs that are views of one concatenation

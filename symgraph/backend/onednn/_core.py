@@ -435,7 +435,8 @@ class BackendCore:
 
         ``owner`` (an operator) and ``tag`` (which of its calls) name the call site; the
         operator's parameters must decide the rest of the call. Nothing is kept for a
-        call inside another's recording, or while an array is not weakly referenceable.
+        call inside another's recording, for one that passed constant arguments (their
+        token is the caller's to change), or while an array is not weakly referenceable.
         Returns what ``run()`` returned."""
         t = self._thread()
         if t.recording is not None or not self.replays:
@@ -476,10 +477,12 @@ class BackendCore:
     def replay(self, owner, tag, arrays):
         """Run again the primitive calls :meth:`record` kept for ``owner``'s call ``tag``
         when ``arrays`` are the very arrays of that call (all alive, by identity); True
-        when it did, False when the caller must make the call itself."""
+        when it did, False when the caller must make the call itself. The primitives run
+        at once: every input must hold this call's values before the caller asks."""
         if not self.replays:
             return False
-        got = self._thread().replays.get((id(owner), tag))
+        t = self._thread()
+        got = t.replays.get((id(owner), tag))
         if got is None:
             return False
         refs, calls = got
@@ -492,7 +495,6 @@ class BackendCore:
             elif a is None or r() is not a:    # (a dead reference gives None)
                 return False
         counts = self.calls
-        t = self._thread()
         for kind, prim, ptrs, token in calls:
             prim.execute_at(t, ptrs, token)
             counts[kind] += 1

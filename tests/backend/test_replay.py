@@ -177,8 +177,9 @@ def test_a_recording_inside_another_keeps_only_the_outer_one():
     np.testing.assert_array_equal(out2, np.full(4096, 9.0, np.float32))
 
 
-def test_switched_off_nothing_is_kept():
+def test_switched_off_nothing_is_kept(monkeypatch):
     be = _available()
+    assert be.replays
     be.replays = False
     owner = Owner()
     a = np.ones(4096, np.float32)
@@ -186,6 +187,14 @@ def test_switched_off_nothing_is_kept():
     be.record(owner, 't', (a, a, out), lambda: be.add(a, a, out=out), 2)
     be.replays = True
     assert not be.replay(owner, 't', (a, a, out))
+    # SYMGRAPH_ONEDNN_REPLAY=0 at load switches it off
+    monkeypatch.setenv('SYMGRAPH_ONEDNN_REPLAY', '0')
+    onednn.reset()
+    be = _available()
+    assert not be.replays
+    be.record(owner, 't', (a, a, out), lambda: be.add(a, a, out=out), 2)
+    assert not be.replay(owner, 't', (a, a, out))
+    np.testing.assert_array_equal(out, a + a)
 
 
 # ------------------------------------------------------------------ whole training steps

@@ -26,6 +26,7 @@ replaced it has finished with it. Between calls a memory object keeps a stale ad
 never executed without being pointed anew.
 """
 import ctypes
+import os
 import threading
 import weakref
 
@@ -376,8 +377,9 @@ class BackendCore:
               'dnnl_engine_create')
         self._local = threading.local()
         self.calls = {}
-        #: whether :meth:`record` keeps calls for :meth:`replay` (tests compare both ways)
-        self.replays = True
+        #: whether :meth:`record` keeps calls for :meth:`replay` (``SYMGRAPH_ONEDNN_REPLAY=0``
+        #: at load: not; tests compare both ways)
+        self.replays = os.environ.get('SYMGRAPH_ONEDNN_REPLAY', '1').strip() != '0'
 
     def _thread(self):
         t = self._local

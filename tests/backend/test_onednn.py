@@ -14,15 +14,6 @@ from symgraph.ops._conv_impl import conv_backward_data, conv_backward_weight, co
 LOGGER = 'symgraph.backend.onednn'
 
 
-@pytest.fixture(autouse=True)
-def fresh(monkeypatch):
-    monkeypatch.delenv('SYMGRAPH_ONEDNN', raising=False)
-    monkeypatch.delenv('SYMGRAPH_ONEDNN_LIB', raising=False)
-    onednn.reset()
-    yield
-    onednn.reset()
-
-
 def _lines(caplog):
     return [r for r in caplog.records if r.name == LOGGER]
 

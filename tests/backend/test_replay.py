@@ -14,15 +14,6 @@ from symgraph.opdef import cpu_backend
 from symgraph.ops._conv_impl import conv_forward
 
 
-@pytest.fixture(autouse=True)
-def fresh(monkeypatch):
-    monkeypatch.delenv('SYMGRAPH_ONEDNN', raising=False)
-    monkeypatch.delenv('SYMGRAPH_ONEDNN_LIB', raising=False)
-    onednn.reset()
-    yield
-    onednn.reset()
-
-
 def _available():
     be = onednn.backend()
     if be is None:
@@ -48,16 +39,25 @@ def _replays(be, monkeypatch):
     return done
 
 
-def _conv64(x, w):
-    return conv_forward(np, x.astype(np.float64), w.astype(np.float64), None, (1, 1),
+def _conv_checked(x, w, y, site):
+    """A 3x3 convolution (pad 1) of x into y at ``site``, checked against float64 NumPy."""
+    got = conv_forward(np, x, w, None, (1, 1), (1, 1), (1, 1), 1, dest=y, site=site)
+    want = conv_forward(np, x.astype(np.float64), w.astype(np.float64), None, (1, 1),
                         (1, 1), (1, 1), 1)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    return got
 
 
-def test_a_call_on_the_same_arrays_is_replayed_with_their_new_values(monkeypatch):
+@pytest.fixture
+def counted(monkeypatch):
+    """(the backend, the list of its replays, a call site's owner)."""
     be = _available()
-    done = _replays(be, monkeypatch)
+    return be, _replays(be, monkeypatch), Owner()
+
+
+def test_a_call_on_the_same_arrays_is_replayed_with_their_new_values(counted):
+    be, done, owner = counted
     rng = np.random.RandomState(0)
-    owner = Owner()
     x = rng.uniform(-1, 1, (2, 8, 6, 6)).astype(np.float32)
     w = rng.uniform(-1, 1, (4, 8, 3, 3)).astype(np.float32)
     y = np.empty((2, 4, 6, 6), np.float32)
@@ -65,27 +65,20 @@ def test_a_call_on_the_same_arrays_is_replayed_with_their_new_values(monkeypatch
     for k in range(4):
         x[...] = rng.uniform(-1, 1, x.shape)        # new values, the same arrays
         w[...] = rng.uniform(-1, 1, w.shape)
-        got = conv_forward(np, x, w, None, (1, 1), (1, 1), (1, 1), 1, dest=y,
-                           site=(owner, 'f'))
-        assert got is y
-        np.testing.assert_allclose(y, _conv64(x, w), rtol=1e-4, atol=1e-4)
+        assert _conv_checked(x, w, y, (owner, 'f')) is y
     assert done == ['f'] * 3            # recorded by the first call, replayed after
     assert be.calls['conv_forward'] - before == 4       # replays are counted too
 
 
-def test_new_arrays_in_any_place_are_worked_out_afresh(monkeypatch):
+def test_new_arrays_in_any_place_are_worked_out_afresh(counted):
     """Another data array (another shape), another destination: no replay, exact values."""
-    be = _available()
-    done = _replays(be, monkeypatch)
+    _, done, owner = counted
     rng = np.random.RandomState(1)
-    owner = Owner()
     w = rng.uniform(-1, 1, (4, 8, 3, 3)).astype(np.float32)
     for k, shape in enumerate([(2, 8, 6, 6), (2, 8, 6, 6), (3, 8, 5, 7), (2, 8, 6, 6)]):
         x = rng.uniform(-1, 1, shape).astype(np.float32)
         y = np.empty((shape[0], 4) + shape[2:], np.float32)
-        got = conv_forward(np, x, w, None, (1, 1), (1, 1), (1, 1), 1, dest=y,
-                           site=(owner, 'f'))
-        np.testing.assert_allclose(got, _conv64(x, w), rtol=1e-4, atol=1e-4)
+        _conv_checked(x, w, y, (owner, 'f'))
     assert done == []
 
 
@@ -98,11 +91,12 @@ def test_a_dead_array_matches_neither_none_nor_a_new_array_at_its_address(monkey
     owner = Owner()
     a = rng.uniform(-1, 1, 4096).astype(np.float32)
     b = rng.uniform(-1, 1, 4096).astype(np.float32)
-    out = np.empty(4096, np.float32)
-    got = be.record(owner, 't', (a, b, out), lambda: be.add(a, b, out=out), 2)
-    assert got is out
-    assert be.replay(owner, 't', (a, b, out))       # kept
-    del out, got
+
+    def kept():
+        out = np.empty(4096, np.float32)
+        assert be.record(owner, 't', (a, b, out), lambda: be.add(a, b, out=out), 2) is out
+        assert be.replay(owner, 't', (a, b, out))       # kept
+    kept()      # its destination dies with the call
     gc.collect()
     assert not be.replay(owner, 't', (a, b, None))
     for _ in range(20):     # new arrays, some likely at the dead one's id and address
@@ -136,9 +130,7 @@ def test_calls_that_make_their_own_arrays_are_not_kept():
     x = np.asfortranarray(rng.uniform(-1, 1, (2, 8, 6, 6)).astype(np.float32))
     w = rng.uniform(-1, 1, (4, 8, 3, 3)).astype(np.float32)
     dest = np.empty((2, 4, 6, 6), np.float32)
-    got = conv_forward(np, x, w, None, (1, 1), (1, 1), (1, 1), 1, dest=dest,
-                       site=(owner, 'copy'))
-    np.testing.assert_allclose(got, _conv64(x, w), rtol=1e-4, atol=1e-4)
+    _conv_checked(x, w, dest, (owner, 'copy'))
     assert not be.replay(owner, 'copy', (x, w, None, dest))
     # a call that declines (None) keeps nothing either
     assert be.record(owner, 'no', (a, a[:10], None), lambda: be.add(a, a[:10]), 2) is None

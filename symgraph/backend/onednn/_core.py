@@ -499,7 +499,7 @@ class BackendCore:
         counts = self.calls
         for kind, prim, ptrs, token in calls:
             prim.execute_at(t, ptrs, token)
-            counts[kind] += 1
+            counts[kind] = counts.get(kind, 0) + 1
         return True
 
     def run(self, key, build, arrays, token=None):

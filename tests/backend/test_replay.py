@@ -4,6 +4,7 @@ out anew. A replay must never run on anything but those arrays, alive: a new arr
 one (its memory reused), a new operator at a dead one's address, or a call that made
 arrays of its own are worked out afresh."""
 import gc
+import threading
 
 import numpy as np
 import pytest
@@ -80,6 +81,34 @@ def test_new_arrays_in_any_place_are_worked_out_afresh(counted):
         y = np.empty((shape[0], 4) + shape[2:], np.float32)
         _conv_checked(x, w, y, (owner, 'f'))
     assert done == []
+
+
+def test_threads_replay_their_own_calls_of_one_site(counted):
+    """One operator on two threads (Module's device threads share the symbol), each on
+    arrays of its own: each thread records and replays its own calls."""
+    _, done, owner = counted
+    errors = []
+
+    def work(seed, shape):
+        try:
+            rng = np.random.RandomState(seed)
+            x = np.empty(shape, np.float32)
+            w = np.empty((4, 8, 3, 3), np.float32)
+            y = np.empty((shape[0], 4) + shape[2:], np.float32)
+            for _ in range(5):
+                x[...] = rng.uniform(-1, 1, x.shape)
+                w[...] = rng.uniform(-1, 1, w.shape)
+                assert _conv_checked(x, w, y, (owner, 'f')) is y
+        except Exception as e:      # (reported in the main thread)
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(k, s))
+               for k, s in enumerate([(2, 8, 6, 6), (3, 8, 7, 5)])]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert done == ['f'] * 8        # 4 replays a thread
 
 
 def test_a_dead_array_matches_neither_none_nor_a_new_array_at_its_address(monkeypatch):

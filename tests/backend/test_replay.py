@@ -83,6 +83,21 @@ def test_new_arrays_in_any_place_are_worked_out_afresh(counted):
     assert done == []
 
 
+def test_one_operator_in_two_executors_replays_for_each(counted):
+    """A symbol bound twice (two executors alternating, as a training and an evaluation
+    module may) shares its operators: each executor's arrays keep their own recording."""
+    _, done, owner = counted
+    rng = np.random.RandomState(6)
+    w = rng.uniform(-1, 1, (4, 8, 3, 3)).astype(np.float32)
+    sets = [(rng.uniform(-1, 1, s).astype(np.float32),
+             np.empty((s[0], 4) + s[2:], np.float32)) for s in [(2, 8, 6, 6), (3, 8, 5, 5)]]
+    for _ in range(3):
+        for x, y in sets:
+            x[...] = rng.uniform(-1, 1, x.shape)
+            assert _conv_checked(x, w, y, (owner, 'f')) is y
+    assert done == ['f'] * 4        # each recorded once, then replayed twice
+
+
 def test_threads_replay_their_own_calls_of_one_site(counted):
     """One operator on two threads (Module's device threads share the symbol), each on
     arrays of its own: each thread records and replays its own calls."""

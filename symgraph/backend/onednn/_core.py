@@ -395,7 +395,7 @@ class BackendCore:
             t.borrowed = 0       # calls whose buffers came from lent scratch (tests)
             t.borrow = lambda sizes, t=t: _carve(t.lent, sizes)
             t.recording = None   # a list while record() runs
-            t.replays = {}       # (id(owner), tag) -> what record() kept
+            t.replays = {}       # _site(...) -> what record() kept
         return t
 
     def primitive(self, key, build, cache=None):
@@ -472,8 +472,9 @@ class BackendCore:
                     del replays[k]
             if len(replays) >= 4096:
                 replays.clear()
-        replays[(id(owner), tag)] = (refs, [(kind, prim, [address(a) for a in used], token)
-                                            for kind, prim, used, token in calls])
+        kept = [(kind, prim, [address(a) for a in used], token)
+                for kind, prim, used, token in calls]
+        replays[_site(owner, tag, arrays)] = (refs, kept)
         return got
 
     def replay(self, owner, tag, arrays):
@@ -484,7 +485,7 @@ class BackendCore:
         if not self.replays:
             return False
         t = self._thread()
-        got = t.replays.get((id(owner), tag))
+        got = t.replays.get(_site(owner, tag, arrays))
         if got is None:
             return False
         refs, calls = got
@@ -528,6 +529,12 @@ class BackendCore:
     def cached(self):
         """How many primitives (or refusals) this thread has cached."""
         return len(self._thread().cache)
+
+
+def _site(owner, tag, arrays):
+    """The key of a recorded call: its owner and tag, and its first array, so that one
+    operator bound in several executors (a symbol bound twice) keeps a call for each."""
+    return id(owner), tag, id(arrays[0]) if arrays else None
 
 
 def _point(set_handle, mems, last, ptrs):

@@ -29,6 +29,8 @@ import numpy as np
 
 from symgraph.opdef import cpu_backend
 
+from ._util import F32, on_backend
+
 _TRANSPOSED_BWD = True
 # largest grid / output size ratio for which unit-stride convolutions use the wide columns:
 # the extra columns cost GEMM time; measured on 2 cores, 3x3 pad 1 on 32x32 (1.06) and 16x16
@@ -263,12 +265,9 @@ def _backend(xp, *arrays):
     if xp is not np:
         return None
     for a in arrays:        # (a loop of identity tests: this runs at every call)
-        if a is not None and a.dtype is not _F32:
+        if a is not None and a.dtype is not F32:
             return None
     return cpu_backend()
-
-
-_F32 = np.dtype(np.float32)
 
 
 def _replayed(xp, site, arrays):
@@ -279,14 +278,6 @@ def _replayed(xp, site, arrays):
         return False
     be = cpu_backend()
     return be is not None and be.replay(site[0], site[1], arrays)
-
-
-def _on_backend(be, site, arrays, run):
-    """``run()``, a backend call that writes into ``arrays[-1]`` where it can, recorded
-    for replay under ``site`` when there is one and a destination is offered."""
-    if site is None or arrays[-1] is None:
-        return run()
-    return be.record(site[0], site[1], arrays, run, len(arrays) - 1)
 
 
 def conv_forward(xp, x, w, b, stride, pad, dilate, groups, after=None, dest=None,
@@ -305,7 +296,7 @@ def conv_forward(xp, x, w, b, stride, pad, dilate, groups, after=None, dest=None
                 for s, k, t, p, a, d in zip(x.shape[2:], kernel, stride, pad, after, dilate))
     be = _backend(xp, x, w, b)
     if be is not None and min(pad) >= 0 and min(out) > 0:
-        y = _on_backend(be, site, (x, w, b, dest), lambda: be.conv_forward(
+        y = on_backend(be, site, (x, w, b, dest), lambda: be.conv_forward(
             x, w, b, stride, pad, dilate, groups, x.shape[:1] + (w.shape[0],) + out,
             out=dest))
         if y is not None:
@@ -344,7 +335,7 @@ def conv_backward_data(xp, dy, w, shape, stride, pad, dilate, groups, dyt=None, 
     f = w.shape[0]
     be = _backend(xp, dy, w)
     if be is not None:
-        dx = _on_backend(be, site, (dy, w, dest), lambda: be.conv_backward_data(
+        dx = on_backend(be, site, (dy, w, dest), lambda: be.conv_backward_data(
             dy, w, tuple(shape), stride, pad, dilate, groups, out=dest))
         if dx is not None:
             return dx
@@ -372,7 +363,7 @@ def conv_backward_weight(xp, x, dy, kernel, stride, pad, dilate, groups, dyt=Non
         return dest
     be = _backend(xp, x, dy)
     if be is not None:
-        dw = _on_backend(be, site, (x, dy, dest), lambda: be.conv_backward_weights(
+        dw = on_backend(be, site, (x, dy, dest), lambda: be.conv_backward_weights(
             x, dy, (dy.shape[1], x.shape[1] // groups) + tuple(kernel), stride, pad, dilate,
             groups, out=dest))
         if dw is not None:

@@ -58,6 +58,22 @@ def eltwise_backend(xp, x, limit):
     return cpu_backend()
 
 
+#: float32's dtype: arrays of it are compared by identity (``a.dtype is F32``) on hot paths
+F32 = np.dtype(np.float32)
+
+
+def on_backend(be, site, arrays, run):
+    """``run()``, a call of the CPU backend ``be`` that writes into ``arrays[-1]`` (the
+    offered destination) where it can; with a ``site`` ((operator, tag)) and a
+    destination, the backend replays it on these very arrays where it recorded it before
+    (then the destination is returned), else records it (``BackendCore.record``)."""
+    if site is None or arrays[-1] is None:
+        return run()
+    if be.replay(site[0], site[1], arrays):
+        return arrays[-1]
+    return be.record(site[0], site[1], arrays, run, len(arrays) - 1)
+
+
 def relu_grad_from_output(xp, y, g, dest, onednn_min, site=None):
     """g * (y > 0), relu's gradient from its output ``y``: through oneDNN from
     ``onednn_min`` elements, else in NumPy; into ``dest`` (an offered array of g's shape
@@ -67,13 +83,8 @@ def relu_grad_from_output(xp, y, g, dest, onednn_min, site=None):
     be = eltwise_backend(xp, y, onednn_min)
     if be is not None and g.dtype == y.dtype:
         # oneDNN's relu backward from the output, where y, g and dest share a layout
-        if site is None or dest is None:
-            dx = be.relu_backward_from_output(y, g, out=dest)
-        elif be.replay(site[0], site[1], (y, g, dest)):
-            return dest
-        else:
-            dx = be.record(site[0], site[1], (y, g, dest),
-                           lambda: be.relu_backward_from_output(y, g, out=dest), 2)
+        dx = on_backend(be, site, (y, g, dest),
+                        lambda: be.relu_backward_from_output(y, g, out=dest))
         if dx is not None:
             return dx
     if dest is not None and not xp.may_share_memory(dest, g):

@@ -15,7 +15,7 @@ from symgraph.base import ParameterError
 from symgraph.opdef import Operator, Param, PostOp, ShapeError, register, reduce_to_shape
 
 from ._elemwise import c_divide, python_mod
-from ._util import eltwise_backend, relu_grad_from_output
+from ._util import eltwise_backend, on_backend, relu_grad_from_output
 
 
 class _Binary(Operator):
@@ -144,11 +144,8 @@ class ElemwiseAddReLU(ElemwiseAdd):
             and out[0].shape == a.shape else None
         be = eltwise_backend(xp, a, _ADD_RELU_ONEDNN[0])
         if be is not None:
-            # (recorded for the backend to replay on the same arrays: BackendCore.record)
-            if dest is not None and be.replay(self, 'f', (a, b, dest)):
-                return [dest]
-            y = be.record(self, 'f', (a, b, dest), lambda: be.add(a, b, relu=True, out=dest),
-                          2)
+            y = on_backend(be, (self, 'f'), (a, b, dest),
+                           lambda: be.add(a, b, relu=True, out=dest))
             if y is not None:
                 return [y]
         y = xp.add(a, b, out=dest)      # (NumPy's ufuncs handle an out overlapping an input)

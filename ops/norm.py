@@ -18,7 +18,7 @@ import numpy as np
 from symgraph.opdef import Param, PostOp, cpu_backend, register
 
 from ._norm import BatchNormBase, bshape
-from ._util import KeptForBackward, acc, f32, lies_channels_last
+from ._util import F32, KeptForBackward, acc, f32, lies_channels_last
 
 
 def _per_channel(xp, x, ax):
@@ -157,10 +157,10 @@ class BatchNorm(BatchNormBase):
     def _backend(self, xp, data, *arrays):
         """oneDNN for NumPy float32 arrays with channels on axis 1, else None."""
         if xp is not np or self.axis % data.ndim != 1 or not 2 <= data.ndim <= 5 \
-                or data.dtype is not _F32:
+                or data.dtype is not F32:
             return None
         for a in arrays:        # (a loop: this runs twice per layer and step)
-            if a.dtype is not _F32:
+            if a.dtype is not F32:
                 return None
         return cpu_backend()
 
@@ -254,27 +254,24 @@ class BatchNorm(BatchNormBase):
         inverse std (as is where the parameters' unwanted gradients go), so that a call
         on the executor's arrays is recorded for the backend to replay on the same ones
         (``BackendCore.record``)."""
-        be = cpu_backend() if xp is np else None
+        inv_std = outputs[2]
+        # (a float32 inverse std only: anything else _backend declines below too)
+        be = cpu_backend() if xp is np and inv_std.dtype is F32 else None
         if be is None:
             return None
-        inv_std = outputs[2]
-        kept = _BWD_BUFFERS.get(inv_std, data)
-        if kept is None or kept[0].shape != inv_std.shape:
-            c = inv_std.shape[0] if inv_std.ndim == 1 else 0
-            kept = tuple(np.empty(c, np.float32) for _ in range(3))
+        kept = _BWD_BUFFERS.get(inv_std, data)      # (for this very array: same shape)
+        if kept is None:
+            kept = tuple(np.empty(inv_std.shape, np.float32) for _ in range(3))
             _BWD_BUFFERS.keep(inv_std, data, kept)
         var, spare_g, spare_b = kept
         g = _ones(gamma.shape[0]) if self.fix_gamma and gamma.ndim == 1 else gamma
         d_g = _dest(grad_out, 1, np.float32) if need[1] and not self.fix_gamma else spare_g
         d_b = _dest(grad_out, 2, np.float32) if need[2] else spare_b
-        if var.shape == inv_std.shape and inv_std.dtype is _F32:
-            # var = 1 / inv^2 - eps (oneDNN only ever uses var + eps, which this gives
-            # back to float32 rounding: 1 / sqrt of it is inv to a few ulp)
-            np.multiply(inv_std, inv_std, out=var)
-            np.divide(1.0, var, out=var)
-            np.subtract(var, self.eps, out=var)
-        else:
-            var = (1.0 / (inv_std.astype(np.float64) ** 2) - self.eps).astype(np.float32)
+        # var = 1 / inv^2 - eps (oneDNN only ever uses var + eps, which this gives back to
+        # float32 rounding: 1 / sqrt of it is inv to a few ulp)
+        np.multiply(inv_std, inv_std, out=var)
+        np.divide(1.0, var, out=var)
+        np.subtract(var, self.eps, out=var)
         arrays = (data, dy, g, outputs[1], var, dest, d_g, d_b, ws)
         tag = ('b', ws is not None)
         if dest is not None and be.replay(self, tag, arrays):     # (var is an input)
@@ -283,8 +280,8 @@ class BatchNorm(BatchNormBase):
             return None
         else:
             r = be.record(self, tag, arrays, lambda: be.batch_norm_backward(
-                data, dy, g, outputs[1], var, f32(self.eps), self.use_global_stats,
-                dx_out=dest, ws=ws, param_out=(d_g, d_b)), (5, 6, 7))
+                data, dy, g, outputs[1], var, self._f32_constants()[0],
+                self.use_global_stats, dx_out=dest, ws=ws, param_out=(d_g, d_b)), (5, 6, 7))
         if r is None:
             return None
         dx, dgamma, dbeta = r
@@ -444,7 +441,6 @@ _MASKS = KeptForBackward()
 #: BatchNorm's oneDNN backward: (variance, spare d gamma, spare d beta) buffers, by the
 #: forward's inverse std and data
 _BWD_BUFFERS = KeptForBackward()
-_F32 = np.dtype(np.float32)
 #: read-only float32 ones by length: gamma's stand-in under ``fix_gamma``
 _ONES = {}
 

@@ -303,8 +303,9 @@ class Pooling(Operator):
         return y
 
     def _pool_grad(self, xp, x, y, dy, dest=None):
-        """dx; computed into ``dest`` (a C-contiguous array of x's shape and dtype) where
-        the path allows, else a new array."""
+        """dx; computed into ``dest`` (an array of x's shape and dtype: C-contiguous, but
+        for global average/sum pooling, which copies into any layout) where the path
+        allows, else a new array."""
         dx = self._pool_grad_onednn(xp, x, y, dy, dest)
         if dx is not None:
             return dx
@@ -410,25 +411,20 @@ class Pooling(Operator):
         if not need[0]:
             return [None]
         x, y, dy = inputs[0], outputs[0], out_grads[0]
-        offered = grad_out[0] if grad_out and grad_out[0] is not None \
-            and grad_out[0].dtype == x.dtype and grad_out[0].shape == x.shape else None
-        if offered is not None and self.global_pool and self.pool_type in ('avg', 'sum') \
-                and not self._channels_last(x.ndim):
-            # dy spread over each window, into the offered array as it lies (a training
-            # plan's buffer may lie channels last): the values of _pool_grad's global path
-            scale = 1.0 / math.prod(x.shape[2:]) if self.pool_type == 'avg' else 1.0
-            xp.copyto(offered, xp.broadcast_to(dy * scale, x.shape))
-            return [offered]
         if self._channels_last(x.ndim):
             mv = [xp.moveaxis(a, -1, 1) for a in (x, y, dy)]
             return [xp.ascontiguousarray(xp.moveaxis(self._pool_grad(xp, *mv), 1, -1))]
+        # global average/sum pooling copies its gradient into the offered array as it lies
+        # (a training plan's buffer may lie channels last); the other paths need C order
         dest = grad_out[0] if grad_out and grad_out[0] is not None \
             and grad_out[0].dtype == x.dtype and grad_out[0].shape == x.shape \
-            and grad_out[0].flags.c_contiguous else None
+            and (grad_out[0].flags.c_contiguous
+                 or (self.global_pool and self.pool_type in ('avg', 'sum'))) else None
         dx = self._pool_grad(xp, x, y, dy, dest)
-        if dest is None or dx is dest:
+        if dest is None:
             return [xp.ascontiguousarray(dx)]
-        xp.copyto(dest, dx)
+        if dx is not dest:
+            xp.copyto(dest, dx)
         return [dest]
 
 

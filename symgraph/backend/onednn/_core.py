@@ -450,12 +450,9 @@ class BackendCore:
             t.recording = None
         if got is None or not calls or any(c[3] is not None for c in calls):
             return got      # (constant arguments' tokens are the caller's to change)
-        want = tuple(arrays[i] for i in result) if isinstance(result, tuple) \
-            else arrays[result]
-        if isinstance(result, tuple):
-            if len(got) != len(want) or any(g is not w for g, w in zip(got, want)):
-                return got
-        elif got is not want:
+        returned, wanted = (got, result) if isinstance(result, tuple) else ((got,), (result,))
+        if len(returned) != len(wanted) or any(g is not arrays[i]
+                                               for g, i in zip(returned, wanted)):
             return got
         ids = {id(a) for a in arrays if a is not None}
         if any(id(a) not in ids for _, _, used, _ in calls for a in used):

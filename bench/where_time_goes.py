@@ -24,6 +24,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MARK = '=== steps'
+STEPS = 6       # kernels: the steps timed (after 3 warm-up ones)
 
 
 def _workload(mx, infer):
@@ -101,12 +102,12 @@ def _verbose_worker(framework):
         step()
     sync()
     print(MARK, flush=True)
-    for _ in range(6):
+    for _ in range(STEPS):
         step()
     sync()
 
 
-def _per_kind(text, steps=6):
+def _per_kind(text, steps=STEPS):
     total = collections.defaultdict(float)
     count = collections.Counter()
     for line in text.split(MARK, 1)[-1].splitlines():
@@ -137,7 +138,7 @@ def kernels(mxnet):
           + ''.join('%22s' % ('%s ms (calls)' % n) for n in got))
     for k in keys:
         print('%-22s %-18s' % k + ''.join(
-            '%22s' % ('%.2f (%d)' % (t.get(k, 0.0), c[k] // 6)) for t, c in got.values()))
+            '%22s' % ('%.2f (%d)' % (t.get(k, 0.0), c[k] // STEPS)) for t, c in got.values()))
     print('%-41s' % 'total' + ''.join('%22.1f' % sum(t.values()) for t, _ in got.values()))
 
 

@@ -1,0 +1,10 @@
+"""``mx.gluon.data``: datasets, samplers and the DataLoader (the minimum Gluon training
+loops need; the vision datasets and worker processes come with the full data pipeline)."""
+from . import dataset, sampler, dataloader
+from .dataset import Dataset, SimpleDataset, ArrayDataset
+from .sampler import (Sampler, SequentialSampler, RandomSampler, FilterSampler,
+                      BatchSampler)
+from .dataloader import DataLoader
+
+__all__ = ['Dataset', 'SimpleDataset', 'ArrayDataset', 'Sampler', 'SequentialSampler',
+           'RandomSampler', 'FilterSampler', 'BatchSampler', 'DataLoader']

@@ -14,6 +14,7 @@ from . import ndarray as nd
 from . import symbol
 from . import symbol as sym
 from .executor import Executor
+from . import autograd
 from . import random
 from . import initializer
 from . import initializer as init

@@ -583,6 +583,14 @@ class Operator:
         """
         return None
 
+    def bind(self, ctx, in_shapes, in_dtypes):
+        """The :class:`Step` that applies this operator to arrays of these input shapes and
+        dtypes (arguments then auxiliary states) on ``ctx``: one object per applied operator,
+        holding the per-application state (:meth:`create_state`). ``mx.nd`` calls and the
+        autograd tape make one per call. Default: a :class:`Step` around :meth:`forward`
+        and :meth:`backward`."""
+        return Step(self, ctx, in_shapes, in_dtypes)
+
     # ---- inference passes (symgraph.graph.passes; only ever for is_train=False) --------
     def post_op(self, in_index):
         """How this node can run as a post-op of the node producing its input
@@ -738,6 +746,43 @@ class Operator:
     def fast_forward_typed(self, xp, is_train, in_dtypes):
         """:meth:`fast_forward` for inputs of known dtypes (override to specialise)."""
         return self.fast_forward(xp, is_train)
+
+
+class Step:
+    """One operator applied to one set of inputs (PyTensor's thunk): the operator, its
+    context and array module, and the state it keeps between its forward and its backward
+    (:meth:`Operator.create_state`). :meth:`forward` and :meth:`backward` pass the state
+    and the keywords the operator declares (``req=`` for :attr:`Operator.wants_req`), so
+    that a caller (``mx.nd``, the autograd tape) needs to know nothing of the operator."""
+
+    __slots__ = ('op', 'ctx', 'xp', 'state', 'n_args')
+
+    def __init__(self, op, ctx, in_shapes, in_dtypes):
+        self.op = op
+        self.ctx = ctx
+        self.xp = ctx.xp
+        self.n_args = len(op.list_arguments())
+        self.state = op.create_state(ctx, list(in_shapes), list(in_dtypes))
+
+    def forward(self, arrays, is_train):
+        """All outputs (hidden ones included) of the operator on ``arrays`` (arguments
+        then auxiliary states, which a forward may update in place)."""
+        n = self.n_args
+        if self.state is None:
+            return self.op.forward(self.xp, list(arrays[:n]), list(arrays[n:]), is_train)
+        return self.op.forward(self.xp, list(arrays[:n]), list(arrays[n:]), is_train,
+                               state=self.state)
+
+    def backward(self, out_grads, inputs, outputs, aux, need):
+        """The arguments' gradients (one entry per argument, None where ``need`` is
+        False), as :meth:`Operator.backward` computes them."""
+        op = self.op
+        kw = {}
+        if self.state is not None:
+            kw['state'] = self.state
+        if op.wants_req:
+            kw['req'] = ['write' if nd else 'null' for nd in need]
+        return op.backward(self.xp, out_grads, inputs, outputs, aux, need, **kw)
 
 
 class Subgraph:

@@ -19,6 +19,8 @@ from ..base import (MXNetError, ArgumentError, ArgumentTypeError, NotSupportedEr
                     UnknownNameError, user_location)
 from ..context import Context, current_context, cpu, context_of
 from ..namespaces import make_namespaces
+from . import tape
+from .tape import STATE as _AG
 
 __all__ = ['NDArray', 'array', 'zeros', 'ones', 'empty', 'full', 'arange', 'eye', 'linspace',
            'save', 'load', 'load_frombuffer',
@@ -28,12 +30,17 @@ __all__ = ['NDArray', 'array', 'zeros', 'ones', 'empty', 'full', 'arange', 'eye'
 class NDArray:
     """An n-dimensional array on a device. ``_data`` is the NumPy/CuPy array."""
 
-    __slots__ = ('_data', '_ctx', '__weakref__')
+    # _ag: the array's autograd entry (ndarray/tape.py), None when it takes no part;
+    # _ver: counts writes into the array, so that the tape can tell that an array its
+    # backward reads was written in place since it was recorded
+    __slots__ = ('_data', '_ctx', '_ag', '_ver', '__weakref__')
     __array_priority__ = 1000.0
 
     def __init__(self, data, ctx=None):
         self._data = data
         self._ctx = ctx if ctx is not None else context_of(data)
+        self._ag = None
+        self._ver = 0
 
     # ----------------------------------------------------------------- properties
     @property
@@ -67,13 +74,42 @@ class NDArray:
         """The transpose, a new array (MXNet's ``transpose``); a 1-D array itself."""
         if self.ndim < 2:
             return self
+        if self._ag is not None and _AG.recording:
+            return invoke('transpose', (self,), {})
         with self._ctx.device_scope():
             return NDArray(self._data.T.copy(), self._ctx)
 
     @property
     def grad(self):
-        """None: symgraph has no autograd (MXNet gives None before ``attach_grad``)."""
-        return None
+        """The gradient buffer :meth:`attach_grad` made (None before it, as MXNet)."""
+        e = self._ag
+        return e.grad if e is not None and e.node is None else None
+
+    def attach_grad(self, grad_req='write', stype=None):
+        """Make this array a variable of autograd: a zero gradient buffer of its shape and
+        dtype (:attr:`grad`) that ``backward`` writes (``'write'``), adds to (``'add'``)
+        or leaves alone (``'null'``). The array's recorded history, if any, is cut."""
+        if grad_req not in ('write', 'add', 'null'):
+            raise ArgumentError("attach_grad: grad_req must be 'write', 'add' or 'null', "
+                                "got %r" % (grad_req,))
+        if stype not in (None, 'default'):
+            raise NotSupportedError('attach_grad: sparse gradients (stype=%r) are not '
+                                    'supported' % (stype,))
+        with self._ctx.device_scope():
+            g = NDArray(self._ctx.xp.zeros(self._data.shape, self._data.dtype), self._ctx)
+        self._ag = tape.Entry(None, 0, g, grad_req)
+
+    def detach(self):
+        """The same values (shared memory) outside the recorded graph."""
+        return NDArray(self._data, self._ctx)
+
+    def backward(self, out_grad=None, retain_graph=False, train_mode=True):
+        """Gradients of this array with respect to the variables it was computed from
+        (``autograd.backward([self], [out_grad])``), written into their :attr:`grad`."""
+        g = None
+        if out_grad is not None:
+            g = out_grad._data if isinstance(out_grad, NDArray) else out_grad
+        tape.backward_heads([self], [g], retain_graph, train_mode)
 
     @property
     def writable(self):
@@ -115,9 +151,9 @@ class NDArray:
         if isinstance(other, NDArray):
             if other.shape != self.shape:
                 raise ArgumentError('copyto: shape mismatch %s vs %s' % (self.shape, other.shape))
+            other._wrote()
             with other._ctx.device_scope():
                 other._data[...] = _to_xp(self._data, other._ctx)
-            other._wrote()
             return other
         if isinstance(other, Context):
             with other.device_scope():
@@ -134,10 +170,14 @@ class NDArray:
         dtype = np.dtype(dtype)
         if not copy and dtype == self._data.dtype:
             return self
+        if self._ag is not None and _AG.recording:
+            return invoke('Cast', (self,), {'dtype': dtype.name})
         with self._ctx.device_scope():
             return NDArray(self._data.astype(dtype), self._ctx)
 
     def copy(self):
+        if self._ag is not None and _AG.recording:
+            return invoke('_copy', (self,), {})
         with self._ctx.device_scope():
             return NDArray(self._data.copy(), self._ctx)
 
@@ -156,13 +196,16 @@ class NDArray:
         unknown = set(kwargs) - {'shape', 'reverse'}
         if unknown:
             raise ArgumentTypeError('reshape: unexpected keyword %s' % sorted(unknown))
+        if self._ag is not None and _AG.recording:
+            return invoke('Reshape', (self,), {'shape': tuple(shape),
+                                               'reverse': kwargs.get('reverse', False)})
         op = opdef.get_op('Reshape')(shape=tuple(shape), reverse=kwargs.get('reverse', False))
         target = op.infer_shape([self.shape])[1][0]
         return NDArray(self._data.reshape(target), self._ctx)
 
     def _shape_op(self, name, inplace, **kw):
         """``name(self, **kw)``: a new array, or with ``inplace`` a view sharing memory."""
-        if not inplace:
+        if not inplace or (self._ag is not None and _AG.recording):
             return _op_function(name)(self, **kw)
         target = opdef.get_op(name)(**kw).infer_shape([self.shape])[1][0]
         return NDArray(self._data.reshape(target), self._ctx)
@@ -192,13 +235,26 @@ class NDArray:
         with self._ctx.device_scope():       # advanced indexing runs a kernel
             r = self._data[key]
             if r.ndim == 0:
-                r = self._data[_one_element(key)]
+                key = _one_element(key)
+                r = self._data[key]
             elif r.base is not None and not r.flags.c_contiguous:
                 r = r.copy()
-            return NDArray(r, self._ctx)
+            res = NDArray(r, self._ctx)
+        if _AG.recording and tape.needs_grad(self._ag):
+            _record_getitem(self, key, res)
+        return res
 
     def _wrote(self):
-        """Hook called after a write into this array (custom ops track their outputs)."""
+        """Called before a write into this array: counts it, and refuses it while
+        recording where the array is part of the recorded graph (as MXNet, whose
+        gradient would be undefined)."""
+        if self._ag is not None and _AG.recording:
+            raise ArgumentError(
+                'cannot write into an array of the computational graph (shape %s) while '
+                'recording: in-place operations (+=, x[:] = ..., out=x) inside '
+                '`autograd.record()` would make its gradient undefined; write into a copy, '
+                'or outside the recorded section' % (self.shape,))
+        self._ver += 1
 
     def __setitem__(self, key, value):
         self._wrote()
@@ -247,6 +303,8 @@ class NDArray:
         array's dtype), without its dispatch: an optimizer loop's ``lr * g``. None for
         anything else (the operator path)."""
         d = self._data
+        if self._ag is not None and _AG.recording:
+            return None                  # through the operator, which the tape records
         if (s.__class__ is not float and s.__class__ is not int) \
                 or d.__class__ is not np.ndarray or d.dtype not in _SCALAR_FAST_DTYPES:
             return None
@@ -299,10 +357,14 @@ class NDArray:
         return power(self._operand(o), self)
 
     def __neg__(self):
+        if self._ag is not None and _AG.recording:
+            return invoke('_mul_scalar', (self,), {'scalar': -1.0})
         with self._ctx.device_scope():
             return NDArray(-self._data, self._ctx)
 
     def __abs__(self):
+        if self._ag is not None and _AG.recording:
+            return invoke('abs', (self,), {})
         with self._ctx.device_scope():
             return NDArray(abs(self._data), self._ctx)
 
@@ -345,9 +407,9 @@ class NDArray:
         if r.shape != self.shape:
             raise ShapeError('in-place %s: the result has shape %s, the array %s'
                              % (fn.__name__, r.shape, self.shape))
+        self._wrote()
         with self._ctx.device_scope():
             self._data[...] = r._data
-        self._wrote()
         return self
 
     def __iadd__(self, o):
@@ -829,8 +891,10 @@ def _invoke(func_name, args, kwargs):
         ctx = args[0]._ctx
         with ctx.device_scope():
             datas = [_to_xp(v._data, ctx) for v in args]
-            outs = op.forward(ctx.xp, datas[:n_args], datas[n_args:], False)
+            outs = op.forward(ctx.xp, datas[:n_args], datas[n_args:], _AG.training)
         res = [NDArray(_own(o, datas, ctx), ctx) for o in outs[:n_out]]
+        if _AG.recording:
+            _record(op, None, args, datas, outs, res, ctx)
         return res[0] if len(res) == 1 else res
     cls = opdef.get_op(func_name)
     # a NumPy array where an input goes is an input (refused below with its name), not
@@ -893,14 +957,12 @@ def _invoke(func_name, args, kwargs):
             # MXNet refuses mixed dtypes too (float32 + float64, int8 + int32, ...)
             raise TypeInferenceError('operator %s: %s (inputs: %s)' % (cls.name, e, ', '.join(
                 '%s=%s' % (n, d.dtype) for n, d in zip(names, datas)))) from None
-        state = op.create_state(ctx, [d.shape for d in datas],
-                                [np.dtype(d.dtype) for d in datas])
-        if state is None:
-            outs = op.forward(xp, datas[:n_args], datas[n_args:], False)
-        else:
-            outs = op.forward(xp, datas[:n_args], datas[n_args:], False, state=state)
+        step = op.bind(ctx, [d.shape for d in datas], [np.dtype(d.dtype) for d in datas])
+        outs = step.forward(datas, _AG.training)
     res = [NDArray(_own(o, datas, ctx), ctx) for o in outs[:op.num_visible_outputs()]]
-    if key is not None and state is None and out is None and len(args) == len(names) \
+    if _AG.recording:
+        _record(op, step, inputs, datas, outs, res, ctx)
+    if key is not None and step.state is None and out is None and len(args) == len(names) \
             and not op.free_params:
         # the same call again skips everything above but forward (see _SEEN)
         if len(_SEEN) >= _SEEN_MAX:
@@ -916,8 +978,73 @@ def _invoke(func_name, args, kwargs):
                                     if isinstance(dst, NDArray) else type(dst).__name__, k,
                                     r.shape, np.dtype(r.dtype).name))
             dst[:] = r
+            if r._ag is not None:       # recorded: the out= array stands for the result
+                dst._ag = r._ag
         return out
     return res[0] if len(res) == 1 else res
+
+
+def _record_getitem(src, key, res):
+    """``src[key]`` on the tape: its gradient is the head gradient scattered (added,
+    for repeated indices) into zeros of ``src``'s shape."""
+    ctx, shape, dtype = src._ctx, src._data.shape, src._data.dtype
+    xp = ctx.xp
+
+    def run(og):
+        g = xp.zeros(shape, dtype)
+        if og[0] is not None:
+            add_at = getattr(xp, 'add', None)
+            try:
+                add_at.at(g, key, og[0].reshape(g[key].shape))
+            except (TypeError, AttributeError):
+                g[key] += og[0].reshape(g[key].shape)
+        return [g]
+    node = tape.Node('__getitem__', [src._ag], [(res._data.shape, res._data.dtype)], run, (),
+                     ctx, in_arrays=[src])
+    res._ag = tape.Entry(node, 0)
+
+
+def _select(spec, n):
+    """The indices an operator's ``needs_inputs``/``needs_outputs`` names."""
+    if spec is True:
+        return range(n)
+    if spec is False:
+        return ()
+    return [i for i in spec if i < n]
+
+
+def _record(op, step, inputs, datas, outs, res, ctx):
+    """Put the call of ``op`` on the autograd tape, where one of ``inputs`` needs a
+    gradient: its outputs ``res`` get entries of a node whose backward is the Step's."""
+    entries = [a._ag for a in inputs]
+    if op.no_grad or not any(tape.needs_grad(e) for e in entries):
+        return
+    if step is None:
+        step = op.bind(ctx, [d.shape for d in datas], [np.dtype(d.dtype) for d in datas])
+    n_args = step.n_args
+    n_vis = op.num_visible_outputs()
+    need = [tape.needs_grad(e) for e in entries[:n_args]]
+    sel_in = set(_select(op.needs_inputs, n_args))
+    sel_out = set(_select(op.needs_outputs, len(outs))) | set(range(n_vis, len(outs)))
+    saved_in = [d if j in sel_in else None for j, d in enumerate(datas[:n_args])]
+    saved_out = [o if k in sel_out else None for k, o in enumerate(outs)]
+    aux = datas[n_args:]
+    names = op.list_arguments()
+    checks = [(inputs[j], inputs[j]._ver, 'input %r' % names[j]) for j in sorted(sel_in)]
+    checks += [(res[k], res[k]._ver, 'output %d' % k) for k in sorted(sel_out) if k < n_vis]
+    meta = [(o.shape, o.dtype) for o in outs]
+    is_loss, xp, n_in = op.is_loss, ctx.xp, len(inputs)
+
+    def run(og):
+        g = [None if is_loss or k >= n_vis else
+             og[k] if og[k] is not None else xp.zeros(meta[k][0], meta[k][1])
+             for k in range(len(meta))]
+        r = list(step.backward(g, saved_in, saved_out, aux, need))
+        return r + [None] * (n_in - len(r))
+    node = tape.Node(op.name, [e if tape.needs_grad(e) else None for e in entries], meta, run,
+                     checks, ctx, op=op, in_arrays=list(inputs))
+    for k, r in enumerate(res):
+        r._ag = tape.Entry(node, k)
 
 
 def _roots(a):

@@ -74,6 +74,7 @@ class _PickledNDArray(NDArray):
                                          'not %r' % (type(state).__name__,))
         arr = ndarray_from_raw_bytes(state['handle'])
         self._data, self._ctx = arr._data, arr._ctx
+        self._ag, self._ver = None, 0
 
 
 def _aliases():

@@ -133,6 +133,10 @@ RULES = {
     # native CPU backends (oneDNN via ctypes): stdlib, numpy and each other only; operators
     # reach them through symgraph.opdef.cpu_backend(), never by import
     'symgraph.backend': ('symgraph.backend',),
+    # mx.autograd: the tape lives in ndarray/tape.py (mx.nd records without importing
+    # autograd); get_symbol builds a Symbol; its higher-order rules call mx.nd
+    'symgraph.autograd': ('symgraph.ndarray', 'symgraph.symbol', 'symgraph.autograd_rules'),
+    'symgraph.autograd_rules': ('symgraph.ndarray',),
 }
 #: what the reserved homes (training stack) may import
 RESERVED_MAY_IMPORT = ('symgraph.symbol', 'symgraph.ndarray', 'symgraph.executor',

@@ -1,0 +1,310 @@
+"""Gradients written as ``mx.nd`` calls, for ``autograd.grad(..., create_graph=True)``.
+
+An operator's own ``backward`` computes on raw arrays, which the tape cannot see. For a
+higher-order gradient the first gradient must itself be recorded, so this module keeps a
+rule table, keyed by operator name, that expresses each gradient with differentiable
+``mx.nd`` operators (the table is the pass's, not the operators': a new operator adds a
+row). :func:`sweep` runs the tape backward with those rules while recording.
+
+A rule is ``rule(op, x, y, g) -> list`` with ``x`` the node's input NDArrays (as recorded),
+``y`` None (outputs are recomputed from ``x`` where needed, so that the rule's graph reads
+only recorded arrays), ``g`` the output gradients (NDArrays) and one NDArray or None per
+input returned.
+"""
+from __future__ import annotations
+
+from .base import NotSupportedError
+from .ndarray import NDArray
+from .ndarray import ndarray as _nd
+from .ndarray.tape import STATE
+
+__all__ = ['RULES', 'rule', 'sweep']
+
+#: operator name -> rule
+RULES = {}
+
+
+def rule(*names):
+    """Register the decorated function as the rule of the operators ``names``."""
+    def deco(fn):
+        for n in names:
+            RULES[n] = fn
+        return fn
+    return deco
+
+
+def _call(name, *args, **kw):
+    return _nd.invoke(name, args, kw)
+
+
+def _sum_to(g, shape):
+    """``g`` summed over the axes broadcasting added to reach it from ``shape``."""
+    if g.shape == tuple(shape):
+        return g
+    nd_extra = len(g.shape) - len(shape)
+    axes = list(range(nd_extra))
+    axes += [nd_extra + i for i, s in enumerate(shape) if s == 1 and g.shape[nd_extra + i] != 1]
+    r = _call('sum', g, axis=tuple(axes), keepdims=True) if axes else g
+    return _call('Reshape', r, shape=tuple(shape))
+
+
+# --- unary ---------------------------------------------------------------------
+def _unary(names, dfdx):
+    @rule(*names)
+    def _r(op, x, y, g):
+        return [g[0] * dfdx(x[0])]
+    return _r
+
+
+_unary(['exp'], lambda x: _call('exp', x))
+_unary(['expm1'], lambda x: _call('exp', x))
+_unary(['log'], lambda x: _call('reciprocal', x))
+_unary(['log2'], lambda x: _call('reciprocal', x) / 0.6931471805599453)
+_unary(['log10'], lambda x: _call('reciprocal', x) / 2.302585092994046)
+_unary(['log1p'], lambda x: _call('reciprocal', x + 1.0))
+_unary(['sin'], lambda x: _call('cos', x))
+_unary(['cos'], lambda x: -_call('sin', x))
+_unary(['tan'], lambda x: 1.0 + _call('square', _call('tan', x)))
+_unary(['sinh'], lambda x: _call('cosh', x))
+_unary(['cosh'], lambda x: _call('sinh', x))
+_unary(['tanh'], lambda x: 1.0 - _call('square', _call('tanh', x)))
+_unary(['arcsin'], lambda x: _call('rsqrt', 1.0 - _call('square', x)))
+_unary(['arccos'], lambda x: -_call('rsqrt', 1.0 - _call('square', x)))
+_unary(['arctan'], lambda x: _call('reciprocal', 1.0 + _call('square', x)))
+_unary(['arcsinh'], lambda x: _call('rsqrt', _call('square', x) + 1.0))
+_unary(['arccosh'], lambda x: _call('rsqrt', _call('square', x) - 1.0))
+_unary(['arctanh'], lambda x: _call('reciprocal', 1.0 - _call('square', x)))
+_unary(['radians'], lambda x: _call('ones_like', x) * 0.017453292519943295)
+_unary(['degrees'], lambda x: _call('ones_like', x) * 57.29577951308232)
+_unary(['square'], lambda x: 2.0 * x)
+_unary(['sqrt'], lambda x: 0.5 * _call('rsqrt', x))
+_unary(['rsqrt'], lambda x: -0.5 * _call('rsqrt', x) / x)
+_unary(['cbrt'], lambda x: _call('reciprocal', 3.0 * _call('square', _call('cbrt', x))))
+_unary(['rcbrt'], lambda x: -_call('rcbrt', x) / (3.0 * x))
+_unary(['reciprocal'], lambda x: -_call('reciprocal', _call('square', x)))
+_unary(['negative'], lambda x: -_call('ones_like', x))
+_unary(['abs'], lambda x: _call('sign', x))
+_unary(['sigmoid'], lambda x: _call('sigmoid', x) * (1.0 - _call('sigmoid', x)))
+_unary(['softsign'], lambda x: _call('reciprocal', _call('square', 1.0 + _call('abs', x))))
+# piecewise-linear: the derivative is a step (its own derivative zero almost everywhere)
+_unary(['relu'], lambda x: _call('_greater_scalar', x, scalar=0.0))
+_unary(['_copy', 'identity'], lambda x: _call('ones_like', x))
+
+
+@rule('Activation')
+def _activation(op, x, y, g):
+    act = op.act_type
+    if act == 'relu':
+        d = _call('_greater_scalar', x[0], scalar=0.0)
+    elif act == 'sigmoid':
+        s = _call('sigmoid', x[0])
+        d = s * (1.0 - s)
+    elif act == 'tanh':
+        d = 1.0 - _call('square', _call('tanh', x[0]))
+    elif act == 'softrelu':
+        d = _call('sigmoid', x[0])
+    elif act == 'softsign':
+        d = _call('reciprocal', _call('square', 1.0 + _call('abs', x[0])))
+    else:
+        raise NotSupportedError('create_graph: no recordable gradient of Activation(act_type=%r)'
+                                % act)
+    return [g[0] * d]
+
+
+@rule('clip')
+def _clip(op, x, y, g):
+    inside = _call('_greater_equal_scalar', x[0], scalar=float(op.a_min)) * \
+        _call('_lesser_equal_scalar', x[0], scalar=float(op.a_max))
+    return [g[0] * inside]
+
+
+# --- scalar and binary ------------------------------------------------------------------
+@rule('_plus_scalar', '_minus_scalar')
+def _plus_scalar(op, x, y, g):
+    return [g[0]]
+
+
+@rule('_rminus_scalar')
+def _rminus_scalar(op, x, y, g):
+    return [-g[0]]
+
+
+@rule('_mul_scalar')
+def _mul_scalar(op, x, y, g):
+    return [g[0] * float(op.scalar)]
+
+
+@rule('_div_scalar')
+def _div_scalar(op, x, y, g):
+    return [g[0] / float(op.scalar)]
+
+
+@rule('_rdiv_scalar')
+def _rdiv_scalar(op, x, y, g):
+    return [-g[0] * float(op.scalar) * _call('reciprocal', _call('square', x[0]))]
+
+
+@rule('_power_scalar')
+def _power_scalar(op, x, y, g):
+    p = float(op.scalar)
+    return [g[0] * p * _call('_power_scalar', x[0], scalar=p - 1.0)]
+
+
+@rule('_rpower_scalar')
+def _rpower_scalar(op, x, y, g):
+    import math
+    b = float(op.scalar)
+    return [g[0] * _call('_rpower_scalar', x[0], scalar=b) * math.log(b)]
+
+
+@rule('elemwise_add', 'broadcast_add', '_plus', '_add')
+def _add(op, x, y, g):
+    return [_sum_to(g[0], x[0].shape), _sum_to(g[0], x[1].shape)]
+
+
+@rule('elemwise_sub', 'broadcast_sub', '_minus', '_sub')
+def _sub(op, x, y, g):
+    return [_sum_to(g[0], x[0].shape), _sum_to(-g[0], x[1].shape)]
+
+
+@rule('elemwise_mul', 'broadcast_mul', '_mul')
+def _mul(op, x, y, g):
+    return [_sum_to(_call('broadcast_mul', g[0], x[1]), x[0].shape),
+            _sum_to(_call('broadcast_mul', g[0], x[0]), x[1].shape)]
+
+
+@rule('elemwise_div', 'broadcast_div', '_div')
+def _div(op, x, y, g):
+    inv = _call('reciprocal', x[1])
+    return [_sum_to(_call('broadcast_mul', g[0], inv), x[0].shape),
+            _sum_to(-_call('broadcast_mul', _call('broadcast_mul', g[0], x[0]),
+                                             _call('square', inv)), x[1].shape)]
+
+
+# --- linear algebra -----------------------------------------------------------------
+@rule('dot')
+def _dot(op, x, y, g):
+    a, b = x
+    ta, tb = bool(op.transpose_a), bool(op.transpose_b)
+    if a.ndim != 2 or b.ndim != 2:
+        raise NotSupportedError('create_graph: the recordable gradient of dot covers 2-D '
+                                'operands (got %s and %s)' % (a.shape, b.shape))
+    # y = op(a) @ op(b)
+    da = _call('dot', g[0], b, transpose_b=not tb) if not ta else \
+        _call('dot', b, g[0], transpose_a=tb, transpose_b=True)
+    db = _call('dot', a, g[0], transpose_a=not ta) if not tb else \
+        _call('dot', g[0], a, transpose_a=True, transpose_b=ta)
+    return [da, db]
+
+
+@rule('FullyConnected')
+def _fully_connected(op, x, y, g):
+    data = x[0]
+    flat = _call('Flatten', data) if op.flatten and data.ndim > 2 else data
+    go = g[0]
+    if not op.flatten and data.ndim > 2:
+        flat = _call('Reshape', data, shape=(-1, data.shape[-1]))
+        go = _call('Reshape', go, shape=(-1, go.shape[-1]))
+    dx = _call('dot', go, x[1])
+    dx = _call('Reshape', dx, shape=data.shape)
+    dw = _call('dot', go, flat, transpose_a=True)
+    out = [dx, dw]
+    if not op.no_bias:
+        out.append(_call('sum', go, axis=0))
+    return out
+
+
+# --- shape and reductions -----------------------------------------------------------------
+@rule('Reshape', 'Flatten', 'expand_dims', 'squeeze', 'reshape_like')
+def _reshape(op, x, y, g):
+    return [_call('Reshape', g[0], shape=x[0].shape)] + [None] * (len(x) - 1)
+
+
+@rule('transpose')
+def _transpose(op, x, y, g):
+    axes = tuple(op.axes) if op.axes else tuple(reversed(range(x[0].ndim)))
+    inv = [0] * len(axes)
+    for i, a in enumerate(axes):
+        inv[a] = i
+    return [_call('transpose', g[0], axes=tuple(inv))]
+
+
+def _reduced_axes(op, shape):
+    axis = op.axis
+    if axis is None or axis == ():
+        axes = tuple(range(len(shape)))
+    else:
+        axes = tuple(a % len(shape) for a in ((axis,) if isinstance(axis, int) else axis))
+    if getattr(op, 'exclude', False):
+        axes = tuple(i for i in range(len(shape)) if i not in axes)
+    return axes
+
+
+def _expand_back(g, shape, axes):
+    kept = tuple(1 if i in axes else s for i, s in enumerate(shape))
+    return _call('broadcast_to', _call('Reshape', g, shape=kept), shape=tuple(shape))
+
+
+@rule('sum')
+def _sum(op, x, y, g):
+    axes = _reduced_axes(op, x[0].shape)
+    return [_expand_back(g[0], x[0].shape, axes)]
+
+
+@rule('mean')
+def _mean(op, x, y, g):
+    axes = _reduced_axes(op, x[0].shape)
+    n = 1
+    for a in axes:
+        n *= x[0].shape[a]
+    return [_expand_back(g[0], x[0].shape, axes) / float(n)]
+
+
+# --- the sweep -----------------------------------------------------------------
+def _add_nd(a, b):
+    return b if a is None else a + b
+
+
+def sweep(entries, head_grads, nodes, variables, retain_graph):
+    """The gradients of ``variables`` (NDArrays, recorded so that they can be
+    differentiated again): the tape's sweep with every node's gradient from :data:`RULES`."""
+    prev = STATE.recording
+    STATE.recording = True
+    try:
+        grads, var_grads = {}, {}
+        for e, g in zip(entries, head_grads):
+            if e.node is None:
+                var_grads[id(e)] = _add_nd(var_grads.get(id(e)), g)
+            else:
+                lst = grads.setdefault(id(e.node), [None] * len(e.node.out_meta))
+                lst[e.index] = _add_nd(lst[e.index], g)
+        for node in nodes:
+            og = grads.pop(id(node), None)
+            if og is None:
+                continue
+            fn = RULES.get(node.name) if node.op is not None else None
+            if fn is None or node.in_arrays is None:
+                raise NotSupportedError(
+                    'autograd.grad(create_graph=True): no recordable gradient for %s; '
+                    'higher-order gradients cover %d operators (symgraph/autograd_rules.py)'
+                    % (node.name, len(RULES)))
+            ctx = node.ctx
+            og = [g if g is not None else
+                  NDArray(ctx.xp.zeros(shape, dtype), ctx)
+                  for g, (shape, dtype) in zip(og, node.out_meta)]
+            n_args = len(node.op.list_arguments())
+            in_grads = fn(node.op, node.in_arrays[:n_args], None, og)
+            if not retain_graph:
+                node.free()
+            for e, g in zip(node.inputs, in_grads):
+                if g is None or e is None:
+                    continue
+                if e.node is None:
+                    if e.req != 'null':
+                        var_grads[id(e)] = _add_nd(var_grads.get(id(e)), g)
+                else:
+                    lst = grads.setdefault(id(e.node), [None] * len(e.node.out_meta))
+                    lst[e.index] = _add_nd(lst[e.index], g)
+        return [var_grads.get(id(v._ag)) for v in variables]
+    finally:
+        STATE.recording = prev

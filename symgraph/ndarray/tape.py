@@ -1,0 +1,239 @@
+"""The autograd tape: what ``mx.nd`` records under ``autograd.record()``.
+
+``mx.autograd`` (symgraph/autograd.py) is the public face; this module holds the state
+and the backward sweep, and works on the arrays' ``_data`` (NumPy or CuPy), so that
+``ndarray.py`` can record without importing the autograd module.
+
+An NDArray that takes part in autograd has an :class:`Entry` in its ``_ag`` slot: either a
+*variable* (``attach_grad``/``mark_variables``: ``node`` is None, ``grad`` the NDArray its
+gradient goes into, ``req`` MXNet's grad_req), or output ``index`` of a recorded
+:class:`Node`. A node is one applied operator (its :class:`~symgraph.opdef.Step` and the
+arrays its backward reads) or one call of a whole graph (a hybridized Block) or of an
+``autograd.Function``; all the sweep asks of it is ``run(out_grads) -> in_grads``.
+"""
+from __future__ import annotations
+
+import threading
+
+from ..base import ArgumentError, UsageError
+
+__all__ = ['STATE', 'Entry', 'Node', 'needs_grad', 'backward']
+
+
+class _State(threading.local):
+    """Per thread, as MXNet's ``is_recording``/``is_training`` flags."""
+    recording = False
+    training = False
+
+
+STATE = _State()
+
+
+class Entry:
+    """An array's place on the tape (see the module docstring)."""
+
+    __slots__ = ('node', 'index', 'grad', 'req', 'fresh')
+
+    def __init__(self, node=None, index=0, grad=None, req='write'):
+        self.node = node
+        self.index = index
+        self.grad = grad
+        self.req = req
+        #: a backward wrote this variable's gradient since the last optimizer step read it
+        #: (gluon.Trainer's stale-gradient check)
+        self.fresh = False
+
+    @property
+    def is_variable(self):
+        return self.node is None
+
+
+def needs_grad(entry):
+    """Whether a gradient flows into an array with this entry."""
+    return entry is not None and (entry.node is not None or entry.req != 'null')
+
+
+class Node:
+    """One recorded call.
+
+    ``name`` names it in errors (the operator's name); ``inputs`` holds the inputs'
+    entries at record time (None for an input that needs no gradient); ``out_meta`` the
+    (shape, dtype) of each output whose gradient the sweep makes zeros for when nothing
+    reached it; ``run(out_grads)`` returns one gradient array (or None) per input;
+    ``checks`` are ``(ndarray, version, what)`` of the arrays ``run`` reads: written in
+    place since, the backward refuses to run (MXNet would compute a wrong gradient).
+    ``rule`` optionally gives the gradient as recordable NDArray calls (higher order).
+    """
+
+    __slots__ = ('name', 'inputs', 'out_meta', 'run', 'checks', 'ctx', 'freed', 'op',
+                 'rule', 'in_arrays', 'out_arrays', '__weakref__')
+
+    def __init__(self, name, inputs, out_meta, run, checks=(), ctx=None, op=None, rule=None,
+                 in_arrays=None, out_arrays=None):
+        self.name = name
+        self.inputs = inputs
+        self.out_meta = out_meta
+        self.run = run
+        self.checks = checks
+        self.ctx = ctx
+        self.freed = False
+        self.op = op
+        self.rule = rule
+        self.in_arrays = in_arrays
+        self.out_arrays = out_arrays
+
+    def free(self):
+        """Drop what backward would read (``retain_graph=False``)."""
+        self.freed = True
+        self.run = None
+        self.checks = ()
+        self.rule = None
+        self.in_arrays = None
+        self.out_arrays = None
+
+
+def _order(heads):
+    """The nodes reachable from the head entries, each after every node that reads one of
+    its outputs (so that its output gradients are complete when it runs): iterative."""
+    post, seen = [], set()
+    stack = [(e.node, False) for e in heads if e.node is not None]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            post.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        for e in node.inputs:
+            if e is not None and e.node is not None and id(e.node) not in seen:
+                stack.append((e.node, False))
+    post.reverse()
+    return post
+
+
+def _add(a, b):
+    return b if a is None else a + b
+
+
+def backward(heads, head_grads, retain_graph=False, variables=None, create_graph=False,
+             nd_sweep=None):
+    """Run the tape backward from ``heads`` (NDArrays) with ``head_grads`` (arrays of the
+    heads' array module, one per head).
+
+    Without ``variables``: every variable reached gets its gradient by its ``req``
+    (write/add). With ``variables`` (NDArrays): nothing is written; the gradients of
+    those variables are returned (None where not reached). ``create_graph`` hands the
+    sweep to ``nd_sweep`` (autograd's recordable sweep).
+    """
+    entries = []
+    for k, h in enumerate(heads):
+        e = h._ag
+        if e is None:
+            raise UsageError(
+                'backward: head %d (shape %s) is not in a computational graph: compute it '
+                'inside `with autograd.record():` from arrays that need a gradient '
+                '(NDArray.attach_grad() or autograd.mark_variables)' % (k, h.shape))
+        if e.node is not None and e.node.freed:
+            raise UsageError(
+                'backward: the graph that computed head %d (shape %s, output %d of %s) was '
+                'freed by an earlier backward; pass retain_graph=True to that backward to '
+                'run backward through it again' % (k, h.shape, e.index, e.node.name))
+        entries.append(e)
+    nodes = _order(entries)
+    for node in nodes:
+        if node.freed:
+            raise UsageError('backward: the graph through %s was freed by an earlier backward; '
+                             'pass retain_graph=True to it to run backward again' % node.name)
+        for arr, ver, what in node.checks:
+            if arr._ver != ver:
+                raise ArgumentError(
+                    'backward: %s of operator %s (shape %s) was written in place after it '
+                    'was recorded, and the gradient of %s needs its old value: copy it '
+                    '(x = x.copy()) before writing, or write outside the recorded '
+                    'computation' % (what, node.name, arr.shape, node.name))
+    if create_graph:
+        return nd_sweep(entries, head_grads, nodes, variables, retain_graph)
+    grads = {}          # id(node) -> list of output gradients
+    var_grads = {}      # id(entry) -> [entry, gradient]
+    for e, g in zip(entries, head_grads):
+        if e.node is None:
+            slot = var_grads.setdefault(id(e), [e, None])
+            slot[1] = _add(slot[1], g)
+        else:
+            lst = grads.setdefault(id(e.node), [None] * len(e.node.out_meta))
+            lst[e.index] = _add(lst[e.index], g)
+    for node in nodes:
+        og = grads.pop(id(node), None)
+        if og is None:
+            continue
+        with node.ctx.device_scope():
+            in_grads = node.run(og)
+        if not retain_graph:
+            node.free()
+        for e, g in zip(node.inputs, in_grads):
+            if g is None or e is None:
+                continue
+            if e.node is None:
+                if e.req == 'null':
+                    continue
+                slot = var_grads.setdefault(id(e), [e, None])
+                slot[1] = _add(slot[1], g)
+            else:
+                lst = grads.setdefault(id(e.node), [None] * len(e.node.out_meta))
+                lst[e.index] = _add(lst[e.index], g)
+    if not retain_graph:
+        for node in nodes:
+            if not node.freed:
+                node.free()
+    if variables is not None:
+        out = []
+        for v in variables:
+            slot = var_grads.get(id(v._ag)) if v._ag is not None else None
+            out.append(None if slot is None else slot[1])
+        return out
+    for e, g in var_grads.values():
+        dst = e.grad
+        if dst is None or e.req == 'null':
+            continue
+        g = g.reshape(dst.shape) if g.shape != dst.shape else g
+        with dst._ctx.device_scope():
+            if e.req == 'add':
+                dst._data += g
+            else:
+                dst._data[...] = g
+        e.fresh = True
+    return None
+
+
+def head_grads_of(heads, head_grads):
+    """MXNet's default head gradients: ones where none is given."""
+    if head_grads is None:
+        head_grads = [None] * len(heads)
+    if len(head_grads) != len(heads):
+        raise ArgumentError('backward: %d head gradients for %d heads'
+                            % (len(head_grads), len(heads)))
+    out = []
+    for h, g in zip(heads, head_grads):
+        if g is None:
+            with h._ctx.device_scope():
+                g = h._ctx.xp.ones(h._data.shape, h._data.dtype)
+        else:
+            g = getattr(g, '_data', g)
+            if tuple(g.shape) != tuple(h._data.shape):
+                raise ArgumentError('backward: a head gradient of shape %s for a head of '
+                                    'shape %s' % (tuple(g.shape), h.shape))
+        out.append(g)
+    return out
+
+
+def backward_heads(heads, head_grads, retain_graph=False, train_mode=True):
+    """``autograd.backward``: gradients into the variables' ``grad`` arrays."""
+    hg = head_grads_of(heads, head_grads)
+    prev = STATE.training
+    STATE.training = bool(train_mode)
+    try:
+        backward(heads, hg, retain_graph)
+    finally:
+        STATE.training = prev

@@ -41,6 +41,7 @@ from . import module
 from . import module as mod
 model.FeedForward = module.FeedForward     # mx.model.FeedForward (it is built on Module)
 from . import contrib
+from . import gluon
 from . import ops  # noqa: E402,F401  (registers the operators; must come last)
 
 __version__ = '0.1.0'

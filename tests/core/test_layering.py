@@ -150,6 +150,10 @@ RULES['symgraph.module'] = RESERVED_MAY_IMPORT + ('symgraph.dist',)
 #: symbols of a BucketingModule
 RULES['symgraph.contrib'] = ('symgraph.contrib', 'symgraph.graph', 'symgraph.symbol',
                              'symgraph.ndarray', 'symgraph.module')
+#: mx.gluon sits on top: Blocks trace into Symbols that the executor runs, record on the
+#: autograd tape, and its Trainer drives the optimizers and kvstores
+RULES['symgraph.gluon'] = ('symgraph.gluon', 'symgraph.autograd') + RESERVED_MAY_IMPORT + (
+    'symgraph.dist',)
 
 
 def _rule(mod):
@@ -187,6 +191,13 @@ def test_graph_ndarray_symbol_never_import_the_training_stack():
         if _under(a, ('symgraph.graph', 'symgraph.ndarray', 'symgraph.symbol',
                       'symgraph.executor')):
             assert not _under(b, RESERVED), '%s imports %s' % (a, b)
+
+
+def test_only_gluon_and_amp_import_gluon():
+    # mx.gluon is the top of the stack: below it, only contrib.amp (its Gluon half) uses it
+    for a, b, _ in EDGES:
+        if _under(b, ('symgraph.gluon',)):
+            assert a == 'symgraph' or _under(a, ('symgraph.gluon', 'symgraph.contrib')), (a, b)
 
 
 def test_graph_never_imports_arrays_symbols_or_operators():

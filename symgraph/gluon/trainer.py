@@ -16,6 +16,7 @@ gradient no backward wrote since the last step is an error (``ignore_stale_grad=
 it instead): the autograd tape marks a variable's gradient fresh when backward writes it,
 and the Trainer clears the mark when it updates that parameter.
 """
+import numbers
 import os
 
 from .. import optimizer as opt
@@ -186,15 +187,19 @@ class Trainer(object):
         if not self._kv_initialized:
             raise TrainerUsageError('Cannot initialize parameters in KVStore when KVStore is '
                                     'not initialized.')
-        params_to_init = []
+        params_to_init, keys, values, outs = [], [], [], []
         if self._kvstore:
             for param in self._params_to_init:
                 if param._deferred_init:
                     params_to_init.append(param)
                 else:
                     param_arrays = param._check_and_get(param._data, list)
-                    idx = self._param2idx[param.name]
-                    self._kvstore.broadcast(idx, param_arrays[0], param_arrays)
+                    keys.append(self._param2idx[param.name])
+                    values.append(param_arrays[0])
+                    outs.append(param_arrays)
+        if keys:
+            # one call for all keys (a multi-process store fuses their broadcasts)
+            self._kvstore.broadcast(keys, values, out=outs)
         self._params_to_init = params_to_init
 
     def _reset_kvstore(self):
@@ -211,9 +216,9 @@ class Trainer(object):
     def _init_kvstore(self):
         """Create the store (if any) and decide where the optimizer runs."""
         config = self._kvstore_params
-        arg_arrays = {param.name: param.data(self._contexts[0]) for param in self._params}
-        kvstore, update_on_kvstore = _create_kvstore(config['kvstore'], len(self._contexts),
-                                                     arg_arrays)
+        # (the store looks at the shapes only: Parameters serve, deferred ones included)
+        kvstore, update_on_kvstore = _create_kvstore(
+            config['kvstore'], len(self._contexts), {p.name: p for p in self._params})
         self._distributed = 'dist' in kvstore.type if kvstore else False
         if self._distributed and 'async' in kvstore.type:
             update_on_kvstore = True
@@ -279,10 +284,10 @@ class Trainer(object):
 
     @staticmethod
     def _check_batch_size(batch_size):
-        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, float)) \
-                or not batch_size > 0:
-            raise ArgumentError('batch_size must be a positive number, got %r'
-                                % (batch_size,))
+        if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Real):
+            raise ArgumentTypeError('batch_size must be a number, got %r' % (batch_size,))
+        if not batch_size > 0:
+            raise ArgumentError('batch_size must be > 0, got %r' % (batch_size,))
 
     def step(self, batch_size, ignore_stale_grad=False):
         """One update of the parameters: :meth:`allreduce_grads` then :meth:`update`.

@@ -41,6 +41,10 @@ from . import module
 from . import module as mod
 model.FeedForward = module.FeedForward     # mx.model.FeedForward (it is built on Module)
 from . import contrib
+from . import util
+from .util import is_np_shape, set_np_shape, np_shape, use_np_shape, is_np_array, np_array, use_np_array, use_np  # noqa: E501
+from . import engine
+from . import runtime
 from . import gluon
 from . import ops  # noqa: E402,F401  (registers the operators; must come last)
 

@@ -1,40 +1,56 @@
-"""Testing helpers with MXNet's names (``mx.test_utils``)."""
-from __future__ import annotations
+"""Testing helpers with MXNet's names (``mx.test_utils``).
 
+MXNet's module has no ``__all__``, so ``from mxnet.test_utils import *`` hands on every
+public name it holds, the modules it imports (``np``, ``sys``, ``os``, ``time``, ...)
+included, and MXNet's unit tests rely on that; this package has no ``__all__`` either and
+imports the same names. The helpers of MXNet's unit tests that compare optimizers, check
+random generators and build test data are in ``_mxnet_helpers.py``.
+"""
+import bz2  # noqa: F401  (star-exported as MXNet's module does)
 import contextlib
+import errno  # noqa: F401
 import functools
 import gzip
 import hashlib
+import json  # noqa: F401
 import logging
 import numbers
 import os
+import platform  # noqa: F401
 import shutil
 import struct
 import sys
 import tarfile
 import tempfile
+import time  # noqa: F401
 import traceback
 import urllib.request
+import zipfile  # noqa: F401
+from collections import OrderedDict  # noqa: F401
+from contextlib import contextmanager  # noqa: F401
 
 import numpy as np
+import numpy.random as rnd  # noqa: F401
+import numpy.testing as npt  # noqa: F401
 
-from .base import data_dir, ArgumentError, ArgumentTypeError, MissingFileError, NotSupportedError
-from .context import current_context, num_gpus
-from . import io
-from .ndarray import NDArray, array
-from .symbol import Symbol
+import symgraph as mx  # noqa: F401  (the package, as MXNet's ``import mxnet as mx``)
+from ..base import data_dir, ArgumentError, ArgumentTypeError, MissingFileError, \
+    NotSupportedError
+from ..context import Context, current_context, num_gpus  # noqa: F401
+from .. import io
+from ..ndarray import NDArray, array
+from ..symbol import Symbol
+from ..util import use_np, getenv, setenv, get_cuda_compute_capability  # noqa: F401
+from ..runtime import Features  # noqa: F401
 
-__all__ = ['default_context', 'set_default_context', 'default_dtype', 'default_rtols',
-           'default_atols', 'default_numeric_eps', 'get_tolerance', 'get_tols', 'get_rtol',
-           'get_atol', 'assert_almost_equal', 'almost_equal', 'assert_almost_equal_ignore_nan',
-           'almost_equal_ignore_nan', 'same', 'assert_exception', 'check_numeric_gradient',
-           'check_symbolic_forward', 'check_symbolic_backward', 'random_arrays',
-           'rand_ndarray', 'rand_shape_2d', 'rand_shape_3d', 'rand_shape_nd', 'np_reduce',
-           'simple_forward', 'numeric_grad', 'random_sample', 'retry', 'set_env_var',
-           'environment', 'discard_stderr', 'same_array', 'list_gpus', 'get_etol',
-           'assert_almost_equal_with_err', 'check_consistency', 'download', 'get_mnist',
-           'get_mnist_ubyte', 'get_cifar10']
-
+try:
+    import scipy.stats as ss
+except ImportError:             # MXNet's module sets it to None as well
+    ss = None
+try:
+    import requests  # noqa: F401
+except ImportError:
+    requests = None
 
 def default_context():
     """The context tests run on: :func:`set_default_context`'s, else the current one."""
@@ -44,7 +60,7 @@ def default_context():
 def set_default_context(ctx):
     """Make ``ctx`` the default context, for tests and for arrays made without one (as
     MXNet's does)."""
-    from .context import _set_default_context
+    from ..context import _set_default_context
     _set_default_context(ctx)
 
 
@@ -893,3 +909,6 @@ def get_cifar10():
     test_data, test_label = read(names[5:])
     return {'train_data': train_data, 'train_label': train_label,
             'test_data': test_data, 'test_label': test_label}
+
+
+from ._mxnet_helpers import *  # noqa: E402,F401,F403

@@ -102,7 +102,7 @@ def test_no_import_cycles_local_imports_included():
 #: who may import whom, by package: graph <- ndarray <- symbol <- executor/operator/... .
 #: (module, allowed symgraph modules, by prefix). ``FOUNDATION`` is open to everyone.
 FOUNDATION = ('symgraph.base', 'symgraph.opdef', 'symgraph.context', 'symgraph.name',
-              'symgraph.attribute')
+              'symgraph.attribute', 'symgraph.util')
 RESERVED = ('symgraph.module', 'symgraph.optimizer', 'symgraph.io', 'symgraph.kvstore',
             'symgraph.rnn', 'symgraph.metric', 'symgraph.lr_scheduler', 'symgraph.callback',
             'symgraph.monitor', 'symgraph.contrib')
@@ -125,7 +125,11 @@ RULES = {
     # model re-exports the kvstore helpers of MXNet's model.py (_create_kvstore ...)
     'symgraph.model': ('symgraph.ndarray', 'symgraph.symbol', 'symgraph.kvstore'),
     'symgraph.test_utils': ('symgraph.ndarray', 'symgraph.symbol', 'symgraph.executor',
-                            'symgraph.io'),
+                            'symgraph.io', 'symgraph.random', 'symgraph.runtime',
+                            'symgraph.test_utils'),
+    # mx.engine (bulk sizes) and mx.runtime (Features) stand on the foundation alone
+    'symgraph.engine': (),
+    'symgraph.runtime': (),
     'symgraph.__main__': ('symgraph.symbol', 'symgraph.visualization'),
     'symgraph.context': ('symgraph.cuda',),
     # the launcher only starts mpiexec

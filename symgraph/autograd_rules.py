@@ -16,6 +16,7 @@ from __future__ import annotations
 from .base import NotSupportedError
 from .ndarray import NDArray
 from .ndarray import ndarray as _nd
+from .ndarray import tape
 from .ndarray.tape import STATE
 
 __all__ = ['RULES', 'rule', 'sweep']
@@ -265,6 +266,24 @@ def _add_nd(a, b):
     return b if a is None else a + b
 
 
+def _linked(g, node):
+    """``g`` kept on the tape: a gradient that depends on no recorded array (relu's step
+    times a constant head gradient) is tied to the node's inputs with a zero gradient, so
+    that differentiating it again gives zeros, as MXNet's, not an error."""
+    if g is None or g._ag is not None:
+        return g
+    ins = [a for a, e in zip(node.in_arrays, node.inputs) if e is not None]
+    shapes = [(a._data.shape, a._data.dtype) for a in ins]
+    xp = node.ctx.xp
+
+    def run(og):
+        return [xp.zeros(s, d) for s, d in shapes]
+    link = tape.Node('_zero_gradient_of_' + node.name, [a._ag for a in ins],
+                     [(g._data.shape, g._data.dtype)], run, (), node.ctx, in_arrays=ins)
+    g._ag = tape.Entry(link, 0)
+    return g
+
+
 def sweep(entries, head_grads, nodes, variables, retain_graph):
     """The gradients of ``variables`` (NDArrays, recorded so that they can be
     differentiated again): the tape's sweep with every node's gradient from :data:`RULES`."""
@@ -293,7 +312,8 @@ def sweep(entries, head_grads, nodes, variables, retain_graph):
                   NDArray(ctx.xp.zeros(shape, dtype), ctx)
                   for g, (shape, dtype) in zip(og, node.out_meta)]
             n_args = len(node.op.list_arguments())
-            in_grads = fn(node.op, node.in_arrays[:n_args], None, og)
+            in_grads = [_linked(g, node) for g in
+                        fn(node.op, node.in_arrays[:n_args], None, og)]
             if not retain_graph:
                 node.free()
             for e, g in zip(node.inputs, in_grads):

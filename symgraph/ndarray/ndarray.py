@@ -392,6 +392,8 @@ class NDArray:
         """``self <fn>= o``: the result written into this very array (same object, same
         dtype), as MXNet's ``out=self``; a result of another shape is refused."""
         ufunc = _INPLACE_UFUNCS.get(fn)
+        if _AG.recording and (self._ag is not None or getattr(o, '_ag', None) is not None):
+            ufunc = None                     # through the operator, which the tape records
         if ufunc is not None and isinstance(o, NDArray) and o._ctx == self._ctx \
                 and not self._ctx.is_gpu and isinstance(self._data, np.ndarray) \
                 and isinstance(o._data, np.ndarray) and o._data.shape == self._data.shape \
@@ -407,6 +409,11 @@ class NDArray:
         if r.shape != self.shape:
             raise ShapeError('in-place %s: the result has shape %s, the array %s'
                              % (fn.__name__, r.shape, self.shape))
+        if r._ag is not None and self._ag is None and r._data.dtype == self._data.dtype:
+            # recorded (self is outside the graph, else _wrote refuses): this array becomes
+            # the result, without writing over the memory the tape may read for backward
+            self._data, self._ag = r._data, r._ag
+            return self
         self._wrote()
         with self._ctx.device_scope():
             self._data[...] = r._data

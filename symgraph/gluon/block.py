@@ -10,14 +10,12 @@ executor (:mod:`symgraph.gluon.cached_op`), one tape node per call under
 """
 from collections import OrderedDict, defaultdict
 import re
-import threading
 import warnings
 
 import numpy as np
 
-from ..base import ArgumentError, ArgumentTypeError, NotSupportedError, UsageError
+from ..base import ArgumentTypeError, NotSupportedError, UsageError
 from .. import initializer
-from .. import name as _name
 from .. import ndarray
 from .. import symbol
 from ..ndarray import NDArray
@@ -26,139 +24,10 @@ from .cached_op import CachedOp
 from .parameter import (Parameter, ParameterDict, DeferredInitializationError,
                         GluonArgumentError)
 from .utils import _indent, _brief_print_list, HookHandle
+from .block_utils import (BlockScope, _flatten, _regroup, _gather_type_ctx_info,
+                          _common_prefix, _infer_param_types, print_summary)
 
 __all__ = ['Block', 'HybridBlock', 'SymbolBlock']
-
-
-class _BlockScope:
-    """The scope of ``with block.name_scope():``: children made inside are named after
-    the block, with counters of their own per block (MXNet's ``_BlockScope``)."""
-
-    _current = threading.local()
-
-    def __init__(self, block):
-        self._block = block
-        self._counter = {}
-        self._old_scope = None
-        self._name_scope = None
-
-    @staticmethod
-    def create(prefix, params, hint):
-        """The prefix and ParameterDict of a new Block whose alias is ``hint``."""
-        current = getattr(_BlockScope._current, 'value', None)
-        if current is None:
-            if prefix is None:
-                # outside any block: the operator names' counters (dense0_, dense1_, ...)
-                prefix = _name.NameManager._get_current().get(None, hint) + '_'
-            if params is None:
-                params = ParameterDict(prefix)
-            else:
-                params = ParameterDict(params.prefix, params)
-            return prefix, params
-        if prefix is None:
-            count = current._counter.get(hint, 0)
-            prefix = '%s%d_' % (hint, count)
-            current._counter[hint] = count + 1
-        if params is None:
-            parent = current._block.params
-            params = ParameterDict(parent.prefix + prefix, parent._shared)
-        else:
-            params = ParameterDict(params.prefix, params)
-        return current._block.prefix + prefix, params
-
-    def __enter__(self):
-        if self._block._empty_prefix:
-            return self
-        self._old_scope = getattr(_BlockScope._current, 'value', None)
-        _BlockScope._current.value = self
-        self._name_scope = _name.Prefix(self._block.prefix)
-        self._name_scope.__enter__()
-        return self
-
-    def __exit__(self, ptype, value, trace):
-        if self._block._empty_prefix:
-            return
-        self._name_scope.__exit__(ptype, value, trace)
-        self._name_scope = None
-        _BlockScope._current.value = self._old_scope
-
-
-def _flatten(args, inout_str):
-    """(flat list of NDArray/Symbol/None, format) of a nested argument structure."""
-    if isinstance(args, NDArray):
-        return [args], 0
-    if isinstance(args, Symbol):
-        length = len(args.list_outputs())
-        return [args], (length if length > 1 else 0)
-    if args is None:
-        return [None], -1
-    if not isinstance(args, (list, tuple)):
-        raise GluonArgumentError('When hybridized, the input of HybridBlock {} must be (nested) '
-                                 'list of Symbol or NDArray, but got {} of type {}'
-                                 .format(inout_str, str(args), str(type(args))))
-    flat, fmts = [], []
-    for i in args:
-        arg, fmt = _flatten(i, inout_str)
-        flat.extend(arg)
-        fmts.append(fmt)
-    return flat, fmts
-
-
-def _regroup(args, fmt):
-    """The structure ``fmt`` (of :func:`_flatten`) rebuilt from the flat ``args``."""
-    def merge(args, fmt):
-        if isinstance(fmt, int):
-            if fmt < -1:
-                raise GluonArgumentError('Unsupported encoded format {}.'.format(fmt))
-            if fmt == 0:
-                return args[0], args[1:]
-            if fmt == -1:
-                if args[0] is not None:
-                    raise GluonArgumentError(
-                        'We do not support passing types that are not None when the initial '
-                        'HybridBlock has received NoneType and has been hybridized. Received '
-                        'arg = {}, fmt = {}.'.format(args[0], fmt))
-                return None, args[1:]
-            return args[:fmt], args[fmt:]
-        if not isinstance(args, (list, tuple)):
-            raise GluonArgumentError('When hybridized, the output of HybridBlock must be '
-                                     '(nested) list of Symbol or NDArray, but got {} of type {}'
-                                     .format(args, type(args)))
-        ret = []
-        for i in fmt:
-            res, args = merge(args, i)
-            ret.append(res)
-        return ret, args
-    return merge(args, fmt)[0]
-
-
-def _gather_type_ctx_info(args):
-    """(has a Symbol, has an NDArray, set of contexts, first context) of nested args."""
-    if isinstance(args, NDArray):
-        return False, True, {args.context}, args.context
-    if isinstance(args, Symbol):
-        return True, False, set(), None
-    if isinstance(args, (list, tuple)):
-        has_symbol = has_ndarray = False
-        ctx_set, first_ctx = set(), None
-        for ele in args:
-            s, n, c, f = _gather_type_ctx_info(ele)
-            has_symbol, has_ndarray = has_symbol or s, has_ndarray or n
-            if first_ctx is None and f is not None:
-                first_ctx = f
-            ctx_set |= c
-            if has_symbol and has_ndarray:
-                break
-        return has_symbol, has_ndarray, ctx_set, first_ctx
-    return False, False, set(), None
-
-
-def _is_sequential(block):
-    """Whether ``block`` is a (Hybrid)Sequential of gluon.nn, by its classes' names: this
-    module cannot import gluon.nn, which imports it (summary leaves containers out)."""
-    return any(c.__name__ in ('Sequential', 'HybridSequential') and
-               c.__module__.startswith(__name__.rpartition('.')[0] + '.nn')
-               for c in type(block).__mro__)
 
 
 class Block:
@@ -178,9 +47,9 @@ class Block:
 
     def __init__(self, prefix=None, params=None):
         self._empty_prefix = prefix == ''
-        self._prefix, self._params = _BlockScope.create(prefix, params, self._alias())
+        self._prefix, self._params = BlockScope.create(prefix, params, self._alias())
         self._name = self._prefix[:-1] if self._prefix.endswith('_') else self._prefix
-        self._scope = _BlockScope(self)
+        self._scope = BlockScope(self)
         self._children = OrderedDict()
         self._reg_params = {}
         self._forward_hooks = OrderedDict()
@@ -419,87 +288,7 @@ class Block:
     def summary(self, *inputs):
         """Print MXNet's table of each layer's output shape and parameter count (the
         network must be initialized and not hybridized)."""
-        summary = OrderedDict()
-        seen = set()
-        hooks = []
-
-        def shape_str(args):
-            def flatten(args):
-                if not isinstance(args, (list, tuple)):
-                    return [args], 0
-                flat, fmts = [], []
-                for i in args:
-                    arg, fmt = flatten(i)
-                    flat.extend(arg)
-                    fmts.append(fmt)
-                return flat, fmts
-
-            def regroup(args, fmt):
-                if isinstance(fmt, int):
-                    if fmt == 0:
-                        return args[0], args[1:]
-                    return args[:fmt], args[fmt:]
-                ret = []
-                for i in fmt:
-                    res, args = regroup(args, i)
-                    ret.append(res)
-                return ret, args
-            flat, fmts = flatten(args)
-            shapes = regroup([x.shape if isinstance(x, NDArray) else x for x in flat], fmts)[0]
-            text = str(shapes)[1:-1] if isinstance(shapes, list) else str(shapes)
-            return text.replace('L', '')
-
-        def register(block):
-            if isinstance(block, HybridBlock) and block._active:
-                raise GluonArgumentError('"{}" must not be hybridized to print summary.'
-                                         .format(block.name))
-
-            def hook(block, _, outputs):
-                key = '%s-%i' % (block.__class__.__name__, len(summary))
-                summary[key] = OrderedDict()
-                summary[key]['output_shape'] = shape_str(outputs)
-                params = 0
-                summary[key]['trainable'] = 0
-                summary[key]['shared'] = 0
-                for p in block.params.values():
-                    params += p.data().size
-                    summary[key]['trainable'] += 0 if p.grad_req == 'null' else p.data().size
-                    if p in seen:
-                        summary[key]['shared'] += p.data().size
-                    else:
-                        seen.add(p)
-                summary[key]['n_params'] = params
-            if not _is_sequential(block):
-                hooks.append(block.register_forward_hook(hook))
-
-        summary['Input'] = OrderedDict(output_shape=shape_str(inputs), n_params=0,
-                                       trainable=0, shared=0)
-        try:
-            self.apply(register)
-            self(*inputs)
-            line_format = '{:>20}  {:>42} {:>15}'
-            print('-' * 80)
-            print(line_format.format('Layer (type)', 'Output Shape', 'Param #'))
-            print('=' * 80)
-            total = trainable = shared = 0
-            for layer in summary:
-                print(line_format.format(layer, str(summary[layer]['output_shape']),
-                                         summary[layer]['n_params']))
-                total += summary[layer]['n_params']
-                trainable += summary[layer]['trainable']
-                shared += summary[layer]['shared']
-            print('=' * 80)
-            print('Parameters in forward computation graph, duplicate included')
-            print('   Total params: ' + str(total))
-            print('   Trainable params: ' + str(trainable))
-            print('   Non-trainable params: ' + str(total - trainable))
-            print('Shared params in forward computation graph: ' + str(shared))
-            print('Unique parameters in model: ' + str(total - shared))
-            print('-' * 80)
-        finally:
-            for h in hooks:
-                h.detach()
-
+        print_summary(self, inputs)
 
 class HybridBlock(Block):
     """A Block whose ``hybrid_forward(F, x, *args, **params)`` runs on NDArrays
@@ -806,50 +595,6 @@ class HybridBlock(Block):
         """The computation with ``F`` the operator namespace (``mx.nd`` or ``mx.sym``);
         parameters come as keyword arguments by their attribute names."""
         raise NotImplementedError
-
-
-def _common_prefix(names):
-    """The longest common prefix of ``names``."""
-    if not names:
-        return ''
-    prefix = names[0]
-    for name in names:
-        i = 0
-        while i < len(prefix) and i < len(name) and prefix[i] == name[i]:
-            i += 1
-        prefix = prefix[:i]
-    return prefix
-
-
-def _infer_param_types(in_params, out_params, arg_params, aux_params,
-                       default_dtype=np.float32):
-    """The dtypes of the arguments and auxiliary states of ``out_params`` from those of
-    the input Variables, float32 where they cannot be inferred."""
-    arg_types = aux_types = None
-    names = [p.name for p in in_params]
-    types = []
-    for p in in_params:
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')
-            t = p.infer_type()[0]
-        if not t or t[0] is None:
-            types = None
-            break
-        types.append(t[0])
-    if types is not None:
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter('ignore')
-                arg_types, _, aux_types = out_params.infer_type(**dict(zip(names, types)))
-        except (ValueError, TypeError):
-            arg_types = aux_types = None
-    if arg_types is None or len(arg_types) != len(arg_params) or \
-            any(t is None for t in arg_types):
-        arg_types = [default_dtype] * len(arg_params)
-    if aux_types is None or len(aux_types) != len(aux_params) or \
-            any(t is None for t in aux_types):
-        aux_types = [default_dtype] * len(aux_params)
-    return arg_types, aux_types
 
 
 class SymbolBlock(HybridBlock):

@@ -18,8 +18,6 @@ second state.
 from collections import OrderedDict
 import weakref
 
-import numpy as np
-
 from ..base import UsageError
 from .. import autograd
 from ..executor import Executor

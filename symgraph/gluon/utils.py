@@ -157,7 +157,7 @@ def clip_global_norm(arrays, max_norm, check_isfinite=True):
     >>> a = [mx.nd.array([3.0, 0.0]), mx.nd.array([4.0])]
     >>> float(mx.gluon.utils.clip_global_norm(a, 1.0))
     5.0
-    >>> [x.asnumpy().round(3).tolist() for x in a]
+    >>> [[round(float(v), 3) for v in x.asnumpy()] for x in a]
     [[0.6, 0.0], [0.8]]
     """
     if not isinstance(arrays, (list, tuple)) or not arrays:
@@ -177,10 +177,12 @@ def clip_global_norm(arrays, max_norm, check_isfinite=True):
     if check_isfinite and not np.isfinite(total_norm.asscalar()):
         warnings.warn(UserWarning('nan or inf is detected. Clipping results will be '
                                   'undefined.'), stacklevel=2)
-    scale = max_norm / (total_norm + 1e-8)
-    scale = ndarray.min(ndarray.concat(scale, ndarray.ones(1, ctx=ctx), dim=0))
-    for a in arrays:
-        a *= scale.as_in_context(a.context)
+    # (a non-finite norm makes the results NaN, as in MXNet: warned about above, once)
+    with np.errstate(invalid='ignore', over='ignore'):
+        scale = max_norm / (total_norm + 1e-8)
+        scale = ndarray.min(ndarray.concat(scale, ndarray.ones(1, ctx=ctx), dim=0))
+        for a in arrays:
+            a *= scale.as_in_context(a.context)
     if check_isfinite:
         return total_norm.asscalar()
     return total_norm

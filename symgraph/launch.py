@@ -24,6 +24,8 @@ import signal
 import subprocess
 import sys
 
+from . import config
+
 __all__ = ['find_mpiexec', 'build_command', 'main']
 
 #: seconds the launcher waits for mpiexec to stop the workers after forwarding a Ctrl-C
@@ -40,10 +42,11 @@ def find_mpiexec():
     FileNotFoundError
         None found.
     """
-    env = os.environ.get('SYMGRAPH_MPIEXEC')
+    env = config.path('MPIEXEC')
     if env:
         if not os.access(env, os.X_OK):
-            raise FileNotFoundError('SYMGRAPH_MPIEXEC=%r is not an executable file' % env)
+            raise FileNotFoundError('%s=%r is not an executable file'
+                                    % (config.env_name('MPIEXEC'), env))
         return env
     beside = os.path.join(os.path.dirname(sys.executable), 'mpiexec')
     if os.access(beside, os.X_OK):
@@ -111,7 +114,7 @@ def build_command(args, mpiexec):
         cmd += ['-f', args.hostfile, '-launcher', 'ssh']
     env = [('DMLC_ROLE', 'worker'), ('DMLC_NUM_WORKER', str(n)), ('DMLC_NUM_SERVER', '0')]
     if args.timeout is not None:
-        env.append(('SYMGRAPH_DIST_TIMEOUT', repr(float(args.timeout))))
+        env.append((config.env_name('DIST_TIMEOUT'), repr(float(args.timeout))))
     for item in args.env:
         name, sep, value = item.partition('=')
         if not sep or not name:

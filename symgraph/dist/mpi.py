@@ -35,6 +35,7 @@ import time
 
 import numpy
 
+from .. import config
 from ..base import MXNetError
 from ..opdef import ProcessGroup, set_process_group
 from .allreduce import ring_schedule
@@ -101,17 +102,7 @@ def import_mpi():
 
 def env_timeout(default=DEFAULT_TIMEOUT):
     """The timeout in seconds from ``SYMGRAPH_DIST_TIMEOUT`` (``default`` when unset)."""
-    text = os.environ.get('SYMGRAPH_DIST_TIMEOUT', '').strip()
-    if not text:
-        return float(default)
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError('SYMGRAPH_DIST_TIMEOUT must be a number of seconds, got %r'
-                         % text) from None
-    if not value > 0:
-        raise ValueError('SYMGRAPH_DIST_TIMEOUT must be > 0 seconds, got %r' % text)
-    return value
+    return float(config.number('DIST_TIMEOUT', default))
 
 
 def _check_timeout(timeout):
@@ -193,7 +184,7 @@ class Communicator:
         mpi = import_mpi()
         self._mpi = mpi
         if algorithm is None:
-            algorithm = os.environ.get('SYMGRAPH_DIST_ALLREDUCE', 'mpi').strip() or 'mpi'
+            algorithm = config.choice('DIST_ALLREDUCE')
         self.algorithm = self._check_algorithm(algorithm)
         self.timeout = _check_timeout(timeout)
         base = mpi.COMM_WORLD if comm is None else comm

@@ -38,11 +38,11 @@ broadcast over MPI), the buckets packed on the GPU, nothing copied to the host;
 use the same kind of context.
 """
 import atexit
-import os
 import threading
 
 import numpy
 
+from .. import config
 from ..context import cpu
 from ..ndarray import NDArray
 from ..dist.mpi import world
@@ -66,26 +66,13 @@ def current():
 
 
 def _bucket_bytes():
-    text = os.environ.get('SYMGRAPH_DIST_BUCKET_MB', '').strip()
-    try:
-        mb = float(text) if text else DEFAULT_BUCKET_MB
-    except ValueError:
-        raise ValueError('SYMGRAPH_DIST_BUCKET_MB must be a number of megabytes, got %r'
-                         % text) from None
-    if not mb > 0:
-        raise ValueError('SYMGRAPH_DIST_BUCKET_MB must be > 0, got %r' % text)
-    return int(mb * 1024 * 1024)
+    return int(config.number('DIST_BUCKET_MB', DEFAULT_BUCKET_MB) * 1024 * 1024)
 
 
 def env_overlap():
     """Whether ``SYMGRAPH_DIST_OVERLAP`` allows overlapping the all-reduce with backward
     (default yes; ``0`` turns it off)."""
-    text = os.environ.get('SYMGRAPH_DIST_OVERLAP', '').strip()
-    if text in ('', '1'):
-        return True
-    if text == '0':
-        return False
-    raise ValueError('SYMGRAPH_DIST_OVERLAP must be 0 or 1, got %r' % text)
+    return config.flag('DIST_OVERLAP')
 
 
 def _host_copy(array):
@@ -236,7 +223,7 @@ class DistKVStore(KVStore):
     def _use_nccl(arrays):
         """Whether the sum over the workers of ``arrays`` runs with NCCL: every array on
         a GPU and ``SYMGRAPH_DIST_NCCL`` not ``0``."""
-        if os.environ.get('SYMGRAPH_DIST_NCCL', '').strip() == '0':
+        if not config.flag('DIST_NCCL'):
             return False
         return all(a.context.device_type == 'gpu' for a in arrays)
 

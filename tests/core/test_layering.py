@@ -102,7 +102,7 @@ def test_no_import_cycles_local_imports_included():
 #: who may import whom, by package: graph <- ndarray <- symbol <- executor/operator/... .
 #: (module, allowed symgraph modules, by prefix). ``FOUNDATION`` is open to everyone.
 FOUNDATION = ('symgraph.base', 'symgraph.opdef', 'symgraph.context', 'symgraph.name',
-              'symgraph.attribute', 'symgraph.util')
+              'symgraph.attribute', 'symgraph.util', 'symgraph.config')
 RESERVED = ('symgraph.module', 'symgraph.optimizer', 'symgraph.io', 'symgraph.kvstore',
             'symgraph.rnn', 'symgraph.metric', 'symgraph.lr_scheduler', 'symgraph.callback',
             'symgraph.monitor', 'symgraph.contrib')
@@ -255,6 +255,13 @@ def test_backend_imports_only_stdlib_numpy_ctypes_and_itself():
             root = mod.split('.')[0]
             assert level or root in STDLIB_OK | {'numpy', 'ctypes'} \
                 or mod == 'importlib.metadata', '%s imports %s' % (path, mod)
+
+
+def test_backend_reaches_the_package_only_for_its_switches():
+    # (relative imports above: within backend/, and symgraph.config, a stdlib-only leaf)
+    for a, b, _ in EDGES:
+        if _under(a, ('symgraph.backend',)):
+            assert _under(b, ('symgraph.backend', 'symgraph.config')), '%s imports %s' % (a, b)
 
 
 def test_only_opdef_imports_the_backend_and_lazily():

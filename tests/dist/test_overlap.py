@@ -139,8 +139,10 @@ def test_the_switch_is_checked(monkeypatch):
     assert env_overlap() is True
     monkeypatch.setenv('SYMGRAPH_DIST_OVERLAP', '0')
     assert env_overlap() is False
-    monkeypatch.setenv('SYMGRAPH_DIST_OVERLAP', 'off')
-    with pytest.raises(ValueError, match='SYMGRAPH_DIST_OVERLAP must be 0 or 1'):
+    monkeypatch.setenv('SYMGRAPH_DIST_OVERLAP', 'off')     # symgraph.config's off words
+    assert env_overlap() is False
+    monkeypatch.setenv('SYMGRAPH_DIST_OVERLAP', 'maybe')
+    with pytest.raises(ValueError, match="SYMGRAPH_DIST_OVERLAP must be 0 or 1 .*got 'maybe'"):
         env_overlap()
 
 

@@ -13,6 +13,7 @@ import threading
 
 from . import _lib
 from .conv import Backend
+from ... import config
 
 __all__ = ['backend', 'loaded', 'reset', 'MIN_VERSION', 'Backend']
 
@@ -63,10 +64,9 @@ def _dlopen(path):
 
 
 def _load():
-    flag = os.environ.get('SYMGRAPH_ONEDNN', '1').strip().lower()
-    if flag in ('0', 'false', 'off', 'no'):
-        _logger.info('oneDNN backend off (SYMGRAPH_ONEDNN=%s): operators run on NumPy',
-                     os.environ['SYMGRAPH_ONEDNN'])
+    if not config.flag('ONEDNN'):
+        _logger.info('oneDNN backend off (%s=%s): operators run on NumPy',
+                     config.env_name('ONEDNN'), config.raw('ONEDNN'))
         return None
     errors = []
     for path in _lib.candidates():

@@ -26,7 +26,6 @@ replaced it has finished with it. Between calls a memory object keeps a stale ad
 never executed without being pointed anew.
 """
 import ctypes
-import os
 import threading
 import weakref
 
@@ -34,6 +33,7 @@ import numpy as np
 
 from . import _lib
 from ._lib import check
+from ... import config
 
 _VP = ctypes.c_void_p
 
@@ -379,7 +379,7 @@ class BackendCore:
         self.calls = {}
         #: whether :meth:`record` keeps calls for :meth:`replay` (``SYMGRAPH_ONEDNN_REPLAY=0``
         #: at load: not; tests compare both ways)
-        self.replays = os.environ.get('SYMGRAPH_ONEDNN_REPLAY', '1').strip() != '0'
+        self.replays = config.flag('ONEDNN_REPLAY')
 
     def _thread(self):
         t = self._local

@@ -9,6 +9,8 @@ import os
 import sys
 from importlib import metadata
 
+from ... import config
+
 # dnnl_status_t
 STATUS = {0: 'success', 1: 'out_of_memory', 2: 'invalid_arguments', 3: 'unimplemented',
           4: 'last_impl_reached', 5: 'runtime_error', 6: 'not_required'}
@@ -119,7 +121,7 @@ def candidates():
     then ``<sys.prefix>/lib``.
     """
     out = []
-    explicit = os.environ.get('SYMGRAPH_ONEDNN_LIB')
+    explicit = config.path('ONEDNN_LIB')
     if explicit:
         return [explicit]
     for dist in DISTRIBUTIONS:

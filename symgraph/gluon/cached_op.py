@@ -206,6 +206,9 @@ class CachedOp:
         state = {'saved': exe._saved}
         grad_pos = bound.grad_pos
         name = self._name
+        # shapes, not the outputs: they hold the tape node that holds this function (a
+        # cycle would keep the executor busy until the garbage collector ran)
+        out_meta = [(o._data.shape, o._data.dtype) for o in outs]
 
         def backward_fn(out_grads):
             saved = state['saved']
@@ -218,9 +221,9 @@ class CachedOp:
             exe._saved = saved
             og = []
             with ctx.device_scope():
-                for g, o in zip(out_grads, outs):
+                for g, (shape, dtype) in zip(out_grads, out_meta):
                     og.append(g if g is not None else
-                              NDArray(ctx.xp.zeros(o._data.shape, dtype=o._data.dtype), ctx))
+                              NDArray(ctx.xp.zeros(shape, dtype=dtype), ctx))
             exe.backward(og)
             bound.busy = None
             res = []

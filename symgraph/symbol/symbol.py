@@ -21,6 +21,7 @@ from ..graph import Node, topo_order, aux_variable_ids, TYPE_CODE, parse_shape_a
 from ..graph.infer import infer_shapes, infer_types, shape_complete
 from ..graph.json_format import SymbolFormatError, from_json, to_json
 from ..name import NameManager
+from ..util import is_np_shape
 from ..namespaces import make_namespaces
 from ..ndarray import NDArray
 from ..visualization import repr_svg, to_networkx
@@ -314,9 +315,14 @@ class Symbol:
         return None, None, None
 
     def infer_shape_partial(self, *args, **kwargs):
-        """Like :meth:`infer_shape` but unknown shapes are ``()`` and unknown dims 0."""
+        """Like :meth:`infer_shape` but unknown shapes are ``()`` and unknown dims 0; under
+        NumPy-shape semantics (``mx.np_shape()``) they are None and -1, as in MXNet."""
         arg, out, aux = self._infer_shape_impl(args, kwargs)
-        fix = lambda lst: [() if s is None else tuple(s) for s in lst]  # noqa: E731
+        if is_np_shape():
+            fix = lambda lst: [None if s is None else tuple(-1 if d == 0 else d  # noqa: E731
+                                                            for d in s) for s in lst]
+        else:
+            fix = lambda lst: [() if s is None else tuple(s) for s in lst]  # noqa: E731
         return fix(arg), fix(out), fix(aux)
 
     def infer_type(self, *args, **kwargs):

@@ -3,7 +3,8 @@
 
 The test files come from MXNet's sources (a git directory, bare or not, with the tag, or a
 checkout holding ``tests/python/unittest``) and are copied into a temporary folder with
-``tests/python/common`` beside them, as MXNet lays them out. Each file then runs in a pytest
+``tests/python/common`` and ``tests/python/train`` beside them (test_module.py imports from
+both), as MXNet lays them out. Each file then runs in a pytest
 child of its own, with ``tests/mxnet_unittests/alias`` (``import mxnet`` gives symgraph)
 and ``tests/mxnet_unittests/shims`` (the parts of nose MXNet's tests import) first on the
 path, a time limit per test and one per file. The result is a table per test (JSON) and one
@@ -34,7 +35,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HARNESS = os.path.join(ROOT, 'tests', 'mxnet_unittests')
 PASSING = os.path.join(HARNESS, 'mxnet_1.9.1_passing.json')
 TAG = '1.9.1'
-TEST_DIRS = ('tests/python/unittest', 'tests/python/common')
+TEST_DIRS = ('tests/python/unittest', 'tests/python/common', 'tests/python/train')
 
 #: the default unit-test files of issue 29 (MXNet's symbolic and imperative API)
 ISSUE_FILES = (
@@ -191,6 +192,13 @@ def summary_line(name, record, passing):
                                                              tail)
 
 
+def _write_json(path, table):
+    tmp = path + '.tmp'
+    with open(tmp, 'w') as f:
+        json.dump(table, f, indent=1, sort_keys=True)
+    os.replace(tmp, path)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('files', nargs='*', help="test files ('attr', 'test_attr.py'); "
@@ -246,6 +254,8 @@ def main(argv=None):
                 total_ok += sum(1 for t in ref if record['tests'].get(t, {}).get('outcome')
                                 == 'passed')
             print(summary_line(name, record, ref), flush=True)
+            if args.out:            # after every file, so that a long run can be read early
+                _write_json(args.out, table)
     finally:
         if tmp and not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -255,8 +265,7 @@ def main(argv=None):
         print('%-34s %4d/%-4d of MXNet\'s passing (%.1f%%)' % (
             'TOTAL', total_ok, total_ref, 100.0 * total_ok / max(total_ref, 1)))
     if args.out:
-        with open(args.out, 'w') as f:
-            json.dump(table, f, indent=1, sort_keys=True)
+        _write_json(args.out, table)
     if args.write_passing:
         old = {}
         if os.path.exists(args.write_passing):

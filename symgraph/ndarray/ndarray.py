@@ -26,6 +26,9 @@ __all__ = ['NDArray', 'array', 'zeros', 'ones', 'empty', 'full', 'arange', 'eye'
            'save', 'load', 'load_frombuffer',
            'concat', 'waitall', 'zeros_like', 'ones_like']
 
+#: the builtin slice under the name MXNet's ndarray.py gives it (its tests import it)
+py_slice = slice
+
 
 class NDArray:
     """An n-dimensional array on a device. ``_data`` is the NumPy/CuPy array."""

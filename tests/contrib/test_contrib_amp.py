@@ -1,7 +1,8 @@
 """``mx.contrib.amp`` (symgraph/contrib/amp/) against MXNet 1.9.1
 (tests/golden/make_amp.py): the op lists, ``convert_symbol`` / ``convert_model`` giving
 MXNet's graph node for node (names, cast placement, ``__dtype__``), ``amp.init``'s
-patched ``mx.sym`` building MXNet's graphs, and the refusals."""
+patched ``mx.sym`` building MXNet's graphs, and the refusals (the Gluon half:
+test_amp_gluon.py)."""
 import json
 import logging
 import os
@@ -197,13 +198,15 @@ def test_conversion_errors():
         amp.convert_model(fc, None, {})
 
 
-def test_gluon_only_parts_are_refused():
+def test_gluon_parts_check_their_arguments():
+    # (they work on Gluon Trainers and HybridBlocks: tests/contrib/test_amp_gluon.py)
     with pytest.raises(UsageError, match='amp.init'):
         amp.init_trainer(mx.optimizer.SGD())
-    for call in (lambda: amp.scale_loss(None, None), lambda: amp.unscale(None),
-                 lambda: amp.convert_hybrid_block(None)):
-        with pytest.raises(NotSupportedError, match='Gluon'):
+    for call in (lambda: amp.scale_loss(None, None), lambda: amp.unscale(None)):
+        with pytest.raises(TypeError, match='Gluon Trainer'):
             call()
+    with pytest.raises(TypeError, match='HybridBlock'):
+        amp.convert_hybrid_block(None)
 
 
 # --------------------------------------------------------------------------- init()
@@ -252,7 +255,7 @@ def test_init_symbol_arithmetic_and_uninit(amp_on):
     ops = [n['op'] for n in json.loads((a + b).tojson(remove_amp_cast=False))['nodes']]
     assert ops == ['null', 'null', 'elemwise_add']
     amp.init()      # the fixture undoes it again
-    with pytest.raises(NotSupportedError, match='Gluon Trainer'):
+    with pytest.raises(TypeError, match='only compatible with Gluon Trainer'):
         amp.init_trainer(mx.optimizer.SGD())
 
 

@@ -151,9 +151,11 @@ RULES['symgraph.kvstore'] = RESERVED_MAY_IMPORT + ('symgraph.dist',)
 #: Module runs its devices' threads in the device group of symgraph.dist.workers
 RULES['symgraph.module'] = RESERVED_MAY_IMPORT + ('symgraph.dist',)
 #: mx.contrib.amp rewrites graphs of nodes (graph/), patches mx.sym / mx.nd, converts the
-#: symbols of a BucketingModule
+#: symbols of a BucketingModule; its Gluon half scales a Trainer's loss (telling it from an
+#: Optimizer) and converts a HybridBlock
 RULES['symgraph.contrib'] = ('symgraph.contrib', 'symgraph.graph', 'symgraph.symbol',
-                             'symgraph.ndarray', 'symgraph.module')
+                             'symgraph.ndarray', 'symgraph.module', 'symgraph.gluon',
+                             'symgraph.optimizer')
 #: mx.gluon sits on top: Blocks trace into Symbols that the executor runs, record on the
 #: autograd tape, and its Trainer drives the optimizers and kvstores
 RULES['symgraph.gluon'] = ('symgraph.gluon', 'symgraph.autograd') + RESERVED_MAY_IMPORT + (

@@ -10,10 +10,10 @@ functions of ``mx.sym`` and ``mx.nd`` to insert the same casts as a model is bui
 The op lists are MXNet's (``lists/symbol_fp16.py``, ``lists/symbol_bf16.py``, copied
 unchanged); the ``list_*`` functions give the names among them that are registered here.
 
-Not here: the Gluon parts of MXNet's module (``scale_loss``, ``unscale``,
-``init_trainer`` for a Trainer, ``convert_hybrid_block``): symgraph has no Gluon, and
-dynamic loss scaling is Gluon-only in MXNet too (``init_trainer`` refuses an Optimizer).
-bfloat16 is not an array type of symgraph: ``target_dtype='bfloat16'`` is refused.
+The Gluon parts (``init_trainer``, ``scale_loss``, ``unscale``, ``convert_hybrid_block``)
+are in :mod:`.gluon_amp`; this module keeps the loss scaler that :func:`init` makes for the
+imperative loss outputs and hands to the first Trainer. bfloat16 is not an array type of
+symgraph: ``target_dtype='bfloat16'`` is refused.
 """
 import logging
 
@@ -30,9 +30,9 @@ from ... import symbol
 from ... import ndarray
 from ...ndarray import NDArray
 from . import lists
+from .loss_scaler import LossScaler
 
-__all__ = ['init', 'init_trainer', 'scale_loss', 'unscale', 'convert_model',
-           'convert_hybrid_block', 'list_lp16_ops', 'list_fp32_ops',
+__all__ = ['init', 'convert_model', 'list_lp16_ops', 'list_fp32_ops',
            'list_lp16_fp32_ops', 'list_conditional_fp32_ops',
            'list_widest_type_cast', 'list_loss_output_functions', 'list_lp16_use_fp32_params',
            'convert_symbol', 'convert_bucketing_module']
@@ -512,6 +512,10 @@ def convert_bucketing_module(bucketing_mod, target_dtype='float16', target_dtype
 
 # --------------------------------------------------------------------------- init()
 _initialized = False
+#: the loss scaler init() makes: the imperative loss outputs scale their gradients by its
+#: factor; the first Trainer given to amp.init_trainer takes it (take_global_loss_scaler)
+_loss_scaler = None
+_loss_scaler_taken = False
 #: (owner, attribute name, previous value or _ABSENT) of every function init() replaced
 _patched = []
 _ABSENT = object()
@@ -588,6 +592,30 @@ def _loss_warning(f):
     return _named(wrapped, f)
 
 
+def _loss_scaling(f):
+    """``f`` (an imperative loss output) with its ``grad_scale`` multiplied by the current
+    factor of :func:`init`'s loss scaler, as MXNet's ``amp.init`` wraps ``mx.nd``'s."""
+    def wrapped(*args, **kwargs):
+        kwargs['grad_scale'] = kwargs.get('grad_scale', 1.0) * _loss_scaler.loss_scale
+        return f(*args, **kwargs)
+    return _named(wrapped, f)
+
+
+def is_initialized():
+    """Whether :func:`init` ran (and was not undone)."""
+    return _initialized
+
+
+def take_global_loss_scaler():
+    """The loss scaler :func:`init` made, the first time it is asked for (the first
+    Trainer gets it, as in MXNet); None after that or before :func:`init`."""
+    global _loss_scaler_taken
+    if _loss_scaler is None or _loss_scaler_taken:
+        return None
+    _loss_scaler_taken = True
+    return _loss_scaler
+
+
 def _owner(module, name):
     """Where ``mx.sym`` / ``mx.nd`` finds the function of operator ``name``: the module,
     or a namespace (``_contrib_box_nms`` is ``contrib.box_nms``)."""
@@ -623,9 +651,11 @@ def init(target_dtype='float16', target_precision_ops=None, conditional_fp32_ops
     always get an ``amp_cast`` node; NDArrays are cast where their type (float16 or
     float32) differs. The loss outputs of :func:`list_loss_output_functions` log that
     dynamic loss scaling is not supported in symbolic execution (MXNet logs the same;
-    loss scaling is Gluon-only). A second call does nothing.
+    loss scaling is Gluon-only); their ``mx.nd`` functions scale ``grad_scale`` by the
+    factor of the loss scaler made here, which the first Trainer given to
+    ``amp.init_trainer`` adapts. A second call does nothing.
     """
-    global _initialized
+    global _initialized, _loss_scaler, _loss_scaler_taken
     if _initialized:
         return
     target = np.dtype(_target_name(target_dtype))
@@ -648,13 +678,16 @@ def init(target_dtype='float16', target_precision_ops=None, conditional_fp32_ops
         for name in list_widest_type_cast(target):
             owner, attr = _owner(module, name)
             _patch(owner, attr, _widest_wrapper(getattr(owner, attr), target))
+    _loss_scaler = LossScaler()
+    _loss_scaler_taken = False
     for name in list_loss_output_functions(target):
         _patch(symbol, name, _loss_warning(getattr(symbol, name)))
+        _patch(ndarray, name, _loss_scaling(getattr(ndarray, name)))
 
 
 def _uninit():
     """Undo :func:`init` (tests): the functions it replaced come back."""
-    global _initialized
+    global _initialized, _loss_scaler, _loss_scaler_taken
     while _patched:
         owner, name, prev = _patched.pop()
         if isinstance(owner, opdef.OpNamespace):
@@ -667,36 +700,5 @@ def _uninit():
         else:
             setattr(owner, name, prev)
     _initialized = False
-
-
-def init_trainer(optimizer_or_trainer):
-    """MXNet's dynamic loss scaling works with a Gluon Trainer only (an Optimizer is
-    refused there too); symgraph has no Gluon: refused."""
-    if not _initialized:
-        raise UsageError('AMP not initialized, did you forget to call amp.init()?')
-    raise NotSupportedError('amp.init_trainer: dynamic loss scaling needs a Gluon Trainer '
-                            '(MXNet refuses an Optimizer too: "AMP is currently only '
-                            'compatible with Gluon Trainer"); symgraph has no Gluon. For a '
-                            'Module, scale the loss by hand (grad_scale of the loss output '
-                            'and rescale_grad of the optimizer)')
-
-
-def scale_loss(loss, optimizer_or_trainer):
-    """Gluon-only in MXNet: refused."""
-    raise NotSupportedError('amp.scale_loss works with a Gluon Trainer only; symgraph has no '
-                            'Gluon')
-
-
-def unscale(optimizer_or_trainer):
-    """Gluon-only in MXNet: refused."""
-    raise NotSupportedError('amp.unscale works with a Gluon Trainer only; symgraph has no '
-                            'Gluon')
-
-
-def convert_hybrid_block(block, target_dtype='float16', target_dtype_ops=None, fp32_ops=None,
-                         conditional_fp32_ops=None, excluded_sym_names=None, ctx=None,
-                         cast_optional_params=False):
-    """Gluon-only in MXNet: refused (use :func:`convert_model` on the exported symbol)."""
-    raise NotSupportedError('amp.convert_hybrid_block converts a Gluon HybridBlock; symgraph '
-                            'has no Gluon: use amp.convert_model on the exported symbol and '
-                            'parameters')
+    _loss_scaler = None
+    _loss_scaler_taken = False

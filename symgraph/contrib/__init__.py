@@ -1,2 +1,12 @@
-"""``mx.contrib``: MXNet's contributed modules that symgraph has (``amp``)."""
+"""``mx.contrib``: MXNet's contributed modules that symgraph has (``amp``,
+``svrg_optimization``) and the contrib operator namespaces under the names MXNet's
+``mxnet.contrib`` gives them (``mx.contrib.nd`` is ``mx.nd.contrib``, ``mx.contrib.sym`` is
+``mx.sym.contrib``)."""
+from .. import ndarray as _ndarray
+from .. import symbol as _symbol
 from . import amp
+
+#: ``mx.contrib.ndarray`` / ``mx.contrib.nd``: the contrib operators on NDArrays
+ndarray = nd = _ndarray.contrib
+#: ``mx.contrib.symbol`` / ``mx.contrib.sym``: the contrib operators on Symbols
+symbol = sym = _symbol.contrib

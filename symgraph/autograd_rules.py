@@ -7,8 +7,9 @@ rule table, keyed by operator name, that expresses each gradient with differenti
 row). :func:`sweep` runs the tape backward with those rules while recording.
 
 A rule is ``rule(op, x, y, g) -> list`` with ``x`` the node's input NDArrays (as recorded),
-``y`` None (outputs are recomputed from ``x`` where needed, so that the rule's graph reads
-only recorded arrays), ``g`` the output gradients (NDArrays) and one NDArray or None per
+``y`` the node's hidden outputs as constants (Dropout's mask) or None
+(outputs are recomputed from ``x`` where needed, so that the rule's graph reads only
+recorded arrays), ``g`` the output gradients (NDArrays) and one NDArray or None per
 input returned.
 """
 from __future__ import annotations
@@ -110,6 +111,12 @@ def _activation(op, x, y, g):
         raise NotSupportedError('create_graph: no recordable gradient of Activation(act_type=%r)'
                                 % act)
     return [g[0] * d]
+
+
+@rule('Dropout')
+def _dropout(op, x, y, g):
+    # y: the hidden outputs (the mask, already scaled by 1 / (1 - p)), a constant
+    return [g[0] * y[0]]
 
 
 @rule('clip')
@@ -266,6 +273,10 @@ def _add_nd(a, b):
     return b if a is None else a + b
 
 
+def _zero_rule(op, x, y, g):
+    return [_call('zeros_like', a) for a in x]
+
+
 def _linked(g, node):
     """``g`` kept on the tape: a gradient that depends on no recorded array (relu's step
     times a constant head gradient) is tied to the node's inputs with a zero gradient, so
@@ -279,7 +290,8 @@ def _linked(g, node):
     def run(og):
         return [xp.zeros(s, d) for s, d in shapes]
     link = tape.Node('_zero_gradient_of_' + node.name, [a._ag for a in ins],
-                     [(g._data.shape, g._data.dtype)], run, (), node.ctx, in_arrays=ins)
+                     [(g._data.shape, g._data.dtype)], run, (), node.ctx, in_arrays=ins,
+                     rule=_zero_rule)
     g._ag = tape.Entry(link, 0)
     return g
 
@@ -301,7 +313,7 @@ def sweep(entries, head_grads, nodes, variables, retain_graph):
             og = grads.pop(id(node), None)
             if og is None:
                 continue
-            fn = RULES.get(node.name) if node.op is not None else None
+            fn = node.rule or (RULES.get(node.name) if node.op is not None else None)
             if fn is None or node.in_arrays is None:
                 raise NotSupportedError(
                     'autograd.grad(create_graph=True): no recordable gradient for %s; '
@@ -311,14 +323,17 @@ def sweep(entries, head_grads, nodes, variables, retain_graph):
             og = [g if g is not None else
                   NDArray(ctx.xp.zeros(shape, dtype), ctx)
                   for g, (shape, dtype) in zip(og, node.out_meta)]
-            n_args = len(node.op.list_arguments())
-            in_grads = [_linked(g, node) for g in
-                        fn(node.op, node.in_arrays[:n_args], None, og)]
+            n_args = len(node.op.list_arguments()) if node.op is not None else \
+                len(node.in_arrays)
+            hidden = None if node.out_arrays is None else \
+                [NDArray(o, ctx) for o in node.out_arrays]
+            in_grads = fn(node.op, node.in_arrays[:n_args], hidden, og)
             if not retain_graph:
                 node.free()
             for e, g in zip(node.inputs, in_grads):
                 if g is None or e is None:
                     continue
+                g = _linked(g, node)
                 if e.node is None:
                     if e.req != 'null':
                         var_grads[id(e)] = _add_nd(var_grads.get(id(e)), g)

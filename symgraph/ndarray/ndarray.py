@@ -102,6 +102,21 @@ class NDArray:
             g = NDArray(self._ctx.xp.zeros(self._data.shape, self._data.dtype), self._ctx)
         self._ag = tape.Entry(None, 0, g, grad_req)
 
+    @property
+    def _fresh_grad(self):
+        """Whether a backward wrote this variable's gradient since the flag was last
+        cleared (MXNet's flag, which gluon.Trainer reads to find stale gradients)."""
+        e = self._ag
+        return bool(e is not None and e.node is None and e.fresh)
+
+    @_fresh_grad.setter
+    def _fresh_grad(self, value):
+        e = self._ag
+        if e is None or e.node is not None:
+            raise AttributeError('_fresh_grad: the array is not a variable of autograd '
+                                 '(attach_grad first)')
+        e.fresh = bool(value)
+
     def detach(self):
         """The same values (shared memory) outside the recorded graph."""
         return NDArray(self._data, self._ctx)
@@ -1052,7 +1067,8 @@ def _record(op, step, inputs, datas, outs, res, ctx):
         r = list(step.backward(g, saved_in, saved_out, aux, need))
         return r + [None] * (n_in - len(r))
     node = tape.Node(op.name, [e if tape.needs_grad(e) else None for e in entries], meta, run,
-                     checks, ctx, op=op, in_arrays=list(inputs))
+                     checks, ctx, op=op, in_arrays=list(inputs),
+                     out_arrays=outs[n_vis:] or None)
     for k, r in enumerate(res):
         r._ag = tape.Entry(node, k)
 
@@ -1066,7 +1082,10 @@ def _roots(a):
 
 def _own(out, inputs, ctx):
     """``out``, copied when it views an input's memory: an operator may return a view
-    (reverse, Flatten, slices), but an mx.nd result is a new array, as in MXNet."""
+    (reverse, Flatten, slices), but an mx.nd result is a new array, as in MXNet. A NumPy
+    scalar (a ufunc on a 0-d array) becomes a 0-d array."""
+    if isinstance(out, np.generic):
+        return np.asarray(out)
     root = _roots(out)
     if any(root is _roots(d) for d in inputs):
         with ctx.device_scope():

@@ -419,3 +419,44 @@ def test_no_recording_outside_record():
     x.attach_grad()
     y = x * 2
     assert y._ag is None
+
+
+def test_second_order_of_arcsinh_has_the_right_sign():
+    """MXNet 1.9.1's test_higher_order_grad expects +x/(x^2+1)^1.5, the wrong sign;
+    finite differences of arcsinh' side with us (docs/differences.md)."""
+    xn = np.array([0.3, -0.7])
+    x = mx.nd.array(xn, dtype='float64')
+    x.attach_grad()
+    with ag.record():
+        g = ag.grad(mx.nd.arcsinh(x), x, create_graph=True)[0]
+    g.backward()
+    d1 = lambda v: 1 / np.sqrt(v ** 2 + 1)  # noqa: E731
+    numeric = (d1(xn + 1e-6) - d1(xn - 1e-6)) / 2e-6
+    np.testing.assert_allclose(x.grad.asnumpy(), numeric, rtol=1e-6)
+    assert (x.grad.asnumpy() * xn < 0).all()
+
+
+def test_second_order_of_dropout_is_zero_and_third_order_runs():
+    x = mx.nd.array(np.linspace(-1, 1, 50))
+    x.attach_grad()
+    with ag.record():
+        y = mx.nd.Dropout(x, p=0.5)
+        g1 = ag.grad(y, x, create_graph=True, retain_graph=True)[0]
+        g2 = ag.grad(g1, x, create_graph=True, retain_graph=True)[0]
+    kept = y.asnumpy() != 0
+    np.testing.assert_allclose(g1.asnumpy(), kept * 2.0)
+    np.testing.assert_allclose(g2.asnumpy(), 0.0)
+
+
+def test_fresh_grad_flag():
+    x, y = mx.nd.ones((2,)), mx.nd.ones((2,))
+    ag.mark_variables([x, y], [mx.nd.zeros((2,)), mx.nd.zeros((2,))])
+    assert not x._fresh_grad and not y._fresh_grad
+    with ag.record():
+        z = x.detach() + y
+    z.backward()
+    assert y._fresh_grad and not x._fresh_grad
+    y._fresh_grad = False
+    assert not y._fresh_grad
+    with pytest.raises(AttributeError):
+        mx.nd.ones((1,))._fresh_grad = True

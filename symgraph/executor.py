@@ -500,13 +500,13 @@ class Executor:
         return Executor(self._symbol, self._ctx, args, grads, self._grad_req, aux)
 
     def debug_str(self):
-        """The plan: every step with its shapes and storage, planned vs naive bytes, and
-        the storage run: the buffers the executor allocated (measured from the arrays) and
-        the peak bytes of its arrays in the last forward and backward, measured when
-        ``tracemalloc`` was tracing them (the run resets tracemalloc's peak)."""
+        """The plan: every step with its shapes and where each output lies in the storage
+        run (a buffer at its offset in the arena, or an array of its own), the run's planned
+        peak vs naive bytes (:class:`~symgraph.graph.storage.Storage`), the buffers the
+        executor allocated (measured from the arrays) and the peak bytes of its arrays in
+        the last forward and backward, measured when ``tracemalloc`` was tracing them (the
+        run resets tracemalloc's peak)."""
         plan = self._plan
-        assign, planned, naive = plan.memory_plan(is_train=True)
-        _, planned_inf, naive_inf = plan.memory_plan(is_train=False)
         st = plan.storage()
         lines = ['Symbol outputs: %s' % ', '.join(self._output_names)]
         for k, n in enumerate(plan.order):
@@ -521,14 +521,14 @@ class Executor:
                 lines.append('\targ[%d]=%s %s' % (j, src.output_names()[i], plan.shapes[e]))
             for e in plan.out_entries(n):
                 run = 'buffer @%d' % st.offset[st.slot[e]] if e in st.slot else 'own array'
-                lines.append('\tout %s %s %s storage=%s (%s)'
+                lines.append('\tout %s %s %s (%s)'
                              % (plan.entry_info[e][0].output_names()[plan.entry_info[e][1]],
-                                plan.shapes[e], plan.dtypes[e], assign.get(e, '-'), run))
+                                plan.shapes[e], plan.dtypes[e], run))
         lines.append('Backward steps: %d (gradients only where needed)' % len(plan.bwd_steps))
-        lines.append('Total %d MB allocated (training plan; naive %d MB), inference plan %d '
-                     'bytes (naive %d bytes)' % (planned >> 20, naive >> 20, planned_inf,
-                                                 naive_inf))
-        lines.append('planned_bytes=%d naive_bytes=%d' % (planned, naive))
+        lines.append('Planned peak %d MB (the arena and the arrays alive at the fullest step; '
+                     'naive %d MB: every array in storage of its own)'
+                     % (st.peak_bytes >> 20, st.naive_bytes >> 20))
+        lines.append('planned_bytes=%d naive_bytes=%d' % (st.peak_bytes, st.naive_bytes))
         allocated = None if self._pool is None else sum(
             {id(b): b.nbytes for b in (v.base if v.base is not None else v
                                        for v in self._pool)}.values())

@@ -219,7 +219,7 @@ def test_arena_is_the_peak_of_live_buffers_when_smaller_arrays_free_room_for_a_l
     """The placement over one arena: storage freed by two small arrays serves one twice
     their size (separate blocks reused by size could not), and the arena is no larger than
     the most bytes live at once."""
-    from symgraph.graph.plan import _place
+    from symgraph.graph.storage import _place
     # a, b (100 bytes each) die at step 1; c (200 bytes) is born at step 2 while d (64)
     # lives on; e takes c's storage in place at step 3 (c dies there), f must not
     birth = {'a': 0, 'b': 0, 'd': 0, 'c': 2, 'e': 3, 'f': 3}
@@ -434,7 +434,7 @@ def test_placement_by_size_and_lifetime_when_birth_order_splits_the_storage():
     """By birth, a small early array takes the bottom and a long-lived one lies above it;
     the larger array born later finds no gap. Placed largest size x lifetime first, the
     arena is the peak of live bytes."""
-    from symgraph.graph.plan import _place
+    from symgraph.graph.storage import _place
     birth = {'a': 0, 'b': 0, 'c': 2, 'd': 4, 'e': 5}
     death = {'a': 1, 'b': 5, 'c': 3, 'd': 5, 'e': 6}
     sizes = {'a': 64, 'b': 64, 'c': 128, 'd': 128, 'e': 128}

@@ -10,7 +10,8 @@ import numpy as np
 from .base import (BindError, ArgumentError, ArgumentTypeError, ShapeError, UnknownNameError,
                    UsageError)
 from .context import Context, current_context
-from .graph.infer import infer_shapes, infer_types, shape_complete, Wiring
+from .graph.infer import (infer_shapes, infer_types, shape_complete, Wiring,
+                          warn_unknown_shapes, warn_unknown_types)
 from .ndarray import NDArray
 from .ndarray.ndarray import _to_xp
 from .graph.plan import Plan, check_error
@@ -77,7 +78,9 @@ class Executor:
         # inferred with the same inputs already (one sort and one pass per bind)
         self._symbol = symbol
         self._ctx = Context(ctx) if ctx is not None else current_context()
-        order, arg_nodes, aux_nodes = symbol._arg_aux() if _inferred is None else _inferred[0]
+        # (the Symbol's public graph view: this module never imports symbol/)
+        graph = symbol.graph() if _inferred is None else _inferred[0]
+        order, arg_nodes, aux_nodes = graph.order, graph.arguments, graph.aux_states
         self._arg_names = [n.name for n in arg_nodes]
         self._aux_names = [n.name for n in aux_nodes]
         args = _as_list(args, self._arg_names, 'arguments')
@@ -148,7 +151,7 @@ class Executor:
                 if np.dtype(g.dtype) != want[1]:    # it would be cast (and truncated)
                     raise BindError('bind: gradient array of %r has dtype %s but the argument '
                                     'has dtype %s' % (n.name, np.dtype(g.dtype), want[1]))
-            heads = symbol._outputs
+            heads = graph.outputs
             self.outputs = [NDArray(xp.zeros(shapes[(index[id(n)], i)],
                                              dtype=dtypes[(index[id(n)], i)]), self._ctx)
                             for n, i in heads]
@@ -563,8 +566,8 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
     """
     ctx = Context(ctx) if ctx is not None else current_context()
     shapes = dict(shapes or {})
-    graph = symbol._arg_aux()           # the bind's one topological sort
-    order, arg_nodes, aux_nodes = graph
+    graph = symbol.graph()              # the bind's one topological sort
+    order, arg_nodes, aux_nodes = graph.order, graph.arguments, graph.aux_states
     names = [n.name for n in arg_nodes]
     known = set(names) | {n.name for n in aux_nodes}
     unknown = sorted(k for k in shapes if k not in known)
@@ -576,14 +579,13 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
     answers = {'shape': {}, 'type': {}}
     wiring = Wiring(order)              # (both passes' view of the graph)
     index = wiring.index
-    shape_vals = infer_shapes(order, symbol._known((), shapes, 'shape', graph)[3],
+    shape_vals = infer_shapes(order, symbol.input_values('shape', shapes, graph),
                               answers['shape'], wiring)
     arg_shapes = [shape_vals.get((index[id(n)], 0)) for n in arg_nodes]
     aux_shapes = [shape_vals.get((index[id(n)], 0)) for n in aux_nodes]
     if not all(shape_complete(s) for s in arg_shapes + aux_shapes) or \
-            any(shape_vals.get((index[id(n)], i)) is None for n, i in symbol._outputs):
-        # the error path may sort and infer again: it warns as infer_shape does
-        symbol._infer_shape_complete((), shapes, answers['shape'], 4)
+            any(shape_vals.get((index[id(n)], i)) is None for n, i in graph.outputs):
+        warn_unknown_shapes(names, arg_shapes, 3)       # as infer_shape warns
         unknown = [n for n, s in zip(names, arg_shapes) if s is None or not shape_complete(s)]
         raise BindError('simple_bind: cannot infer the shapes of %s from %s; give them as '
                         'keyword arguments' % (unknown, shapes))
@@ -593,13 +595,13 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
         types = {n.name: np.float32 for n in arg_nodes if '__dtype__' not in n.attrs}
     else:
         types = dict(type_dict)
-    type_vals = infer_types(order, symbol._known((), types, 'type', graph)[3], answers['type'],
+    type_vals = infer_types(order, symbol.input_values('type', types, graph), answers['type'],
                             wiring)
     arg_types = [type_vals.get((index[id(n)], 0)) for n in arg_nodes]
     aux_types = [type_vals.get((index[id(n)], 0)) for n in aux_nodes]
-    outs_typed = all(type_vals.get((index[id(n)], i)) is not None for n, i in symbol._outputs)
+    outs_typed = all(type_vals.get((index[id(n)], i)) is not None for n, i in graph.outputs)
     if types and not (outs_typed and all(t is not None for t in arg_types + aux_types)):
-        symbol._infer_type_complete((), types, answers['type'], 4)     # its warning
+        warn_unknown_types(names, arg_types, 3)         # as infer_type warns
     reqs = _grad_reqs(grad_req, names)
     xp = ctx.xp
 

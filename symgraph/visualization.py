@@ -56,13 +56,13 @@ class _Facts:
         # (the Symbol's graph is all this module reads; it never imports symbol/,
         # which offers these functions as methods)
         try:
-            self.order, args, aux = symbol._arg_aux()
+            graph = symbol.graph()
         except (AttributeError, TypeError):
             raise ArgumentTypeError('symbol must be a Symbol, got %s' % type(symbol).__name__) \
                 from None
-        self.symbol = symbol
+        self.symbol, self.graph, self.order = symbol, graph, graph.order
         self.index = {id(n): k for k, n in enumerate(self.order)}
-        self.aux_ids = {id(n) for n in aux}
+        self.aux_ids = {id(n) for n in graph.aux_states}
         self.param_ids = self._only_params()
         self.shapes = self._infer(shape, 'shape', partial) if shape is not None else {}
         self.dtypes = self._infer(dtype, 'type', partial) if dtype is not None else {}
@@ -70,7 +70,8 @@ class _Facts:
     def _infer(self, given, kind, partial):
         # the symbol's own keyword checks (unknown names raise), then one inference pass
         # that never warns: MXNet's plot/summary raise ValueError instead
-        _, arg_nodes, aux_nodes, known = self.symbol._known((), dict(given), kind)
+        known = self.symbol.input_values(kind, given, self.graph)
+        arg_nodes, aux_nodes = self.graph.arguments, self.graph.aux_states
         values = (infer_shapes if kind == 'shape' else infer_types)(self.order, known)
         if not partial:
             ok = shape_complete if kind == 'shape' else (lambda t: t is not None)
@@ -170,7 +171,7 @@ def summary(symbol, shape=None, count='mxnet'):
     else:
         facts = _Facts(symbol, shape)
     order = facts.order
-    head, head_out = symbol._outputs[0]
+    head, head_out = symbol.output_entries[0]
     # MXNet tests `input index in set(heads[0])`, i.e. {head node, its output index, 0}:
     # that is how the first node (the data Variable) shows up as a previous layer
     heads = {facts.index[id(head)], head_out, 0}
@@ -321,7 +322,8 @@ def clusters(symbol, min_size=2):
     >>> sorted('_'.join(p) for p in clusters(x))
     ['s1', 's1_u1', 's1_u2']
     """
-    return _clusters([n for n in symbol._order() if n.op is not None], min_size)
+    return _clusters([n for n in symbol.graph(check_names=False).order if n.op is not None],
+                     min_size)
 
 
 def _common_prefix(ops):
@@ -671,7 +673,7 @@ def repr_svg(symbol):
         import graphviz
     except ImportError:
         return None
-    n_ops = sum(1 for n in symbol._order() if n.op is not None)
+    n_ops = sum(1 for n in symbol.graph(check_names=False).order if n.op is not None)
     collapse = 1 if n_ops > REPR_COLLAPSE_OPS else None
     try:
         dot = plot_network(symbol, title=symbol.name or 'group', collapse=collapse)

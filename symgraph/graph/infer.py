@@ -7,17 +7,37 @@ error with the node, the operator, the argument, the shapes and the user's file:
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import numpy as np
 
 from ..base import ShapeError, TypeInferenceError, MXNetError
 from ..opdef import unify_shape, Operator
 
-__all__ = ['infer_shapes', 'infer_types', 'infer_entries', 'shape_complete', 'Wiring']
+__all__ = ['infer_shapes', 'infer_types', 'infer_entries', 'shape_complete', 'Wiring',
+           'warn_unknown_shapes', 'warn_unknown_types']
 
 
 def shape_complete(s):
     return s is not None and (not s or min(s) > 0)     # (every dimension known)
+
+
+def warn_unknown_shapes(names, shapes, stacklevel):
+    """MXNet's warning for the arguments ``names`` whose ``shapes`` inference left
+    incomplete (``infer_shape`` and ``simple_bind`` give it); ``stacklevel`` counts from
+    the caller."""
+    missing = {n for n, s in zip(names, shapes) if not shape_complete(s)}
+    warnings.warn('Cannot decide shape for the following arguments (0s in shape means '
+                  'unknown dimensions). Consider providing them as input:\n\t' +
+                  '\n\t'.join('%s: %s' % (n, s) for n, s in zip(names, shapes)
+                              if n in missing), stacklevel=stacklevel + 1)
+
+
+def warn_unknown_types(names, types, stacklevel):
+    """MXNet's warning for the arguments ``names`` whose ``types`` are None."""
+    warnings.warn('Cannot decide type for the following arguments. Consider providing them '
+                  'as input:\n\t' + '\n\t'.join('%s: %s' % (n, t) for n, t in zip(names, types)
+                                                  if t is None), stacklevel=stacklevel + 1)
 
 
 def _fmt(s):

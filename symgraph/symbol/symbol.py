@@ -7,7 +7,7 @@ appear as soon as they are registered.
 """
 from __future__ import annotations
 
-import warnings
+from typing import NamedTuple
 
 import numpy as np
 
@@ -18,7 +18,8 @@ from ..base import (MXNetError, user_location, ArgumentError, ArgumentTypeError,
                     rewrap)
 from ..graph import Node, topo_order, aux_variable_ids, TYPE_CODE, parse_shape_attr, \
     dtype_from_attr, variable_name_clash
-from ..graph.infer import infer_shapes, infer_types, shape_complete
+from ..graph.infer import (infer_shapes, infer_types, shape_complete, warn_unknown_shapes,
+                           warn_unknown_types)
 from ..graph.json_format import SymbolFormatError, from_json, to_json
 from ..name import NameManager
 from ..util import is_np_shape
@@ -26,8 +27,22 @@ from ..namespaces import make_namespaces
 from ..ndarray import NDArray
 from ..visualization import repr_svg, to_networkx
 
-__all__ = ['Symbol', 'Variable', 'var', 'Group', 'load', 'load_json', 'maximum', 'minimum',
-           'pow', 'power', 'hypot', 'zeros', 'ones', 'full', 'arange']
+__all__ = ['Symbol', 'SymbolGraph', 'Variable', 'var', 'Group', 'load', 'load_json',
+           'maximum', 'minimum', 'pow', 'power', 'hypot', 'zeros', 'ones', 'full', 'arange']
+
+
+class SymbolGraph(NamedTuple):
+    """A Symbol's graph as the rest of the package reads it (:meth:`Symbol.graph`): the
+    executor, the visualisation and the graph rewriters take the nodes from here, never from
+    the Symbol's internals. Nodes are frozen; treat the lists as read-only."""
+    #: every node, inputs before their readers, in MXNet's order (depth first over inputs)
+    order: list
+    #: the argument Variables, in :meth:`Symbol.list_arguments` order
+    arguments: list
+    #: the auxiliary-state Variables (BatchNorm's moving statistics, ...)
+    aux_states: list
+    #: the output entries ``(node, output index)``, in :meth:`Symbol.list_outputs` order
+    outputs: tuple
 
 
 class Symbol:
@@ -47,6 +62,41 @@ class Symbol:
         if len({id(n) for n, _ in self._outputs}) != 1:
             return None
         return self._outputs[0][0].name
+
+    @property
+    def output_entries(self):
+        """The output entries ``(node, output index)`` (no sort: cheap)."""
+        return self._outputs
+
+    def graph(self, check_names=True):
+        """The graph: a :class:`SymbolGraph` of the nodes in topological order, the
+        argument and auxiliary Variables and the outputs (one sort).
+
+        ``check_names``: refuse two different Variables with one name, as listing,
+        inference and binding do (a ``NameCollisionError``); False only for what merely
+        draws or counts the nodes.
+
+        >>> import symgraph as mx
+        >>> g = mx.sym.FullyConnected(mx.sym.var('x'), num_hidden=2, name='fc').graph()
+        >>> [n.name for n in g.order], [n.name for n in g.arguments], g.outputs[0][1]
+        (['x', 'fc_weight', 'fc_bias', 'fc'], ['x', 'fc_weight', 'fc_bias'], 0)
+        """
+        if check_names:
+            order, args, aux = self._arg_aux()
+        else:
+            order = self._order()
+            aux_ids = aux_variable_ids(order)
+            args = [n for n in order if n.op is None and id(n) not in aux_ids]
+            aux = [n for n in order if n.op is None and id(n) in aux_ids]
+        return SymbolGraph(order, args, aux, self._outputs)
+
+    def input_values(self, kind, given, graph=None):
+        """What inference starts from: ``{Variable node: shape or dtype}`` from ``given``
+        (``{input name: shape}`` for ``kind='shape'``, ``{name: dtype}`` for ``'type'``), then
+        the Variables' ``__shape__`` / ``__dtype__`` attributes. ``graph``: this symbol's
+        :meth:`graph`, where the caller has it (spares a sort). An unknown name is an
+        ArgumentError listing the inputs."""
+        return self._known((), dict(given), kind, graph)[3]
 
     def _order(self):
         return topo_order([n for n, _ in self._outputs])
@@ -244,8 +294,8 @@ class Symbol:
     # ------------------------------------------------------------------ inference
     def _known(self, args, kwargs, kind, graph=None):
         """The inference problem: ``(order, arg_nodes, aux_nodes, known)``; ``graph``, a
-        result of :meth:`_arg_aux` the caller already has, spares another sort."""
-        order, arg_nodes, aux_nodes = graph or self._arg_aux()
+        :meth:`graph` the caller already has, spares another sort."""
+        order, arg_nodes, aux_nodes = graph[:3] if graph is not None else self._arg_aux()
         known = {}
         if args and kwargs:
             raise ArgumentError('infer_%s: give either positional or keyword arguments' % kind)
@@ -306,12 +356,7 @@ class Symbol:
         # with every input known, a 0 in an output is a real empty dimension (a slice)
         if all(shape_complete(s) for s in arg + aux) and all(s is not None for s in out):
             return arg, out, aux
-        missing = [n for n, s in zip(self.list_arguments(), arg) if not shape_complete(s)]
-        warnings.warn('Cannot decide shape for the following arguments (0s in shape means '
-                      'unknown dimensions). Consider providing them as input:\n\t' +
-                      '\n\t'.join('%s: %s' % (n, s) for n, s in
-                                  zip(self.list_arguments(), arg) if n in missing),
-                      stacklevel=stacklevel)
+        warn_unknown_shapes(self.list_arguments(), arg, stacklevel)
         return None, None, None
 
     def infer_shape_partial(self, *args, **kwargs):
@@ -342,10 +387,7 @@ class Symbol:
         out = [get(n, i) for n, i in self._outputs]
         aux = [get(n) for n in aux_nodes]
         if any(t is None for t in arg + out + aux):
-            warnings.warn('Cannot decide type for the following arguments. Consider '
-                          'providing them as input:\n\t' +
-                          '\n\t'.join('%s: %s' % (n.name, t) for n, t in zip(arg_nodes, arg)
-                                       if t is None), stacklevel=stacklevel)
+            warn_unknown_types([n.name for n in arg_nodes], arg, stacklevel)
             return None, None, None
         return arg, out, aux
 

@@ -295,3 +295,68 @@ def test_cuda_sources_have_no_host_code():
             text = f.read()
         assert '__global__' in text
         assert 'int main' not in text and 'cudaMalloc' not in text, path
+
+
+def _private_members(paths):
+    """Single-underscore names the classes in ``paths`` define (methods, ``__slots__``,
+    attributes set on ``self``)."""
+    names = set()
+    for path in paths:
+        with open(path) as f:
+            tree = ast.parse(f.read(), path)
+        for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+            for node in ast.walk(cls):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    names.add(node.name)
+                elif isinstance(node, ast.Assign) and any(
+                        isinstance(t, ast.Name) and t.id == '__slots__' for t in node.targets):
+                    names.update(c.value for c in ast.walk(node.value)
+                                 if isinstance(c, ast.Constant) and isinstance(c.value, str))
+                elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) \
+                        and isinstance(node.value, ast.Name) and node.value.id == 'self':
+                    names.add(node.attr)
+    return {n for n in names if n.startswith('_') and not n.endswith('__')}
+
+
+#: Symbol members MXNet itself spells with an underscore and calls from outside the class
+#: (its rnn_cell.py and gluon call ``sym._set_attr(...)``): MXNet's API, not a reach-through
+SYMBOL_MXNET_PRIVATE_API = {'_set_attr'}
+
+
+def _reach_throughs(path, private):
+    """(line, name) of ``x._name`` in ``path`` with ``_name`` in ``private``, ``x`` not
+    ``self`` or ``cls``."""
+    with open(path) as f:
+        tree = ast.parse(f.read(), path)
+    return [(n.lineno, n.attr) for n in ast.walk(tree)
+            if isinstance(n, ast.Attribute) and n.attr in private
+            and not (isinstance(n.value, ast.Name) and n.value.id in ('self', 'cls'))]
+
+
+def test_no_private_reach_through_into_symbol():
+    # executor, visualization, contrib.amp, gluon ... read a Symbol through its public graph
+    # view (Symbol.graph(), output_entries, input_values), never through its internals
+    private = _private_members(glob.glob(os.path.join(ROOT, 'symgraph', 'symbol', '*.py')))
+    private -= SYMBOL_MXNET_PRIVATE_API
+    assert {'_outputs', '_arg_aux', '_known', '_order'} <= private     # (the rule sees them)
+    bad, pending = [], dict(PENDING_REACH_THROUGHS)
+    for mod, (path, _) in MODULES.items():
+        if _under(mod, ('symgraph.symbol',)):
+            continue
+        own = _private_members([path])      # a module's own classes' members are its own
+        rel = os.path.relpath(path, ROOT).replace(os.sep, '/')
+        found = {name for _, name in _reach_throughs(path, private - own)}
+        allowed = pending.pop(rel, set())
+        assert allowed <= found, '%s no longer uses %s: strike it from ' \
+            'PENDING_REACH_THROUGHS' % (rel, sorted(allowed - found))
+        bad += ['%s:%d: .%s' % (rel, line, name)
+                for line, name in _reach_throughs(path, private - own) if name not in allowed]
+    assert not bad, 'private Symbol members used outside symbol/:\n' + '\n'.join(bad)
+
+
+#: reach-throughs their owners are switching to the public view (file: names); each entry
+#: must still be found, so that the list only shrinks
+PENDING_REACH_THROUGHS = {
+    # CachedOp.register_op_hook: self._sym._order() -> self._sym.graph(check_names=False)
+    'symgraph/gluon/cached_op.py': {'_order'},
+}

@@ -411,7 +411,7 @@ def convert_symbol(sym, target_dtype='float16', target_dtype_ops=None, fp32_ops=
         raise ParameterError('amp.convert_symbol: %s not in any of amp.list_lp16_ops, '
                              'list_fp32_ops, list_lp16_fp32_ops, list_conditional_fp32_ops'
                              % sorted(illegal))
-    order = sym._checked_order()
+    order = sym.graph().order
     variables = [n for n in order if n.op is None]
     if data_names is None:
         data_names = [n.name for n in variables if '__dtype__' not in n.attrs]
@@ -419,7 +419,7 @@ def convert_symbol(sym, target_dtype='float16', target_dtype_ops=None, fp32_ops=
     rp = _ReducePrecision(_F16, set(target_dtype_ops), set(fp32_ops),
                           set(mod.WIDEST_TYPE_CASTS), conditional, set(excluded_sym_names),
                           set(data_names), bool(cast_optional_params))
-    heads = rp.run(list(sym._outputs))
+    heads = rp.run(list(sym.output_entries))
     _set_param_dtypes(heads, set(data_names), model_params)
     return Symbol(heads)
 
@@ -536,15 +536,15 @@ def _symbol_wrapper(f, dtype, cond=None):
         if cond is not None and kwargs.get(cond[0]) not in cond[1]:
             return f(*args, **kwargs)
         out = f(*args, **kwargs)
-        heads = {id(n): n for n, _ in out._outputs}
+        heads = {id(n): n for n, _ in out.output_entries}
         if len(heads) != 1:
             return out
         (node,) = heads.values()
         n_args = len(node.op.list_arguments())
-        ins = [e if j >= n_args else _cast_input(Symbol([e]), dtype)._outputs[0]
+        ins = [e if j >= n_args else _cast_input(Symbol([e]), dtype).output_entries[0]
                for j, e in enumerate(node.inputs)]
         new = Node(node.op, node.name, node.attrs, ins, node.location)
-        return Symbol([(new, i) for _, i in out._outputs])
+        return Symbol([(new, i) for _, i in out.output_entries])
     return _named(wrapped, f)
 
 

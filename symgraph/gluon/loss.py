@@ -564,12 +564,9 @@ class CosineEmbeddingLoss(Loss):
         y_1 = label == 1
         y_minus_1 = label == -1
         cos_sim_a = (1 - cos_sim) * y_1
-        if isinstance(input2, NDArray):
-            z_array = F.array([0], ctx=input2.context)
-        else:
-            z_array = F.zeros((1, 1))
-        # MXNet passes axis=1 here, which broadcast_maximum ignores (it takes no parameters)
-        cos_sim_b = F.broadcast_maximum(z_array, y_minus_1 * (cos_sim - self._margin))
+        # MXNet takes broadcast_maximum with a float32 zero array: max(0, t) with a scalar
+        # holds the same values and gradients and keeps the inputs' dtype (float64 too)
+        cos_sim_b = F.relu(y_minus_1 * (cos_sim - self._margin))
         loss = cos_sim_a + cos_sim_b
         loss = _apply_weighting(F, loss, self._weight, sample_weight)
         return loss
@@ -580,11 +577,8 @@ class CosineEmbeddingLoss(Loss):
         x_norm = F.norm(x, axis=axis).reshape((-1, 1))
         y_norm = F.norm(y, axis=axis).reshape((-1, 1))
         x_dot_y = F.sum(x * y, axis=axis).reshape((-1, 1))
-        if isinstance(y, NDArray):
-            eps_arr = F.array([1e-12], ctx=y.context)
-        else:
-            eps_arr = F.full((1, 1), 1e-12)
-        return x_dot_y / F.broadcast_maximum(x_norm * y_norm, eps_arr)
+        # a scalar maximum rather than MXNet's float32 array of 1e-12: any dtype
+        return x_dot_y / F.maximum(x_norm * y_norm, 1e-12)
 
 
 class SDMLLoss(Loss):
@@ -627,17 +621,18 @@ class SDMLLoss(Loss):
         squared_diffs = (x1_ - x2_) ** 2
         return squared_diffs.sum(axis=2)
 
-    def _compute_labels(self, F, batch_size):
+    def _compute_labels(self, F, batch_size, dtype='float32'):
         """The smoothed identity: ``1 - smoothing`` on the diagonal, the rest spread
         evenly over each row."""
-        gold = F.eye(batch_size)
+        gold = F.eye(batch_size, dtype=dtype)
         labels = gold * (1 - self.smoothing_parameter) + \
             (1 - gold) * self.smoothing_parameter / (batch_size - 1)
         return labels
 
     def _loss(self, F, x1, x2):
         batch_size = x1.shape[0]
-        labels = self._compute_labels(F, batch_size)
+        # the labels in the inputs' dtype (MXNet: always float32, so float64 fails there)
+        labels = self._compute_labels(F, batch_size, x1.dtype)
         distances = self._compute_distances(x1, x2)
         log_probabilities = F.log_softmax(-distances, axis=1)
         return self.kl_loss(log_probabilities, labels.as_in_context(distances.context))

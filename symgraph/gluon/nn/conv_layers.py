@@ -281,9 +281,13 @@ class Conv2DTranspose(_ConvNDTranspose):
 
     Examples
     --------
+    The repr reads the weight's shape as a convolution's, so the channels show swapped
+    (``in_channels -> channels / groups`` is ``weight.shape[1] -> weight.shape[0]``), as in
+    MXNet 1.9.1:
+
     >>> import symgraph as mx
     >>> mx.gluon.nn.Conv2DTranspose(8, 4, strides=2, padding=1, in_channels=4)
-    Conv2DTranspose(4 -> 8, kernel_size=(4, 4), stride=(2, 2), padding=(1, 1))
+    Conv2DTranspose(8 -> 4, kernel_size=(4, 4), stride=(2, 2), padding=(1, 1))
     """
 
     _ndim, _layouts = 2, ('NCHW', 'NHWC')

@@ -36,42 +36,30 @@ rounding; :meth:`InferencePasses.describe` gives the ``debug_str`` lines.
 from __future__ import annotations
 
 import collections
-import os
 
-from ..base import ParameterError
+from .. import config
 from ..opdef import Operator, cpu_backend
 from .nodes import Node
 from .plan import Plan
-from .storage import OFF_WORDS
 
 __all__ = ['PASSES', 'ENV', 'enabled_passes', 'InferencePasses', 'TRAINING_FUSION_ENV',
            'fuse_for_training']
 
 #: every pass, in the order they run
 PASSES = ('dead_nodes', 'fold_bn', 'fuse', 'layout')
-#: the environment variable that selects them
-ENV = 'SYMGRAPH_INFERENCE_PASSES'
+#: the environment variable that selects them (its words: symgraph.config's table)
+ENV = config.env_name('INFERENCE_PASSES')
 
 
 def enabled_passes(value=None):
     """The passes ``value`` (default: the environment variable) switches on, as a tuple.
 
     Unset: all; ``''``, ``'0'``, ``'none'``, ``'off'``: none; else comma-separated names of
-    :data:`PASSES`. An unknown name is a ParameterError naming the variable."""
+    :data:`PASSES` (:func:`symgraph.config.names`). An unknown name is a ValueError naming
+    the variable and the passes."""
     if value is None:
-        value = os.environ.get(ENV)
-        if value is None:
-            return PASSES
-    names = [v.strip().lower() for v in value.split(',') if v.strip()]
-    if not names or (len(names) == 1 and names[0] in OFF_WORDS):
-        return ()
-    if names in (['1'], ['all'], ['on'], ['true'], ['yes']):
-        return PASSES
-    unknown = [n for n in names if n not in PASSES]
-    if unknown:
-        raise ParameterError('%s=%r: unknown inference pass %s; the passes are %s (or none)'
-                             % (ENV, value, ', '.join(map(repr, unknown)), ', '.join(PASSES)))
-    return tuple(p for p in PASSES if p in names)
+        return config.names('INFERENCE_PASSES')
+    return config.parse('INFERENCE_PASSES', value)
 
 
 class _N:
@@ -389,7 +377,7 @@ class InferencePasses:
 
 
 #: the environment variable that switches the training fusion off (read at bind)
-TRAINING_FUSION_ENV = 'SYMGRAPH_TRAINING_FUSION'
+TRAINING_FUSION_ENV = config.env_name('TRAINING_FUSION')
 
 
 def fuse_for_training(order, heads, shapes, dtypes, xp):
@@ -407,7 +395,7 @@ def fuse_for_training(order, heads, shapes, dtypes, xp):
     what :class:`~symgraph.graph.plan.Plan` reads the consumer's output from, so that
     neither its readers nor the heads need new nodes) and the fused nodes' names."""
     if getattr(xp, '__name__', None) != 'numpy' or cpu_backend() is None \
-            or os.environ.get(TRAINING_FUSION_ENV, '').strip().lower() in OFF_WORDS:
+            or not config.flag('TRAINING_FUSION'):
         return None     # (no CPU backend: nothing to fuse into, so nothing is asked)
     # producers whose operator has the hook (the others cannot fuse: not asked at all)
     hooked = [n for n in order if n.op is not None and type(n.op).fuse_training_post_op

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import collections
 import itertools
-import os
 
 import numpy as np
 
-__all__ = ['Storage', 'plan_storage', 'allocate', 'training_layouts', 'LAYOUT', 'OFF_WORDS']
+from .. import config
+
+__all__ = ['Storage', 'plan_storage', 'allocate', 'training_layouts', 'LAYOUT']
 
 #: the activation layout a training plan keeps between operators that read it
 LAYOUT = 'channels_last'
@@ -436,14 +437,10 @@ def _place_by_area(spans, limit):
     return top, at
 
 
-#: what a switch variable holding one of these means: off (``SYMGRAPH_TRAINING_LAYOUT``
-#: here, ``SYMGRAPH_INFERENCE_PASSES`` in :mod:`.passes`)
-OFF_WORDS = ('0', 'none', 'off', 'false', 'no')
-
-
 def _training_layout_off():
-    """Whether ``SYMGRAPH_TRAINING_LAYOUT`` switches the training plans' layouts off."""
-    return os.environ.get('SYMGRAPH_TRAINING_LAYOUT', '').strip().lower() in OFF_WORDS
+    """Whether ``SYMGRAPH_TRAINING_LAYOUT`` switches the training plans' layouts off
+    (:mod:`symgraph.config`'s table: an unknown value is a ValueError)."""
+    return not config.flag('TRAINING_LAYOUT')
 
 
 def _entry(k):

@@ -313,6 +313,11 @@ class MakeLossSimple(Operator):
     is_loss = True
     inplace = ((0, 0),)
 
+    def list_outputs(self):
+        # MXNet 1.9.1 names this operator's output 'loss' (nll -> nll_loss); MakeLoss's
+        # is 'output'
+        return ['loss']
+
     def forward(self, xp, inputs, aux, is_train):
         return [inputs[0]]
 

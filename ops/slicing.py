@@ -221,7 +221,9 @@ class SplitV2(Operator):
         return self.sections if self.sections > 0 else len(self.indices)
 
     def list_outputs(self):
-        return ['output%d' % i for i in range(self._count())]
+        # MXNet's default names (no FListOutputNames): a single piece is plain 'output'
+        k = self._count()
+        return ['output'] if k == 1 else ['output%d' % i for i in range(k)]
 
     def _bounds(self, n, ax, shape):
         """(start, end) of every piece on an axis of length ``n``."""

@@ -1,6 +1,7 @@
 """Errors and small shared utilities (MXNet's ``mxnet.base``)."""
 from __future__ import annotations
 
+import contextlib
 import difflib
 import inspect
 import os
@@ -13,7 +14,8 @@ __all__ = ['SymgraphError', 'MXNetError', 'ShapeError', 'TypeInferenceError',
            'ArgumentTypeError', 'UnknownNameError', 'UnknownOperatorError', 'MissingFileError',
            'UsageError',
            'NotSupportedError', 'close_names', 'rewrap', 'user_location', 'string_types',
-           'numeric_types', 'integer_types', 'mx_real_t', 'py_str', 'NotImplementedForSymbol']
+           'numeric_types', 'integer_types', 'mx_real_t', 'py_str', 'NotImplementedForSymbol',
+           'atomic_write']
 
 # MXNet's type tuples: numpy scalars count as numbers (metrics return them)
 string_types = (str,)
@@ -217,3 +219,56 @@ def regroup_nested(args, fmt):
         res, args = regroup_nested(args, i)
         ret.append(res)
     return ret, args
+
+
+@contextlib.contextmanager
+def atomic_write(path, mode='wb', encoding='utf-8'):
+    """Write the file ``path`` all at once or not at all: a context manager giving a file
+    object (``mode`` ``'wb'``, or ``'w'`` for text in ``encoding`` with ``\\n`` line ends).
+
+    What is written goes to a temporary file in the same folder (``.<name>.<random>.tmp``),
+    which is flushed, fsynced and renamed over ``path`` when the block ends without an
+    exception. A process killed while saving (Ctrl-C, the OOM killer, a preempted job)
+    leaves the complete old file or the complete new one under ``path``, never a truncated
+    one; an exception in the block removes the temporary file and leaves ``path`` as it
+    was. (A process killed outright can leave its temporary file behind, never the final
+    name half written.) The new file gets the permissions a plain ``open`` would give it.
+    Checkpoints (``mx.nd.save``, ``save_checkpoint``, ``Symbol.save``, optimizer states)
+    are written through this.
+    """
+    if mode not in ('w', 'wb'):
+        raise ValueError("atomic_write: mode must be 'w' or 'wb', got %r" % (mode,))
+    path = os.fspath(path)
+    folder, name = os.path.split(os.path.abspath(path))
+    if not name:
+        raise IsADirectoryError('atomic_write: %r names a folder, not a file' % path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_BINARY', 0)
+    for _ in range(100):
+        tmp = os.path.join(folder, '.%s.%s.tmp' % (name, os.urandom(4).hex()))
+        try:
+            # 0o666 and the umask, as open() would create the file (mkstemp gives 0o600)
+            fd = os.open(tmp, flags, 0o666)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise FileExistsError('atomic_write: no free temporary name beside %r' % path)
+    try:
+        text = mode == 'w'
+        with os.fdopen(fd, mode, **({'encoding': encoding, 'newline': ''} if text else {})) \
+                as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    # the rename itself reaches the disk with the folder's entry (POSIX; not on Windows)
+    with contextlib.suppress(OSError, AttributeError):
+        dfd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)

@@ -66,6 +66,11 @@ def load_params(prefix, epoch):
             raise
         raise MissingFileError(e.errno, 'load_params: no such file (epoch %d of checkpoint %r)'
                                % (epoch, prefix), fname) from None
+    if not save_dict:
+        # what MXNet writes for a graph without parameters (a header and no arrays; it
+        # loads as an empty list): MXNet 1.9.1 returns empty dicts and warns
+        warnings.warn("Params file '%s' is empty" % fname, stacklevel=2)
+        return {}, {}
     if not isinstance(save_dict, dict):
         raise ParamsFormatError('%s holds an unnamed list of arrays, not a checkpoint' % fname)
     arg_params, aux_params = {}, {}

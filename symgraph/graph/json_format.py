@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import json
+import re
 import warnings
+import weakref
 
 from .. import opdef
 from ..attribute import PLAIN_KEYS
@@ -10,7 +12,7 @@ from ..base import MXNetError
 from .nodes import TYPE_CODE, Node, dtype_from_attr, parse_shape_attr, topo_order
 from .subgraph import GraphSubgraph
 
-__all__ = ['to_json', 'from_json', 'MXNET_VERSION']
+__all__ = ['to_json', 'from_json', 'mxnet_output_count', 'MXNET_VERSION']
 
 MXNET_VERSION = 10901
 
@@ -39,7 +41,100 @@ def to_json(heads, remove_amp_cast=False):
     """
     doc = _graph_doc(heads, remove_amp_cast)
     doc['attrs'] = {'mxnet_version': ['int', MXNET_VERSION]}
-    return json.dumps(doc, indent=2)
+    out = []
+    _write(out, doc, 0)
+    return ''.join(out)
+
+
+def _quote(text):
+    """A JSON string as dmlc's ``JSONWriter::WriteString`` writes it: only ``\\r``, ``\\n``,
+    ``\\t``, ``\\\\`` and ``\\"`` escaped, everything else (non-ASCII included) as is."""
+    text = _ESCAPES.sub(lambda m: _ESCAPE[m.group()], text)
+    # a lone surrogate (no MXNet string holds one: they are UTF-8 bytes) cannot be encoded
+    # to a file: written as a JSON escape, which reads back the same
+    return '"%s"' % _SURROGATES.sub(lambda m: '\\u%04x' % ord(m.group()), text)
+
+
+_ESCAPE = {'\r': '\\r', '\n': '\\n', '\t': '\\t', '\\': '\\\\', '"': '\\"'}
+_ESCAPES = re.compile('[\r\n\t\\\\"]')
+_SURROGATES = re.compile('[\ud800-\udfff]')
+
+
+def _write(out, value, depth, key=None):
+    """Append ``value`` to ``out`` laid out byte for byte as MXNet writes a symbol (dmlc's
+    ``JSONWriter`` through NNVM's ``SaveJSON``), so that a graph saved here and the same
+    graph saved by MXNet are the same file (MXNet's ``fit.py`` asserts that equality).
+
+    dmlc puts a container on several lines when it is a structure (a graph, a node), a
+    map of more than one entry (``attrs``) or an array of more than ten elements or of
+    structures; the others go on one line. Items are separated by ``", "`` and, on
+    several lines, a newline and two spaces per open container; ``attrs`` keys are written
+    sorted (it is a ``std::map``). (dmlc leaves keys unescaped; ours are escaped as values,
+    the same text for every key MXNet itself can write.)
+    """
+    if isinstance(value, str):
+        out.append(_quote(value))
+    elif isinstance(value, bool) or not isinstance(value, (int, list, dict)):
+        raise TypeError('symbol JSON: cannot write %r (%s)' % (value, type(value).__name__))
+    elif isinstance(value, int):
+        out.append(str(value))
+    else:
+        is_map = isinstance(value, dict)
+        if is_map:
+            multi = len(value) > 1 if key == 'attrs' else True
+            items = sorted(value.items()) if key == 'attrs' else list(value.items())
+        else:
+            multi = len(value) > 10 or any(isinstance(v, dict) for v in value)
+            items = value
+        out.append('{' if is_map else '[')
+        pad = '\n' + '  ' * (depth + 1)
+        for k, item in enumerate(items):
+            if k:
+                out.append(', ')
+            if multi:
+                out.append(pad)
+            if is_map:
+                out.append(_quote(item[0]) + ': ')
+                _write(out, item[1], depth + 1, item[0])
+            else:
+                _write(out, item, depth + 1)
+        if multi and items:
+            out.append('\n' + '  ' * depth)
+        out.append('}' if is_map else ']')
+
+
+def _pooling_hidden(op):
+    # the MXNet wheel's oneDNN build gives max pooling that oneDNN runs (1-3 spatial axes,
+    # channels-first) a hidden workspace output (pooling.cc's GetNumOutputs)
+    return int(op.pool_type == 'max' and 1 <= len(op.kernel) <= 3
+               and op.layout in (None, 'NCW', 'NCHW', 'NCDHW'))
+
+
+#: node -> (its inputs as read from a file, their versions there): what MXNet writes back
+_LOADED_VERSIONS = weakref.WeakKeyDictionary()
+
+#: operators whose number of hidden outputs in MXNet 1.9.1 (counted by ``node_row_ptr``)
+#: is not symgraph's: an int, or a function of the operator. symgraph's own hidden outputs
+#: (the draws of the random image operators, RNN's reserve) are not MXNet's.
+_MXNET_HIDDEN_OUTPUTS = {
+    'Pooling': _pooling_hidden,
+    '_linalg_det': 2,                   # the LU factors and the pivots
+    '_linalg_slogdet': 2,
+    '_contrib_BatchNormWithReLU': 3,    # mean, var and oneDNN's workspace
+    'RNN': 0,
+    '_image_random_brightness': 0, '_image_random_contrast': 0, '_image_random_hue': 0,
+    '_image_random_saturation': 0, '_image_random_color_jitter': 0,
+    '_image_random_flip_left_right': 0, '_image_random_flip_top_bottom': 0,
+}
+
+
+def mxnet_output_count(op):
+    """Number of outputs MXNet 1.9.1 gives operator ``op``, hidden ones included (what a
+    saved symbol's ``node_row_ptr`` counts)."""
+    hidden = _MXNET_HIDDEN_OUTPUTS.get(op.name)
+    if hidden is None:
+        return op.output_count()
+    return op.num_visible_outputs() + (hidden(op) if callable(hidden) else hidden)
 
 
 def _graph_doc(heads, remove_amp_cast=False):
@@ -58,17 +153,35 @@ def _graph_doc(heads, remove_amp_cast=False):
     order = topo_order([n for n, _ in heads], inputs_of)
     index = {id(n): k for k, n in enumerate(order)}
     nodes, arg_nodes, row_ptr = [], [], [0]
+    # a Variable's version counts the operators that updated it so far (NNVM's
+    # UpdateNodeVersion): an auxiliary state (a mutated input: BatchNorm's moving_mean) is
+    # read at version 1 by its first updater, 2 by a second one, and so on
+    versions = {}
     for k, n in enumerate(order):
         d = {'op': 'null' if n.op is None else n.op.name, 'name': n.name}
         if n.attrs:
             d['attrs'] = dict(n.attrs)
-        d['inputs'] = [[index[id(src)], i, 0] for src, i in inputs_of(n)]
+        n_args = len(n.op.list_arguments()) if n.op is not None else 0
+        inputs = inputs_of(n)
+        loaded = _LOADED_VERSIONS.get(n)
+        if loaded is not None and loaded[0] == tuple((id(s), i) for s, i in inputs):
+            # as read from a file: MXNet writes back the versions it read
+            entries = [[index[id(src)], i, v] for (src, i), v in zip(inputs, loaded[1])]
+        else:
+            entries = []
+            for j, (src, i) in enumerate(inputs):
+                version = 0
+                if src.op is None:
+                    version = versions.get(id(src), 0) + (j >= n_args)
+                    versions[id(src)] = version
+                entries.append([index[id(src)], i, version])
+        d['inputs'] = entries
         if n.op is not None and n.op.subgraphs:
             d['subgraphs'] = [_graph_doc(g.heads, remove_amp_cast) for g in n.op.subgraphs]
         nodes.append(d)
         if n.op is None:
             arg_nodes.append(k)
-        row_ptr.append(row_ptr[-1] + n.num_outputs())
+        row_ptr.append(row_ptr[-1] + (1 if n.op is None else mxnet_output_count(n.op)))
     return {'nodes': nodes, 'arg_nodes': arg_nodes, 'node_row_ptr': row_ptr,
             'heads': [[index[id(n)], i, 0] for n, i in heads]}
 
@@ -107,12 +220,15 @@ class _Rec:
     that is in no list; ``cls`` is the operator class, None for a Variable.
     """
 
-    __slots__ = ('index', 'name', 'cls', 'attrs', 'inputs', 'loc', 'subgraphs')
+    __slots__ = ('index', 'name', 'cls', 'attrs', 'inputs', 'loc', 'subgraphs', 'versions')
 
-    def __init__(self, index, name, cls, attrs, inputs, loc, subgraphs=None):
+    def __init__(self, index, name, cls, attrs, inputs, loc, subgraphs=None, versions=None):
         self.index, self.name, self.cls = index, name, cls
         self.attrs, self.inputs, self.loc = attrs, inputs, loc
         self.subgraphs = subgraphs
+        # {id(input pair): the version the file gives it}; inputs an upgrade pass adds
+        # are not in it (version 0)
+        self.versions = versions or {}
 
     def where(self):
         return 'node %d (%s)' % (self.index, self.name)
@@ -151,7 +267,7 @@ def _read_nodes(doc, source):
         if op_name == 'null' and raw_inputs:
             _fail(source, 'node %d (%s) is a variable ("op": "null") but has inputs %r'
                   % (k, name, raw_inputs))
-        inputs = []
+        inputs, versions = [], {}
         for e in raw_inputs:
             ent = _entry(e, k)
             if ent is None:
@@ -159,6 +275,7 @@ def _read_nodes(doc, source):
                               'output, version] of integers, and must refer to an earlier '
                               'node)' % (k, name, e))
             inputs.append([recs[ent[0]], ent[1]])
+            versions[id(inputs[-1])] = e[2] if len(e) == 3 else 0
         cls = None
         if op_name != 'null':
             try:
@@ -171,7 +288,8 @@ def _read_nodes(doc, source):
                 isinstance(g, dict) for g in subgraphs)):
             _fail(source, 'node %d (%s): "subgraphs" must be a list of graph objects'
                   % (k, name))
-        recs.append(_Rec(k, name, cls, attrs, inputs, '%s:node %d' % (source, k), subgraphs))
+        recs.append(_Rec(k, name, cls, attrs, inputs, '%s:node %d' % (source, k), subgraphs,
+                         versions))
     return recs
 
 
@@ -383,6 +501,8 @@ def _build(recs, source, version, warn_duplicates=True):
                 except MXNetError as e:
                     _fail(source, 'node %d (%s): %s' % (rec.index, rec.name, e))
             node = Node(op, rec.name, rec.attrs, inputs, rec.loc)
+            _LOADED_VERSIONS[node] = (tuple((id(n), i) for n, i in inputs),
+                                      tuple(rec.versions.get(id(p), 0) for p in rec.inputs))
         built[id(rec)] = node
         return node
 
@@ -408,7 +528,9 @@ def from_json(text, source='<json>', warn_duplicates=True):
     load with a UserWarning naming them and their node indices (``warn_duplicates``).
     """
     try:
-        doc = json.loads(text)
+        # strict=False: control characters inside strings are read as dmlc's reader reads
+        # them (its writer, and ours, leave all but \\t \\n \\r unescaped)
+        doc = json.loads(text, strict=False)
     except (ValueError, TypeError) as e:
         _fail(source, 'not valid JSON (truncated or corrupt?): %s' % e)
     except RecursionError:

@@ -26,7 +26,8 @@ class Node:
         Variables share their name legitimately (see :func:`variable_name_clash`).
     """
 
-    __slots__ = ('op', 'name', 'attrs', 'inputs', 'location', 'same_as')
+    # (__weakref__: the JSON reader remembers, weakly, the input versions a file gave)
+    __slots__ = ('op', 'name', 'attrs', 'inputs', 'location', 'same_as', '__weakref__')
 
     def __init__(self, op, name, attrs, inputs, location='<unknown>', same_as=None):
         object.__setattr__(self, 'op', op)

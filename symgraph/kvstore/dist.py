@@ -43,6 +43,7 @@ import threading
 import numpy
 
 from .. import config
+from ..base import atomic_write
 from ..context import cpu
 from ..ndarray import NDArray
 from ..dist.mpi import world
@@ -322,8 +323,9 @@ class DistKVStore(KVStore):
         every worker), then every worker waits for it (a barrier)."""
         updater = self._updater_or_error()
         if self.rank == 0:
-            with open(fname, 'wb') as fout:
-                fout.write(updater.get_states(dump_optimizer))
+            states = updater.get_states(dump_optimizer)
+            with atomic_write(fname, 'wb') as fout:
+                fout.write(states)
         self._barrier()
 
     def allreduce_host(self, array):

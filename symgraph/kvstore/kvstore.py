@@ -12,7 +12,7 @@ from .. import optimizer as opt
 from ..ndarray import NDArray
 from . import comm
 from .base import KVStoreBase, LOCAL_TYPES, MULTI_PROCESS, MULTI_PROCESS_TYPES, NCCL_TYPES
-from ..base import ArgumentError, ArgumentTypeError, UnknownNameError, UsageError
+from ..base import ArgumentError, ArgumentTypeError, UnknownNameError, UsageError, atomic_write
 
 __all__ = ['KVStore', 'create']
 
@@ -383,7 +383,7 @@ class KVStore(KVStoreBase):
             Whether to also save the optimizer itself.
         """
         states = self._updater_or_error().get_states(dump_optimizer)
-        with open(fname, 'wb') as fout:
+        with atomic_write(fname, 'wb') as fout:
             fout.write(states)
 
     def load_optimizer_states(self, fname):

@@ -6,7 +6,7 @@ from .. import context as ctx
 from .. import ndarray as nd
 from .. import optimizer as opt
 from .. import kvstore as kvs
-from ..base import MXNetError, ArgumentError, ArgumentTypeError, UsageError
+from ..base import MXNetError, ArgumentError, ArgumentTypeError, UsageError, atomic_write
 from ..initializer import Uniform, InitDesc
 from ..io import DataDesc
 from ..model import (load_checkpoint, _create_kvstore, _initialize_kvstore, _update_params,
@@ -655,8 +655,9 @@ class Module(BaseModule):
         if self._update_on_kvstore:
             self._kvstore.save_optimizer_states(fname)
         else:
-            with open(fname, 'wb') as fout:
-                fout.write(self._updater.get_states())
+            states = self._updater.get_states()
+            with atomic_write(fname, 'wb') as fout:
+                fout.write(states)
 
     def load_optimizer_states(self, fname):
         """Load optimizer (updater) states saved by :meth:`save_optimizer_states`."""

@@ -46,7 +46,7 @@ import sys
 
 import numpy as np
 
-from ..base import MissingFileError, MXNetError
+from ..base import MissingFileError, MXNetError, atomic_write
 
 __all__ = ['ParamsFormatError', 'save_arrays', 'load_arrays', 'dumps_arrays', 'loads_arrays']
 
@@ -507,5 +507,6 @@ def save_arrays(fname, data, np_shape=False):
     if hasattr(fname, 'write'):
         _write(fname, *prepared)
         return
-    with open(os.fspath(fname), 'wb') as f:
+    # all or nothing: a save killed half way leaves the previous file (atomic_write)
+    with atomic_write(os.fspath(fname), 'wb') as f:
         _write(f, *prepared)

@@ -15,7 +15,7 @@ from .. import opdef
 from ..attribute import PLAIN_KEYS, AttrScope, check_attrs, plain_keys, with_plain_copies
 from ..base import (MXNetError, user_location, ArgumentError, ArgumentTypeError, NotSupportedError,
                     ParameterError, UnknownNameError, MissingFileError, NameCollisionError,
-                    rewrap)
+                    rewrap, atomic_write)
 from ..graph import Node, topo_order, aux_variable_ids, TYPE_CODE, parse_shape_attr, \
     dtype_from_attr, variable_name_clash
 from ..graph.infer import (infer_shapes, infer_types, shape_complete, warn_unknown_shapes,
@@ -412,8 +412,10 @@ class Symbol:
 
     def save(self, fname, remove_amp_cast=True):
         """Write the JSON graph to ``fname`` (``remove_amp_cast`` as :meth:`tojson`)."""
-        with open(fname, 'w') as f:
-            f.write(self.tojson(remove_amp_cast=remove_amp_cast))
+        text = self.tojson(remove_amp_cast=remove_amp_cast)
+        # UTF-8 whatever the locale, as MXNet writes it; all or nothing (atomic_write)
+        with atomic_write(fname, 'w') as f:
+            f.write(text)
 
     # ------------------------------------------------------------------ execution
     def simple_bind(self, ctx=None, grad_req='write', type_dict=None, stype_dict=None,

@@ -912,14 +912,14 @@ def _invoke(func_name, args, kwargs):
         isinstance(a, NDArray) for a in args) else None
     seen = _SEEN.get(key) if key is not None else None
     if seen is not None:
-        op, n_args, n_out = seen
+        op, n_args, n_out = seen[:3]
         ctx = args[0]._ctx
         with ctx.device_scope():
             datas = [_to_xp(v._data, ctx) for v in args]
             outs = op.forward(ctx.xp, datas[:n_args], datas[n_args:], _AG.training)
         res = [NDArray(_own(o, datas, ctx), ctx) for o in outs[:n_out]]
         if _AG.recording:
-            _record(op, None, args, datas, outs, res, ctx)
+            _record(op, None, args, datas, outs, res, ctx, seen)
         return res[0] if len(res) == 1 else res
     cls = opdef.get_op(func_name)
     # a NumPy array where an input goes is an input (refused below with its name), not
@@ -992,7 +992,8 @@ def _invoke(func_name, args, kwargs):
         # the same call again skips everything above but forward (see _SEEN)
         if len(_SEEN) >= _SEEN_MAX:
             _SEEN.clear()
-        _SEEN[key] = (op, n_args, op.num_visible_outputs())
+        # + the tape's recipe and Step for these calls (_record)
+        _SEEN[key] = [op, n_args, op.num_visible_outputs(), None, None]
     if out is not None:
         outs_given = out if isinstance(out, (list, tuple)) else [out]
         for k, (dst, r) in enumerate(zip(outs_given, res)):
@@ -1038,39 +1039,45 @@ def _select(spec, n):
     return [i for i in spec if i < n]
 
 
-def _record(op, step, inputs, datas, outs, res, ctx):
-    """Put the call of ``op`` on the autograd tape, where one of ``inputs`` needs a
-    gradient: its outputs ``res`` get entries of a node whose backward is the Step's."""
-    entries = [a._ag for a in inputs]
-    if op.no_grad or not any(tape.needs_grad(e) for e in entries):
-        return
-    if step is None:
-        step = op.bind(ctx, [d.shape for d in datas], [np.dtype(d.dtype) for d in datas])
-    n_args = step.n_args
+def _recipe(op, n_outs):
+    """What the tape keeps of a call of ``op`` (see :class:`tape.OpNode`); None where no
+    gradient flows through the operator."""
+    if op.no_grad:
+        return None
+    n_args = len(op.list_arguments())
     n_vis = op.num_visible_outputs()
-    need = [tape.needs_grad(e) for e in entries[:n_args]]
-    sel_in = set(_select(op.needs_inputs, n_args))
-    sel_out = set(_select(op.needs_outputs, len(outs))) | set(range(n_vis, len(outs)))
-    saved_in = [d if j in sel_in else None for j, d in enumerate(datas[:n_args])]
-    saved_out = [o if k in sel_out else None for k, o in enumerate(outs)]
-    aux = datas[n_args:]
-    names = op.list_arguments()
-    checks = [(inputs[j], inputs[j]._ver, 'input %r' % names[j]) for j in sorted(sel_in)]
-    checks += [(res[k], res[k]._ver, 'output %d' % k) for k in sorted(sel_out) if k < n_vis]
-    meta = [(o.shape, o.dtype) for o in outs]
-    is_loss, xp, n_in = op.is_loss, ctx.xp, len(inputs)
+    sel_in = tuple(_select(op.needs_inputs, n_args))
+    sel_out = tuple(sorted(set(_select(op.needs_outputs, n_outs)) | set(range(n_vis, n_outs))))
+    return n_args, n_vis, sel_in, sel_out, op.list_arguments(), op.is_loss
 
-    def run(og):
-        g = [None if is_loss or k >= n_vis else
-             og[k] if og[k] is not None else xp.zeros(meta[k][0], meta[k][1])
-             for k in range(len(meta))]
-        r = list(step.backward(g, saved_in, saved_out, aux, need))
-        return r + [None] * (n_in - len(r))
-    node = tape.Node(op.name, [e if tape.needs_grad(e) else None for e in entries], meta, run,
-                     checks, ctx, op=op, in_arrays=list(inputs),
-                     out_arrays=outs[n_vis:] or None)
+
+def _record(op, step, inputs, datas, outs, res, ctx, seen=None):
+    """Put the call of ``op`` on the autograd tape, where one of ``inputs`` needs a
+    gradient: its outputs ``res`` get entries of a node whose backward is the Step's.
+    ``seen``: the call's :data:`_SEEN` row, which keeps the operator's recipe."""
+    for a in inputs:
+        e = a._ag
+        if e is not None and (e.node is not None or e.req != 'null'):
+            break
+    else:
+        return
+    if seen is not None:
+        recipe = seen[3]
+        if recipe is None:
+            recipe = seen[3] = _recipe(op, len(outs)) or False
+            # the calls of one row are alike and stateless: they share one Step
+            seen[4] = op.bind(ctx, [d.shape for d in datas], [d.dtype for d in datas])
+        step = seen[4]
+    else:
+        recipe = _recipe(op, len(outs))
+    if not recipe:
+        return
+    entries = [a._ag for a in inputs]
+    node = tape.OpNode(op, step, [e if tape.needs_grad(e) else None for e in entries],
+                       list(inputs), datas, outs, res, recipe, ctx)
+    Entry = tape.Entry
     for k, r in enumerate(res):
-        r._ag = tape.Entry(node, k)
+        r._ag = Entry(node, k)
 
 
 def _roots(a):

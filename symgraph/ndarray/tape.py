@@ -65,15 +65,15 @@ class Node:
     ``rule`` optionally gives the gradient as recordable NDArray calls (higher order).
     """
 
-    __slots__ = ('name', 'inputs', 'out_meta', 'run', 'checks', 'ctx', 'freed', 'op',
-                 'rule', 'in_arrays', 'out_arrays', '__weakref__')
+    __slots__ = ('name', 'inputs', 'out_meta', 'fn', 'checks', 'ctx', 'freed', 'op',
+                 'rule', 'in_arrays', 'out_arrays')
 
     def __init__(self, name, inputs, out_meta, run, checks=(), ctx=None, op=None, rule=None,
                  in_arrays=None, out_arrays=None):
         self.name = name
         self.inputs = inputs
         self.out_meta = out_meta
-        self.run = run
+        self.fn = run
         self.checks = checks
         self.ctx = ctx
         self.freed = False
@@ -82,14 +82,63 @@ class Node:
         self.in_arrays = in_arrays
         self.out_arrays = out_arrays
 
+    def run(self, out_grads):
+        """The inputs' gradients from the outputs' (arrays, None where none reached)."""
+        return self.fn(out_grads)
+
     def free(self):
         """Drop what backward would read (``retain_graph=False``)."""
         self.freed = True
-        self.run = None
+        self.fn = None
         self.checks = ()
         self.rule = None
         self.in_arrays = None
         self.out_arrays = None
+
+
+class OpNode(Node):
+    """A node of one operator call (``mx.nd``): its Step's backward on the arrays the
+    operator declared it needs (``needs_inputs``/``needs_outputs``, hidden outputs).
+    ``recipe`` is what the call's operator says once for every call like it:
+    (number of arguments, of visible outputs, input indices and output indices backward
+    reads, argument names, is_loss)."""
+
+    __slots__ = ('step', 'saved_in', 'saved_out', 'aux', 'need', 'n_vis', 'n_in')
+
+    def __init__(self, op, step, inputs, in_arrays, datas, outs, res, recipe, ctx):
+        n_args, n_vis, sel_in, sel_out, names, is_loss = recipe
+        self.name = op.name
+        self.op = op
+        self.inputs = inputs
+        self.out_meta = [(o.shape, o.dtype) for o in outs]
+        self.fn = None
+        self.ctx = ctx
+        self.freed = False
+        self.rule = None
+        self.in_arrays = in_arrays
+        self.out_arrays = outs[n_vis:] or None
+        self.step = step
+        self.saved_in = [datas[j] if j in sel_in else None for j in range(n_args)]
+        self.saved_out = [o if k in sel_out else None for k, o in enumerate(outs)]
+        self.aux = datas[n_args:]
+        self.need = [needs_grad(e) for e in inputs[:n_args]]
+        self.n_vis = -1 if is_loss else n_vis
+        self.n_in = len(in_arrays)
+        self.checks = [(in_arrays[j], in_arrays[j]._ver, ('input', names[j])) for j in sel_in]
+        if sel_out:
+            self.checks += [(res[k], res[k]._ver, ('output', k)) for k in sel_out
+                            if k < n_vis]
+
+    def run(self, og):
+        meta, n_vis, xp = self.out_meta, self.n_vis, self.ctx.xp
+        g = [None if k >= n_vis else og[k] if og[k] is not None else
+             xp.zeros(meta[k][0], meta[k][1]) for k in range(len(meta))]
+        r = list(self.step.backward(g, self.saved_in, self.saved_out, self.aux, self.need))
+        return r + [None] * (self.n_in - len(r))
+
+    def free(self):
+        Node.free(self)
+        self.step = self.saved_in = self.saved_out = self.aux = None
 
 
 def _order(heads):
@@ -148,6 +197,7 @@ def backward(heads, head_grads, retain_graph=False, variables=None, create_graph
                              'pass retain_graph=True to it to run backward again' % node.name)
         for arr, ver, what in node.checks:
             if arr._ver != ver:
+                what = '%s %r' % what
                 raise ArgumentError(
                     'backward: %s of operator %s (shape %s) was written in place after it '
                     'was recorded, and the gradient of %s needs its old value: copy it '

@@ -133,6 +133,22 @@ def test_bad_arguments_are_value_errors(make, match):
 
 
 def test_channels_last_convolution_is_refused_when_made():
-    # MXNet's CPU operators compute NCHW only; symgraph's refuse NHWC when the layer is made
+    # MXNet 1.9.1 runs NHWC convolutions on CPU; symgraph's Convolution computes
+    # channels-first layouts only and says so when the layer is made (docs/differences.md)
     with pytest.raises(ValueError, match='layout'):
         nn.Conv2D(2, 3, layout='NHWC', in_channels=3)
+
+
+@pytest.mark.parametrize('make, nchw', [
+    (lambda: nn.MaxPool2D(layout='NHWC'), lambda: nn.MaxPool2D()),
+    (lambda: nn.AvgPool1D(3, 2, padding=1, layout='NWC'), lambda: nn.AvgPool1D(3, 2, 1)),
+    (lambda: nn.GlobalAvgPool3D(layout='NDHWC'), lambda: nn.GlobalAvgPool3D())], ids=str)
+def test_channels_last_pooling_is_channels_first_pooling_transposed(make, nchw):
+    rng = np.random.RandomState(3)
+    layer, ref = make(), nchw()
+    nd = len(layer._kwargs['layout']) - 2        # spatial dimensions
+    x = rng.standard_normal((2,) + (5,) * nd + (3,)).astype(np.float32)
+    to_first = (0, nd + 1) + tuple(range(1, nd + 1))
+    to_last = (0,) + tuple(range(2, nd + 2)) + (1,)
+    want = ref(mx.nd.array(x.transpose(to_first))).asnumpy().transpose(to_last)
+    np.testing.assert_allclose(layer(mx.nd.array(x)).asnumpy(), want, rtol=1e-6)

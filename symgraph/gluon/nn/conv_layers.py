@@ -7,9 +7,10 @@ comes from the operator's own shape inference on a data Variable of shape
 ``(1, in_channels, 0, ...)``, as in MXNet. Pooling layers call ``Pooling``
 (``ceil_mode`` is ``pooling_convention='full'``), ReflectionPad2D calls ``pad``.
 
-symgraph's ``Convolution``/``Deconvolution``/``Pooling`` compute channels-first layouts
-(NCW, NCHW, NCDHW) only, as MXNet's own CPU operators: a channels-last ``layout`` fails
-with the operator's error when the layer is made (convolutions) or first run (pooling).
+symgraph's ``Convolution``/``Deconvolution`` compute channels-first layouts (NCW, NCHW,
+NCDHW) only: a channels-last convolution layer (``layout='NHWC'``, which MXNet 1.9.1 runs
+on CPU too) fails with the operator's ValueError when it is made. Pooling layers take
+both layouts.
 """
 from ... import symbol
 from ...base import ArgumentError, numeric_types

@@ -49,3 +49,15 @@ def test_lenet_example_fails_below_target():
                           timeout=120)
     assert proc.returncode != 0
     assert 'below 0.97' in proc.stderr
+
+
+def test_gluon_mnist_example():
+    """examples/gluon/mnist.py: a hybridized Gluon CNN trained with autograd.record and a
+    Trainer reaches its target (MXNet 1.9.1 runs the same script with --mxnet)."""
+    out = run_example(os.path.join('gluon', 'mnist.py'), timeout=900)
+    assert 'hybridized' in out
+    assert re.search(r'^epoch +1 +loss [\d.]+ +train acc [\d.]+ +test acc [\d.]+ ', out, re.M)
+    first, last = loss_fell(out)
+    assert last < 0.1 * first
+    m = re.match(r'final test accuracy: ([\d.]+)$', out.strip().splitlines()[-1])
+    assert m and float(m.group(1)) >= 0.96

@@ -9,6 +9,10 @@ gradients are summed over them by the store (``'device'``, ``'local'``, ``'nccl'
 also runs the optimizer when ``update_on_kvstore``; ``'dist_sync'`` sums them over the
 worker processes of ``python -m symgraph.launch`` as well.
 
+symgraph's arrays are dense: a Parameter declared with ``stype`` or ``grad_stype``
+``'row_sparse'`` is trained as a dense one (its whole gradient array, every row updated;
+MXNet's lazy updates touch only the rows a sparse gradient holds).
+
 Parameters are keys ``0 .. n-1`` of the store in the order of the Trainer's list (a dict of
 Parameters is sorted by name first, as MXNet). ``step(batch_size)`` sets the optimizer's
 ``rescale_grad`` to ``scale / batch_size``, sums the gradients and updates. A parameter whose
@@ -133,10 +137,6 @@ class Trainer(object):
                 self._contains_sparse_weight = True
             if param._grad_stype != 'default':
                 self._contains_sparse_grad = True
-        if self._contains_sparse_weight or self._contains_sparse_grad:
-            raise ArgumentError('Trainer: symgraph holds dense parameters only; parameters '
-                                "with stype or grad_stype other than 'default' are not "
-                                'supported')
         self._compression_params = compression_params
         self._contexts = self._check_contexts()
         optimizer_params = optimizer_params if optimizer_params else {}
@@ -193,13 +193,16 @@ class Trainer(object):
                 if param._deferred_init:
                     params_to_init.append(param)
                 else:
-                    param_arrays = param._check_and_get(param._data, list)
+                    param_arrays = list(param._check_and_get(param._data, list))
                     keys.append(self._param2idx[param.name])
                     values.append(param_arrays[0])
                     outs.append(param_arrays)
-        if keys:
-            # one call for all keys (a multi-process store fuses their broadcasts)
+        if keys and getattr(self._kvstore, 'fuses_lists', False):
+            # one call for all keys: a multi-process store fuses their broadcasts
             self._kvstore.broadcast(keys, values, out=outs)
+        else:
+            for key, value, out in zip(keys, values, outs):
+                self._kvstore.broadcast(key, value, out=out)
         self._params_to_init = params_to_init
 
     def _reset_kvstore(self):
@@ -332,7 +335,8 @@ class Trainer(object):
             if self._update_on_kvstore else None
         if getattr(self._kvstore, 'fuses_lists', False):
             # a multi-process store packs the keys of one call into few all-reduces
-            self._kvstore.pushpull(indices, grads, out=outs)
+            self._kvstore.pushpull(indices, [list(g) for g in grads],
+                                   out=None if outs is None else [list(o) for o in outs])
             return
         for n, i in enumerate(indices):
             self._kvstore.pushpull(i, grads[n], out=None if outs is None else outs[n],

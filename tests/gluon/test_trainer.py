@@ -410,3 +410,36 @@ def test_dist_sync_sums_over_the_workers(update_on_kvstore, tmp_path):
     path = str(tmp_path / 'dist.states')
     t_dist.save_states(path)
     assert os.path.isfile(path) and glob.glob(path + '*') == [path]
+
+
+def test_a_store_without_an_optimizer_sums_only():
+    """MXNet's test_trainer_with_teststore: the test store reduces, the updaters update;
+    asking it to run the optimizer is refused."""
+    x = Parameter('x', shape=(10,))
+    x.initialize(ctx=[mx.cpu(0), mx.cpu(1)], init='zeros')
+    kv = mx.kv.create('teststore')
+    trainer = Trainer([x], 'sgd', {'learning_rate': 1.0, 'momentum': 0.5}, kvstore=kv)
+    with autograd.record():
+        for w in x.list_data():
+            y = w + 1
+            y.backward()
+    trainer.step(1)
+    assert trainer._update_on_kvstore is False
+    assert len(x.list_data()) == 2
+    for d in x.list_data():
+        np.testing.assert_array_equal(d.asnumpy(), np.full(10, -2.0))
+    invalid = Trainer([x], 'sgd', kvstore=kv, update_on_kvstore=True)
+    with pytest.raises(ValueError, match='update_on_kvstore=False'):
+        invalid._init_kvstore()
+
+
+def test_sparse_declared_parameters_train_as_dense():
+    x = Parameter('x', shape=(10,), grad_stype='row_sparse')
+    x.initialize(ctx=[mx.cpu(0)], init='zeros')
+    trainer = Trainer([x], 'sgd', {'learning_rate': 1.0, 'momentum': 0.5})
+    with autograd.record():
+        y = x.data() + 1
+    y.backward()
+    trainer.step(1)
+    assert trainer._kvstore is None
+    np.testing.assert_array_equal(x.data().asnumpy(), np.full(10, -1.0))

@@ -174,5 +174,7 @@ class ModulatedDeformableConvolution(_DeformConv):
 
     name = '_contrib_ModulatedDeformableConvolution'
     im2col_step = Param(int, 64, doc='ignored (MXNet: images per im2col batch)')
+    param_order = ('kernel', 'stride', 'dilate', 'pad', 'num_filter', 'num_group',
+                   'num_deformable_group', 'workspace', 'no_bias', 'im2col_step', 'layout')
     zero_border = True
     has_mask = True

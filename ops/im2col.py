@@ -97,6 +97,7 @@ class Col2im(_Patches):
 
     name = 'col2im'
     output_size = Param('shape', doc='spatial shape of the output')
+    param_order = ('output_size', 'kernel', 'stride', 'dilate', 'pad')
 
     def check(self):
         super().check()

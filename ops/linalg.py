@@ -338,6 +338,7 @@ class _UpperByTranspose(_SameShape):
     the transposed input, with every array of ``forward``/``backward`` transposed back."""
 
     lower = Param(bool, True, doc='the lower (True) or upper (False) triangle is used')
+    keyword_only_params = ('lower',)     # MXNet 1.9.1 has no such parameter
 
     def forward(self, xp, inputs, aux, is_train):
         if self.lower:

@@ -410,6 +410,9 @@ class Operator:
     #: parameter order of MXNet's generated ``mx.sym``/``mx.nd`` functions, for
     #: positional parameters, where it differs from the declaration order
     param_order = None
+    #: parameters MXNet 1.9.1's operator lacks (symgraph's extensions): keyword only, so
+    #: that positional ``name``/``attr``/``out`` land where MXNet's signature puts them
+    keyword_only_params = ()
 
     @classmethod
     def param_names(cls):
@@ -420,26 +423,29 @@ class Operator:
         """Parameter names in MXNet's signature order (positional arguments after the
         inputs bind to these)."""
         order = list(cls.param_order or ())
-        return order + [k for k in cls._params if k not in order]
+        return order + [k for k in cls._params
+                        if k not in order and k not in cls.keyword_only_params]
 
     @classmethod
-    def split_positional(cls, args, is_input, kwargs):
+    def split_positional(cls, args, is_input, kwargs, trailing=()):
         """Leading positional ``args`` that are inputs stay inputs; the rest bind to
-        :meth:`positional_params` in order, as MXNet's generated functions do
-        (``mx.nd.clip(x, 0, 1)``). Returns (inputs, kwargs with those parameters)."""
+        :meth:`positional_params` in order, then to ``trailing`` (``('name', 'attr',
+        'out')`` for ``mx.sym``, ``('out', 'name')`` for ``mx.nd``), as MXNet's generated
+        functions do (``mx.nd.clip(x, 0, 1)``, ``mx.sym.BlockGrad(x, 'g')``). Returns
+        (inputs, kwargs with those parameters)."""
         k = 0
         while k < len(args) and is_input(args[k]):
             k += 1
         inputs, rest = list(args[:k]), args[k:]
         if not rest:
             return inputs, kwargs
-        names = cls.positional_params()
+        names = cls.positional_params() + list(trailing)
         if len(rest) > len(names):
             raise ParameterError('operator %s: %d positional parameters given but it takes %d '
                                  '(%s)' % (cls.name, len(rest), len(names), ', '.join(names)))
         kwargs = dict(kwargs)
         for name, value in zip(names, rest):
-            if is_input(value):
+            if is_input(value) and name != 'out':
                 raise ParameterError('operator %s: inputs must come before parameters, got an '
                                      'input for parameter %r' % (cls.name, name))
             if name in kwargs:

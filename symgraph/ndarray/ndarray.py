@@ -924,8 +924,11 @@ def _invoke(func_name, args, kwargs):
     cls = opdef.get_op(func_name)
     # a NumPy array where an input goes is an input (refused below with its name), not
     # the first parameter
+    # after the parameters, out and name bind by position as in MXNet's generated
+    # functions (mx.nd.clip(x, 0, 1, y) writes into y)
     args, kwargs = cls.split_positional(
-        args, lambda a: isinstance(a, (NDArray, np.ndarray)) or _is_symbol(a), kwargs)
+        args, lambda a: isinstance(a, (NDArray, np.ndarray)) or _is_symbol(a), kwargs,
+        trailing=('out', 'name'))
     kwargs = dict(kwargs)
     out = kwargs.pop('out', None)
     kwargs.pop('name', None)

@@ -662,11 +662,15 @@ def _invoke(func_name, args, kwargs, hint=None):
     cls = opdef.get_op(func_name)
     # None for an input means "not given": MXNet then creates the input Variable itself
     # (conv(data, weight=None) helpers pass it straight through)
+    # after the parameters, name, attr and out bind by position as in MXNet's generated
+    # functions (mx.sym.BlockGrad(data, 'g')); out is accepted and ignored, as there
     args, kwargs = cls.split_positional(
-        args, lambda a: isinstance(a, Symbol) or a is None or _is_array(a), kwargs)
+        args, lambda a: isinstance(a, Symbol) or a is None or _is_array(a), kwargs,
+        trailing=('name', 'attr', 'out'))
     kwargs = dict(kwargs)
     name = kwargs.pop('name', None)
     attr = kwargs.pop('attr', None)
+    kwargs.pop('out', None)
     # as MXNet: keyword arguments named __key__ (and its known plain keys, lr_mult...) are
     # node attributes, not parameters; attr= and the AttrScope override them
     kw_attrs = {k: kwargs.pop(k) for k in list(kwargs)

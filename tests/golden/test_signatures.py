@@ -54,8 +54,9 @@ def test_positional_parameters_in_mx_sym_give_mxnets_json():
 
 def test_positional_parameter_errors():
     x = mx.nd.array([1.0])
-    with pytest.raises(MXNetError, match='2 positional parameters given but it takes 1'):
-        mx.nd.expand_dims(x, 0, 1)
+    # after axis come out and name, as in MXNet's mx.nd.expand_dims(data, axis, out, name)
+    with pytest.raises(MXNetError, match='4 positional parameters given but it takes 3'):
+        mx.nd.expand_dims(x, 0, None, 'e', 1)
     with pytest.raises(MXNetError, match="'a_min' given twice"):
         mx.nd.clip(x, 0.0, a_min=1.0, a_max=2.0)
     with pytest.raises(MXNetError, match='inputs must come before parameters'):

@@ -30,8 +30,11 @@ class OpCase:
     op : registered name (or alias) of the operator.
     attrs : parameters, as Python values or MXNet strings.
     shapes : shapes of the arguments followed by the auxiliary states.
-    ref : ``ref(*inputs) -> array or list of arrays`` (visible outputs) in NumPy; None to
-        skip the reference comparison (e.g. random ops).
+    ref : ``ref(*inputs) -> array or list of arrays`` (every visible output) in NumPy; None
+        to skip the reference comparison, which ``no_ref`` must then explain.
+    no_ref : why a case without ``ref`` has none (random draws checked as distributions in
+        test X; values checked against MXNet in test Y; ...): a case without a reference
+        says so instead of passing silently.
     inputs : optional ``inputs(rng, shapes, dtype) -> list of arrays`` when the default
         uniform(-1, 1) inputs do not suit (positive inputs for ``log``, integer indices).
     dtypes : dtypes the forward runs in.
@@ -65,9 +68,15 @@ class OpCase:
     eps: float = 1e-6
     input_dtypes: Optional[Sequence[str]] = None
     seed: Optional[int] = None
+    no_ref: str = ''
     id: str = ''
 
     def __post_init__(self):
+        if self.ref is None and not self.no_ref.strip():
+            raise ValueError('OpCase %s %s: no reference value (ref=None); give it, or say '
+                             'why there is none in no_ref=' % (self.op, self.attrs))
+        if self.ref is not None and self.no_ref:
+            raise ValueError('OpCase %s %s: ref and no_ref both given' % (self.op, self.attrs))
         if not self.id:
             a = ','.join('%s=%s' % kv for kv in sorted(self.attrs.items()))
             self.id = '%s[%s]%s' % (self.op, a, 'x'.join(str(s) for s in self.shapes))
@@ -135,6 +144,11 @@ def check_forward(case):
             tol = dict(rtol=case.rtol, atol=case.atol)
             if dtype == 'float16':
                 tol = dict(rtol=1e-2, atol=1e-3)
+            # a reference that gives fewer values than the operator's visible outputs would
+            # leave the rest unchecked by zip's truncation
+            assert len(expected) >= op.num_visible_outputs(), \
+                'the reference gives %d output(s), the operator %d' \
+                % (len(expected), op.num_visible_outputs())
             for o, e in zip(outs[:op.num_visible_outputs()], expected):
                 np.testing.assert_allclose(o, np.asarray(e), **tol)
 

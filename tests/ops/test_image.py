@@ -67,6 +67,12 @@ def _bilinear_ref(x, oh, ow):
 #: a seed whose first draw flips (the random flips' rows check the flipped gradient)
 SEED_FLIPS = 0
 
+#: why the random rows have no reference value: their draws are random; what they check is
+#: the gradient given the draws (the seed repeats them), the values are pinned elsewhere
+FLIP = 'a random flip: test_image.py::test_random_flips_differentiate_the_drawn_flip'
+DRAWN = ('random factors: the fixed-factor rows above pin the formulas, '
+         'test_image.py::test_random_augmenters_draw_from_the_seeded_generator the draws')
+
 CASES = [
     OpCase('_image_to_tensor', {}, [(4, 5, 3)], inputs=pixels, dtypes=('uint8',),
            ref=lambda x: np.transpose(x, (2, 0, 1)) / np.float32(255), grad=()),
@@ -91,11 +97,12 @@ CASES = [
     OpCase('_image_resize', {'size': 5, 'keep_ratio': True}, [(3, 4, 2, 1)],
            ref=lambda x: _bilinear_ref(x, 10, 5), rtol=1e-5, atol=1e-5),
     OpCase('_image_resize', {'size': (3, 4)}, [(5, 7, 1)], inputs=pixels, dtypes=('uint8',),
-           grad=(), ref=None),
+           grad=(), no_ref='uint8 rounding of the interpolation: the float rows above pin the '
+                           'values; this one shapes and dtypes'),
     OpCase('_image_flip_left_right', {}, [(4, 5, 3)], ref=lambda x: x[:, ::-1]),
     OpCase('_image_flip_top_bottom', {}, [(4, 5, 1)], ref=lambda x: x[::-1]),
-    OpCase('_image_random_flip_left_right', {}, [(3, 4, 3)], ref=None, seed=SEED_FLIPS),
-    OpCase('_image_random_flip_top_bottom', {}, [(3, 4, 3)], ref=None, seed=SEED_FLIPS),
+    OpCase('_image_random_flip_left_right', {}, [(3, 4, 3)], no_ref=FLIP, seed=SEED_FLIPS),
+    OpCase('_image_random_flip_top_bottom', {}, [(3, 4, 3)], no_ref=FLIP, seed=SEED_FLIPS),
     OpCase('_image_random_brightness', {'min_factor': 1.3, 'max_factor': 1.3}, [(4, 5, 3)],
            inputs=pixels, dtypes=('uint8',), ref=lambda x: _u8(x * np.float32(1.3)), grad=()),
     OpCase('_image_random_brightness', {'min_factor': 0.5, 'max_factor': 0.5}, [(2, 3, 1)],
@@ -119,21 +126,21 @@ CASES = [
     OpCase('_image_random_lighting', {'alpha_std': 0.0}, [(3, 4, 3)], ref=lambda x: x),
     # the random augmenters differentiated given their draws (factors from ranges)
     OpCase('_image_random_brightness', {'min_factor': 0.5, 'max_factor': 1.5}, [(3, 4, 3)],
-           ref=None, seed=3),
+           no_ref=DRAWN, seed=3),
     OpCase('_image_random_contrast', {'min_factor': 0.2, 'max_factor': 1.8}, [(3, 4, 1)],
-           inputs=colours, ref=None, seed=3),
+           inputs=colours, no_ref=DRAWN, seed=3),
     OpCase('_image_random_saturation', {'min_factor': 0.3, 'max_factor': 1.6}, [(3, 2, 3)],
-           inputs=colours, ref=None, seed=3),
+           inputs=colours, no_ref=DRAWN, seed=3),
     OpCase('_image_random_hue', {'min_factor': 0.0, 'max_factor': 0.9}, [(3, 4, 3)],
-           inputs=colours, ref=None, seed=3),
+           inputs=colours, no_ref=DRAWN, seed=3),
     OpCase('_image_random_color_jitter', {'brightness': 0.3, 'contrast': 0.4,
                                           'saturation': 0.5, 'hue': 0.2}, [(3, 4, 3)],
-           inputs=colours, ref=None, seed=3),
+           inputs=colours, no_ref=DRAWN, seed=3),
     OpCase('_image_random_color_jitter', {'brightness': 0.0, 'contrast': 0.4,
                                           'saturation': 0.0, 'hue': 0.3}, [(2, 3, 3)],
-           inputs=colours, ref=None, seed=5),
+           inputs=colours, no_ref=DRAWN, seed=5),
     OpCase('_image_random_lighting', {'alpha_std': 0.2}, [(3, 2, 3)], inputs=colours,
-           ref=None, seed=3),
+           no_ref=DRAWN, seed=3),
 ]
 
 test_forward, test_gradient = case_tests(CASES)

@@ -129,6 +129,9 @@ def _case(mode, L, bi=False, so=False, P=None, lengths=None, T=3, N=2, C=3, H=3,
     return OpCase('RNN', attrs, shapes,
                   ref=rnn_ref(mode, H, L, bi, P, so) if 'lstm_state_clip_min' not in extra
                   else None,
+                  no_ref='' if 'lstm_state_clip_min' not in extra else
+                  'clipped LSTM states (the reference has no clipping): '
+                  'test_rnn.py::test_state_clipping',
                   inputs=_with_lengths(lengths) if seq else None,
                   grad=tuple(range(n_args)), rtol=1e-4, atol=1e-5, grad_atol=1e-7)
 

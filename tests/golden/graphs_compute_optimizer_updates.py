@@ -8,7 +8,7 @@ Two kinds, both from MXNet 1.9.1:
   every forward updates in place, so the outputs and states of each step are compared.
 * ``optupd_nd.npz`` next to this file: imperative runs ``op(weight, grad, *states,
   out=weight, **attrs)`` over several steps, as an optimizer calls them; written by
-  ``MXNET_MKLDNN_ENABLED=0 /work/mxvenv/bin/python graphs_compute_optimizer_updates.py`` and
+  ``MXNET_MKLDNN_ENABLED=0 $MXNET_PYTHON graphs_compute_optimizer_updates.py`` and
   replayed by ``tests/ops/test_optimizer_updates.py``.
 
 Python 3.8 compatible; no ``import mxnet`` at module level.

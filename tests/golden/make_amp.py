@@ -1,7 +1,7 @@
 """Golden data of ``mx.contrib.amp`` and of MXNet-written checkpoints with ``amp_cast``,
 ``_contrib_interleaved_matmul_*``, ``_split_v2`` and ``_foreach``, from MXNet 1.9.1:
 
-    MXNET_MKLDNN_ENABLED=0 /work/mxvenv/bin/python tests/golden/make_amp.py
+    MXNET_MKLDNN_ENABLED=0 $MXNET_PYTHON tests/golden/make_amp.py
 
 writes ``tests/golden/data/amp/``:
 

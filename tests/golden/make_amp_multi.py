@@ -3,7 +3,7 @@
 MXNet 1.9.1:
 
     cd tests/golden
-    MXNET_MKLDNN_ENABLED=0 /work/mxvenv/bin/python make_amp_multi.py
+    MXNET_MKLDNN_ENABLED=0 $MXNET_PYTHON make_amp_multi.py
 
 writes ``data/amp_multi.npz``: for every case ``<case>/in<i>`` the inputs, ``<case>/out<i>``
 the outputs and ``<case>/st<i>`` the (in place updated) inputs after the call, and for the

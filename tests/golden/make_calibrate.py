@@ -4,7 +4,7 @@ even, 1 to 255), dense, sparse (many empty bins), fractional counts (MXNet trunc
 and all-zero ones (every divergence inf):
 
     cd tests/golden
-    MXNET_MKLDNN_ENABLED=0 OMP_NUM_THREADS=1 /work/mxvenv/bin/python make_calibrate.py
+    MXNET_MKLDNN_ENABLED=0 OMP_NUM_THREADS=1 $MXNET_PYTHON make_calibrate.py
 
 writes ``data/calibrate.npz``: per case ``<case>/hist``, ``<case>/hist_edges``,
 ``<case>/nq`` (num_quantized_bins), ``<case>/threshold`` and ``<case>/divergence`` (MXNet's

@@ -1,7 +1,7 @@
 """Golden data for the control-flow operators (_foreach, _while_loop, _cond) from
 MXNet 1.9.1, and MXNet's check of the files symgraph writes for the same graphs.
 
-    MXNET_MKLDNN_ENABLED=0 /work/mxvenv/bin/python tests/golden/make_control_flow.py
+    MXNET_MKLDNN_ENABLED=0 $MXNET_PYTHON tests/golden/make_control_flow.py
 
 writes tests/golden/data/control_flow.json and control_flow.npz: JSON as MXNet writes it,
 argument/output names, inferred shapes, forward outputs, the input gradients for a fixed
@@ -10,7 +10,7 @@ central-difference gradient of MXNet's own forward (``<case>/numgrad/<name>``): 
 backward of foreach_two_states disagrees with it (see README, differences from MXNet).
 
     python tests/golden/make_control_flow.py --write-ours          # symgraph's venv
-    MXNET_MKLDNN_ENABLED=0 /work/mxvenv/bin/python tests/golden/make_control_flow.py \
+    MXNET_MKLDNN_ENABLED=0 $MXNET_PYTHON tests/golden/make_control_flow.py \
         --verify-ours > tests/golden/ours_control_flow/mxnet_verified.txt
 
 The first writes, with symgraph, ``tests/golden/ours_control_flow/<case>-symbol.json`` and

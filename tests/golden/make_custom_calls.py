@@ -2,7 +2,7 @@
 
 Run with the MXNet venv (Python 3.8, numpy < 1.24)::
 
-    MXNET_MKLDNN_ENABLED=0 /work/mxvenv/bin/python tests/golden/make_custom_calls.py
+    MXNET_MKLDNN_ENABLED=0 $MXNET_PYTHON tests/golden/make_custom_calls.py
 
 It writes ``tests/golden/custom/calls.json``: for each scenario (``infer_shape``,
 ``infer_type``, ``simple_bind``, ``forward``, ``backward`` of a graph of custom operators) the

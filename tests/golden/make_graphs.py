@@ -2,8 +2,8 @@
 
 Run with the MXNet venv (Python 3.8, numpy < 1.24)::
 
-    MXNET_MKLDNN_ENABLED=0 /work/mxvenv/bin/python tests/golden/make_graphs.py
-    MXNET_MKLDNN_ENABLED=0 /work/mxvenv/bin/python tests/golden/make_graphs.py --verify-ours DIR
+    MXNET_MKLDNN_ENABLED=0 $MXNET_PYTHON tests/golden/make_graphs.py
+    MXNET_MKLDNN_ENABLED=0 $MXNET_PYTHON tests/golden/make_graphs.py --verify-ours DIR
 
 The first form regenerates everything under ``tests/golden/data/`` (deterministic: every
 case seeds its own ``RandomState`` from a CRC of its name).  ``MXNET_MKLDNN_ENABLED=0`` is

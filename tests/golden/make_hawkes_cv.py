@@ -4,7 +4,7 @@ and the OpenCV operators ``_cvimdecode``, ``_cvimread``, ``_cvimresize``,
 ``_cvcopyMakeBorder`` (ops/image_io.py):
 
     cd tests/golden
-    MXNET_MKLDNN_ENABLED=0 /work/mxvenv/bin/python make_hawkes_cv.py
+    MXNET_MKLDNN_ENABLED=0 $MXNET_PYTHON make_hawkes_cv.py
 
 writes ``data/hawkes_cv.npz``: per case ``<case>/attrs`` (JSON of the call), ``<case>/in<i>``
 the inputs, ``<case>/out<i>`` the outputs and, for hawkesll, ``<case>/head`` (the head

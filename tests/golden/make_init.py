@@ -1,7 +1,7 @@
 """Make the golden data of ``mx.init`` with the real MXNet 1.9.1. Run from the repository
 root with MXNet's interpreter::
 
-    MXNET_MKLDNN_ENABLED=0 /work/mxvenv/bin/python tests/golden/make_init.py
+    MXNET_MKLDNN_ENABLED=0 $MXNET_PYTHON tests/golden/make_init.py
 
 Writes ``tests/golden/data/init.json`` (the probes of ``init_probes.py``);
 ``tests/core/test_initializer_golden.py`` runs the same probes under symgraph and compares.

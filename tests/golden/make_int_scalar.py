@@ -3,7 +3,7 @@
 MXNet casts the scalar to the array's dtype first (an int32 array times 1.5 is the array
 times 1) and computes in that dtype. Run with MXNet 1.9.1 (Python 3.8 compatible)::
 
-    MXNET_MKLDNN_ENABLED=0 /work/mxvenv/bin/python tests/golden/make_int_scalar.py
+    MXNET_MKLDNN_ENABLED=0 $MXNET_PYTHON tests/golden/make_int_scalar.py
 
 writes ``tests/golden/data/int_scalar.json``: per (dtype, scalar, operation) the input,
 and the output of the symbol (bound executor) and of ``mx.nd`` arithmetic.

@@ -1,5 +1,5 @@
 """Golden data of mx.io from MXNet 1.9.1 (run: MXNET_MKLDNN_ENABLED=0
-/work/mxvenv/bin/python tests/golden/make_io.py). Writes tests/golden/data/io/:
+$MXNET_PYTHON tests/golden/make_io.py). Writes tests/golden/data/io/:
 
 - ndarray_iter.json: every case of iter_cases.CASES, three epochs each (batches, pads,
   indices, dtypes, provide_data/label);

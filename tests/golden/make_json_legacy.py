@@ -2,7 +2,7 @@
 
 Run from the repository root with MXNet's interpreter::
 
-    MXNET_MKLDNN_ENABLED=0 /work/mxvenv/bin/python tests/golden/make_json_legacy.py
+    MXNET_MKLDNN_ENABLED=0 $MXNET_PYTHON tests/golden/make_json_legacy.py
 
 The files below are written by hand in the layouts of old MXNet releases ("param"/"attr"
 keys, no ``node_row_ptr``, an old ``mxnet_version`` or none, which means 0.8.0). MXNet 1.9.1

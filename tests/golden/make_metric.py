@@ -1,7 +1,7 @@
 """Make the golden data of ``mx.metric``, ``mx.callback`` and ``mx.monitor`` with the real
 MXNet 1.9.1. Run from the repository root with MXNet's interpreter::
 
-    MXNET_MKLDNN_ENABLED=0 /work/mxvenv/bin/python tests/golden/make_metric.py
+    MXNET_MKLDNN_ENABLED=0 $MXNET_PYTHON tests/golden/make_metric.py
 
 Writes ``tests/golden/data/metric.json`` (the probes of ``metric_probes.py``) and
 ``tests/golden/data/metric_callbacks.json`` (``callback_probes.py``); ``tests/metric/`` runs

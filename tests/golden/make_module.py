@@ -2,7 +2,7 @@
 
 Run from the repository root with MXNet's interpreter::
 
-    MXNET_MKLDNN_ENABLED=0 /work/mxvenv/bin/python tests/golden/make_module.py
+    MXNET_MKLDNN_ENABLED=0 $MXNET_PYTHON tests/golden/make_module.py
 
 Every run trains a small network for 2 epochs with ``Module.fit`` on fixed data (the first
 94 images of the bundled ``examples/data/digits.csv.gz``: 64 for training in 4 batches of

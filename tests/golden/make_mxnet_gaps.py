@@ -2,7 +2,7 @@
 what MXNet 1.9.1 computes, accepts or refuses for each case, written to
 ``data/mxnet_gaps.json``. Python 3.8 compatible.
 
-    cd tests/golden && MXNET_MKLDNN_ENABLED=0 /work/mxvenv/bin/python make_mxnet_gaps.py
+    cd tests/golden && MXNET_MKLDNN_ENABLED=0 $MXNET_PYTHON make_mxnet_gaps.py
 """
 import json
 import os

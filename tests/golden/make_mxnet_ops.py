@@ -2,7 +2,7 @@
 ``MXListAllOpNames`` returns them) to ``data/mxnet_ops.json``, with each name's canonical
 operator. Read by ``tests/ops/test_mxnet_registry.py``. Python 3.8 compatible.
 
-    cd tests/golden && MXNET_MKLDNN_ENABLED=0 /work/mxvenv/bin/python make_mxnet_ops.py
+    cd tests/golden && MXNET_MKLDNN_ENABLED=0 $MXNET_PYTHON make_mxnet_ops.py
 """
 import ctypes
 import json

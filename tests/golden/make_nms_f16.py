@@ -2,7 +2,7 @@
 ops/_nms.py):
 
     cd tests/golden
-    MXNET_MKLDNN_ENABLED=0 /work/mxvenv/bin/python make_nms_f16.py
+    MXNET_MKLDNN_ENABLED=0 $MXNET_PYTHON make_nms_f16.py
 
 writes ``data/nms_f16.npz``: per case ``<case>/data`` (the float16 input), ``<case>/attrs``
 (JSON of the keyword arguments) and ``<case>/out`` (MXNet's output).

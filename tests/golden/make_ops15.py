@@ -1,7 +1,7 @@
 """JSON round trip through MXNet 1.9.1 of every operator issue 15 added, with MXNet's values.
 
     python tests/golden/make_ops15.py --write-ours                         # symgraph's venv
-    MXNET_MKLDNN_ENABLED=0 /work/mxvenv/bin/python tests/golden/make_ops15.py --mxnet
+    MXNET_MKLDNN_ENABLED=0 $MXNET_PYTHON tests/golden/make_ops15.py --mxnet
 
 The first builds, with symgraph, one graph per OpCase row of each operator in ``OPS`` (the
 row's operator on variables named after its arguments, node name ``node``) plus the

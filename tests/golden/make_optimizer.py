@@ -2,11 +2,11 @@
 that MXNet loads optimizer states written by symgraph.
 
     # with MXNet 1.9.1: tests/golden/data/optimizer*.{npz,json} and optimizer_states/
-    MXNET_MKLDNN_ENABLED=0 /work/mxvenv/bin/python tests/golden/make_optimizer.py
+    MXNET_MKLDNN_ENABLED=0 $MXNET_PYTHON tests/golden/make_optimizer.py
     # with symgraph: states for MXNet to load, in tests/golden/ours_optimizer/
     python tests/golden/make_optimizer.py --write-ours
     # with MXNet 1.9.1: load them, continue, compare with what symgraph computed
-    MXNET_MKLDNN_ENABLED=0 /work/mxvenv/bin/python tests/golden/make_optimizer.py \
+    MXNET_MKLDNN_ENABLED=0 $MXNET_PYTHON tests/golden/make_optimizer.py \
         --verify-ours > tests/golden/ours_optimizer/mxnet_verified.txt
 
 The scenarios themselves are in ``optimizer_cases.py``, shared with the tests. AdamW is not

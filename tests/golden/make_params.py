@@ -2,7 +2,7 @@
 
 Run from the repository root with MXNet's interpreter::
 
-    MXNET_MKLDNN_ENABLED=0 /work/mxvenv/bin/python tests/golden/make_params.py
+    MXNET_MKLDNN_ENABLED=0 $MXNET_PYTHON tests/golden/make_params.py
 
 Writes into ``tests/golden/params/``:
 

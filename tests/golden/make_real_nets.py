@@ -1,7 +1,7 @@
 """Make the golden data of MXNet's example networks (``real_net_cases.py``) with the real
 MXNet 1.9.1 and its native CPU operators. Run from the repository root::
 
-    MXNET_MKLDNN_ENABLED=0 /work/mxvenv/bin/python tests/golden/make_real_nets.py
+    MXNET_MKLDNN_ENABLED=0 $MXNET_PYTHON tests/golden/make_real_nets.py
 
 Writes ``tests/golden/data/real_nets/<net>.npz`` and ``<net>-symbol.json`` (MXNet's
 ``tojson()``). Per network, in float64: ``out:train`` (forward with is_train=True),

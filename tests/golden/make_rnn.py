@@ -3,7 +3,7 @@ the real MXNet 1.9.1.
 
 Run from the repository root with MXNet's interpreter::
 
-    /work/mxvenv/bin/python tests/golden/make_rnn.py
+    $MXNET_PYTHON tests/golden/make_rnn.py
 
 (oneDNN on: with ``MXNET_MKLDNN_ENABLED=0`` MXNet 1.9.1's CPU RNN fails on its own
 ``state_outputs``: "Check failed: out_data.size() == num_outputs (2 vs. 1)").

@@ -2,7 +2,7 @@
 
 Run from the repository root with MXNet's interpreter::
 
-    /work/mxvenv/bin/python tests/golden/make_rnn_cells.py
+    $MXNET_PYTHON tests/golden/make_rnn_cells.py
 
 Writes ``tests/golden/data/rnn_cells.{json,npz}``: for each cell configuration (built by
 ``CELLS`` in tests/rnn/cell_configs.py, shared with the tests), the unrolled symbol's

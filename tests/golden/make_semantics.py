@@ -1,7 +1,7 @@
 """Golden behaviours of MXNet 1.9.1 for the probe modules (``*_probes.py``: ``run(mx)``
 returns {probe: JSON-able result}), written once for both frameworks::
 
-    MXNET_MKLDNN_ENABLED=0 /work/mxvenv/bin/python tests/golden/make_semantics.py
+    MXNET_MKLDNN_ENABLED=0 $MXNET_PYTHON tests/golden/make_semantics.py
 
 writes ``tests/golden/data/<module>_semantics.json`` for each module in ``MODULES``;
 ``test_semantics.py`` runs the same probes under symgraph.

@@ -1,7 +1,7 @@
 """MXNet 1.9.1's signatures of the generated operator functions (``mx.nd.<op>``): inputs,
 then parameters, in the order positional arguments bind to them. Python 3.8 compatible::
 
-    MXNET_MKLDNN_ENABLED=0 /work/mxvenv/bin/python tests/golden/make_signatures.py NAMES
+    MXNET_MKLDNN_ENABLED=0 $MXNET_PYTHON tests/golden/make_signatures.py NAMES
 
 NAMES is a JSON list of operator names (symgraph's ``mx.opdef.list_ops(aliases=True)``);
 writes ``tests/golden/data/signatures.json`` {name: [argument names]}.

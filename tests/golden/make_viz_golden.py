@@ -2,7 +2,7 @@
 
 Run with the MXNet venv (Python 3.8, numpy < 1.24)::
 
-    MXNET_MKLDNN_ENABLED=0 /work/mxvenv/bin/python tests/golden/make_viz_golden.py
+    MXNET_MKLDNN_ENABLED=0 $MXNET_PYTHON tests/golden/make_viz_golden.py
 
 Writes ``tests/golden/viz/``:
 

@@ -176,6 +176,41 @@ def test_hybridized_layer_and_cells_equal_imperative():
     np.testing.assert_allclose(new_h[0].asnumpy(), want.asnumpy(), rtol=1e-6, atol=1e-7)
 
 
+class _BiLSTM(mx.gluon.HybridBlock):
+    """A bidirectional cell unrolled inside hybrid_forward (MXNet's own test's block)."""
+
+    def __init__(self, length, **kwargs):
+        super().__init__(**kwargs)
+        self.length = length
+        with self.name_scope():
+            self.bi = rnn.BidirectionalCell(rnn.LSTMCell(6, prefix='rnn_l0_'),
+                                            rnn.GRUCell(6, prefix='rnn_r0_'),
+                                            output_prefix='lstm_bi_')
+
+    def hybrid_forward(self, F, inputs, valid_len):
+        return self.bi.unroll(self.length, inputs, valid_length=valid_len, layout='NTC',
+                              merge_outputs=True)
+
+
+@pytest.mark.parametrize('length,valid', [(1, [1, 1, 1]), (4, [4, 1, 3])])
+def test_hybridized_bidirectional_unroll_with_valid_length(length, valid):
+    net = _BiLSTM(length)
+    net.initialize(mx.init.Uniform(0.5))
+    x = mx.nd.array(probes.data((3, length, 5), 49))
+    vl = mx.nd.array(valid)
+    want_out, want_states = net(x, vl)
+    net.hybridize()
+    got_out, got_states = net(x, vl)
+    assert got_out.shape == (3, length, 12)
+    np.testing.assert_allclose(got_out.asnumpy(), want_out.asnumpy(), rtol=1e-5, atol=1e-6)
+    for g, w in zip(got_states, want_states):
+        np.testing.assert_allclose(g.asnumpy(), w.asnumpy(), rtol=1e-5, atol=1e-6)
+    # padded steps are zeros, in both directions
+    out = got_out.asnumpy()
+    for i, n in enumerate(valid):
+        assert not out[i, n:].any()
+
+
 def test_begin_state_names_and_functions():
     cell = rnn.LSTMCell(4)
     states = cell.begin_state(func=mx.sym.var)

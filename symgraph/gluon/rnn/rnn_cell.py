@@ -129,8 +129,9 @@ def _reverse_sequences(sequences, unroll_step, valid_length=None):
                                            sequence_length=valid_length,
                                            use_sequence_length=True)
     if unroll_step > 1 or F is symbol:
-        return _as_list(F.split(reversed_sequences, axis=0, num_outputs=unroll_step,
-                                squeeze_axis=True))
+        # a list of NDArrays, or a Symbol of unroll_step outputs: either way one per step
+        return list(F.split(reversed_sequences, axis=0, num_outputs=unroll_step,
+                            squeeze_axis=True))
     return [reversed_sequences[0]]
 
 

@@ -4,8 +4,8 @@ Every ``SYMGRAPH_*`` variable the package reads is a row of :data:`SWITCHES`, wi
 meaning, the values it accepts, its default and when it is read; no other module of the
 package reads ``os.environ`` for them (``tests/core/test_config.py`` holds that, and that
 ``docs/config.md`` lists exactly this table). Rows marked ``scope='tests'`` are read by the
-test suite and its scripts only, never by the package; they are listed so that the docs
-name every switch.
+test suite, its scripts and the examples only, never by the package; they are listed so that
+the docs name every switch.
 
 A switch is named here without its ``SYMGRAPH_`` prefix: ``flag('ONEDNN')`` reads
 ``SYMGRAPH_ONEDNN``. Values are stripped and compared case-insensitively; an empty value is
@@ -131,6 +131,9 @@ SWITCHES = {s.name: s for s in (
            'the interpreter with symgraph installed that make_params.py and '
            'make_json_legacy.py (run under MXNet) start for the symgraph side',
            'by those golden generators', scope='tests'),
+    Switch('EXAMPLE_MXNET', 'choice', '0',
+           'examples/gluon/mnist.py runs under MXNet (import mxnet as mx), as its --mxnet does',
+           'by that example', words=('0', '1'), scope='tests'),
     Switch('SKIP_NUMPY1', 'flag', False,
            'scripts/run_tests.sh skips its NumPy 1.26 phase', 'by scripts/run_tests.sh',
            scope='tests'),
@@ -246,7 +249,7 @@ def table_markdown():
     """The table as the Markdown of ``docs/config.md``'s two tables (package, tests)."""
     out = []
     for scope, title in (('package', 'Read by the package'),
-                         ('tests', 'Read by the test suite and its scripts only')):
+                         ('tests', 'Read by the test suite, its scripts and examples only')):
         out += ['## %s' % title, '',
                 '| variable | meaning | accepted values | default | read |',
                 '| --- | --- | --- | --- | --- |']

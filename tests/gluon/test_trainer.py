@@ -2,7 +2,9 @@
 states file both ways, the stale-gradient check, manual allreduce/update, the stores
 (device, local, none, a two-worker 'dist_sync' played in one process), and its errors."""
 import glob
+import json
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -443,3 +445,67 @@ def test_sparse_declared_parameters_train_as_dense():
     trainer.step(1)
     assert trainer._kvstore is None
     np.testing.assert_array_equal(x.data().asnumpy(), np.full(10, -1.0))
+
+
+# ----------------------------------------------------------------------------- two processes
+DIST_WORKER = '''
+import json, sys
+import numpy as np
+import symgraph as mx
+sys.path.insert(0, sys.argv[1])
+import gluon_trainer_probes as probes
+case = probes.CASES['two_ctx_device_on_kvstore']
+opt, opt_params, kw, nctx, lr_mult, wd_mult, batch, _ = case
+params = probes.make_params(mx, [mx.cpu()], lr_mult, wd_mult)
+kv = mx.kv.create(sys.argv[2])
+rank = kv.rank
+trainer = mx.gluon.Trainer(params, opt, dict(opt_params), kvstore=kv)
+out = {}
+for step in range(probes.STEPS):
+    # this worker's gradient is the one of context `rank` in the one-process case
+    for n, p in sorted(params.items()):
+        with mx.autograd.record():
+            loss = (p.data() * mx.nd.array(probes.gradient(n, step, rank))).sum()
+        loss.backward()
+    trainer.step(batch)
+    out[step] = {n: p.data().asnumpy().tolist() for n, p in params.items()}
+trainer.save_states('trainer.states')
+with open('out%d.json' % rank, 'w') as f:
+    json.dump({'steps': out, 'update_on_kvstore': trainer._update_on_kvstore}, f)
+'''
+
+
+@pytest.mark.parametrize('kind', ['dist_sync', 'dist_device_sync'])
+def test_dist_sync_over_two_processes_equals_mxnets_two_contexts(tmp_path, kind):
+    """Two workers of ``python -m symgraph.launch``, each with the gradient of one
+    context: every worker's parameters are MXNet's of one process with two contexts."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'dist'))
+    try:
+        from mpi_util import launch, check
+    finally:
+        sys.path.pop(0)
+    golden = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'golden')
+    check(launch(tmp_path, 2, DIST_WORKER, args=[golden, kind], bound=300))
+    assert (tmp_path / 'trainer.states').is_file()
+    for rank in range(2):
+        with open(str(tmp_path / ('out%d.json' % rank))) as f:
+            got = json.load(f)
+        assert got['update_on_kvstore'] is True
+        for step in range(probes.STEPS):
+            for n in probes.SHAPES:
+                want = STEPS['two_ctx_device_on_kvstore/%s' % n][step, 0]
+                np.testing.assert_allclose(np.array(got['steps'][str(step)][n]), want,
+                                           rtol=1e-6, atol=1e-7,
+                                           err_msg='rank %d step %d %s' % (rank, step, n))
+
+
+def test_stale_gradients_are_found_when_the_store_updates():
+    ctxs = [mx.cpu(0), mx.cpu(1)]
+    params = probes.make_params(mx, ctxs, {}, {})
+    trainer = Trainer(params, 'sgd', {'learning_rate': 0.1})
+    probes.backward(mx, params, ctxs, 0)
+    trainer.step(1)
+    assert trainer._update_on_kvstore
+    # MXNet leaves the marks set on this path, and would update again from old gradients
+    with pytest.raises(StaleGradientError, match='has not been updated by backward'):
+        trainer.step(1)

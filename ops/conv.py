@@ -127,12 +127,24 @@ class Convolution(_ConvBase):
     param_order = ('kernel', 'stride', 'dilate', 'pad', 'num_filter', 'num_group',
                    'workspace', 'no_bias', 'cudnn_tune', 'cudnn_off', 'layout')
 
-    def infer_shape(self, in_shapes):
+    #: a known output fills the data's batch size, and its spatial sizes where the stride
+    #: is 1 (MXNet's ConvolutionShape does the same "incomplete shape inference")
+    infer_shape_uses_outputs = True
+
+    def infer_shape(self, in_shapes, out_shapes=None):
         in_shapes = list(in_shapes)
         dshape = in_shapes[0]
         if dshape is None:
             return in_shapes, [None], []
         self._check_data(dshape)
+        oshape = out_shapes[0] if out_shapes else None
+        if oshape is not None and len(oshape) == len(dshape) and 0 in dshape:
+            dshape = list(dshape)
+            dshape[0] = dshape[0] or oshape[0]
+            for i, (k, t, p, d) in enumerate(zip(self.kernel, self.st, self.pd, self.dl)):
+                if not dshape[2 + i] and oshape[2 + i] and t == 1:
+                    dshape[2 + i] = oshape[2 + i] + d * (k - 1) - 2 * p
+            in_shapes[0] = dshape = tuple(dshape)
         g, f = self.num_group, self.num_filter
         self._fill(in_shapes, 1, (f, dshape[1] // g) + tuple(self.kernel), 'weight')
         if not self.no_bias:

@@ -295,3 +295,34 @@ def test_errors():
         cell.unroll(4, mx.nd.ones((2, 3, 5)), layout='NTC')
     with pytest.raises(ValueError, match='inputs=None'):
         cell.unroll(4, None)
+
+
+# ----------------------------------------------------------------------------- contrib
+@pytest.mark.parametrize('bidirectional', [False, True])
+def test_lstmp_cells_equal_fused_projected_lstm(bidirectional):
+    from symgraph.gluon.contrib.rnn import LSTMPCell
+    fused = rnn.LSTM(6, projection_size=3, num_layers=2, bidirectional=bidirectional,
+                     input_size=4, prefix='lstm0_')
+    stack = rnn.HybridSequentialRNNCell(prefix='lstm0_')
+    with stack.name_scope():
+        for i in range(2):
+            if bidirectional:
+                stack.add(rnn.BidirectionalCell(LSTMPCell(6, 3, prefix='l%d_' % i),
+                                                LSTMPCell(6, 3, prefix='r%d_' % i)))
+            else:
+                stack.add(LSTMPCell(6, 3, prefix='l%d_' % i))
+    fused.initialize(mx.init.Uniform(0.6))
+    stack.initialize()
+    x = mx.nd.array(probes.data((4, 2, 4), 50))
+    stack.unroll(4, x, layout='TNC')            # shapes known
+    stack_params = stack.collect_params()
+    assert sorted(stack_params.keys()) == sorted(fused.collect_params().keys())
+    for name, p in fused.collect_params().items():
+        stack_params[name].set_data(p.data())
+    begin = fused.begin_state(2)
+    out, states = fused(x, begin)
+    want, _ = stack.unroll(4, x, begin_state=stack.begin_state(batch_size=2), layout='TNC',
+                           merge_outputs=True)
+    assert out.shape == (4, 2, 3 * (2 if bidirectional else 1))
+    np.testing.assert_allclose(out.asnumpy(), want.asnumpy(), rtol=1e-5, atol=1e-6)
+    assert repr(LSTMPCell(6, 3, input_size=4)) == 'LSTMPCell(4 -> 24 -> 3)'

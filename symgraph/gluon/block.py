@@ -25,7 +25,8 @@ from .parameter import (Parameter, ParameterDict, DeferredInitializationError,
                         GluonArgumentError)
 from .utils import _indent, _brief_print_list, HookHandle
 from .block_utils import (BlockScope, _flatten, _regroup, _gather_type_ctx_info,
-                          _common_prefix, _infer_param_types, print_summary)
+                          _common_prefix, _infer_param_types, print_summary,
+                          save_structure, load_structure)
 
 __all__ = ['Block', 'HybridBlock', 'SymbolBlock']
 
@@ -215,6 +216,16 @@ class Block:
         """[Deprecated] :meth:`load_parameters`."""
         warnings.warn('load_params is deprecated. Please use load_parameters.', stacklevel=2)
         self.load_parameters(filename, ctx, allow_missing, ignore_extra)
+
+    def save(self, prefix):
+        """Save the model's structure (``prefix-model.json``: names, traced graphs) and
+        parameters (``prefix-model.params``); :meth:`load` restores them onto a model built
+        again in the same order."""
+        save_structure(self, prefix)
+
+    def load(self, prefix):
+        """Load what :meth:`save` wrote (see there)."""
+        load_structure(self, prefix)
 
     # ------------------------------------------------------------------ structure
     def register_child(self, block, name=None):

@@ -1,10 +1,12 @@
 """What Gluon's Blocks are built with: the naming scope of ``name_scope()``
 (``BlockScope``), the flattening of nested inputs and outputs, the dtype inference of
-SymbolBlock's parameters and the table of ``Block.summary``.
+SymbolBlock's parameters, the table of ``Block.summary`` and the model files of
+``Block.save``/``Block.load``.
 
 After MXNet 1.9.1's ``python/mxnet/gluon/block.py``.
 """
 from collections import OrderedDict
+import json
 import threading
 import warnings
 
@@ -12,7 +14,7 @@ import numpy as np
 
 from .. import name as _name
 from ..ndarray import NDArray
-from ..symbol import Symbol
+from ..symbol import Symbol, load_json
 from .parameter import ParameterDict, GluonArgumentError
 
 class BlockScope:
@@ -273,3 +275,69 @@ def print_summary(net, inputs):
     finally:
         for h in hooks:
             h.detach()
+
+
+def save_structure(net, prefix):
+    """``Block.save``: ``prefix-model.json`` (each block's original name, its children's
+    names and, for a hybridized block, its traced graph and argument formats) and
+    ``prefix-model.params``. Blocks are keyed by class name and creation order, so the
+    model must be rebuilt in the same order to load it."""
+    model = {}
+
+    def walk(blk, index, structure):
+        mdl = {'orig_name': blk.name}
+        structure[type(blk).__name__.lower() + str(index[0])] = mdl
+        if hasattr(blk, '_cached_graph'):         # a HybridBlock
+            if blk._cached_graph:
+                mdl['in_format'] = blk._in_format
+                mdl['out_format'] = blk._out_format
+                syms, out = blk._cached_graph
+                mdl['inputs'] = [sym.tojson() for sym in syms]
+                mdl['symbol'] = out.tojson()
+                mdl['hybridized'] = True
+            else:
+                mdl['hybridized'] = False
+        children = {}
+        mdl['children'] = children
+        for ch_name, child in blk._children.items():
+            index[0] += 1
+            children[child.name] = ch_name
+            walk(child, index, mdl)
+    walk(net, [0], model)
+    with open(prefix + '-model.json', 'w') as fp:
+        json.dump(model, fp)
+    net.save_parameters(prefix + '-model.params')
+
+
+def load_structure(net, prefix):
+    """``Block.load``: restore the names (and traced graphs) :func:`save_structure` wrote
+    onto a model built again in the same order, then its parameters."""
+    with open(prefix + '-model.json') as fp:
+        model = json.load(fp)
+
+    def walk(blk, index, structure):
+        key = type(blk).__name__.lower() + str(index[0])
+        if key not in structure:
+            raise GluonArgumentError('load: %s-model.json has no block %r here (it has %s); '
+                                     'build the model in the order it was saved'
+                                     % (prefix, key, sorted(structure)))
+        mdl = structure[key]
+        blk._name = mdl['orig_name']
+        if hasattr(blk, '_cached_graph') and mdl.get('hybridized'):
+            blk._in_format = mdl['in_format']
+            blk._out_format = mdl['out_format']
+            blk._cached_graph = ([load_json(s) for s in mdl['inputs']],
+                                 load_json(mdl['symbol']))
+            blk._active = True
+        for p in list(blk.params.keys()):
+            param = blk.params._params.pop(p)
+            blk.params._params[blk.name + '_' + p[len(blk.params._prefix):]] = param
+        for child in blk._children.values():
+            index[0] += 1
+            walk(child, index, mdl)
+        children = mdl['children']
+        for ch_name in list(blk._children.keys()):
+            child = blk._children.pop(ch_name)
+            blk._children[children[child.name]] = child
+    walk(net, [0], model)
+    net.load_parameters(prefix + '-model.params')

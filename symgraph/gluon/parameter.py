@@ -402,9 +402,10 @@ class Parameter:
     def var(self):
         """The Symbol Variable standing for this parameter in a traced graph."""
         if self._var is None:
+            # symgraph's parameters are dense whatever their stype, and so is the Variable
             self._var = symbol.var(self.name, shape=self.shape, dtype=self.dtype,
                                    lr_mult=self.lr_mult, wd_mult=self.wd_mult,
-                                   init=self.init, stype=self._stype)
+                                   init=self.init, stype='default')
         return self._var
 
     def cast(self, dtype):

@@ -132,3 +132,30 @@ def test_load_errors_are_clear(blocks, tmp_path):
     mx.nd.save(f, [mx.nd.ones((1,))])
     with pytest.raises(TypeError, match='holds a list of arrays'):
         d.load_parameters(f)
+
+
+def test_block_save_and_load_restore_names_and_traced_graphs(blocks, tmp_path):
+    """``Block.save``/``load`` (MXNet's test_gluon_save): a model built again, with other
+    automatic names, takes the saved names, graphs and values."""
+    def build():
+        outer = gluon.Block()
+        inner = blocks['Seq']()
+        inner.add(blocks['Dense'](4))
+        outer.register_child(inner)
+        outer.register_child(blocks['Dense'](3))
+        outer.forward = lambda x: outer._children['1'](outer._children['0'](x))
+        return outer
+    net1 = build()
+    net1.initialize(mx.init.Xavier())
+    net1.hybridize()
+    x = mx.nd.array(np.random.RandomState(0).randn(2, 5))
+    out1 = net1(x).asnumpy()
+    prefix = str(tmp_path / 'model')
+    net1.save(prefix)
+    net2 = build()          # made later: other automatic names (seq1_, dense2_, ...)
+    assert net2._children['1'].name != net1._children['1'].name
+    net2.load(prefix)
+    assert net2._children['1'].name == net1._children['1'].name
+    assert net2._children['0']._active and net2._children['0']._cached_graph
+    assert sorted(net2.collect_params().keys()) == sorted(net1.collect_params().keys())
+    np.testing.assert_allclose(net2(x).asnumpy(), out1, rtol=1e-6)

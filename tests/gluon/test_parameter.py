@@ -281,3 +281,12 @@ def test_parameter_dict_save_and_load(tmp_path):
 
 def test_tensor_types():
     assert gluon.parameter.tensor_types == (mx.sym.Symbol, mx.nd.NDArray)
+
+
+def test_sparse_storage_is_accepted_but_parameters_stay_dense():
+    p = Parameter('emb_weight', shape=(4, 2), stype='row_sparse', grad_stype='row_sparse')
+    p.initialize()
+    assert p.data().stype == 'default'
+    with pytest.raises(RuntimeError, match="row_sparse_data.*dense parameters only"):
+        p.row_sparse_data(mx.nd.array([0, 1]))
+    assert p.var().list_attr()['__storage_type__'] == '0'

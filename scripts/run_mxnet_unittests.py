@@ -117,7 +117,7 @@ def extract(src, dest, tag=TAG):
 
 
 def _read_results(path):
-    tests, collect_errors = {}, []
+    tests, collect_errors, started = {}, [], []
     if os.path.exists(path):
         with open(path) as f:
             for line in f:
@@ -127,15 +127,35 @@ def _read_results(path):
                     continue
                 if 'collect_error' in rec:
                     collect_errors.append(rec['message'])
+                elif 'start' in rec:
+                    started.append(rec['start'])
                 else:
                     tests[rec['test']] = {'outcome': rec['outcome'],
                                           'message': rec['message'],
                                           'seconds': rec['seconds']}
-    return tests, collect_errors
+    return tests, collect_errors, started
 
 
-def run_file(unit_dir, name, python, reference, test_timeout, file_timeout, extra=()):
-    """Run one test file in a pytest child; returns its record (tests, errors, timing)."""
+def _pytest(cmd, unit_dir, env, results, timeout):
+    """One pytest child: (returncode or None when killed at ``timeout``, output tail)."""
+    open(results, 'w').close()
+    try:
+        proc = subprocess.run(cmd, cwd=unit_dir, env=env, capture_output=True, text=True,
+                              timeout=timeout)
+        return proc.returncode, (proc.stdout + proc.stderr)[-2000:]
+    except subprocess.TimeoutExpired as err:
+        out = err.stdout or ''
+        return None, (out.decode(errors='replace') if isinstance(out, bytes) else out)[-2000:]
+
+
+def run_file(unit_dir, name, python, reference, test_timeout, file_timeout, extra=(),
+             restarts=20):
+    """Run one test file in pytest children; returns its record (tests, errors, timing).
+
+    A child killed at ``file_timeout`` seconds, or dying in native code, leaves the test it
+    was running marked failed; a new child then runs the tests not run yet (``--deselect``
+    of the finished ones), up to ``restarts`` times.
+    """
     fd, results = tempfile.mkstemp(prefix='mxu-', suffix='.jsonl')
     os.close(fd)
     paths = [os.path.join(HARNESS, 'shims'), HARNESS]
@@ -149,20 +169,28 @@ def run_file(unit_dir, name, python, reference, test_timeout, file_timeout, extr
            '-c', os.path.join(unit_dir, 'pytest.ini'), '--rootdir', unit_dir,
            '-o', 'console_output_style=classic', '--tb=no', name] + list(extra)
     start = time.time()
-    timed_out = False
-    try:
-        proc = subprocess.run(cmd, cwd=unit_dir, env=env, capture_output=True, text=True,
-                              timeout=file_timeout)
-        returncode, tail = proc.returncode, (proc.stdout + proc.stderr)[-2000:]
-    except subprocess.TimeoutExpired as err:
-        timed_out, returncode = True, None
-        tail = ((err.stdout or b'').decode(errors='replace') if isinstance(err.stdout, bytes)
-                else (err.stdout or ''))[-2000:]
-    tests, collect_errors = _read_results(results)
+    tests, collect_errors, timed_out, tails = {}, [], False, []
+    for attempt in range(restarts + 1):
+        deselect = [a for t in tests for a in ('--deselect', t)]
+        returncode, tail = _pytest(cmd + deselect, unit_dir, env, results, file_timeout)
+        tails.append(tail)
+        new, errors, started = _read_results(results)
+        tests.update(new)
+        if attempt == 0:
+            collect_errors = errors
+        killed = returncode is None
+        timed_out = timed_out or killed
+        unfinished = [t for t in started if t not in tests]
+        if not (killed or (returncode is not None and returncode < 0)) or not unfinished:
+            break
+        why = ('the file ran past its time limit (%ss) during this test' % file_timeout
+               if killed else 'the test process died (exit %s)' % returncode)
+        for t in unfinished:
+            tests[t] = {'outcome': 'failed', 'message': why, 'seconds': None}
     os.unlink(results)
     return {'tests': tests, 'collect_errors': collect_errors, 'returncode': returncode,
             'timed_out': timed_out, 'seconds': round(time.time() - start, 1),
-            'output_tail': tail if (collect_errors or returncode not in (0, 1)) else ''}
+            'output_tail': tails[-1] if (collect_errors or returncode not in (0, 1)) else ''}
 
 
 def counts(record):
@@ -213,7 +241,8 @@ def main(argv=None):
     ap.add_argument('--reference', action='store_true',
                     help='run without the alias (real MXNet in --python)')
     ap.add_argument('--test-timeout', type=float, default=120, help='seconds per test')
-    ap.add_argument('--file-timeout', type=float, default=1800, help='seconds per file')
+    ap.add_argument('--file-timeout', type=float, default=1800, help='seconds one pytest child of a file may run; a file that takes longer goes on '
+                    'in a new child from the next test (default 1800)')
     ap.add_argument('--out', help='write the per-test table (JSON) here')
     ap.add_argument('--passing', default=PASSING,
                     help="MXNet's passing tests to compare with (JSON)")

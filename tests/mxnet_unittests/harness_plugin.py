@@ -107,6 +107,11 @@ def pytest_runtest_logreport(report):
                 'message': state['message'], 'seconds': round(state['seconds'], 3)})
 
 
+def pytest_runtest_logstart(nodeid, location):
+    # a test that starts and never finishes (the child killed or crashed) is found by this
+    _write({'start': nodeid})
+
+
 def pytest_collectreport(report):
     if report.failed:
         _write({'collect_error': report.nodeid, 'message': _message(report)})

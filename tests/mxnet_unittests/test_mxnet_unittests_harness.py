@@ -92,6 +92,16 @@ def test_hangs():
 def test_skipped():
     import pytest
     pytest.skip('not here')
+
+
+def test_crashes():
+    import os
+    import signal
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_after_the_crash():
+    assert mx.nd.zeros((1,)).asnumpy()[0] == 0
 '''
 
 COMMON = '''
@@ -135,7 +145,9 @@ def test_the_runner_tables_an_mxnet_style_file(tmp_path):
     tests = {k.split('::')[1]: v for k, v in table['test_snippet.py']['tests'].items()}
     assert {k: v['outcome'] for k, v in tests.items()} == {
         'test_passes': 'passed', 'test_fails': 'failed', 'test_raises_as_nose_says': 'passed',
-        'test_hangs': 'failed', 'test_skipped': 'skipped'}
+        'test_hangs': 'failed', 'test_skipped': 'skipped', 'test_crashes': 'failed',
+        'test_after_the_crash': 'passed'}
+    assert 'died' in tests['test_crashes']['message']
     assert 'two ones do not make three' in tests['test_fails']['message']
     assert 'TimeoutError' in tests['test_hangs']['message']
     assert tests['test_hangs']['seconds'] < 30
@@ -143,12 +155,13 @@ def test_the_runner_tables_an_mxnet_style_file(tmp_path):
     lines = proc.stdout.splitlines()
     snippet = next(line for line in lines if line.startswith('test_snippet.py'))
     assert "2/4    of MXNet's passing ( 50.0%)" in snippet
-    assert 'passed 2, failed 2, errors 0, skipped 1' in snippet
+    assert 'passed 3, failed 3, errors 0, skipped 1' in snippet
     assert any(line.startswith('test_broken.py') and 'IMPORT ERROR' in line for line in lines)
     assert any(line.startswith('test_missing_file.py') and 'missing' in line for line in lines)
     assert lines[-1].startswith('TOTAL') and "2/4" in lines[-1]
     written = json.loads((tmp_path / 'written.json').read_text())['files']
-    assert written['test_snippet.py'] == ['test_snippet.py::test_passes',
+    assert written['test_snippet.py'] == ['test_snippet.py::test_after_the_crash',
+                                          'test_snippet.py::test_passes',
                                           'test_snippet.py::test_raises_as_nose_says']
 
 

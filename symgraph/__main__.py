@@ -86,13 +86,20 @@ def _plot(sym, shapes, args):
         data = dot.source.encode('utf-8')
     else:
         import graphviz
+        from .visualization import BUNDLED_DOT, RENDER_HINT, dot_program
+        program = dot_program()
+        if fmt == 'pdf' and program and os.path.basename(program).startswith(BUNDLED_DOT):
+            raise CommandError('pdf output needs the system Graphviz dot program (%s, '
+                               'found instead, writes svg and png); write .svg or .png'
+                               % BUNDLED_DOT)
         try:
             data = dot.pipe(format=fmt)
         except graphviz.ExecutableNotFound:
-            raise CommandError('the Graphviz "dot" program is needed for %s output (e.g. '
-                               'apt-get install graphviz); write .gv to get the DOT source '
-                               'instead' % fmt) from None
-    with open(out, 'wb') as f:
+            raise CommandError('the Graphviz "dot" program is needed for %s output: %s; '
+                               'write .gv to get the DOT source instead'
+                               % (fmt, RENDER_HINT)) from None
+    from .base import atomic_write
+    with atomic_write(out, 'wb') as f:
         f.write(data)
     print('wrote %s' % out)
 

@@ -6,6 +6,8 @@
 * :func:`print_summary` prints MXNet's layer table; :func:`summary` returns its rows.
 * :func:`to_networkx` gives a ``networkx.DiGraph`` for graph algorithms.
 * :func:`repr_svg` is the SVG a Symbol shows in Jupyter.
+* :func:`dot_program` is the program that renders: the system Graphviz ``dot``, else the
+  ``graphviz-pure`` program of ``pip install "symgraph[render]"``.
 
 graphviz and networkx are imported inside the functions that need them, so the core
 imports without them.
@@ -13,8 +15,11 @@ imports without them.
 from __future__ import annotations
 
 import logging
+import os
 import re
+import shutil
 import sys
+import sysconfig
 
 import numpy as np
 
@@ -22,7 +27,7 @@ from .graph.infer import infer_shapes, infer_types, shape_complete
 from .base import ArgumentError, ArgumentTypeError
 
 __all__ = ['plot_network', 'print_summary', 'summary', 'to_networkx', 'repr_svg',
-           'clusters']
+           'clusters', 'dot_program', 'RENDER_HINT']
 
 log = logging.getLogger(__name__)
 
@@ -425,12 +430,64 @@ def _edge_label(facts, src, k, draw_shape, draw_type):
     return label
 
 
+#: the pip-installable dot-compatible program (a static build of a Graphviz port: svg, png,
+#: jpeg, no pdf) that the ``render`` extra installs
+BUNDLED_DOT = 'graphviz-pure'
+#: what to install when no program renders
+RENDER_HINT = ('pip install "symgraph[render]" (graphviz-pure: svg, png), or the system '
+               'Graphviz (e.g. apt-get install graphviz)')
+
+
+_POINTED = []     # the program this module pointed the graphviz package at, if any
+
+
+def _graphviz_dot_command():
+    try:
+        from graphviz.backend import dot_command
+    except ImportError:
+        return None
+    return dot_command
+
+
+def dot_program():
+    """The program that renders graphs: the system Graphviz ``dot`` when it is on PATH,
+    else ``graphviz-pure`` (installed by ``pip install "symgraph[render]"``, found on PATH
+    or beside this Python's scripts), else None.
+
+    With ``graphviz-pure`` the ``graphviz`` package is pointed at it (its
+    ``backend.dot_command.DOT_BINARY``, when still the default ``dot``), so that
+    ``render()``, ``pipe()`` and ``view()`` of :func:`plot_network`'s Digraph, Jupyter's
+    picture and ``python -m symgraph plot`` work without a system Graphviz; once a ``dot``
+    is on PATH again it is given back to that.
+    """
+    import pathlib
+    dot_command = _graphviz_dot_command()
+    found = shutil.which('dot')
+    if found:
+        if dot_command is not None and _POINTED and dot_command.DOT_BINARY == _POINTED[-1]:
+            dot_command.DOT_BINARY = pathlib.Path('dot')
+        return found
+    exe = BUNDLED_DOT + ('.exe' if sys.platform.startswith('win') else '')
+    found = shutil.which(BUNDLED_DOT) or next(
+        (p for p in (os.path.join(sysconfig.get_path('scripts'), exe),
+                     os.path.join(os.path.dirname(sys.executable), exe))
+         if os.path.isfile(p) and os.access(p, os.X_OK)), None)
+    if found is None or dot_command is None:
+        return found
+    if str(dot_command.DOT_BINARY) == 'dot' or (_POINTED and
+                                                 dot_command.DOT_BINARY == _POINTED[-1]):
+        dot_command.DOT_BINARY = pathlib.Path(found)
+        _POINTED[:] = [dot_command.DOT_BINARY]
+    return found
+
+
 def plot_network(symbol, title='plot', save_format='pdf', shape=None, dtype=None,
                  node_attrs={}, hide_weights=True, cluster=True, collapse=None):
     """Draw the graph of ``symbol`` as a ``graphviz.Digraph`` styled as MXNet's.
 
-    Render it with ``.render()``, ``.pipe(format='svg')`` or ``.view()`` (needs the
-    Graphviz ``dot`` program).
+    Render it with ``.render()``, ``.pipe(format='svg')`` or ``.view()``: that needs the
+    Graphviz ``dot`` program, or ``pip install "symgraph[render]"`` (see
+    :func:`dot_program`; it writes svg and png, not pdf).
 
     Parameters
     ----------
@@ -473,6 +530,7 @@ def plot_network(symbol, title='plot', save_format='pdf', shape=None, dtype=None
     except ImportError:
         raise ImportError('Draw network requires graphviz library (pip install graphviz) '
                           'and the Graphviz dot program') from None
+    dot_program()       # render() and pipe() use graphviz-pure when there is no dot
     facts = _Facts(symbol, shape, dtype)
     order = facts.order
     node_attr = {'shape': 'box', 'fixedsize': 'true', 'width': '1.3', 'height': '0.8034',

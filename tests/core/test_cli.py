@@ -87,6 +87,8 @@ def test_plot_options(tmp_path, capsys):
 
 def test_plot_dot_source_needs_no_graphviz_program(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv('PATH', str(tmp_path))          # no dot on PATH
+    # nor graphviz-pure (the symgraph[render] extra; tests/core/test_render_extra.py)
+    monkeypatch.setattr(mx.visualization, 'BUNDLED_DOT', 'no-such-graphviz-program')
     out = tmp_path / 'g.gv'
     assert main(['plot', GLUON, '-o', str(out), '--title', 'resnet']) == 0
     text = out.read_text()

@@ -308,8 +308,18 @@ class Trainer(object):
         self._check_batch_size(batch_size)
         self._check_and_rescale_grad(self._scale / batch_size)
         self._ready()
+        if self._amp_overflow():
+            return
         self._allreduce_grads()
         self._update(ignore_stale_grad)
+
+    def _amp_overflow(self):
+        """With AMP's dynamic loss scaling: whether the gradients overflowed, in which case
+        the step is skipped (the scaler then lowers its factor). Checked before the
+        gradients reach the store, which may update the weights itself (MXNet checks after
+        that, when a store running the optimizer has already applied them)."""
+        scaler = self._amp_loss_scaler
+        return scaler is not None and scaler.has_overflow(self._params)
 
     def allreduce_grads(self):
         """Sum every parameter's gradients over its contexts (and workers), in place.
@@ -361,12 +371,11 @@ class Trainer(object):
                                     'supported. Try setting `update_on_kvstore` to False when '
                                     'creating trainer.')
         self._check_and_rescale_grad(self._scale / batch_size)
+        if self._amp_overflow():
+            return
         self._update(ignore_stale_grad)
 
     def _update(self, ignore_stale_grad=False):
-        loss_scaler = self._amp_loss_scaler
-        if loss_scaler is not None and loss_scaler.has_overflow(self._params):
-            return          # skip the step on overflow (the scaler halved its scale)
         on_kvstore = bool(self._kvstore and self._update_on_kvstore)
         updates = [[] for _ in self._updaters]
         for i, param in enumerate(self._params):

@@ -277,3 +277,32 @@ def test_convert_hybrid_block_needs_a_run_hybridized_block():
         amp.convert_hybrid_block(net)
     with pytest.raises(TypeError, match='HybridBlock'):
         amp.convert_hybrid_block(nn.Sequential())
+
+
+@pytest.mark.parametrize('update_on_kvstore', [True, False])
+def test_overflow_skips_the_step_with_a_store(amp_on, update_on_kvstore):
+    """With two contexts the overflow is found before the store sums (and, when it runs
+    the optimizer, applies) the gradients: the weights stay on every context."""
+    ctxs = [mx.cpu(0), mx.cpu(1)]
+    w = Parameter('w', shape=(3,), init=mx.init.Constant(1.0))
+    w.initialize(ctx=ctxs)
+    t = Trainer([w], 'sgd', {'learning_rate': 1.0}, update_on_kvstore=update_on_kvstore)
+    amp.init_trainer(t)
+    for k, ctx in enumerate(ctxs):
+        with autograd.record():
+            loss = (w.data(ctx) * (k + 1)).sum()
+            with amp.scale_loss(loss, t) as scaled:
+                autograd.backward(scaled)
+    w.grad(mx.cpu(1))[0] = np.nan
+    t.step(1)
+    assert t._update_on_kvstore is update_on_kvstore
+    for d in w.list_data():
+        np.testing.assert_array_equal(d.asnumpy(), np.ones(3))
+    for k, ctx in enumerate(ctxs):
+        with autograd.record():
+            loss = (w.data(ctx) * (k + 1)).sum()
+            with amp.scale_loss(loss, t) as scaled:
+                autograd.backward(scaled)
+    t.step(1)
+    for d in w.list_data():
+        np.testing.assert_allclose(d.asnumpy(), np.full(3, 1.0 - 3.0))

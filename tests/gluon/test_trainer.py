@@ -509,3 +509,15 @@ def test_stale_gradients_are_found_when_the_store_updates():
     # MXNet leaves the marks set on this path, and would update again from old gradients
     with pytest.raises(StaleGradientError, match='has not been updated by backward'):
         trainer.step(1)
+
+
+def test_nccl_store_is_made_and_refuses_cpu_contexts():
+    """'nccl' goes to the NCCL store (GPUs of this process); CPU gradients are refused
+    naming the context, as MXNet's NCCL store refuses them."""
+    ctxs = [mx.cpu(0), mx.cpu(1)]
+    params = probes.make_params(mx, ctxs, {}, {})
+    trainer = Trainer(params, 'sgd', kvstore='nccl')
+    probes.backward(mx, params, ctxs, 0)
+    with pytest.raises(ValueError, match="'nccl' kvstore reduces GPU arrays.*cpu"):
+        trainer.step(1)
+    assert trainer._kvstore.type == 'nccl'

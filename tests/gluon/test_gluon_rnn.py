@@ -39,6 +39,16 @@ def test_cell_unroll_outputs_states_and_gradients_equal_mxnets(case):
     assert_golden('cell/%s/' % case, probes.run_cell(mx, case))
 
 
+@pytest.mark.parametrize('case', sorted(probes.LAYER_CASES))
+def test_hybridized_layer_gradients_equal_mxnets(case):
+    layer = probes.make_layer(mx, case)
+    x, states = probes.layer_inputs(mx, layer, case)
+    layer(x, states) if states else layer(x)
+    probes.fill_params(mx, layer)
+    layer.hybridize()
+    assert_golden('layer/%s/' % case, probes.run_layer(mx, case, layer))
+
+
 def test_cell_steps_equal_mxnets():
     assert_golden('step/', probes.step_cell(mx))
 

@@ -1,8 +1,10 @@
 """Inference passes: a second, rewritten plan for ``forward(is_train=False)``.
 
 An executor that computes no gradient, runs no monitor and is asked for an inference
-forward runs this plan instead of its own (built on the first such forward). Three passes,
-each switched by name in ``SYMGRAPH_INFERENCE_PASSES`` (a comma-separated list, read at
+forward runs this plan instead of its own (built on the first such forward). The passes
+are functions over one rewrite form (:class:`Rewrite`: a mutable stand-in per node, the
+steps and the heads), run in the order of :data:`INFERENCE`; four names switch them, each
+by name in ``SYMGRAPH_INFERENCE_PASSES`` (a comma-separated list, read at
 bind; unset means all, ``none`` or ``0`` none):
 
 ``dead_nodes``
@@ -41,9 +43,10 @@ from .. import config
 from ..opdef import Operator, cpu_backend
 from .nodes import Node
 from .plan import Plan
+from .storage import LAYOUT
 
-__all__ = ['PASSES', 'ENV', 'enabled_passes', 'InferencePasses', 'TRAINING_FUSION_ENV',
-           'fuse_for_training']
+__all__ = ['PASSES', 'ENV', 'enabled_passes', 'Rewrite', 'INFERENCE', 'InferencePasses',
+           'TRAINING_FUSION_ENV', 'fuse_for_training']
 
 #: every pass, in the order they run
 PASSES = ('dead_nodes', 'fold_bn', 'fuse', 'layout')
@@ -70,6 +73,218 @@ class _N:
     def __init__(self, op, name, inputs, orig, location, nout):
         self.op, self.name, self.inputs = op, name, list(inputs)
         self.orig, self.location, self.nout = orig, location, nout
+
+
+class Rewrite:
+    """The one form the inference passes rewrite: a stand-in (:class:`_N`) per node of a
+    bound graph, the operator steps in order and the heads.
+
+    A pass is a function ``pass_(g, on, report) -> bool`` (``on``: the enabled names of
+    :data:`PASSES`; ``report``: the list of ``debug_str`` lines it appends to) that changes
+    stand-ins in place -- an operator, an input, a step replaced by a new stand-in -- and
+    says whether it changed anything; :data:`INFERENCE` lists them in the order they run.
+    ``shapes`` are the bound graph's, keyed by (index in ``order``, output); ``xp`` its
+    array module.
+    """
+
+    def __init__(self, order, heads, shapes, xp):
+        self.order, self.shapes, self.xp = order, shapes, xp
+        self.index = {id(n): k for k, n in enumerate(order)}
+        nodes = {}
+        for n in order:
+            nodes[id(n)] = _N(n.op, n.name, [(nodes[id(s)], i) for s, i in n.inputs], n,
+                              n.location, n.num_outputs())
+        self.nodes = nodes
+        self.heads = [(nodes[id(n)], i) for n, i in heads]
+        self.steps = [nodes[id(n)] for n in order if n.op is not None]
+        # what the dead_nodes passes did, for their report line (made when the others are)
+        self.bypassed = []
+
+    def consumers(self, steps=None):
+        """{(id(stand-in), output): [(reader, input position)]} over ``steps`` (default:
+        every step)."""
+        cons = collections.defaultdict(list)
+        for n in self.steps if steps is None else steps:
+            for pos, (s, i) in enumerate(n.inputs):
+                cons[(id(s), i)].append((n, pos))
+        return cons
+
+    def head_keys(self):
+        return {(id(n), i) for n, i in self.heads}
+
+    def shape(self, n, i):
+        """The bound graph's shape of output ``i`` of stand-in ``n`` (a fused node's: its
+        last member's)."""
+        orig = n.orig
+        if isinstance(orig, tuple):
+            orig = orig[1]
+        return self.shapes.get((self.index[id(orig)], i))
+
+    def live(self):
+        """ids of the stand-ins the heads need."""
+        live, stack = set(), [n for n, _ in self.heads]
+        while stack:
+            n = stack.pop()
+            if id(n) in live:
+                continue
+            live.add(id(n))
+            stack += [s for s, _ in n.inputs]
+        return live
+
+
+# ------------------------------------------------------------------ the inference passes
+def bypass_identities(g, on, report):
+    """``dead_nodes``: a node whose inference forward returns its input unchanged
+    (``Operator.inference_identity``) hands that input to its readers."""
+    head_keys = g.head_keys()
+    cons = g.consumers()
+    names = []
+    for n in g.steps:
+        if not n.op.inference_identity() or (id(n), 0) in head_keys or any(
+                (id(n), i) in head_keys or cons.get((id(n), i)) for i in range(1, n.nout)):
+            continue
+        src = n.inputs[0]
+        for c, pos in cons.get((id(n), 0), ()):
+            c.inputs[pos] = src
+            cons[(id(src[0]), src[1])].append((c, pos))
+        cons[(id(n), 0)] = []
+        names.append(n.name)
+    g.bypassed = names
+    return bool(names)
+
+
+def variants(g, on, report):
+    """``dead_nodes``: operators whose unread outputs need not be computed run their
+    inference variant (``Operator.inference_variant``: LRN without tmp_norm)."""
+    head_keys = g.head_keys()
+    cons = g.consumers()
+    names = []
+    for n in g.steps:
+        unread = tuple(i for i in range(n.nout)
+                       if (id(n), i) not in head_keys and not cons.get((id(n), i)))
+        variant = n.op.inference_variant(unread) if unread else None
+        if variant is not None:
+            n.op = variant
+            names.append(n.name)
+    if names:
+        report.append('dead_nodes: %d node(s) skip unread outputs (%s)'
+                      % (len(names), ', '.join(names)))
+    return bool(names)
+
+
+def fuse(g, on, report):
+    """``fold_bn`` and ``fuse``: a producer and the chain of post-ops after it (each
+    offered by its consumer, ``Operator.post_op``) become the one operator the producer
+    makes of them (``Operator.fuse_post_ops``), named as the chain's last member."""
+    steps, heads = g.steps, g.heads
+    head_keys = g.head_keys()
+    allow = {'affine': 'fold_bn' in on, 'sum': 'fuse' in on, 'eltwise': 'fuse' in on}
+    gone = set()
+    made = collections.Counter()
+    folded = fused_ops = 0
+    for p in list(steps):
+        if id(p) in gone:
+            continue
+        cons = g.consumers([s for s in steps if id(s) not in gone])
+        if any((id(p), i) in head_keys or cons.get((id(p), i)) for i in range(1, p.nout)):
+            continue
+        in_shapes = [g.shape(s, i) for s, i in p.inputs]
+        chain, members, best, cur = [], [], None, p
+        while True:
+            key = (id(cur), 0)
+            users = cons.get(key, [])
+            if key in head_keys or len(users) != 1:
+                break
+            c, pos = users[0]
+            if c.op is None or id(c) in gone:
+                break
+            po = c.op.post_op(pos)
+            if po is None or not allow.get(po.kind) or any(
+                    (id(c), i) in head_keys or cons.get((id(c), i))
+                    for i in range(1, c.nout)):
+                break
+            fused = p.op.fuse_post_ops(chain + [po], in_shapes)
+            if fused is None:
+                break
+            chain.append(po)
+            members.append(c)
+            best, cur = fused, c
+        if not chain:
+            continue
+        extra = []
+        for c, po in zip(members, chain):
+            extra += [c.inputs[j] for j in po.inputs]
+        f = _N(best, cur.name, list(p.inputs) + extra, None, cur.location, 1)
+        f.orig = ('fused', cur.orig)
+        for c, pos in cons.get((id(cur), 0), ()):
+            c.inputs[pos] = (f, 0)
+        for k, (n, i) in enumerate(heads):
+            if n is cur and i == 0:
+                heads[k] = (f, 0)
+        gone.add(id(p))
+        gone.update(id(c) for c in members)
+        steps[steps.index(cur)] = f
+        for n in [p] + members[:-1]:
+            steps.remove(n)
+        folded += sum(1 for po in chain if po.kind == 'affine')
+        fused_ops += 1
+        made[best.describe()] += 1
+    if 'fold_bn' in on:
+        report.append('fold_bn: %d per-channel affine node(s) (BatchNorm) folded into '
+                      'the weights of their producer' % folded)
+    if 'fuse' in on or folded:
+        report.append('fuse: %d fused node(s)%s' % (fused_ops, ''.join(
+            '\n    %d x %s' % (k, d) for d, k in sorted(made.items()))))
+    return bool(fused_ops)
+
+
+def drop_unused_inputs(g, on, report):
+    """``dead_nodes``: an input forward does not read is handed the node's first read
+    input instead (``Operator.inference_unused_inputs``: a loss layer's label): what
+    computed it may then be dead. (It changes nothing a plan runs by itself: the dead
+    nodes it leaves are counted at the end.)"""
+    for n in g.steps:
+        unused = set(n.op.inference_unused_inputs())
+        used = [k for k in range(len(n.inputs)) if k not in unused]
+        if unused and used:
+            for k in unused:
+                if k < len(n.inputs):
+                    n.inputs[k] = n.inputs[used[0]]
+    return False
+
+
+def layout(g, on, report):
+    """``layout`` (CPU plans only): a live producer whose every consumer reads channels-last
+    data as it lies (``Operator.reads_layout``) runs its variant that writes that layout
+    (``Operator.layout_variant``); see the module notes."""
+    if getattr(g.xp, '__name__', None) != 'numpy':
+        report.append('layout: off (not a CPU plan)')
+        return False
+    live = g.live()
+    head_keys = g.head_keys()
+    cons = g.consumers([n for n in g.steps if id(n) in live])
+    names = []
+    for n in g.steps:
+        users = cons.get((id(n), 0))
+        if id(n) not in live or not users or (id(n), 0) in head_keys:
+            continue
+        variant = n.op.layout_variant(LAYOUT, [g.shape(s, i) for s, i in n.inputs])
+        if variant is not None and all(
+                c.op.reads_layout(pos, LAYOUT, [g.shape(s, i) for s, i in c.inputs])
+                for c, pos in users):
+            n.op = variant
+            names.append(n.name)
+    report.append('layout: %d output(s) kept %s between the operators reading it%s'
+                  % (len(names), LAYOUT.replace('_', ' '),
+                     ' (%s)' % ', '.join(names) if names else ''))
+    return bool(names)
+
+
+#: the inference passes in the order they run: (the name in :data:`PASSES` that switches
+#: it on, or the names of which any does; the pass)
+INFERENCE = (('dead_nodes', bypass_identities), ('dead_nodes', variants),
+             (('fold_bn', 'fuse'), fuse), ('dead_nodes', drop_unused_inputs),
+             ('layout', layout))
 
 
 class InferencePasses:
@@ -115,210 +330,29 @@ class InferencePasses:
 
     # ------------------------------------------------------------------ rewriting
     def _build(self):
-        index = {id(n): k for k, n in enumerate(self.order)}
-        nodes = {}
-        for n in self.order:
-            nodes[id(n)] = _N(n.op, n.name, [(nodes[id(s)], i) for s, i in n.inputs], n,
-                              n.location, n.num_outputs())
-        heads = [(nodes[id(n)], i) for n, i in self.heads]
-        steps = [nodes[id(n)] for n in self.order if n.op is not None]
-        before = len(steps)
+        """:data:`INFERENCE` over the bound graph's :class:`Rewrite`; then the nodes the
+        heads no longer need are dropped, and a plan is made of what changed."""
+        g = Rewrite(self.order, self.heads, self.shapes, self.xp)
+        before = len(g.steps)
+        on = set(self.passes)
         changed = False
-        if 'dead_nodes' in self.passes:
-            changed |= self._bypass_identities(steps, heads)
-            changed |= self._variants(steps, heads)
-        if 'fold_bn' in self.passes or 'fuse' in self.passes:
-            changed |= self._fuse(steps, heads)
-        if 'dead_nodes' in self.passes:
-            self._drop_unused_inputs(steps)
-        live = self._live(heads)
-        if 'layout' in self.passes:
-            changed |= self._layouts(steps, heads, live)
-        if 'dead_nodes' in self.passes:
-            bypassed = set(self._bypassed_names)
-            dead = [n.name for n in steps if id(n) not in live and n.op is not None
+        for names, pass_ in INFERENCE:
+            if on.intersection((names,) if isinstance(names, str) else names):
+                changed |= pass_(g, on, self.report)
+        live = g.live()
+        if 'dead_nodes' in on:
+            bypassed = set(g.bypassed)
+            dead = [n.name for n in g.steps if id(n) not in live and n.op is not None
                     and n.name not in bypassed]
             self.report.append('dead_nodes: %d bypassed or removed%s'
-                               % (self._bypassed + len(dead),
-                                  (' (%s)' % ', '.join(self._bypassed_names + dead))
-                                  if self._bypassed + len(dead) else ''))
+                               % (len(g.bypassed) + len(dead),
+                                  (' (%s)' % ', '.join(g.bypassed + dead))
+                                  if g.bypassed or dead else ''))
             changed |= bool(dead)
         if not changed:
             self.report.append('inference plan: the bound plan (nothing to rewrite)')
             return None
-        return self._make_plan(nodes, heads, live, index, before)
-
-    def _consumers(self, steps):
-        cons = collections.defaultdict(list)
-        for n in steps:
-            for pos, (s, i) in enumerate(n.inputs):
-                cons[(id(s), i)].append((n, pos))
-        return cons
-
-    _bypassed = 0
-    _bypassed_names = ()
-
-    def _bypass_identities(self, steps, heads):
-        head_keys = {(id(n), i) for n, i in heads}
-        cons = self._consumers(steps)
-        names = []
-        for n in steps:
-            if not n.op.inference_identity() or (id(n), 0) in head_keys or any(
-                    (id(n), i) in head_keys or cons.get((id(n), i)) for i in range(1, n.nout)):
-                continue
-            src = n.inputs[0]
-            for c, pos in cons.get((id(n), 0), ()):
-                c.inputs[pos] = src
-                cons[(id(src[0]), src[1])].append((c, pos))
-            cons[(id(n), 0)] = []
-            names.append(n.name)
-        self._bypassed, self._bypassed_names = len(names), names
-        return bool(names)
-
-    def _variants(self, steps, heads):
-        """Operators whose unread outputs need not be computed run their inference variant
-        (``Operator.inference_variant``: LRN without tmp_norm)."""
-        head_keys = {(id(n), i) for n, i in heads}
-        cons = self._consumers(steps)
-        names = []
-        for n in steps:
-            unread = tuple(i for i in range(n.nout)
-                           if (id(n), i) not in head_keys and not cons.get((id(n), i)))
-            variant = n.op.inference_variant(unread) if unread else None
-            if variant is not None:
-                n.op = variant
-                names.append(n.name)
-        if names:
-            self.report.append('dead_nodes: %d node(s) skip unread outputs (%s)'
-                               % (len(names), ', '.join(names)))
-        return bool(names)
-
-    def _fuse(self, steps, heads):
-        head_keys = {(id(n), i) for n, i in heads}
-        allow = {'affine': 'fold_bn' in self.passes, 'sum': 'fuse' in self.passes,
-                 'eltwise': 'fuse' in self.passes}
-        gone = set()
-        made = collections.Counter()
-        folded = fused_ops = 0
-        for p in list(steps):
-            if id(p) in gone:
-                continue
-            cons = self._consumers([s for s in steps if id(s) not in gone])
-            if any((id(p), i) in head_keys or cons.get((id(p), i)) for i in range(1, p.nout)):
-                continue
-            in_shapes = [self._shape(s, i) for s, i in p.inputs]
-            chain, members, best, cur = [], [], None, p
-            while True:
-                key = (id(cur), 0)
-                users = cons.get(key, [])
-                if key in head_keys or len(users) != 1:
-                    break
-                c, pos = users[0]
-                if c.op is None or id(c) in gone:
-                    break
-                po = c.op.post_op(pos)
-                if po is None or not allow.get(po.kind) or any(
-                        (id(c), i) in head_keys or cons.get((id(c), i))
-                        for i in range(1, c.nout)):
-                    break
-                fused = p.op.fuse_post_ops(chain + [po], in_shapes)
-                if fused is None:
-                    break
-                chain.append(po)
-                members.append(c)
-                best, cur = fused, c
-            if not chain:
-                continue
-            extra = []
-            for c, po in zip(members, chain):
-                extra += [c.inputs[j] for j in po.inputs]
-            f = _N(best, cur.name, list(p.inputs) + extra, None, cur.location, 1)
-            f.orig = ('fused', cur.orig)
-            for c, pos in cons.get((id(cur), 0), ()):
-                c.inputs[pos] = (f, 0)
-            for k, (n, i) in enumerate(heads):
-                if n is cur and i == 0:
-                    heads[k] = (f, 0)
-            gone.add(id(p))
-            gone.update(id(c) for c in members)
-            steps[steps.index(cur)] = f
-            for n in [p] + members[:-1]:
-                steps.remove(n)
-            folded += sum(1 for po in chain if po.kind == 'affine')
-            fused_ops += 1
-            made[best.describe()] += 1
-        if 'fold_bn' in self.passes:
-            self.report.append('fold_bn: %d per-channel affine node(s) (BatchNorm) folded into '
-                               'the weights of their producer' % folded)
-        if 'fuse' in self.passes or folded:
-            self.report.append('fuse: %d fused node(s)%s' % (fused_ops, ''.join(
-                '\n    %d x %s' % (k, d) for d, k in sorted(made.items()))))
-        return bool(fused_ops)
-
-    #: the activation layout the ``layout`` pass keeps between operators that read it
-    LAYOUT = 'channels_last'
-
-    def _layouts(self, steps, heads, live):
-        """The ``layout`` pass (CPU plans only): see the module notes."""
-        if getattr(self.xp, '__name__', None) != 'numpy':
-            self.report.append('layout: off (not a CPU plan)')
-            return False
-        head_keys = {(id(n), i) for n, i in heads}
-        cons = self._consumers([n for n in steps if id(n) in live])
-        names = []
-        for n in steps:
-            users = cons.get((id(n), 0))
-            if id(n) not in live or not users or (id(n), 0) in head_keys:
-                continue
-            variant = n.op.layout_variant(self.LAYOUT, [self._shape(s, i)
-                                                        for s, i in n.inputs])
-            if variant is not None and all(
-                    c.op.reads_layout(pos, self.LAYOUT, [self._shape(s, i)
-                                                         for s, i in c.inputs])
-                    for c, pos in users):
-                n.op = variant
-                names.append(n.name)
-        self.report.append('layout: %d output(s) kept %s between the operators reading it%s'
-                           % (len(names), self.LAYOUT.replace('_', ' '),
-                              ' (%s)' % ', '.join(names) if names else ''))
-        return bool(names)
-
-    def _shape(self, n, i):
-        orig = n.orig
-        if isinstance(orig, tuple):         # a fused node: its last member's output
-            orig = orig[1]
-        return self.shapes.get((self._index[id(orig)], i))
-
-    @property
-    def _index(self):
-        idx = self.__dict__.get('_idx')
-        if idx is None:
-            idx = self.__dict__['_idx'] = {id(n): k for k, n in enumerate(self.order)}
-        return idx
-
-    @staticmethod
-    def _drop_unused_inputs(steps):
-        """An input forward does not read is handed the node's first read input instead
-        (see ``Operator.inference_unused_inputs``): what computed it may then be dead."""
-        for n in steps:
-            unused = set(n.op.inference_unused_inputs())
-            used = [k for k in range(len(n.inputs)) if k not in unused]
-            if unused and used:
-                for k in unused:
-                    if k < len(n.inputs):
-                        n.inputs[k] = n.inputs[used[0]]
-
-    @staticmethod
-    def _live(heads):
-        """ids of the nodes the heads need."""
-        live, stack = set(), [n for n, _ in heads]
-        while stack:
-            n = stack.pop()
-            if id(n) in live:
-                continue
-            live.add(id(n))
-            stack += [s for s, _ in n.inputs]
-        return live
+        return self._make_plan(g.nodes, g.heads, live, g.index, before)
 
     def _make_plan(self, nodes, heads, live, index, before):
         variables = [n for n in self.order if n.op is None]

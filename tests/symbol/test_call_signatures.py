@@ -131,3 +131,11 @@ def test_positional_out_name_in_mx_nd():
     assert r is y
     np.testing.assert_array_equal(y.asnumpy(), [1.0, 2.0, 2.0])
     np.testing.assert_array_equal(mx.nd.BlockGrad(x, None, 'g').asnumpy(), x.asnumpy())
+
+
+def test_an_array_after_the_inputs_is_an_input_not_out():
+    """Inputs are told by type: mx.nd.BlockGrad(x, y) is two inputs here (an error naming
+    them), where MXNet binds y to out."""
+    x, y = mx.nd.ones((2,)), mx.nd.zeros((2,))
+    with pytest.raises(MXNetError, match='2 inputs given but it takes 1'):
+        mx.nd.BlockGrad(x, y)

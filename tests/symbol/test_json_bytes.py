@@ -136,3 +136,16 @@ def test_versions_count_updates_of_shared_auxiliary_states():
     assert [e[2] for e in bn['bn2'][3:]] == [2, 2]
     reshape = next(n for n in nodes if n['op'] == 'Reshape')
     assert reshape['inputs'][0][2] == 2
+
+
+def test_control_characters_raw_and_lone_surrogates_escaped(tmp_path):
+    """As dmlc, control characters other than \\t \\n \\r are written raw (and read back);
+    a lone surrogate, which no MXNet string holds, is written as a \\u escape so that the
+    file can be encoded."""
+    x = mx.sym.var('a\x01b\ud800c')
+    text = x.tojson()
+    assert '"a\x01b\\ud800c"' in text
+    assert mx.sym.load_json(text).name == 'a\x01b\ud800c'
+    path = tmp_path / 's-symbol.json'
+    x.save(str(path))
+    assert mx.sym.load(str(path)).tojson() == text

@@ -306,3 +306,38 @@ def test_overflow_skips_the_step_with_a_store(amp_on, update_on_kvstore):
     t.step(1)
     for d in w.list_data():
         np.testing.assert_allclose(d.asnumpy(), np.full(3, 1.0 - 3.0))
+
+
+@pytest.mark.parametrize('hybridize', [True, False])
+def test_mxnets_amp_tutorial_loop(amp_on, hybridize):
+    """MXNet's AMP tutorial: amp.init() before a float32 network is built, so that its
+    layers run in float16 (imperatively, or in the traced graph with amp_cast nodes)."""
+    rng = np.random.RandomState(0)
+    x = rng.normal(size=(64, 6)).astype(np.float32)
+    y = (x[:, 0] + x[:, 1] > 0).astype(np.float32)
+    net = nn.HybridSequential()
+    with net.name_scope():
+        net.add(nn.Dense(16, activation='relu'), nn.Dense(2))
+    net.initialize(mx.init.Xavier())
+    if hybridize:
+        net.hybridize()
+    t = Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.5})
+    amp.init_trainer(t)
+    loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+    data, label = mx.nd.array(x), mx.nd.array(y)
+    losses = []
+    for _ in range(20):
+        with np.errstate(over='ignore', invalid='ignore'):
+            with autograd.record():
+                out = net(data)
+                loss = loss_fn(out, label)
+                with amp.scale_loss(loss, t) as scaled:
+                    autograd.backward(scaled)
+            t.step(64)
+        losses.append(float(loss.astype('float32').mean().asscalar()))
+    assert out.dtype == np.float16
+    assert all(p.data().dtype == np.float32 for p in net.collect_params().values())
+    if hybridize:
+        assert 'amp_cast' in net._cached_graph[1].tojson(remove_amp_cast=False)
+    assert t._amp_loss_scaler.loss_scale < 2. ** 16
+    assert losses[-1] < 0.5 * losses[0]

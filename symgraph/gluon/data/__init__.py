@@ -1,6 +1,6 @@
 """``mx.gluon.data``: datasets, samplers and the DataLoader (the minimum Gluon training
 loops need; the vision datasets and worker processes come with the full data pipeline)."""
-from . import dataset, sampler, dataloader
+from . import dataset, sampler, dataloader  # noqa: F401  (mx.gluon.data.dataloader ...)
 from .dataset import Dataset, SimpleDataset, ArrayDataset
 from .sampler import (Sampler, SequentialSampler, RandomSampler, FilterSampler,
                       BatchSampler)

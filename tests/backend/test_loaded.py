@@ -15,15 +15,19 @@ import pytest
 from symgraph import config
 from symgraph.backend import onednn
 
-#: the switch as the user set it, read at collection (the backend tests' fixture unsets it)
+#: the switches as the user set them, read at collection (the backend tests' fixture unsets
+#: them): oneDNN off, or an explicit library to load
 ASKED_OFF = not config.flag('ONEDNN')
+USER_LIB = config.path('ONEDNN_LIB')
 #: where setup.cfg declares onednn-cpu-gomp a dependency
 DEPENDENCY = sys.platform.startswith('linux') and platform.machine() == 'x86_64'
 
 
 @pytest.mark.skipif(ASKED_OFF, reason='SYMGRAPH_ONEDNN=0: the NumPy path alone')
 @pytest.mark.skipif(not DEPENDENCY, reason='oneDNN is a dependency on x86-64 Linux only')
-def test_the_onednn_backend_loads_where_it_is_a_dependency(caplog):
+def test_the_onednn_backend_loads_where_it_is_a_dependency(caplog, monkeypatch):
+    if USER_LIB:
+        monkeypatch.setenv(config.env_name('ONEDNN_LIB'), USER_LIB)
     with caplog.at_level(logging.INFO, logger='symgraph.backend.onednn'):
         be = onednn.backend()
     why = '; '.join(r.getMessage() for r in caplog.records) or 'no log line'

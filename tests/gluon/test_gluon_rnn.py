@@ -336,3 +336,19 @@ def test_lstmp_cells_equal_fused_projected_lstm(bidirectional):
     assert out.shape == (4, 2, 3 * (2 if bidirectional else 1))
     np.testing.assert_allclose(out.asnumpy(), want.asnumpy(), rtol=1e-5, atol=1e-6)
     assert repr(LSTMPCell(6, 3, input_size=4)) == 'LSTMPCell(4 -> 24 -> 3)'
+
+
+def test_conv_cells_shapes_repr_and_errors():
+    from symgraph.gluon.contrib import rnn as crnn
+    cell = crnn.Conv2DGRUCell((0, 6, 5), 4, 3, 3)
+    assert cell.prefix == 'conv_gru0_'
+    assert cell.i2h_weight.shape == (12, 0, 3, 3) and cell.h2h_weight.shape == (12, 4, 3, 3)
+    assert cell.state_info(2) == [{'shape': (2, 4, 4, 3), '__layout__': 'NCHW'}]
+    assert repr(cell) == 'Conv2DGRUCell(None -> 12, tanh, NCHW)'
+    cell.initialize()
+    out, states = cell.unroll(2, mx.nd.ones((3, 2, 7, 6, 5)), merge_outputs=True)
+    assert out.shape == (3, 2, 4, 4, 3) and cell.i2h_weight.shape == (12, 7, 3, 3)
+    with pytest.raises(ValueError, match='odd'):
+        crnn.Conv1DLSTMCell((2, 7), 3, 3, 2)
+    with pytest.raises(ValueError, match='length 3'):
+        crnn.Conv3DRNNCell((1, 3, 4, 4), 2, (1, 3), 3)

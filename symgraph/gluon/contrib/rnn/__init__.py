@@ -1,7 +1,10 @@
-"""Contributed recurrent cells (``mx.gluon.contrib.rnn``, MXNet 1.9.1's): ``LSTMPCell`` and
-``VariationalDropoutCell`` (the latter lives in ``gluon.rnn.rnn_cell`` with the other
-modifier cells). MXNet's convolutional cells and ``dynamic_unroll`` are not here."""
+"""Contributed recurrent cells (``mx.gluon.contrib.rnn``, MXNet 1.9.1's): ``LSTMPCell``,
+``VariationalDropoutCell`` and the convolutional RNN, LSTM and GRU cells in 1-3D (the
+latter two live in ``gluon.rnn`` beside the other cells). MXNet's ``dynamic_unroll`` is not
+here."""
 from .rnn_cell import *  # noqa: F401,F403
+from ...rnn.conv_rnn_cell import *  # noqa: F401,F403
+from ...rnn import conv_rnn_cell
 from . import rnn_cell
 
-__all__ = rnn_cell.__all__
+__all__ = conv_rnn_cell.__all__ + rnn_cell.__all__

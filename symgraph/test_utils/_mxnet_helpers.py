@@ -147,7 +147,9 @@ def chi_square_check(generator, buckets, probs, nsamples=1000000):
     observed = np.zeros(shape=len(buckets), dtype=np.int64)
     for i, bucket in enumerate(buckets):
         observed[i] = (ids == (i if continuous else bucket)).sum()
-    _, p = ss.chisquare(f_obs=observed, f_exp=expected)
+    # SciPy >= 1.9 refuses expected counts that do not sum to the observed total, which
+    # MXNet's truncated integer counts rarely do: the test statistic takes them rescaled
+    _, p = ss.chisquare(f_obs=observed, f_exp=expected * (observed.sum() / expected.sum()))
     return p, observed, expected
 
 

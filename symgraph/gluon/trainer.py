@@ -44,16 +44,12 @@ class TrainerUsageError(UsageError, AssertionError):
 
 def _grad_is_fresh(data):
     """Whether backward wrote the gradient of the parameter array ``data`` since the
-    Trainer last cleared the mark (MXNet's ``NDArray._fresh_grad``: the flag of the
-    array's autograd variable entry)."""
-    entry = data._ag
-    return entry is not None and entry.fresh
+    Trainer last cleared the mark (MXNet's ``NDArray._fresh_grad``)."""
+    return data._fresh_grad
 
 
 def _clear_fresh_grad(data):
-    entry = data._ag
-    if entry is not None:
-        entry.fresh = False
+    data._fresh_grad = False
 
 
 def _atomic_write(fname, write):

@@ -15,6 +15,7 @@ from . import symbol
 from . import symbol as sym
 from .executor import Executor
 from . import autograd
+from . import numpy as np  # noqa: F401  (mx.np: refuses, see its docstring)
 from . import random
 from . import initializer
 from . import initializer as init

@@ -18,6 +18,7 @@ from .ndarray import (NDArray, array, zeros, ones, empty, full, arange, eye, lin
                       random, contrib, linalg, _internal, image)
 from .ndarray import __getattr__  # noqa: F401  (operator functions: mx.nd.exp)
 from . import control_flow
+from . import sparse
 
 for _f in (control_flow.foreach, control_flow.while_loop, control_flow.cond):
     contrib.add_function(_f.__name__, _f)

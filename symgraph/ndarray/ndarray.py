@@ -30,6 +30,18 @@ __all__ = ['NDArray', 'array', 'zeros', 'ones', 'empty', 'full', 'arange', 'eye'
 py_slice = slice
 
 
+#: MXNet's storage type codes (``__storage_type__`` attributes, ``.params`` headers);
+#: symgraph stores every array dense ('default')
+_STORAGE_TYPE_UNDEFINED = -1
+_STORAGE_TYPE_DEFAULT = 0
+_STORAGE_TYPE_ROW_SPARSE = 1
+_STORAGE_TYPE_CSR = 2
+_STORAGE_TYPE_STR_TO_ID = {'undefined': _STORAGE_TYPE_UNDEFINED,
+                           'default': _STORAGE_TYPE_DEFAULT,
+                           'row_sparse': _STORAGE_TYPE_ROW_SPARSE, 'csr': _STORAGE_TYPE_CSR}
+_STORAGE_TYPE_ID_TO_STR = {v: k for k, v in _STORAGE_TYPE_STR_TO_ID.items()}
+
+
 class NDArray:
     """An n-dimensional array on a device. ``_data`` is the NumPy/CuPy array."""
 

@@ -141,6 +141,8 @@ RULES = {
     # autograd); get_symbol builds a Symbol; its higher-order rules call mx.nd
     'symgraph.autograd': ('symgraph.ndarray', 'symgraph.symbol', 'symgraph.autograd_rules'),
     'symgraph.autograd_rules': ('symgraph.ndarray',),
+    # mx.np: only its refusal (the foundation's NotSupportedError)
+    'symgraph.numpy': (),
 }
 #: what the reserved homes (training stack) may import
 RESERVED_MAY_IMPORT = ('symgraph.symbol', 'symgraph.ndarray', 'symgraph.executor',

@@ -66,15 +66,24 @@ CASES = {
                       {'kvstore': 'local'}, 2, {}, {}, 2, None),
     'two_ctx_no_kvstore': ('sgd', {'learning_rate': 0.1}, {'kvstore': None}, 2, {}, {}, 1,
                            None),
+    'sgd_fp16_multi_precision': ('sgd', {'learning_rate': 0.1, 'momentum': 0.9, 'wd': 0.01,
+                                         'multi_precision': True}, {}, 1, {'b1': 0.5}, {}, 2,
+                                 None),
+    'adam_fp16_two_ctx_multi_precision': ('adam', {'learning_rate': 0.01,
+                                                   'multi_precision': True},
+                                          {'kvstore': 'device'}, 2, {}, {}, 4, None),
 }
+#: the cases whose parameters are not float32
+DTYPES = {'sgd_fp16_multi_precision': 'float16',
+          'adam_fp16_two_ctx_multi_precision': 'float16'}
 
 
-def make_params(mx, ctxs, lr_mult, wd_mult):
+def make_params(mx, ctxs, lr_mult, wd_mult, dtype='float32'):
     params = {}
     for name in SHAPES:
-        p = mx.gluon.Parameter(name, shape=SHAPES[name])
+        p = mx.gluon.Parameter(name, shape=SHAPES[name], dtype=dtype)
         p.initialize(ctx=ctxs)
-        p.set_data(mx.nd.array(initial(name)))
+        p.set_data(mx.nd.array(initial(name), dtype=dtype))
         p.lr_mult = lr_mult.get(name, 1.0)
         p.wd_mult = wd_mult.get(name, 1.0)
         params[name] = p
@@ -85,7 +94,8 @@ def backward(mx, params, ctxs, step):
     """Write the fixed gradients of ``step`` through autograd (so that they are fresh)."""
     for k, ctx in enumerate(ctxs):
         with mx.autograd.record():
-            losses = [(p.data(ctx) * mx.nd.array(gradient(n, step, k), ctx=ctx)).sum()
+            losses = [(p.data(ctx) * mx.nd.array(gradient(n, step, k), ctx=ctx,
+                                                 dtype=p.dtype)).sum()
                       for n, p in sorted(params.items())]
             total = mx.nd.add_n(*losses)
         total.backward()
@@ -94,7 +104,7 @@ def backward(mx, params, ctxs, step):
 def run_case(mx, name):
     opt, opt_params, kw, nctx, lr_mult, wd_mult, batch, new_lr = CASES[name]
     ctxs = [mx.cpu(i) for i in range(nctx)]
-    params = make_params(mx, ctxs, lr_mult, wd_mult)
+    params = make_params(mx, ctxs, lr_mult, wd_mult, DTYPES.get(name, 'float32'))
     trainer = mx.gluon.Trainer(params, opt, dict(opt_params), **kw)
     out = {n: [] for n in params}
     for step in range(STEPS):
@@ -103,7 +113,7 @@ def run_case(mx, name):
         if new_lr is not None and step == 1:
             trainer.set_learning_rate(new_lr)
         for n, p in params.items():
-            out[n].append(np.stack([d.asnumpy() for d in p.list_data()]))
+            out[n].append(np.stack([d.asnumpy().astype(np.float32) for d in p.list_data()]))
     return {n: np.stack(v) for n, v in out.items()}
 
 

@@ -26,7 +26,7 @@ __all__ = ['NAMESPACES', 'NAMES', 'make_namespaces', 'make_namespace']
 NAMESPACES = (('random', None), ('contrib', '_contrib_'), ('linalg', '_linalg_'),
               ('_internal', ''), ('image', '_image_'))
 
-#: the functions of ``mx.nd.random`` (``mx.sym.random`` has all but ``randn``)
+#: the functions of ``mx.nd.random`` and ``mx.sym.random``
 NAMES = ('uniform', 'normal', 'randn', 'randint', 'exponential', 'gamma', 'poisson',
          'negative_binomial', 'generalized_negative_binomial', 'multinomial', 'shuffle')
 
@@ -197,6 +197,4 @@ def make_namespace(kind, array_type, invoke_op):
     ns = types.SimpleNamespace(**{n: funcs[n] for n in NAMES})
     for n in LIKE:
         setattr(ns, n + '_like', like(n))
-    if kind == 'sym':
-        del ns.randn
     return ns

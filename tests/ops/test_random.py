@@ -1,6 +1,8 @@
 """Random sampling operators and the mx.nd.random / mx.sym.random / mx.random functions:
 shapes, dtypes, ranges, moments, seeding (the numbers themselves differ from MXNet's
 generator; names and JSON are compared with MXNet in tests/golden)."""
+import json
+
 import numpy as np
 import pytest
 
@@ -197,3 +199,17 @@ def test_like_samplers_take_the_shape_and_dtype_of_data():
     assert s.list_arguments() == ['d']
     assert s.infer_shape(d=(2, 3))[1] == [(2, 3)]
     assert mx.sym.load_json(s.tojson()).tojson() == s.tojson()
+
+
+def test_sym_random_randn_as_mxnet():
+    """mx.sym.random.randn(*shape, loc=, scale=) exists in MXNet 1.9.1 (its test_random.py
+    test_random uses it): a _random_normal node of that shape."""
+    s = mx.sym.random.randn(2, 3, loc=1, scale=2)
+    assert s.infer_shape() == ([], [(2, 3)], [])
+    node = json.loads(s.tojson())['nodes'][0]
+    assert node['op'] == '_random_normal'
+    assert node['attrs'] == {'loc': '1', 'scale': '2', 'shape': '(2, 3)'}
+    mx.random.seed(3)
+    out = s.eval(mx.cpu())[0].asnumpy()
+    mx.random.seed(3)
+    np.testing.assert_array_equal(out, mx.nd.random.randn(2, 3, loc=1, scale=2).asnumpy())

@@ -1,7 +1,6 @@
 """Contributed recurrent cells (``mx.gluon.contrib.rnn``, MXNet 1.9.1's): ``LSTMPCell``,
-``VariationalDropoutCell`` and the convolutional RNN, LSTM and GRU cells in 1-3D (the
-latter two live in ``gluon.rnn`` beside the other cells). MXNet's ``dynamic_unroll`` is not
-here."""
+``VariationalDropoutCell``, the convolutional RNN, LSTM and GRU cells in 1-3D (these two
+kinds live in ``gluon.rnn`` beside the other cells) and ``rnn_cell.dynamic_unroll``."""
 from .rnn_cell import *  # noqa: F401,F403
 from ...rnn.conv_rnn_cell import *  # noqa: F401,F403
 from ...rnn import conv_rnn_cell

@@ -1,7 +1,9 @@
-"""The LSTM cell with a projected recurrent state, after MXNet 1.9.1's
-python/mxnet/gluon/contrib/rnn/rnn_cell.py (same parameters, names and computation as the
-fused ``LSTM(projection_size=...)`` layer, one step at a time)."""
-from ...rnn.rnn_cell import HybridRecurrentCell, VariationalDropoutCell
+"""The LSTM cell with a projected recurrent state and ``dynamic_unroll`` (a cell stepped
+by the ``foreach`` control-flow operator), after MXNet 1.9.1's
+python/mxnet/gluon/contrib/rnn/rnn_cell.py: the same parameters, names and computation as
+the fused ``LSTM(projection_size=...)`` layer, one step at a time."""
+from ....base import _as_list
+from ...rnn.rnn_cell import HybridRecurrentCell, VariationalDropoutCell, _format_sequence
 
 __all__ = ['VariationalDropoutCell', 'LSTMPCell']
 
@@ -86,3 +88,70 @@ class LSTMPCell(HybridRecurrentCell):
         next_r = F.FullyConnected(data=hidden, num_hidden=self._projection_size,
                                   weight=h2r_weight, no_bias=True, name=prefix + 'out')
         return next_r, [next_r, next_c]
+
+
+def dynamic_unroll(cell, inputs, begin_state, drop_inputs=0, drop_outputs=0, layout='TNC',
+                   valid_length=None):
+    """Unrolls ``cell`` over the time axis of ``inputs`` with ``F.contrib.foreach``: one
+    loop in the graph instead of one copy of the cell per step.
+
+    Parameters
+    ----------
+    cell : RecurrentCell
+        The cell to run.
+    inputs : Symbol or NDArray
+        (N, T, ...) for layout 'NTC', (T, N, ...) for 'TNC' (the faster one).
+    begin_state : list of Symbol or NDArray
+        The starting states.
+    drop_inputs, drop_outputs : float, default 0
+        Dropout rates of the inputs and outputs, one mask along the time axis.
+    layout : str, default 'TNC'
+    valid_length : Symbol or NDArray of shape (N,), optional
+        Length of each sequence: later steps keep the states and give zero outputs.
+
+    Returns
+    -------
+    outputs : Symbol or NDArray
+        Laid out as ``layout``.
+    states : list of Symbol or NDArray
+        The states after each sequence's last valid step.
+    """
+    # merged inputs: the length is not needed
+    inputs, axis, F, _ = _format_sequence(0, inputs, layout, True)
+    axes = None
+    if axis != 0:
+        axes = list(range(len(layout)))
+        axes[0], axes[axis] = axes[axis], axes[0]
+        inputs = F.transpose(inputs, axes=axes)
+    states = begin_state
+    if drop_inputs:
+        inputs = F.Dropout(inputs, p=drop_inputs, axes=(axis,))
+
+    if valid_length is None:
+        def loop_body(inputs, states):
+            return cell(inputs, states)
+    else:
+        states = list(_as_list(states))
+        # the step number rides along as the last state
+        states.append(F.zeros((1)))
+
+        def loop_body(inputs, states):
+            cell_states = states[:-1]
+            iter_no = states[-1]
+            out, new_states = cell(inputs, cell_states)
+            for i, state in enumerate(cell_states):
+                new_states[i] = F.where(F.broadcast_greater(valid_length, iter_no),
+                                        new_states[i], state)
+            new_states.append(iter_no + 1)
+            return out, new_states
+
+    outputs, states = F.contrib.foreach(loop_body, inputs, states)
+    if drop_outputs:
+        outputs = F.Dropout(outputs, p=drop_outputs, axes=(axis,))
+    if axes is not None:
+        outputs = F.transpose(outputs, axes)
+    if valid_length is not None:
+        outputs = F.SequenceMask(outputs, sequence_length=valid_length,
+                                 use_sequence_length=True, axis=axis)
+        return outputs, states[:-1]
+    return outputs, states

@@ -248,12 +248,22 @@ def main(argv=None):
                     help="MXNet's passing tests to compare with (JSON)")
     ap.add_argument('--write-passing', help='write the passing tests of this run (JSON)')
     ap.add_argument('--keep', action='store_true', help='keep the temporary folder')
+    ap.add_argument('--from-table', nargs='+', metavar='TABLE',
+                    help='run nothing: read the per-test tables of earlier runs (--out files; '
+                         'a later one wins for a file in several) and summarise / write them')
     ap.add_argument('-k', dest='keyword', help="pytest's -k, passed on")
     args = ap.parse_args(argv)
 
     names = [file_name(f) for f in (args.files or SETS[args.set])]
     tmp = None
-    if args.tests_dir:
+    stored = {}
+    if args.from_table:
+        for path in args.from_table:
+            with open(path) as f:
+                stored.update(json.load(f)['files'])
+        names = [n for n in names if n in stored] if args.files else sorted(stored)
+        unit = None
+    elif args.tests_dir:
         unit = os.path.abspath(args.tests_dir)
     else:
         if not args.mxnet_src:
@@ -271,11 +281,14 @@ def main(argv=None):
     total_ok = total_ref = 0
     try:
         for name in names:
-            if not os.path.exists(os.path.join(unit, name)):
+            if unit is None:
+                record = stored[name]
+            elif not os.path.exists(os.path.join(unit, name)):
                 print('%-34s missing from the MXNet sources' % name, flush=True)
                 continue
-            record = run_file(unit, name, args.python, args.reference, args.test_timeout,
-                              args.file_timeout, extra)
+            else:
+                record = run_file(unit, name, args.python, args.reference, args.test_timeout,
+                                  args.file_timeout, extra)
             table['files'][name] = record
             ref = passing.get(name, set()) if passing is not None else None
             if ref is not None:

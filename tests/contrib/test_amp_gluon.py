@@ -3,6 +3,9 @@ scale against a reference of the rule (2**16 to start, halved and the step skipp
 overflow, doubled after 2000 clean steps), scaled and unscaled steps equal to plain ones,
 the imperative loss outputs' grad_scale, a float16 network trained with it, and
 convert_hybrid_block."""
+import json
+import os
+
 import numpy as np
 import pytest
 
@@ -12,6 +15,8 @@ from symgraph.contrib import amp
 from symgraph.contrib.amp import amp as amp_module
 from symgraph.contrib.amp.loss_scaler import LossScaler
 from symgraph.gluon import Parameter, Trainer, nn
+import gluon_trainer_probes as probes
+from test_golden import assert_same_graph
 
 
 @pytest.fixture
@@ -341,3 +346,21 @@ def test_mxnets_amp_tutorial_loop(amp_on, hybridize):
         assert 'amp_cast' in net._cached_graph[1].tojson(remove_amp_cast=False)
     assert t._amp_loss_scaler.loss_scale < 2. ** 16
     assert losses[-1] < 0.5 * losses[0]
+
+
+GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'golden', 'data',
+                      'gluon_trainer', 'convert_hybrid_block.json')
+
+
+@pytest.mark.parametrize('optional', [False, True])
+def test_convert_hybrid_block_gives_mxnets_graph_and_dtypes(optional):
+    """tests/golden/gluon_trainer_probes.py's convert_case: the converted SymbolBlock's
+    graph (amp_cast nodes, names, __dtype__) and parameter types equal MXNet 1.9.1's."""
+    with open(GOLDEN) as f:
+        want = json.load(f)['optional_%s' % optional]
+    with mx.name.NameManager():
+        block = amp.convert_hybrid_block(probes.convert_net(mx), cast_optional_params=optional)
+    assert_same_graph(block._cached_graph[1].tojson(remove_amp_cast=False), want['json'],
+                      'convert_hybrid_block(cast_optional_params=%s)' % optional)
+    assert {k: np.dtype(v.dtype).name for k, v in block.collect_params().items()} == \
+        want['dtypes']

@@ -5,7 +5,9 @@
 different at each step and on each context), for several optimizers and Trainer settings;
 it returns ``{case: {param: [values after step 1, step 2, ...]}}``. The test runs the same
 function under symgraph and compares. ``states_case(mx, path)`` also saves a Trainer's
-states file after three steps of SGD with momentum (MXNet's file is loaded by the test).
+states file after three steps of SGD with momentum (MXNet's file is loaded by the test), and
+``convert_case(mx, amp)`` converts a small hybridized net with AMP's
+``convert_hybrid_block`` (for tests/contrib/test_amp_gluon.py).
 
 Write the data with an interpreter that has MXNet 1.9.1::
 
@@ -13,8 +15,10 @@ Write the data with an interpreter that has MXNet 1.9.1::
 
 (or ``python tests/golden/gluon_trainer_probes.py /path/to/mxnet/python``; run directly
 with that interpreter, it writes the files itself). Output:
-``tests/golden/data/gluon_trainer/{steps.npz, sgd_mom.states, states_case.npz}``.
+``tests/golden/data/gluon_trainer/{steps.npz, sgd_mom.states, states_case.npz,
+convert_hybrid_block.json}``.
 """
+import json
 import os
 import subprocess
 import sys
@@ -142,6 +146,31 @@ def states_case(mx, path):
     return mid, end
 
 
+def convert_net(mx):
+    """The float32 network of :func:`convert_case`, hybridized and run once."""
+    nn = mx.gluon.nn
+    net = nn.HybridSequential(prefix='net_')
+    with net.name_scope():
+        net.add(nn.Dense(8, activation='relu'), nn.BatchNorm(), nn.Dense(3))
+    net.initialize(mx.init.Xavier())
+    net.hybridize()
+    net(mx.nd.array(np.linspace(-1, 1, 20).reshape(4, 5)))
+    return net
+
+
+def convert_case(mx, amp):
+    """AMP's ``convert_hybrid_block`` of :func:`convert_net`:
+    ``{'optional_<bool>': {'json': converted graph, 'dtypes': {param: dtype name}}}``."""
+    out = {}
+    for optional in (False, True):
+        block = amp.convert_hybrid_block(convert_net(mx), ctx=mx.cpu(),
+                                         cast_optional_params=optional)
+        out['optional_%s' % optional] = {
+            'json': json.loads(block._cached_graph[1].tojson(remove_amp_cast=False)),
+            'dtypes': {k: np.dtype(v.dtype).name for k, v in block.collect_params().items()}}
+    return out
+
+
 def write():
     """Run under MXNet (this interpreter) and write the data files."""
     import mxnet as mx
@@ -152,6 +181,9 @@ def write():
     np.savez(os.path.join(OUT, 'states_case.npz'),
              **{'mid/' + n: v for n, v in mid.items()},
              **{'end/' + n: v for n, v in end.items()})
+    from mxnet.contrib import amp
+    with open(os.path.join(OUT, 'convert_hybrid_block.json'), 'w') as f:
+        json.dump(convert_case(mx, amp), f, indent=1, sort_keys=True)
     print('wrote', OUT)
 
 

@@ -43,7 +43,7 @@ from .. import config
 from ..opdef import Operator, cpu_backend
 from .nodes import Node
 from .plan import Plan
-from .storage import LAYOUT
+from .storage import LAYOUT, place_layout
 
 __all__ = ['PASSES', 'ENV', 'enabled_passes', 'Rewrite', 'INFERENCE', 'InferencePasses',
            'TRAINING_FUSION_ENV', 'fuse_for_training']
@@ -264,16 +264,22 @@ def layout(g, on, report):
     head_keys = g.head_keys()
     cons = g.consumers([n for n in g.steps if id(n) in live])
     names = []
-    for n in g.steps:
-        users = cons.get((id(n), 0))
-        if id(n) not in live or not users or (id(n), 0) in head_keys:
-            continue
-        variant = n.op.layout_variant(LAYOUT, [g.shape(s, i) for s, i in n.inputs])
-        if variant is not None and all(
-                c.op.reads_layout(pos, LAYOUT, [g.shape(s, i) for s, i in c.inputs])
-                for c, pos in users):
-            n.op = variant
-            names.append(n.name)
+
+    def readers(n):
+        if id(n) not in live or (id(n), 0) in head_keys:
+            return None
+        return cons.get((id(n), 0))
+
+    def writes(n):
+        return n.op.layout_variant(LAYOUT, [g.shape(s, i) for s, i in n.inputs])
+
+    def reads(c, pos):
+        return c.op.reads_layout(pos, LAYOUT, [g.shape(s, i) for s, i in c.inputs])
+
+    def keep(n, variant):
+        n.op = variant
+        names.append(n.name)
+    place_layout(g.steps, readers, writes, reads, keep)
     report.append('layout: %d output(s) kept %s between the operators reading it%s'
                   % (len(names), LAYOUT.replace('_', ' '),
                      ' (%s)' % ', '.join(names) if names else ''))

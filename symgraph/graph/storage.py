@@ -19,7 +19,8 @@ import numpy as np
 
 from .. import config
 
-__all__ = ['Storage', 'plan_storage', 'allocate', 'training_layouts', 'LAYOUT']
+__all__ = ['Storage', 'plan_storage', 'allocate', 'training_layouts', 'place_layout',
+           'LAYOUT']
 
 #: the activation layout a training plan keeps between operators that read it
 LAYOUT = 'channels_last'
@@ -297,23 +298,49 @@ def training_layouts(plan, mode, node_mode, fixed):
     heads = set(plan.head_entries)
     shapes = plan.shapes
     chosen = {}
-    for n in plan.steps:
-        outs = plan.out_entries(n)
-        e = outs[0]
-        if e not in mode or e in heads or e in fixed or not users.get(e) \
+
+    def readers(n):
+        return users.get(plan.out_entries(n)[0])
+
+    def writes(n):
+        e = plan.out_entries(n)[0]
+        if e not in mode or e in heads or e in fixed \
                 or not 3 <= len(shapes[e]) <= 5 or plan.dtypes[e] != np.float32:
-            continue
+            return None
         ins = plan.in_entries(n)
         if node_mode.get(id(n)) == 'ufunc':
-            writes = all(chosen.get(i) == lay and shapes[i] == shapes[e] for i in ins)
+            ok = all(chosen.get(i) == lay and shapes[i] == shapes[e] for i in ins)
         else:
-            op = plan.run_op[id(n)]
-            writes = op.writes_layout(lay, [shapes[i] for i in ins],
-                                      [chosen.get(i) for i in ins])
-        if writes and all(node_mode.get(id(c)) == 'ufunc' or plan.run_op[id(c)].reads_layout(
-                pos, lay, [shapes[i] for i in plan.in_entries(c)]) for c, pos in users[e]):
-            chosen[e] = lay
+            ok = plan.run_op[id(n)].writes_layout(lay, [shapes[i] for i in ins],
+                                                  [chosen.get(i) for i in ins])
+        return True if ok else None
+
+    def reads(c, pos):
+        return node_mode.get(id(c)) == 'ufunc' or plan.run_op[id(c)].reads_layout(
+            pos, lay, [shapes[i] for i in plan.in_entries(c)])
+
+    def keep(n, _):
+        chosen[plan.out_entries(n)[0]] = lay
+    place_layout(plan.steps, readers, writes, reads, keep)
     return chosen
+
+
+def place_layout(nodes, readers, writes, reads, keep):
+    """The one rule of channels-last placement, for the inference ``layout`` pass
+    (:func:`symgraph.graph.passes.layout`) and a training plan's buffers
+    (:func:`training_layouts`) alike: for each of ``nodes`` in order, whose output 0 has
+    readers (``readers(node)``: [(reader, input position)], or None), whose producer
+    writes :data:`LAYOUT` (``writes(node)``: None to decline, else what ``keep`` is
+    given) and that every reader reads as it lies (``reads(reader, position)``), calls
+    ``keep(node, what writes gave)`` at once (a later node's answers may depend on it).
+    """
+    for n in nodes:
+        users = readers(n)
+        if not users:
+            continue
+        how = writes(n)
+        if how is not None and all(reads(c, pos) for c, pos in users):
+            keep(n, how)
 
 
 def allocate(st, xp):

@@ -8,8 +8,13 @@ docs/differences.md.
 from ..base import NotSupportedError
 
 
+class NumpyInterfaceError(NotSupportedError, AttributeError):
+    """A name of ``mx.np`` asked for: not supported (an AttributeError too, so that
+    ``hasattr(mx.np, name)`` is False and ``getattr(mx.np, name, default)`` works)."""
+
+
 def __getattr__(name):
     if name.startswith('__'):
         raise AttributeError(name)
-    raise NotSupportedError('mx.np.%s: MXNet\'s NumPy interface (mx.np / mxnet.numpy) is not '
+    raise NumpyInterfaceError('mx.np.%s: MXNet\'s NumPy interface (mx.np / mxnet.numpy) is not '
                             'supported; use mx.nd (or NumPy itself)' % name)

@@ -234,12 +234,42 @@ class Parameter:
             raise UsageError("Parameter '%s' has not been initialized" % self.name)
         return self._ctx_list
 
-    def row_sparse_data(self, row_id):
-        raise UsageError("Cannot return a copy of Parameter %s via row_sparse_data() because "
-                         "its storage type is %s (symgraph holds dense parameters only). "
-                         "Please use data() instead." % (self.name, self._stype))
+    def _get_row_sparse(self, arr_list, ctx, row_id):
+        """The rows ``row_id`` of the arrays, the others zero: MXNet's row_sparse pull,
+        densified (symgraph's parameters are dense)."""
+        if not isinstance(row_id, NDArray):
+            raise TypeError('row_id must have NDArray type, but %s is given' % type(row_id))
+        if not self._trainer:
+            raise UsageError("Cannot get row_sparse data for Parameter '%s' when no Trainer "
+                             "is created with it." % self.name)
+        results = self._check_and_get(arr_list, ctx)
+        rows = np.unique(row_id.asnumpy().astype(np.int64))
 
-    list_row_sparse_data = row_sparse_data
+        def retain(arr):
+            out = ndarray.zeros(arr.shape, ctx=arr.context, dtype=arr.dtype)
+            with arr.context.device_scope():
+                idx = arr.context.xp.asarray(rows)
+                out._data[idx] = arr._data[idx]
+            return out
+        return [retain(a) for a in results] if ctx is list else retain(results)
+
+    def row_sparse_data(self, row_id):
+        """A copy of a ``'row_sparse'`` parameter on ``row_id``'s context keeping only the
+        rows ``row_id`` (dense here: the other rows are zero)."""
+        if self._stype != 'row_sparse':
+            raise UsageError("Cannot return a copy of Parameter %s via row_sparse_data() "
+                             "because its storage type is %s. Please use data() instead."
+                             % (self.name, self._stype))
+        ctx = row_id.context if isinstance(row_id, NDArray) else None
+        return self._get_row_sparse(self._data, ctx, row_id)
+
+    def list_row_sparse_data(self, row_id):
+        """:meth:`row_sparse_data` on every context."""
+        if self._stype != 'row_sparse':
+            raise UsageError("Cannot return copies of Parameter '%s' on all contexts via "
+                             "list_row_sparse_data() because its storage type is %s. Please "
+                             "use data() instead." % (self.name, self._stype))
+        return self._get_row_sparse(self._data, list, row_id)
 
     # ------------------------------------------------------------------ initialization
     def initialize(self, init=None, ctx=None, default_init=initializer.Uniform(),

@@ -285,8 +285,24 @@ def test_tensor_types():
 
 def test_sparse_storage_is_accepted_but_parameters_stay_dense():
     p = Parameter('emb_weight', shape=(4, 2), stype='row_sparse', grad_stype='row_sparse')
-    p.initialize()
-    assert p.data().stype == 'default'
-    with pytest.raises(RuntimeError, match="row_sparse_data.*dense parameters only"):
-        p.row_sparse_data(mx.nd.array([0, 1]))
+    p.initialize(ctx=[mx.cpu(0), mx.cpu(1)])
+    assert p.data(mx.cpu(0)).stype == 'default'
     assert p.var().list_attr()['__storage_type__'] == '0'
+    rows = mx.nd.array([2, 0], ctx=mx.cpu(1))
+    with pytest.raises(RuntimeError, match="no Trainer is created with it"):
+        p.row_sparse_data(rows)
+    p._set_trainer(object())        # (what gluon.Trainer does)
+    got = p.row_sparse_data(rows)   # MXNet's row_sparse pull, densified
+    assert got.context == mx.cpu(1)
+    want = p.data(mx.cpu(1)).asnumpy()
+    want[[1, 3]] = 0
+    np.testing.assert_array_equal(got.asnumpy(), want)
+    assert len(p.list_row_sparse_data(rows)) == 2
+    with pytest.raises(TypeError, match='row_id must have NDArray type'):
+        p.row_sparse_data([0])
+    dense = Parameter('w', shape=(4, 2))
+    dense.initialize()
+    with pytest.raises(RuntimeError, match='via row_sparse_data.*storage type is default'):
+        dense.row_sparse_data(rows)
+    with pytest.raises(RuntimeError, match='via list_row_sparse_data'):
+        dense.list_row_sparse_data(rows)

@@ -93,12 +93,16 @@ class CachedOp:
     def register_op_hook(self, callback, monitor_all=False):
         """Call ``callback(name, op_name, array)`` with the operators' outputs (and inputs)
         of every run; bound executors get it too."""
-        ops = {}
+        ops, variables = {}, set()
         for node in self._sym._order():
             if node.op is not None:
                 ops[node.name] = node.op.name
+            else:
+                variables.add(node.name)
 
         def monitor(name, arr):
+            if name in variables:
+                return      # (the executor names a variable input first; MXNet's hook not)
             node = max((n for n in ops if name.startswith(n)), key=len, default=None)
             callback(name, ops.get(node, ''), arr)
         self._hook = (monitor, monitor_all)

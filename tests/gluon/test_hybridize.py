@@ -338,6 +338,15 @@ def test_op_hook_sees_the_operators(blocks, golden_file):
     net(mx.nd.ones((2, 3, 5, 5)))
     assert ('net0_conv0_fwd_output', 'Convolution') in seen
     assert any(op == 'FullyConnected' for _, op in seen)
+    # monitor_all: the inputs too, named after the operator's input (MXNet's names)
+    d = gluon_core_probes.define(mx)['Dense'](2, in_units=3, prefix='dense_')
+    d.initialize()
+    d.hybridize()
+    seen = []
+    d.register_op_hook(lambda name, op, arr: seen.append(name), monitor_all=True)
+    d(mx.nd.ones((1, 3)))
+    assert seen[:4] == ['dense_fwd_data', 'dense_fwd_weight', 'dense_fwd_bias',
+                        'dense_fwd_output']
 
 
 def test_hybridize_refuses_backends(blocks):

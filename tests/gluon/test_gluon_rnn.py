@@ -71,7 +71,8 @@ def test_layer_loads_mxnets_file_with_unfused_names(tmp_path):
 
 @pytest.mark.parametrize('kind', ['RNNCell', 'LSTMCell', 'GRUCell', 'BidirectionalCell',
                                   'RNN', 'LSTM', 'GRU'])
-def test_symbolic_names_equal_mxnets(kind):
+def test_symbolic_graphs_and_names_equal_mxnets(kind):
+    # names of arguments, outputs and parameters, and the graph's JSON text (its SHA-1)
     got = probes.symbol_names(mx)[kind]
     assert got == NAMES[kind]
 

@@ -1,5 +1,6 @@
 """gluon.model_zoo.vision against MXNet 1.9.1 (tests/golden/gluon_zoo_probes.py): every
-architecture's parameter names, shapes, saved names and output shape; outputs on fixed
+architecture's traced graph (its JSON, byte for byte), parameter names, shapes, saved names
+and output shape; outputs on fixed
 parameters (MXNet's own ``.params`` file for mobilenet0.25); ``pretrained=True`` from a
 local root, and its errors. Nothing is downloaded."""
 import json
@@ -29,9 +30,11 @@ SLOW = {'resnet50_v1', 'resnet50_v2', 'vgg11', 'vgg11_bn', 'alexnet', 'densenet1
 
 
 @pytest.mark.parametrize('name', probes.ALL_MODELS)
-def test_parameter_names_shapes_and_output_shape_equal_mxnets(name):
+def test_graph_parameter_names_shapes_and_output_shape_equal_mxnets(name):
     got = probes.zoo_names(mx, name)
     want = NAMES[name]
+    # the traced graph's JSON is MXNet's byte for byte (operators, names, attributes)
+    assert got['json_sha1'] == want['json_sha1']
     assert got['params'] == want['params']
     assert got['shapes'] == want['shapes']
     assert got['saved'] == want['saved']

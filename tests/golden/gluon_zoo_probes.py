@@ -19,6 +19,7 @@ graphs (MXNET_SEMANTICS.md). Output, under ``tests/golden/data/gluon_zoo/``:
 ``rnn.npz``, ``rnn_names.json``, ``lstm_bi.params``, ``zoo.npz``, ``zoo_names.json`` and
 ``mobilenet0.25.params`` (MXNet's file, 1.9 MB).
 """
+import hashlib
 import json
 import os
 import subprocess
@@ -92,8 +93,10 @@ def data(shape, seed):
 
 # ------------------------------------------------------------------------- model zoo
 def zoo_names(mx, name):
-    """Parameter names and shapes (symbolic shape inference on the standard input), the
-    names of the saved file and the output shape of one architecture."""
+    """The SHA-1 of the network's graph traced on a Symbol (its JSON text: every node's
+    operator, name and attributes), parameter names and shapes (symbolic shape inference on
+    the standard input), the names of the saved file and the output shape of one
+    architecture."""
     vision = mx.gluon.model_zoo.vision
     with mx.name.NameManager():
         net = vision.get_model(name)
@@ -102,7 +105,8 @@ def zoo_names(mx, name):
     shapes = dict(zip(sym.list_arguments(), arg_shapes))
     shapes.update(zip(sym.list_auxiliary_states(), aux_shapes))
     params = list(net.collect_params().keys())
-    return {'params': params,
+    return {'json_sha1': hashlib.sha1(sym.tojson().encode()).hexdigest(),
+            'params': params,
             'shapes': [list(shapes[p]) for p in params],
             'saved': sorted(net._collect_params_with_prefix().keys()),
             'out_shape': list(out_shapes[0])}
@@ -333,18 +337,21 @@ def symbol_names(mx):
             outs, states = cell.unroll(3, mx.sym.var('data'), layout='NTC',
                                        merge_outputs=True)
             group = mx.sym.Group([outs] + list(states))
-        res[kind] = {'arguments': group.list_arguments(), 'outputs': group.list_outputs()}
+        res[kind] = {'arguments': group.list_arguments(), 'outputs': group.list_outputs(),
+                     'json_sha1': hashlib.sha1(group.tojson().encode()).hexdigest()}
     with mx.name.NameManager():
         cell = rnn.BidirectionalCell(rnn.LSTMCell(H, prefix='l_'), rnn.GRUCell(H, prefix='r_'))
         outs, states = cell.unroll(3, mx.sym.var('data'), layout='TNC', merge_outputs=False)
         group = mx.sym.Group(list(outs) + list(states))
     res['BidirectionalCell'] = {'arguments': group.list_arguments(),
-                                'outputs': group.list_outputs()}
+                                'outputs': group.list_outputs(),
+                                'json_sha1': hashlib.sha1(group.tojson().encode()).hexdigest()}
     for kind in ('RNN', 'LSTM', 'GRU'):
         with mx.name.NameManager():
             layer = getattr(rnn, kind)(H, num_layers=2, bidirectional=True)
             out = layer(mx.sym.var('data'))
         res[kind] = {'arguments': out.list_arguments(), 'outputs': out.list_outputs(),
+                     'json_sha1': hashlib.sha1(out.tojson().encode()).hexdigest(),
                      'params': list(layer.collect_params().keys()),
                      'saved': sorted(layer._collect_params_with_prefix().keys())}
     return res

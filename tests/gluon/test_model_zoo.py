@@ -1,8 +1,8 @@
 """gluon.model_zoo.vision against MXNet 1.9.1 (tests/golden/gluon_zoo_probes.py): every
 architecture's traced graph (its JSON, byte for byte), parameter names, shapes, saved names
-and output shape; outputs on fixed
-parameters (MXNet's own ``.params`` file for mobilenet0.25); ``pretrained=True`` from a
-local root, and its errors. Nothing is downloaded."""
+and output shape; outputs on fixed parameters (MXNet's own ``.params`` file for
+mobilenet0.25); ``pretrained=True`` from a local root, and its errors; the fine-tuning
+example. Nothing is downloaded."""
 import json
 import logging
 import os

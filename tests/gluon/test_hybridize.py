@@ -362,3 +362,31 @@ def test_hybridize_with_hooks_warns(blocks):
     d.register_forward_hook(lambda *a: None)
     with pytest.warns(UserWarning, match='is being hybridized while still having forward hook'):
         d.hybridize()
+
+
+def test_data_parallel_over_two_contexts(blocks, golden, golden_file):
+    """One copy of the parameters per context, one executor per context: each copy's
+    gradient is that of its own half of the batch."""
+    arrays, _ = golden
+    x, head = arrays['x'], arrays['head']
+    net = blocks['Net']()
+    net.load_parameters(golden_file('net.params'), ctx=[mx.cpu(0), mx.cpu(1)])
+    net.hybridize()
+    outs = []
+    with autograd.record():
+        for k, ctx in enumerate((mx.cpu(0), mx.cpu(1))):
+            y = net(mx.nd.array(x[k:k + 1], ctx=ctx))
+            assert y.context == ctx
+            outs.append((y, mx.nd.array(head[k:k + 1], ctx=ctx)))
+    autograd.backward([y for y, _ in outs], [h for _, h in outs])
+    assert {k[0] for k in net._cached_op._cache} == {mx.cpu(0), mx.cpu(1)}
+    # the reference: each half alone on one context, not hybridized
+    for k, ctx in enumerate((mx.cpu(0), mx.cpu(1))):
+        with mx.name.NameManager():
+            ref = blocks['Net']()
+        ref.load_parameters(golden_file('net.params'))
+        _, grads, _, _ = gluon_core_probes.run_net(mx, ref, x[k:k + 1], head[k:k + 1])
+        for name, p in net.collect_params().items():
+            if p.grad_req != 'null':
+                np.testing.assert_allclose(p.grad(ctx).asnumpy(), grads[name], rtol=1e-4,
+                                           atol=1e-6, err_msg='%s %s' % (name, ctx))

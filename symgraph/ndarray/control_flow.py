@@ -17,6 +17,10 @@ _regroup = regroup_nested
 
 
 def _as_list(obj):
+    """A list of the loop variables: a list as it is, a tuple's items (Gluon's
+    ``hybrid_forward(F, *loop_vars)`` hands on a tuple, as MXNet accepts), else ``[obj]``."""
+    if isinstance(obj, tuple):
+        return list(obj)
     return obj if isinstance(obj, list) else [obj]
 
 

@@ -274,3 +274,13 @@ def test_types_flow_from_outputs_back_through_subgraphs(name):
     assert [np.dtype(t).name for t in args] == ['float64'] * len(args), \
         dict(zip(y.list_arguments(), args))
     assert np.dtype(outs[0]).name == 'float64'
+
+
+def test_nd_while_loop_takes_a_tuple_of_loop_vars():
+    """MXNet's nd while_loop takes loop_vars as a tuple (Gluon's hybrid_forward(F,
+    *loop_vars) hands one on: MXNet's test_contrib_control_flow.py
+    test_while_loop_simple_forward); the sum 1 + ... + 5 as there."""
+    outputs, (i, s) = mx.nd.contrib.while_loop(
+        cond=lambda i, s: i <= 5, func=lambda i, s: (None, (i + 1, s + i)),
+        loop_vars=(mx.nd.array([1]), mx.nd.array([0])), max_iterations=10)
+    assert outputs == [] and i.asscalar() == 6 and s.asscalar() == 15

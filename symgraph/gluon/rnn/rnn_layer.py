@@ -261,11 +261,15 @@ class RNN(_RNNLayer):
 
     Examples
     --------
+    >>> import symgraph as mx
     >>> layer = mx.gluon.rnn.RNN(100, 3)
     >>> layer.initialize()
-    >>> output = layer(mx.nd.random.uniform(shape=(5, 3, 10)))
+    >>> layer(mx.nd.random.uniform(shape=(5, 3, 10))).shape
+    (5, 3, 100)
     >>> output, hn = layer(mx.nd.random.uniform(shape=(5, 3, 10)),
     ...                    mx.nd.random.uniform(shape=(3, 3, 100)))
+    >>> hn[0].shape
+    (3, 3, 100)
     """
 
     def __init__(self, hidden_size, num_layers=1, activation='relu', layout='TNC', dropout=0,

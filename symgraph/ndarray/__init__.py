@@ -19,6 +19,8 @@ from .ndarray import (NDArray, array, zeros, ones, empty, full, arange, eye, lin
 from .ndarray import __getattr__  # noqa: F401  (operator functions: mx.nd.exp)
 from . import control_flow
 from . import sparse
+from . import dlpack
+from .dlpack import from_dlpack, to_dlpack_for_read, to_dlpack_for_write
 
 for _f in (control_flow.foreach, control_flow.while_loop, control_flow.cond):
     contrib.add_function(_f.__name__, _f)

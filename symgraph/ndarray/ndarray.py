@@ -149,6 +149,31 @@ class NDArray:
     def handle(self):
         return self._data
 
+    # --- DLPack (the array's own protocol: NumPy's or CuPy's, no copy) -------------
+    def __dlpack__(self, stream=None, **kwargs):
+        """The DLPack capsule of the data (``numpy.from_dlpack(x)`` shares its memory)."""
+        if stream is not None:
+            kwargs['stream'] = stream
+        return self._data.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._data.__dlpack_device__()
+
+    def to_dlpack_for_read(self):
+        """A DLPack capsule of the data for reading (MXNet waits for pending writes first;
+        symgraph's writes are done when they return). A legacy ``dltensor`` capsule, as
+        MXNet's, which every consumer takes; NumPy reads it as a read-only array."""
+        return self.__dlpack__()
+
+    def to_dlpack_for_write(self):
+        """A DLPack capsule of the data for writing into it: a versioned capsule (DLPack
+        1.0) where the array library makes one, so that consumers may write (NumPy makes
+        legacy capsules' arrays read-only), else a legacy one."""
+        try:
+            return self.__dlpack__(max_version=(1, 0))
+        except TypeError:                   # NumPy < 2.1, older CuPy
+            return self.__dlpack__()
+
     def asnumpy(self):
         """A NumPy copy of the data."""
         d = self._data

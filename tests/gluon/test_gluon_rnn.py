@@ -152,6 +152,24 @@ def test_unfused_stack_equals_fused_layer(mode):
     np.testing.assert_allclose(out.asnumpy(), layer(x).asnumpy(), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize('mode', ['lstm', 'gru'])
+def test_sequence_length_layer_equals_unfused_unroll_with_valid_length(mode):
+    cls = rnn.LSTM if mode == 'lstm' else rnn.GRU
+    layer = cls(4, input_size=3, bidirectional=True, use_sequence_length=True)
+    layer.initialize(mx.init.Uniform(0.5))
+    x = mx.nd.array(probes.data((5, 2, 3), 54))
+    vl = mx.nd.array([3, 5])
+    out, states = layer(x, layer.begin_state(2), vl)
+    assert not out.asnumpy()[3:, 0].any()
+    want, want_states = layer._unfuse().unroll(5, x, layout='TNC', merge_outputs=True,
+                                               valid_length=vl)
+    np.testing.assert_allclose(out.asnumpy(), want.asnumpy(), rtol=1e-5, atol=1e-6)
+    # the fused states are (layers x directions, N, H); the stack's, one per cell and kind
+    per_dir = [s[d] for d in range(2) for s in states]
+    for g, w in zip(per_dir, want_states):
+        np.testing.assert_allclose(g.asnumpy(), w.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_deferred_input_size_and_repr():
     layer = rnn.LSTM(6, num_layers=2, bidirectional=True, dropout=0.2)
     assert repr(layer) == 'LSTM(None -> 6, TNC, num_layers=2, dropout=0.2, bidirectional)'

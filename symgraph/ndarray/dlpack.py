@@ -39,7 +39,7 @@ def to_dlpack_for_read(data):
     --------
     >>> import symgraph as mx
     >>> x = mx.nd.ones((2, 3))
-    >>> mx.nd.from_dlpack(mx.nd.to_dlpack_for_read(x)).asnumpy().sum()
+    >>> float(mx.nd.from_dlpack(mx.nd.to_dlpack_for_read(x)).asnumpy().sum())
     6.0
     """
     return data.to_dlpack_for_read()

@@ -172,7 +172,11 @@ class CachedOp:
             self._cache.setdefault(key, []).append(bound)
         exe = bound.exe
         for k, i in bound.holders:
-            exe.arg_arrays[k]._data = data[i]._data
+            d = data[i]._data
+            if not d.flags.c_contiguous:    # a strided view: the kernels want rows in order
+                with ctx.device_scope():
+                    d = ctx.xp.ascontiguousarray(d)
+            exe.arg_arrays[k]._data = d
         exe.forward(is_train=autograd.is_training())
         xp = ctx.xp
         outs = []

@@ -142,6 +142,17 @@ def test_outputs_inputs_and_gradients_are_not_overwritten_by_later_calls(blocks,
     np.testing.assert_array_equal(x.asnumpy(), x_copy)
 
 
+def test_strided_input_views(blocks):
+    d = blocks['Dense'](2, in_units=3)
+    d.initialize(mx.init.Xavier())
+    # an NDArray over a strided array (an operator may return one)
+    view = mx.nd.NDArray(np.arange(24, dtype=np.float32).reshape(4, 6)[:, 1:4])
+    assert not view._data.flags.c_contiguous
+    want = d(mx.nd.array(view.asnumpy())).asnumpy()
+    d.hybridize()
+    np.testing.assert_allclose(d(view).asnumpy(), want, rtol=1e-6)
+
+
 def test_backward_twice_through_a_hybridized_call_is_refused(blocks, golden_file):
     net = _loaded_net(blocks, golden_file)
     with autograd.record():

@@ -25,7 +25,6 @@ from . import kvstore as kv
 from . import model
 from . import io
 from . import rnn
-from . import test_utils
 from . import metric
 from . import callback
 from . import monitor
@@ -56,3 +55,13 @@ __version__ = '0.1.0'
 # code (70 ms), a one-off cost that would otherwise fall into the first training step's
 # time and memory. SYMGRAPH_ONEDNN=0 keeps it off; opdef.cpu_backend() stays the way in.
 opdef.cpu_backend()
+
+
+def __getattr__(name):
+    # mx.test_utils loads on first use (import mxnet.test_utils works as ever): it brings
+    # SciPy's statistics for MXNet's test helpers, seconds that `import symgraph` should
+    # not pay
+    if name == 'test_utils':
+        import importlib
+        return importlib.import_module('.test_utils', __name__)
+    raise AttributeError("module 'symgraph' has no attribute %r" % name)

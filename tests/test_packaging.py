@@ -14,7 +14,8 @@ def test_pip_install_dot_gives_a_working_package(tmp_path):
     r = subprocess.run([sys.executable, '-m', 'pip', 'install', '-q', '--no-deps',
                         '--no-build-isolation', '--disable-pip-version-check',
                         '--target', str(target), ROOT], capture_output=True, text=True)
-    if r.returncode != 0 and 'No module named' in r.stderr:
+    if r.returncode != 0 and ('No module named' in r.stderr
+                              or "invalid command 'bdist_wheel'" in r.stderr):
         pytest.skip('pip cannot build here: %s' % r.stderr[-300:])
     assert r.returncode == 0, r.stderr
     top = sorted(p for p in os.listdir(target) if not p.endswith(('.dist-info', '.egg-info')))

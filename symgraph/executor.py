@@ -532,6 +532,8 @@ class Executor:
                      'naive %d MB: every array in storage of its own)'
                      % (st.peak_bytes >> 20, st.naive_bytes >> 20))
         lines.append('planned_bytes=%d naive_bytes=%d' % (st.peak_bytes, st.naive_bytes))
+        # MXNet's own line (programs and MXNet's test_symbol.py parse it): the planned peak
+        lines.append('Total %d MB allocated' % (st.peak_bytes >> 20))
         allocated = None if self._pool is None else sum(
             {id(b): b.nbytes for b in (v.base if v.base is not None else v
                                        for v in self._pool)}.values())

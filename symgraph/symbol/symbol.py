@@ -15,7 +15,7 @@ from .. import opdef
 from ..attribute import PLAIN_KEYS, AttrScope, check_attrs, plain_keys, with_plain_copies
 from ..base import (MXNetError, user_location, ArgumentError, ArgumentTypeError, NotSupportedError,
                     ParameterError, UnknownNameError, MissingFileError, NameCollisionError,
-                    rewrap, atomic_write)
+                    NotImplementedForSymbol, rewrap, atomic_write)
 from ..graph import Node, topo_order, aux_variable_ids, TYPE_CODE, parse_shape_attr, \
     dtype_from_attr, variable_name_clash
 from ..graph.infer import (infer_shapes, infer_types, shape_complete, warn_unknown_shapes,
@@ -241,7 +241,7 @@ class Symbol:
         return hash(self._outputs)
 
     def __bool__(self):
-        raise NotImplementedError('the truth value of a Symbol is undefined')
+        raise NotImplementedForSymbol(self.__bool__, 'bool')
 
     # ------------------------------------------------------------------ attributes
     def attr(self, key):

@@ -414,3 +414,23 @@ def test_dynamic_unroll_equals_unroll(kind, layout):
     for g, w in zip(new_states, want_states):
         np.testing.assert_allclose(g.asnumpy(), w.asnumpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got_grad, x.grad.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+# ----------------------------------------------------------------------------- export
+def test_exported_lstm_block_equals_mxnets_and_imports(tmp_path):
+    out = probes.export_layer(mx, str(tmp_path / 'tagger'))
+    np.testing.assert_allclose(out, GOLDEN['export/out'], rtol=1e-5, atol=1e-6)
+    with open(str(tmp_path / 'tagger-symbol.json')) as f:
+        ours = json.load(f)
+    with open(os.path.join(DATA, 'lstm_tagger-symbol.json')) as f:
+        theirs = json.load(f)
+    assert ours['nodes'] == theirs['nodes'] and ours['heads'] == theirs['heads']
+    saved = mx.nd.load(str(tmp_path / 'tagger-0000.params'))
+    want = mx.nd.load(os.path.join(DATA, 'lstm_tagger-0000.params'))
+    assert sorted(saved) == sorted(want)
+    # MXNet's exported files run here as a SymbolBlock
+    block = mx.gluon.SymbolBlock.imports(os.path.join(DATA, 'lstm_tagger-symbol.json'),
+                                         ['data'], os.path.join(DATA,
+                                                                'lstm_tagger-0000.params'))
+    got = block(mx.nd.array(probes.data((probes.N, probes.T, probes.C), 60))).asnumpy()
+    np.testing.assert_allclose(got, GOLDEN['export/out'], rtol=1e-5, atol=1e-6)

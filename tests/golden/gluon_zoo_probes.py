@@ -16,8 +16,9 @@ Write the data with an interpreter that has MXNet 1.9.1::
 (or pass the interpreter as the argument; run directly under MXNet, it writes the files
 itself). MXNet's oneDNN build is left on: its native CPU RNN operator fails on some Gluon
 graphs (MXNET_SEMANTICS.md). Output, under ``tests/golden/data/gluon_zoo/``:
-``rnn.npz``, ``rnn_names.json``, ``lstm_bi.params``, ``zoo.npz``, ``zoo_names.json`` and
-``mobilenet0.25.params`` (MXNet's file, 1.9 MB).
+``rnn.npz``, ``rnn_names.json``, ``lstm_bi.params``, ``lstm_tagger-symbol.json`` and
+``lstm_tagger-0000.params`` (a hybridized LSTM block as MXNet exports it), ``zoo.npz``,
+``zoo_names.json`` and ``mobilenet0.25.params`` (MXNet's file, 1.9 MB).
 """
 import hashlib
 import json
@@ -357,6 +358,32 @@ def symbol_names(mx):
     return res
 
 
+def export_layer(mx, path):
+    """A hybridized 2-layer bidirectional LSTM (inside a block, NTC) on fixed parameters,
+    exported to ``path``-symbol.json / -0000.params; returns its output."""
+    class Tagger(mx.gluon.HybridBlock):
+        def __init__(self, **kwargs):
+            super(Tagger, self).__init__(**kwargs)
+            with self.name_scope():
+                self.rnn = mx.gluon.rnn.LSTM(H, num_layers=2, bidirectional=True,
+                                             layout='NTC')
+                self.out = mx.gluon.nn.Dense(3, flatten=False)
+
+        def hybrid_forward(self, F, x):
+            return self.out(self.rnn(x))
+
+    with mx.name.NameManager():
+        net = Tagger()
+    net.initialize()
+    x = mx.nd.array(data((N, T, C), 60))
+    net(x)
+    fill_params(mx, net, seed=70)
+    net.hybridize()
+    out = net(x)
+    net.export(path, epoch=0)
+    return out.asnumpy()
+
+
 def write():
     """Run under MXNet (this interpreter) and write the data files."""
     import mxnet as mx
@@ -385,6 +412,7 @@ def write():
     fill_params(mx, layer, seed=50)
     layer.save_parameters(os.path.join(OUT, 'lstm_bi.params'))
     flat.update({'saved_layer/' + k: v for k, v in run_layer(mx, 'lstm_2l_bi', layer).items()})
+    flat['export/out'] = export_layer(mx, os.path.join(OUT, 'lstm_tagger'))
     np.savez_compressed(os.path.join(OUT, 'rnn.npz'), **flat)
     with open(os.path.join(OUT, 'rnn_names.json'), 'w') as f:
         json.dump(symbol_names(mx), f, indent=1, sort_keys=True)

@@ -16,6 +16,7 @@ needs until that backward has run: a block called again before it (two calls und
 second state.
 """
 from collections import OrderedDict
+import warnings
 import weakref
 
 from ..base import UsageError
@@ -217,6 +218,12 @@ class CachedOp:
         # shapes, not the outputs: they hold the tape node that holds this function (a
         # cycle would keep the executor busy until the garbage collector ran)
         out_meta = [(o._data.shape, o._data.dtype) for o in outs]
+        # an output listed twice (an RNN cell's `output, [output]`) is one entry of the
+        # graph: MXNet's CachedOp sums its head gradients, where the executor (MXNet's too)
+        # takes the last one's; so the sum goes to the last listing
+        names = self._sym.list_outputs()
+        last = {n: k for k, n in enumerate(names)}
+        repeats = [(k, last[n]) for k, n in enumerate(names) if last[n] != k]
 
         def backward_fn(out_grads):
             saved = state['saved']
@@ -232,7 +239,14 @@ class CachedOp:
                 for g, (shape, dtype) in zip(out_grads, out_meta):
                     og.append(g if g is not None else
                               NDArray(ctx.xp.zeros(shape, dtype=dtype), ctx))
-            exe.backward(og)
+                for k, j in repeats:
+                    og[j] = og[j] + og[k]
+            if repeats:
+                with warnings.catch_warnings():
+                    warnings.filterwarnings('ignore', 'output .* is listed more than once')
+                    exe.backward(og)
+            else:
+                exe.backward(og)
             bound.busy = None
             res = []
             xp = ctx.xp

@@ -401,3 +401,32 @@ def test_data_parallel_over_two_contexts(blocks, golden, golden_file):
             if p.grad_req != 'null':
                 np.testing.assert_allclose(p.grad(ctx).asnumpy(), grads[name], rtol=1e-4,
                                            atol=1e-6, err_msg='%s %s' % (name, ctx))
+
+
+def test_an_output_listed_twice_sums_its_head_gradients():
+    """MXNet's CachedOp sums the head gradients of an output returned twice (every RNN
+    cell returns ``output, [output]``); the executor alone takes the last one's."""
+    import symgraph as mx
+
+    class Twice(mx.gluon.HybridBlock):
+        def hybrid_forward(self, F, x):
+            y = x * 2
+            return y, [y]
+    for hybridize in (False, True):
+        b = Twice()
+        b.initialize()
+        if hybridize:
+            b.hybridize()
+        x = mx.nd.ones((1,))
+        x.attach_grad()
+        with mx.autograd.record():
+            o, s = b(x)
+            loss = o * 3 + s[0] * 5
+        loss.backward()
+        assert x.grad.asscalar() == 16.0
+        with mx.autograd.record():
+            o, s = b(x)
+            o2, _ = b(s[0])
+            loss = o * 3 + o2 * 5
+        loss.backward()
+        assert x.grad.asscalar() == 26.0

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import tracemalloc
 import warnings
 
@@ -77,6 +78,8 @@ class Executor:
         # _inferred: (graph, shapes, dtypes or None) from simple_bind, which sorted and
         # inferred with the same inputs already (one sort and one pass per bind)
         self._symbol = symbol
+        # MXNet's bind reads it (default on): get_optimized_symbol shows the merged graph
+        self._cse = os.environ.get('MXNET_ELIMINATE_COMMON_EXPR', '1') != '0'
         self._ctx = Context(ctx) if ctx is not None else current_context()
         # (the Symbol's public graph view: this module never imports symbol/)
         graph = symbol.graph() if _inferred is None else _inferred[0]
@@ -501,6 +504,12 @@ class Executor:
                                                  self._arg_names)]
         aux = [new(a, s, n) for a, s, n in zip(self.aux_arrays, aux_shapes, self._aux_names)]
         return Executor(self._symbol, self._ctx, args, grads, self._grad_req, aux)
+
+    def get_optimized_symbol(self):
+        """The graph as MXNet's bind optimises it: common subexpressions merged unless
+        ``MXNET_ELIMINATE_COMMON_EXPR=0`` was set at bind (symgraph runs the graph as
+        given; the values are the same)."""
+        return self._symbol._eliminate_common_expr() if self._cse else self._symbol
 
     def debug_str(self):
         """The plan: every step with its shapes and where each output lies in the storage

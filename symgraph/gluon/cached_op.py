@@ -95,7 +95,7 @@ class CachedOp:
         """Call ``callback(name, op_name, array)`` with the operators' outputs (and inputs)
         of every run; bound executors get it too."""
         ops, variables = {}, set()
-        for node in self._sym._order():
+        for node in self._sym.graph(check_names=False).order:
             if node.op is not None:
                 ops[node.name] = node.op.name
             else:

@@ -45,7 +45,18 @@ def _build(mx):
             'softmax': (loss, {'data': (6, 3), 'softmax_label': (6,)}, True)}
 
 
-def write(mx, directory):
+def one_ulp_apart(values, seed):
+    """float32 ``values`` with every element moved one ulp up or down at random."""
+    towards = np.where(np.random.RandomState(seed).rand(*values.shape) < 0.5,
+                       np.float32(-np.inf), np.float32(np.inf)).astype(np.float32)
+    return np.nextafter(values.astype(np.float32), towards)
+
+
+def write(mx, directory, perturb=None):
+    """Write every checkpoint and its ``-io.npz``; with ``perturb`` (a seed) the inputs,
+    parameters and auxiliary states are first moved by one ulp (:func:`one_ulp_apart`):
+    how far the outputs then move measures the float32 sensitivity of each value
+    (``test_ours.py`` allows a multiple of it)."""
     os.makedirs(directory, exist_ok=True)
     rng = np.random.RandomState(0)
     for prefix, (sym, shapes, train) in build(mx).items():
@@ -57,12 +68,16 @@ def write(mx, directory):
             else:
                 arr[:] = rng.uniform(0.5, 1.5, arr.shape) if name == 'scale' else \
                     rng.uniform(-1, 1, arr.shape)
+                if perturb is not None:
+                    arr[:] = one_ulp_apart(arr.asnumpy(), perturb)
             if name in shapes:
                 io['in:' + name] = arr.asnumpy()
             else:
                 args[name] = arr
         for name, arr in exe.aux_dict.items():
             arr[:] = rng.uniform(0.5, 1.5, arr.shape)
+            if perturb is not None:
+                arr[:] = one_ulp_apart(arr.asnumpy(), perturb)
             aux[name] = arr
         outs = exe.forward(is_train=train)
         for i, o in enumerate(outs):

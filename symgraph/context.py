@@ -18,7 +18,23 @@ def _cupy():
     return cupy
 
 
-class Context:
+class _ContextType(type):
+    """``Context.default_ctx``: MXNet's class-level property, the thread's current context
+    (read) or its new default (write)."""
+
+    @property
+    def default_ctx(cls):
+        return current_context()
+
+    @default_ctx.setter
+    def default_ctx(cls, ctx):
+        if not isinstance(ctx, Context):
+            raise ArgumentError('Context.default_ctx must be a Context, got %s'
+                                % type(ctx).__name__)
+        cls._state.value = ctx
+
+
+class Context(metaclass=_ContextType):
     """A device: ``Context('cpu', 0)`` or ``Context('gpu', 1)``; usable with ``with``."""
 
     devtype2str = {1: 'cpu', 2: 'gpu', 3: 'cpu_pinned', 5: 'cpu_shared'}

@@ -608,7 +608,9 @@ def _filled(func, fill, shape, ctx, dtype, kwargs):
     """``mx.nd.zeros``/``ones``: MXNet's ``_zeros``/``_ones`` operators, which take only
     ``out``, ``name`` and ``stype`` besides, and refuse a shape with a dimension that is not
     positive (0 is an unknown size in MXNet 1.x shapes) or no dimension at all."""
-    unknown = sorted(set(kwargs) - {'out', 'name', 'stype'})
+    # as MXNet's generated functions: __dunder__ keywords are attributes, dropped here
+    unknown = sorted(k for k in set(kwargs) - {'out', 'name', 'stype'}
+                     if not (len(k) > 4 and k.startswith('__') and k.endswith('__')))
     if unknown:
         raise UnknownNameError('%s: unknown argument %s; it takes shape, ctx, dtype, stype, '
                                'out and name' % (func, ', '.join(repr(k) for k in unknown)))
@@ -713,11 +715,17 @@ def histogram(a, bins=10, range=None):
     raise ValueError('bins argument should be either an integer or an NDArray')
 
 
-def zeros_like(a):
+def zeros_like(a, out=None, name=None, **kwargs):
+    """Zeros of ``a``'s shape, dtype and context (the ``zeros_like`` operator)."""
+    if out is not None or kwargs or (_AG.recording and a._ag is not None):
+        return invoke('zeros_like', (a,), dict(kwargs, out=out) if out is not None else kwargs)
     return _alloc(a._ctx, lambda xp: xp.zeros_like(a._data))
 
 
-def ones_like(a):
+def ones_like(a, out=None, name=None, **kwargs):
+    """Ones of ``a``'s shape, dtype and context (the ``ones_like`` operator)."""
+    if out is not None or kwargs or (_AG.recording and a._ag is not None):
+        return invoke('ones_like', (a,), dict(kwargs, out=out) if out is not None else kwargs)
     return _alloc(a._ctx, lambda xp: xp.ones_like(a._data))
 
 

@@ -460,3 +460,19 @@ def test_fresh_grad_flag():
     assert not y._fresh_grad
     with pytest.raises(AttributeError):
         mx.nd.ones((1,))._fresh_grad = True
+
+
+def test_zeros_and_ones_take_mxnet_attribute_keywords():
+    assert mx.nd.zeros((2,), __layout__='NC').asnumpy().tolist() == [0.0, 0.0]
+    assert mx.nd.ones_like(mx.nd.zeros((2,)), name='x').asnumpy().tolist() == [1.0, 1.0]
+    with pytest.raises(KeyError):
+        mx.nd.zeros((2,), layout='NC')
+
+
+def test_zeros_like_of_a_recorded_array_is_recorded_with_a_zero_gradient():
+    x = mx.nd.array([1.0, 2.0])
+    x.attach_grad()
+    with ag.record():
+        y = x * 2 + mx.nd.ones_like(x)
+    y.backward()
+    assert x.grad.asnumpy().tolist() == [2.0, 2.0]

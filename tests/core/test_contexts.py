@@ -84,3 +84,21 @@ def test_gpu_without_a_device_fails_clearly():
 def test_data_parallel_group_refuses_mixed_device_kinds():
     with pytest.raises(MXNetError, match='all-CPU or all-GPU'):
         mx.dist.DataParallelExecutor(mx.sym.var('x'), [mx.cpu(0), mx.gpu(0)], x=(2, 1))
+
+
+def test_default_ctx_class_property():
+    """MXNet's Context.default_ctx: the thread's current context, and settable."""
+    import symgraph as mx
+    assert mx.Context.default_ctx == mx.current_context()
+    with mx.cpu(3):
+        assert mx.Context.default_ctx == mx.cpu(3)
+    old = mx.Context.default_ctx
+    try:
+        mx.Context.default_ctx = mx.cpu(2)
+        assert mx.current_context() == mx.cpu(2)
+        assert mx.nd.zeros((1,)).context == mx.cpu(2)
+    finally:
+        mx.Context.default_ctx = old
+    import pytest
+    with pytest.raises(ValueError):
+        mx.Context.default_ctx = 'cpu'

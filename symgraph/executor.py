@@ -16,6 +16,7 @@ from .graph.infer import (infer_shapes, infer_types, shape_complete, Wiring,
 from .ndarray import NDArray
 from .ndarray.ndarray import _to_xp
 from .graph.plan import Plan, check_error
+from .graph.cse import eliminate_common_expr
 from .graph.passes import InferencePasses, TRAINING_FUSION_ENV, fuse_for_training
 from .opdef import lend_scratch
 
@@ -509,7 +510,9 @@ class Executor:
         """The graph as MXNet's bind optimises it: common subexpressions merged unless
         ``MXNET_ELIMINATE_COMMON_EXPR=0`` was set at bind (symgraph runs the graph as
         given; the values are the same)."""
-        return self._symbol._eliminate_common_expr() if self._cse else self._symbol
+        if not self._cse:
+            return self._symbol
+        return type(self._symbol)(eliminate_common_expr(self._symbol.graph().outputs))
 
     def debug_str(self):
         """The plan: every step with its shapes and where each output lies in the storage

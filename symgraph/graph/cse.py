@@ -1,5 +1,6 @@
 """Common subexpression elimination, after MXNet 1.9.1's
-``src/nnvm/eliminate_common_expr_pass.cc``: what ``Executor.get_optimized_symbol`` shows.
+``src/nnvm/eliminate_common_expr_pass.cc``: what ``Executor.get_optimized_symbol`` shows. Over nodes only
+(``graph/``): the executor wraps the result in a Symbol.
 
 Two nodes merge when they apply equal operators (operator instances compare by their
 parameters) with equal node attributes to the same inputs; the first one stays. Operators
@@ -9,7 +10,7 @@ graph outputs one entry, the later outputs read a ``_copy`` of it, so that each 
 stays an array of its own, as MXNet's pass does.
 """
 from .. import opdef
-from ..graph import Node, topo_order
+from .nodes import Node, topo_order
 
 __all__ = ['eliminate_common_expr']
 
@@ -36,7 +37,8 @@ def eliminate_common_expr(outputs):
     >>> s = (a + b) + (a + b)
     >>> len(s.get_internals().list_outputs())
     5
-    >>> len(s._eliminate_common_expr().get_internals().list_outputs())
+    >>> merged = mx.sym.Symbol(eliminate_common_expr(s.graph().outputs))
+    >>> len(merged.get_internals().list_outputs())
     4
     """
     new = {}            # id(old node) -> its node in the merged graph

@@ -171,11 +171,6 @@ class Symbol:
             outs.extend((n, i) for i in range(n.num_visible_outputs()))
         return Symbol(outs)
 
-    def _eliminate_common_expr(self):
-        """This graph with its common subexpressions merged (``symbol/cse.py``)."""
-        from .cse import eliminate_common_expr
-        return Symbol(eliminate_common_expr(self._outputs))
-
     def get_children(self):
         """The inputs of the head nodes as one group, or None for a variable."""
         inputs, seen = [], set()

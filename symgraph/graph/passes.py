@@ -46,7 +46,7 @@ from .plan import Plan
 from .storage import LAYOUT, place_layout
 
 __all__ = ['PASSES', 'ENV', 'enabled_passes', 'Rewrite', 'INFERENCE', 'InferencePasses',
-           'TRAINING_FUSION_ENV', 'fuse_for_training']
+           'TRAINING', 'TRAINING_FUSION_ENV', 'fuse_for_training']
 
 #: every pass, in the order they run
 PASSES = ('dead_nodes', 'fold_bn', 'fuse', 'layout')
@@ -76,13 +76,14 @@ class _N:
 
 
 class Rewrite:
-    """The one form the inference passes rewrite: a stand-in (:class:`_N`) per node of a
-    bound graph, the operator steps in order and the heads.
+    """The one form the passes rewrite, inference and training alike: a stand-in
+    (:class:`_N`) per node of a bound graph, the operator steps in order and the heads.
 
     A pass is a function ``pass_(g, on, report) -> bool`` (``on``: the enabled names of
     :data:`PASSES`; ``report``: the list of ``debug_str`` lines it appends to) that changes
     stand-ins in place -- an operator, an input, a step replaced by a new stand-in -- and
-    says whether it changed anything; :data:`INFERENCE` lists them in the order they run.
+    says whether it changed anything; :data:`INFERENCE` and :data:`TRAINING` list them in
+    the order they run.
     ``shapes`` are the bound graph's, keyed by (index in ``order``, output); ``xp`` its
     array module.
     """
@@ -99,6 +100,8 @@ class Rewrite:
         self.steps = [nodes[id(n)] for n in order if n.op is not None]
         # what the dead_nodes passes did, for their report line (made when the others are)
         self.bypassed = []
+        # what the training fusion did (see fuse_training)
+        self.absorbed, self.fused = {}, []
 
     def consumers(self, steps=None):
         """{(id(stand-in), output): [(reader, input position)]} over ``steps`` (default:
@@ -420,74 +423,92 @@ class InferencePasses:
 TRAINING_FUSION_ENV = config.env_name('TRAINING_FUSION')
 
 
-def fuse_for_training(order, heads, shapes, dtypes, xp):
-    """The training fusion of a CPU plan that computes gradients: a producer whose output 0
-    one consumer reads as a post-op (:meth:`~symgraph.opdef.Operator.post_op`, with no
-    inputs of its own), and whose other outputs nobody reads, becomes the operator
-    :meth:`~symgraph.opdef.Operator.fuse_training_post_op` gives (BatchNorm then relu:
-    one oneDNN pass forward, the mask applied inside its backward), named as the
-    consumer.
-
-    Returns None (nothing fused, a GPU plan, no CPU backend loaded, or
-    ``SYMGRAPH_TRAINING_FUSION`` one of 0/none/off/false/no), else ``(order, shapes, dtypes, aliases, fused)``: the order with
-    each pair replaced by its fused node (every other node the original object), the
-    shapes and dtypes keyed by position in it, ``aliases`` (id(consumer) -> fused node:
-    what :class:`~symgraph.graph.plan.Plan` reads the consumer's output from, so that
-    neither its readers nor the heads need new nodes) and the fused nodes' names."""
-    if getattr(xp, '__name__', None) != 'numpy' or cpu_backend() is None \
-            or not config.flag('TRAINING_FUSION'):
-        return None     # (no CPU backend: nothing to fuse into, so nothing is asked)
-    # producers whose operator has the hook (the others cannot fuse: not asked at all)
-    hooked = [n for n in order if n.op is not None and type(n.op).fuse_training_post_op
-              is not Operator.fuse_training_post_op]
-    if not hooked:
-        return None
-    index = {id(n): k for k, n in enumerate(order)}
-    readers, first = {}, {}
-    for n in order:
-        for pos, (s, i) in enumerate(n.inputs):
-            key = (id(s), i)
-            if key in readers:
-                readers[key] += 1
-            else:
-                readers[key] = 1
-                first[key] = (n, pos)
-    for n, i in heads:
-        key = (id(n), i)
-        readers[key] = readers.get(key, 0) + 1      # a head is read by the user
+def fuse_training(g, on, report):
+    """The training pass over a :class:`Rewrite`: a producer whose output 0 one consumer
+    reads as a post-op (``Operator.post_op``, with no inputs of its own), and whose other
+    outputs nobody reads (nor do the consumer's), becomes the operator
+    ``Operator.fuse_training_post_op`` gives, in the consumer's stand-in: it takes the
+    producer's operator inputs, and the producer's step goes (``g.absorbed``: id(consumer)
+    -> producer stand-in; ``g.fused``: the consumers, in the order they fused). Readers are
+    counted on the graph as bound (a head counts as one)."""
+    cons = g.consumers()
+    readers = collections.Counter({k: len(v) for k, v in cons.items()})
+    readers.update((id(n), i) for n, i in g.heads)
 
     def others_unread(n):
-        return not any(readers.get((id(n), i)) for i in range(1, n.num_outputs()))
+        return not any(readers.get((id(n), i)) for i in range(1, n.nout))
 
-    pairs, absorbed = {}, set()
+    # producers whose operator has the hook (the others cannot fuse: not asked at all)
+    hooked = [n for n in g.steps if type(n.op).fuse_training_post_op
+              is not Operator.fuse_training_post_op]
+    absorbed, producers, fused_nodes = {}, set(), []
     for b in hooked:
         key = (id(b), 0)
-        if readers.get(key) != 1 or key not in first or id(b) in pairs:
+        if readers.get(key) != 1 or not cons.get(key) or id(b) in absorbed:
             continue
-        r, pos = first[key]
-        if r.op is None or len(r.inputs) != 1 or id(r) in absorbed:
+        r, pos = cons[key][0]
+        if len(r.inputs) != 1 or id(r) in producers:
             continue
         po = r.op.post_op(pos)
         if po is None or po.inputs or not others_unread(b) or not others_unread(r):
             continue
-        fused = b.op.fuse_training_post_op(po, [shapes.get((index[id(s)], i))
-                                                for s, i in b.inputs])
+        fused = b.op.fuse_training_post_op(po, [g.shape(s, i) for s, i in b.inputs])
         if fused is None or fused.output_count() != b.op.output_count():
             continue
-        pairs[id(r)] = (b, Node(fused, r.name, {}, b.inputs, b.location))
-        absorbed.add(id(b))
-    if not pairs:
+        r.op, r.inputs, r.location = fused, list(b.inputs), b.location
+        absorbed[id(r)] = b
+        producers.add(id(b))
+        fused_nodes.append(r)
+    g.steps = [n for n in g.steps if id(n) not in producers]
+    g.absorbed, g.fused = absorbed, fused_nodes
+    return bool(absorbed)
+
+
+#: the training passes over the bound graph, in order. (A training plan's channels-last
+#: buffers follow at plan time, :func:`symgraph.graph.storage.training_layouts` with the
+#: same rule as the ``layout`` pass, :func:`~symgraph.graph.storage.place_layout`: they
+#: depend on which results the storage run buffers.)
+TRAINING = (fuse_training,)
+
+
+def fuse_for_training(order, heads, shapes, dtypes, xp):
+    """The training fusion of a CPU plan that computes gradients (:func:`fuse_training`
+    over the bound graph's :class:`Rewrite`; BatchNorm then relu: one oneDNN pass forward,
+    the mask applied inside its backward), each fused node named as the consumer.
+
+    Returns None (nothing fused, a GPU plan, no CPU backend loaded, or
+    ``SYMGRAPH_TRAINING_FUSION`` one of 0/none/off/false/no), else ``(order, shapes,
+    dtypes, aliases, fused)``: the order with each pair replaced by its fused node (every
+    other node the original object), the shapes and dtypes keyed by position in it,
+    ``aliases`` (id(consumer) -> fused node: what :class:`~symgraph.graph.plan.Plan` reads
+    the consumer's output from, so that neither its readers nor the heads need new nodes)
+    and the fused nodes' names."""
+    if getattr(xp, '__name__', None) != 'numpy' or cpu_backend() is None \
+            or not config.flag('TRAINING_FUSION'):
+        return None     # (no CPU backend: nothing to fuse into, so nothing is asked)
+    if not any(n.op is not None and type(n.op).fuse_training_post_op
+               is not Operator.fuse_training_post_op for n in order):
         return None
+    g = Rewrite(order, heads, shapes, xp)
+    changed = False
+    for pass_ in TRAINING:
+        changed |= pass_(g, {'fuse_training'}, [])
+    if not changed:
+        return None
+    index = g.index
+    gone = {id(b.orig) for b in g.absorbed.values()}
     new_order, new_shapes, new_dtypes, aliases = [], {}, {}, {}
     for n in order:
-        if id(n) in absorbed:
+        if id(n) in gone:
             continue
         k = len(new_order)
-        if id(n) in pairs:
-            b, node = pairs[id(n)]
+        b = g.absorbed.get(id(g.nodes[id(n)]))
+        if b is not None:
+            r = g.nodes[id(n)]
+            node = Node(r.op, r.name, {}, b.orig.inputs, r.location)
             aliases[id(n)] = node
             # output 0 is the consumer's, the others the producer's (hidden statistics)
-            srcs = [index[id(n)]] + [index[id(b)]] * (node.num_outputs() - 1)
+            srcs = [index[id(n)]] + [index[id(b.orig)]] * (node.num_outputs() - 1)
             new_order.append(node)
         else:
             srcs = [index[id(n)]] * n.num_outputs()
@@ -495,4 +516,4 @@ def fuse_for_training(order, heads, shapes, dtypes, xp):
         for i, src in enumerate(srcs):
             new_shapes[(k, i)] = shapes[(src, i)]
             new_dtypes[(k, i)] = dtypes[(src, i)]
-    return new_order, new_shapes, new_dtypes, aliases, [r.name for _, r in pairs.values()]
+    return new_order, new_shapes, new_dtypes, aliases, [r.name for r in g.fused]

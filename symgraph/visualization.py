@@ -20,6 +20,7 @@ import re
 import shutil
 import sys
 import sysconfig
+import warnings
 
 import numpy as np
 
@@ -57,11 +58,11 @@ _PARAM_ARGS = frozenset(('weight', 'bias', 'gamma', 'beta', 'parameters'))
 class _Facts:
     """Nodes in MXNet's order with what the visualisations need about them."""
 
-    def __init__(self, symbol, shape=None, dtype=None, partial=False):
+    def __init__(self, symbol, shape=None, dtype=None, partial=False, check_names=True):
         # (the Symbol's graph is all this module reads; it never imports symbol/,
         # which offers these functions as methods)
         try:
-            graph = symbol.graph()
+            graph = symbol.graph(check_names=check_names)
         except (AttributeError, TypeError):
             raise ArgumentTypeError('symbol must be a Symbol, got %s' % type(symbol).__name__) \
                 from None
@@ -531,7 +532,14 @@ def plot_network(symbol, title='plot', save_format='pdf', shape=None, dtype=None
         raise ImportError('Draw network requires graphviz library (pip install graphviz) '
                           'and the Graphviz dot program') from None
     dot_program()       # render() and pipe() use graphviz-pure when there is no dot
-    facts = _Facts(symbol, shape, dtype)
+    # MXNet draws a graph whose nodes share names and warns (its test_viz.py checks it)
+    names = [n.name for n in symbol.graph(check_names=False).order]
+    repeated = sorted({n for i, n in enumerate(names) if n in names[:i]})
+    if repeated:
+        warnings.warn('There are multiple variables with the same name in your graph, this '
+                      'may result in cyclic graph. Repeated names: ' + ','.join(repeated),
+                      RuntimeWarning, stacklevel=2)
+    facts = _Facts(symbol, shape, dtype, check_names=not repeated)
     order = facts.order
     node_attr = {'shape': 'box', 'fixedsize': 'true', 'width': '1.3', 'height': '0.8034',
                  'style': 'filled'}

@@ -115,11 +115,9 @@ class ElemwiseAddReLU(ElemwiseAdd):
     aliases = ()
     needs_inputs = False
     needs_outputs = True
+    #: (its gradients are one array, which may lie over the output backward reads: the
+    #: grad_same and grad_inplace rows of ops/_cpu_rules.py)
     writes_into = True
-    #: both gradients are one array (the masked head gradient), which may lie over the
-    #: output backward reads (relu's backward reads each element before it writes it)
-    grad_same = ((0, 1),)
-    grad_inplace = (('out', 0, 0), ('out', 0, 1))
 
     def post_op(self, in_index):
         return None
@@ -133,10 +131,6 @@ class ElemwiseAddReLU(ElemwiseAdd):
     def reads_layout(self, in_index, layout, in_shapes):
         """Elementwise: both inputs are read as they lie (channels last included)."""
         return in_index in (0, 1) and layout == 'channels_last'
-
-    def writes_layout(self, layout, in_shapes, in_layouts):
-        """The output lies as both inputs do."""
-        return len(in_layouts) == 2 and in_layouts[0] == in_layouts[1] == layout
 
     def forward(self, xp, inputs, aux, is_train, out=None):
         a, b = inputs

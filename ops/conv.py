@@ -5,15 +5,12 @@ Parameters, shape inference and the forward/backward wiring live here; the array
 Deconvolution is the convolution's arithmetic with the roles of data and output swapped:
 its forward is :func:`conv_backward_data`, its data gradient :func:`conv_forward`.
 """
-import numpy as np
-
 from symgraph.opdef import (Operator, Param, ShapeError, cpu_backend, register, same_type,
                             unify_shape)
 
 from ._conv_impl import (_backend, conv_backward_data, conv_backward_weight, conv_forward,
                          conv_out_size)
 from ._fused import FusedOperator, eltwise_post_ops
-from ._util import lies_channels_last
 from symgraph.base import ParameterError
 
 _LAYOUTS = ('None', 'NCW', 'NCHW', 'NCDHW', 'NHWC', 'NDHWC')
@@ -94,16 +91,6 @@ class _ConvBase(Operator):
     #: into theirs (the arithmetic's ``dest``): the outputs that backward keeps are then
     #: planned storage, reused by the gradients once read
     writes_into = True
-    def scratch_bytes(self, in_shapes, out_shapes, dtypes, layouts=None):
-        # oneDNN's reorders to its blocked layouts take activation-sized buffers: from the
-        # executor's free storage during the step (none for data and output lying channels
-        # last, which the primitives take as they lie)
-        be = cpu_backend()
-        if be is None or any(d != np.float32 for d in dtypes):
-            return 0
-        return be.conv_scratch_bytes(in_shapes[0], in_shapes[1], out_shapes[0],
-                                     weights_only=lies_channels_last(layouts))
-
     def backward_bias(self, xp, dy):
         return dy.reshape(dy.shape[0], dy.shape[1], -1).sum(axis=(0, 2))
 
@@ -178,10 +165,6 @@ class Convolution(_ConvBase):
     def reads_layout(self, in_index, layout, in_shapes):
         """Channels-last data goes to oneDNN as it lies."""
         return in_index == 0 and layout == 'channels_last' and self._backend_reads(in_shapes)
-
-    def writes_layout(self, layout, in_shapes, in_layouts):
-        """oneDNN writes a channels-last output (and takes its channels-last gradient)."""
-        return layout == 'channels_last' and self._backend_reads(in_shapes)
 
     def layout_variant(self, layout, in_shapes):
         """A :class:`FusedConvolution` without post-ops writing ``layout``."""

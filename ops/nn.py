@@ -264,9 +264,9 @@ class Activation(Operator):
 
     #: forward computes into the executor's buffer (in place where the storage plan gives
     #: the input's storage to the output), backward into the data gradient's, which may lie
-    #: over the output it reads (each element read before it is written)
+    #: over the output it reads (each element read before it is written: the grad_inplace
+    #: row of ops/_cpu_rules.py)
     writes_into = True
-    grad_inplace = (('out', 0, 0),)
 
     def forward(self, xp, inputs, aux, is_train, out=None):
         x = inputs[0]
@@ -290,11 +290,6 @@ class Activation(Operator):
         """Elementwise: any layout is read as it lies (relu and tanh in NumPy, which
         writes the output and the gradient in the layout of the arrays it is given)."""
         return in_index == 0 and layout == 'channels_last' and self.act_type in ('relu', 'tanh')
-
-    def writes_layout(self, layout, in_shapes, in_layouts):
-        """The output lies as the data does (relu and tanh)."""
-        return bool(in_layouts) and in_layouts[0] == layout \
-            and self.reads_layout(0, layout, in_shapes)
 
     def post_op(self, in_index):
         """relu, sigmoid and tanh run as oneDNN eltwise post-ops (softrelu: see

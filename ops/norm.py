@@ -18,7 +18,7 @@ import numpy as np
 from symgraph.opdef import Param, PostOp, cpu_backend, register
 
 from ._norm import BatchNormBase, bshape
-from ._util import F32, KeptForBackward, acc, f32, lies_channels_last
+from ._util import F32, KeptForBackward, acc, f32
 
 
 def _per_channel(xp, x, ax):
@@ -128,19 +128,6 @@ class BatchNorm(BatchNormBase):
         scale = g * inv
         return scale, beta.astype(np.float64) - mean.astype(np.float64) * scale
 
-    def scratch_bytes(self, in_shapes, out_shapes, dtypes, layouts=None):
-        # oneDNN's reorders to channels last take activation-sized buffers: from the
-        # executor's free storage during the step (none where the data and the output
-        # lie channels last already)
-        if lies_channels_last(layouts):
-            return 0
-        be = cpu_backend()
-        shape = in_shapes[0] if in_shapes else None
-        if be is None or shape is None or not 2 <= len(shape) <= 5 \
-                or self.axis % len(shape) != 1 or any(d != np.float32 for d in dtypes):
-            return 0
-        return be.bn_scratch_bytes(tuple(shape))
-
     def reads_layout(self, in_index, layout, in_shapes):
         """oneDNN's batch norm runs channels last: data lying so is taken as it lies (and
         its gradient written so)."""
@@ -148,11 +135,6 @@ class BatchNorm(BatchNormBase):
         return in_index == 0 and layout == 'channels_last' and shape is not None \
             and 3 <= len(shape) <= 5 and self.axis % len(shape) == 1 \
             and cpu_backend() is not None
-
-    def writes_layout(self, layout, in_shapes, in_layouts):
-        """The output lies as the data does, where oneDNN reads that."""
-        return bool(in_layouts) and in_layouts[0] == layout \
-            and self.reads_layout(0, layout, in_shapes)
 
     def _backend(self, xp, data, *arrays):
         """oneDNN for NumPy float32 arrays with channels on axis 1, else None."""

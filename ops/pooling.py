@@ -403,9 +403,8 @@ class Pooling(Operator):
             return [xp.moveaxis(self._pool(xp, xp.moveaxis(x, -1, 1)), 1, -1)]
         return [self._pool(xp, x, is_train)]
 
-    #: backward computes the data gradient into the executor's buffer (forward returns
-    #: new arrays)
-    grad_writes_into = True
+    # (backward computes the data gradient into the executor's buffer, forward returns
+    # new arrays: the grad_writes_into row of ops/_cpu_rules.py)
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None):
         if not need[0]:

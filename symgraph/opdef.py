@@ -277,22 +277,6 @@ class Operator:
     needs_outputs = False
     #: output i may reuse input j's storage: tuple of (j, i) pairs
     inplace = ()
-    #: the gradient of argument j may take the storage of a forward array that backward
-    #: reads: tuple of (``'out'`` or ``'in'``, i, j), output or input i. For a
-    #: :attr:`writes_into` operator whose backward may compute that gradient over the
-    #: array it reads (each element read before it is written, or a fresh result copied
-    #: in): the storage plan offers it a buffer laid over that array's where the array
-    #: dies at this backward step (MXNet's in-place backward of activations)
-    grad_inplace = ()
-    #: groups of arguments whose gradients backward returns as one array (relu(a + b):
-    #: both are the masked head gradient), e.g. ``((0, 1),)``. For a :attr:`writes_into`
-    #: operator the storage plan then offers a buffer to one argument of a group whose
-    #: gradient has no other contribution and lets the others alias it (no copy); an
-    #: operator declaring it computes into one of the group's ``grad_out=`` arrays,
-    #: writes the values into every other array offered (the executor may sum into an
-    #: offered array in place) and returns the computed array for the arguments offered
-    #: none
-    grad_same = ()
     #: no gradient flows through this operator (BlockGrad, argmax, comparisons...)
     no_grad = False
     #: accept any parameter (Custom passes arbitrary kwargs on to the user's prop)
@@ -311,14 +295,6 @@ class Operator:
     #: their outputs); returning another array is always correct too (the executor copies
     #: it in).  Default False: neither keyword is passed.
     writes_into = False
-    #: ``backward`` alone takes ``grad_out=`` (as with :attr:`writes_into`; ``forward``
-    #: returns new arrays): the storage plan offers its buffers to the gradients
-    grad_writes_into = False
-    #: the memory order of output 0 as an inference variant writes it (see
-    #: :meth:`layout_variant`): None for C order, or ``'channels_last'``. The storage plan
-    #: lays the buffer it offers a :attr:`writes_into` operator's output out so, and gives
-    #: an output the storage of an input (:attr:`inplace`) only in the same layout.
-    out_layout = None
     #: how many graphs a node of this operator holds (MXNet's ``subgraphs`` field of the
     #: node in JSON: ``_foreach`` 1, ``_while_loop`` 2, ``_cond`` 3). Default 0. The core
     #: gives them with :meth:`with_subgraphs`; the operator reads :attr:`subgraphs`.
@@ -672,19 +648,6 @@ class Operator:
         :meth:`writes_layout`)."""
         return False
 
-    def writes_layout(self, layout, in_shapes, in_layouts):
-        """Whether a training forward writes output 0 in memory order ``layout`` (see
-        :meth:`reads_layout`) into an ``out=`` array lying so, without a reorder, and
-        backward reads that output's gradient in that layout as it lies. ``in_layouts``:
-        the layouts the plan chose for the inputs (None: C order). Default False.
-
-        A CPU training plan asks this of a :attr:`writes_into` operator whose output
-        every consumer reads in ``layout``; it then lays out that output's buffer and its
-        gradient's so. (An operator the plan runs as a plain ufunc needs no answer: it
-        writes the layout its inputs share.) Returning True is never wrong, only slower
-        where the operator then copies."""
-        return False
-
     def layout_variant(self, layout, in_shapes):
         """An operator computing the same output 0 in memory order ``layout`` (see
         :meth:`reads_layout`), or None (the default: it cannot, or it would be slower).
@@ -693,18 +656,6 @@ class Operator:
         so that activations stay in the backend's layout between its operators and are
         reordered only at the edges of such a run."""
         return None
-
-    def scratch_bytes(self, in_shapes, out_shapes, dtypes, layouts=None):
-        """Bytes of scratch space the CPU backend may need in one call of this operator's
-        forward or backward for arrays of these shapes and input ``dtypes`` (an estimate
-        that errs high; 0: none, the default). ``layouts``: (input layouts, output
-        layouts) of the plan's buffers (None each: C order; a gradient lies as its array),
-        where the plan knows them. For an operator whose backend primitives
-        take activation-sized temporary buffers (reorders to the library's layouts): the
-        executor's storage plan then keeps that much of its buffers free around the step
-        and lends it to the backend (:func:`lend_scratch`), so that those buffers cost no
-        memory of their own."""
-        return 0
 
     def make_forward(self, xp, is_train, state=None, in_dtypes=None, into=False):
         """Return ``f(*inputs, *aux) -> tuple of outputs`` bound once at compile time.
@@ -844,14 +795,13 @@ def register(cls):
     """Class decorator: add an operator class under its name and aliases."""
     if not cls.name:
         raise MXNetError('operator class %s has no name' % cls.__name__)
-    if cls.writes_into or cls.grad_writes_into:
-        # validates the declaration (the attribute decides; the signature switches nothing)
+    if cls.writes_into:
+        # validates the declaration (the attribute decides; the signature switches nothing;
+        # graph/rules.py checks a grad_writes_into row the same way)
         for method, kw in (('forward', 'out'), ('backward', 'grad_out')):
-            if (method == 'backward' or cls.writes_into) and \
-                    kw not in inspect.signature(getattr(cls, method)).parameters:
-                raise MXNetError('operator %s sets %s but its %s takes no %r argument'
-                                 % (cls.name, 'writes_into' if cls.writes_into
-                                    else 'grad_writes_into', method, kw))
+            if kw not in inspect.signature(getattr(cls, method)).parameters:
+                raise MXNetError('operator %s sets writes_into but its %s takes no %r '
+                                 'argument' % (cls.name, method, kw))
     # validates the declaration: a rule written to take the known output shapes that does not
     # say so would silently never see them (how mx.rnn's _rnn_param_concat lost its inputs)
     takes = len(inspect.signature(cls.infer_shape).parameters) - 1    # less self

@@ -16,6 +16,7 @@ import warnings
 import weakref
 
 from ..opdef import lend_scratch
+from . import rules
 from ..base import (MXNetError, ArgumentError, ArgumentTypeError, NotSupportedError,
                     UnknownNameError, UsageError, rewrap)
 
@@ -224,7 +225,7 @@ def gen_backward(plan, monitor=0, buffered=False, ready=False):
         # is another array; a buffer of its own to a later one (then summed in)
         offer = {j: 'p%d' % slot[st.grad_offer[(s, j)]] for j in range(n_args)
                  if st is not None and (s, j) in st.grad_offer}
-        if (op.writes_into or op.grad_writes_into) and (
+        if (op.writes_into or rules.GRAD_WRITES_INTO.ask(op)) and (
                 offer or any(nd and e in grad_slot for e, nd in zip(ins, need))):
             into = ', grad_out=[%s]' % ', '.join(
                 'G[%d]' % grad_slot[e] if nd and e in grad_slot else
@@ -260,7 +261,7 @@ def gen_backward(plan, monitor=0, buffered=False, ready=False):
                 n.name, j if n_args > 1 else ''), j)
                 for j in range(n_args) if need[j]]
         # the user's arguments first: an operator may return one array for several
-        # arguments (Operator.grad_same), offered to one of them, whose sum then
+        # arguments (rules.GRAD_SAME), offered to one of them, whose sum then
         # goes on in place; an argument's own value is taken (copied) before that
         order = sorted(range(n_args), key=lambda j: ins[j] not in arg_set)
         for j in order:
@@ -343,7 +344,8 @@ def _bind_backward(op, xp, need, state=None, reqs=None):
     """``op.backward`` with the keywords its declared hooks ask for (``state=``,
     ``req=``, ``grad_out=``), bound once."""
     bwd = op.backward
-    if (op.writes_into or op.grad_writes_into) and state is None and reqs is None:
+    if (op.writes_into or rules.GRAD_WRITES_INTO.ask(op)) and state is None \
+            and reqs is None:
         def run_into(out_grads, inputs, outputs, aux, grad_out=None):
             return bwd(xp, out_grads, inputs, outputs, aux, need, grad_out=grad_out)
         return run_into

@@ -18,6 +18,7 @@ import itertools
 import numpy as np
 
 from .. import config
+from . import rules
 
 __all__ = ['Storage', 'plan_storage', 'allocate', 'training_layouts', 'place_layout',
            'LAYOUT']
@@ -56,7 +57,7 @@ class Storage:
         self.nbytes = [plan.nbytes(e) for e in ents]
         self.dtypes = [plan.dtypes[e] for e in ents]
         self.shapes = [tuple(plan.shapes[e]) for e in ents]
-        # per entry: the memory order of its buffer (None: C order; see Operator.out_layout)
+        # per entry: the memory order of its buffer (None: C order; see rules.OUT_LAYOUT)
         self.layouts = [(layout or {}).get(k) for k in keys]
 
     def forward_slots(self):
@@ -127,8 +128,9 @@ def plan_storage(plan):
             if how and e in cand:
                 mode[e] = how
                 roots[e] = {e}
-                if i == 0 and op.out_layout is not None:
-                    layout[e] = op.out_layout
+                lay = rules.OUT_LAYOUT.ask(op) if i == 0 else None
+                if lay is not None:
+                    layout[e] = lay
                 src = [ins[j] for j, i2 in n.op.inplace if i2 == i and j < len(ins)]
                 if src:
                     inplace_src[e] = src
@@ -161,14 +163,14 @@ def plan_storage(plan):
         for k in reads + og:
             death[k] = max(death[k], T)
         in_roots = set().union(*(roots.get(k, ()) for k in reads + og))
-        offers = (op.writes_into or op.grad_writes_into) and plan.op_state[id(n)] is None \
-            and not op.wants_req
+        offers = (op.writes_into or rules.GRAD_WRITES_INTO.ask(op)) \
+            and plan.op_state[id(n)] is None and not op.wants_req
         # arguments whose gradient is the very array backward returns for another
-        # (Operator.grad_same): one whose gradient has no other contribution (its entry
+        # (rules.GRAD_SAME): one whose gradient has no other contribution (its entry
         # read by this node alone, no head, no argument of the user's) is offered the
         # buffer, the others alias it (else each is offered its own, and copied into)
         alias_of = {}
-        for group in (op.grad_same if offers else ()):
+        for group in (rules.GRAD_SAME.ask(op) if offers else ()):
             owner = next((j for j in group if j < n_args and plan.requires[ins[j]]
                           and ins[j] not in persistent and ins[j] not in heads
                           and n_readers[ins[j]] == 1 and ('g', ins[j]) not in birth
@@ -178,8 +180,8 @@ def plan_storage(plan):
 
         def over_saved(k, j, ins=ins, outs=outs, op=op):
             # the buffer may lie over a forward array this step reads for the last
-            # time (Operator.grad_inplace; _place checks that it dies here)
-            src = [(outs if w == 'out' else ins)[i] for w, i, j2 in op.grad_inplace
+            # time (rules.GRAD_INPLACE; _place checks that it dies here)
+            src = [(outs if w == 'out' else ins)[i] for w, i, j2 in rules.GRAD_INPLACE.ask(op)
                    if j2 == j and i < len(outs if w == 'out' else ins)]
             if src:
                 inplace_src[k] = src
@@ -225,7 +227,7 @@ def plan_storage(plan):
     own = [(birth[k], head_death.get(k, death[k]), k) for k in birth
            if k not in mode and k not in users] + first_arrays
     # a gradient's buffers lie as its forward array does (the operators that wrote
-    # that layout read its gradient so: Operator.writes_layout)
+    # that layout read its gradient so: rules.WRITES_LAYOUT)
     for k in mode:
         if isinstance(k, tuple) and k[1] in layout:
             layout[k] = layout[k[1]]
@@ -240,17 +242,17 @@ def plan_storage(plan):
                 and plan.dtypes[s] == plan.dtypes[_entry(k)]
                 and layout.get(s) == layout.get(k)]
             for k in keys}
-    # scratch the CPU backend may need at a step (Operator.scratch_bytes; NumPy arrays
+    # scratch the CPU backend may need at a step (rules.SCRATCH_BYTES; NumPy arrays
     # only): placed as entries live at that step alone, so the arena keeps room there
     scratch = {}
     if xp is np:
         bsteps = [('b', t, n) for t, n in enumerate(reversed(plan.bwd_steps))]
         for kind, s, n in [('f', s, n) for s, n in enumerate(plan.steps)] + bsteps:
             ins, outs = plan.in_entries(n), plan.out_entries(n)
-            need = plan.run_op[id(n)].scratch_bytes(
-                [plan.shapes[e] for e in ins], [plan.shapes[e] for e in outs],
-                [plan.dtypes[e] for e in ins],
-                layouts=([layout.get(e) for e in ins], [layout.get(e) for e in outs]))
+            need = rules.SCRATCH_BYTES.ask(
+                plan.run_op[id(n)], [plan.shapes[e] for e in ins],
+                [plan.shapes[e] for e in outs], [plan.dtypes[e] for e in ins],
+                ([layout.get(e) for e in ins], [layout.get(e) for e in outs]))
             if need > 0:
                 T = s if kind == 'f' else n_fwd + s
                 scratch[('scratch', kind, s)] = T
@@ -281,9 +283,9 @@ def plan_storage(plan):
 def training_layouts(plan, mode, node_mode, fixed):
     """{forward entry: LAYOUT} of a CPU plan that computes gradients: the buffered
     outputs (``mode``) whose producer writes :data:`LAYOUT` given its inputs' layouts
-    (:meth:`~symgraph.opdef.Operator.writes_layout`; a node run as a plain ufunc writes
+    (:data:`~symgraph.graph.rules.WRITES_LAYOUT`; a node run as a plain ufunc writes
     the layout all its inputs share) and whose every consumer reads it as it lies
-    (:meth:`~symgraph.opdef.Operator.reads_layout`, or a ufunc node). Heads, the
+    (:data:`~symgraph.graph.rules.READS_LAYOUT`, or a ufunc node). Heads, the
     user's arrays and entries of ``fixed`` layout (inference variants) stay as they
     are; their gradients then lie as they do. ``SYMGRAPH_TRAINING_LAYOUT=0`` turns
     this off (read at each plan). Such arrays are strided arrays of the logical shape:
@@ -311,13 +313,13 @@ def training_layouts(plan, mode, node_mode, fixed):
         if node_mode.get(id(n)) == 'ufunc':
             ok = all(chosen.get(i) == lay and shapes[i] == shapes[e] for i in ins)
         else:
-            ok = plan.run_op[id(n)].writes_layout(lay, [shapes[i] for i in ins],
-                                                  [chosen.get(i) for i in ins])
+            ok = rules.WRITES_LAYOUT.ask(plan.run_op[id(n)], lay, [shapes[i] for i in ins],
+                                         [chosen.get(i) for i in ins])
         return True if ok else None
 
     def reads(c, pos):
-        return node_mode.get(id(c)) == 'ufunc' or plan.run_op[id(c)].reads_layout(
-            pos, lay, [shapes[i] for i in plan.in_entries(c)])
+        return node_mode.get(id(c)) == 'ufunc' or rules.READS_LAYOUT.ask(
+            plan.run_op[id(c)], pos, lay, [shapes[i] for i in plan.in_entries(c)])
 
     def keep(n, _):
         chosen[plan.out_entries(n)[0]] = lay

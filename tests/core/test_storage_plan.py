@@ -185,8 +185,9 @@ def test_scratch_lent_around_a_convolution_overlaps_no_buffer_live_at_that_step(
         shapes = [exe._plan.shapes[e] for e in exe._plan.in_entries(conv)]
         out = [exe._plan.shapes[e] for e in exe._plan.out_entries(conv)]
         last = (['channels_last'] + [None] * (len(shapes) - 1), ['channels_last'])
-        assert op.scratch_bytes(shapes, out, [np.float32] * len(shapes), layouts=last) < \
-            op.scratch_bytes(shapes, out, [np.float32] * len(shapes)) / 2
+        scratch = mx.graph.rules.SCRATCH_BYTES.ask
+        assert scratch(op, shapes, out, [np.float32] * len(shapes), last) < \
+            scratch(op, shapes, out, [np.float32] * len(shapes)) / 2
     for step, slot in st.lend_slot.items():
         T = st.lend_step[step]
         lent = exe._pool[slot]

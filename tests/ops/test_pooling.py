@@ -249,10 +249,12 @@ def test_upsampling_arguments_and_shapes():
     (dict(kernel=(2, 2), stride=(2, 2), pool_type='max'), (64, 20, 24, 24)),   # oneDNN
 ])
 def test_backward_computes_into_the_offered_gradient_array(attrs, shape):
-    """grad_writes_into: the data gradient lands in the array the storage plan offers
-    (returned as such), with the values of the backward that makes its own."""
+    """grad_writes_into (a row of the storage plan's table): the data gradient lands in the
+    array the storage plan offers (returned as such), with the values of the backward that
+    makes its own."""
+    from symgraph.graph import rules
     op = get_op('Pooling')(**attrs)
-    assert op.grad_writes_into and not op.writes_into
+    assert rules.GRAD_WRITES_INTO.ask(op) and not op.writes_into
     rng = np.random.RandomState(0)
     x = rng.uniform(-1, 1, shape).astype(np.float32)
     y = op.forward(np, [x], [], True)[0]

@@ -532,8 +532,9 @@ def plot_network(symbol, title='plot', save_format='pdf', shape=None, dtype=None
         raise ImportError('Draw network requires graphviz library (pip install graphviz) '
                           'and the Graphviz dot program') from None
     dot_program()       # render() and pipe() use graphviz-pure when there is no dot
-    # MXNet draws a graph whose nodes share names and warns (its test_viz.py checks it)
-    names = [n.name for n in symbol.graph(check_names=False).order]
+    # MXNet draws a graph whose Variables share names and warns (its test_viz.py checks
+    # it); operator nodes may share names in symgraph without any ambiguity
+    names = [n.name for n in symbol.graph(check_names=False).order if n.op is None]
     repeated = sorted({n for i, n in enumerate(names) if n in names[:i]})
     if repeated:
         warnings.warn('There are multiple variables with the same name in your graph, this '

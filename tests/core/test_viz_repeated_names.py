@@ -23,7 +23,7 @@ def test_repeated_names_warn_once_and_the_graph_is_drawn_with_shapes():
         dot = mx.viz.plot_network(_net(), shape={'data': (100, 200)},
                                   dtype={'data': np.float32}, node_attrs={'fixedsize': 'false'})
     assert len(w) == 1 and w[0].category is RuntimeWarning
-    assert str(w[0].message).endswith('Repeated names: fc,fc_bias,fc_weight')
+    assert str(w[0].message).endswith('Repeated names: fc_bias,fc_weight')
     # both FullyConnected nodes are drawn, the edges labelled with the inferred shapes
     assert dot.source.count('label="FullyConnected') == 2
     for edge in ('fc -> data [label="200(float32)"', 'relu1 -> fc [label="128(float32)"',

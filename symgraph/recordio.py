@@ -1,0 +1,490 @@
+"""``mx.recordio``: MXNet's RecordIO files, read and written byte for byte as MXNet 1.9.1
+(after its ``python/mxnet/recordio.py`` and dmlc-core's ``src/recordio.cc``).
+
+A RecordIO file is a sequence of records. Each record is stored as a little-endian
+``uint32`` magic number ``0xced7230a``, a ``uint32`` whose upper 3 bits are a continuation
+flag and whose lower 29 bits are the payload length, the payload, and zero padding up to a
+multiple of 4 bytes. Where the payload holds the magic number at a 4-byte aligned offset,
+the writer splits the record there (flags 1 start, 2 middle, 3 end) and drops that copy of
+the magic number, so that a reader can always resynchronise on it; the reader puts it back.
+
+An index file (``.idx``) lists ``key<TAB>byte offset`` lines, one per record.
+:func:`pack` / :func:`unpack` put an :data:`IRHeader` (flag, label, id, id2; with
+``flag`` > 0 float32 labels follow the header) in front of a payload, and
+:func:`pack_img` / :func:`unpack_img` encode images (OpenCV when installed, else Pillow:
+``pip install "symgraph[image]"``).
+
+>>> import os, tempfile, symgraph as mx
+>>> d = tempfile.mkdtemp()
+>>> w = mx.recordio.MXIndexedRecordIO(os.path.join(d, 'a.idx'), os.path.join(d, 'a.rec'), 'w')
+>>> for i in range(3):
+...     w.write_idx(i, mx.recordio.pack(mx.recordio.IRHeader(0, [i, 2.5], i, 0), b'x' * i))
+>>> w.close()
+>>> r = mx.recordio.MXIndexedRecordIO(os.path.join(d, 'a.idx'), os.path.join(d, 'a.rec'), 'r')
+>>> header, payload = mx.recordio.unpack(r.read_idx(2))
+>>> header.flag, header.label.tolist(), header.id, payload
+(2, [2.0, 2.5], 2, b'xx')
+>>> r.close()
+"""
+import io
+import numbers
+import os
+import struct
+from collections import namedtuple
+from multiprocessing import current_process
+
+import numpy as np
+
+from .base import SymgraphError, UsageError, ArgumentTypeError, ArgumentError
+
+__all__ = ['MXRecordIO', 'MXIndexedRecordIO', 'IRHeader', 'pack', 'unpack', 'pack_img',
+           'unpack_img', 'RecordIOError']
+
+_MAGIC = 0xced7230a
+_MAGIC_BYTES = struct.pack('<I', _MAGIC)
+_LEN_MASK = (1 << 29) - 1
+_HEAD = struct.Struct('<II')
+
+
+class RecordIOError(SymgraphError, ValueError):
+    """A RecordIO or index file that is not well formed (bad magic number, truncated record,
+    an index offset past the end); the message names the file and the byte offset."""
+
+
+def _encode_lrec(cflag, length):
+    return (cflag << 29) | length
+
+
+class MXRecordIO(object):
+    """Sequential reading (``flag='r'``) or writing (``flag='w'``) of a RecordIO file.
+
+    Parameters
+    ----------
+    uri : str or os.PathLike
+        Path to the record file.
+    flag : str
+        ``'w'`` for write or ``'r'`` for read.
+
+    Examples
+    --------
+    >>> import os, tempfile, symgraph as mx
+    >>> path = os.path.join(tempfile.mkdtemp(), 'tmp.rec')
+    >>> record = mx.recordio.MXRecordIO(path, 'w')
+    >>> for i in range(3):
+    ...     record.write(b'record_%d' % i)
+    >>> record.close()
+    >>> record = mx.recordio.MXRecordIO(path, 'r')
+    >>> [record.read() for _ in range(4)]
+    [b'record_0', b'record_1', b'record_2', None]
+    >>> record.close()
+    """
+
+    def __init__(self, uri, flag):
+        if not isinstance(uri, (str, bytes, os.PathLike)):
+            raise ArgumentTypeError('uri must be a path (str or os.PathLike), got %r' % (uri,))
+        self.uri = os.fsdecode(uri)
+        self.flag = flag
+        self.pid = None
+        self.is_open = False
+        self.writable = flag == 'w'
+        self._file = None
+        self.open()
+
+    def open(self):
+        """Opens the record file (``'w'`` truncates it)."""
+        if self.flag == 'w':
+            self._file = open(self.uri, 'wb')
+            self.writable = True
+        elif self.flag == 'r':
+            self._file = open(self.uri, 'rb')
+            self.writable = False
+        else:
+            raise ArgumentError("Invalid flag %r: 'r' (read) or 'w' (write)" % (self.flag,))
+        self.pid = current_process().pid
+        self.is_open = True
+
+    def __del__(self):
+        # the file may be half-built when __init__ failed (a bad flag, a missing file)
+        if getattr(self, 'is_open', False):
+            self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __getstate__(self):
+        """Pickle the path, the flag and whether it is open (a worker process reopens the
+        file); an open writer is refused, since reopening it would truncate the file."""
+        if self.is_open and self.writable:
+            raise TypeError('cannot pickle the RecordIO writer of %s while it is open: '
+                            'reopening it in another process would truncate the file; '
+                            'close it first' % self.uri)
+        d = dict(self.__dict__)
+        d['_file'] = None
+        return d
+
+    def __setstate__(self, d):
+        self.__dict__ = d
+        is_open = d['is_open']
+        self.is_open = False
+        if is_open:
+            self.open()
+
+    def _check_pid(self, allow_reset=False):
+        """A file object shared with a forked parent shares its offset: reopen (where the
+        operation allows it) or refuse, as MXNet."""
+        if self.pid != current_process().pid:
+            if allow_reset:
+                self.reset()
+            else:
+                raise UsageError('Forbidden operation in multiple processes: %s was opened '
+                                 'in another process; call reset() (or read_idx) first'
+                                 % self.uri)
+
+    def close(self):
+        """Closes the record file (a writer flushes it)."""
+        if not self.is_open:
+            return
+        self._file.close()
+        self._file = None
+        self.is_open = False
+        self.pid = None
+
+    def reset(self):
+        """Moves back to the first record (reopens the file; a writer truncates it)."""
+        self.close()
+        self.open()
+
+    def _require(self, writing):
+        if not self.is_open:
+            raise UsageError('%s is closed' % self.uri)
+        if writing != self.writable:
+            raise io.UnsupportedOperation('%s is opened for %s' % (
+                self.uri, 'writing' if self.writable else 'reading'))
+
+    def write(self, buf):
+        """Appends ``buf`` (bytes-like) as one record."""
+        self._require(writing=True)
+        self._check_pid(allow_reset=False)
+        if isinstance(buf, str) or not isinstance(buf, (bytes, bytearray, memoryview)):
+            raise ArgumentTypeError('a record is bytes-like, got %s (encode a str first)'
+                                    % type(buf).__name__)
+        buf = bytes(buf)
+        size = len(buf)
+        if size >= 1 << 29:
+            raise ArgumentError('RecordIO only accepts records of less than 2**29 bytes '
+                                '(got %d)' % size)
+        write = self._file.write
+        start = 0
+        pos = buf.find(_MAGIC_BYTES)
+        while pos >= 0:
+            if pos % 4 == 0:
+                # split here: the reader puts the magic number back between the parts
+                write(_HEAD.pack(_MAGIC, _encode_lrec(1 if start == 0 else 2, pos - start)))
+                write(buf[start:pos])
+                start = pos + 4
+                pos = buf.find(_MAGIC_BYTES, start)
+            else:
+                pos = buf.find(_MAGIC_BYTES, pos + 1)
+        write(_HEAD.pack(_MAGIC, _encode_lrec(3 if start else 0, size - start)))
+        write(buf[start:])
+        write(b'\0' * (-size % 4))
+
+    def read(self):
+        """The next record as bytes, or None at the end of the file.
+
+        Raises
+        ------
+        RecordIOError
+            (a ValueError) on a bad magic number or a truncated record, naming the file
+            and the offset of the record.
+        """
+        self._require(writing=False)
+        self._check_pid(allow_reset=False)
+        f = self._file
+        start = f.tell()
+        parts = []
+        while True:
+            head = f.read(8)
+            if not head and not parts:
+                return None
+            if len(head) < 8:
+                raise RecordIOError('%s: truncated record header at byte offset %d'
+                                    % (self.uri, f.tell() - len(head)))
+            magic, lrec = _HEAD.unpack(head)
+            if magic != _MAGIC:
+                raise RecordIOError('%s: bad magic number 0x%08x at byte offset %d (not a '
+                                    'RecordIO file, or a wrong index offset)'
+                                    % (self.uri, magic, f.tell() - 8))
+            cflag, length = lrec >> 29, lrec & _LEN_MASK
+            padded = (length + 3) & ~3
+            data = f.read(padded)
+            if len(data) < padded:
+                raise RecordIOError('%s: truncated record at byte offset %d (%d bytes of %d)'
+                                    % (self.uri, start, len(data), padded))
+            parts.append(data[:length] if padded != length else data)
+            if cflag in (0, 3):
+                break
+            if cflag not in (1, 2):
+                raise RecordIOError('%s: bad continuation flag %d at byte offset %d'
+                                    % (self.uri, cflag, f.tell() - padded - 8))
+        return parts[0] if len(parts) == 1 else _MAGIC_BYTES.join(parts)
+
+
+class MXIndexedRecordIO(MXRecordIO):
+    """Random access to a RecordIO file through an index file of ``key<TAB>offset`` lines.
+
+    Parameters
+    ----------
+    idx_path : str or os.PathLike
+        Path to the index file.
+    uri : str or os.PathLike
+        Path to the record file.
+    flag : str
+        ``'w'`` for write or ``'r'`` for read.
+    key_type : type
+        The type of the keys (``int``: MXNet's default).
+
+    Examples
+    --------
+    >>> import os, tempfile, symgraph as mx
+    >>> d = tempfile.mkdtemp()
+    >>> idx, rec = os.path.join(d, 't.idx'), os.path.join(d, 't.rec')
+    >>> record = mx.recordio.MXIndexedRecordIO(idx, rec, 'w')
+    >>> for i in range(5):
+    ...     record.write_idx(i, b'record_%d' % i)
+    >>> record.tell()
+    80
+    >>> record.close()
+    >>> record = mx.recordio.MXIndexedRecordIO(idx, rec, 'r')
+    >>> record.keys, record.read_idx(3)
+    ([0, 1, 2, 3, 4], b'record_3')
+    """
+
+    def __init__(self, idx_path, uri, flag, key_type=int):
+        self.idx_path = os.fsdecode(idx_path)
+        self.idx = {}
+        self.keys = []
+        self.key_type = key_type
+        self.fidx = None
+        self._size = None
+        super(MXIndexedRecordIO, self).__init__(uri, flag)
+
+    def open(self):
+        super(MXIndexedRecordIO, self).open()
+        self.idx = {}
+        self.keys = []
+        if self.writable:
+            self.fidx = open(self.idx_path, 'w')
+            return
+        self._size = os.fstat(self._file.fileno()).st_size
+        with open(self.idx_path, 'r') as fidx:
+            for lineno, line in enumerate(fidx, 1):
+                line = line.strip()
+                if not line:
+                    continue
+                fields = line.split('\t')
+                try:
+                    key, pos = self.key_type(fields[0]), int(fields[1])
+                except (ValueError, IndexError) as err:
+                    raise RecordIOError('%s, line %d: not a "key<TAB>offset" line: %r (%s)'
+                                        % (self.idx_path, lineno, line, err)) from None
+                self.idx[key] = pos
+                self.keys.append(key)
+
+    def close(self):
+        """Closes the record file and the index file."""
+        if not self.is_open:
+            return
+        super(MXIndexedRecordIO, self).close()
+        if self.fidx is not None:
+            self.fidx.close()
+            self.fidx = None
+
+    def __getstate__(self):
+        d = super(MXIndexedRecordIO, self).__getstate__()
+        d['fidx'] = None
+        return d
+
+    def seek(self, idx):
+        """Moves the read position to the record of key ``idx``.
+
+        Raises
+        ------
+        KeyError
+            for a key the index does not hold.
+        RecordIOError
+            for an offset past the end of the record file.
+        """
+        self._require(writing=False)
+        self._check_pid(allow_reset=True)
+        try:
+            pos = self.idx[idx]
+        except KeyError:
+            raise KeyError('%s has no record of key %r' % (self.idx_path, idx)) from None
+        if not 0 <= pos < self._size:
+            raise RecordIOError('%s: key %r points at byte offset %d, past the end of %s '
+                                '(%d bytes)' % (self.idx_path, idx, pos, self.uri, self._size))
+        self._file.seek(pos)
+
+    def tell(self):
+        """The current write position (bytes written so far)."""
+        self._require(writing=True)
+        return self._file.tell()
+
+    def read_idx(self, idx):
+        """The record of key ``idx``."""
+        self.seek(idx)
+        return self.read()
+
+    def write_idx(self, idx, buf):
+        """Appends ``buf`` as the record of key ``idx`` and indexes it."""
+        key = self.key_type(idx)
+        pos = self.tell()
+        self.write(buf)
+        self.fidx.write('%s\t%d\n' % (str(key), pos))
+        self.idx[key] = pos
+        self.keys.append(key)
+
+
+IRHeader = namedtuple('HEADER', ['flag', 'label', 'id', 'id2'])
+IRHeader.__doc__ = """The header :func:`pack` puts in front of a record (MXNet's ``HEADER``).
+
+Parameters
+----------
+flag : int
+    0 for one float ``label``; n > 0: ``label`` is n float32 values stored after the header.
+label : float or array of float
+    The label(s) of the record.
+id : int
+    Usually a unique id of the record.
+id2 : int
+    Higher order bits of the id (usually 0).
+"""
+
+_IR_FORMAT = '<IfQQ'
+_IR_SIZE = struct.calcsize(_IR_FORMAT)
+
+
+def pack(header, s):
+    """Pack ``s`` (bytes) behind an :data:`IRHeader` into one record's payload.
+
+    A number label is stored in the header (``flag`` 0); an array label is stored as
+    float32 values after it, with ``flag`` its size (the header's own label is then 0).
+
+    >>> import symgraph as mx
+    >>> len(mx.recordio.pack(mx.recordio.IRHeader(0, [1, 2, 3], 7, 0), b'ab'))
+    38
+    """
+    header = IRHeader(*header)
+    if isinstance(s, str):
+        raise ArgumentTypeError('pack takes bytes, got str (encode it first)')
+    if isinstance(header.label, numbers.Number):
+        header = header._replace(flag=0)
+    else:
+        label = np.asarray(header.label, dtype=np.float32)
+        header = header._replace(flag=label.size, label=0)
+        s = label.tobytes() + bytes(s)
+    return struct.pack(_IR_FORMAT, *header) + bytes(s)
+
+
+def unpack(s):
+    """Split a record's payload into its :data:`IRHeader` and the rest (with ``flag`` > 0,
+    ``label`` is a float32 array of ``flag`` values)."""
+    if len(s) < _IR_SIZE:
+        raise RecordIOError('a packed record is at least %d bytes (its header), got %d'
+                            % (_IR_SIZE, len(s)))
+    header = IRHeader(*struct.unpack(_IR_FORMAT, s[:_IR_SIZE]))
+    s = s[_IR_SIZE:]
+    if header.flag > 0:
+        if len(s) < 4 * header.flag:
+            raise RecordIOError('the header announces %d float32 labels, but only %d bytes '
+                                'follow it' % (header.flag, len(s)))
+        header = header._replace(label=np.frombuffer(s, np.float32, header.flag))
+        s = s[header.flag * 4:]
+    return header, s
+
+
+def _cv2():
+    try:
+        import cv2
+    except ImportError:
+        return None
+    return cv2
+
+
+def _pillow():
+    try:
+        from PIL import Image
+    except ImportError:
+        raise ImportError('pack_img / unpack_img need OpenCV or Pillow: '
+                          'pip install "symgraph[image]"') from None
+    return Image
+
+
+def unpack_img(s, iscolor=-1):
+    """Unpack a record into its :data:`IRHeader` and its decoded image, a uint8 NumPy array
+    in OpenCV's layout: (H, W, 3) BGR, (H, W) grey, (H, W, 4) BGRA.
+
+    ``iscolor``: -1 keeps the stored channels, 1 gives BGR, 0 grey (OpenCV's flags).
+    """
+    header, s = unpack(s)
+    buf = np.frombuffer(s, dtype=np.uint8)
+    cv2 = _cv2()
+    if cv2 is not None:
+        return header, cv2.imdecode(buf, iscolor)
+    Image = _pillow()
+    with Image.open(io.BytesIO(s)) as im:
+        if iscolor == 0:
+            im = im.convert('L')
+        elif iscolor > 0 or im.mode not in ('L', 'RGB', 'RGBA'):
+            im = im.convert('RGBA' if im.mode in ('RGBA', 'LA', 'PA') and iscolor < 0
+                            else 'RGB')
+        img = np.asarray(im)
+    if img.ndim == 3:
+        # RGB(A) -> OpenCV's BGR(A)
+        img = np.ascontiguousarray(img[..., [2, 1, 0] + ([3] if img.shape[2] == 4 else [])])
+    return header, img
+
+
+def pack_img(header, img, quality=95, img_fmt='.jpg'):
+    """Encode an image (uint8 NumPy array in OpenCV's layout: (H, W, 3) BGR or (H, W) grey)
+    as JPEG or PNG and :func:`pack` it.
+
+    ``quality``: JPEG quality 1-100, or the PNG compression level 0-9; ``img_fmt``
+    ``'.jpg'``/``'.jpeg'`` or ``'.png'`` (any case).
+    """
+    fmt = img_fmt.upper()
+    if fmt not in ('.JPG', '.JPEG', '.PNG'):
+        raise ArgumentError("img_fmt must be '.jpg', '.jpeg' or '.png', got %r" % (img_fmt,))
+    img = np.asarray(img)
+    cv2 = _cv2()
+    if cv2 is not None:
+        params = [cv2.IMWRITE_PNG_COMPRESSION if fmt == '.PNG' else cv2.IMWRITE_JPEG_QUALITY,
+                  quality]
+        ret, buf = cv2.imencode(img_fmt, img, params)
+        if not ret:
+            raise ArgumentError('failed to encode an image of shape %s' % (img.shape,))
+        return pack(header, buf.tobytes())
+    Image = _pillow()
+    if img.dtype != np.uint8:
+        raise ArgumentTypeError('pack_img encodes uint8 images, got %s' % img.dtype)
+    if img.ndim == 3 and img.shape[2] == 1:
+        img = img[..., 0]
+    if img.ndim == 3 and img.shape[2] in (3, 4):
+        img = img[..., [2, 1, 0] + ([3] if img.shape[2] == 4 else [])]
+    elif img.ndim != 2:
+        raise ArgumentError('pack_img encodes (H, W), (H, W, 1), (H, W, 3) or (H, W, 4) '
+                            'images, got shape %s' % (img.shape,))
+    out = io.BytesIO()
+    im = Image.fromarray(np.ascontiguousarray(img))
+    if fmt == '.PNG':
+        # OpenCV clamps the level to 0..9 (MXNet's default quality 95 means 9 for PNG)
+        im.save(out, format='PNG', compress_level=min(max(int(quality), 0), 9))
+    else:
+        if im.mode == 'RGBA':
+            raise ArgumentError('JPEG has no alpha channel: pass 3 channels')
+        im.save(out, format='JPEG', quality=min(max(int(quality), 0), 100))
+    return pack(header, out.getvalue())

@@ -48,6 +48,10 @@ from . import engine
 from . import runtime
 from . import gluon
 from . import ops  # noqa: E402,F401  (registers the operators; must come last)
+# the operators' rows in the passes' rule tables (graph/rules.py), one module of them
+from .ops import _cpu_rules  # noqa: E402
+from .graph.rules import register_rules as _register_rules  # noqa: E402
+_register_rules(_cpu_rules.RULES)
 
 __version__ = '0.1.0'
 

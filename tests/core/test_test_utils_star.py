@@ -70,6 +70,8 @@ def test_compare_optimizer_passes_for_equal_and_fails_for_different_optimizers()
     with pytest.raises(AssertionError):
         tu.compare_optimizer(mx.optimizer.SGD(learning_rate=0.1),
                              mx.optimizer.SGD(learning_rate=0.2), (3, 4), np.float32)
+    with pytest.raises(NotImplementedError, match='sparse'):
+        tu.compare_optimizer(opt1, opt2, (3, 4), np.float32, w_stype='row_sparse')
 
 
 def test_compare_ndarray_tuple_walks_nested_tuples():

@@ -14,6 +14,8 @@ def test_round_trip_through_a_capsule_shares_memory():
     np.testing.assert_array_equal(x.asnumpy(), np.full((2, 3), 5, np.float32))
     r = mx.nd.from_dlpack(x.to_dlpack_for_read())
     np.testing.assert_array_equal(r.asnumpy(), x.asnumpy())
+    with pytest.raises(ValueError):         # a read capsule gives a read-only array
+        r[0, 0] = 3
     x[0, 0] = 1
     assert r.asnumpy()[0, 0] == 1
 

@@ -213,3 +213,12 @@ def test_sym_random_randn_as_mxnet():
     out = s.eval(mx.cpu())[0].asnumpy()
     mx.random.seed(3)
     np.testing.assert_array_equal(out, mx.nd.random.randn(2, 3, loc=1, scale=2).asnumpy())
+
+
+def test_a_negative_scale_raises_at_the_call():
+    """MXNet's engine raises a sampler's bad parameter when the result is read (asnumpy,
+    wait_to_read, waitall); symgraph raises at the call, naming it (docs/differences.md)."""
+    with pytest.raises(MXNetError, match='scale'):
+        mx.nd.random.normal(0, -1, (2, 2))
+    with pytest.raises(ValueError):
+        mx.nd.random.normal(0, -1, (2, 2))

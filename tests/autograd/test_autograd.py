@@ -476,3 +476,15 @@ def test_zeros_like_of_a_recorded_array_is_recorded_with_a_zero_gradient():
         y = x * 2 + mx.nd.ones_like(x)
     y.backward()
     assert x.grad.asnumpy().tolist() == [2.0, 2.0]
+
+
+def test_sparse_and_mx_np_refuse():
+    x = mx.nd.ones((2,))
+    with pytest.raises(NotImplementedError, match='sparse'):
+        x.attach_grad(stype='row_sparse')
+    with pytest.raises(NotImplementedError, match='sparse'):
+        mx.nd.sparse.zeros('csr', (2, 2))
+    with pytest.raises(NotImplementedError, match='mx.np'):
+        mx.np.zeros
+    assert not hasattr(mx.np, 'ones')
+    assert mx.nd.sparse.zeros('default', (2,)).asnumpy().tolist() == [0.0, 0.0]

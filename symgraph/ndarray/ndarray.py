@@ -18,6 +18,7 @@ from ..base import (MXNetError, ArgumentError, ArgumentTypeError, NotSupportedEr
                     ParameterError, ShapeError, SymgraphError, TypeInferenceError,
                     UnknownNameError, user_location)
 from ..context import Context, current_context, cpu, context_of
+from ..graph.rules import instead as _instead
 from ..namespaces import make_namespaces
 from . import tape
 from .tape import STATE as _AG
@@ -1019,7 +1020,7 @@ def _invoke(func_name, args, kwargs):
         # update operators whose kernels MXNet runs in place: out= the weight itself
         first = out[0] if isinstance(out, (list, tuple)) else out
         if isinstance(first, NDArray) and _roots(first._data) is _roots(inputs[0]._data):
-            op = op.out_is_first_input()
+            op = _instead(op, 'out_is_input')
     with ctx.device_scope():
         xp = ctx.xp
         datas = [_to_xp(v._data, ctx) for v in inputs]
@@ -1120,9 +1121,9 @@ def _record(op, step, inputs, datas, outs, res, ctx, seen=None):
         recipe = _recipe(op, len(outs))
     if not recipe:
         return
-    entries = [a._ag for a in inputs]
-    node = tape.OpNode(op, step, [e if tape.needs_grad(e) else None for e in entries],
-                       list(inputs), datas, outs, res, recipe, ctx)
+    entries = [e if e is not None and (e.node is not None or e.req != 'null') else None
+               for e in [a._ag for a in inputs]]
+    node = tape.OpNode(op, step, entries, list(inputs), datas, outs, res, recipe, ctx)
     Entry = tape.Entry
     for k, r in enumerate(res):
         r._ag = Entry(node, k)
@@ -1214,8 +1215,8 @@ def _multi_update(func_name, roles):
 def _into(func_name):
     """MXNet's legacy NDArray functions ``_internal._copyto(x, out=y)`` /
     ``_internal._set_value(v, out=y)``: the operator's result (for ``_set_value`` of out's
-    shape: ``Operator.specialize``) cast into ``out``'s dtype, as MXNet's ``CopyFromTo`` and
-    ``SetValueOp`` write it; ``_copyto`` without ``out`` returns the copy."""
+    shape: the ``instead`` rule for ``'shapes'``) cast into ``out``'s dtype, as MXNet's
+    ``CopyFromTo`` and ``SetValueOp`` write it; ``_copyto`` without ``out`` returns the copy."""
     def fn(*args, out=None, **kwargs):
         if out is not None and not isinstance(out, NDArray):
             raise ArgumentTypeError('%s: out must be an NDArray, got %s'
@@ -1228,7 +1229,7 @@ def _into(func_name):
             kwargs.pop('name', None)
             if args:
                 kwargs['src'] = args[0]
-            op = opdef.get_op(func_name)(**kwargs).specialize([], [out.shape])
+            op = _instead(opdef.get_op(func_name)(**kwargs), 'shapes', [], [out.shape])
             with out._ctx.device_scope():
                 res = NDArray(op.forward(out._ctx.xp, [], [], False)[0], out._ctx)
         else:

@@ -106,28 +106,39 @@ class OpNode(Node):
     __slots__ = ('step', 'saved_in', 'saved_out', 'aux', 'need', 'n_vis', 'n_in')
 
     def __init__(self, op, step, inputs, in_arrays, datas, outs, res, recipe, ctx):
+        # the hot path of every recorded mx.nd call: plain loops, no helper calls
         n_args, n_vis, sel_in, sel_out, names, is_loss = recipe
         self.name = op.name
         self.op = op
-        self.inputs = inputs
+        self.inputs = inputs            # entries that need a gradient, else None
         self.out_meta = [(o.shape, o.dtype) for o in outs]
-        self.fn = None
+        self.fn = self.rule = None
         self.ctx = ctx
         self.freed = False
-        self.rule = None
         self.in_arrays = in_arrays
         self.out_arrays = outs[n_vis:] or None
         self.step = step
-        self.saved_in = [datas[j] if j in sel_in else None for j in range(n_args)]
-        self.saved_out = [o if k in sel_out else None for k, o in enumerate(outs)]
+        saved_in = [None] * n_args
+        checks = []
+        for j in sel_in:
+            saved_in[j] = datas[j]
+            a = in_arrays[j]
+            checks.append((a, a._ver, ('input', names[j])))
+        self.saved_in = saved_in
+        if sel_out:
+            saved_out = [None] * len(outs)
+            for k in sel_out:
+                saved_out[k] = outs[k]
+                if k < n_vis:
+                    checks.append((res[k], res[k]._ver, ('output', k)))
+            self.saved_out = saved_out
+        else:
+            self.saved_out = [None] * len(outs)
+        self.checks = checks
         self.aux = datas[n_args:]
-        self.need = [needs_grad(e) for e in inputs[:n_args]]
+        self.need = [e is not None for e in inputs[:n_args]]
         self.n_vis = -1 if is_loss else n_vis
         self.n_in = len(in_arrays)
-        self.checks = [(in_arrays[j], in_arrays[j]._ver, ('input', names[j])) for j in sel_in]
-        if sel_out:
-            self.checks += [(res[k], res[k]._ver, ('output', k)) for k in sel_out
-                            if k < n_vis]
 
     def run(self, og):
         meta, n_vis, xp = self.out_meta, self.n_vis, self.ctx.xp

@@ -122,6 +122,9 @@ RULES = {
     'symgraph.initializer': ('symgraph.ndarray',),
     # mx.image: functions over the image operators through mx.nd
     'symgraph.image': ('symgraph.ndarray',),
+    # mx.recordio: the RecordIO format on the foundation alone; im2rec packs images with it
+    'symgraph.recordio': (),
+    'symgraph.im2rec': ('symgraph.recordio',),
     # model re-exports the kvstore helpers of MXNet's model.py (_create_kvstore ...)
     'symgraph.model': ('symgraph.ndarray', 'symgraph.symbol', 'symgraph.kvstore'),
     'symgraph.test_utils': ('symgraph.ndarray', 'symgraph.symbol', 'symgraph.executor',
@@ -164,6 +167,8 @@ RULES['symgraph.contrib.svrg_optimization'] = RESERVED_MAY_IMPORT
 #: autograd tape, and its Trainer drives the optimizers and kvstores
 RULES['symgraph.gluon'] = ('symgraph.gluon', 'symgraph.autograd') + RESERVED_MAY_IMPORT + (
     'symgraph.dist',)
+#: gluon.data's record and vision datasets read mx.recordio and decode with mx.image
+RULES['symgraph.gluon.data'] = RULES['symgraph.gluon'] + ('symgraph.recordio', 'symgraph.image')
 
 
 def _rule(mod):

@@ -6,6 +6,8 @@ from .dataset import Dataset, SimpleDataset, ArrayDataset
 from .sampler import (Sampler, SequentialSampler, RandomSampler, FilterSampler,
                       BatchSampler)
 from .dataloader import DataLoader
+from . import record, vision  # noqa: F401  (mx.gluon.data.vision.transforms ...)
+from .record import RecordFileDataset
 
 __all__ = ['Dataset', 'SimpleDataset', 'ArrayDataset', 'Sampler', 'SequentialSampler',
-           'RandomSampler', 'FilterSampler', 'BatchSampler', 'DataLoader']
+           'RandomSampler', 'FilterSampler', 'BatchSampler', 'DataLoader', 'RecordFileDataset']

@@ -1,0 +1,296 @@
+"""Image transforms (MXNet's ``mx.gluon.data.vision.transforms``), after MXNet 1.9.1's
+``python/mxnet/gluon/data/vision/transforms.py``: Blocks over the ``mx.nd.image``
+operators, applied to one (H, W, C) image or an (N, H, W, C) batch.
+
+>>> import numpy as np, symgraph as mx
+>>> from symgraph.gluon.data.vision import transforms
+>>> img = mx.nd.array(np.full((4, 6, 3), 255), dtype='uint8')
+>>> t = transforms.Compose([transforms.Resize((3, 2)), transforms.ToTensor(),
+...                         transforms.Normalize(0.5, 0.5)])
+>>> out = t(img)
+>>> out.shape, out.dtype.__name__, float(out.asnumpy().max())
+((3, 2, 3), 'float32', 1.0)
+"""
+import random
+
+import numpy as np
+
+from .... import image
+from ...block import Block, HybridBlock
+from ...nn import Sequential, HybridSequential
+
+__all__ = ['Compose', 'Cast', 'ToTensor', 'Normalize', 'RandomResizedCrop', 'CropResize',
+           'CenterCrop', 'Resize', 'RandomFlipLeftRight', 'RandomFlipTopBottom',
+           'RandomBrightness', 'RandomContrast', 'RandomSaturation', 'RandomHue',
+           'RandomColorJitter', 'RandomLighting', 'RandomApply']
+
+_NUMBERS = (int, float, np.integer, np.floating)
+
+
+class Compose(Sequential):
+    """Apply the transforms in turn; runs of consecutive HybridBlocks are grouped into one
+    hybridized HybridSequential, as MXNet does.
+
+    Parameters
+    ----------
+    transforms : list of Block
+        The transforms.
+    """
+
+    def __init__(self, transforms):
+        super(Compose, self).__init__()
+        hybrid = []
+        for t in list(transforms) + [None]:
+            if isinstance(t, HybridBlock):
+                hybrid.append(t)
+                continue
+            if len(hybrid) == 1:
+                self.add(hybrid[0])
+            elif len(hybrid) > 1:
+                hblock = HybridSequential()
+                for h in hybrid:
+                    hblock.add(h)
+                hblock.hybridize()
+                self.add(hblock)
+            hybrid = []
+            if t is not None:
+                self.add(t)
+
+
+class Cast(HybridBlock):
+    """Cast the input to ``dtype`` (default ``'float32'``)."""
+
+    def __init__(self, dtype='float32'):
+        super(Cast, self).__init__()
+        self._dtype = dtype
+
+    def hybrid_forward(self, F, x):
+        return F.cast(x, self._dtype)
+
+
+class ToTensor(HybridBlock):
+    """(H, W, C) uint8 in [0, 255] -> (C, H, W) float32 in [0, 1] (batches alike)."""
+
+    def hybrid_forward(self, F, x):
+        return F.image.to_tensor(x)
+
+
+class Normalize(HybridBlock):
+    """``(x - mean) / std`` per channel of a (C, H, W) tensor (or a batch of them).
+
+    Parameters
+    ----------
+    mean : float or tuple of float
+        The mean of each channel (one value for all).
+    std : float or tuple of float
+        The standard deviation of each channel (one value for all).
+    """
+
+    def __init__(self, mean=0.0, std=1.0):
+        super(Normalize, self).__init__()
+        self._mean = mean
+        self._std = std
+
+    def hybrid_forward(self, F, x):
+        return F.image.normalize(x, self._mean, self._std)
+
+
+def _crop(src, x0, y0, w, h, size=None, interp=1):
+    """MXNet's ``image.fixed_crop``: crop, then resize to ``size`` (w, h) if it differs."""
+    out = src[y0:y0 + h, x0:x0 + w]
+    if size is not None and (w, h) != tuple(size):
+        out = image.imresize(out, size[0], size[1], interp=interp)
+    return out
+
+
+def _center_crop(src, size, interp=1):
+    """MXNet's ``image.center_crop``: the largest centred crop of ``size``'s aspect ratio
+    that fits (``scale_down``), resized to ``size`` (w, h)."""
+    h, w = src.shape[0], src.shape[1]
+    new_w, new_h = size
+    if h < new_h:
+        new_w, new_h = float(new_w * h) / new_h, h
+    if w < new_w:
+        new_w, new_h = w, float(new_h * w) / new_w
+    new_w, new_h = int(new_w), int(new_h)
+    x0, y0 = int((w - new_w) / 2), int((h - new_h) / 2)
+    return _crop(src, x0, y0, new_w, new_h, size, interp)
+
+
+def _random_size_crop(src, size, area, ratio, interp=1):
+    """MXNet's ``image.random_size_crop``: up to 10 tries at a crop of a random area fraction
+    and log-uniform aspect ratio, else the centre crop (Python's ``random``, as MXNet)."""
+    h, w = src.shape[0], src.shape[1]
+    if isinstance(area, _NUMBERS):
+        area = (area, 1.0)
+    for _ in range(10):
+        target_area = random.uniform(area[0], area[1]) * h * w
+        new_ratio = np.exp(random.uniform(np.log(ratio[0]), np.log(ratio[1])))
+        new_w = int(round(np.sqrt(target_area * new_ratio)))
+        new_h = int(round(np.sqrt(target_area / new_ratio)))
+        if new_w <= w and new_h <= h:
+            x0 = random.randint(0, w - new_w)
+            y0 = random.randint(0, h - new_h)
+            return _crop(src, x0, y0, new_w, new_h, size, interp)
+    return _center_crop(src, size, interp)
+
+
+def _pair(size, what):
+    if isinstance(size, _NUMBERS):
+        return (int(size), int(size))
+    if len(size) != 2:
+        raise ValueError('%s is an int or a (width, height) pair, got %r' % (what, size))
+    return tuple(int(s) for s in size)
+
+
+class RandomResizedCrop(Block):
+    """Crop a random area fraction (``scale``) of a random aspect ratio (``ratio``) from an
+    (H, W, C) image and resize it to ``size``.
+
+    Parameters
+    ----------
+    size : int or (int, int)
+        The output (width, height).
+    scale : (float, float)
+        The range of the crop's area fraction.
+    ratio : (float, float)
+        The range of the crop's aspect ratio (width / height), sampled log-uniformly.
+    interpolation : int
+        0 nearest, 1 bilinear.
+    """
+
+    def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0),
+                 interpolation=1):
+        super(RandomResizedCrop, self).__init__()
+        self._args = (_pair(size, 'size'), scale, ratio, interpolation)
+
+    def forward(self, x):
+        return _random_size_crop(x, *self._args)
+
+
+class CropResize(HybridBlock):
+    """Crop the (x, y, width, height) window and optionally resize it to ``size``."""
+
+    def __init__(self, x, y, width, height, size=None, interpolation=None):
+        super(CropResize, self).__init__()
+        self._x = x
+        self._y = y
+        self._width = width
+        self._height = height
+        self._size = size
+        self._interpolation = interpolation
+
+    def hybrid_forward(self, F, x):
+        out = F.image.crop(x, self._x, self._y, self._width, self._height)
+        if self._size:
+            interp = 1 if self._interpolation is None else self._interpolation
+            out = F.image.resize(out, self._size, False, interp)
+        return out
+
+
+class CenterCrop(Block):
+    """Crop the centre of an (H, W, C) image to ``size`` (width, height); an image smaller
+    than that is cropped to the aspect ratio and resized up."""
+
+    def __init__(self, size, interpolation=1):
+        super(CenterCrop, self).__init__()
+        self._args = (_pair(size, 'size'), interpolation)
+
+    def forward(self, x):
+        return _center_crop(x, *self._args)
+
+
+class Resize(HybridBlock):
+    """Resize to ``size`` (an int: the short side with ``keep_ratio``, else both sides;
+    a pair: (width, height))."""
+
+    def __init__(self, size, keep_ratio=False, interpolation=1):
+        super(Resize, self).__init__()
+        self._keep = keep_ratio
+        self._size = size
+        self._interpolation = interpolation
+
+    def hybrid_forward(self, F, x):
+        return F.image.resize(x, self._size, self._keep, self._interpolation)
+
+
+class RandomFlipLeftRight(HybridBlock):
+    """Flip the image left to right with probability 0.5."""
+
+    def hybrid_forward(self, F, x):
+        return F.image.random_flip_left_right(x)
+
+
+class RandomFlipTopBottom(HybridBlock):
+    """Flip the image top to bottom with probability 0.5."""
+
+    def hybrid_forward(self, F, x):
+        return F.image.random_flip_top_bottom(x)
+
+
+class _RandomFactor(HybridBlock):
+    """Scale a property by a factor drawn from [max(0, 1 - v), 1 + v]."""
+    _op = None
+
+    def __init__(self, value):
+        super(_RandomFactor, self).__init__()
+        self._args = (max(0, 1 - value), 1 + value)
+
+    def hybrid_forward(self, F, x):
+        return getattr(F.image, self._op)(x, *self._args)
+
+
+class RandomBrightness(_RandomFactor):
+    """Scale the brightness by a factor in [max(0, 1 - brightness), 1 + brightness]."""
+    _op = 'random_brightness'
+
+
+class RandomContrast(_RandomFactor):
+    """Scale the contrast by a factor in [max(0, 1 - contrast), 1 + contrast]."""
+    _op = 'random_contrast'
+
+
+class RandomSaturation(_RandomFactor):
+    """Scale the saturation by a factor in [max(0, 1 - saturation), 1 + saturation]."""
+    _op = 'random_saturation'
+
+
+class RandomHue(_RandomFactor):
+    """Shift the hue by a factor in [max(0, 1 - hue), 1 + hue]."""
+    _op = 'random_hue'
+
+
+class RandomColorJitter(HybridBlock):
+    """Random brightness, contrast, saturation and hue changes (each 0: unchanged)."""
+
+    def __init__(self, brightness=0, contrast=0, saturation=0, hue=0):
+        super(RandomColorJitter, self).__init__()
+        self._args = (brightness, contrast, saturation, hue)
+
+    def hybrid_forward(self, F, x):
+        return F.image.random_color_jitter(x, *self._args)
+
+
+class RandomLighting(HybridBlock):
+    """AlexNet-style PCA lighting noise of standard deviation ``alpha``."""
+
+    def __init__(self, alpha):
+        super(RandomLighting, self).__init__()
+        self._alpha = alpha
+
+    def hybrid_forward(self, F, x):
+        return F.image.random_lighting(x, self._alpha)
+
+
+class RandomApply(Sequential):
+    """Apply ``transforms`` with probability ``p``."""
+
+    def __init__(self, transforms, p=0.5):
+        super(RandomApply, self).__init__()
+        self.transforms = transforms
+        self.p = p
+
+    def forward(self, x):
+        if self.p < random.random():
+            return x
+        return self.transforms(x)

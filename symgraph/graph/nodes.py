@@ -55,6 +55,8 @@ class Node:
         """User-visible names of all outputs, hidden ones included."""
         if self.op is None:
             return [self.name]
+        if not self.name:           # an unnamed node (_gen_atomic_symbol's): nnvm's names
+            return list(self.op.list_outputs())
         return ['%s_%s' % (self.name, o) for o in self.op.list_outputs()]
 
     def describe(self):

@@ -171,6 +171,24 @@ class Symbol:
             outs.extend((n, i) for i in range(n.num_visible_outputs()))
         return Symbol(outs)
 
+    def _gen_atomic_symbol(self):
+        """The head node's operator alone: same operator and attributes, no inputs, an
+        empty name, every visible output (MXNet's ``MXGenAtomicSymbolFromSymbol``).
+
+        Raises
+        ------
+        ValueError
+            For a Variable or a group of several nodes.
+        """
+        heads = {id(n): n for n, _ in self._outputs}
+        head = self._outputs[0][0]
+        if len(heads) != 1 or head.op is None:
+            raise ArgumentError('_gen_atomic_symbol: the symbol must be one operator node, '
+                                'got %s' % ('a Variable' if head.op is None else
+                                            '%d nodes' % len(heads)))
+        node = Node(head.op, '', head.attrs, (), head.location)
+        return Symbol([(node, i) for i in range(node.num_visible_outputs())])
+
     def get_children(self):
         """The inputs of the head nodes as one group, or None for a variable."""
         inputs, seen = [], set()

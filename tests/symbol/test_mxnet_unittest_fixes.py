@@ -1,5 +1,6 @@
 """Symbol behaviours MXNet 1.9.1's own test_symbol.py checks: ``bool(symbol)`` raises
 NotImplementedForSymbol; ``Executor.debug_str`` has MXNet's 'Total N MB allocated' line."""
+import json
 import re
 
 import pytest
@@ -27,3 +28,20 @@ def test_debug_str_reports_total_mb_allocated_as_mxnet():
     small = total(data.simple_bind(mx.cpu(), data=(10, 3, 256, 256), grad_req='null'))
     # ten 7.5 MB products; training keeps them for backward, inference reuses two buffers
     assert big > 60 and small < 30 and big > small
+
+
+def test_gen_atomic_symbol_is_the_head_operator_alone():
+    """MXNet's test_symbol.py test_gen_atomic_symbol_multiple_outputs; names and JSON as
+    MXNet 1.9.1 gives them."""
+    s = mx.sym.RNN(mx.sym.var('data'), mx.sym.var('param'), mx.sym.var('h0'),
+                   mx.sym.var('h1'), state_size=10, num_layers=2, bidirectional=True,
+                   state_outputs=True, mode='lstm')
+    a = s._gen_atomic_symbol()
+    assert a.list_arguments() == [] and a.name == ''
+    assert a.list_outputs() == ['output', 'state_output', 'statecell_output']
+    node = json.loads(a.tojson())['nodes'][0]
+    assert node == {'op': 'RNN', 'name': '', 'inputs': [],
+                    'attrs': {'bidirectional': 'True', 'mode': 'lstm', 'num_layers': '2',
+                              'state_outputs': 'True', 'state_size': '10'}}
+    with pytest.raises(ValueError):
+        mx.sym.var('x')._gen_atomic_symbol()

@@ -150,7 +150,7 @@ RULES = {
 #: what the reserved homes (training stack) may import
 RESERVED_MAY_IMPORT = ('symgraph.symbol', 'symgraph.ndarray', 'symgraph.executor',
                        'symgraph.initializer', 'symgraph.model', 'symgraph.random',
-                       'symgraph.namespaces') + RESERVED
+                       'symgraph.namespaces', 'symgraph.recordio') + RESERVED
 #: the kvstore reduces over devices with the ring all-reduce of symgraph.dist
 RULES['symgraph.kvstore'] = RESERVED_MAY_IMPORT + ('symgraph.dist',)
 #: Module runs its devices' threads in the device group of symgraph.dist.workers

@@ -1,0 +1,599 @@
+"""``mx.io.ImageRecordIter`` (and ``ImageRecordUInt8Iter``, ``ImageRecordInt8Iter``): batches
+of images from a RecordIO file, decoded and augmented in a pool of threads, after MXNet
+1.9.1's ``src/io/iter_image_recordio_2.cc`` and ``src/io/image_aug_default.cc``.
+
+Pipeline, per image, as MXNet's (its OpenCV calls reproduced as ``mx.image`` does): decode
+(colour, or gray for ``data_shape[0] == 1``; PNG alpha dropped), resize the shorter side to
+``resize``, rotate / shear / scale / change the aspect ratio (``max_rotate_angle``,
+``max_shear_ratio``, ``min/max_random_scale``, ``max_aspect_ratio``), ``pad`` with
+``fill_value``, enlarge an image smaller than ``data_shape``, crop (centre, or random with
+``rand_crop``), random brightness / contrast / saturation and ``pca_noise``, then mirror
+(``mirror``, or at random with ``rand_mirror``), subtract ``mean_r/g/b`` (or ``mean_img``),
+multiply by ``scale / std``; CHW, RGB, of ``dtype``.
+
+Batches: the records of the part ``part_index`` of ``num_parts`` (by record count with an
+index file, by bytes without one, as dmlc-core splits them), in file order or shuffled per
+epoch (``shuffle``, ``seed``); a short last batch is filled from the start of the next pass
+with ``round_batch`` (``pad`` tells how many, and the next pass begins after them), else it
+keeps the rows of the previous batch and ``pad`` tells how many.
+
+Speed: records are read in order by the calling thread; decoding and augmentation run in
+``preprocess_threads`` threads (Pillow and NumPy release the GIL while they work), up to
+``prefetch_buffer`` batches ahead.
+
+Differences from MXNet (also in docs/differences.md): random augmentations draw from NumPy
+generators seeded per image from (``seed_aug`` or ``seed``, epoch, position), so they are
+reproducible but not MXNet's numbers (the distributions are MXNet's); ``inter_method`` 2
+(cubic), 3 (area) and 4 (Lanczos) resize with Pillow's filters, within a few grey levels of
+OpenCV's; with ``round_batch=False`` ``pad`` counts the rows of a short last batch (MXNet
+reports 0); without an index file the record offsets are found by one pass over the file
+when the iterator is made.
+"""
+import io as _io
+import os
+import struct
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+
+import numpy as np
+
+from .. import ndarray as nd
+from .. import recordio
+from ..base import ArgumentError, ArgumentTypeError, MissingFileError
+from .native import MXDataIter, _as_bool, _as_int, _as_shape
+
+__all__ = ['ImageRecordIter', 'ImageRecordUInt8Iter', 'ImageRecordInt8Iter']
+
+_MAGIC = 0xced7230a
+#: MXNet's eigenvalue-scaled eigenvectors of ImageNet's RGB covariance (pca_noise)
+_EIGVEC = np.array([[55.46 * -0.5675, 4.794 * 0.7192, 1.148 * 0.4009],
+                    [55.46 * -0.5808, 4.794 * -0.0045, 1.148 * -0.8140],
+                    [55.46 * -0.5836, 4.794 * -0.6948, 1.148 * 0.4203]], np.float32)
+#: MXNet parameters taken and ignored (they tune MXNet's C++ threads and devices)
+_IGNORED = frozenset(['verbose', 'ctx', 'dev_id', 'shuffle_chunk_size', 'shuffle_chunk_seed',
+                      'aug_seq', 'silent', 'label_pad_width', 'label_pad_value',
+                      'max_img_size', 'min_img_size', 'num_decode_threads', 'device_id'])
+
+
+def _float(value, what):
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ArgumentError('%s must be a number, got %r' % (what, value)) from None
+
+
+def _pillow():
+    try:
+        from PIL import Image
+    except ImportError:
+        from ..base import NotSupportedError
+        raise NotSupportedError('ImageRecordIter decodes images with Pillow, which is not '
+                                'installed: pip install "symgraph[image]"') from None
+    return Image
+
+
+# ------------------------------------------------------------------ record sources
+def _scan_offsets(path):
+    """The byte offsets of the records of the RecordIO file ``path`` (a record split
+    across parts counts once, at its first part), reading only the 8-byte heads."""
+    offsets = []
+    size = os.path.getsize(path)
+    head = struct.Struct('<II')
+    with open(path, 'rb') as f:
+        pos = 0
+        while pos + 8 <= size:
+            f.seek(pos)
+            magic, lrec = head.unpack(f.read(8))
+            if magic != _MAGIC:
+                raise recordio.RecordIOError('%s: bad magic number 0x%08x at byte offset %d'
+                                             % (path, magic, pos))
+            cflag, length = lrec >> 29, lrec & ((1 << 29) - 1)
+            if cflag in (0, 1):
+                offsets.append(pos)
+            pos += 8 + ((length + 3) & ~3)
+    return offsets, size
+
+
+def _part_keys(rec_path, idx_path, num_parts, part_index):
+    """(index path, keys of this part in file order, temporary dir or None)."""
+    if idx_path:
+        reader = recordio.MXIndexedRecordIO(idx_path, rec_path, 'r')
+        keys = sorted(reader.keys, key=lambda k: reader.idx[k])
+        reader.close()
+        step = (len(keys) + num_parts - 1) // num_parts
+        return idx_path, keys[part_index * step:(part_index + 1) * step], None
+    offsets, size = _scan_offsets(rec_path)
+    # dmlc-core's InputSplitBase: equal byte ranges aligned to 4, each starting at the
+    # first record head at or after its boundary
+    step = (size + num_parts - 1) // num_parts
+    step = (step + 3) // 4 * 4
+    begin, end = min(step * part_index, size), min(step * (part_index + 1), size)
+    tmp = tempfile.mkdtemp(prefix='symgraph-imagerecord-')
+    idx_path = os.path.join(tmp, 'records.idx')
+    with open(idx_path, 'w') as f:
+        for i, off in enumerate(offsets):
+            f.write('%d\t%d\n' % (i, off))
+    keys = [i for i, off in enumerate(offsets) if begin <= off < end]
+    return idx_path, keys, tmp
+
+
+def _read_imglist(path, label_width):
+    """{image index: float32 labels} of a ``.lst`` file (index, labels..., path)."""
+    labels = {}
+    with open(path) as f:
+        for lineno, line in enumerate(f, 1):
+            fields = line.strip().split('\t')
+            if not fields or not fields[0]:
+                continue
+            if len(fields) < label_width + 2:
+                raise ArgumentError('%s, line %d: expected an index, %d label(s) and a path, '
+                                    'got %r' % (path, lineno, label_width, line.strip()))
+            try:
+                labels[int(float(fields[0]))] = np.array(fields[1:1 + label_width], np.float32)
+            except ValueError:
+                raise ArgumentError('%s, line %d: not numbers: %r' % (path, lineno,
+                                                                       line.strip())) from None
+    return labels
+
+
+# ------------------------------------------------------------------ image operations
+def _decode(buf, channels):
+    """(H, W, C) uint8 RGB (or gray) of an encoded image, as MXNet's OpenCV decodes it."""
+    if channels == 3:
+        Image = _pillow()
+        img = Image.open(_io.BytesIO(buf))
+        if img.mode == 'RGB':                   # the common case, without the operator
+            img.load()
+            return np.asarray(img)
+    out = nd._internal._cvimdecode(nd.array(np.frombuffer(buf, np.uint8), dtype=np.uint8),
+                                   flag=0 if channels == 1 else 1, to_rgb=True)
+    return out.asnumpy()
+
+
+def _resize(img, w, h, method):
+    if (img.shape[1], img.shape[0]) == (w, h):
+        return img
+    if method in (0, 1):
+        return nd._internal._cvimresize(nd.array(img, dtype=np.uint8), w=w, h=h,
+                                        interp=method).asnumpy()
+    Image = _pillow()
+    flt = {2: Image.BICUBIC, 3: Image.BOX, 4: Image.LANCZOS}[method]
+    src = Image.fromarray(img[..., 0] if img.shape[2] == 1 else img)
+    out = np.asarray(src.resize((w, h), flt))
+    return out[..., None] if out.ndim == 2 else out
+
+
+def _saturate(v):
+    return np.clip(np.rint(v), 0, 255).astype(np.uint8)
+
+
+def _gray_of_bgr_as_rgb(img):
+    # MXNet calls cvtColor(CV_RGB2GRAY) on its BGR pixels: the weights land swapped
+    return (0.299 * img[..., 2] + 0.587 * img[..., 1] + 0.114 * img[..., 0])[..., None]
+
+
+class _Augmenter(object):
+    """MXNet's DefaultImageAugmenter and the mirror / normalisation of ImageRecordIter."""
+
+    def __init__(self, p):
+        self.p = p
+
+    def _method(self, method, old_w, old_h, new_w, new_h, rng):
+        if method == 9:
+            if new_w > old_w and new_h > old_h:
+                return 2
+            if new_w < old_w and new_h < old_h:
+                return 3
+            return 1
+        if method == 10:
+            return int(rng.randint(0, 5))
+        return method
+
+    def __call__(self, img, rng):
+        p = self.p
+        c, dh, dw = p['data_shape']
+        if p['resize'] > 0:
+            h, w = img.shape[:2]
+            if h > w:
+                nh, nw = p['resize'] * h // w, p['resize']
+            else:
+                nh, nw = p['resize'], p['resize'] * w // h
+            img = _resize(img, nw, nh, self._method(p['inter_method'], w, h, nw, nh, rng))
+        if p['affine']:
+            img = self._affine(img, rng)
+        if p['pad'] > 0:
+            k = p['pad']
+            img = np.pad(img, ((k, k), (k, k), (0, 0)), constant_values=p['fill_value'])
+        h, w = img.shape[:2]
+        method = self._method(p['inter_method'], w, h, dw, dh, rng)
+        if h < dh:
+            img = _resize(img, int(np.float32(dh) / np.float32(h) * np.float32(w)), dh, method)
+            h, w = img.shape[:2]
+        if w < dw:
+            img = _resize(img, dw, int(np.float32(dw) / np.float32(w) * np.float32(h)), method)
+            h, w = img.shape[:2]
+        y, x = h - dh, w - dw
+        if p['rand_crop']:
+            y, x = int(rng.randint(0, y + 1)), int(rng.randint(0, x + 1))
+        else:
+            y, x = y // 2, x // 2
+        img = img[y:y + dh, x:x + dw]
+        if p['color'] and c == 3:
+            img = self._color(img, rng)
+        if p['pca_noise'] > 0 and c == 3:
+            alpha = rng.normal(0, p['pca_noise'], 3).astype(np.float32)
+            noise = _EIGVEC.dot(alpha)
+            img = np.clip(img.astype(np.int32) + noise.astype(np.int32), 0, 255).astype(np.uint8)
+        mirrored = p['mirror'] or (p['rand_mirror'] and rng.rand() < 0.5)
+        if mirrored:
+            img = img[:, ::-1]
+        return img
+
+    def _affine(self, img, rng):
+        """Rotation, shear, scale and aspect ratio (cv::warpAffine in MXNet; Pillow here)."""
+        p = self.p
+        s = rng.uniform(-p['max_shear_ratio'], p['max_shear_ratio'])
+        angle = p['rotate'] if p['rotate'] > 0 else \
+            int(rng.randint(-p['max_rotate_angle'], p['max_rotate_angle'] + 1))
+        a, b = np.cos(np.radians(angle)), np.sin(np.radians(angle))
+        scale = rng.uniform(p['min_random_scale'], p['max_random_scale'])
+        ratio = rng.uniform(p['min_aspect_ratio'], p['max_aspect_ratio'])
+        hs = 2 * scale / (1 + ratio)
+        ws = ratio * hs
+        h, w = img.shape[:2]
+        nw, nh = int(max(1, scale * w)), int(max(1, scale * h))
+        m = np.array([[hs * a - s * b * ws, hs * b + s * a * ws, 0],
+                      [-b * ws, a * ws, 0], [0, 0, 1]], np.float64)
+        m[0, 2] = (nw - (m[0, 0] * w + m[0, 1] * h)) / 2
+        m[1, 2] = (nh - (m[1, 0] * w + m[1, 1] * h)) / 2
+        inv = np.linalg.inv(m)
+        # Pillow samples at pixel centres (+0.5) where OpenCV uses the integer grid
+        shift = np.array([[1, 0, 0.5], [0, 1, 0.5], [0, 0, 1]])
+        inv = shift.dot(inv).dot(np.linalg.inv(shift))
+        Image = _pillow()
+        src = Image.fromarray(img[..., 0] if img.shape[2] == 1 else img)
+        fill = p['fill_value'] if img.shape[2] == 1 else (p['fill_value'],) * 3
+        out = np.asarray(src.transform((nw, nh), Image.AFFINE, tuple(inv[:2].ravel()),
+                                       resample=Image.BILINEAR, fillcolor=fill))
+        return out[..., None] if out.ndim == 2 else out
+
+    def _color(self, img, rng):
+        p = self.p
+        alphas = [1 + rng.uniform(-p['brightness'], p['brightness']),
+                  1 + rng.uniform(-p['contrast'], p['contrast']),
+                  1 + rng.uniform(-p['saturation'], p['saturation'])]
+        for i in rng.permutation(3):
+            f = img.astype(np.float32)
+            if i == 0:
+                img = _saturate(f * alphas[0])
+            elif i == 1:
+                gray = _saturate(_gray_of_bgr_as_rgb(f)).mean()
+                img = _saturate(f * alphas[1] + (1 - alphas[1]) * gray)
+            else:
+                gray = _saturate(_gray_of_bgr_as_rgb(f)).astype(np.float32)
+                img = _saturate(f * alphas[2] + gray * (1 - alphas[2]))
+        return img
+
+
+class _Normalizer(object):
+    """(H, W, C) uint8 -> (C, H, W) of the output dtype, as MXNet's ProcessImage."""
+
+    def __init__(self, dtype, mean, std, scale, mean_img):
+        self.dtype = dtype
+        self.mean_img = mean_img
+        c = len(mean)
+        self.mean = np.array(mean, np.float32).reshape(c, 1, 1)
+        self.mult = (np.float32(scale) / np.array(std, np.float32)).reshape(c, 1, 1)
+        self.mean_int = np.round(np.array(mean, np.float64)).astype(np.int16).reshape(c, 1, 1)
+
+    def __call__(self, img, out):
+        chw = img.transpose(2, 0, 1)
+        if self.dtype == np.uint8:
+            out[...] = chw
+        elif self.dtype == np.int8:
+            mean = self.mean_int if self.mean_img is None else \
+                np.round(self.mean_img).astype(np.int16)
+            out[...] = np.clip(chw.astype(np.int16) - mean, -128, 127)
+        else:
+            mean = self.mean if self.mean_img is None else self.mean_img
+            np.multiply(chw.astype(np.float32) - mean, self.mult, out=out, casting='unsafe')
+
+
+# ------------------------------------------------------------------ batching
+class _RecordBatches(object):
+    """The batch maker behind :class:`ImageRecordIter` (an MXDataIter handle): plans each
+    pass's batches of record keys, reads the records in order, and has ``threads`` threads
+    decode them, ``prefetch`` batches ahead."""
+
+    def __init__(self, reader, keys, batch_size, round_batch, shuffle, seed, prepare,
+                 data_shape, label_width, dtype, threads, prefetch, tmpdir):
+        self._reader = reader
+        self._keys = list(keys)
+        if not self._keys:
+            raise ArgumentError('ImageRecordIter: the part has no record (fewer records '
+                                'than num_parts?)')
+        self._batch_size = batch_size
+        self._round_batch = round_batch
+        self._shuffle = shuffle
+        self._rng = np.random.RandomState(seed)
+        self._seed = seed
+        self._prepare = prepare
+        self._data_shape = tuple(data_shape)
+        self._label_shape = () if label_width == 1 else (label_width,)
+        self._dtype = dtype
+        self._pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix='imagerecord')
+        self._prefetch = max(1, prefetch)
+        self._tmpdir = tmpdir
+        self._epoch = -1
+        self._order = None              # this pass's order of keys
+        self._next_order = None         # the next pass's, once a wrap has begun it
+        self._carry = 0                 # records of the next pass a wrap already used
+        self._plan = deque()
+        self._pending = deque()
+        self.data = np.zeros((batch_size,) + self._data_shape, dtype)
+        self.label = np.zeros((batch_size,) + self._label_shape, np.float32)
+        self.index = np.zeros(batch_size, np.uint64)
+        self.pad = 0
+        self.before_first()
+
+    def _new_order(self):
+        if self._shuffle:
+            return [self._keys[i] for i in self._rng.permutation(len(self._keys))]
+        return list(self._keys)
+
+    def before_first(self):
+        for job in self._pending:
+            for fut in job[0]:
+                fut.cancel()
+        self._pending.clear()
+        self._epoch += 1
+        # a pass that ended on a wrapped batch began this one: go on after those records
+        self._order = self._next_order or self._new_order()
+        start, self._next_order, self._carry = self._carry, None, 0
+        n, bs = len(self._order), self._batch_size
+        plan = []
+        for pos in range(start, n, bs):
+            keys = self._order[pos:pos + bs]
+            pad, wrap = bs - len(keys), None
+            if pad and self._round_batch:
+                if pad > n:
+                    raise ArgumentError('ImageRecordIter: batch_size %d is too large for the '
+                                        '%d records with round_batch=True' % (bs, n))
+                wrap = self._new_order()
+                keys = keys + wrap[:pad]
+            plan.append((pos, keys, pad, wrap))
+        self._plan = deque(plan)
+
+    def _schedule(self):
+        while self._plan and len(self._pending) < self._prefetch:
+            pos, keys, pad, wrap = self._plan.popleft()
+            raws = [self._reader.read_idx(k) for k in keys]        # sequential reads here
+            futures = [self._pool.submit(self._prepare, raw, (self._seed, self._epoch,
+                                                              pos + i))
+                       for i, raw in enumerate(raws)]
+            self._pending.append((futures, pad, wrap))
+
+    def next(self):
+        self._schedule()
+        if not self._pending:
+            return False
+        futures, pad, wrap = self._pending.popleft()
+        if wrap is not None:            # the next pass begins with this batch's tail
+            self._next_order, self._carry = wrap, pad
+        self._schedule()
+        real = self._batch_size - pad if not self._round_batch else self._batch_size
+        for i, fut in enumerate(futures[:real]):
+            data, label, index = fut.result()
+            self.data[i] = data
+            self.label[i] = label
+            self.index[i] = index
+        self.pad = pad
+        return True
+
+    def close(self):
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._tmpdir:
+            import shutil
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:       # interpreter shutdown
+            pass
+
+
+class ImageRecordIter(MXDataIter):
+    """Batches of images from a RecordIO file (``.rec``, as im2rec writes it), decoded and
+    augmented in threads; MXNet's ``mx.io.ImageRecordIter`` (see the module docstring).
+
+    Parameters (keyword only, as MXNet's; values may be MXNet's strings)
+    ----------
+    path_imgrec : str
+        The ``.rec`` file.
+    data_shape : tuple of 3 ints
+        (channels, height, width) of each image: 1 (gray) or 3 (RGB) channels.
+    batch_size : int
+    path_imgidx : str, optional
+        The ``.idx`` file (random access: shuffling and sharding by record count).
+    path_imglist : str, optional
+        A ``.lst`` file whose labels replace the records' (matched by image id).
+    label_width : int, default 1
+    shuffle : bool, default False
+    seed : int, default 0
+    num_parts, part_index : int, default 1, 0
+        Read only part ``part_index`` of ``num_parts`` (one per ``dist_sync`` worker).
+    round_batch : bool, default True
+    preprocess_threads : int, default 4
+    prefetch_buffer : int, default 4
+    resize : int, default -1
+        Resize the shorter side to this first.
+    rand_crop, rand_mirror, mirror : bool, default False
+    max_rotate_angle, rotate : int, default 0, -1
+    max_aspect_ratio, min_aspect_ratio, max_shear_ratio : float
+    min_random_scale, max_random_scale : float, default 1
+    pad : int, default 0
+    fill_value : int, default 255
+    inter_method : int, default 1
+        0 nearest, 1 bilinear, 2 cubic, 3 area, 4 Lanczos, 9 auto, 10 random.
+    mean_img : str, optional
+        An NDArray file (``mx.nd.save``) with the mean image under the key 'mean_img'.
+    mean_r, mean_g, mean_b, std_r, std_g, std_b, scale : float
+    brightness, contrast, saturation, pca_noise : float, default 0
+    dtype : {'float32', 'float16', 'uint8', 'int8'}, default 'float32'
+    seed_aug : int, optional
+        The seed of the random augmentations (default: ``seed``).
+    data_name, label_name : str, default 'data', 'softmax_label'
+    """
+
+    _DTYPE = None
+
+    def __init__(self, **kwargs):
+        p, names = self._parse(dict(kwargs))
+        channels = p['data_shape'][0]
+        rec = os.fspath(p['path_imgrec'])
+        if not os.path.isfile(rec):
+            raise MissingFileError('ImageRecordIter: path_imgrec %r is not a file' % rec)
+        idx = p['path_imgidx']
+        if idx and not os.path.isfile(idx):
+            raise MissingFileError('ImageRecordIter: path_imgidx %r is not a file' % idx)
+        idx_path, keys, tmp = _part_keys(rec, idx, p['num_parts'], p['part_index'])
+        reader = recordio.MXIndexedRecordIO(idx_path, rec, 'r')
+        imglist = _read_imglist(p['path_imglist'], p['label_width']) \
+            if p['path_imglist'] else None
+        mean_img = None
+        if p['mean_img']:
+            if not os.path.isfile(p['mean_img']):
+                raise MissingFileError('ImageRecordIter: mean_img %r is not a file (symgraph '
+                                       'does not compute it)' % p['mean_img'])
+            loaded = nd.load(p['mean_img'])
+            mean_img = (loaded['mean_img'] if isinstance(loaded, dict) else loaded[0])
+            mean_img = mean_img.asnumpy().astype(np.float32)
+        augment = _Augmenter(p)
+        ch = ['r', 'g', 'b'][:channels]
+        normalize = _Normalizer(p['dtype'], [p['mean_' + k] for k in ch],
+                                [p['std_' + k] for k in ch], p['scale'], mean_img)
+        label_width = p['label_width']
+        seed_aug = p['seed_aug']
+
+        def prepare(raw, where):
+            header, img = recordio.unpack(raw)
+            if imglist is not None:
+                if int(header.id) not in imglist:
+                    raise KeyError('ImageRecordIter: image id %d is not in %s'
+                                   % (header.id, p['path_imglist']))
+                label = imglist[int(header.id)]
+            elif header.flag > 0:
+                label = header.label
+                if len(label) != label_width:
+                    raise ArgumentError('ImageRecordIter: the record of image %d has %d '
+                                        'labels but label_width is %d'
+                                        % (header.id, len(label), label_width))
+            else:
+                if label_width != 1:
+                    raise ArgumentError('ImageRecordIter: label_width must be 1 unless an '
+                                        'imglist is given or the records hold several labels')
+                label = header.label
+            seed = where if seed_aug is None else (seed_aug,) + where[1:]
+            rng = np.random.RandomState(np.random.SeedSequence(seed).generate_state(2))
+            pixels = augment(_decode(img, channels), rng)
+            out = np.empty((channels,) + pixels.shape[:2], p['dtype'])
+            normalize(pixels, out)
+            return out, label, header.id
+
+        handle = _RecordBatches(reader, keys, p['batch_size'], p['round_batch'],
+                                p['shuffle'], p['seed'], prepare, p['data_shape'],
+                                label_width, p['dtype'], p['preprocess_threads'],
+                                p['prefetch_buffer'], tmp)
+        super(ImageRecordIter, self).__init__(handle, **names)
+
+    def _parse(self, kw):
+        names = {'data_name': kw.pop('data_name', 'data'),
+                 'label_name': kw.pop('label_name', 'softmax_label')}
+        for key in ('path_imgrec', 'data_shape', 'batch_size'):
+            if key not in kw:
+                raise ArgumentError('%s: %s is required' % (type(self).__name__, key))
+        p = {}
+        p['path_imgrec'] = kw.pop('path_imgrec')
+        p['path_imgidx'] = kw.pop('path_imgidx', '') or ''
+        p['path_imglist'] = kw.pop('path_imglist', '') or ''
+        p['mean_img'] = kw.pop('mean_img', '') or ''
+        p['data_shape'] = _as_shape(kw.pop('data_shape'), 'data_shape')
+        if len(p['data_shape']) != 3 or p['data_shape'][0] not in (1, 3):
+            raise ArgumentError('data_shape must be (channels, height, width) with 1 or 3 '
+                                'channels, got %r' % (p['data_shape'],))
+        ints = dict(batch_size=(None, 1), label_width=(1, 1), seed=(0, 0), num_parts=(1, 1),
+                    part_index=(0, 0), preprocess_threads=(4, 1), prefetch_buffer=(4, 1),
+                    resize=(-1, -1), max_rotate_angle=(0, 0), rotate=(-1, -1), pad=(0, 0),
+                    fill_value=(255, 0), inter_method=(1, 0))
+        for key, (default, low) in ints.items():
+            p[key] = _as_int(kw.pop(key, default), key, low)
+        if p['part_index'] >= p['num_parts']:
+            raise ArgumentError('part_index %d must be less than num_parts %d'
+                                % (p['part_index'], p['num_parts']))
+        if p['inter_method'] not in (0, 1, 2, 3, 4, 9, 10):
+            raise ArgumentError('invalid inter_method %d: valid values are 0, 1, 2, 3, 4, 9, '
+                                '10' % p['inter_method'])
+        for key, default in dict(shuffle=False, round_batch=True, rand_crop=False,
+                                 rand_mirror=False, mirror=False).items():
+            p[key] = _as_bool(kw.pop(key, default), key)
+        floats = dict(mean_r=0, mean_g=0, mean_b=0, mean_a=0, std_r=1, std_g=1, std_b=1,
+                      std_a=1, scale=1, max_aspect_ratio=0, max_shear_ratio=0,
+                      min_random_scale=1, max_random_scale=1, brightness=0, contrast=0,
+                      saturation=0, pca_noise=0, random_h=0, random_s=0, random_l=0,
+                      max_random_contrast=0, max_random_illumination=0)
+        for key, default in floats.items():
+            p[key] = _float(kw.pop(key, default), key)
+        min_ar = kw.pop('min_aspect_ratio', None)
+        if min_ar is None or min_ar == 'None':
+            p['min_aspect_ratio'] = 1 - p['max_aspect_ratio']
+            p['max_aspect_ratio'] = 1 + p['max_aspect_ratio']
+        else:
+            p['min_aspect_ratio'] = _float(min_ar, 'min_aspect_ratio')
+        for key in ('random_h', 'random_s', 'random_l', 'max_random_contrast',
+                    'max_random_illumination'):
+            if p[key]:
+                from ..base import NotSupportedError
+                raise NotSupportedError('%s: %s is not supported' % (type(self).__name__, key))
+        seed_aug = kw.pop('seed_aug', None)
+        p['seed_aug'] = None if seed_aug in (None, 'None') else _as_int(seed_aug, 'seed_aug')
+        dtype = kw.pop('dtype', None) if self._DTYPE is None else self._DTYPE
+        dtype = 'float32' if dtype in (None, 'None') else dtype
+        try:
+            p['dtype'] = np.dtype(dtype)
+        except TypeError:
+            p['dtype'] = None
+        if p['dtype'] not in (np.float32, np.float16, np.uint8, np.int8):
+            raise ArgumentTypeError("dtype must be one of 'float32', 'float16', 'uint8', "
+                                    "'int8', got %r" % (dtype,))
+        p['affine'] = (p['max_rotate_angle'] > 0 or p['max_shear_ratio'] > 0 or
+                       p['rotate'] > 0 or p['max_random_scale'] != 1 or
+                       p['min_random_scale'] != 1 or p['min_aspect_ratio'] != 1 or
+                       p['max_aspect_ratio'] != 1)
+        p['color'] = p['brightness'] > 0 or p['contrast'] > 0 or p['saturation'] > 0
+        unknown = sorted(k for k in kw if k not in _IGNORED)
+        if unknown:
+            raise ArgumentTypeError('%s: unknown argument(s) %s' % (
+                type(self).__name__, ', '.join(repr(k) for k in unknown)))
+        return p, names
+
+    def close(self):
+        """Stop the decoding threads and free the temporary index (also done when the
+        iterator is garbage-collected)."""
+        self.handle.close()
+
+    def getdata(self):
+        return nd.array(self.handle.data, dtype=self.handle.data.dtype)
+
+
+class ImageRecordUInt8Iter(ImageRecordIter):
+    """:class:`ImageRecordIter` with ``dtype='uint8'``: raw pixels (no mean, std, scale)."""
+    _DTYPE = 'uint8'
+
+
+class ImageRecordInt8Iter(ImageRecordIter):
+    """:class:`ImageRecordIter` with ``dtype='int8'``: pixels less the rounded mean,
+    saturated to [-128, 127]."""
+    _DTYPE = 'int8'

@@ -364,3 +364,23 @@ def test_model_reexports_the_helpers_where_mxnet_has_them():
     for name in ('_create_kvstore', '_initialize_kvstore', '_update_params_on_kvstore',
                  '_update_params_on_kvstore_nccl', '_update_params'):
         assert getattr(mx.model, name) is getattr(model, name)
+
+
+def test_pushpull_pushes_every_key_before_pulling_any():
+    """MXNet's test_kvstore_custom.py test_pushpull_single_kv_pair: the keys' value lists
+    are one list repeated, so every key must push the values before any pull writes them
+    (4 devices x 2.0 = 8 for each key, not 8, 32, 128)."""
+    kv = mx.kv.create('device')
+    keys = [5, 7, 11]
+    kv.init(keys, [mx.nd.zeros((4, 4))] * 3)
+    devs = [mx.cpu(i) for i in range(4)]
+    vals = [[mx.nd.ones((4, 4), d) * 2.0 for d in devs]] * 3
+    kv.pushpull(keys, vals)
+    for v in vals[0]:
+        np.testing.assert_array_equal(v.asnumpy(), np.full((4, 4), 8.0))
+    # distinct lists keep the in-place path and the same sums
+    vals = [[mx.nd.ones((4, 4), d) * 2.0 for d in devs] for _ in keys]
+    kv.pushpull(keys, vals)
+    for per_key in vals:
+        for v in per_key:
+            np.testing.assert_array_equal(v.asnumpy(), np.full((4, 4), 8.0))

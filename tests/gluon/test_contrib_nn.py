@@ -33,6 +33,12 @@ def test_layer_on_symbols_makes_mxnets_graph(case):
     assert probes.layer_symbol(mx, case) == probes.golden()[0]['layers'][case]['symbol']
 
 
+@pytest.mark.parametrize('case', [c for c in CASES if probes.LAYERS[c][2]])
+def test_exported_symbol_file_equals_mxnets(case, tmp_path):
+    want = probes.golden()[0]['layers'][case]['exported']
+    assert probes.exported_nodes(mx, case, str(tmp_path)) == want
+
+
 def test_golden_cases_cover_every_layer():
     made = {type(probes.LAYERS[c][0](mx)).__name__ for c in CASES}
     # SparseEmbedding needs a Trainer in MXNet (row_sparse_data): tested below

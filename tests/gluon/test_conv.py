@@ -1,7 +1,7 @@
 """gluon.nn's convolution, pooling and padding layers: outputs, input and weight gradients,
 names and reprs against MXNet 1.9.1 (tests/golden/gluon_nn_probes.py), imperative and
-hybridized; deferred weight shapes; float64 gradients against finite differences; the
-arguments MXNet refuses."""
+hybridized, and their exported symbol files; deferred weight shapes; float64 gradients
+against finite differences; the arguments MXNet refuses."""
 import numpy as np
 import pytest
 
@@ -27,6 +27,12 @@ def test_hybridized_layer_equals_mxnet(case):
 @pytest.mark.parametrize('case', CASES)
 def test_layer_on_symbols_makes_mxnets_graph(case):
     assert probes.layer_symbol(mx, case) == probes.golden()[0]['layers'][case]['symbol']
+
+
+@pytest.mark.parametrize('case', CASES)
+def test_exported_symbol_file_equals_mxnets(case, tmp_path):
+    want = probes.golden()[0]['layers'][case]['exported']
+    assert probes.exported_nodes(mx, case, str(tmp_path)) == want
 
 
 def test_golden_cases_cover_every_layer():

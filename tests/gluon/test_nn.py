@@ -1,7 +1,8 @@
 """gluon.nn's basic layers and activations: forward outputs, input and parameter gradients,
 running statistics, parameter names and reprs against MXNet 1.9.1
 (tests/golden/gluon_nn_probes.py), imperative and hybridized; the symbols the layers make
-with ``F = mx.sym``; Dropout's training behaviour; containers and errors."""
+with ``F = mx.sym`` and the symbol files they export; Dropout's training behaviour;
+containers and errors."""
 import numpy as np
 import pytest
 
@@ -31,6 +32,12 @@ def test_hybridized_layer_equals_mxnet(case):
 def test_layer_on_symbols_makes_mxnets_graph(case):
     meta = probes.golden()[0]['layers'][case]
     assert probes.layer_symbol(mx, case) == meta['symbol']
+
+
+@pytest.mark.parametrize('case', HYBRID)
+def test_exported_symbol_file_equals_mxnets(case, tmp_path):
+    want = probes.golden()[0]['layers'][case]['exported']
+    assert probes.exported_nodes(mx, case, str(tmp_path)) == want
 
 
 def test_golden_cases_cover_every_layer():

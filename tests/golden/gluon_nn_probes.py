@@ -5,22 +5,26 @@ backward with ``ceil_mode`` is wrong)::
 
     MXNET_MKLDNN_ENABLED=0 /path/to/mxnet/python tests/golden/gluon_nn_probes.py
 
-Writes ``tests/golden/data/gluon_nn/{layers,losses}.npz`` and ``meta.json``. For every
-case of :data:`LAYERS` (a block built by the same code here and in the tests, under a fresh
-``NameManager`` so that automatic names count from 0): the parameter names, the reprs
-before and after the first forward, the inputs, the parameters (random values set by name
-after the deferred initialization), the training forward's output under
-``autograd.record()``, the gradients of the input and of every parameter for a random head
-gradient, the parameters after it (BatchNorm's running statistics) and a prediction
-forward after that. For every case of :data:`LOSSES`: inputs, output, and the gradients of
-the inputs marked differentiable. :data:`NAMES` holds the parameter names and child
-prefixes of nested networks.
+Writes ``tests/golden/data/gluon_nn/arrays.npz`` (every array of the layer cases, then of
+the loss cases, packed into one float32 vector each) and ``meta.json`` (where each array
+lies, and the rest). For every case of :data:`LAYERS` (a block built by the same code here
+and in the tests, under a fresh ``NameManager`` so that automatic names count from 0): the
+parameter names, the reprs before and after the first forward, the inputs, the parameters
+(random values set by name after the deferred initialization), the training forward's
+output under ``autograd.record()``, the gradients of the input and of every parameter for a
+random head gradient, the parameters after it (BatchNorm's running statistics), a
+prediction forward after that, the Variables and outputs of the block called on Symbols,
+and the nodes of the symbol file the hybridized block exports. For every case of
+:data:`LOSSES`: inputs, output, and the gradients of the inputs marked differentiable.
+:data:`REPRS` are compared without running; ``_names_net`` and ``_names_two`` give the
+parameter names and prefixes of nested and top-level blocks.
 
 This module imports MXNet only in :func:`main`: the tests import the tables from it.
 """
 import json
 import os
 import sys
+import tempfile
 
 import numpy as np
 
@@ -409,6 +413,24 @@ def layer_symbol(mx, name):
                 aux=out.list_auxiliary_states())
 
 
+def exported_nodes(mx, name, folder):
+    """The nodes of the ``-symbol.json`` that case ``name``'s block (fresh, hybridized, run
+    once on ones) exports into ``folder``: ``[op, name, attrs, inputs as [node, output]]``
+    each."""
+    build, specs, _ = LAYERS[name]
+    with mx.name.NameManager():
+        net = build(mx)
+    net.initialize()
+    net.hybridize()
+    net(*[mx.nd.ones(shape) for shape, _ in specs])
+    prefix = os.path.join(folder, name)
+    net.export(prefix)
+    with open(prefix + '-symbol.json') as f:
+        nodes = json.load(f)['nodes']
+    return [[n['op'], n['name'], n.get('attrs', {}), [i[:2] for i in n['inputs']]]
+            for n in nodes]
+
+
 def _layer_case(mx, name, store, meta):
     rng = np.random.RandomState(case_seed(name))
     inputs = [make_input(rng, shape, kind) for shape, kind in LAYERS[name][1]]
@@ -419,6 +441,8 @@ def _layer_case(mx, name, store, meta):
         store['%s|in|%d' % (name, i)] = x
     if LAYERS[name][2]:
         meta[name]['symbol'] = layer_symbol(mx, name)
+        with tempfile.TemporaryDirectory() as folder:
+            meta[name]['exported'] = exported_nodes(mx, name, folder)
     for key, value in res.items():
         store['%s|%s' % (name, key)] = value
 

@@ -264,9 +264,10 @@ def test_module_namespace():
                  'PrefetchingIter', 'CSVIter', 'LibSVMIter', 'MNISTIter', 'MXDataIter'):
         assert getattr(mx.io, name).__name__ == name
     assert mx.io.io.DataBatch is mx.io.DataBatch
-    with pytest.raises(AttributeError, match="ImageRecordIter .* is not available in "
+    assert mx.io.ImageRecordIter.__name__ == 'ImageRecordIter'     # io/image_record.py
+    with pytest.raises(AttributeError, match="ImageDetRecordIter .* is not available in "
                                              "symgraph"):
-        mx.io.ImageRecordIter
+        mx.io.ImageDetRecordIter
     with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
         mx.io.Nope
 

@@ -163,6 +163,8 @@ class SliceChannel(Operator):
         if d is None:
             return [None], [None] * n, []
         ax = norm_axis(self.axis, len(d))
+        if 0 in d and out_shapes:
+            d = self._fill_from_outputs(list(d), ax, out_shapes)
         if d[ax] and d[ax] % n:
             raise ShapeError('SliceChannel: num_outputs=%d does not divide length %d of '
                              'axis %d of input %r %s' % (n, d[ax], ax, 'data', tuple(d)))
@@ -174,6 +176,19 @@ class SliceChannel(Operator):
         else:
             piece = tuple(d[:ax]) + (d[ax] // n,) + tuple(d[ax + 1:])
         return [d], [piece] * n, []
+
+    def _fill_from_outputs(self, d, ax, out_shapes):
+        """The input's unknown (0) dimensions filled from the known pieces, as MXNet's
+        SliceChannel infers its input backwards (MXNet's test_infer_shape.py
+        test_incomplete_infer_slicechannel)."""
+        n = self.num_outputs
+        for out in out_shapes:
+            if out is None or len(out) != len(d) - (1 if self.squeeze_axis else 0):
+                continue
+            full = (list(out[:ax]) + [n] + list(out[ax:]) if self.squeeze_axis else
+                    list(out[:ax]) + [out[ax] * n] + list(out[ax + 1:]))
+            d = [a or b for a, b in zip(d, full)]
+        return tuple(d)
 
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]

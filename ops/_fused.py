@@ -1,6 +1,6 @@
 """Fused operators the inference passes make (``symgraph.graph.passes``): a producer
 (Convolution, FullyConnected) followed by the post-ops its consumers offered
-(:meth:`symgraph.opdef.Operator.post_op`).
+(the ``post_op`` rows of ``ops/_cpu_rules.py``).
 
 Leading ``'affine'`` post-ops (BatchNorm with its running statistics) are folded into the
 producer's weights and bias: ``W' = W * scale`` per output channel, ``b' = b * scale +
@@ -33,8 +33,8 @@ _tokens = itertools.count(1)
 class FusedOperator(Operator):
     """``base`` followed by ``post_ops``; subclasses compute (:meth:`compute`).
 
-    Not registered: made by :meth:`Operator.fuse_post_ops` for one inference plan. Its
-    inputs are the base's inputs, then each post-op's ``inputs``.
+    Not registered: made by a ``fuse_post_ops`` rule (``ops/_cpu_rules.py``) for one
+    inference plan. Its inputs are the base's inputs, then each post-op's ``inputs``.
     """
 
     name = '_fused'

@@ -12,7 +12,7 @@ division truncates.
 import numpy as np
 
 from symgraph.base import ParameterError
-from symgraph.opdef import Operator, Param, PostOp, ShapeError, register, reduce_to_shape
+from symgraph.opdef import Operator, Param, ShapeError, register, reduce_to_shape
 
 from ._elemwise import c_divide, python_mod
 from ._util import eltwise_backend, on_backend, relu_grad_from_output
@@ -81,21 +81,8 @@ class ElemwiseAdd(_Binary):
     name, aliases, ufunc = 'elemwise_add', ('_plus', '_Plus', '_add'), 'add'
     needs_inputs = False
 
-    def post_op(self, in_index):
-        """Adding the other input (a residual): a 'sum' post-op."""
-        return PostOp('sum', self, inputs=(1 - in_index,))
-
     def grads(self, xp, a, b, y, dy):
         return dy, dy
-
-    def fuse_training_post_op(self, post_op, in_shapes):
-        """relu after the sum (a residual block's end): :class:`ElemwiseAddReLU`, one pass
-        forward, the relu's gradient taken from the output."""
-        if type(self) is not ElemwiseAdd or post_op.kind != 'eltwise' \
-                or post_op.params.get('alg') != 'relu' or len(in_shapes) != 2 \
-                or in_shapes[0] is None or in_shapes[0] != in_shapes[1]:
-            return None
-        return ElemwiseAddReLU()
 
 
 #: sizes from which ElemwiseAddReLU runs through oneDNN: forward (one binary primitive
@@ -106,7 +93,7 @@ _ADD_RELU_ONEDNN = (1 << 14, 1 << 18)
 
 class ElemwiseAddReLU(ElemwiseAdd):
     """relu(lhs + rhs): what a CPU training plan runs for ``elemwise_add`` whose output
-    only a relu reads (see :meth:`ElemwiseAdd.fuse_training_post_op`). Forward is one
+    only a relu reads (the ``fuse_training_post_op`` row of ``ops/_cpu_rules.py``). Forward is one
     oneDNN binary primitive with a relu post-op where the backend takes the arrays (else
     NumPy's add and maximum, the unfused values bit for bit); backward masks the head
     gradient by the output, as relu's backward does, and gives it to both inputs."""
@@ -119,18 +106,8 @@ class ElemwiseAddReLU(ElemwiseAdd):
     #: grad_same and grad_inplace rows of ops/_cpu_rules.py)
     writes_into = True
 
-    def post_op(self, in_index):
-        return None
-
-    def fuse_training_post_op(self, post_op, in_shapes):
-        return None
-
     def fast_forward(self, xp, is_train):
         return None
-
-    def reads_layout(self, in_index, layout, in_shapes):
-        """Elementwise: both inputs are read as they lie (channels last included)."""
-        return in_index in (0, 1) and layout == 'channels_last'
 
     def forward(self, xp, inputs, aux, is_train, out=None):
         a, b = inputs

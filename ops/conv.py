@@ -5,7 +5,7 @@ Parameters, shape inference and the forward/backward wiring live here; the array
 Deconvolution is the convolution's arithmetic with the roles of data and output swapped:
 its forward is :func:`conv_backward_data`, its data gradient :func:`conv_forward`.
 """
-from symgraph.opdef import (Operator, Param, ShapeError, cpu_backend, register, same_type,
+from symgraph.opdef import (Operator, Param, ShapeError, register, same_type,
                             unify_shape)
 
 from ._conv_impl import (_backend, conv_backward_data, conv_backward_weight, conv_forward,
@@ -155,40 +155,6 @@ class Convolution(_ConvBase):
             return lambda x, w: conv_forward(xp, x, w, None, st, pd, dl, g)
         return lambda x, w, b: conv_forward(xp, x, w, b, st, pd, dl, g)
 
-    def _backend_reads(self, in_shapes):
-        """Whether oneDNN computes this inference forward for data of these shapes (it
-        then takes channels-last data as it lies)."""
-        shape = in_shapes[0] if in_shapes else None
-        return shape is not None and len(shape) in (3, 4, 5) and min(self.pd) >= 0 \
-            and cpu_backend() is not None
-
-    def reads_layout(self, in_index, layout, in_shapes):
-        """Channels-last data goes to oneDNN as it lies."""
-        return in_index == 0 and layout == 'channels_last' and self._backend_reads(in_shapes)
-
-    def layout_variant(self, layout, in_shapes):
-        """A :class:`FusedConvolution` without post-ops writing ``layout``."""
-        if layout != 'channels_last' or not self._backend_reads(in_shapes):
-            return None
-        return FusedConvolution(self, (), out_layout=layout)
-
-    def fuse_post_ops(self, post_ops, in_shapes):
-        """Leading per-channel affines (BatchNorm on axis 1) folded into the weights, then
-        residual sums and activations as oneDNN post-ops (NumPy: the consumers' forward):
-        a :class:`FusedConvolution`; None for any other chain."""
-        nd = len(in_shapes[0]) if in_shapes and in_shapes[0] is not None else 0
-        if nd not in (3, 4, 5):
-            return None
-        k = 0
-        while k < len(post_ops) and post_ops[k].kind == 'affine':
-            if post_ops[k].params['axis'] % nd != 1:
-                return None
-            k += 1
-        rest = [p.kind for p in post_ops[k:]]
-        if any(r not in ('sum', 'eltwise') for r in rest) or rest.count('sum') > 1:
-            return None
-        return FusedConvolution(self, post_ops)
-
     def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None):
         x, w = inputs[0], inputs[1]
         dy = out_grads[0]
@@ -309,13 +275,14 @@ class Deconvolution(_ConvBase):
 class FusedConvolution(FusedOperator):
     """Convolution with BatchNorm folded into its weights and residual sums and activations
     as post-ops of one oneDNN primitive (inference only; made by
-    :meth:`Convolution.fuse_post_ops` for the inference passes)."""
+    the ``fuse_post_ops`` and ``instead`` rows of ``ops/_cpu_rules.py`` for the inference
+    passes)."""
 
     name = '_fused_Convolution'
 
     def __init__(self, base, post_ops, out_layout=None):
         super().__init__(base, post_ops)
-        #: the memory order of the output (see ``Operator.layout_variant``); None: C order
+        #: the memory order of the output (the layout pass's ``instead``); None: C order
         object.__setattr__(self, 'out_layout', out_layout)
         # the residual's storage may take the output when it dies here (MXNet's in-place
         # sum): oneDNN's sum post-op then adds to it where it lies
@@ -330,17 +297,6 @@ class FusedConvolution(FusedOperator):
                 return k
             k += len(p.inputs)
         return None
-
-    def reads_layout(self, in_index, layout, in_shapes):
-        """Channels-last data and residual go to oneDNN as they lie."""
-        return layout == 'channels_last' and in_index in (0, self._sum_input()) \
-            and self.base._backend_reads(in_shapes)
-
-    def layout_variant(self, layout, in_shapes):
-        """This fused convolution writing ``layout``."""
-        if layout != 'channels_last' or not self.base._backend_reads(in_shapes):
-            return None
-        return FusedConvolution(self.base, self.post_ops, out_layout=layout)
 
     def describe(self):
         text = super().describe()

@@ -4,8 +4,8 @@
 
 As in MXNet 1.9.1: a 0 in the ``shape`` of ``_zeros``/``_ones``/``_full`` is an unknown
 dimension that shape inference fills from the consumer, and a bound executor makes the
-array of the inferred shape (``Operator.specialize``); the dtype defaults to float32; ``_arange`` takes ``stop=None`` as
-``[0, start)`` and repeats each value ``repeat`` times; ``infer_range`` (the length taken
+array of the inferred shape (``fitted``: the ``instead`` rule for ``'shapes'``); the dtype
+defaults to float32; ``_arange`` takes ``stop=None`` as ``[0, start)`` and repeats each value ``repeat`` times; ``infer_range`` (the length taken
 from the consumer) is not supported and says so; ``ctx`` is accepted and ignored (the
 executor's context decides).
 
@@ -55,7 +55,7 @@ class _Filled(_Init):
     def out_shape(self):
         return tuple(self.shape)
 
-    def specialize(self, in_shapes, out_shapes):
+    def fitted(self, in_shapes, out_shapes):
         # MXNet: a 0 in ``shape`` is unknown; inference fills it from the consumer and
         # the bound operator makes an array of the inferred shape
         want = out_shapes[0]

@@ -445,7 +445,7 @@ class SetValue(Operator):
     def infer_type(self, in_types):
         return [], [np.dtype(np.float32)], []
 
-    def specialize(self, in_shapes, out_shapes):
+    def fitted(self, in_shapes, out_shapes):
         want = out_shapes[0]
         if want is None or 0 in tuple(want):
             raise ShapeError('_set_value: the array\'s shape comes from its consumer, which did '

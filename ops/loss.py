@@ -80,9 +80,6 @@ class SoftmaxOutput(_DataLabel):
     smooth_alpha = Param(float, 0.0, doc='label smoothing mass')
     needs_outputs = True
 
-    def inference_unused_inputs(self):
-        return (1,)         # the label: forward is the softmax of the data
-
     is_loss = True
 
     infer_shape_uses_outputs = True

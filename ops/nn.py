@@ -11,7 +11,7 @@ from math import prod
 
 import numpy as np
 
-from symgraph.opdef import (Operator, Param, PostOp, ShapeError, cpu_backend, random_state,
+from symgraph.opdef import (Operator, Param, ShapeError, cpu_backend, random_state,
                             register, same_type, unify_shape)
 
 from ._fused import FusedOperator
@@ -83,7 +83,8 @@ class FullyConnected(Operator):
         out = tuple(d[:-1]) + (h,) if not self.flatten else (d[0], h)
         return shapes, [out], []
 
-    def specialize(self, in_shapes, out_shapes):
+    def fitted(self, in_shapes, out_shapes):
+        """The operator a bind runs (the ``instead`` rule for ``'shapes'``)."""
         # backward does not read the bias; a 2-D one must still get a 2-D gradient
         if self.no_bias or in_shapes[2] is None or len(in_shapes[2]) == 1:
             return self
@@ -104,15 +105,6 @@ class FullyConnected(Operator):
         if not self.no_bias:
             y += inputs[2].reshape(-1)
         return [out[0] if d is not None and y is d else y]
-
-    def fuse_post_ops(self, post_ops, in_shapes):
-        """BatchNorm over the output units (axis 1 of a 2-D output) folded into the weights
-        and bias: a :class:`FusedFullyConnected`; None for any other chain."""
-        nd = 2 if self.flatten else (len(in_shapes[0]) if in_shapes[0] is not None else 0)
-        if nd != 2 or not post_ops or any(p.kind != 'affine' or p.params['axis'] % 2 != 1
-                                          for p in post_ops):
-            return None
-        return FusedFullyConnected(self, post_ops)
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None):
         x, w = inputs[0], inputs[1]
@@ -136,7 +128,7 @@ class FullyConnected(Operator):
 
 class FusedFullyConnected(FusedOperator):
     """FullyConnected with BatchNorm folded into its weights and bias (inference only;
-    made by :meth:`FullyConnected.fuse_post_ops` for the inference passes)."""
+    made by the ``fuse_post_ops`` row of ``ops/_cpu_rules.py`` for the inference passes)."""
 
     name = '_fused_FullyConnected'
 
@@ -286,17 +278,6 @@ class Activation(Operator):
             dest[...] = self.fast_forward(xp, is_train)(x)
         return [dest]
 
-    def reads_layout(self, in_index, layout, in_shapes):
-        """Elementwise: any layout is read as it lies (relu and tanh in NumPy, which
-        writes the output and the gradient in the layout of the arrays it is given)."""
-        return in_index == 0 and layout == 'channels_last' and self.act_type in ('relu', 'tanh')
-
-    def post_op(self, in_index):
-        """relu, sigmoid and tanh run as oneDNN eltwise post-ops (softrelu: see
-        _ONEDNN_ACT; softsign: none in oneDNN)."""
-        alg = {'relu': 'relu', 'sigmoid': 'sigmoid', 'tanh': 'tanh'}.get(self.act_type)
-        return None if alg is None else PostOp('eltwise', self, params={'alg': alg})
-
     def fast_forward(self, xp, is_train):
         fn = self._fn(xp)
         spec = _ONEDNN_ACT.get(self.act_type)
@@ -423,14 +404,6 @@ class LeakyReLU(Operator):
         # (C,) broadcasts along axis 1; (1,) everywhere
         return gamma.reshape((1, -1) + (1,) * (x.ndim - 2))
 
-    def post_op(self, in_index):
-        """leaky, elu and gelu run as oneDNN eltwise post-ops."""
-        if self.act_type not in ('leaky', 'elu', 'gelu'):
-            return None
-        alg = 'relu' if self.act_type == 'leaky' else self.act_type
-        return PostOp('eltwise', self, params={
-            'alg': alg, 'alpha': 0.0 if self.act_type == 'gelu' else self.slope})
-
     def _onednn(self):
         """This activation's ``_ONEDNN_ACT``-style spec (oneDNN kind, alpha, sizes), or
         None for the kinds that stay on NumPy."""
@@ -539,9 +512,6 @@ class Dropout(Operator):
     def infer_type(self, in_types):
         t = in_types[0]
         return [t], [t, t], []
-
-    def inference_identity(self):
-        return self.mode != 'always' or self.p <= 0
 
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]

@@ -15,7 +15,7 @@ from math import prod
 
 import numpy as np
 
-from symgraph.opdef import Param, PostOp, cpu_backend, register
+from symgraph.opdef import Param, cpu_backend, register
 
 from ._norm import BatchNormBase, bshape
 from ._util import F32, KeptForBackward, acc, f32
@@ -106,15 +106,6 @@ class BatchNorm(BatchNormBase):
     def channel_axis(self):
         return self.axis
 
-    def post_op(self, in_index):
-        """In an inference forward BatchNorm is ``x * scale + shift`` per channel of
-        ``axis`` (the running statistics): an 'affine' post-op its producer may fold,
-        unless the mean and variance are outputs too."""
-        if in_index != 0 or self.output_mean_var:
-            return None
-        return PostOp('affine', self, inputs=(1, 2, 3, 4),
-                      params={'axis': self.axis, 'affine': self.inference_affine})
-
     def inference_affine(self, xp, arrays):
         """(scale, shift) of the inference forward from [gamma, beta, moving_mean,
         moving_var], as :meth:`forward` computes them (fix_gamma writes 1 into gamma, as
@@ -127,14 +118,6 @@ class BatchNorm(BatchNormBase):
         g = xp.ones_like(inv) if self.fix_gamma else gamma.astype(np.float64)
         scale = g * inv
         return scale, beta.astype(np.float64) - mean.astype(np.float64) * scale
-
-    def reads_layout(self, in_index, layout, in_shapes):
-        """oneDNN's batch norm runs channels last: data lying so is taken as it lies (and
-        its gradient written so)."""
-        shape = in_shapes[0] if in_shapes else None
-        return in_index == 0 and layout == 'channels_last' and shape is not None \
-            and 3 <= len(shape) <= 5 and self.axis % len(shape) == 1 \
-            and cpu_backend() is not None
 
     def _backend(self, xp, data, *arrays):
         """oneDNN for NumPy float32 arrays with channels on axis 1, else None."""
@@ -212,19 +195,6 @@ class BatchNorm(BatchNormBase):
         inv = np.add(var, eps, out=inv_out if var is moving_var else var)
         np.sqrt(inv, out=inv)
         return [y, mean, np.divide(1.0, inv, out=inv)]
-
-    def fuse_training_post_op(self, post_op, in_shapes):
-        """relu after the normalisation: :class:`BatchNormWithReLU` (oneDNN normalises and
-        applies relu in one pass, and masks the gradient inside its backward), for data
-        of 3 to 5 dimensions with channels on axis 1 when the CPU backend is loaded."""
-        shape = in_shapes[0] if in_shapes else None
-        # (a subclass computes otherwise: BatchNorm_v1, BatchNormWithReLU itself)
-        if type(self) is not BatchNorm or post_op.kind != 'eltwise' \
-                or post_op.params.get('alg') != 'relu' \
-                or shape is None or not 3 <= len(shape) <= 5 \
-                or self.axis % len(shape) != 1 or cpu_backend() is None:
-            return None
-        return BatchNormWithReLU(**self._values)
 
     def _onednn_backward(self, xp, dy, data, gamma, outputs, need, dest, ws=None,
                          grad_out=None):

@@ -284,15 +284,11 @@ class LRN(Operator):
         dx = dy * p - (2.0 * beta * f32(self.alpha) / self.nsize) * x * t
         return [dx.astype(inputs[0].dtype, copy=False)]
 
-    def inference_variant(self, unread_outputs):
-        """Where nobody reads ``tmp_norm`` (an inference plan), :class:`LRNInference`."""
-        return LRNInference(**self._values) if 1 in unread_outputs else None
-
 
 class LRNInference(LRN):
     """LRN without its hidden ``tmp_norm`` (None in its place), for inference plans whose
-    ``tmp_norm`` nobody reads (:meth:`LRN.inference_variant`): the output goes through
-    oneDNN (float32 NumPy arrays of at least ``LRN_ONEDNN_MIN`` elements), else the NumPy
+    ``tmp_norm`` nobody reads (the ``instead`` row of ``ops/_cpu_rules.py``): the output
+    goes through oneDNN (float32 NumPy arrays of at least ``LRN_ONEDNN_MIN`` elements), else the NumPy
     formula. Not registered.
 
     oneDNN only pays without ``tmp_norm``: computing it beside oneDNN's output was

@@ -228,7 +228,9 @@ class NAGMomUpdate(_Update):
     #: True in the variant mx.nd runs when out= is the weight array itself
     out_is_weight = False
 
-    def out_is_first_input(self):
+    def in_place_variant(self):
+        """The kernel mx.nd runs when out= is the weight array itself (the ``instead`` rule
+        for ``'out_is_input'``)."""
         op = type(self)(**self._values)
         object.__setattr__(op, 'out_is_weight', True)
         return op

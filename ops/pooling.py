@@ -372,30 +372,8 @@ class Pooling(Operator):
         crop = tuple(slice(p, p + s) for p, s in zip(pad, x.shape[2:]))
         return dxpad[(Ellipsis,) + crop]
 
-    #: the memory order of the inference output (see :meth:`layout_variant`)
+    #: the memory order of the inference output (the layout pass's ``instead`` row)
     out_layout = None
-
-    def reads_layout(self, in_index, layout, in_shapes):
-        """Channels-last data: taken as it lies by oneDNN's pooling, and by the NumPy
-        reductions of global pooling."""
-        shape = in_shapes[0] if in_shapes else None
-        if layout != 'channels_last' or in_index != 0 or shape is None \
-                or self._channels_last(len(shape)):
-            return False
-        if self.global_pool:
-            return self.pool_type in ('max', 'avg', 'sum')
-        return self._onednn_spec(tuple(shape), 'forward') is not None
-
-    def layout_variant(self, layout, in_shapes):
-        """A channels-last output where oneDNN pools and the output has more than one
-        position per channel."""
-        shape = in_shapes[0] if in_shapes else None
-        if not self.reads_layout(0, layout, in_shapes) or self.global_pool:
-            return None
-        spec = self._onednn_spec(tuple(shape), 'forward')
-        if math.prod(spec[-1][2:]) <= 1:
-            return None
-        return PoolingChannelsLast(**self._values)
 
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
@@ -429,7 +407,8 @@ class Pooling(Operator):
 
 class PoolingChannelsLast(Pooling):
     """Pooling whose inference output lies channels last (made by
-    :meth:`Pooling.layout_variant` for the ``layout`` inference pass; not registered)."""
+    the ``instead`` row of ``ops/_cpu_rules.py`` for the ``layout`` inference pass; not
+    registered)."""
 
     out_layout = 'channels_last'
 

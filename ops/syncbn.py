@@ -9,7 +9,8 @@ variance of the whole batch.
 
 ``ndev`` and ``key`` are optional, unlike MXNet's (which hung when they were wrong):
 ``ndev`` is the number of devices of the group the executor runs in, ``key`` the node's
-name (:meth:`Operator.for_node`). An explicit ``ndev`` that is not that number is a
+name (the ``instead`` rule for ``'node'`` in ``ops/_cpu_rules.py``). An explicit ``ndev``
+that is not that number is a
 ParameterError on every device at once, not a wait for devices that never come. In a
 multi-process job the processes exchange their numbers of devices (they may differ) and
 a code of the key on the first step, so that processes running different graphs fail
@@ -85,11 +86,6 @@ class SyncBatchNorm(BatchNormBase):
     def check(self):
         if self.ndev is not None and self.ndev < 1:
             raise ArgumentError('SyncBatchNorm ndev must be >= 1, got %d' % self.ndev)
-
-    def for_node(self, node_name):
-        if self.key is not None:
-            return self
-        return type(self)(**dict(self._values, key=node_name))
 
     def _name(self):
         return 'SyncBatchNorm %r' % self.key if self.key is not None else 'SyncBatchNorm'

@@ -289,9 +289,6 @@ class Copy(Unary):
     name, aliases = '_copy', ('identity',)
     needs_inputs = False
 
-    def inference_identity(self):
-        return True
-
     def fn(self, xp, x):
         return x.copy()
 
@@ -304,9 +301,6 @@ class BlockGrad(ZeroGrad):
     """Identity forward, zero gradient: stops back-propagation into its input."""
 
     name, aliases = 'BlockGrad', ('stop_gradient',)
-
-    def inference_identity(self):
-        return True
 
     def fn(self, xp, x):
         return x.copy()

@@ -18,23 +18,16 @@ compute
     ``forward(xp, inputs, aux, is_train)``, ``backward(xp, out_grads, inputs, outputs,
     aux, need)`` with ``need`` a list of bool; ``fast_forward``/``fast_forward_typed``;
     ``writes_into`` (``out=``/``grad_out=``); ``wants_req`` (``req=``); ``create_state``
-    (``state=``); ``out_is_first_input()``; ``specialize(in_shapes, out_shapes)`` (the
-    instance a bind runs, fitted to the inferred shapes); ``for_node(node_name)`` (the
-    instance a bind runs for a named node)
+    (``state=``); ``bind(ctx, in_shapes, in_dtypes)`` (the :class:`Step` applying it)
 planner data
-    ``needs_inputs``, ``needs_outputs``, ``inplace``, ``no_grad``, ``is_loss``,
-    ``scratch_bytes(in_shapes, out_shapes, dtypes, layouts)``, ``reads_layout(in_index,
-    layout, in_shapes)`` and ``writes_layout(layout, in_shapes, in_layouts)`` (a CPU
-    training plan keeps such activations and their gradients channels last)
-inference passes (``symgraph.graph.passes``, forward with ``is_train=False`` only)
-    ``post_op(in_index)`` (a consumer that can run as a post-op of its producer: a
-    :class:`PostOp`), ``fuse_post_ops(post_ops, in_shapes)`` (a producer's fused operator
-    or None), ``inference_identity()`` (forward returns input 0 unchanged),
-    ``inference_unused_inputs()`` (inputs forward does not read),
-    ``inference_variant(unread_outputs)`` (a cheaper operator when outputs go unread)
-training fusion (``symgraph.graph.passes``, a CPU plan computing gradients)
-    ``fuse_training_post_op(post_op, in_shapes)`` (a producer's operator that also runs its
-    one consumer's :class:`PostOp`, forward and backward: BatchNorm with relu)
+    ``needs_inputs``, ``needs_outputs``, ``inplace``, ``no_grad``, ``is_loss``
+what a pass asks (not here)
+    post-op fusion in inference and training (a consumer's :class:`PostOp`), layouts read
+    and written, gradient in-place/same/writes-into, scratch bytes, inference identities
+    and unread inputs, and "which operator runs instead" (fitted to the inferred shapes,
+    for a named node, for ``out=`` the first input, for unread outputs, for a layout) are
+    rows of the passes' rule tables (``symgraph/graph/rules.py``), keyed by operator class
+    and registered from one module (``ops/_cpu_rules.py``); see docs/operators.md
 subgraphs (control flow)
     ``num_subgraphs``, ``subgraphs``, ``with_subgraphs(graphs)``: the graphs a node holds
     (MXNet's JSON ``subgraphs`` field), each a :class:`Subgraph` made by the core
@@ -516,42 +509,6 @@ class Operator:
         """
         raise NotImplementedError('operator %s has no gradient' % self.name)
 
-    def out_is_first_input(self):
-        """The operator ``mx.nd`` runs when ``out=`` is the first input array itself.
-
-        MXNet's in-place update kernels (``nag_mom_update(weight, ..., out=weight)``) read
-        the weight after writing it; an operator whose result depends on that returns a
-        variant here. Default: ``self``.
-        """
-        return self
-
-    def for_node(self, node_name):
-        """The operator a bound executor runs for the node named ``node_name``: ``self``
-        (the default) or an instance of the same operator that knows the name.
-
-        Called once per bind, before :meth:`specialize`. A collective operator whose
-        copies on several devices must meet (SyncBatchNorm) takes the node's name as the
-        default name of its meeting point. The result must keep the structure
-        (arguments, outputs, gradient data) of ``self``; the graph, its JSON and ``mx.nd``
-        keep the original instance.
-        """
-        return self
-
-    def specialize(self, in_shapes, out_shapes):
-        """The operator a bound executor runs for this node: ``self`` (the default) or an
-        instance of the same operator fitted to the inferred shapes.
-
-        Called once per bind, after inference and before :meth:`create_state`, with the
-        node's input shapes (arguments then auxiliary states) and its inferred output
-        shapes (hidden outputs included). A parameter may leave a dimension unknown (0)
-        that inference fills from the consumers (MXNet's ``mx.sym.zeros(shape=(0, H))``);
-        such an operator returns an instance whose parameters hold the inferred shape, so
-        that its :meth:`forward` makes arrays of that shape. The result must keep the
-        structure (arguments, outputs, gradient data) of ``self``; the graph, its JSON
-        and ``mx.nd`` keep the original instance.
-        """
-        return self
-
     def create_state(self, ctx, in_shapes, in_dtypes):
         """Per-bind state of a stateful operator, or None (the default).
 
@@ -572,90 +529,6 @@ class Operator:
         autograd tape make one per call. Default: a :class:`Step` around :meth:`forward`
         and :meth:`backward`."""
         return Step(self, ctx, in_shapes, in_dtypes)
-
-    # ---- inference passes (symgraph.graph.passes; only ever for is_train=False) --------
-    def post_op(self, in_index):
-        """How this node can run as a post-op of the node producing its input
-        ``in_index`` in an inference forward, or None (the default: it cannot).
-
-        A :class:`PostOp`: ``'affine'`` (a per-channel ``y * scale + shift`` whose
-        ``params['affine'](xp, inputs)`` computes (scale, shift) from this node's inputs:
-        BatchNorm with its running statistics), ``'eltwise'`` (an elementwise function,
-        ``params['alg']``/``params['alpha']`` naming oneDNN's algorithm), ``'sum'`` (adds
-        another input of the same shape: a residual). The pass only offers a node whose
-        other outputs nobody reads; the producer decides with :meth:`fuse_post_ops`.
-        """
-        return None
-
-    def fuse_post_ops(self, post_ops, in_shapes):
-        """An operator computing this one followed by ``post_ops`` (a list of
-        :class:`PostOp`, in order), or None (the default: not fusable, or not this chain).
-
-        ``in_shapes``: this node's input shapes. The fused operator takes this node's
-        inputs, then each post-op's ``inputs`` in order, and has one output: the last
-        post-op's. It must give the unfused result to float32 rounding; its per-bind
-        caches (weights folded and reordered once) go in :meth:`create_state`.
-        """
-        return None
-
-    def fuse_training_post_op(self, post_op, in_shapes):
-        """An operator computing this one followed by ``post_op`` (what the consumer's
-        :meth:`post_op` gave) in a training plan, forward and backward, or None (the
-        default). A CPU plan that computes gradients, with the CPU backend loaded, asks it
-        of a producer whose output 0 one consumer reads and whose other outputs nobody
-        reads; a monitor makes the executor bind the unfused plan.
-
-        The fused operator takes this node's inputs and auxiliary states, has this node's
-        outputs (output 0 being the post-op's), and gives the unfused forward and
-        gradients to float32 rounding, including after a forward with ``is_train=False``.
-        """
-        return None
-
-    def inference_identity(self):
-        """Whether forward with ``is_train=False`` returns input 0 unchanged (Dropout,
-        BlockGrad, identity): the dead-node pass then reads the input directly. Default
-        False."""
-        return False
-
-    def inference_unused_inputs(self):
-        """Indices of the inputs forward with ``is_train=False`` does not read (a loss
-        layer's label): what only they need is dead code for the inference pass, which
-        then hands forward another of the node's inputs in their place (so neither the
-        value nor the shape of such an input may matter to forward, specialize or
-        create_state). Default none."""
-        return ()
-
-    def inference_variant(self, unread_outputs):
-        """An operator the inference plan runs in place of this one when nobody reads the
-        outputs whose indices are in ``unread_outputs`` (hidden outputs only backward
-        needs), or None (the default: this one). It keeps the inputs and the number of
-        outputs, computes the others as this one does, and may return None for the unread
-        ones (LRN skips its ``tmp_norm``)."""
-        return None
-
-    def reads_layout(self, in_index, layout, in_shapes):
-        """Whether forward reads input ``in_index`` in memory order ``layout``
-        (``'channels_last'``: an (N, C, *S) array whose memory runs (N, *S, C): a
-        transposed view of an (N, *S, C) array) without first copying it into C order: the
-        CPU backend's primitives take it as it lies. In training this also says that
-        backward reads it so and writes its gradient into a ``grad_out=`` array of that
-        layout (the plan offers one) without a reorder. Default False.
-
-        Every operator reads such arrays correctly (they are ordinary strided NumPy arrays
-        of the logical shape); this only says the layout costs it no reorder, which is
-        what the ``layout`` inference pass and a training plan ask of every consumer
-        before they let a producer write that layout (:meth:`layout_variant`,
-        :meth:`writes_layout`)."""
-        return False
-
-    def layout_variant(self, layout, in_shapes):
-        """An operator computing the same output 0 in memory order ``layout`` (see
-        :meth:`reads_layout`), or None (the default: it cannot, or it would be slower).
-        The ``layout`` inference pass asks a CPU plan's producer for it when every
-        consumer of that output reads the layout and the output is no head of the graph,
-        so that activations stay in the backend's layout between its operators and are
-        reordered only at the edges of such a run."""
-        return None
 
     def make_forward(self, xp, is_train, state=None, in_dtypes=None, into=False):
         """Return ``f(*inputs, *aux) -> tuple of outputs`` bound once at compile time.

@@ -9,10 +9,9 @@ bind; unset means all, ``none`` or ``0`` none):
 
 ``dead_nodes``
     A node whose inference forward returns its input unchanged
-    (:meth:`~symgraph.opdef.Operator.inference_identity`: Dropout, BlockGrad, identity) is
-    bypassed; a node whose outputs reach no output -- through inputs forward reads
-    (:meth:`~symgraph.opdef.Operator.inference_unused_inputs`: a loss layer's label) -- is
-    dropped.
+    (:data:`~.rules.INFERENCE_IDENTITY`: Dropout, BlockGrad, identity) is bypassed; a node
+    whose outputs reach no output -- through inputs forward reads
+    (:data:`~.rules.INFERENCE_UNUSED_INPUTS`: a loss layer's label) -- is dropped.
 ``fold_bn``
     A producer followed by a per-channel affine consumer (BatchNorm with its running
     statistics) folds it into its weights.
@@ -21,16 +20,17 @@ bind; unset means all, ``none`` or ``0`` none):
     primitive for Convolution).
 ``layout``
     On the CPU, a producer whose every consumer reads channels-last data as it lies
-    (:meth:`~symgraph.opdef.Operator.reads_layout`) writes that layout
-    (:meth:`~symgraph.opdef.Operator.layout_variant`): activations stay in the layout of
+    (:data:`~.rules.READS_LAYOUT`) writes that layout (:func:`~.rules.instead` for
+    ``'layout'``): activations stay in the layout of
     the backend's kernels between its operators, and are reordered only where a run of
     them ends (an operator that wants C order copies its input; a head never changes
     layout). Such arrays are ordinary strided arrays of the logical shape, so an operator
     that was not asked still reads them correctly.
 
-The passes know no operator: a consumer offers itself as a post-op of its producer through
-:meth:`~symgraph.opdef.Operator.post_op`, and the producer makes the fused operator through
-:meth:`~symgraph.opdef.Operator.fuse_post_ops` (or declines). A chain only grows through
+The passes know no operator: they ask the rule tables of :mod:`symgraph.graph.rules`
+(rows keyed by operator class, registered from ``ops/_cpu_rules.py``). A consumer offers
+itself as a post-op of its producer (:data:`~.rules.POST_OP`), and the producer makes the
+fused operator (:data:`~.rules.FUSE_POST_OPS`) or declines. A chain only grows through
 an output that one node reads, that is no output of the graph, and whose node's other
 outputs nobody reads. The rewritten graph gives the unfused one's outputs to float32
 rounding; :meth:`InferencePasses.describe` gives the ``debug_str`` lines.
@@ -40,7 +40,8 @@ from __future__ import annotations
 import collections
 
 from .. import config
-from ..opdef import Operator, cpu_backend
+from ..opdef import cpu_backend
+from . import rules
 from .nodes import Node
 from .plan import Plan
 from .storage import LAYOUT, place_layout
@@ -138,12 +139,12 @@ class Rewrite:
 # ------------------------------------------------------------------ the inference passes
 def bypass_identities(g, on, report):
     """``dead_nodes``: a node whose inference forward returns its input unchanged
-    (``Operator.inference_identity``) hands that input to its readers."""
+    (``rules.INFERENCE_IDENTITY``) hands that input to its readers."""
     head_keys = g.head_keys()
     cons = g.consumers()
     names = []
     for n in g.steps:
-        if not n.op.inference_identity() or (id(n), 0) in head_keys or any(
+        if not rules.INFERENCE_IDENTITY.ask(n.op) or (id(n), 0) in head_keys or any(
                 (id(n), i) in head_keys or cons.get((id(n), i)) for i in range(1, n.nout)):
             continue
         src = n.inputs[0]
@@ -158,15 +159,15 @@ def bypass_identities(g, on, report):
 
 def variants(g, on, report):
     """``dead_nodes``: operators whose unread outputs need not be computed run their
-    inference variant (``Operator.inference_variant``: LRN without tmp_norm)."""
+    inference variant (``rules.instead(op, 'unread', outputs)``: LRN without tmp_norm)."""
     head_keys = g.head_keys()
     cons = g.consumers()
     names = []
     for n in g.steps:
         unread = tuple(i for i in range(n.nout)
                        if (id(n), i) not in head_keys and not cons.get((id(n), i)))
-        variant = n.op.inference_variant(unread) if unread else None
-        if variant is not None:
+        variant = rules.instead(n.op, 'unread', unread) if unread else n.op
+        if variant is not n.op:
             n.op = variant
             names.append(n.name)
     if names:
@@ -177,8 +178,8 @@ def variants(g, on, report):
 
 def fuse(g, on, report):
     """``fold_bn`` and ``fuse``: a producer and the chain of post-ops after it (each
-    offered by its consumer, ``Operator.post_op``) become the one operator the producer
-    makes of them (``Operator.fuse_post_ops``), named as the chain's last member."""
+    offered by its consumer, ``rules.POST_OP``) become the one operator the producer
+    makes of them (``rules.FUSE_POST_OPS``), named as the chain's last member."""
     steps, heads = g.steps, g.heads
     head_keys = g.head_keys()
     allow = {'affine': 'fold_bn' in on, 'sum': 'fuse' in on, 'eltwise': 'fuse' in on}
@@ -201,12 +202,12 @@ def fuse(g, on, report):
             c, pos = users[0]
             if c.op is None or id(c) in gone:
                 break
-            po = c.op.post_op(pos)
+            po = rules.POST_OP.ask(c.op, pos)
             if po is None or not allow.get(po.kind) or any(
                     (id(c), i) in head_keys or cons.get((id(c), i))
                     for i in range(1, c.nout)):
                 break
-            fused = p.op.fuse_post_ops(chain + [po], in_shapes)
+            fused = rules.FUSE_POST_OPS.ask(p.op, chain + [po], in_shapes)
             if fused is None:
                 break
             chain.append(po)
@@ -243,11 +244,11 @@ def fuse(g, on, report):
 
 def drop_unused_inputs(g, on, report):
     """``dead_nodes``: an input forward does not read is handed the node's first read
-    input instead (``Operator.inference_unused_inputs``: a loss layer's label): what
+    input instead (``rules.INFERENCE_UNUSED_INPUTS``: a loss layer's label): what
     computed it may then be dead. (It changes nothing a plan runs by itself: the dead
     nodes it leaves are counted at the end.)"""
     for n in g.steps:
-        unused = set(n.op.inference_unused_inputs())
+        unused = set(rules.INFERENCE_UNUSED_INPUTS.ask(n.op))
         used = [k for k in range(len(n.inputs)) if k not in unused]
         if unused and used:
             for k in unused:
@@ -258,8 +259,8 @@ def drop_unused_inputs(g, on, report):
 
 def layout(g, on, report):
     """``layout`` (CPU plans only): a live producer whose every consumer reads channels-last
-    data as it lies (``Operator.reads_layout``) runs its variant that writes that layout
-    (``Operator.layout_variant``); see the module notes."""
+    data as it lies (``rules.READS_LAYOUT``) runs its variant that writes that layout
+    (``rules.instead(op, 'layout', ...)``); see the module notes."""
     if getattr(g.xp, '__name__', None) != 'numpy':
         report.append('layout: off (not a CPU plan)')
         return False
@@ -274,10 +275,11 @@ def layout(g, on, report):
         return cons.get((id(n), 0))
 
     def writes(n):
-        return n.op.layout_variant(LAYOUT, [g.shape(s, i) for s, i in n.inputs])
+        v = rules.instead(n.op, 'layout', LAYOUT, [g.shape(s, i) for s, i in n.inputs])
+        return None if v is n.op else v
 
     def reads(c, pos):
-        return c.op.reads_layout(pos, LAYOUT, [g.shape(s, i) for s, i in c.inputs])
+        return rules.READS_LAYOUT.ask(c.op, pos, LAYOUT, [g.shape(s, i) for s, i in c.inputs])
 
     def keep(n, variant):
         n.op = variant
@@ -425,9 +427,9 @@ TRAINING_FUSION_ENV = config.env_name('TRAINING_FUSION')
 
 def fuse_training(g, on, report):
     """The training pass over a :class:`Rewrite`: a producer whose output 0 one consumer
-    reads as a post-op (``Operator.post_op``, with no inputs of its own), and whose other
+    reads as a post-op (``rules.POST_OP``, with no inputs of its own), and whose other
     outputs nobody reads (nor do the consumer's), becomes the operator
-    ``Operator.fuse_training_post_op`` gives, in the consumer's stand-in: it takes the
+    ``rules.FUSE_TRAINING`` gives, in the consumer's stand-in: it takes the
     producer's operator inputs, and the producer's step goes (``g.absorbed``: id(consumer)
     -> producer stand-in; ``g.fused``: the consumers, in the order they fused). Readers are
     counted on the graph as bound (a head counts as one)."""
@@ -439,8 +441,7 @@ def fuse_training(g, on, report):
         return not any(readers.get((id(n), i)) for i in range(1, n.nout))
 
     # producers whose operator has the hook (the others cannot fuse: not asked at all)
-    hooked = [n for n in g.steps if type(n.op).fuse_training_post_op
-              is not Operator.fuse_training_post_op]
+    hooked = [n for n in g.steps if rules.FUSE_TRAINING.has_rule(n.op)]
     absorbed, producers, fused_nodes = {}, set(), []
     for b in hooked:
         key = (id(b), 0)
@@ -449,10 +450,10 @@ def fuse_training(g, on, report):
         r, pos = cons[key][0]
         if len(r.inputs) != 1 or id(r) in producers:
             continue
-        po = r.op.post_op(pos)
+        po = rules.POST_OP.ask(r.op, pos)
         if po is None or po.inputs or not others_unread(b) or not others_unread(r):
             continue
-        fused = b.op.fuse_training_post_op(po, [g.shape(s, i) for s, i in b.inputs])
+        fused = rules.FUSE_TRAINING.ask(b.op, po, [g.shape(s, i) for s, i in b.inputs])
         if fused is None or fused.output_count() != b.op.output_count():
             continue
         r.op, r.inputs, r.location = fused, list(b.inputs), b.location
@@ -486,8 +487,7 @@ def fuse_for_training(order, heads, shapes, dtypes, xp):
     if getattr(xp, '__name__', None) != 'numpy' or cpu_backend() is None \
             or not config.flag('TRAINING_FUSION'):
         return None     # (no CPU backend: nothing to fuse into, so nothing is asked)
-    if not any(n.op is not None and type(n.op).fuse_training_post_op
-               is not Operator.fuse_training_post_op for n in order):
+    if not any(n.op is not None and rules.FUSE_TRAINING.has_rule(n.op) for n in order):
         return None
     g = Rewrite(order, heads, shapes, xp)
     changed = False

@@ -14,6 +14,7 @@ import numpy as np
 
 from . import codegen
 from .codegen import check_error
+from .rules import instead
 from .storage import allocate, plan_storage
 
 __all__ = ['Plan', 'check_error']
@@ -66,15 +67,16 @@ class Plan:
             self._io[id(n)] = ([entry[(index[id(s)], i)] for s, i in n.inputs],
                                [entry[(index[id(n)], i)] for i in range(n.op.output_count())],
                                len(n.op.list_arguments()))
-        # the operator each step runs, fitted to the inferred shapes (Operator.specialize:
-        # mx.sym.zeros(shape=(0, H)) makes arrays of the shape its consumer gave)
-        # (Operator.for_node: SyncBatchNorm's default key is its node's name)
+        # the operator each step runs (rules.instead): for its node (SyncBatchNorm's
+        # default key is its node's name), then fitted to the inferred shapes
+        # (mx.sym.zeros(shape=(0, H)) makes arrays of the shape its consumer gave)
         shape_of = self.shapes
         self.run_op = {}
         for n in self.steps:
             ins, outs, _ = self._io[id(n)]
-            self.run_op[id(n)] = n.op.for_node(n.name).specialize(
-                [shape_of[e] for e in ins], [shape_of[e] for e in outs])
+            self.run_op[id(n)] = instead(instead(n.op, 'node', n.name), 'shapes',
+                                         [shape_of[e] for e in ins],
+                                         [shape_of[e] for e in outs])
         # per-executor state of stateful operators (Custom), shared by forward and backward;
         # ``states`` (id(node) -> state) hands over those another plan of the same bind
         # made (the inference passes' plan reuses the bound plan's: one per node and bind)

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from symgraph.opdef import TypeInferenceError, get_op
+from symgraph.graph.rules import instead
 
 ALL_CASES = []
 
@@ -161,11 +162,13 @@ def _differentiable(case, op, inputs):
 
 
 def _specialized(op, inputs):
-    """The operator as a bound executor runs it (``specialize`` after inference)."""
+    """The operator as a bound executor runs it (``rules.instead`` for ``'shapes'``
+    after inference)."""
     in_shapes, out_shapes, aux_shapes = op.infer_shape([a.shape for a in inputs])
     n = len(op.list_arguments())
-    return op.specialize(list(in_shapes) + list(aux_shapes or [a.shape for a in inputs[n:]]),
-                         out_shapes)
+    return instead(op, 'shapes',
+                   list(in_shapes) + list(aux_shapes or [a.shape for a in inputs[n:]]),
+                   out_shapes)
 
 
 def _mask(flag, arrays):

@@ -11,6 +11,7 @@ import symgraph as mx
 from harness import case_tests, OpCase
 from symgraph import dist
 from symgraph.base import ParameterError
+from symgraph.graph.rules import instead
 from symgraph.opdef import MXNetError, get_op
 
 
@@ -81,8 +82,8 @@ def test_names_and_params_match_mxnet():
     # unlike MXNet, key and ndev may be left out: inferred from the node and the group
     op = get_op('_contrib_SyncBatchNorm')()
     assert (op.key, op.ndev) == (None, None)
-    assert op.for_node('bn1').key == 'bn1'
-    assert get_op('_contrib_SyncBatchNorm')(key='k').for_node('bn1').key == 'k'
+    assert instead(op, 'node', 'bn1').key == 'bn1'
+    assert instead(get_op('_contrib_SyncBatchNorm')(key='k'), 'node', 'bn1').key == 'k'
     with pytest.raises(MXNetError, match='ndev must be >= 1'):
         get_op('_contrib_SyncBatchNorm')(ndev=0)
 

@@ -437,6 +437,10 @@ def unpack_img(s, iscolor=-1):
         return header, cv2.imdecode(buf, iscolor)
     Image = _pillow()
     with Image.open(io.BytesIO(s)) as im:
+        if iscolor != -1:
+            # OpenCV turns the image upright by its EXIF orientation unless asked not to
+            from PIL import ImageOps
+            im = ImageOps.exif_transpose(im)
         if iscolor == 0:
             im = im.convert('L')
         elif iscolor > 0 or im.mode not in ('L', 'RGB', 'RGBA'):

@@ -124,7 +124,7 @@ RULES = {
     'symgraph.image': ('symgraph.ndarray',),
     # mx.recordio: the RecordIO format on the foundation alone; im2rec packs images with it
     'symgraph.recordio': (),
-    'symgraph.im2rec': ('symgraph.recordio',),
+    'symgraph.im2rec': ('symgraph.recordio', 'symgraph.image', 'symgraph.ndarray'),
     # model re-exports the kvstore helpers of MXNet's model.py (_create_kvstore ...)
     'symgraph.model': ('symgraph.ndarray', 'symgraph.symbol', 'symgraph.kvstore'),
     'symgraph.test_utils': ('symgraph.ndarray', 'symgraph.symbol', 'symgraph.executor',

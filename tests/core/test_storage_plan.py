@@ -320,6 +320,48 @@ def test_debug_str_shows_planned_and_measured_bytes():
     assert '(buffer ' in s and '(own array)' in s
 
 
+def test_planned_peak_and_naive_bytes_are_the_storage_runs_own():
+    """debug_str's planned peak is the storage run's (its arena and the arrays it leaves to
+    the operators, alive at its fullest step), and what a run then measures; naive is every
+    array of the run in storage of its own. Ten squarings of one array of N bytes: in
+    inference two live at a time; training keeps all ten for backward and adds their
+    gradients."""
+    x = mx.sym.var('x')
+    y = x
+    for _ in range(10):
+        y = y * y
+    nbytes = 100 * 1000 * 4
+    for grad_req in ('null', 'write'):
+        exe = y.simple_bind(mx.cpu(), grad_req=grad_req, x=(100, 1000))
+        og = [mx.nd.ones((100, 1000))]
+        for traced in (False, True):      # the first step untraced (one-off allocations)
+            if traced:
+                tracemalloc.start()
+            try:
+                exe.forward(is_train=grad_req == 'write')
+                if grad_req == 'write':
+                    exe.backward(og)
+            finally:
+                if traced:
+                    tracemalloc.stop()
+        s = exe.debug_str()
+        st = exe._plan.storage()
+        planned, naive = map(int, re.search(r'planned_bytes=(\d+) naive_bytes=(\d+)',
+                                            s).groups())
+        peak = int(re.search(r'measured_peak_bytes=(\d+)', s).group(1))
+        assert (planned, naive) == (st.peak_bytes, st.naive_bytes)
+        assert 'Total %d MB allocated' % (planned >> 20) in s
+        if grad_req == 'null':
+            # (the arena rounds each buffer up to 64 bytes and starts at a 64-byte boundary)
+            assert naive == 10 * nbytes and 2 * nbytes <= planned <= 2 * nbytes + 256
+            assert planned <= peak <= planned + 4096
+        else:
+            # ten products and the gradients of the nine intermediates (x's is the user's);
+            # backward reads every product, so little is shared: about naive (+ alignment)
+            assert naive == 19 * nbytes and 10 * nbytes <= planned <= naive + 256
+            assert planned <= peak < 2 * planned
+
+
 def test_a_summed_gradient_takes_its_buffer_only_from_the_first_sum(monkeypatch):
     """A gradient with several contributions: the first is another array (the residual
     sum passes its gradient on as is), so the buffer that sums them lives from the step

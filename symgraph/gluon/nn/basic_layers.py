@@ -543,11 +543,11 @@ class GroupNorm(HybridBlock):
 
 
 def _lambda_function(function, namespaces, what):
-    """``function`` itself if callable, else the operator of that name in every one of
-    ``namespaces`` (checked here, so that a typo fails when the layer is made)."""
+    """``function`` itself if callable; None if it names an operator of every one of
+    ``namespaces`` (checked here, so that a typo fails when the layer is made, not when
+    it first runs)."""
     if isinstance(function, str):
-        missing = [ns.__name__ for ns in namespaces if not hasattr(ns, function)]
-        if missing:
+        if not all(hasattr(ns, function) for ns in namespaces):
             raise ArgumentError('Function name %s is not found in %s.' % (function, what))
         return None
     if callable(function):

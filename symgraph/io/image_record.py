@@ -31,6 +31,7 @@ when the iterator is made.
 """
 import io as _io
 import os
+import shutil
 import struct
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -173,6 +174,39 @@ def _gray_of_bgr_as_rgb(img):
     return (0.299 * img[..., 2] + 0.587 * img[..., 1] + 0.114 * img[..., 0])[..., None]
 
 
+#: uniform numbers drawn per image (more than any augmentation chain consumes)
+_DRAWS = 24
+
+
+class _Draws(object):
+    """The random numbers of one image: a row of uniforms drawn in plan order by the
+    calling thread, so that the result does not depend on which thread decodes the image
+    (and no generator is made per image), read as NumPy's ``RandomState`` methods."""
+    __slots__ = ('_u', '_i')
+
+    def __init__(self, row):
+        self._u, self._i = row, 0
+
+    def rand(self):
+        self._i += 1
+        return float(self._u[self._i - 1])
+
+    def uniform(self, low, high):
+        return low + (high - low) * self.rand()
+
+    def randint(self, low, high):
+        """An int in [low, high), as ``RandomState.randint``."""
+        return min(int(low + (high - low) * self.rand()), high - 1)
+
+    def normal(self, loc, scale, size):
+        # Box-Muller, one pair of uniforms per value
+        return np.array([loc + scale * np.sqrt(-2 * np.log(1 - self.rand())) *
+                         np.cos(2 * np.pi * self.rand()) for _ in range(size)])
+
+    def permutation(self, n):
+        return np.argsort([self.rand() for _ in range(n)], kind='stable')
+
+
 class _Augmenter(object):
     """MXNet's DefaultImageAugmenter and the mirror / normalisation of ImageRecordIter."""
 
@@ -304,10 +338,11 @@ class _Normalizer(object):
 class _RecordBatches(object):
     """The batch maker behind :class:`ImageRecordIter` (an MXDataIter handle): plans each
     pass's batches of record keys, reads the records in order, and has ``threads`` threads
-    decode them, ``prefetch`` batches ahead."""
+    decode them (one task per thread and batch, each writing its rows of the batch),
+    ``prefetch`` batches ahead."""
 
     def __init__(self, reader, keys, batch_size, round_batch, shuffle, seed, prepare,
-                 data_shape, label_width, dtype, threads, prefetch, tmpdir):
+                 data_shape, label_width, dtype, threads, prefetch, tmpdir, seed_aug=None):
         self._reader = reader
         self._keys = list(keys)
         if not self._keys:
@@ -318,11 +353,13 @@ class _RecordBatches(object):
         self._shuffle = shuffle
         self._rng = np.random.RandomState(seed)
         self._seed = seed
+        self._seed_aug = seed_aug
         self._prepare = prepare
         self._data_shape = tuple(data_shape)
         self._label_shape = () if label_width == 1 else (label_width,)
         self._dtype = dtype
-        self._pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix='imagerecord')
+        self._threads = max(1, threads)
+        self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix='imagerecord')
         self._prefetch = max(1, prefetch)
         self._tmpdir = tmpdir
         self._epoch = -1
@@ -331,6 +368,7 @@ class _RecordBatches(object):
         self._carry = 0                 # records of the next pass a wrap already used
         self._plan = deque()
         self._pending = deque()
+        self._draws = None
         self.data = np.zeros((batch_size,) + self._data_shape, dtype)
         self.label = np.zeros((batch_size,) + self._label_shape, np.float32)
         self.index = np.zeros(batch_size, np.uint64)
@@ -348,6 +386,10 @@ class _RecordBatches(object):
                 fut.cancel()
         self._pending.clear()
         self._epoch += 1
+        # the augmentations' numbers: with seed_aug the same for a position at every pass
+        # (MXNet reseeds per image with seed_aug + position), else new at each pass
+        self._draws = np.random.RandomState(
+            [self._seed_aug] if self._seed_aug is not None else [self._seed, self._epoch])
         # a pass that ended on a wrapped batch began this one: go on after those records
         self._order = self._next_order or self._new_order()
         start, self._next_order, self._carry = self._carry, None, 0
@@ -362,39 +404,52 @@ class _RecordBatches(object):
                                         '%d records with round_batch=True' % (bs, n))
                 wrap = self._new_order()
                 keys = keys + wrap[:pad]
-            plan.append((pos, keys, pad, wrap))
+            plan.append((keys, pad, wrap))
         self._plan = deque(plan)
+
+    def _work(self, raws, draws, data, label, index, rows):
+        for raw, row, i in zip(raws, draws, rows):
+            data[i], label[i], index[i] = self._prepare(raw, row)
 
     def _schedule(self):
         while self._plan and len(self._pending) < self._prefetch:
-            pos, keys, pad, wrap = self._plan.popleft()
+            keys, pad, wrap = self._plan.popleft()
             raws = [self._reader.read_idx(k) for k in keys]        # sequential reads here
-            futures = [self._pool.submit(self._prepare, raw, (self._seed, self._epoch,
-                                                              pos + i))
-                       for i, raw in enumerate(raws)]
-            self._pending.append((futures, pad, wrap))
+            draws = self._draws.random_sample((len(keys), _DRAWS))
+            data = np.empty((self._batch_size,) + self._data_shape, self._dtype)
+            label = np.empty((self._batch_size,) + self._label_shape, np.float32)
+            index = np.empty(self._batch_size, np.uint64)
+            futures = []
+            for t in range(min(self._threads, len(keys))):
+                rows = range(t, len(keys), self._threads)
+                futures.append(self._pool.submit(self._work, [raws[i] for i in rows],
+                                                 [draws[i] for i in rows], data, label,
+                                                 index, rows))
+            self._pending.append((futures, pad, wrap, len(keys), (data, label, index)))
 
     def next(self):
         self._schedule()
         if not self._pending:
             return False
-        futures, pad, wrap = self._pending.popleft()
+        futures, pad, wrap, filled, arrays = self._pending.popleft()
         if wrap is not None:            # the next pass begins with this batch's tail
             self._next_order, self._carry = wrap, pad
         self._schedule()
-        real = self._batch_size - pad if not self._round_batch else self._batch_size
-        for i, fut in enumerate(futures[:real]):
-            data, label, index = fut.result()
-            self.data[i] = data
-            self.label[i] = label
-            self.index[i] = index
+        for fut in futures:
+            fut.result()
+        data, label, index = arrays
+        # a short batch without round_batch keeps the previous batch's last rows (MXNet
+        # reuses its buffer)
+        data[filled:], label[filled:], index[filled:] = (self.data[filled:],
+                                                         self.label[filled:],
+                                                         self.index[filled:])
+        self.data, self.label, self.index = data, label, index
         self.pad = pad
         return True
 
     def close(self):
         self._pool.shutdown(wait=False, cancel_futures=True)
         if self._tmpdir:
-            import shutil
             shutil.rmtree(self._tmpdir, ignore_errors=True)
             self._tmpdir = None
 
@@ -476,9 +531,8 @@ class ImageRecordIter(MXDataIter):
         normalize = _Normalizer(p['dtype'], [p['mean_' + k] for k in ch],
                                 [p['std_' + k] for k in ch], p['scale'], mean_img)
         label_width = p['label_width']
-        seed_aug = p['seed_aug']
 
-        def prepare(raw, where):
+        def prepare(raw, draws):
             header, img = recordio.unpack(raw)
             if imglist is not None:
                 if int(header.id) not in imglist:
@@ -496,9 +550,7 @@ class ImageRecordIter(MXDataIter):
                     raise ArgumentError('ImageRecordIter: label_width must be 1 unless an '
                                         'imglist is given or the records hold several labels')
                 label = header.label
-            seed = where if seed_aug is None else (seed_aug,) + where[1:]
-            rng = np.random.RandomState(np.random.SeedSequence(seed).generate_state(2))
-            pixels = augment(_decode(img, channels), rng)
+            pixels = augment(_decode(img, channels), _Draws(draws))
             out = np.empty((channels,) + pixels.shape[:2], p['dtype'])
             normalize(pixels, out)
             return out, label, header.id
@@ -506,7 +558,7 @@ class ImageRecordIter(MXDataIter):
         handle = _RecordBatches(reader, keys, p['batch_size'], p['round_batch'],
                                 p['shuffle'], p['seed'], prepare, p['data_shape'],
                                 label_width, p['dtype'], p['preprocess_threads'],
-                                p['prefetch_buffer'], tmp)
+                                p['prefetch_buffer'], tmp, p['seed_aug'])
         super(ImageRecordIter, self).__init__(handle, **names)
 
     def _parse(self, kw):

@@ -1,0 +1,128 @@
+"""The data pipeline against MXNet 1.9.1 in the same run (issue 30's speed targets)::
+
+    python bench/bench_data.py --mxnet <mxnet-venv>/bin/python [--images 2000]
+
+Writes ``--images`` JPEG images of 64x64 (quality 90, smooth gradients plus noise) into a
+``.rec``/``.idx`` pair in a temporary directory, then times, in images per second (the
+best of ``--passes`` full passes after one warm-up pass):
+
+- ``record_iter``: ``mx.io.ImageRecordIter(data_shape=(3, 56, 56), batch_size=64,
+  rand_crop=True, rand_mirror=True, preprocess_threads=2)``;
+- ``loader0`` / ``loader2``: ``gluon.data.DataLoader`` over
+  ``vision.ImageRecordDataset(...).transform_first(Compose([ToTensor(), Normalize(...)]))``
+  with ``batch_size=64`` and ``num_workers`` 0 / 2 (the issue asks ``loader2`` >= 1.7 x
+  ``loader0``).
+
+The file runs itself under MXNet's interpreter (``--worker``, ``import mxnet as mx``) on
+the same files. Each framework runs alone (2 cores).
+"""
+import argparse
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+
+def write_records(mx, directory, count):
+    from PIL import Image
+    rs = np.random.RandomState(0)
+    yy, xx = np.mgrid[0:64, 0:64]
+    rec = mx.recordio.MXIndexedRecordIO(os.path.join(directory, 'b.idx'),
+                                        os.path.join(directory, 'b.rec'), 'w')
+    for i in range(count):
+        base = np.stack([xx * 4.0, yy * 4.0, (xx + yy) * 2.0 + rs.randint(0, 60)], -1)
+        img = np.clip(base + rs.randint(-30, 31, base.shape), 0, 255).astype(np.uint8)
+        buf = io.BytesIO()
+        Image.fromarray(img).save(buf, format='JPEG', quality=90)
+        rec.write_idx(i, mx.recordio.pack(mx.recordio.IRHeader(0, i % 10, i, 0),
+                                          buf.getvalue()))
+    rec.close()
+
+
+def _rate(make_batches, count, passes):
+    """The best images per second over ``passes`` passes (a pass may be shorter than
+    ``count``: after a wrapped last batch, MXNet's next pass starts after the wrap)."""
+    best = 0.0
+    for p in range(passes + 1):
+        start = time.perf_counter()
+        seen = 0
+        for n in make_batches():
+            seen += n
+        elapsed = time.perf_counter() - start
+        assert seen >= count * 0.5, (seen, count)
+        if p:                               # the first pass warms up (and starts workers)
+            best = max(best, seen / elapsed)
+    return best
+
+
+def run(mx, directory, count, passes):
+    rec, idx = os.path.join(directory, 'b.rec'), os.path.join(directory, 'b.idx')
+    out = {}
+    it = mx.io.ImageRecordIter(path_imgrec=rec, path_imgidx=idx, data_shape=(3, 56, 56),
+                               batch_size=64, rand_crop=True, rand_mirror=True,
+                               preprocess_threads=2)
+
+    def record_iter():
+        it.reset()
+        for batch in it:
+            batch.data[0].wait_to_read()
+            yield 64 - batch.pad
+    out['record_iter'] = _rate(record_iter, count, passes)
+    vision = mx.gluon.data.vision
+    tf = vision.transforms.Compose([vision.transforms.ToTensor(),
+                                    vision.transforms.Normalize((0.485, 0.456, 0.406),
+                                                                (0.229, 0.224, 0.225))])
+    ds = vision.ImageRecordDataset(rec).transform_first(tf)
+    for workers in (0, 2):
+        loader = mx.gluon.data.DataLoader(ds, batch_size=64, num_workers=workers)
+
+        def batches():
+            for x, _ in loader:
+                x.wait_to_read()
+                yield x.shape[0]
+        out['loader%d' % workers] = _rate(batches, count, passes)
+        del loader
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--mxnet', help="MXNet 1.9.1's python, to run the same workloads")
+    ap.add_argument('--images', type=int, default=2000)
+    ap.add_argument('--passes', type=int, default=2)
+    ap.add_argument('--worker', help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:                         # under MXNet's interpreter
+        import mxnet as mx
+        print(json.dumps(run(mx, args.worker, args.images, args.passes)))
+        sys.stdout.flush()
+        os._exit(0)                         # MXNet may hang at interpreter exit
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+    import symgraph as mx
+    with tempfile.TemporaryDirectory() as directory:
+        write_records(mx, directory, args.images)
+        results = {'symgraph': run(mx, directory, args.images, args.passes)}
+        if args.mxnet:
+            env = dict(os.environ, MXNET_MKLDNN_ENABLED='0')
+            proc = subprocess.run([args.mxnet, os.path.abspath(__file__), '--worker',
+                                   directory, '--images', str(args.images),
+                                   '--passes', str(args.passes)],
+                                  env=env, stdout=subprocess.PIPE, check=True, text=True)
+            results['mxnet'] = json.loads(proc.stdout.strip().splitlines()[-1])
+    print('images/s   ' + '  '.join('%12s' % k for k in results['symgraph']))
+    for name, res in results.items():
+        print('%-10s ' % name + '  '.join('%12.0f' % v for v in res.values()))
+    sym = results['symgraph']
+    print('loader2 / loader0 (symgraph): %.2f' % (sym['loader2'] / sym['loader0']))
+    if 'mxnet' in results:
+        for key, value in sym.items():
+            print('%s symgraph / mxnet: %.2f' % (key, value / results['mxnet'][key]))
+
+
+if __name__ == '__main__':
+    main()

@@ -8,14 +8,55 @@ that runs MXNet's test files. Environment:
                  in native code, a crash) still leaves every earlier result behind.
 ``MXU_TIMEOUT``  seconds one test may run (setup, call and teardown each) before it fails
                  with ``TimeoutError``; SIGALRM, so it interrupts Python code only.
+
+MXNet 1.9.1's tests were written for NumPy < 1.24: they use the aliases NumPy 1.24 and 2.0
+removed (``np.int``, ``np.float``, ``np.bool``, ``np.product``, ``np.alltrue``...). The
+plugin puts back the ones missing in the running NumPy (``MXU_NUMPY_ALIASES=0``: not), so
+that a symgraph run on NumPy 2 fails a test for what symgraph does, not for what NumPy
+removed; under MXNet's own NumPy 1.23 nothing is missing and nothing changes.
 """
 import json
 import os
 import signal
+import warnings
 
 import pytest
 
 _PHASES = ('setup', 'call', 'teardown')
+
+#: NumPy names MXNet 1.9.1's tests use that NumPy 1.24 / 2.0 removed, and what they meant
+_NUMPY_ALIASES = {'int': int, 'float': float, 'bool': bool, 'object': object, 'str': str,
+                  'complex': complex, 'long': int, 'unicode': str, 'float_': 'float64',
+                  'complex_': 'complex128', 'NaN': 'nan', 'NAN': 'nan', 'Inf': 'inf',
+                  'Infinity': 'inf', 'infty': 'inf', 'PINF': 'inf', 'NINF': None,
+                  'product': 'prod', 'cumproduct': 'cumprod', 'alltrue': 'all',
+                  'sometrue': 'any', 'round_': 'round', 'asfarray': None, 'in1d': 'isin'}
+
+
+def _restore_numpy_aliases(np):
+    for name, value in _NUMPY_ALIASES.items():
+        try:
+            with warnings.catch_warnings():      # NumPy 2 warns about some removed names
+                warnings.simplefilter('ignore')
+                getattr(np, name)
+            continue                     # still there (NumPy < 1.24 / < 2.0)
+        except AttributeError:
+            pass
+        if name == 'NINF':
+            value = -np.inf
+        elif name == 'asfarray':
+            def value(a, dtype=np.float64):
+                return np.asarray(a, dtype=dtype if np.issubdtype(dtype, np.inexact)
+                                  else np.float64)
+        elif isinstance(value, str):
+            value = getattr(np, value)
+        setattr(np, name, value)
+
+
+def pytest_configure(config):
+    if os.environ.get('MXU_NUMPY_ALIASES', '1') != '0':
+        import numpy
+        _restore_numpy_aliases(numpy)
 
 
 def _limit():

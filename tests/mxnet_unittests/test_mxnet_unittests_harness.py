@@ -76,6 +76,10 @@ def test_passes():
     assert_almost_equal((x * 2).asnumpy(), np.full((2, 3), 2.0))
 
 
+def test_uses_numpy_aliases_numpy_2_removed():
+    assert np.int(3.7) == 3 and np.product([2, 3]) == 6 and np.alltrue([1, 1])
+
+
 def test_fails():
     assert mx.nd.ones((2,)).asnumpy().sum() == 3, 'two ones do not make three'
 
@@ -144,7 +148,8 @@ def test_the_runner_tables_an_mxnet_style_file(tmp_path):
     table = json.loads(out.read_text())['files']
     tests = {k.split('::')[1]: v for k, v in table['test_snippet.py']['tests'].items()}
     assert {k: v['outcome'] for k, v in tests.items()} == {
-        'test_passes': 'passed', 'test_fails': 'failed', 'test_raises_as_nose_says': 'passed',
+        'test_passes': 'passed', 'test_fails': 'failed',
+        'test_uses_numpy_aliases_numpy_2_removed': 'passed', 'test_raises_as_nose_says': 'passed',
         'test_hangs': 'failed', 'test_skipped': 'skipped', 'test_crashes': 'failed',
         'test_after_the_crash': 'passed'}
     assert 'died' in tests['test_crashes']['message']
@@ -155,14 +160,16 @@ def test_the_runner_tables_an_mxnet_style_file(tmp_path):
     lines = proc.stdout.splitlines()
     snippet = next(line for line in lines if line.startswith('test_snippet.py'))
     assert "2/4    of MXNet's passing ( 50.0%)" in snippet
-    assert 'passed 3, failed 3, errors 0, skipped 1' in snippet
+    assert 'passed 4, failed 3, errors 0, skipped 1' in snippet
     assert any(line.startswith('test_broken.py') and 'IMPORT ERROR' in line for line in lines)
     assert any(line.startswith('test_missing_file.py') and 'missing' in line for line in lines)
     assert lines[-1].startswith('TOTAL') and "2/4" in lines[-1]
     written = json.loads((tmp_path / 'written.json').read_text())['files']
     assert written['test_snippet.py'] == ['test_snippet.py::test_after_the_crash',
                                           'test_snippet.py::test_passes',
-                                          'test_snippet.py::test_raises_as_nose_says']
+                                          'test_snippet.py::test_raises_as_nose_says',
+                                          'test_snippet.py::'
+                                          'test_uses_numpy_aliases_numpy_2_removed']
 
 
 def test_the_stored_mxnet_results_list_the_issue_files():

@@ -331,3 +331,42 @@ def test_dataloader_over_image_records(tmp_path):
     data, label = batches[0]
     assert data.shape == (3, 3, 7, 5)
     assert label.asnumpy().tolist() == [0, 1, 2]
+
+
+def test_transforms_equal_mxnet():
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..',
+                                    'golden'))
+    import vision_transform_probes as probes
+    want = np.load(os.path.join(GOLDEN, '..', 'vision_transforms.npz'))
+    ins = probes.inputs(mx)
+    for name, (cls, args, kwargs, kind) in probes.CASES.items():
+        got = getattr(transforms, cls)(*args, **kwargs)(ins[kind]).asnumpy()
+        assert got.shape == want[name].shape, name
+        # uint8 bilinear upscaling (mx.image.imresize) rounds a few pixels one level apart
+        # from MXNet's OpenCV (8 of 144 in center_crop_up); the rest is exact
+        atol = 1 if name == 'center_crop_up' else 1e-5
+        np.testing.assert_allclose(got.astype(np.float64), want[name], rtol=1e-5, atol=atol,
+                                   err_msg=name)
+
+
+def test_rotate_errors_and_batches():
+    with pytest.raises(TypeError, match='float32'):
+        transforms.Rotate(10.)(mx.nd.ones((3, 4, 5), dtype='uint8'))
+    with pytest.raises(ValueError, match='both True'):
+        transforms.Rotate(10., zoom_in=True, zoom_out=True)(mx.nd.ones((3, 4, 5)))
+    with pytest.raises(ValueError, match='ordered'):
+        transforms.RandomRotation((5, 5))
+    with pytest.raises(ValueError, match='between 0 and 1'):
+        transforms.RandomRotation((-5, 5), rotate_with_proba=1.5)
+    batch = mx.nd.array(np.random.RandomState(0).rand(2, 3, 5, 6).astype(np.float32))
+    np.random.seed(1)
+    out = transforms.RandomRotation((-40, 40))(batch).asnumpy()
+    np.random.seed(1)
+    np.random.random()          # RandomRotation first draws whether to rotate
+    angles = np.random.uniform(-40, 40, size=2)
+    for i in range(2):
+        np.testing.assert_allclose(out[i], transforms.Rotate(angles[i])(batch[i]).asnumpy(),
+                                   rtol=1e-5, atol=1e-6)
+    same = transforms.RandomRotation((-90, 90), rotate_with_proba=0)(batch)
+    assert same is batch

@@ -16,10 +16,12 @@ import random
 import numpy as np
 
 from .... import image
+from .... import ndarray as nd
 from ...block import Block, HybridBlock
 from ...nn import Sequential, HybridSequential
 
-__all__ = ['Compose', 'Cast', 'ToTensor', 'Normalize', 'RandomResizedCrop', 'CropResize',
+__all__ = ['Compose', 'Cast', 'ToTensor', 'Normalize', 'Rotate', 'RandomRotation',
+           'RandomResizedCrop', 'CropResize',
            'CenterCrop', 'Resize', 'RandomFlipLeftRight', 'RandomFlipTopBottom',
            'RandomBrightness', 'RandomContrast', 'RandomSaturation', 'RandomHue',
            'RandomColorJitter', 'RandomLighting', 'RandomApply']
@@ -93,6 +95,84 @@ class Normalize(HybridBlock):
 
     def hybrid_forward(self, F, x):
         return F.image.normalize(x, self._mean, self._std)
+
+
+def _imrotate(src, degrees, zoom_in=False, zoom_out=False):
+    """MXNet's ``image.imrotate``: rotate float32 (C, H, W) images or (N, C, H, W) batches
+    counter-clockwise about their centres (bilinear sampling, zero padding); ``zoom_in``
+    scales so that no padding shows, ``zoom_out`` so that the whole image stays in view."""
+    if zoom_in and zoom_out:
+        raise ValueError('`zoom_in` and `zoom_out` cannot be both True')
+    if src.dtype != np.float32:
+        raise TypeError('Only `float32` images are supported by this function')
+    single = src.ndim == 3
+    if single:
+        src = src.expand_dims(axis=0)
+    elif src.ndim != 4:
+        raise ValueError('Only 3D and 4D are supported by this function')
+    rad = np.pi * np.broadcast_to(np.asarray(degrees, dtype=np.float64), (src.shape[0],)) / 180
+    rad = rad.reshape(-1, 1, 1)
+    h, w = src.shape[2], src.shape[3]
+    hscale, wscale = (h - 1) / 2., (w - 1) / 2.
+    hm = np.arange(h, dtype=np.float64).reshape(h, 1).repeat(w, axis=1)[None] - hscale
+    wm = np.arange(w, dtype=np.float64).reshape(1, w).repeat(h, axis=0)[None] - wscale
+    # rotate the centred grid, then normalise it (after, so that the aspect ratio holds)
+    wrot = (wm * np.cos(rad) - hm * np.sin(rad)) / wscale
+    hrot = (wm * np.sin(rad) + hm * np.cos(rad)) / hscale
+    scale = 1.
+    if zoom_in or zoom_out:
+        rho, ang = np.sqrt(h * h + w * w), np.arctan(h / float(w))
+        max_x = np.maximum(np.abs(rho * np.cos(ang + np.abs(rad))),
+                           np.abs(rho * np.cos(ang - np.abs(rad))))
+        max_y = np.maximum(np.abs(rho * np.sin(ang + np.abs(rad))),
+                           np.abs(rho * np.sin(ang - np.abs(rad))))
+        if zoom_out:
+            scale = np.maximum(max_x / w, max_y / h)[:, None]
+        else:
+            scale = np.minimum(w / max_x, h / max_y)[:, None]
+    grid = np.stack([wrot, hrot], axis=1) * scale
+    out = nd.BilinearSampler(src, nd.array(grid.astype(np.float32), ctx=src.context))
+    return out[0] if single else out
+
+
+class Rotate(Block):
+    """Rotate float32 (C, H, W) images (or (N, C, H, W) batches) by ``rotation_degrees``
+    counter-clockwise; see ``zoom_in`` / ``zoom_out`` of MXNet's ``image.imrotate``."""
+
+    def __init__(self, rotation_degrees, zoom_in=False, zoom_out=False):
+        super(Rotate, self).__init__()
+        self._args = (rotation_degrees, zoom_in, zoom_out)
+
+    def forward(self, x):
+        if x.dtype != np.float32:
+            raise TypeError('This transformation only supports float32. '
+                            'Consider calling it after ToTensor')
+        return _imrotate(x, *self._args)
+
+
+class RandomRotation(Block):
+    """Rotate by an angle drawn uniformly from ``angle_limits`` (NumPy's global generator, as
+    MXNet), with probability ``rotate_with_proba``."""
+
+    def __init__(self, angle_limits, zoom_in=False, zoom_out=False, rotate_with_proba=1.0):
+        super(RandomRotation, self).__init__()
+        lower, upper = angle_limits
+        if lower >= upper:
+            raise ValueError('`angle_limits` must be an ordered tuple')
+        if rotate_with_proba < 0 or rotate_with_proba > 1:
+            raise ValueError('Probability of rotating the image should be between 0 and 1')
+        self._args = (angle_limits, zoom_in, zoom_out)
+        self._rotate_with_proba = rotate_with_proba
+
+    def forward(self, x):
+        if np.random.random() > self._rotate_with_proba:
+            return x
+        if x.dtype != np.float32:
+            raise TypeError('This transformation only supports float32. '
+                            'Consider calling it after ToTensor')
+        limits, zoom_in, zoom_out = self._args
+        size = None if x.ndim == 3 else x.shape[0]
+        return _imrotate(x, np.random.uniform(*limits, size=size), zoom_in, zoom_out)
 
 
 def _crop(src, x0, y0, w, h, size=None, interp=1):

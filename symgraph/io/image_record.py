@@ -501,6 +501,23 @@ class ImageRecordIter(MXDataIter):
     seed_aug : int, optional
         The seed of the random augmentations (default: ``seed``).
     data_name, label_name : str, default 'data', 'softmax_label'
+
+    Examples
+    --------
+    >>> import io, os, tempfile, numpy as np, symgraph as mx
+    >>> from PIL import Image
+    >>> d = tempfile.mkdtemp()
+    >>> rec = mx.recordio.MXRecordIO(os.path.join(d, 'x.rec'), 'w')
+    >>> for i in range(3):
+    ...     png = io.BytesIO()
+    ...     Image.fromarray(np.full((8, 10, 3), 40 * i, np.uint8)).save(png, 'PNG')
+    ...     rec.write(mx.recordio.pack(mx.recordio.IRHeader(0, i, i, 0), png.getvalue()))
+    >>> rec.close()
+    >>> it = mx.io.ImageRecordIter(path_imgrec=os.path.join(d, 'x.rec'), data_shape=(3, 8, 8),
+    ...                            batch_size=2, scale=1 / 40.)
+    >>> [(b.data[0].shape, b.data[0][:, 0, 0, 0].asnumpy().tolist(),
+    ...   b.label[0].asnumpy().tolist(), b.pad) for b in it]
+    [((2, 3, 8, 8), [0.0, 1.0], [0.0, 1.0], 0), ((2, 3, 8, 8), [2.0, 0.0], [2.0, 0.0], 1)]
     """
 
     _DTYPE = None

@@ -137,8 +137,8 @@ def _read_results(path):
 
 
 def _pytest(cmd, unit_dir, env, results, timeout):
-    """One pytest child: (returncode or None when killed at ``timeout``, output tail)."""
-    open(results, 'w').close()
+    """One pytest child: (returncode or None when killed at ``timeout``, output tail); it
+    appends to ``results``, which keeps every child's lines of the file."""
     try:
         proc = subprocess.run(cmd, cwd=unit_dir, env=env, capture_output=True, text=True,
                               timeout=timeout)
@@ -175,7 +175,8 @@ def run_file(unit_dir, name, python, reference, test_timeout, file_timeout, extr
         returncode, tail = _pytest(cmd + deselect, unit_dir, env, results, file_timeout)
         tails.append(tail)
         new, errors, started = _read_results(results)
-        tests.update(new)
+        new.update(tests)                 # the killed tests' verdicts stay
+        tests = new
         if attempt == 0:
             collect_errors = errors
         killed = returncode is None

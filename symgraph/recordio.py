@@ -204,7 +204,6 @@ class MXRecordIO(object):
         self._require(writing=False)
         self._check_pid(allow_reset=False)
         f = self._file
-        start = f.tell()
         parts = []
         while True:
             head = f.read(8)
@@ -219,18 +218,23 @@ class MXRecordIO(object):
                                     'RecordIO file, or a wrong index offset)'
                                     % (self.uri, magic, f.tell() - 8))
             cflag, length = lrec >> 29, lrec & _LEN_MASK
-            padded = (length + 3) & ~3
-            data = f.read(padded)
-            if len(data) < padded:
+            pad = -length % 4
+            # read the payload alone (one copy) and the padding apart, rather than slicing
+            # the padding off a second copy
+            data = f.read(length)
+            got = len(data) + (len(f.read(pad)) if pad and len(data) == length else 0)
+            if got < length + pad:
                 raise RecordIOError('%s: truncated record at byte offset %d (%d bytes of %d)'
-                                    % (self.uri, start, len(data), padded))
-            parts.append(data[:length] if padded != length else data)
-            if cflag in (0, 3):
+                                    % (self.uri, f.tell() - got - 8, got, length + pad))
+            if cflag == 0:
+                return data
+            parts.append(data)
+            if cflag == 3:
                 break
             if cflag not in (1, 2):
                 raise RecordIOError('%s: bad continuation flag %d at byte offset %d'
-                                    % (self.uri, cflag, f.tell() - padded - 8))
-        return parts[0] if len(parts) == 1 else _MAGIC_BYTES.join(parts)
+                                    % (self.uri, cflag, f.tell() - length - pad - 8))
+        return _MAGIC_BYTES.join(parts)
 
 
 class MXIndexedRecordIO(MXRecordIO):

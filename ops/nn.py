@@ -342,6 +342,20 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_LAMBDA = 1.0507009873554804934193349852946
 
 
+def _prelu_gamma_shape(gshape, dshape):
+    """PReLU's gamma as it broadcasts against data, or None: gamma's axes go, from the
+    right, onto data axes 1 and 0 where the sizes agree or gamma's is 1 (MXNet's
+    ``expand_shape`` in leaky_relu-inl.h: (C,) -> (1, C, 1, 1), (N, C) -> (N, C, 1, 1)).
+    A data size of 0 (unknown) agrees with anything."""
+    result = [1] * len(dshape)
+    s = len(gshape) - 1
+    for i in range(len(dshape) - 1, -1, -1):
+        if s >= 0 and i <= 1 and (dshape[i] in (gshape[s], 0) or gshape[s] == 1):
+            result[i] = gshape[s]
+            s -= 1
+    return tuple(result) if s == -1 else None
+
+
 @register
 class LeakyReLU(Operator):
     """Leaky rectifiers: ``leaky``, ``elu``, ``selu``, ``gelu`` (erf form), ``prelu``, ``rrelu``.
@@ -390,9 +404,10 @@ class LeakyReLU(Operator):
                              % ('data', tuple(d)))
         if g is None or (len(g) == 1 and g[0] == 0):
             g = (d[1],)
-        elif not (len(g) == 1 and g[0] in (1, d[1]) or d[1] == 0):
-            raise ShapeError('LeakyReLU(prelu): argument %r has shape %s, expected (%d,) or '
-                             '(1,) for data %s' % ('gamma', tuple(g), d[1], tuple(d)))
+        elif _prelu_gamma_shape(g, d) is None:
+            raise ShapeError('LeakyReLU(prelu): argument %r has shape %s, which does not '
+                             'broadcast onto axes 0 and 1 of data %s (e.g. (%d,) or (1,))'
+                             % ('gamma', tuple(g), tuple(d), d[1]))
         return [d, g], outs, []
 
     def infer_type(self, in_types):
@@ -401,8 +416,8 @@ class LeakyReLU(Operator):
         return [t] * n, [t] * len(self.list_outputs()), []
 
     def _gamma(self, gamma, x):
-        # (C,) broadcasts along axis 1; (1,) everywhere
-        return gamma.reshape((1, -1) + (1,) * (x.ndim - 2))
+        # (C,) broadcasts along axis 1, (1,) everywhere, (N, C) along axes 0 and 1
+        return gamma.reshape(_prelu_gamma_shape(gamma.shape, x.shape))
 
     def _onednn(self):
         """This activation's ``_ONEDNN_ACT``-style spec (oneDNN kind, alpha, sizes), or
@@ -469,7 +484,8 @@ class LeakyReLU(Operator):
             dg = None
             if need[1]:
                 t = xp.where(pos, g.dtype.type(0), g * x)
-                axes = tuple(i for i in range(x.ndim) if i != 1 or gamma.size == 1)
+                bshape = _prelu_gamma_shape(gamma.shape, x.shape)
+                axes = tuple(i for i in range(x.ndim) if bshape[i] == 1)
                 dg = t.sum(axis=axes).reshape(gamma.shape)
             return [dx, dg]
         # rrelu: the slopes drawn in training are the mask output (zeros when not training)

@@ -7,7 +7,8 @@ Pipeline, per image, as MXNet's (its OpenCV calls reproduced as ``mx.image`` doe
 ``resize``, rotate / shear / scale / change the aspect ratio (``max_rotate_angle``,
 ``max_shear_ratio``, ``min/max_random_scale``, ``max_aspect_ratio``), ``pad`` with
 ``fill_value``, enlarge an image smaller than ``data_shape``, crop (centre, or random with
-``rand_crop``), random brightness / contrast / saturation and ``pca_noise``, then mirror
+``rand_crop``), random brightness / contrast / saturation, hue / saturation / lightness
+(``random_h/s/l``) and ``pca_noise``, then mirror
 (``mirror``, or at random with ``rand_mirror``), subtract ``mean_r/g/b`` (or ``mean_img``),
 multiply by ``scale / std``; CHW, RGB, of ``dtype``.
 
@@ -21,15 +22,18 @@ Speed: records are read in order by the calling thread; decoding and augmentatio
 ``preprocess_threads`` threads (Pillow and NumPy release the GIL while they work), up to
 ``prefetch_buffer`` batches ahead.
 
-Differences from MXNet (also in docs/differences.md): random augmentations draw from NumPy
-generators seeded per image from (``seed_aug`` or ``seed``, epoch, position), so they are
-reproducible but not MXNet's numbers (the distributions are MXNet's); ``inter_method`` 2
+Differences from MXNet (also in docs/differences.md): random augmentations take their
+numbers from a NumPy generator seeded per pass from (``seed``, pass), or from ``seed_aug``
+alone (then each position gets the same numbers at every pass, as MXNet's ``seed_aug``),
+drawn in plan order: reproducible for any number of threads, with MXNet's distributions but
+not its numbers; ``inter_method`` 2
 (cubic), 3 (area) and 4 (Lanczos) resize with Pillow's filters, within a few grey levels of
 OpenCV's; with ``round_batch=False`` ``pad`` counts the rows of a short last batch (MXNet
 reports 0); without an index file the record offsets are found by one pass over the file
 when the iterator is made.
 """
 import io as _io
+import logging
 import os
 import shutil
 import struct
@@ -174,8 +178,42 @@ def _gray_of_bgr_as_rgb(img):
     return (0.299 * img[..., 2] + 0.587 * img[..., 1] + 0.114 * img[..., 0])[..., None]
 
 
+def _rgb_to_hls(img):
+    """OpenCV's 8-bit RGB -> HLS: H in [0, 180), L and S in [0, 255] (int arrays)."""
+    f = img.astype(np.float32) / 255
+    r, g, b = f[..., 0], f[..., 1], f[..., 2]
+    vmax, vmin = f.max(axis=-1), f.min(axis=-1)
+    diff = vmax - vmin
+    l = (vmax + vmin) / 2
+    safe = np.where(diff > 0, diff, 1)
+    s = np.where(diff > 0, np.where(l < 0.5, diff / np.where(vmax + vmin > 0, vmax + vmin, 1),
+                                    diff / np.where(2 - vmax - vmin > 0, 2 - vmax - vmin, 1)),
+                 0)
+    h = np.where(vmax == r, 60 * (g - b) / safe,
+                 np.where(vmax == g, 120 + 60 * (b - r) / safe, 240 + 60 * (r - g) / safe))
+    h = np.where(diff > 0, np.where(h < 0, h + 360, h), 0)
+    return (np.rint(h / 2).astype(np.int32), np.rint(l * 255).astype(np.int32),
+            np.rint(s * 255).astype(np.int32))
+
+
+def _hls_to_rgb(h, l, s):
+    """The inverse of :func:`_rgb_to_hls` (uint8 RGB)."""
+    hd, lf, sf = h.astype(np.float32) * 2, l.astype(np.float32) / 255, s.astype(np.float32) / 255
+    p2 = np.where(lf <= 0.5, lf * (1 + sf), lf + sf - lf * sf)
+    p1 = 2 * lf - p2
+
+    def channel(hh):
+        hh = np.mod(hh, 360)
+        return np.where(hh < 60, p1 + (p2 - p1) * hh / 60,
+                        np.where(hh < 180, p2,
+                                 np.where(hh < 240, p1 + (p2 - p1) * (240 - hh) / 60, p1)))
+    rgb = np.stack([channel(hd + 120), channel(hd), channel(hd - 120)], axis=-1)
+    rgb = np.where((sf == 0)[..., None], lf[..., None], rgb)
+    return np.clip(np.rint(rgb * 255), 0, 255).astype(np.uint8)
+
+
 #: uniform numbers drawn per image (more than any augmentation chain consumes)
-_DRAWS = 24
+_DRAWS = 40
 
 
 class _Draws(object):
@@ -255,6 +293,8 @@ class _Augmenter(object):
         img = img[y:y + dh, x:x + dw]
         if p['color'] and c == 3:
             img = self._color(img, rng)
+        if (p['random_h'] or p['random_s'] or p['random_l']) and c == 3:
+            img = self._hls(img, rng)
         if p['pca_noise'] > 0 and c == 3:
             alpha = rng.normal(0, p['pca_noise'], 3).astype(np.float32)
             noise = _EIGVEC.dot(alpha)
@@ -292,6 +332,19 @@ class _Augmenter(object):
                                        resample=Image.BILINEAR, fillcolor=fill))
         return out[..., None] if out.ndim == 2 else out
 
+    def _hls(self, img, rng):
+        """Shift hue, lightness and saturation (OpenCV's 8-bit HLS: H in [0, 180])."""
+        p = self.p
+        shifts = []
+        for key in ('random_h', 'random_s', 'random_l'):
+            r = (rng.rand() + 4 * rng.rand()) / 5          # MXNet's peaked draw
+            shifts.append(int(r * p[key] * 2 - p[key]))
+        h, l, s = _rgb_to_hls(img)
+        h = np.clip(h + shifts[0], 0, 180)
+        l = np.clip(l + shifts[2], 0, 255)
+        s = np.clip(s + shifts[1], 0, 255)
+        return _hls_to_rgb(h, l, s)
+
     def _color(self, img, rng):
         p = self.p
         alphas = [1 + rng.uniform(-p['brightness'], p['brightness']),
@@ -313,15 +366,20 @@ class _Augmenter(object):
 class _Normalizer(object):
     """(H, W, C) uint8 -> (C, H, W) of the output dtype, as MXNet's ProcessImage."""
 
-    def __init__(self, dtype, mean, std, scale, mean_img):
+    def __init__(self, dtype, mean, std, scale, mean_img, max_contrast=0.0,
+                 max_illumination=0.0):
         self.dtype = dtype
         self.mean_img = mean_img
         c = len(mean)
         self.mean = np.array(mean, np.float32).reshape(c, 1, 1)
-        self.mult = (np.float32(scale) / np.array(std, np.float32)).reshape(c, 1, 1)
+        self.scale = np.float32(scale)
+        self.std = np.array(std, np.float32).reshape(c, 1, 1)
+        self.mult = self.scale / self.std
         self.mean_int = np.round(np.array(mean, np.float64)).astype(np.int16).reshape(c, 1, 1)
+        self.max_contrast = np.float32(max_contrast)
+        self.max_illumination = np.float32(max_illumination)
 
-    def __call__(self, img, out):
+    def __call__(self, img, out, rng=None):
         chw = img.transpose(2, 0, 1)
         if self.dtype == np.uint8:
             out[...] = chw
@@ -331,6 +389,14 @@ class _Normalizer(object):
             out[...] = np.clip(chw.astype(np.int16) - mean, -128, 127)
         else:
             mean = self.mean if self.mean_img is None else self.mean_img
+            if self.max_contrast or self.max_illumination:
+                # MXNet's max_random_contrast / max_random_illumination (ProcessImage)
+                c, i = self.max_contrast, self.max_illumination
+                contrast = np.float32((rng.rand() * c * 2 - c + 1) * self.scale)
+                light = np.float32((rng.rand() * i * 2 - i) * self.scale)
+                out[...] = (chw.astype(np.float32) - mean) * (contrast / self.std) + \
+                    light / self.std
+                return
             np.multiply(chw.astype(np.float32) - mean, self.mult, out=out, casting='unsafe')
 
 
@@ -460,6 +526,23 @@ class _RecordBatches(object):
             pass
 
 
+def _create_mean_img(p, reader, keys, augment, channels):
+    """MXNet's CreateMeanImg: the mean of the part's images as the iterator augments them
+    (float32, CHW), saved to ``mean_img`` under the key 'mean_img' (``mx.nd.save``)."""
+    logging.getLogger(__name__).info('ImageRecordIter: %s not found: creating the mean '
+                                     'image of %d images', p['mean_img'], len(keys))
+    draws = np.random.RandomState([p['seed']]).random_sample((len(keys), _DRAWS))
+
+    total = np.zeros(tuple(p['data_shape']), np.float64)
+    with ThreadPoolExecutor(p['preprocess_threads']) as pool:
+        indices = range(len(keys))
+        raws = [recordio.unpack(reader.read_idx(keys[i]))[1] for i in indices]
+        for pixels in pool.map(lambda i: augment(_decode(raws[i], channels),
+                                                 _Draws(draws[i])), indices):
+            total += pixels.transpose(2, 0, 1)
+    nd.save(p['mean_img'], {'mean_img': nd.array((total / len(keys)).astype(np.float32))})
+
+
 class ImageRecordIter(MXDataIter):
     """Batches of images from a RecordIO file (``.rec``, as im2rec writes it), decoded and
     augmented in threads; MXNet's ``mx.io.ImageRecordIter`` (see the module docstring).
@@ -494,9 +577,13 @@ class ImageRecordIter(MXDataIter):
     inter_method : int, default 1
         0 nearest, 1 bilinear, 2 cubic, 3 area, 4 Lanczos, 9 auto, 10 random.
     mean_img : str, optional
-        An NDArray file (``mx.nd.save``) with the mean image under the key 'mean_img'.
+        An NDArray file (``mx.nd.save``) with the mean image (key 'mean_img'), subtracted
+        instead of ``mean_r/g/b``; made (from the augmented images) if it does not exist.
     mean_r, mean_g, mean_b, std_r, std_g, std_b, scale : float
     brightness, contrast, saturation, pca_noise : float, default 0
+    random_h, random_s, random_l : int, default 0
+        Shift hue, saturation, lightness (OpenCV's 8-bit HLS) by up to this much.
+    max_random_contrast, max_random_illumination : float, default 0
     dtype : {'float32', 'float16', 'uint8', 'int8'}, default 'float32'
     seed_aug : int, optional
         The seed of the random augmentations (default: ``seed``).
@@ -535,18 +622,22 @@ class ImageRecordIter(MXDataIter):
         reader = recordio.MXIndexedRecordIO(idx_path, rec, 'r')
         imglist = _read_imglist(p['path_imglist'], p['label_width']) \
             if p['path_imglist'] else None
+        augment = _Augmenter(p)
         mean_img = None
-        if p['mean_img']:
+        if p['mean_img'] and p['dtype'] != np.uint8:
             if not os.path.isfile(p['mean_img']):
-                raise MissingFileError('ImageRecordIter: mean_img %r is not a file (symgraph '
-                                       'does not compute it)' % p['mean_img'])
+                _create_mean_img(p, reader, keys, augment, channels)
             loaded = nd.load(p['mean_img'])
             mean_img = (loaded['mean_img'] if isinstance(loaded, dict) else loaded[0])
             mean_img = mean_img.asnumpy().astype(np.float32)
-        augment = _Augmenter(p)
+            if mean_img.shape != tuple(p['data_shape']):
+                raise ArgumentError('ImageRecordIter: the mean image of %s has the shape %s, '
+                                    'not data_shape %s' % (p['mean_img'], mean_img.shape,
+                                                           tuple(p['data_shape'])))
         ch = ['r', 'g', 'b'][:channels]
         normalize = _Normalizer(p['dtype'], [p['mean_' + k] for k in ch],
-                                [p['std_' + k] for k in ch], p['scale'], mean_img)
+                                [p['std_' + k] for k in ch], p['scale'], mean_img,
+                                p['max_random_contrast'], p['max_random_illumination'])
         label_width = p['label_width']
 
         def prepare(raw, draws):
@@ -567,9 +658,10 @@ class ImageRecordIter(MXDataIter):
                     raise ArgumentError('ImageRecordIter: label_width must be 1 unless an '
                                         'imglist is given or the records hold several labels')
                 label = header.label
-            pixels = augment(_decode(img, channels), _Draws(draws))
+            rng = _Draws(draws)
+            pixels = augment(_decode(img, channels), rng)
             out = np.empty((channels,) + pixels.shape[:2], p['dtype'])
-            normalize(pixels, out)
+            normalize(pixels, out, rng)
             return out, label, header.id
 
         handle = _RecordBatches(reader, keys, p['batch_size'], p['round_batch'],
@@ -621,11 +713,6 @@ class ImageRecordIter(MXDataIter):
             p['max_aspect_ratio'] = 1 + p['max_aspect_ratio']
         else:
             p['min_aspect_ratio'] = _float(min_ar, 'min_aspect_ratio')
-        for key in ('random_h', 'random_s', 'random_l', 'max_random_contrast',
-                    'max_random_illumination'):
-            if p[key]:
-                from ..base import NotSupportedError
-                raise NotSupportedError('%s: %s is not supported' % (type(self).__name__, key))
         seed_aug = kw.pop('seed_aug', None)
         p['seed_aug'] = None if seed_aug in (None, 'None') else _as_int(seed_aug, 'seed_aug')
         dtype = kw.pop('dtype', None) if self._DTYPE is None else self._DTYPE

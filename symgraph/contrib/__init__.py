@@ -1,10 +1,11 @@
 """``mx.contrib``: MXNet's contributed modules that symgraph has (``amp``,
-``svrg_optimization``) and the contrib operator namespaces under the names MXNet's
+``autograd``, ``svrg_optimization``) and the contrib operator namespaces under the names MXNet's
 ``mxnet.contrib`` gives them (``mx.contrib.nd`` is ``mx.nd.contrib``, ``mx.contrib.sym`` is
 ``mx.sym.contrib``)."""
 from .. import ndarray as _ndarray
 from .. import symbol as _symbol
 from . import amp
+from . import autograd
 from . import svrg_optimization
 
 #: ``mx.contrib.ndarray`` / ``mx.contrib.nd``: the contrib operators on NDArrays

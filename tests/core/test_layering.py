@@ -161,6 +161,8 @@ RULES['symgraph.module'] = RESERVED_MAY_IMPORT + ('symgraph.dist',)
 RULES['symgraph.contrib'] = ('symgraph.contrib', 'symgraph.graph', 'symgraph.symbol',
                              'symgraph.ndarray', 'symgraph.module', 'symgraph.gluon',
                              'symgraph.optimizer')
+#: mx.contrib.autograd: MXNet's first autograd API, a thin layer over mx.autograd
+RULES['symgraph.contrib.autograd'] = ('symgraph.autograd', 'symgraph.ndarray')
 #: mx.contrib.svrg_optimization: a Module subclass and its optimizers (a training-stack home)
 RULES['symgraph.contrib.svrg_optimization'] = RESERVED_MAY_IMPORT
 #: mx.gluon sits on top: Blocks trace into Symbols that the executor runs, record on the

@@ -28,10 +28,15 @@ class _ContextType(type):
 
     @default_ctx.setter
     def default_ctx(cls, ctx):
+        # as test_utils.set_default_context: the default outside any `with ctx:` scope
+        # (inside one, the scope's own context, until it ends)
         if not isinstance(ctx, Context):
             raise ArgumentError('Context.default_ctx must be a Context, got %s'
                                 % type(ctx).__name__)
-        cls._state.value = ctx
+        if getattr(cls._state, 'value', None) is not None:
+            cls._state.value = ctx
+        else:
+            _set_default_context(ctx)
 
 
 class Context(metaclass=_ContextType):

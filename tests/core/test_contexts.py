@@ -92,13 +92,17 @@ def test_default_ctx_class_property():
     assert mx.Context.default_ctx == mx.current_context()
     with mx.cpu(3):
         assert mx.Context.default_ctx == mx.cpu(3)
-    old = mx.Context.default_ctx
     try:
         mx.Context.default_ctx = mx.cpu(2)
         assert mx.current_context() == mx.cpu(2)
         assert mx.nd.zeros((1,)).context == mx.cpu(2)
+        with mx.cpu(4):
+            mx.Context.default_ctx = mx.cpu(5)       # the scope's, until it ends
+            assert mx.current_context() == mx.cpu(5)
+        assert mx.current_context() == mx.cpu(2)
     finally:
-        mx.Context.default_ctx = old
+        mx.test_utils.set_default_context(None)
+    assert mx.current_context() == mx.cpu(0)
     import pytest
     with pytest.raises(ValueError):
         mx.Context.default_ctx = 'cpu'

@@ -60,7 +60,12 @@ def default_mp_batchify_fn(data):
     shared = Context('cpu_shared', 0)
     if isinstance(data[0], tuple):
         return [default_mp_batchify_fn(list(i)) for i in zip(*data)]
-    return default_batchify_fn(data).as_in_context(shared)
+    batch = default_batchify_fn(data)
+    if batch.context.device_type == 'cpu':
+        # the batch is new and nobody else's: relabel it rather than copy it (the worker's
+        # transport puts it in shared memory)
+        return NDArray(batch._data, shared)
+    return batch.as_in_context(shared)
 
 
 def _as_in_context(data, ctx):

@@ -84,7 +84,9 @@ def _plan(obj, arrays, size):
     if isinstance(obj, NDArray) or (isinstance(obj, np.ndarray) and not obj.dtype.hasobject):
         if isinstance(obj, NDArray):
             ctx = (obj.context.device_type, obj.context.device_id)
-            arr = np.ascontiguousarray(obj.asnumpy())
+            # a CPU array is written out as it is (asnumpy would copy it once more)
+            arr = np.ascontiguousarray(obj._data if isinstance(obj._data, np.ndarray)
+                                       else obj.asnumpy())
         else:
             ctx, arr = None, np.ascontiguousarray(obj)
         offset = -(-size // _ALIGN) * _ALIGN

@@ -370,3 +370,26 @@ def test_rotate_errors_and_batches():
                                    rtol=1e-5, atol=1e-6)
     same = transforms.RandomRotation((-90, 90), rotate_with_proba=0)(batch)
     assert same is batch
+
+
+@pytest.mark.parametrize('method', ['fork', 'spawn'])
+def test_worker_processes_read_records(tmp_path, method):
+    # the record file is reopened in each worker (forked: its pid differs; spawned: pickled)
+    pytest.importorskip('PIL')
+    import multiprocessing
+    if method not in multiprocessing.get_all_start_methods():
+        pytest.skip('no %s start method' % method)
+    for name in ('images.rec', 'images.idx'):
+        shutil.copy(os.path.join(GOLDEN, name), tmp_path / name)
+    ds = vision.ImageRecordDataset(str(tmp_path / 'images.rec'))
+    ds[2]                          # the parent has read: its file offset must not leak
+    loader = mx.gluon.data.DataLoader(ds, batch_size=1, num_workers=2,
+                                      multiprocessing_context=method)
+    try:
+        labels = [float(label.asscalar()) for _, label in loader]
+        shapes = [data.shape for data, _ in loader]
+    finally:
+        loader.close()
+    assert labels == [0.0, 1.0, 2.0]
+    assert shapes == [(1, 7, 5, 3)] * 3
+    assert ds[0][1] == 0.0

@@ -81,8 +81,10 @@ if [ "$SKIP_NUMPY1" != 1 ]; then
         && "$venv/bin/python" -m pip install -q --disable-pip-version-check \
             --only-binary=numpy "numpy>=1.26,<2" -e '.[test]'; then
         NP1=$("$venv/bin/python" -c 'import numpy; print(numpy.__version__)')
+        # the slow tests (whole model-zoo networks, the fine-tuning example) ran in the
+        # first phase; nothing in them depends on NumPy's major version
         phase "suite, NumPy $NP1" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
-            -m "not gpu" tests "$@"
+            -m "not gpu and not slow" tests "$@"
         phase "GPU tests on the strict CuPy stand-in, NumPy $NP1" \
             env SYMGRAPH_STRICT_CUPY=4 "$venv/bin/python" -m pytest -q -p no:cacheprovider \
             -m gpu tests "$@"

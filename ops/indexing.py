@@ -181,6 +181,9 @@ class Where(Operator):
 
     def infer_shape(self, in_shapes, out_shapes=None):
         c, x, y = in_shapes[:3]
+        if c is None or 0 in c:
+            # MXNet's WhereOpShape infers nothing until the condition's shape is known
+            return [c, x, y], [None], []
         try:
             s = unify_shape(x, y)
         except ShapeError:

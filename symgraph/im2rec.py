@@ -18,7 +18,6 @@ Records are written in list order whatever ``--num-thread`` is (MXNet's writer r
 them too); images that cannot be read are reported and skipped.
 """
 import argparse
-import io
 import os
 import random
 import sys

@@ -313,3 +313,14 @@ def test_workers_with_batchify_helpers():
         _same([[r.asnumpy() for r in ra]], [[g.asnumpy() for g in ga]])
         np.testing.assert_array_equal(rb.asnumpy(), gb.asnumpy())
     assert ga[0].context == mx.cpu()      # the context the worker's batch had
+
+
+def test_start_method_default_and_environment(monkeypatch):
+    monkeypatch.delenv('SYMGRAPH_DATALOADER_START_METHOD', raising=False)
+    assert workers.default_start_method() == ('fork' if FORK else
+                                              multiprocessing.get_start_method())
+    monkeypatch.setenv('SYMGRAPH_DATALOADER_START_METHOD', 'spawn')
+    assert workers.default_start_method() == 'spawn'
+    monkeypatch.setenv('SYMGRAPH_DATALOADER_START_METHOD', 'teleport')
+    with pytest.raises(ValueError, match="SYMGRAPH_DATALOADER_START_METHOD='teleport'"):
+        workers.default_start_method()

@@ -18,7 +18,11 @@ Start methods: 'fork' where the platform has it (MXNet's choice: the dataset is 
 not pickled), else the platform's default; ``DataLoader(multiprocessing_context='spawn')``
 or the environment variable ``SYMGRAPH_DATALOADER_START_METHOD`` choose another, and then
 the dataset and the batchify function must be picklable (module-level functions, no
-lambdas), as with PyTorch's DataLoader.
+lambdas), as with PyTorch's DataLoader. Python 3.14 makes 'forkserver' the default on Linux
+and 3.12+ warns about fork() in a process with threads; symgraph keeps MXNet's 'fork' (and
+silences that warning for its pool): a program whose own threads hold locks while the
+workers start (logging from threads, for example), or that must not fork, should pass
+``multiprocessing_context='forkserver'`` or ``'spawn'``.
 """
 import collections
 import mmap
@@ -29,6 +33,7 @@ import shutil
 import signal
 import tempfile
 import threading
+import warnings
 import weakref
 
 import numpy as np
@@ -251,9 +256,17 @@ class WorkerPool(object):
             # workers ignore SIGINT from birth (forked before their initializer runs)
             old = signal.signal(signal.SIGINT, signal.SIG_IGN) if in_main else None
             try:
-                self._pool = multiprocessing.get_context(method).Pool(
-                    num_workers, initializer=_process_initializer,
-                    initargs=(dataset, batchify_fn, self.directory))
+                with warnings.catch_warnings():
+                    # Python 3.12+ warns on fork() in a process with threads (another
+                    # DataLoader's pool, decoding threads): a lock one of them holds stays
+                    # locked in the child. MXNet's and PyTorch's loaders fork all the same
+                    # (the workers rarely take such locks); the module docstring tells
+                    # who must not to choose 'forkserver' or 'spawn'
+                    warnings.filterwarnings('ignore', r'.*multi-threaded, use of fork\(\)',
+                                            DeprecationWarning)
+                    self._pool = multiprocessing.get_context(method).Pool(
+                        num_workers, initializer=_process_initializer,
+                        initargs=(dataset, batchify_fn, self.directory))
             except Exception as err:
                 shutil.rmtree(self.directory, ignore_errors=True)
                 if method != 'fork':

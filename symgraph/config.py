@@ -116,6 +116,10 @@ SWITCHES = {s.name: s for s in (
     Switch('MPIEXEC', 'path', None,
            'the mpiexec python -m symgraph.launch starts (default: the mpich wheel\'s, then '
            'one on PATH)', 'when the launcher starts'),
+    Switch('DATALOADER_START_METHOD', 'choice', None,
+           "how gluon.data.DataLoader starts its worker processes (unset: 'fork' where the "
+           "platform has it, as MXNet; DataLoader(multiprocessing_context=...) wins)",
+           'when a DataLoader starts its workers', words=('fork', 'forkserver', 'spawn')),
     Switch('STRICT_CUPY', 'count', None,
            'the test suite installs its strict CPU stand-in for CuPy with this many devices '
            '(scripts/run_tests.sh sets 4 for its GPU phase)', 'by tests/conftest.py',

@@ -38,6 +38,7 @@ import weakref
 
 import numpy as np
 
+from ... import config
 from ...context import Context
 from ...ndarray import NDArray
 from ...base import ArgumentError
@@ -49,14 +50,16 @@ _ALIGN = 64
 
 
 def default_start_method():
-    """The start method of the worker processes: ``SYMGRAPH_DATALOADER_START_METHOD`` if
-    set, else 'fork' where available (as MXNet), else the platform's default."""
-    method = os.environ.get('SYMGRAPH_DATALOADER_START_METHOD')
+    """The start method of the worker processes: the switch ``DATALOADER_START_METHOD``
+    (docs/config.md) if set, else 'fork' where available (as MXNet), else the platform's
+    default."""
+    method = config.choice('DATALOADER_START_METHOD')
     methods = multiprocessing.get_all_start_methods()
     if method:
         if method not in methods:
-            raise ArgumentError('SYMGRAPH_DATALOADER_START_METHOD=%r: use one of %s'
-                                % (method, methods))
+            raise ArgumentError('%s=%r: this platform has the start methods %s'
+                                % (config.env_name('DATALOADER_START_METHOD'), method,
+                                   methods))
         return method
     return 'fork' if 'fork' in methods else multiprocessing.get_start_method()
 

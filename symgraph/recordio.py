@@ -468,10 +468,14 @@ def pack_img(header, img, quality=95, img_fmt='.jpg'):
     if fmt not in ('.JPG', '.JPEG', '.PNG'):
         raise ArgumentError("img_fmt must be '.jpg', '.jpeg' or '.png', got %r" % (img_fmt,))
     img = np.asarray(img)
+    if not (img.ndim == 2 or (img.ndim == 3 and img.shape[2] in (1, 3, 4))):
+        raise ArgumentError('pack_img encodes (H, W), (H, W, 1), (H, W, 3) or (H, W, 4) '
+                            'images, got shape %s' % (img.shape,))
     cv2 = _cv2()
     if cv2 is not None:
-        params = [cv2.IMWRITE_PNG_COMPRESSION if fmt == '.PNG' else cv2.IMWRITE_JPEG_QUALITY,
-                  quality]
+        # OpenCV clamps a PNG level above 9 to 9 itself, with a warning each time
+        params = ([cv2.IMWRITE_PNG_COMPRESSION, min(int(quality), 9)] if fmt == '.PNG'
+                  else [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
         ret, buf = cv2.imencode(img_fmt, img, params)
         if not ret:
             raise ArgumentError('failed to encode an image of shape %s' % (img.shape,))
@@ -481,11 +485,8 @@ def pack_img(header, img, quality=95, img_fmt='.jpg'):
         raise ArgumentTypeError('pack_img encodes uint8 images, got %s' % img.dtype)
     if img.ndim == 3 and img.shape[2] == 1:
         img = img[..., 0]
-    if img.ndim == 3 and img.shape[2] in (3, 4):
+    if img.ndim == 3:
         img = img[..., [2, 1, 0] + ([3] if img.shape[2] == 4 else [])]
-    elif img.ndim != 2:
-        raise ArgumentError('pack_img encodes (H, W), (H, W, 1), (H, W, 3) or (H, W, 4) '
-                            'images, got shape %s' % (img.shape,))
     out = io.BytesIO()
     im = Image.fromarray(np.ascontiguousarray(img))
     if fmt == '.PNG':

@@ -128,3 +128,12 @@ def test_module_entry_point(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / 'l.lst').read_text().splitlines() == [
         '0\t0.000000\ttop0.png', '1\t0.000000\ttop1.png', '2\t0.000000\ttop2.jpg']
+
+
+@pytest.mark.parametrize('prefix', ['png', 'jpg', 'gray', 'multi'])
+def test_with_opencv_records_are_mxnet_bytes(tmp_path, prefix):
+    # with OpenCV installed, im2rec reads, resizes and encodes as MXNet's script does
+    pytest.importorskip('cv2')
+    ours = _pack(tmp_path, prefix, dict(probes.PACK_RUNS)[prefix])
+    for ext in ('.rec', '.idx'):
+        assert _bytes(ours + ext) == _bytes(os.path.join(GOLDEN, prefix + ext))

@@ -393,3 +393,15 @@ def test_worker_processes_read_records(tmp_path, method):
     assert labels == [0.0, 1.0, 2.0]
     assert shapes == [(1, 7, 5, 3)] * 3
     assert ds[0][1] == 0.0
+
+
+def test_image_record_dataset_multi_label_from_mxnet_im2rec():
+    # im2rec --pack-label records (MXNet 1.9.1 made them): the label is a float32 array
+    pytest.importorskip('PIL')
+    ds = vision.ImageRecordDataset(os.path.join(GOLDEN, '..', 'im2rec', 'multi.rec'))
+    assert len(ds) == 9
+    img, label = ds[0]                      # cat/1.png, index 4
+    assert label.dtype == np.float32 and label.tolist() == [1.0, 2.0, -1.0]
+    from PIL import Image
+    with Image.open(os.path.join(GOLDEN, '..', 'im2rec', 'images', 'cat', '1.png')) as im:
+        np.testing.assert_array_equal(img.asnumpy(), np.asarray(im.convert('RGB')))

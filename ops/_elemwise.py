@@ -31,7 +31,7 @@ class Unary(Operator):
     def forward(self, xp, inputs, aux, is_train):
         return [self.fn(xp, inputs[0])]
 
-    def fast_forward(self, xp, is_train):
+    def fast_forward(self, xp, is_train, in_dtypes=None):
         if self.ufunc is not None and type(self).fn is Unary.fn:
             f = getattr(xp, self.ufunc)
             if self.keeps_dtype:

@@ -43,7 +43,7 @@ class _Binary(Operator):
     def forward(self, xp, inputs, aux, is_train):
         return [self.fn(xp, inputs[0], inputs[1])]
 
-    def fast_forward(self, xp, is_train):
+    def fast_forward(self, xp, is_train, in_dtypes=None):
         if type(self).fn is not _Binary.fn:
             fn = self.fn
             return lambda a, b: fn(xp, a, b)
@@ -67,7 +67,7 @@ class _Compare(_Binary):
     def fn(self, xp, a, b):
         return getattr(xp, self.ufunc)(a, b).astype(a.dtype)
 
-    def fast_forward(self, xp, is_train):
+    def fast_forward(self, xp, is_train, in_dtypes=None):
         f = getattr(xp, self.ufunc)
         return lambda a, b: f(a, b).astype(a.dtype)
 
@@ -106,7 +106,7 @@ class ElemwiseAddReLU(ElemwiseAdd):
     #: grad_same and grad_inplace rows of ops/_cpu_rules.py)
     writes_into = True
 
-    def fast_forward(self, xp, is_train):
+    def fast_forward(self, xp, is_train, in_dtypes=None):
         return None
 
     def forward(self, xp, inputs, aux, is_train, out=None):
@@ -299,7 +299,7 @@ class AddN(Operator):
     def forward(self, xp, inputs, aux, is_train):
         return [self.fast_forward(xp, is_train)(*inputs)]
 
-    def fast_forward(self, xp, is_train):
+    def fast_forward(self, xp, is_train, in_dtypes=None):
         if self.num_args == 2:
             return xp.add
 

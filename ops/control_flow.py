@@ -126,7 +126,7 @@ class Foreach(Operator):
     param_order = ('num_outputs', 'num_out_data', 'in_state_locs', 'in_data_locs',
                    'remain_locs')
 
-    def check(self):
+    def _check_params(self):
         n = len(self.in_data_locs) + len(self.in_state_locs) + len(self.remain_locs)
         if n != self.num_args - 1:
             raise MXNetError('operator _foreach: num_args=%d but the locations name %d '
@@ -137,7 +137,12 @@ class Foreach(Operator):
                                  self.num_outputs, self.num_out_data,
                                  len(self.in_state_locs)))
 
-    def check_subgraphs(self):
+    def check(self):
+        self._check_params()
+        if self.subgraphs:      # (once the node holds them: with_subgraphs checks again)
+            self._check_subgraphs()
+
+    def _check_subgraphs(self):
         body = self.subgraphs[0]
         _check_locs(self, body, self._body_locs(), 'the locations', self.num_args - 1)
         if body.num_outputs() != self.num_outputs:
@@ -307,12 +312,17 @@ class Cond(Operator):
     else_input_locs = _locs('else_input_locs', "the locations of else's inputs")
     param_order = ('num_outputs', 'cond_input_locs', 'then_input_locs', 'else_input_locs')
 
-    def check(self):
+    def _check_params(self):
         n = self.num_args - 3
         for what in ('cond_input_locs', 'then_input_locs', 'else_input_locs'):
             _check_outer(self, getattr(self, what), what, n)
 
-    def check_subgraphs(self):
+    def check(self):
+        self._check_params()
+        if self.subgraphs:      # (once the node holds them: with_subgraphs checks again)
+            self._check_subgraphs()
+
+    def _check_subgraphs(self):
         for g, what in zip(self.subgraphs, ('cond_input_locs', 'then_input_locs',
                                             'else_input_locs')):
             if len(g.list_inputs()) != len(getattr(self, what)):
@@ -422,7 +432,7 @@ class WhileLoop(Operator):
     param_order = ('num_outputs', 'num_out_data', 'max_iterations', 'cond_input_locs',
                    'func_input_locs', 'func_var_locs')
 
-    def check(self):
+    def _check_params(self):
         n = self.num_args - 2
         _check_outer(self, self.cond_input_locs, 'cond_input_locs', n)
         _check_outer(self, self.func_input_locs, 'func_input_locs', n)
@@ -431,7 +441,12 @@ class WhileLoop(Operator):
                              'plus the number of loop variables (%d)' % (
                                  self.num_outputs, self.num_out_data, len(self.func_var_locs)))
 
-    def check_subgraphs(self):
+    def check(self):
+        self._check_params()
+        if self.subgraphs:      # (once the node holds them: with_subgraphs checks again)
+            self._check_subgraphs()
+
+    def _check_subgraphs(self):
         for g, what in zip(self.subgraphs, ('cond_input_locs', 'func_input_locs')):
             if len(g.list_inputs()) != len(getattr(self, what)):
                 raise MXNetError('operator _while_loop: %s has %d entries but its subgraph '

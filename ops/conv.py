@@ -149,7 +149,7 @@ class Convolution(_ConvBase):
         return [conv_forward(xp, inputs[0], inputs[1], b, self.st, self.pd, self.dl,
                              self.num_group, dest=_offered(out, 0), site=(self, 'f'))]
 
-    def fast_forward(self, xp, is_train):
+    def fast_forward(self, xp, is_train, in_dtypes=None):
         st, pd, dl, g = self.st, self.pd, self.dl, self.num_group
         if self.no_bias:
             return lambda x, w: conv_forward(xp, x, w, None, st, pd, dl, g)

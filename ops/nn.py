@@ -278,7 +278,7 @@ class Activation(Operator):
             dest[...] = self.fast_forward(xp, is_train)(x)
         return [dest]
 
-    def fast_forward(self, xp, is_train):
+    def fast_forward(self, xp, is_train, in_dtypes=None):
         fn = self._fn(xp)
         spec = _ONEDNN_ACT.get(self.act_type)
         if spec is None or xp is not np:

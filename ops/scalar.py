@@ -77,7 +77,10 @@ class _Scalar(Operator):
             return lambda x: f(s, x).astype(x.dtype, copy=False)
         return lambda x: f(x, s).astype(x.dtype, copy=False)
 
-    def fast_forward(self, xp, is_train):
+    def fast_forward(self, xp, is_train, in_dtypes=None):
+        # where the executor knows the dtype: no per-call check on the hot path
+        if in_dtypes and in_dtypes[0] is not None and np.dtype(in_dtypes[0]).kind in 'fc':
+            return self._fast_float(xp)
         floats, ints = self._fast_float(xp), self.int_fn
 
         def run(x):
@@ -86,12 +89,6 @@ class _Scalar(Operator):
                 return ints(xp, x).astype(x.dtype, copy=False)
             return floats(x)
         return run
-
-    def fast_forward_typed(self, xp, is_train, in_dtypes):
-        # the executor knows the dtype: no per-call check on the hot path
-        if in_dtypes and in_dtypes[0] is not None and np.dtype(in_dtypes[0]).kind in 'fc':
-            return self._fast_float(xp)
-        return self.fast_forward(xp, is_train)
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         if not need[0]:

@@ -46,7 +46,7 @@ class Flatten(Layout):
         x = inputs[0]
         return [x.reshape(x.shape[0], -1)]
 
-    def fast_forward(self, xp, is_train):
+    def fast_forward(self, xp, is_train, in_dtypes=None):
         return lambda x: x.reshape(x.shape[0], -1)
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):

@@ -213,7 +213,7 @@ class Relu(Unary):
     def fn(self, xp, x):
         return xp.maximum(x, 0)
 
-    def fast_forward(self, xp, is_train):
+    def fast_forward(self, xp, is_train, in_dtypes=None):
         maximum = xp.maximum
         return lambda x: maximum(x, 0)
 
@@ -347,7 +347,7 @@ class Cast(Unary):
     def fn(self, xp, x):
         return x.astype(self.dtype)
 
-    def fast_forward(self, xp, is_train):
+    def fast_forward(self, xp, is_train, in_dtypes=None):
         t = self.dtype
         return lambda x: x.astype(t)
 

@@ -16,7 +16,7 @@ inference (pure, never touching arrays)
     (the second argument exactly when ``infer_type_uses_outputs``)
 compute
     ``forward(xp, inputs, aux, is_train)``, ``backward(xp, out_grads, inputs, outputs,
-    aux, need)`` with ``need`` a list of bool; ``fast_forward``/``fast_forward_typed``;
+    aux, need)`` with ``need`` a list of bool; ``fast_forward``;
     ``writes_into`` (``out=``/``grad_out=``); ``wants_req`` (``req=``); ``create_state``
     (``state=``); ``bind(ctx, in_shapes, in_dtypes)`` (the :class:`Step` applying it)
 planner data
@@ -60,7 +60,7 @@ __all__ = ['Param', 'Operator', 'register', 'get_op', 'unknown_operator', 'list_
            'random_state', 'using_random_state', 'DeviceGroup', 'device_group',
            'using_device_group', 'ProcessGroup', 'process_group', 'set_process_group',
            'Subgraph', 'SubgraphRunner', 'cpu_backend', 'PostOp',
-           'lend_scratch', 'same_bits', 'Snapshot']
+           'lend_scratch', 'same_bits', 'Snapshot', 'forward_function', 'format_value']
 
 REQUIRED = object()
 
@@ -186,7 +186,7 @@ def _plain(v):
     return v
 
 
-def _format_value(v):
+def format_value(v):
     """Format a value as MXNet writes parameters (``str(value)`` of the Python value)."""
     if isinstance(v, np.dtype):
         return v.name
@@ -337,7 +337,11 @@ class Operator:
         self.check()
 
     def check(self):
-        """Validate parameter combinations; raise MXNetError. Override when needed."""
+        """Validate parameter combinations; raise MXNetError. Override when needed.
+
+        Called when the operator is made, and again by :meth:`with_subgraphs` once it holds
+        its :attr:`subgraphs` (then also validate the parameters against them: their
+        numbers of inputs and outputs)."""
 
     def __setattr__(self, k, v):
         raise AttributeError('operator instances are immutable')
@@ -363,12 +367,8 @@ class Operator:
         for k, v in self.__dict__.items():
             object.__setattr__(new, k, v)
         object.__setattr__(new, 'subgraphs', graphs)
-        new.check_subgraphs()
+        new.check()
         return new
-
-    def check_subgraphs(self):
-        """Validate the parameters against :attr:`subgraphs` (their numbers of inputs and
-        outputs); raise MXNetError. Called by :meth:`with_subgraphs`. Default: nothing."""
 
     def __hash__(self):
         return hash((type(self), tuple(sorted((k, repr(v)) for k, v in self._values.items()))))
@@ -423,9 +423,6 @@ class Operator:
             kwargs[name] = value
         return inputs, kwargs
 
-    @staticmethod
-    def format_value(v):
-        return _format_value(v)
 
     # --- structure ---------------------------------------------------------------
     def list_arguments(self):
@@ -439,9 +436,6 @@ class Operator:
 
     def num_visible_outputs(self):
         return len(self.list_outputs())
-
-    def input_count(self):
-        return len(self.list_arguments()) + len(self.list_auxiliary_states())
 
     def output_count(self):
         # (not ``num_outputs``: that is a parameter name of SliceChannel)
@@ -530,52 +524,49 @@ class Operator:
         and :meth:`backward`."""
         return Step(self, ctx, in_shapes, in_dtypes)
 
-    def make_forward(self, xp, is_train, state=None, in_dtypes=None, into=False):
-        """Return ``f(*inputs, *aux) -> tuple of outputs`` bound once at compile time.
-
-        The default wraps :meth:`forward`. Simple operators override
-        :meth:`fast_forward` to return a bare function (e.g. ``xp.exp``) taking the
-        inputs and returning a single array, which the executor calls directly;
-        ``in_dtypes`` (the inputs' dtypes, when the caller knows them) reaches
-        :meth:`fast_forward_typed`. ``into``: the caller will offer ``out=`` arrays (the
-        storage plan's buffers), so an operator that :attr:`writes_into` gets its
-        ``out=`` taking wrapper even where it has a fast function.
-        """
-        n_args = len(self.list_arguments())
-        fwd = self.forward
-        if state is not None and self.writes_into:
-            def run_stateful_into(*arrays, out=None):
-                return fwd(xp, list(arrays[:n_args]), list(arrays[n_args:]), is_train,
-                           state=state, out=out)
-            return run_stateful_into, False
-        if state is not None:
-            def run_stateful(*arrays):
-                return fwd(xp, list(arrays[:n_args]), list(arrays[n_args:]), is_train,
-                           state=state)
-            return run_stateful, False
-        fast = None if into and self.writes_into else \
-            self.fast_forward(xp, is_train) if in_dtypes is None else \
-            self.fast_forward_typed(xp, is_train, in_dtypes)
-        if fast is not None:
-            return fast, True
-
-        if self.writes_into:
-            def run_into(*arrays, out=None):
-                return fwd(xp, list(arrays[:n_args]), list(arrays[n_args:]), is_train,
-                           out=out)
-            return run_into, False
-
-        def run(*arrays):
-            return fwd(xp, list(arrays[:n_args]), list(arrays[n_args:]), is_train)
-        return run, False
-
-    def fast_forward(self, xp, is_train):
-        """Optionally a function ``f(*inputs) -> array`` (single output, no aux)."""
+    def fast_forward(self, xp, is_train, in_dtypes=None):
+        """Optionally a bare function ``f(*inputs) -> array`` (single output, no aux) that
+        the executor calls directly (e.g. ``xp.exp``), or None (the default).
+        ``in_dtypes``: the inputs' dtypes where the caller knows them (None: unknown), so
+        that an operator may leave a per-call dtype check out of the function."""
         return None
 
-    def fast_forward_typed(self, xp, is_train, in_dtypes):
-        """:meth:`fast_forward` for inputs of known dtypes (override to specialise)."""
-        return self.fast_forward(xp, is_train)
+
+def forward_function(op, xp, is_train, state=None, in_dtypes=None, into=False):
+    """``(f, fast)``: ``f(*inputs, *aux) -> outputs``, ``op``'s forward bound once at compile
+    time; ``fast``: f is :meth:`Operator.fast_forward`'s bare function (one array out).
+
+    Otherwise f wraps :meth:`Operator.forward` (passing ``state=`` and, for a
+    :attr:`~Operator.writes_into` operator, ``out=``). ``in_dtypes`` (the inputs' dtypes,
+    when the caller knows them) reaches :meth:`Operator.fast_forward`. ``into``: the
+    caller will offer ``out=`` arrays (the storage plan's buffers), so an operator that
+    writes into them gets its ``out=`` taking wrapper even where it has a fast function.
+    """
+    n_args = len(op.list_arguments())
+    fwd = op.forward
+    if state is not None and op.writes_into:
+        def run_stateful_into(*arrays, out=None):
+            return fwd(xp, list(arrays[:n_args]), list(arrays[n_args:]), is_train,
+                       state=state, out=out)
+        return run_stateful_into, False
+    if state is not None:
+        def run_stateful(*arrays):
+            return fwd(xp, list(arrays[:n_args]), list(arrays[n_args:]), is_train,
+                       state=state)
+        return run_stateful, False
+    fast = None if into and op.writes_into else op.fast_forward(xp, is_train, in_dtypes)
+    if fast is not None:
+        return fast, True
+
+    if op.writes_into:
+        def run_into(*arrays, out=None):
+            return fwd(xp, list(arrays[:n_args]), list(arrays[n_args:]), is_train,
+                       out=out)
+        return run_into, False
+
+    def run(*arrays):
+        return fwd(xp, list(arrays[:n_args]), list(arrays[n_args:]), is_train)
+    return run, False
 
 
 class Step:

@@ -15,7 +15,7 @@ import linecache
 import warnings
 import weakref
 
-from ..opdef import lend_scratch
+from ..opdef import forward_function, lend_scratch
 from . import rules
 from ..base import (MXNetError, ArgumentError, ArgumentTypeError, NotSupportedError,
                     UnknownNameError, UsageError, rewrap)
@@ -57,8 +57,8 @@ def gen_forward(plan, is_train, monitor, keep_saved, buffered=False):
             lines += _monitor_inputs(plan, n, plan.in_entries(n), n.op.list_arguments()
                                     + n.op.list_auxiliary_states())
         mode = st.node_mode.get(id(n)) if st is not None else None
-        fn, fast = plan.run_op[id(n)].make_forward(
-            xp, is_train, state=plan.op_state[id(n)],
+        fn, fast = forward_function(
+            plan.run_op[id(n)], xp, is_train, state=plan.op_state[id(n)],
             in_dtypes=[plan.dtypes[e] for e in plan.in_entries(n)], into=mode == 'into')
         env['f%d' % s] = fn
         ins = ', '.join('v%d' % e for e in plan.in_entries(n))

@@ -18,6 +18,7 @@ import itertools
 import numpy as np
 
 from .. import config
+from ..opdef import forward_function
 from . import rules
 
 __all__ = ['Storage', 'plan_storage', 'allocate', 'training_layouts', 'place_layout',
@@ -116,7 +117,7 @@ def plan_storage(plan):
             if len(outs) == 1 and ins and \
                     all(plan.dtypes[e] == plan.dtypes[outs[0]] for e in ins):
                 dts = [plan.dtypes[e] for e in ins]
-                fns = [op.make_forward(xp, t, in_dtypes=dts) for t in (False, True)]
+                fns = [forward_function(op, xp, t, in_dtypes=dts) for t in (False, True)]
                 if all(fast and isinstance(f, ufunc) and f.nout == 1 and f.nin == len(ins)
                        for f, fast in fns):
                     how = 'ufunc'

@@ -209,7 +209,7 @@ class Custom(opdef.Operator):
                                  % (registered_props() or 'none'))
         op_type = str(op_type)
         prop_cls = lookup_prop(op_type)
-        params = {k: opdef.Operator.format_value(v) for k, v in kwargs.items()}
+        params = {k: opdef.format_value(v) for k, v in kwargs.items()}
         try:
             prop = prop_cls(**params)
         except MXNetError:

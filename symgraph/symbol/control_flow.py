@@ -137,7 +137,7 @@ def _make_node(op_name, graphs, inputs, params):
     params = dict(params, num_args=len(inputs) + len(graphs))
     op = cls(**params).with_subgraphs([GraphSubgraph(g) for g in graphs])
     attrs = dict(AttrScope._get_current().get(None))
-    attrs.update({k: opdef.Operator.format_value(v) for k, v in params.items()})
+    attrs.update({k: opdef.format_value(v) for k, v in params.items()})
     node_name = NameManager._get_current().get(None, op_name)
     entries = [s._outputs[0] for s in inputs]
     node = Node(op, node_name, attrs, entries, user_location())

@@ -713,7 +713,7 @@ def _invoke(func_name, args, kwargs, hint=None):
         op = cls(**params)
     except MXNetError as e:
         raise rewrap(e, where) from None
-    str_params = {k: opdef.Operator.format_value(v) for k, v in params.items()}
+    str_params = {k: opdef.format_value(v) for k, v in params.items()}
     attrs = check_attrs(kw_attrs)
     attrs.update(AttrScope._get_current().get(check_attrs(attr)))
     bad = [k for k in plain_keys(attrs) if k not in cls._params]

@@ -180,7 +180,7 @@ def _mask(flag, arrays):
 
 
 def check_fast_forward(case):
-    """The bare functions the executor calls (``fast_forward``, and ``fast_forward_typed``
+    """The bare functions the executor calls (``fast_forward``, without and with ``in_dtypes``
     given the inputs' dtypes) give ``forward``'s result, dtype included; False where the
     operator offers none."""
     op = case.make_op()
@@ -190,7 +190,7 @@ def check_fast_forward(case):
         inputs = case.make_inputs(dtype)
         expected = op.forward(np, list(inputs), [], False)[0]
         for fast in (op.fast_forward(np, False),
-                     op.fast_forward_typed(np, False, [a.dtype for a in inputs])):
+                     op.fast_forward(np, False, [a.dtype for a in inputs])):
             got = fast(*inputs)
             assert got.dtype == expected.dtype
             np.testing.assert_array_equal(got, expected)

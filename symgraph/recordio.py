@@ -30,6 +30,7 @@ import io
 import numbers
 import os
 import struct
+import threading
 from collections import namedtuple
 from multiprocessing import current_process
 
@@ -88,6 +89,9 @@ class MXRecordIO(object):
         self.is_open = False
         self.writable = flag == 'w'
         self._file = None
+        # seek + read of read_idx as one step for threads sharing a reader (a DataLoader's
+        # thread pool, decoding threads)
+        self._lock = threading.RLock()
         self.open()
 
     def open(self):
@@ -123,10 +127,12 @@ class MXRecordIO(object):
                             'close it first' % self.uri)
         d = dict(self.__dict__)
         d['_file'] = None
+        d['_lock'] = None
         return d
 
     def __setstate__(self, d):
         self.__dict__ = d
+        self._lock = threading.RLock()
         is_open = d['is_open']
         self.is_open = False
         if is_open:
@@ -201,6 +207,10 @@ class MXRecordIO(object):
             (a ValueError) on a bad magic number or a truncated record, naming the file
             and the offset of the record.
         """
+        with self._lock:
+            return self._read()
+
+    def _read(self):
         self._require(writing=False)
         self._check_pid(allow_reset=False)
         f = self._file
@@ -340,17 +350,19 @@ class MXIndexedRecordIO(MXRecordIO):
 
     def read_idx(self, idx):
         """The record of key ``idx``."""
-        self.seek(idx)
-        return self.read()
+        with self._lock:
+            self.seek(idx)
+            return self.read()
 
     def write_idx(self, idx, buf):
         """Appends ``buf`` as the record of key ``idx`` and indexes it."""
         key = self.key_type(idx)
-        pos = self.tell()
-        self.write(buf)
-        self.fidx.write('%s\t%d\n' % (str(key), pos))
-        self.idx[key] = pos
-        self.keys.append(key)
+        with self._lock:
+            pos = self.tell()
+            self.write(buf)
+            self.fidx.write('%s\t%d\n' % (str(key), pos))
+            self.idx[key] = pos
+            self.keys.append(key)
 
 
 IRHeader = namedtuple('HEADER', ['flag', 'label', 'id', 'id2'])

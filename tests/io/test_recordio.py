@@ -283,3 +283,38 @@ def test_forked_child_reopens(tmp_path):
     assert result[0] == 'refused' and 'multiple processes' in result[1]
     assert result[2] == b'rec3'
     assert reader.read() == b'rec2'   # the child's reads did not move the parent's offset
+
+
+def test_threads_share_one_reader(tmp_path):
+    # seek + read is one step: without the reader's lock, threads switching every
+    # microsecond read each other's offsets (records beyond the 8 KiB buffer release the GIL)
+    import threading
+    idx, path = str(tmp_path / 't.idx'), str(tmp_path / 't.rec')
+
+    def payload(i):
+        return b'%d:' % i + bytes([i]) * (9000 + i * 37 % 5000)
+    with recordio.MXIndexedRecordIO(idx, path, 'w') as writer:
+        for i in range(64):
+            writer.write_idx(i, payload(i))
+    reader = recordio.MXIndexedRecordIO(idx, path, 'r')
+    bad = []
+
+    def work(seed):
+        rng = np.random.RandomState(seed)
+        for k in rng.randint(0, 64, 300):
+            try:
+                if reader.read_idx(int(k)) != payload(k):
+                    bad.append(int(k))
+            except ValueError as err:
+                bad.append(err)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not bad

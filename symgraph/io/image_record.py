@@ -475,7 +475,7 @@ class _RecordBatches(object):
 
     def _work(self, raws, draws, data, label, index, rows):
         for raw, row, i in zip(raws, draws, rows):
-            data[i], label[i], index[i] = self._prepare(raw, row)
+            label[i], index[i] = self._prepare(raw, row, data[i])
 
     def _schedule(self):
         while self._plan and len(self._pending) < self._prefetch:
@@ -640,7 +640,7 @@ class ImageRecordIter(MXDataIter):
                                 p['max_random_contrast'], p['max_random_illumination'])
         label_width = p['label_width']
 
-        def prepare(raw, draws):
+        def prepare(raw, draws, out):
             header, img = recordio.unpack(raw)
             if imglist is not None:
                 if int(header.id) not in imglist:
@@ -660,9 +660,8 @@ class ImageRecordIter(MXDataIter):
                 label = header.label
             rng = _Draws(draws)
             pixels = augment(_decode(img, channels), rng)
-            out = np.empty((channels,) + pixels.shape[:2], p['dtype'])
-            normalize(pixels, out, rng)
-            return out, label, header.id
+            normalize(pixels, out, rng)         # straight into the batch's row
+            return label, header.id
 
         handle = _RecordBatches(reader, keys, p['batch_size'], p['round_batch'],
                                 p['shuffle'], p['seed'], prepare, p['data_shape'],

@@ -46,6 +46,7 @@ import numpy as np
 from .. import ndarray as nd
 from .. import recordio
 from ..base import ArgumentError, ArgumentTypeError, MissingFileError
+from ..context import cpu
 from .native import MXDataIter, _as_bool, _as_int, _as_shape
 
 __all__ = ['ImageRecordIter', 'ImageRecordUInt8Iter', 'ImageRecordInt8Iter']
@@ -740,7 +741,11 @@ class ImageRecordIter(MXDataIter):
         self.handle.close()
 
     def getdata(self):
-        return nd.array(self.handle.data, dtype=self.handle.data.dtype)
+        # each batch is a new array that the iterator never writes again: no copy
+        return nd.NDArray(self.handle.data, cpu())
+
+    def getlabel(self):
+        return nd.NDArray(self.handle.label, cpu())
 
 
 class ImageRecordUInt8Iter(ImageRecordIter):

@@ -401,13 +401,67 @@ class Operator:
         :meth:`positional_params` in order, then to ``trailing`` (``('name', 'attr',
         'out')`` for ``mx.sym``, ``('out', 'name')`` for ``mx.nd``), as MXNet's generated
         functions do (``mx.nd.clip(x, 0, 1)``, ``mx.sym.BlockGrad(x, 'g')``). Returns
-        (inputs, kwargs with those parameters)."""
+        (inputs, kwargs with those parameters).
+
+        A None after the inputs stands where MXNet's signature has an input (that input
+        not given, as ``mx.nd.FullyConnected(x, w, None, no_bias=True, num_hidden=4)``)
+        when the operator, made from the other arguments, takes that many inputs; else it
+        is a parameter value (``mx.nd.sum(x, None)``: axis=None). Such Nones are returned
+        among the inputs."""
         k = 0
         while k < len(args) and is_input(args[k]):
             k += 1
+        nones = 0
+        while k + nones < len(args) and args[k + nones] is None:
+            nones += 1
+        if nones:
+            k += cls._none_inputs(k, nones, args[k + nones:], is_input, kwargs, trailing)
         inputs, rest = list(args[:k]), args[k:]
         if not rest:
             return inputs, kwargs
+        return inputs, cls._bind_positional(rest, is_input, kwargs, trailing)
+
+    @classmethod
+    def _none_inputs(cls, k, nones, tail, is_input, kwargs, trailing):
+        """How many of the ``nones`` Nones after ``k`` inputs stand for inputs not given,
+        the positional parameters ``tail`` following them: the most that the
+        operator, made from the parameters, takes as inputs (with its boolean parameters
+        as given or at their defaults: ``no_bias=True`` drops ``bias`` from the operator,
+        not from MXNet's signature); where none fits so but the Nones do not fit as
+        parameter values either (``mx.nd.SequenceMask(x, None)``, ``LeakyReLU(x, None,
+        act_type='leaky')``: a parameter given twice, or None refused), the most that
+        leave a valid operator. Variadic operators (``*data``) take no None."""
+        if 'num_args' in cls._params:
+            return 0
+        made = {}
+        for j in range(nones, -1, -1):
+            made[j] = cls._made_from((None,) * (nones - j) + tuple(tail), is_input, kwargs,
+                                     trailing)
+            if j and any(len(op.list_arguments()) + len(op.list_auxiliary_states())
+                         >= k + j for op in made[j]):
+                return j
+        if made[0]:
+            return 0
+        return next((j for j in range(nones, 0, -1) if made[j]), 0)
+
+    @classmethod
+    def _made_from(cls, rest, is_input, kwargs, trailing):
+        """The operators made from the positional parameters ``rest`` and ``kwargs``: as
+        given, and with the boolean parameters at their defaults; [] when they make none."""
+        try:
+            given = cls._bind_positional(rest, is_input, kwargs, trailing) if rest else kwargs
+            params = {k: v for k, v in given.items() if k in cls._params}
+            first = cls(**params)
+        except (MXNetError, TypeError, ValueError):
+            return []
+        flags = {k: v for k, v in params.items() if cls._params[k].kind is not bool}
+        try:
+            return [first, cls(**flags)]
+        except (MXNetError, TypeError, ValueError):
+            return [first]
+
+    @classmethod
+    def _bind_positional(cls, rest, is_input, kwargs, trailing):
         names = cls.positional_params() + list(trailing)
         if len(rest) > len(names):
             raise ParameterError('operator %s: %d positional parameters given but it takes %d '
@@ -421,7 +475,7 @@ class Operator:
                 raise ParameterError('operator %s: parameter %r given twice (by position and '
                                      'keyword)' % (cls.name, name))
             kwargs[name] = value
-        return inputs, kwargs
+        return kwargs
 
 
     # --- structure ---------------------------------------------------------------

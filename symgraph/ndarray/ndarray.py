@@ -993,6 +993,10 @@ def _invoke(func_name, args, kwargs):
         params['num_args'] = len(args) + len(nd_kwargs)
     op = cls(**params)
     names = op.list_arguments() + op.list_auxiliary_states()
+    # a None by position is an input not given (split_positional): past the inputs this
+    # operator takes (FullyConnected's bias with no_bias=True) it is simply left out
+    while len(args) > len(names) and args[-1] is None:
+        args = args[:-1]
     if len(args) > len(names):
         raise ArgumentError('operator %s: %d inputs given but it takes %d: %s'
                             % (cls.name, len(args), len(names), names))

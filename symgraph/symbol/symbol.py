@@ -682,8 +682,10 @@ def _invoke(func_name, args, kwargs, hint=None):
     # (conv(data, weight=None) helpers pass it straight through)
     # after the parameters, name, attr and out bind by position as in MXNet's generated
     # functions (mx.sym.BlockGrad(data, 'g')); out is accepted and ignored, as there
+    # (where MXNet's signature has an input: split_positional tells it from a parameter
+    # value None, mx.sym.sum(x, None))
     args, kwargs = cls.split_positional(
-        args, lambda a: isinstance(a, Symbol) or a is None or _is_array(a), kwargs,
+        args, lambda a: isinstance(a, Symbol) or _is_array(a), kwargs,
         trailing=('name', 'attr', 'out'))
     kwargs = dict(kwargs)
     name = kwargs.pop('name', None)
@@ -724,6 +726,9 @@ def _invoke(func_name, args, kwargs, hint=None):
     attrs.update(str_params)
     arg_names = op.list_arguments()
     in_names = arg_names + op.list_auxiliary_states()
+    # a None past the inputs this operator takes (bias with no_bias=True) is left out
+    while len(args) > len(in_names) and args[-1] is None:
+        args = args[:-1]
     if len(args) > len(in_names):
         raise ArgumentError('operator %s: %d positional inputs but it takes %d: %s'
                             % (cls.name, len(args), len(in_names), in_names))

@@ -45,10 +45,8 @@ class FusedOperator(Operator):
 
     def __init__(self, base, post_ops):
         super().__init__()
-        object.__setattr__(self, 'base', base)
-        object.__setattr__(self, 'post_ops', tuple(post_ops))
         n = sum(1 for _ in itertools.takewhile(lambda p: p.kind == 'affine', post_ops))
-        object.__setattr__(self, 'n_affine', n)
+        self._fix(base=base, post_ops=tuple(post_ops), n_affine=n)
 
     def __eq__(self, other):
         return self is other

@@ -283,11 +283,11 @@ class FusedConvolution(FusedOperator):
     def __init__(self, base, post_ops, out_layout=None):
         super().__init__(base, post_ops)
         #: the memory order of the output (the layout pass's ``instead``); None: C order
-        object.__setattr__(self, 'out_layout', out_layout)
+        self._fix(out_layout=out_layout)
         # the residual's storage may take the output when it dies here (MXNet's in-place
         # sum): oneDNN's sum post-op then adds to it where it lies
         k = self._sum_input()
-        object.__setattr__(self, 'inplace', () if k is None else ((k, 0),))
+        self._fix(inplace=() if k is None else ((k, 0),))
 
     def _sum_input(self):
         """The index of the residual a 'sum' post-op adds, or None."""

@@ -451,7 +451,7 @@ class SetValue(Operator):
             raise ShapeError('_set_value: the array\'s shape comes from its consumer, which did '
                              'not give one (inferred %s)' % (want,))
         op = type(self)(**self._values)
-        object.__setattr__(op, '_shape', tuple(want))
+        op._fix(_shape=tuple(want))
         return op
 
     def forward(self, xp, inputs, aux, is_train):

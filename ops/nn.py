@@ -89,7 +89,7 @@ class FullyConnected(Operator):
         if self.no_bias or in_shapes[2] is None or len(in_shapes[2]) == 1:
             return self
         op = type(self)(**self._values)
-        object.__setattr__(op, '_bias_shape', tuple(in_shapes[2]))
+        op._fix(_bias_shape=tuple(in_shapes[2]))
         return op
 
     #: the output and the data and weight gradients are computed into the executor's

@@ -129,15 +129,16 @@ class BatchNorm(BatchNormBase):
                 return None
         return cpu_backend()
 
+    def check(self):
+        super().check()
+        # (eps, momentum, 1 - momentum) as MXNet's float parameters round them, worked out
+        # once as the operator is made (they are asked for at every training step)
+        mom = f32(self.momentum)
+        self._fix(_f32s=(f32(self.eps), mom, 1.0 - mom))
+
     def _f32_constants(self):
-        """(eps, momentum, 1 - momentum) as MXNet's float parameters round them, worked
-        out once per operator (they are asked for at every training step)."""
-        got = self.__dict__.get('_f32s')
-        if got is None:
-            mom = f32(self.momentum)
-            got = (f32(self.eps), mom, 1.0 - mom)
-            object.__setattr__(self, '_f32s', got)      # (parameters never change)
-        return got
+        """(eps, momentum, 1 - momentum) as MXNet's float parameters round them."""
+        return self._f32s
 
     def _onednn_forward(self, be, data, gamma, beta, moving_mean, moving_var, is_train,
                         out=None, relu=False):

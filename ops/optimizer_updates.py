@@ -232,7 +232,7 @@ class NAGMomUpdate(_Update):
         """The kernel mx.nd runs when out= is the weight array itself (the ``instead`` rule
         for ``'out_is_input'``)."""
         op = type(self)(**self._values)
-        object.__setattr__(op, 'out_is_weight', True)
+        op._fix(out_is_weight=True)
         return op
     lr = Param(float, doc='Learning rate')
     momentum = Param(float, 0.0)

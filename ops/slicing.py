@@ -355,7 +355,7 @@ class Slice(Operator):
                 raise ArgumentError('slice: cannot parse %s=%r' % (p, getattr(self, p))) from None
             # written back as MXNet writes a Python tuple: '(0, None)', '(1,)'
             self._values[p] = text
-            object.__setattr__(self, p, text)
+            self._fix(**{p: text})
 
     infer_shape_uses_outputs = True
 

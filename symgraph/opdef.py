@@ -346,6 +346,14 @@ class Operator:
     def __setattr__(self, k, v):
         raise AttributeError('operator instances are immutable')
 
+    def _fix(self, **attrs):
+        """Set attributes an operator derives while it is made: in ``__init__`` or
+        :meth:`check`, or on a fresh copy nobody holds yet (a fitted or fused variant).
+        Operators are values, immutable once made: nothing is written into one later
+        (per-application state lives in its :class:`Step`)."""
+        for k, v in attrs.items():
+            object.__setattr__(self, k, v)
+
     def __eq__(self, other):
         return type(self) is type(other) and self._values == other._values \
             and len(self.subgraphs) == len(other.subgraphs) \

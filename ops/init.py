@@ -5,9 +5,9 @@
 As in MXNet 1.9.1: a 0 in the ``shape`` of ``_zeros``/``_ones``/``_full`` is an unknown
 dimension that shape inference fills from the consumer, and a bound executor makes the
 array of the inferred shape (``fitted``: the ``instead`` rule for ``'shapes'``); the dtype
-defaults to float32; ``_arange`` takes ``stop=None`` as ``[0, start)`` and repeats each value ``repeat`` times; ``infer_range`` (the length taken
-from the consumer) is not supported and says so; ``ctx`` is accepted and ignored (the
-executor's context decides).
+defaults to float32; ``_arange`` takes ``stop=None`` as ``[0, start)`` and repeats each
+value ``repeat`` times; ``infer_range`` (the length taken from the consumer) is not
+supported and says so; ``ctx`` is accepted and ignored (the executor's context decides).
 
 ``_contrib_arange_like``: ``start + (i // repeat) * step`` in data's dtype (start and step
 cast to it first; for float16 MXNet truncates both to integers), shaped like data, or 1-D

@@ -288,8 +288,8 @@ class LRN(Operator):
 class LRNInference(LRN):
     """LRN without its hidden ``tmp_norm`` (None in its place), for inference plans whose
     ``tmp_norm`` nobody reads (the ``instead`` row of ``ops/_cpu_rules.py``): the output
-    goes through oneDNN (float32 NumPy arrays of at least ``LRN_ONEDNN_MIN`` elements), else the NumPy
-    formula. Not registered.
+    goes through oneDNN (float32 NumPy arrays of at least ``LRN_ONEDNN_MIN`` elements),
+    else the NumPy formula. Not registered.
 
     oneDNN only pays without ``tmp_norm``: computing it beside oneDNN's output was
     1.2-3.5x slower than the NumPy operator, oneDNN's output alone 0.2-0.5x (inference

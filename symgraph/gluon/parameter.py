@@ -246,11 +246,13 @@ class Parameter:
         rows = np.unique(row_id.asnumpy().astype(np.int64))
 
         def retain(arr):
-            out = ndarray.zeros(arr.shape, ctx=arr.context, dtype=arr.dtype)
+            mask = ndarray.zeros(arr.shape, ctx=arr.context, dtype=arr.dtype)
             with arr.context.device_scope():
-                idx = arr.context.xp.asarray(rows)
-                out._data[idx] = arr._data[idx]
-            return out
+                mask._data[arr.context.xp.asarray(rows)] = 1
+            # through mx.nd, so that under autograd.record() the gradient reaches this
+            # parameter's gradient array, as it does from MXNet's row_sparse_data (the
+            # parameter's own array, pulled)
+            return ndarray.where(mask, arr, ndarray.zeros_like(arr))
         return [retain(a) for a in results] if ctx is list else retain(results)
 
     def row_sparse_data(self, row_id):

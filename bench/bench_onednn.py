@@ -8,7 +8,7 @@ and with ``--ops`` the per-operator routing table.
 and backward, once with its oneDNN size limits lifted and once with them cleared (the
 NumPy path), alternating the two in every round; the ratio is what the limits in
 ops/pooling.py (``ONEDNN_MIN``), ops/nn.py (``_ONEDNN_ACT``, ``_ONEDNN_LEAKY``) and
-ops/softmax.py (``ONEDNN_MIN``) were set from.
+symgraph/backend/onednn/layers.py (``LIMITS``: softmax, LRN) were set from.
 
 OpenBLAS's worker threads spin for a while after a GEMM and oneDNN's OpenMP (GNU libgomp)
 threads after a parallel region; on a machine with as many cores as threads each pool can
@@ -105,7 +105,8 @@ def ops():
     """Print oneDNN / NumPy time of each operator's forward and backward (same run)."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
     from symgraph.opdef import cpu_backend
-    from symgraph.ops import nn, pooling, softmax
+    from symgraph.backend.onednn import layers
+    from symgraph.ops import nn, pooling
     if cpu_backend() is None:
         raise SystemExit('oneDNN is not available')
     tables = [(pooling, 'ONEDNN_MIN', {'forward': (1, 0), 'backward_max': (1, 0),
@@ -114,7 +115,7 @@ def ops():
                                    'sigmoid': ('sigmoid', 0.0, 0, 0),
                                    'softrelu': ('softrelu', 1.0, 0, 0)}),
               (nn, '_ONEDNN_LEAKY', {'leaky': (0, 0), 'elu': (0, 0), 'gelu': (0, 0)}),
-              (softmax, 'ONEDNN_MIN', {'softmax': 0, 'log_softmax': 0})]
+              (layers, 'LIMITS', {'softmax': 0, 'log_softmax': 0, 'lrn': 0})]
     saved = [(m, k, getattr(m, k)) for m, k, _ in tables]
 
     def route(on):

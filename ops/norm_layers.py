@@ -14,7 +14,7 @@ std (``sqrt(var + eps)``) of shape ``(N, G)`` are visible with ``output_mean_var
 """
 import numpy as np
 
-from symgraph.opdef import (Operator, Param, ShapeError, TypeInferenceError, cpu_backend,
+from symgraph.opdef import (Operator, Param, ShapeError, TypeInferenceError, cpu_kernel,
                             register, same_type)
 
 from ._norm import bshape, channel_param_shapes
@@ -227,10 +227,6 @@ def _channel_window_sum(xp, a, nsize):
     return cs[:, nsize:nsize + c] - cs[:, :c]
 
 
-#: LRN's output through oneDNN from this many elements (None: never); see LRN._onednn
-LRN_ONEDNN_MIN = 1 << 14
-
-
 @register
 class LRN(Operator):
     """Local response normalisation across channels of (N, C, H, W) data:
@@ -288,8 +284,8 @@ class LRN(Operator):
 class LRNInference(LRN):
     """LRN without its hidden ``tmp_norm`` (None in its place), for inference plans whose
     ``tmp_norm`` nobody reads (the ``instead`` row of ``ops/_cpu_rules.py``): the output
-    goes through oneDNN (float32 NumPy arrays of at least ``LRN_ONEDNN_MIN`` elements),
-    else the NumPy formula. Not registered.
+    goes through the CPU backend's kernel (float32 NumPy arrays from the size its ``LIMITS``
+    table says), else the NumPy formula. Not registered.
 
     oneDNN only pays without ``tmp_norm``: computing it beside oneDNN's output was
     1.2-3.5x slower than the NumPy operator, oneDNN's output alone 0.2-0.5x (inference
@@ -300,14 +296,12 @@ class LRNInference(LRN):
 
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
-        if xp is np and x.dtype == np.float32 and LRN_ONEDNN_MIN is not None \
-                and x.size >= LRN_ONEDNN_MIN:
-            be = cpu_backend()
-            if be is not None:
-                y = be.lrn_forward(x, self.nsize, f32(self.alpha), f32(self.beta),
-                                   f32(self.knorm))
-                if y is not None:
-                    return [y, None]
+        kernel = cpu_kernel('lrn_forward') if xp is np else None
+        if kernel is not None:
+            # (the kernel declines what it does not take: dtype, and sizes under its limit)
+            y = kernel(x, self.nsize, f32(self.alpha), f32(self.beta), f32(self.knorm))
+            if y is not None:
+                return [y, None]
         return [super().forward(xp, inputs, aux, is_train)[0], None]
 
 

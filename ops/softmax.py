@@ -8,7 +8,7 @@ cannot be used.
 """
 import numpy as np
 
-from symgraph.opdef import (Operator, Param, ShapeError, TypeInferenceError, cpu_backend,
+from symgraph.opdef import (Operator, Param, ShapeError, TypeInferenceError, cpu_kernel,
                             register)
 
 from ._util import norm_axis
@@ -27,29 +27,16 @@ def log_softmax(xp, x, axis):
     return s - xp.log(xp.exp(s).sum(axis=axis, keepdims=True))
 
 
-#: softmax / log_softmax forward through oneDNN for float32 NumPy arrays of at least this
-#: many elements (None: never). ``python bench/bench_onednn.py --ops`` on the project's
-#: shared 2-core AVX2 machine (oneDNN / NumPy): softmax forward 2.2 at (64, 10), 1.36 at
-#: (64, 100), 0.54 at (64, 1000), 0.26 at (256, 4096); log_softmax 0.59 at (64, 1000).
-#: Backward stays on NumPy: oneDNN 3.2's backward for plain layouts was 5.5-18x slower in
-#: an earlier run; over an axis other than the last, the forward was 27-31x slower at
-#: (32, 16, 32, 32) axis 1 (its reference kernel), so only the last axis goes.
-ONEDNN_MIN = {'softmax': 1 << 15, 'log_softmax': 1 << 15}
-
-
 def _onednn_softmax(op, xp, x, log):
-    """softmax / log_softmax of x along op.axis through oneDNN, or None (not float32
-    NumPy, too small, a temperature or an output dtype of its own)."""
-    limit = ONEDNN_MIN.get(op.name)
-    if limit is None or xp is not np or x.dtype != np.float32 or x.size < limit \
-            or op.temperature not in (None, 1.0) or op.use_length \
+    """softmax / log_softmax of x along op.axis through the CPU backend's kernel, or None:
+    not a NumPy array, a temperature, a length or an output dtype of its own, no backend,
+    or the kernel declines (sizes, dtypes and axes are its routing: only the last axis, from
+    the size its ``LIMITS`` table says)."""
+    if xp is not np or op.temperature not in (None, 1.0) or op.use_length \
             or (op.dtype is not None and np.dtype(op.dtype) != np.float32):
         return None
-    ax = norm_axis(op.axis, x.ndim)
-    be = cpu_backend() if ax == x.ndim - 1 else None
-    if be is None:
-        return None
-    return be.softmax_forward(x, ax, log)
+    kernel = cpu_kernel('softmax_forward')
+    return None if kernel is None else kernel(x, norm_axis(op.axis, x.ndim), log)
 
 
 class _SoftmaxBase(Operator):

@@ -46,6 +46,7 @@ import ctypes
 import inspect
 import re
 import threading
+import typing
 import warnings
 
 import numpy as np
@@ -59,7 +60,7 @@ __all__ = ['Param', 'Operator', 'register', 'get_op', 'unknown_operator', 'list_
            'unify_shape', 'dtype_name', 'np_dtype', 'shape_known', 'reduce_to_shape',
            'random_state', 'using_random_state', 'DeviceGroup', 'device_group',
            'using_device_group', 'ProcessGroup', 'process_group', 'set_process_group',
-           'Subgraph', 'SubgraphRunner', 'cpu_backend', 'PostOp',
+           'Subgraph', 'SubgraphRunner', 'cpu_backend', 'PostOp', 'CpuKernels', 'cpu_kernel',
            'lend_scratch', 'same_bits', 'Snapshot', 'forward_function', 'format_value']
 
 REQUIRED = object()
@@ -1033,6 +1034,82 @@ class Snapshot:
             cmp = _MEMCMP
             return all(cmp(p, q, n) == 0 for p, q, n in self.direct)
         return all(same_bits(self.xp, c, a) for c, a in zip(self.copies, arrays))
+
+
+class CpuKernels(typing.Protocol):
+    """The kernels a CPU backend offers operators (oneDNN's, ``symgraph.backend.onednn``),
+    declared here as :class:`DeviceGroup` and :class:`ProcessGroup` are, so that ``ops/``
+    never imports a backend.
+
+    Each takes NumPy arrays and returns its result, or None to decline: a dtype, layout,
+    axis or size it does not take, or a size at which NumPy is faster -- the size thresholds
+    and the routing are the backend's, not the operators'. The operator then computes
+    with NumPy, which stays the reference. An operator asks :func:`cpu_kernel` for one, as
+    it asks ``symgraph.cuda``'s loader for a CUDA kernel. (Moved so far: softmax and LRN;
+    the others' operators still call :func:`cpu_backend` and keep their limits, see
+    issue 27.)
+    """
+
+    def softmax_forward(self, x, axis, log=False):
+        """softmax (log-softmax) of ``x`` along ``axis`` (non-negative), or None."""
+
+    def lrn_forward(self, x, size, alpha, beta, k):
+        """LRN's output across the channels of (N, C, H, W) ``x`` (``alpha`` divided by
+        ``size`` as MXNet's formula), without ``tmp_norm``, or None."""
+
+    def eltwise_forward(self, x, kind, alpha=0.0, beta=0.0, out=None):
+        """f(x) elementwise (relu, tanh, sigmoid, softrelu, elu, gelu), or None."""
+
+    def eltwise_backward(self, x, dy, kind, alpha=0.0, beta=0.0):
+        """dy * f'(x), or None."""
+
+    def relu_backward_from_output(self, y, dy, out=None):
+        """dy * (y > 0), or None."""
+
+    def add(self, a, b, relu=False, out=None):
+        """a + b (relu'd), or None."""
+
+    def matmul(self, a, b, out=None):
+        """a @ b of 2-D arrays, or None."""
+
+    def conv_forward(self, x, w, b, stride, pad, dilate, groups, yshape, is_train=True,
+                     out=None):
+        """An N-D convolution's output, or None."""
+
+    def conv_backward_data(self, dy, w, xshape, stride, pad, dilate, groups, out=None):
+        """A convolution's data gradient, or None."""
+
+    def conv_backward_weights(self, x, dy, wshape, stride, pad, dilate, groups, out=None):
+        """A convolution's weight gradient, or None."""
+
+    def pool_forward(self, x, kind, kernel, stride, pad_l, pad_r, yshape, is_train,
+                     out_layout=None):
+        """(output, workspace) of max/avg pooling, or None."""
+
+    def pool_backward(self, dy, ws, kind, kernel, stride, pad_l, pad_r, xshape, out=None):
+        """Pooling's data gradient, or None."""
+
+    def batch_norm_forward(self, x, gamma, beta, eps, mean=None, var=None, is_train=True,
+                           out=None, relu=False, stats_out=(None, None), ws_out=None):
+        """Batch normalisation's outputs (channels on axis 1), or None."""
+
+    def batch_norm_backward(self, x, dy, gamma, mean, var, eps, global_stats, dx_out=None,
+                            ws=None, param_out=(None, None)):
+        """Batch normalisation's gradients, or None."""
+
+
+#: the kernel names of :class:`CpuKernels` (what :func:`cpu_kernel` may be asked)
+CPU_KERNELS = frozenset(k for k in vars(CpuKernels) if not k.startswith('_'))
+
+
+def cpu_kernel(name):
+    """The CPU backend's kernel ``name`` (one of :class:`CpuKernels`: a function that
+    returns None to decline), or None where no CPU backend is loaded."""
+    if name not in CPU_KERNELS:
+        raise KeyError('no CPU kernel %r; the kernels are %s'
+                       % (name, ', '.join(sorted(CPU_KERNELS))))
+    be = _onednn().backend()
+    return None if be is None else getattr(be, name)
 
 
 def cpu_backend():

@@ -1,8 +1,9 @@
 """Every softmax / log_softmax OpCase of test_softmax.py through oneDNN (float32) where
-ops/softmax.py routes it (the last axis, no temperature, no length, no other dtype), the
-size limit lifted: the forward calls oneDNN once and matches the reference, the gradient
-(NumPy: oneDNN's backward was slower) matches float64. The other cases must not call it.
-Wide-range rows match the NumPy path to float32 rounding."""
+ops/softmax.py asks the kernel (no temperature, no length, no other dtype) and the backend
+takes it (the last axis), the backend's size limit lifted: the forward calls oneDNN once
+and matches the reference, the gradient (NumPy: oneDNN's backward was slower) matches
+float64. The other cases must not call it. Wide-range rows match the NumPy path to float32
+rounding."""
 import numpy as np
 import pytest
 
@@ -17,7 +18,9 @@ ROWS = [c for c in CASES + SOFTMAX_CASES if c.op in ('softmax', 'log_softmax')]
 
 @pytest.fixture
 def backend(onednn_backend, monkeypatch):
-    monkeypatch.setattr(sm, 'ONEDNN_MIN', {'softmax': 0, 'log_softmax': 0})
+    # (the size limits are the backend's routing)
+    monkeypatch.setattr(onednn.layers, 'LIMITS', dict(onednn.layers.LIMITS, softmax=0,
+                                                      log_softmax=0))
     return onednn_backend
 
 
@@ -55,7 +58,8 @@ def test_wide_range_within_float32_rounding(log, backend, monkeypatch):
     y = op.forward(np, [x], [], False)[0]
     assert backend.calls.get('softmax_forward', 0) == before + 1
     y64 = op.forward(np, [x.astype(np.float64)], [], False)[0]
-    monkeypatch.setattr(sm, 'ONEDNN_MIN', {})
+    monkeypatch.setattr(onednn.layers, 'LIMITS', dict(onednn.layers.LIMITS, softmax=None,
+                                                      log_softmax=None))
     y0 = op.forward(np, [x], [], False)[0]
     # log_softmax is x - (max + log sum): its rounding is that of the row's inputs (one
     # ulp of max |x| is 1.5e-5 on the rows of scale 100); softmax's is relative
@@ -74,7 +78,7 @@ def test_other_axes_and_small_arrays_stay_on_numpy(monkeypatch):
     if be is None:
         pytest.skip('oneDNN is not available on this machine')
     before = be.calls.get('softmax_forward', 0)
-    big = np.ones((64, sm.ONEDNN_MIN['softmax'] // 64), np.float32)
+    big = np.ones((64, onednn.layers.LIMITS['softmax'] // 64), np.float32)
     sm.Softmax(axis=0).forward(np, [big], [], False)
     sm.Softmax(axis=-1).forward(np, [big[:, :10]], [], False)
     assert be.calls.get('softmax_forward', 0) == before

@@ -18,6 +18,26 @@ from ._lib import check
 
 _VP = ctypes.c_void_p
 
+#: sizes (elements) from which a kernel below computes, the routing being the backend's
+#: (an operator asks ``opdef.cpu_kernel(name)`` and takes None as "use NumPy"); None:
+#: never. Measured with ``python bench/bench_onednn.py --ops`` on the project's shared
+#: 2-core AVX2 machine (oneDNN / NumPy):
+#:
+#: - ``softmax`` / ``log_softmax`` (forward, last axis): softmax 2.2 at (64, 10), 1.36 at
+#:   (64, 100), 0.54 at (64, 1000), 0.26 at (256, 4096); log_softmax 0.59 at (64, 1000).
+#:   Over an axis other than the last the forward was 27-31x slower at (32, 16, 32, 32)
+#:   axis 1 (its reference kernel), so only the last axis goes; oneDNN 3.2's backward for
+#:   plain layouts was 5.5-18x slower, so it has no kernel here for operators.
+#: - ``lrn`` (the inference output without ``tmp_norm``): 0.2-0.5 of the NumPy operator
+#:   (channels last inside, (32, 64, 27, 27) and (8, 96, 55, 55), nsize 5).
+LIMITS = {'softmax': 1 << 15, 'log_softmax': 1 << 15, 'lrn': 1 << 14}
+
+
+def _declines(x, limit):
+    """Whether a kernel declines ``x``: not float32, or fewer than ``limit`` elements
+    (None: every size)."""
+    return limit is None or x.dtype != np.float32 or x.size < limit
+
 #: eltwise kinds: name -> oneDNN algorithm (backward reads the input)
 ELTWISE = {
     'relu': _lib.ELTWISE_RELU,
@@ -270,7 +290,11 @@ class LayerMixin:
 
     # ------------------------------------------------------------------ softmax
     def softmax_forward(self, x, axis, log=False):
-        """softmax (or log-softmax) of x along ``axis``; None when not taken."""
+        """softmax (or log-softmax) of x along ``axis`` (non-negative); None when not
+        taken: another axis than the last, not float32, or smaller than :data:`LIMITS`
+        says."""
+        if axis != x.ndim - 1 or _declines(x, LIMITS.get('log_softmax' if log else 'softmax')):
+            return None
         x = as_f32(x)
         alg = _lib.SOFTMAX_LOG if log else _lib.SOFTMAX_ACCURATE
         key = ('softmax_forward', x.shape, axis, alg)
@@ -325,8 +349,11 @@ class LayerMixin:
         kernel, channels last inside); None when not taken. ``alpha`` is divided by
         ``size`` as in MXNet's formula.
 
-        There is no backward here: oneDNN 3.2's LRN backward ran 5-10x slower than the
-        NumPy operator's on the project's AVX2 machine (plain and channels-last layouts)."""
+        Declines float32-less or smaller arrays than :data:`LIMITS` says. There is no
+        backward here: oneDNN 3.2's LRN backward ran 5-10x slower than the NumPy operator's
+        on the project's AVX2 machine (plain and channels-last layouts)."""
+        if _declines(x, LIMITS.get('lrn')):
+            return None
         x = as_f32(x)
         key = ('lrn_forward', x.shape, size, float(alpha), float(beta), float(k))
 

@@ -23,6 +23,21 @@ FORK = 'fork' in multiprocessing.get_all_start_methods()
 needs_fork = pytest.mark.skipif(not FORK, reason='the fork start method is not available')
 
 
+class ExitAt(gdata.Dataset):
+    """Sample ``bad`` ends its worker process at once (as the OOM killer would)."""
+
+    def __init__(self, n, bad):
+        self._n, self._bad = n, bad
+
+    def __len__(self):
+        return self._n
+
+    def __getitem__(self, i):
+        if i == self._bad and multiprocessing.parent_process() is not None:
+            os._exit(3)
+        return np.float32(i)
+
+
 class SlowAt(gdata.Dataset):
     """Samples i -> (i * ones(3), i); index ``bad`` raises or sleeps (picklable: spawn)."""
 
@@ -324,3 +339,17 @@ def test_start_method_default_and_environment(monkeypatch):
     monkeypatch.setenv('SYMGRAPH_DATALOADER_START_METHOD', 'teleport')
     with pytest.raises(ValueError, match='SYMGRAPH_DATALOADER_START_METHOD must be fork'):
         workers.default_start_method()
+
+
+@needs_fork
+def test_a_worker_that_dies_is_an_error_not_a_hang():
+    loader = gdata.DataLoader(ExitAt(12, bad=5), batch_size=2, num_workers=2, timeout=60)
+    start = time.time()
+    with pytest.raises(workers.WorkerDiedError, match='exited with code 3'):
+        list(loader)
+    assert time.time() - start < 10              # not the 60 s timeout
+    assert _no_children()                        # the pool is stopped
+    # the next epoch starts a new pool (and meets the same sample)
+    with pytest.raises(RuntimeError):
+        list(loader)
+    loader.close()

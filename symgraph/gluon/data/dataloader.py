@@ -9,7 +9,9 @@ methods and the shutdown rules): the pool lives with the DataLoader, across epoc
 stopped when the DataLoader is garbage-collected, at exit, or by :meth:`DataLoader.close`.
 A worker's exception is raised again in this process, with the worker's traceback as its
 ``__cause__``; a batch that takes longer than ``timeout`` seconds stops the pool and raises
-:class:`DataLoaderTimeoutError`.
+:class:`DataLoaderTimeoutError`; a worker process that dies (killed, out of memory) while a
+batch is awaited stops the pool and raises :class:`~.workers.WorkerDiedError` within a
+fraction of a second.
 """
 import multiprocessing
 import numbers

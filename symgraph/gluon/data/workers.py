@@ -33,6 +33,7 @@ import shutil
 import signal
 import tempfile
 import threading
+import time
 import warnings
 import weakref
 
@@ -41,12 +42,19 @@ import numpy as np
 from ... import config
 from ...context import Context
 from ...ndarray import NDArray
-from ...base import ArgumentError
+from ...base import ArgumentError, SymgraphError
 
-__all__ = ['WorkerPool', 'default_start_method']
+__all__ = ['WorkerPool', 'WorkerDiedError', 'default_start_method']
 
 #: the byte alignment of each array inside a batch file (a cache line)
 _ALIGN = 64
+#: seconds between two looks at the workers' health while a batch is awaited
+_POLL = 0.25
+
+
+class WorkerDiedError(SymgraphError, RuntimeError):
+    """A DataLoader worker process died (a signal, ``os._exit``) while a batch was
+    awaited; the pool is stopped (the next epoch starts a new one)."""
 
 
 def default_start_method():
@@ -230,6 +238,10 @@ class _Ticket(object):
 
     def take(self, timeout):
         self.result.get(timeout)         # raises the worker's exception, or times out
+        return self.claim()
+
+    def claim(self):
+        """The value of an arrived result (after ``result.get``), now the caller's."""
         with self._lock:
             value, self._value, self._dropped = self._value, None, True
         return value
@@ -249,6 +261,7 @@ class WorkerPool(object):
                  start_method=None):
         self.thread_pool = bool(thread_pool)
         self.directory = None
+        self._procs = []
         if self.thread_pool:
             self._pool = multiprocessing.pool.ThreadPool(num_workers)
             self._work = _ThreadWorker(dataset, batchify_fn)
@@ -258,6 +271,7 @@ class WorkerPool(object):
             in_main = threading.current_thread() is threading.main_thread()
             # workers ignore SIGINT from birth (forked before their initializer runs)
             old = signal.signal(signal.SIGINT, signal.SIG_IGN) if in_main else None
+            before = set(multiprocessing.active_children())
             try:
                 with warnings.catch_warnings():
                     # Python 3.12+ warns on fork() in a process with threads (another
@@ -283,11 +297,22 @@ class WorkerPool(object):
                 if in_main:
                     signal.signal(signal.SIGINT, old)
             self._work = _process_worker
+            # the pool's processes (the pool replaces one that dies: a batch it was making
+            # is then never made, which BatchStream notices by their exit codes)
+            self._procs = [p for p in multiprocessing.active_children() if p not in before]
         self._finalizer = weakref.finalize(self, _shutdown, self._pool, self.directory)
 
     @property
     def alive(self):
         return self._finalizer.alive
+
+    def dead_worker(self):
+        """A worker process that has exited (killed, out of memory, ``os._exit``), or
+        None."""
+        for proc in self._procs:
+            if proc.exitcode is not None:
+                return proc
+        return None
 
     def submit(self, samples):
         """Ask for the batch of the sample indices ``samples``; returns its ticket."""
@@ -330,16 +355,42 @@ class BatchStream(object):
             raise StopIteration
         ticket = self._pending.popleft()
         try:
-            value = ticket.take(self._timeout)
+            value = self._wait(ticket)
         except multiprocessing.TimeoutError:
             ticket.drop()
             self.close()
             raise self._on_timeout() from None
+        except WorkerDiedError:
+            ticket.drop()
+            self.close()
+            self._pool.close()
+            raise
         except BaseException:           # a worker's error, or Ctrl-C while waiting
             ticket.drop()
             self.close()
             raise
         return self._finish(from_shared(*value))
+
+    def _wait(self, ticket):
+        """The ticket's value; a worker's exception; a TimeoutError after ``timeout``
+        seconds; or WorkerDiedError as soon as a worker process is seen to have died while
+        the batch is awaited (its batch would never come)."""
+        deadline = time.monotonic() + self._timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            ticket.result.wait(max(0.0, min(remaining, _POLL)))
+            if ticket.result.ready():
+                return ticket.take(0)
+            dead = self._pool.dead_worker()
+            if dead is not None:
+                code = dead.exitcode
+                how = ('killed by signal %d' % -code if code < 0 else
+                       'exited with code %d' % code)
+                raise WorkerDiedError('DataLoader worker process %d %s while making a batch '
+                                      '(out of memory? os._exit in the dataset?)'
+                                      % (dead.pid, how))
+            if remaining <= 0:
+                raise multiprocessing.TimeoutError()
 
     def close(self):
         while self._pending:

@@ -99,8 +99,8 @@ def relu_grad_from_output(xp, y, g, dest, onednn_min, site=None):
 
 def lies_channels_last(layouts):
     """Whether the storage plan's ``layouts`` ((input layouts, output layouts), or None:
-    unknown, see ``Operator.scratch_bytes``) put the data (input 0) and output 0 channels
-    last, which oneDNN's primitives take as they lie (no reorder, no scratch for one)."""
+    unknown, see the ``scratch_bytes`` rule table) put the data (input 0) and output 0
+    channels last, which oneDNN's primitives take as they lie (no reorder, no scratch for one)."""
     return layouts is not None and layouts[0][:1] == ['channels_last'] \
         and layouts[1][:1] == ['channels_last']
 

@@ -953,13 +953,14 @@ def using_device_group(group):
 
 
 class PostOp:
-    """What :meth:`Operator.post_op` returns: one step a producer may fuse.
+    """What a ``post_op`` rule (``symgraph.graph.rules.POST_OP``) returns: one step a
+    producer may fuse.
 
     kind : 'affine', 'eltwise' or 'sum'.
     op : the consumer's operator (its own forward is the reference for the fused one).
     inputs : indices of the consumer's inputs (arguments then auxiliary states) the fused
         operator takes besides the producer's output, in order.
-    params : kind-specific values (see :meth:`Operator.post_op`).
+    params : kind-specific values (see ``symgraph.graph.rules.POST_OP``).
     """
 
     __slots__ = ('kind', 'op', 'inputs', 'params')
@@ -977,7 +978,7 @@ def lend_scratch(buf):
     """Lend ``buf`` (a 1-D uint8 NumPy array: storage of the caller's that nothing uses
     until it calls ``lend_scratch(None)``) to the CPU backend as scratch space for the
     calling thread; None takes it back. The executor lends the free part of its buffers
-    around each step of an operator that asks for scratch (:meth:`Operator.scratch_bytes`).
+    around each step of an operator that asks for scratch (the ``scratch_bytes`` rule table).
     Nothing happens when no backend is loaded."""
     be = _onednn().loaded()
     if be is not None:

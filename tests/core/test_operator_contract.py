@@ -90,3 +90,32 @@ PENDING = pytest.mark.xfail(strict=True, reason='issue 27: the kernel seam is no
 def test_ops_do_not(pattern, why):
     found = _uses(pattern)
     assert not found, '%s; found at %s' % (why, ', '.join(found))
+
+
+def test_the_cpu_rules_are_registered_by_import_symgraph():
+    # the package __init__ hands ops/_cpu_rules.py's rows to the passes' tables: each row
+    # answers for its class (an instance made without __init__: a row is found by class)
+    from symgraph.graph import rules
+    from symgraph.ops import _cpu_rules
+    assert len(_cpu_rules.RULES) > 30
+    for name, cls, fn in _cpu_rules.RULES:
+        assert rules.TABLES[name].rule(object.__new__(cls)) is fn, (name, cls.__name__)
+
+
+def test_a_rule_table_answers_by_class_and_defaults():
+    from symgraph.graph import rules
+    from symgraph.opdef import get_op
+    bn = get_op('BatchNorm')()
+    assert rules.POST_OP.ask(bn, 0).kind == 'affine'
+    assert rules.POST_OP.ask(bn, 1) is None
+    assert rules.POST_OP.ask(get_op('sin')(), 0) is None            # no row: the default
+    assert rules.GRAD_SAME.ask(get_op('sin')()) == ()
+    # a subclass without a row of its own is answered by its base's row
+    assert rules.POST_OP.ask(get_op('BatchNorm_v1')(), 0).kind == 'affine'
+    # "which operator runs instead": the operator itself where no rule gives another
+    relu = get_op('Activation')(act_type='relu')
+    assert rules.instead(relu, 'layout', 'channels_last', [(1, 2, 3, 4)]) is relu
+    with pytest.raises(KeyError, match='no rule table'):
+        rules.register_rule('no_such_table', type(relu), None)
+    with pytest.raises(TypeError, match='keyed by operator class'):
+        rules.register_rule('post_op', relu, None)

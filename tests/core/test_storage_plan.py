@@ -454,7 +454,7 @@ def test_an_entry_taken_twice_by_one_operator_gets_two_gradient_buffers():
 
 @pytest.mark.parametrize('act', ['relu', 'tanh', 'sigmoid', 'softrelu'])
 def test_activation_gradient_lies_over_the_output_it_reads_last(act):
-    """Activation.grad_inplace: the gradient of its input takes the output's storage (the
+    """Activation's grad_inplace rule: the gradient of its input takes the output's storage (the
     output dies at that backward step), with the values of the run without buffers."""
     x = mx.sym.var('x')
     h = mx.sym.FullyConnected(x, num_hidden=16, name='fc1')

@@ -326,7 +326,7 @@ def _offers(exe, name):
 @pytest.mark.parametrize('kw, offered', [({}, [0]), (dict(shortcut_first=True), [1]),
                                          (dict(branch_read=True), [0, 1])])
 def test_residual_gradient_is_one_array_for_both_inputs(kw, offered, monkeypatch):
-    """Both inputs of the fused sum get one gradient array (Operator.grad_same): the plan
+    """Both inputs of the fused sum get one gradient array (the grad_same rule): the plan
     offers a buffer to the input whose gradient has no other contribution (the branch,
     lhs or rhs) and lets the other alias it, with no copy; where both have other
     readers, each is offered its own (a copy), and the values stay the unfused ones."""

@@ -251,7 +251,7 @@ def main(argv=None):
     ap.add_argument('--keep', action='store_true', help='keep the temporary folder')
     ap.add_argument('--from-table', nargs='+', metavar='TABLE',
                     help='run nothing: read the per-test tables of earlier runs (--out files; '
-                         'a later one wins for a file in several) and summarise / write them')
+                         "a later table's result of a test wins) and summarise / write them")
     ap.add_argument('-k', dest='keyword', help="pytest's -k, passed on")
     args = ap.parse_args(argv)
 
@@ -261,7 +261,11 @@ def main(argv=None):
     if args.from_table:
         for path in args.from_table:
             with open(path) as f:
-                stored.update(json.load(f)['files'])
+                for name, record in json.load(f)['files'].items():
+                    if name in stored:      # a later table's tests replace the same tests
+                        record = dict(record, tests=dict(stored[name]['tests'],
+                                                         **record['tests']))
+                    stored[name] = record
         names = [n for n in names if n in stored] if args.files else sorted(stored)
         unit = None
     elif args.tests_dir:

@@ -81,7 +81,9 @@ class _DeformConv(Operator):
         want = {'data': d, 'offset': (n, dg * 2 * k, ho, wo), 'mask': (n, dg * k, ho, wo),
                 'weight': (f, c // g) + tuple(self.kernel), 'bias': (f,)}
         for name, s in shapes.items():
-            if s is not None and tuple(s) != want[name]:
+            # (a dimension 0 is unknown: Gluon's deferred weight (channels, 0, kh, kw))
+            if s is not None and (len(s) != len(want[name]) or any(
+                    a not in (0, b) for a, b in zip(s, want[name]))):
                 raise ShapeError('%s: argument %r has shape %s, expected %s'
                                  % (self.name, name, tuple(s), want[name]))
         return [want[a] for a in names], [(n, f, ho, wo)], []

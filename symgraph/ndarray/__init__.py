@@ -9,7 +9,7 @@ registered operator's forward imperatively; the ``random``, ``contrib``, ``linal
 """
 from . import ndarray
 from .ndarray import (NDArray, array, zeros, ones, empty, full, arange, eye, linspace,
-                      zeros_like, ones_like, concat, waitall, moveaxis, from_numpy,
+                      zeros_like, ones_like, concat, concatenate, waitall, moveaxis, from_numpy,
                       save, load, load_frombuffer, invoke,
                       add, subtract, multiply, divide, true_divide, modulo, power, maximum,
                       minimum, hypot, equal, not_equal, greater, greater_equal, lesser,

@@ -491,6 +491,8 @@ class NDArray:
         return self._inplace(o, modulo)
 
     def __bool__(self):
+        if self.size == 0:                  # MXNet: an empty array is False
+            return False
         if self.size != 1:
             raise ArgumentError('The truth value of an NDArray with multiple elements is '
                                 'ambiguous.')
@@ -824,12 +826,50 @@ logical_xor = _make_ufunc('logical_xor', 'broadcast_logical_xor',
 
 
 def moveaxis(tensor, source, destination):
-    """``tensor`` with axis ``source`` moved to ``destination`` (a transpose)."""
-    axes = list(range(tensor.ndim))
-    src = source % tensor.ndim
-    axes.pop(src)
-    axes.insert(destination % tensor.ndim, src)
-    return invoke('transpose', (tensor,), {'axes': tuple(axes)})
+    """``tensor`` with axes ``source`` (an int or a sequence) moved to ``destination``
+    (a transpose), as MXNet's and NumPy's ``moveaxis``.
+
+    Raises
+    ------
+    ValueError
+        An axis out of range, or ``source`` and ``destination`` of different lengths.
+    """
+    def axes_of(value, what):
+        seq = [value] if isinstance(value, numbers.Integral) else list(value)
+        out = []
+        for a in seq:
+            if not -tensor.ndim <= int(a) < tensor.ndim:
+                raise ArgumentError('moveaxis: %s axis %d is out of range for a %d-D array'
+                                    % (what, a, tensor.ndim))
+            out.append(int(a) % tensor.ndim)
+        if len(set(out)) != len(out):
+            raise ArgumentError('moveaxis: repeated %s axis in %r' % (what, value))
+        return out
+    source, destination = axes_of(source, 'source'), axes_of(destination, 'destination')
+    if len(source) != len(destination):
+        raise ArgumentError('`source` and `destination` arguments must have the same number '
+                            'of elements')
+    order = [n for n in range(tensor.ndim) if n not in source]
+    for dest, src in sorted(zip(destination, source)):
+        order.insert(dest, src)
+    return invoke('transpose', (tensor,), {'axes': tuple(order)})
+
+
+def concatenate(arrays, axis=0, always_copy=True):
+    """Join a list of NDArrays along ``axis`` (MXNet's older name of :func:`concat`); with
+    ``always_copy=False`` a single array is returned as it is.
+
+    Raises
+    ------
+    ValueError
+        An empty list, or shapes that differ off ``axis``.
+    """
+    if not isinstance(arrays, (list, tuple)) or not arrays:
+        raise ArgumentError('concatenate: expected a non-empty list of NDArrays, got %r'
+                            % (arrays,))
+    if not always_copy and len(arrays) == 1:
+        return arrays[0]
+    return invoke('Concat', tuple(arrays), {'dim': axis, 'num_args': len(arrays)})
 
 
 def from_numpy(ndarray, zero_copy=True):

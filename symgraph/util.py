@@ -57,7 +57,9 @@ def set_np_shape(active):
         raise ValueError('Deactivating NumPy shape semantics while NumPy array semantics is '
                          'still active is not allowed. Please consider calling '
                          '`npx.reset_np()` to deactivate both of them.')
-    return _set('shape', active)
+    # MXNet's integer modes: 2 turns it on in every thread (GlobalOn), 0 off in every thread
+    glob = isinstance(active, int) and not isinstance(active, bool) and active in (0, 2)
+    return _set('shape', active, make_default=glob)
 
 
 def is_np_shape():
@@ -95,6 +97,23 @@ def np_shape(active=True):
     False
     """
     return _Scope('shape', active)
+
+
+class _NumpyArrayScope:
+    """MXNet's scope object of NumPy-array semantics (``util._NumpyArrayScope``; its tests
+    build them directly): a ``with`` scope setting the flag for this thread."""
+    _current = threading.local()
+
+    def __init__(self, is_np_array):  # pylint: disable=redefined-outer-name
+        self._is_np_array = is_np_array
+        self._old_scope = None
+
+    def __enter__(self):
+        self._old_scope = _set('array', self._is_np_array)
+        return self
+
+    def __exit__(self, *exc):
+        _set('array', self._old_scope)
 
 
 def np_array(active=True):

@@ -127,3 +127,25 @@ def test_runtime_features_as_mxnet():
     assert repr(features['TVM_OP']) == '\u2716 TVM_OP'
     with pytest.raises(RuntimeError, match='unknown'):
         features.is_enabled('this girl is on fire')
+
+
+def test_mxnet_scope_objects_and_global_np_shape():
+    """MXNet's test_thread_local.py builds util._NumpyArrayScope objects and turns
+    NumPy-shape semantics on for every thread with set_np_shape(2)."""
+    scope = util._NumpyArrayScope(True)
+    assert scope._is_np_array is True
+    with scope:
+        assert mx.is_np_array()
+    assert not mx.is_np_array()
+    seen = []
+    try:
+        mx.set_np_shape(2)
+        t = threading.Thread(target=lambda: seen.append(mx.is_np_shape()))
+        t.start()
+        t.join()
+    finally:
+        mx.set_np_shape(0)
+    t = threading.Thread(target=lambda: seen.append(mx.is_np_shape()))
+    t.start()
+    t.join()
+    assert seen == [True, False]

@@ -54,7 +54,6 @@ class Context(metaclass=_ContextType):
                                    % (device_type, sorted(self.devstr2type)))
         self.device_type = device_type
         self.device_id = int(device_id)
-        self._old = None
 
     @property
     def device_typeid(self):
@@ -97,13 +96,17 @@ class Context(metaclass=_ContextType):
 
     def __enter__(self):
         # the scope's own previous value (None outside any scope): leaving restores it, so
-        # the default context keeps applying outside
-        self._old = getattr(Context._state, 'value', None)
+        # the default context keeps applying outside. A stack, per thread: one Context
+        # object may be entered again inside its own scope, or on another thread
+        stack = getattr(Context._state, 'olds', None)
+        if stack is None:
+            stack = Context._state.olds = []
+        stack.append(getattr(Context._state, 'value', None))
         Context._state.value = self
         return self
 
     def __exit__(self, *exc):
-        Context._state.value = self._old
+        Context._state.value = Context._state.olds.pop()
 
 
 class _NullScope:

@@ -89,6 +89,7 @@ def test_data_parallel_group_refuses_mixed_device_kinds():
 def test_default_ctx_class_property():
     """MXNet's Context.default_ctx: the thread's current context, and settable."""
     import symgraph as mx
+    assert getattr(mx.Context._state, 'value', None) is None     # no scope left open
     assert mx.Context.default_ctx == mx.current_context()
     with mx.cpu(3):
         assert mx.Context.default_ctx == mx.cpu(3)
@@ -106,3 +107,15 @@ def test_default_ctx_class_property():
     import pytest
     with pytest.raises(ValueError):
         mx.Context.default_ctx = 'cpu'
+
+
+def test_one_context_object_entered_twice_restores_the_outer_scope():
+    import symgraph as mx
+    ctx, other = mx.cpu(6), mx.cpu(7)
+    with ctx:
+        with other:
+            with ctx:
+                assert mx.current_context() == ctx
+            assert mx.current_context() == other
+        assert mx.current_context() == ctx
+    assert getattr(mx.Context._state, 'value', None) is None

@@ -6,7 +6,6 @@ from .. import ndarray as _ndarray
 from .. import symbol as _symbol
 from . import amp
 from . import autograd
-from . import svrg_optimization
 
 #: ``mx.contrib.ndarray`` / ``mx.contrib.nd``: the contrib operators on NDArrays
 ndarray = nd = _ndarray.contrib

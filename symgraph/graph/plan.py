@@ -134,9 +134,9 @@ class Plan:
         for n in self.bwd_steps:
             op = n.op
             ins, outs, n_args = io[id(n)]
-            saved.update(_select(op.needs_inputs, ins[:n_args]))
+            saved.update(needed(op.needs_inputs, ins[:n_args]))
             saved.update(ins[n_args:])
-            saved.update(_select(op.needs_outputs, outs))
+            saved.update(needed(op.needs_outputs, outs))
             saved.update(outs[op.num_visible_outputs():])   # hidden outputs are for backward
         self.saved = sorted(saved)
         self.saved_set = saved
@@ -148,8 +148,8 @@ class Plan:
         op = n.op
         n_args = len(op.list_arguments())
         ins, outs = self.in_entries(n), self.out_entries(n)
-        return (_select(op.needs_inputs, ins[:n_args]),
-                set(_select(op.needs_outputs, outs)) | set(outs[op.num_visible_outputs():]))
+        return (needed(op.needs_inputs, ins[:n_args]),
+                set(needed(op.needs_outputs, outs)) | set(outs[op.num_visible_outputs():]))
 
     def backward_reads(self, n):
         """The forward arrays (entry ids) the backward step of node ``n`` reads."""
@@ -252,7 +252,10 @@ class Plan:
         return allocate(self.storage(), self.xp)
 
 
-def _select(flag, entries):
+def needed(flag, entries):
+    """The ``entries`` an operator's ``needs_inputs``/``needs_outputs`` names (True: all,
+    False: none, else a tuple of positions); the plan's saved arrays and the autograd
+    tape's use it alike."""
     if flag is True:
         return list(entries)
     if not flag:

@@ -18,6 +18,7 @@ from ..base import (MXNetError, ArgumentError, ArgumentTypeError, NotSupportedEr
                     ParameterError, ShapeError, SymgraphError, TypeInferenceError,
                     UnknownNameError, user_location)
 from ..context import Context, current_context, cpu, context_of
+from ..graph.plan import needed
 from ..graph.rules import instead as _instead
 from ..namespaces import make_namespaces
 from . import tape
@@ -1123,15 +1124,6 @@ def _record_getitem(src, key, res):
     res._ag = tape.Entry(node, 0)
 
 
-def _select(spec, n):
-    """The indices an operator's ``needs_inputs``/``needs_outputs`` names."""
-    if spec is True:
-        return range(n)
-    if spec is False:
-        return ()
-    return [i for i in spec if i < n]
-
-
 def _recipe(op, n_outs):
     """What the tape keeps of a call of ``op`` (see :class:`tape.OpNode`); None where no
     gradient flows through the operator."""
@@ -1139,8 +1131,9 @@ def _recipe(op, n_outs):
         return None
     n_args = len(op.list_arguments())
     n_vis = op.num_visible_outputs()
-    sel_in = tuple(_select(op.needs_inputs, n_args))
-    sel_out = tuple(sorted(set(_select(op.needs_outputs, n_outs)) | set(range(n_vis, n_outs))))
+    sel_in = tuple(needed(op.needs_inputs, range(n_args)))
+    sel_out = tuple(sorted(set(needed(op.needs_outputs, range(n_outs)))
+                           | set(range(n_vis, n_outs))))
     return n_args, n_vis, sel_in, sel_out, op.list_arguments(), op.is_loss
 
 

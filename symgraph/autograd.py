@@ -126,18 +126,17 @@ def mark_variables(variables, gradients, grad_reqs='write'):
         v._ag = tape.Entry(None, 0, g, r)
 
 
-def _head_grads(heads, head_grads, single):
-    if head_grads is None:
-        return None
-    if isinstance(head_grads, NDArray) or head_grads is None:
-        head_grads = [head_grads]
-    return [None if g is None else g for g in head_grads]
+def _head_grads(head_grads):
+    """``head_grads`` as a list (one NDArray given alone), or None."""
+    if head_grads is None or isinstance(head_grads, NDArray):
+        return None if head_grads is None else [head_grads]
+    return list(head_grads)
 
 
 def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # noqa: E501 pylint: disable=redefined-outer-name
     """Gradients of ``heads`` into the ``grad`` arrays of the variables they depend on."""
-    heads, single = _as_list(heads, 'backward: heads')
-    tape.backward_heads(heads, _head_grads(heads, head_grads, single), retain_graph,
+    heads, _ = _as_list(heads, 'backward: heads')
+    tape.backward_heads(heads, _head_grads(head_grads), retain_graph,
                         train_mode)
 
 
@@ -156,7 +155,7 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
                              % (k, v.shape))
     if retain_graph is None:
         retain_graph = create_graph
-    hg = tape.head_grads_of(heads, _head_grads(heads, head_grads, False))
+    hg = tape.head_grads_of(heads, _head_grads(head_grads))
     prev = STATE.training
     STATE.training = bool(train_mode)
     try:

@@ -299,47 +299,29 @@ def _linked(g, node):
 def sweep(entries, head_grads, nodes, variables, retain_graph):
     """The gradients of ``variables`` (NDArrays, recorded so that they can be
     differentiated again): the tape's sweep with every node's gradient from :data:`RULES`."""
+    def run(node, og):
+        fn = node.rule or (RULES.get(node.name) if node.op is not None else None)
+        if fn is None or node.in_arrays is None:
+            raise NotSupportedError(
+                'autograd.grad(create_graph=True): no recordable gradient for %s; '
+                'higher-order gradients cover %d operators (symgraph/autograd_rules.py)'
+                % (node.name, len(RULES)))
+        ctx = node.ctx
+        og = [g if g is not None else
+              NDArray(ctx.xp.zeros(shape, dtype), ctx)
+              for g, (shape, dtype) in zip(og, node.out_meta)]
+        n_args = len(node.op.list_arguments()) if node.op is not None else \
+            len(node.in_arrays)
+        hidden = None if node.out_arrays is None else \
+            [NDArray(o, ctx) for o in node.out_arrays]
+        in_grads = fn(node.op, node.in_arrays[:n_args], hidden, og)
+        return [_linked(g, node) if g is not None and e is not None else g
+                for g, e in zip(in_grads, node.inputs)]
     prev = STATE.recording
     STATE.recording = True
     try:
-        grads, var_grads = {}, {}
-        for e, g in zip(entries, head_grads):
-            if e.node is None:
-                var_grads[id(e)] = _add_nd(var_grads.get(id(e)), g)
-            else:
-                lst = grads.setdefault(id(e.node), [None] * len(e.node.out_meta))
-                lst[e.index] = _add_nd(lst[e.index], g)
-        for node in nodes:
-            og = grads.pop(id(node), None)
-            if og is None:
-                continue
-            fn = node.rule or (RULES.get(node.name) if node.op is not None else None)
-            if fn is None or node.in_arrays is None:
-                raise NotSupportedError(
-                    'autograd.grad(create_graph=True): no recordable gradient for %s; '
-                    'higher-order gradients cover %d operators (symgraph/autograd_rules.py)'
-                    % (node.name, len(RULES)))
-            ctx = node.ctx
-            og = [g if g is not None else
-                  NDArray(ctx.xp.zeros(shape, dtype), ctx)
-                  for g, (shape, dtype) in zip(og, node.out_meta)]
-            n_args = len(node.op.list_arguments()) if node.op is not None else \
-                len(node.in_arrays)
-            hidden = None if node.out_arrays is None else \
-                [NDArray(o, ctx) for o in node.out_arrays]
-            in_grads = fn(node.op, node.in_arrays[:n_args], hidden, og)
-            if not retain_graph:
-                node.free()
-            for e, g in zip(node.inputs, in_grads):
-                if g is None or e is None:
-                    continue
-                g = _linked(g, node)
-                if e.node is None:
-                    if e.req != 'null':
-                        var_grads[id(e)] = _add_nd(var_grads.get(id(e)), g)
-                else:
-                    lst = grads.setdefault(id(e.node), [None] * len(e.node.out_meta))
-                    lst[e.index] = _add_nd(lst[e.index], g)
-        return [var_grads.get(id(v._ag)) for v in variables]
+        var_grads = tape.sweep(entries, head_grads, nodes, run, _add_nd, retain_graph, False)
+        return [var_grads[id(v._ag)][1] if id(v._ag) in var_grads else None
+                for v in variables]
     finally:
         STATE.recording = prev

@@ -177,6 +177,48 @@ def _add(a, b):
     return b if a is None else a + b
 
 
+def _run_node(node, out_grads):
+    with node.ctx.device_scope():
+        return node.run(out_grads)
+
+
+def sweep(entries, head_grads, nodes, run, add, retain_graph, free_unreached):
+    """The one backward sweep: seed the heads' entries with ``head_grads``, then for each
+    node of ``nodes`` (in order) that received an output gradient, ``run(node,
+    out_grads)`` gives its inputs' gradients, summed with ``add`` into the nodes and the
+    variables (a variable with req 'null' takes none from a node). A node is freed after it
+    ran unless ``retain_graph``; ``free_unreached`` frees the others too. Returns
+    ``{id(entry): [entry, gradient]}`` of the variables reached. The first-order backward
+    runs it on raw arrays, ``create_graph`` (autograd_rules.sweep) on recorded NDArrays."""
+    grads = {}          # id(node) -> list of output gradients
+    var_grads = {}      # id(entry) -> [entry, gradient]
+
+    def give(e, g):
+        if e.node is None:
+            slot = var_grads.setdefault(id(e), [e, None])
+            slot[1] = add(slot[1], g)
+        else:
+            lst = grads.setdefault(id(e.node), [None] * len(e.node.out_meta))
+            lst[e.index] = add(lst[e.index], g)
+    for e, g in zip(entries, head_grads):
+        give(e, g)
+    for node in nodes:
+        og = grads.pop(id(node), None)
+        if og is None:
+            continue
+        in_grads = run(node, og)
+        if not retain_graph:
+            node.free()
+        for e, g in zip(node.inputs, in_grads):
+            if g is not None and e is not None and (e.node is not None or e.req != 'null'):
+                give(e, g)
+    if free_unreached and not retain_graph:
+        for node in nodes:
+            if not node.freed:
+                node.free()
+    return var_grads
+
+
 def backward(heads, head_grads, retain_graph=False, variables=None, create_graph=False,
              nd_sweep=None):
     """Run the tape backward from ``heads`` (NDArrays) with ``head_grads`` (arrays of the
@@ -216,38 +258,7 @@ def backward(heads, head_grads, retain_graph=False, variables=None, create_graph
                     'computation' % (what, node.name, arr.shape, node.name))
     if create_graph:
         return nd_sweep(entries, head_grads, nodes, variables, retain_graph)
-    grads = {}          # id(node) -> list of output gradients
-    var_grads = {}      # id(entry) -> [entry, gradient]
-    for e, g in zip(entries, head_grads):
-        if e.node is None:
-            slot = var_grads.setdefault(id(e), [e, None])
-            slot[1] = _add(slot[1], g)
-        else:
-            lst = grads.setdefault(id(e.node), [None] * len(e.node.out_meta))
-            lst[e.index] = _add(lst[e.index], g)
-    for node in nodes:
-        og = grads.pop(id(node), None)
-        if og is None:
-            continue
-        with node.ctx.device_scope():
-            in_grads = node.run(og)
-        if not retain_graph:
-            node.free()
-        for e, g in zip(node.inputs, in_grads):
-            if g is None or e is None:
-                continue
-            if e.node is None:
-                if e.req == 'null':
-                    continue
-                slot = var_grads.setdefault(id(e), [e, None])
-                slot[1] = _add(slot[1], g)
-            else:
-                lst = grads.setdefault(id(e.node), [None] * len(e.node.out_meta))
-                lst[e.index] = _add(lst[e.index], g)
-    if not retain_graph:
-        for node in nodes:
-            if not node.freed:
-                node.free()
+    var_grads = sweep(entries, head_grads, nodes, _run_node, _add, retain_graph, True)
     if variables is not None:
         out = []
         for v in variables:

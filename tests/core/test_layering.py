@@ -120,8 +120,10 @@ RULES = {
     'symgraph.dist': ('symgraph.ndarray', 'symgraph.dist', 'symgraph.cuda'),
     'symgraph.random': ('symgraph.ndarray', 'symgraph.namespaces'),
     'symgraph.initializer': ('symgraph.ndarray',),
-    # mx.image: functions over the image operators through mx.nd
-    'symgraph.image': ('symgraph.ndarray',),
+    # mx.image: functions over the image operators through mx.nd; ImageIter reads
+    # mx.recordio files and is an mx.io.DataIter
+    'symgraph.image': ('symgraph.image', 'symgraph.ndarray', 'symgraph.recordio',
+                       'symgraph.io'),
     # mx.recordio: the RecordIO format on the foundation alone; im2rec packs images with it
     'symgraph.recordio': (),
     'symgraph.im2rec': ('symgraph.recordio', 'symgraph.image', 'symgraph.ndarray'),

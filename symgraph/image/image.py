@@ -1,7 +1,7 @@
 """``mx.image`` / ``mx.img``: the image functions of MXNet 1.9.1's ``mxnet.image`` that its
 OpenCV operators implement (ops/image_io.py): ``imread``, ``imdecode``, ``imresize`` and
-``copyMakeBorder``. Decoding needs Pillow (``pip install "symgraph[image]"``); the rest of
-``mxnet.image`` (augmenters, ``ImageIter``, detection) is not here.
+``copyMakeBorder``, and the ``Augmenter`` base class. Decoding needs Pillow
+(``pip install "symgraph[image]"``).
 
 >>> import symgraph as mx
 >>> img = mx.image.copyMakeBorder(mx.nd.ones((2, 3, 1), dtype='uint8'), 1, 0, 0, 2, value=7)
@@ -10,12 +10,14 @@ OpenCV operators implement (ops/image_io.py): ``imread``, ``imdecode``, ``imresi
 >>> mx.image.imresize(img, 10, 6, interp=0).shape
 (6, 10, 1)
 """
+import json
+
 import numpy as np
 
-from . import ndarray as nd
-from .base import ArgumentTypeError
+from .. import ndarray as nd
+from ..base import ArgumentTypeError
 
-__all__ = ['imread', 'imdecode', 'imresize', 'copyMakeBorder']
+__all__ = ['imread', 'imdecode', 'imresize', 'copyMakeBorder', 'Augmenter']
 
 
 def imread(filename, *args, **kwargs):
@@ -46,3 +48,23 @@ def copyMakeBorder(src, top, bot, left, right, *args, **kwargs):
     """Pad an (H, W, C) image; ``type`` 0 constant (``value`` / ``values``), 1 replicate,
     2 reflect, 3 wrap, 4 reflect-101 (OpenCV's border types)."""
     return nd._internal._cvcopyMakeBorder(src, top, bot, left, right, *args, **kwargs)
+
+
+class Augmenter(object):
+    """Image augmenter base class: keeps its constructor's keyword arguments (arrays as
+    lists) so that :meth:`dumps` can describe it as JSON."""
+
+    def __init__(self, **kwargs):
+        self._kwargs = kwargs
+        for k, v in self._kwargs.items():
+            if isinstance(v, nd.NDArray):
+                v = v.asnumpy()
+            if isinstance(v, np.ndarray):
+                self._kwargs[k] = v.tolist()
+
+    def dumps(self):
+        """The augmenter as a JSON string ``[class name in lower case, kwargs]``."""
+        return json.dumps([self.__class__.__name__.lower(), self._kwargs])
+
+    def __call__(self, src):
+        raise NotImplementedError('%s must override __call__' % type(self).__name__)

@@ -409,8 +409,11 @@ class _RecordBatches(object):
     ``prefetch`` batches ahead."""
 
     def __init__(self, reader, keys, batch_size, round_batch, shuffle, seed, prepare,
-                 data_shape, label_width, dtype, threads, prefetch, tmpdir, seed_aug=None):
+                 data_shape, label_width, dtype, threads, prefetch, tmpdir, seed_aug=None,
+                 draws=_DRAWS):
         self._reader = reader
+        self._ndraws = draws            # uniforms per image (ImageDetRecordIter's crops
+                                        # may take more than _DRAWS)
         self._keys = list(keys)
         if not self._keys:
             raise ArgumentError('ImageRecordIter: the part has no record (fewer records '
@@ -482,7 +485,7 @@ class _RecordBatches(object):
         while self._plan and len(self._pending) < self._prefetch:
             keys, pad, wrap = self._plan.popleft()
             raws = [self._reader.read_idx(k) for k in keys]        # sequential reads here
-            draws = self._draws.random_sample((len(keys), _DRAWS))
+            draws = self._draws.random_sample((len(keys), self._ndraws))
             data = np.empty((self._batch_size,) + self._data_shape, self._dtype)
             label = np.empty((self._batch_size,) + self._label_shape, np.float32)
             index = np.empty(self._batch_size, np.uint64)

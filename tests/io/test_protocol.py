@@ -265,9 +265,10 @@ def test_module_namespace():
         assert getattr(mx.io, name).__name__ == name
     assert mx.io.io.DataBatch is mx.io.DataBatch
     assert mx.io.ImageRecordIter.__name__ == 'ImageRecordIter'     # io/image_record.py
-    with pytest.raises(AttributeError, match="ImageDetRecordIter .* is not available in "
+    assert mx.io.ImageDetRecordIter.__name__ == 'ImageDetRecordIter'
+    with pytest.raises(AttributeError, match="ImageRecordIter_v1 .* is not available in "
                                              "symgraph"):
-        mx.io.ImageDetRecordIter
+        mx.io.ImageRecordIter_v1
     with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
         mx.io.Nope
 

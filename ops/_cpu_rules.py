@@ -86,7 +86,7 @@ def _conv_fuse(op, post_ops, in_shapes):
     residual sums and activations as oneDNN post-ops (NumPy: the consumers' forward): a
     FusedConvolution; None for any other chain."""
     nd = len(in_shapes[0]) if in_shapes and in_shapes[0] is not None else 0
-    if nd not in (3, 4, 5):
+    if nd not in (3, 4, 5) or op.channels_last:     # (FusedConvolution: channels first)
         return None
     k = 0
     while k < len(post_ops) and post_ops[k].kind == 'affine':
@@ -138,10 +138,11 @@ def _bn_fuse_training(op, post_op, in_shapes):
 # --- layouts ---------------------------------------------------------------------------------
 def _conv_backend_reads(op, in_shapes):
     """Whether oneDNN computes this convolution for data of these shapes (it then takes
-    channels-last data as it lies)."""
+    channels-last data as it lies); not for a channels-last ``layout``, whose (N, *S, C)
+    arrays the passes' layouts, made for (N, C, *S), do not describe."""
     shape = in_shapes[0] if in_shapes else None
     return shape is not None and len(shape) in (3, 4, 5) and min(op.pd) >= 0 \
-        and cpu_backend() is not None
+        and not op.channels_last and cpu_backend() is not None
 
 
 def _conv_reads(op, in_index, layout, in_shapes):

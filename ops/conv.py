@@ -1,10 +1,20 @@
-"""Convolution and Deconvolution (1-D, 2-D and 3-D, channels first): the operators.
+"""Convolution and Deconvolution (1-D, 2-D and 3-D): the operators.
 
 Parameters, shape inference and the forward/backward wiring live here; the array arithmetic
 (im2col/col2im, the grouped GEMMs, the CUDA dispatch) is in :mod:`symgraph.ops._conv_impl`.
 Deconvolution is the convolution's arithmetic with the roles of data and output swapped:
 its forward is :func:`conv_backward_data`, its data gradient :func:`conv_forward`.
+
+Convolution also takes channels-last layouts (``layout`` NWC, NHWC, NDHWC: data
+(N, *S, C), weight (num_filter, *kernel, C / num_group), out (N, *O, num_filter), MXNet
+1.9.1's shapes). The arithmetic is the channels-first one on views with the channel axis
+moved to position 1: the CPU backend takes such views of channels-last memory as they lie,
+the array code reads any strides. MXNet 1.9.1 infers these shapes but runs them on GPUs
+only; its CPU build refuses them at the first forward, as it refuses Deconvolution's
+channels-last layouts, which symgraph refuses when the operator is made.
 """
+import numpy as np
+
 from symgraph.opdef import (Operator, Param, ShapeError, register, same_type,
                             unify_shape)
 
@@ -13,7 +23,9 @@ from ._conv_impl import (_backend, conv_backward_data, conv_backward_weight, con
 from ._fused import FusedOperator, eltwise_post_ops
 from symgraph.base import ParameterError
 
-_LAYOUTS = ('None', 'NCW', 'NCHW', 'NCDHW', 'NHWC', 'NDHWC')
+_LAYOUTS = ('None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC')
+_FIRST = ('NCW', 'NCHW', 'NCDHW')
+_LAST = ('NWC', 'NHWC', 'NDHWC')
 _TUNE = ('None', 'fastest', 'limited_workspace', 'off')
 
 
@@ -28,8 +40,11 @@ class _ConvBase(Operator):
     num_group = Param(int, 1, doc='number of groups')
     cudnn_tune = Param(str, None, doc='ignored (cuDNN algorithm choice)', choices=_TUNE)
     cudnn_off = Param(bool, False, doc='ignored')
-    layout = Param(str, None, doc='NCW, NCHW or NCDHW (channels-last is GPU-only in '
-                   'MXNet and not supported)', choices=_LAYOUTS)
+    layout = Param(str, None, doc='NCW, NCHW or NCDHW; Convolution also NWC, NHWC or NDHWC',
+                   choices=_LAYOUTS)
+
+    #: whether the operator computes the channels-last layouts (Convolution only)
+    takes_channels_last = False
 
     def check(self):
         nd = len(self.kernel)
@@ -43,12 +58,27 @@ class _ConvBase(Operator):
                                      % (self.name, p, v, self.kernel))
         if min(self.kernel) <= 0 or min(self.st) <= 0 or min(self.dl) <= 0:
             raise ParameterError('%s: kernel, stride and dilate must be positive' % self.name)
-        if self.layout not in (None, 'None', ('NCW', 'NCHW', 'NCDHW')[nd - 1]):
-            raise ParameterError('%s: only NCW, NCHW and NCDHW layouts are supported, got %s'
-                                 % (self.name, self.layout))
+        valid = (_FIRST[nd - 1],) + ((_LAST[nd - 1],) if self.takes_channels_last else ())
+        if self.layout not in (None, 'None') + valid:
+            raise ParameterError('%s: a kernel of %d dimensions takes layout %s, got %s%s'
+                                 % (self.name, nd, ' or '.join(valid), self.layout,
+                                    '' if self.takes_channels_last or self.layout in _FIRST
+                                    else ' (channels-last %s runs on GPUs only in MXNet '
+                                    '1.9.1 and is not supported)' % self.name))
         if self.num_group <= 0 or self.num_filter % self.num_group:
             raise ParameterError('%s: num_filter %d must be divisible by num_group %d'
                                  % (self.name, self.num_filter, self.num_group))
+
+    @property
+    def channels_last(self):
+        """Whether data, weight and output put the channels last (NWC, NHWC, NDHWC)."""
+        return self.layout in _LAST
+
+    def _shown(self, shape):
+        """A channels-first data or weight shape (from the inference below) as the user's
+        layout writes it, for messages."""
+        shape = tuple(shape)
+        return _last_shape(shape) if self.channels_last and shape else shape
 
     # stride, dilate and pad with MXNet's defaults filled in
     @property
@@ -67,21 +97,39 @@ class _ConvBase(Operator):
         return ['data', 'weight'] + ([] if self.no_bias else ['bias'])
 
     def _check_data(self, dshape):
+        """Checks the data's rank (``dshape`` as given) and its channels (``dshape`` in
+        channels-first order)."""
         nd = len(self.kernel)
         if len(dshape) != nd + 2:
-            raise ShapeError('data must be %d-D (N, C, %s) for a kernel of %s, got %s'
-                             % (nd + 2, ('W', 'H, W', 'D, H, W')[nd - 1], self.kernel,
-                                tuple(dshape)))
+            spatial = ('W', 'H, W', 'D, H, W')[nd - 1]
+            raise ShapeError('data must be %d-D (%s) for a kernel of %s, got %s'
+                             % (nd + 2, 'N, %s, C' % spatial if self.channels_last
+                                else 'N, C, %s' % spatial, self.kernel, tuple(dshape)))
+
+    def _check_channels(self, dshape):
         if dshape[1] and dshape[1] % self.num_group:
             raise ShapeError('data channels %d (shape %s) must be divisible by num_group %d'
-                             % (dshape[1], tuple(dshape), self.num_group))
+                             % (dshape[1], self._shown(dshape), self.num_group))
 
     def _fill(self, in_shapes, i, shape, what):
         try:
             in_shapes[i] = unify_shape(in_shapes[i], shape)
         except ShapeError:
+            show = self._shown if i == 1 else tuple
             raise ShapeError('%s has shape %s but %s is expected from data and parameters'
-                             % (what, tuple(in_shapes[i]), shape)) from None
+                             % (what, show(in_shapes[i]), show(shape))) from None
+
+    def _channels_first_shapes(self, in_shapes, out_shapes):
+        """(in_shapes, out_shapes) in channels-first order: data, weight and output have
+        their last axis moved to position 1 (unknown shapes stay None)."""
+        ins = [_first_shape(s) if i < 2 else s for i, s in enumerate(in_shapes)]
+        return ins, [_first_shape(s) for s in (out_shapes or ())]
+
+    def _channels_last_shapes(self, result):
+        """:meth:`infer_shape`'s channels-first result in the channels-last layout."""
+        ins, outs, aux = result
+        return ([_last_shape(s) if i < 2 else s for i, s in enumerate(ins)],
+                [_last_shape(s) for s in outs], aux)
 
     def infer_type(self, in_types):
         t = same_type(self, in_types)
@@ -97,10 +145,12 @@ class _ConvBase(Operator):
 
 @register
 class Convolution(_ConvBase):
-    """N-D convolution: out = correlate(data, weight) + bias, channels first.
+    """N-D convolution: out = correlate(data, weight) + bias.
 
     Shapes: data (N, C, *S), weight (num_filter, C / num_group, *kernel), bias (num_filter,),
-    out (N, num_filter, *O) with O = (S + 2 pad - dilate (kernel - 1) - 1) // stride + 1.
+    out (N, num_filter, *O) with O = (S + 2 pad - dilate (kernel - 1) - 1) // stride + 1;
+    with a channels-last ``layout`` data (N, *S, C), weight (num_filter, *kernel,
+    C / num_group), out (N, *O, num_filter).
 
     >>> import numpy as np
     >>> op = Convolution(kernel=(3,), num_filter=1, no_bias=True)
@@ -109,6 +159,7 @@ class Convolution(_ConvBase):
     """
 
     name = 'Convolution'
+    takes_channels_last = True
     workspace = Param(int, 1024, doc='ignored (MB of scratch space in MXNet)')
     no_bias = Param(bool, False, doc='no bias argument')
     param_order = ('kernel', 'stride', 'dilate', 'pad', 'num_filter', 'num_group',
@@ -119,11 +170,19 @@ class Convolution(_ConvBase):
     infer_shape_uses_outputs = True
 
     def infer_shape(self, in_shapes, out_shapes=None):
-        in_shapes = list(in_shapes)
         dshape = in_shapes[0]
         if dshape is None:
-            return in_shapes, [None], []
+            return list(in_shapes), [None], []
         self._check_data(dshape)
+        if self.channels_last:
+            ins, outs = self._channels_first_shapes(in_shapes, out_shapes)
+            return self._channels_last_shapes(self._infer_first(ins, outs))
+        return self._infer_first(list(in_shapes), out_shapes)
+
+    def _infer_first(self, in_shapes, out_shapes):
+        """:meth:`infer_shape` on channels-first shapes."""
+        dshape = in_shapes[0]
+        self._check_channels(dshape)
         oshape = out_shapes[0] if out_shapes else None
         if oshape is not None and len(oshape) == len(dshape) and 0 in dshape:
             dshape = list(dshape)
@@ -140,22 +199,32 @@ class Convolution(_ConvBase):
         for s, k, t, p, d in zip(dshape[2:], self.kernel, self.st, self.pd, self.dl):
             if s and d * (k - 1) + 1 > s + 2 * p:
                 raise ShapeError('dilated kernel %s exceeds the padded input: data %s, pad %s'
-                                 % (self.kernel, tuple(dshape), self.pd))
+                                 % (self.kernel, self._shown(dshape), self.pd))
             out.append(conv_out_size(s, k, t, p, d))
         return in_shapes, [(dshape[0], f) + tuple(out)], []
 
     def forward(self, xp, inputs, aux, is_train, out=None):
         b = None if self.no_bias else inputs[2]
+        dest = _offered(out, 0)
+        if self.channels_last:
+            view = _first_view(xp, dest)
+            y = conv_forward(xp, _first(xp, inputs[0]), _first(xp, inputs[1]), b, self.st,
+                             self.pd, self.dl, self.num_group, dest=view)
+            return [_last(xp, y, view, dest)]
         return [conv_forward(xp, inputs[0], inputs[1], b, self.st, self.pd, self.dl,
-                             self.num_group, dest=_offered(out, 0), site=(self, 'f'))]
+                             self.num_group, dest=dest, site=(self, 'f'))]
 
     def fast_forward(self, xp, is_train, in_dtypes=None):
+        if self.channels_last:
+            return None
         st, pd, dl, g = self.st, self.pd, self.dl, self.num_group
         if self.no_bias:
             return lambda x, w: conv_forward(xp, x, w, None, st, pd, dl, g)
         return lambda x, w, b: conv_forward(xp, x, w, b, st, pd, dl, g)
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None):
+        if self.channels_last:
+            return self._backward_last(xp, out_grads[0], inputs, need, grad_out)
         x, w = inputs[0], inputs[1]
         dy = out_grads[0]
         grads = [None] * len(inputs)
@@ -170,6 +239,28 @@ class Convolution(_ConvBase):
                                             dest=_offered(grad_out, 1), site=(self, 'bw'))
         if not self.no_bias and need[2]:
             grads[2] = self.backward_bias(xp, dy)
+        return grads
+
+    def _backward_last(self, xp, dy, inputs, need, grad_out):
+        """The channels-last gradients: the channels-first ones on moved-axis views
+        (no replayed backend calls: the views are new objects at every call)."""
+        x, w = _first(xp, inputs[0]), _first(xp, inputs[1])
+        dyf = _first(xp, dy)
+        grads = [None] * len(inputs)
+        if need[0]:
+            dest = _offered(grad_out, 0)
+            view = _first_view(xp, dest)
+            dx = conv_backward_data(xp, dyf, w, x.shape, self.st, self.pd, self.dl,
+                                    self.num_group, dest=view)
+            grads[0] = _last(xp, dx, view, dest)
+        if need[1]:
+            dest = _offered(grad_out, 1)
+            view = _first_view(xp, dest)
+            dw = conv_backward_weight(xp, x, dyf, self.kernel, self.st, self.pd, self.dl,
+                                      self.num_group, dest=view)
+            grads[1] = _last(xp, dw, view, dest)
+        if not self.no_bias and need[2]:
+            grads[2] = dy.reshape(-1, dy.shape[-1]).sum(axis=0)
         return grads
 
 
@@ -233,6 +324,7 @@ class Deconvolution(_ConvBase):
         if dshape is None:
             return in_shapes, [None], []
         self._check_data(dshape)
+        self._check_channels(dshape)
         g, f = self.num_group, self.num_filter
         self._fill(in_shapes, 1, (dshape[1], f // g) + tuple(self.kernel), 'weight')
         if not self.no_bias:
@@ -339,3 +431,45 @@ class FusedConvolution(FusedOperator):
 def _offered(arrays, i):
     """The array offered for result ``i`` (``out=``/``grad_out=``), or None."""
     return arrays[i] if arrays and i < len(arrays) else None
+
+
+def _first_shape(shape):
+    """A channels-last shape (N, *S, C) as (N, C, *S); None (unknown) stays None."""
+    if shape is None or len(shape) < 2:
+        return shape
+    shape = tuple(shape)
+    return shape[:1] + shape[-1:] + shape[1:-1]
+
+
+def _last_shape(shape):
+    """A channels-first shape (N, C, *S) as (N, *S, C); None (unknown) stays None."""
+    if shape is None or len(shape) < 2:
+        return shape
+    shape = tuple(shape)
+    return shape[:1] + shape[2:] + shape[1:2]
+
+
+def _first(xp, a):
+    """A channels-last array as a channels-first view (no copy: the CPU backend takes a
+    view of channels-last memory as it lies, the NumPy code any strides; CuPy's im2col
+    kernels want C order, so a copy there)."""
+    a = xp.moveaxis(a, -1, 1)
+    return a if xp is np else xp.ascontiguousarray(a)
+
+
+def _first_view(xp, dest):
+    """The channels-first view of an offered channels-last result array, or None."""
+    return None if dest is None else xp.moveaxis(dest, -1, 1)
+
+
+def _last(xp, y, view, dest):
+    """The channels-first result ``y`` in the channels-last layout: ``dest`` itself when
+    ``y`` was computed into its ``view`` or fits it (copied), else a new C-order array."""
+    if dest is not None:
+        if y is view:
+            return dest
+        if view.shape == y.shape and view.dtype == y.dtype \
+                and getattr(dest.flags, 'writeable', True):
+            xp.copyto(view, y)
+            return dest
+    return xp.ascontiguousarray(xp.moveaxis(y, 1, -1))

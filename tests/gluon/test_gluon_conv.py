@@ -125,7 +125,7 @@ def test_max_pooling_reflection_padding_against_numpy():
 
 
 @pytest.mark.parametrize('make, match', [
-    (lambda: nn.Conv1D(2, 3, layout='NWC'), 'NCW'),
+    (lambda: nn.Conv1DTranspose(2, 3, layout='NWC'), 'NCW'),
     (lambda: nn.Conv2D(2, (3, 3, 3)), 'kernel_size'),
     (lambda: nn.Conv2DTranspose(2, 3, output_padding=(1, 1, 1)), 'output_padding'),
     (lambda: nn.Conv3D(2, 3, layout='NCHW'), 'NCDHW'),
@@ -138,11 +138,12 @@ def test_bad_arguments_are_value_errors(make, match):
         make()
 
 
-def test_channels_last_convolution_is_refused_when_made():
-    # MXNet 1.9.1 runs NHWC convolutions on CPU; symgraph's Convolution computes
-    # channels-first layouts only and says so when the layer is made (docs/differences.md)
+def test_channels_last_transposed_convolution_is_refused_when_made():
+    # Deconvolution computes channels-first layouts only (MXNet 1.9.1's CPU build refuses
+    # its channels-last layouts at the first forward) and says so when the layer is made;
+    # channels-last convolutions: tests/gluon/test_gluon_channels_last.py
     with pytest.raises(ValueError, match='layout'):
-        nn.Conv2D(2, 3, layout='NHWC', in_channels=3)
+        nn.Conv2DTranspose(2, 3, layout='NHWC', in_channels=3)
 
 
 @pytest.mark.parametrize('make, nchw', [

@@ -167,7 +167,9 @@ def test_convolution_bad_params():
     with pytest.raises(MXNetError):
         get_op('Convolution')(kernel=(3, 3), num_filter=3, stride=(1,))
     with pytest.raises(MXNetError):
-        get_op('Convolution')(kernel=(3, 3), num_filter=3, layout='NHWC')
+        get_op('Convolution')(kernel=(3, 3), num_filter=3, layout='NDHWC')
+    with pytest.raises(MXNetError):
+        get_op('Deconvolution')(kernel=(3, 3), num_filter=3, layout='NHWC')
     op = get_op('Convolution')(kernel='(3, 3)', num_filter='3', workspace='512',
                                cudnn_tune='fastest', cudnn_off='True', layout='NCHW')
     assert op.kernel == (3, 3) and op.num_filter == 3

@@ -7,10 +7,12 @@ comes from the operator's own shape inference on a data Variable of shape
 ``(1, in_channels, 0, ...)``, as in MXNet. Pooling layers call ``Pooling``
 (``ceil_mode`` is ``pooling_convention='full'``), ReflectionPad2D calls ``pad``.
 
-symgraph's ``Convolution``/``Deconvolution`` compute channels-first layouts (NCW, NCHW,
-NCDHW) only: a channels-last convolution layer (``layout='NHWC'``, which MXNet 1.9.1 runs
-on CPU too) fails with the operator's ValueError when it is made. Pooling layers take
-both layouts.
+Convolution layers take channels-last layouts too (``layout`` 'NWC', 'NHWC', 'NDHWC':
+data (N, *S, C), weight (channels, *kernel, in_channels / groups), as MXNet's operator
+infers them; MXNet 1.9.1 runs them on GPUs only, and its Conv1D refuses 'NWC'). The
+transposed layers compute channels first only: a channels-last one fails with the
+``Deconvolution`` operator's ValueError when it is made (MXNet 1.9.1's CPU build fails
+at the first forward). Pooling layers take both layouts.
 """
 from ... import symbol
 from ...base import ArgumentError, numeric_types
@@ -65,7 +67,8 @@ class _Conv(HybridBlock):
         Number of groups: the input and output channels split into that many independent
         convolutions, concatenated.
     layout : str
-        Dimension ordering of data and weight ('NCW', 'NCHW', 'NCDHW').
+        Dimension ordering of data and weight: 'NCW', 'NCHW', 'NCDHW' or channels last
+        ('NWC', 'NHWC', 'NDHWC'; convolutions only, not the transposed layers).
     in_channels : int, default 0
         The number of input channels; 0 defers initialization to the first forward.
     activation : str
@@ -202,10 +205,11 @@ class Conv1D(_ConvND):
     data; ``out_width = floor((width + 2*padding - dilation*(kernel_size-1) - 1)/stride) + 1``.
 
     Parameters as :class:`_Conv`, with `kernel_size`, `strides`, `padding` and `dilation`
-    an int or a tuple of 1 int; ``layout='NCW'``.
+    an int or a tuple of 1 int; ``layout`` 'NCW' or 'NWC' ((batch, width, channels) data;
+    MXNet 1.9.1's Conv1D takes 'NCW' only).
     """
 
-    _ndim, _layouts = 1, ('NCW',)
+    _ndim, _layouts = 1, ('NCW', 'NWC')
 
     def __init__(self, channels, kernel_size, strides=1, padding=0, dilation=1,
                  groups=1, layout='NCW', activation=None, use_bias=True,

@@ -1,4 +1,6 @@
 """NDArrayIter: batches from arrays in memory, exactly as MXNet 1.9.1 cuts them."""
+import warnings
+
 import numpy as np
 
 from ..ndarray import NDArray
@@ -91,9 +93,7 @@ class NDArrayIter(DataIter):
                 raise ArgumentError("NDArrayIter: %r has shape %s, which has no batch axis %d "
                                     "(layout %r)" % (k, tuple(v.shape), batch_axis, layout))
             lengths.append((k, v.shape[batch_axis]))
-        if any(n != lengths[0][1] for _, n in lengths):
-            raise ArgumentError('NDArrayIter: data and label must have the same number of '
-                                'examples: %s' % ', '.join('%r has %d' % kn for kn in lengths))
+        _check_lengths(lengths)
         if shuffle and any(_is_h5py(v) for _, v in self.data + self.label):
             raise ArgumentError('NDArrayIter: shuffle=True is not supported with h5py Datasets')
         num_data = lengths[0][1]
@@ -240,7 +240,9 @@ class NDArrayIter(DataIter):
         assert start is not None or end is not None, 'should at least specify start or end'
         start = start if start is not None else 0
         if end is None:
-            end = data_source[0][1].shape[self.layout.find('N')] if data_source else 0
+            # (MXNet: the array's own length, which takes a longer label's extra rows into
+            # the padded last batch; the examples end at num_data)
+            end = self.num_data if data_source else 0
         s = slice(start, end)
         return [
             _slice_along_batch_axis(x[1], s, self.layout.find('N'))
@@ -328,6 +330,22 @@ class NDArrayIter(DataIter):
         batch_axis = self.layout.find('N')
         self.data = _getdata_by_idx(self.data, self.idx, batch_axis)
         self.label = _getdata_by_idx(self.label, self.idx, batch_axis)
+
+
+def _check_lengths(lengths):
+    """The first data array gives the number of examples, as in MXNet: an array with fewer
+    is an error (MXNet cuts short batches from it), one with more a warning (MXNet reads
+    its first rows and ignores the rest, likely a mistake). ``lengths``: (name, examples)
+    of the data then the label arrays."""
+    first, n = lengths[0]
+    short = ['%r has %d' % kn for kn in lengths if kn[1] < n]
+    if short:
+        raise ArgumentError('NDArrayIter: %r has %d examples (which every data and label '
+                            'array needs), but %s' % (first, n, ', '.join(short)))
+    longer = ['%r has %d' % kn for kn in lengths if kn[1] > n]
+    if longer:
+        warnings.warn('NDArrayIter: %r has %d examples but %s: only their first %d rows are '
+                      'read, as in MXNet' % (first, n, ', '.join(longer), n), stacklevel=3)
 
 
 def _dtype_of(v):

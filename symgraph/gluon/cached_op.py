@@ -9,8 +9,12 @@ The data inputs are bound through holder arrays whose storage is pointed at the 
 arrays at each call (the executor reads them at every forward), so the inputs are not
 copied either.
 
-Under ``autograd.record()`` a call is one node on the tape (``autograd.record_op``) whose
-backward is the executor's backward. An executor's forward keeps the arrays its backward
+Under ``autograd.record()`` a call is one node on the tape whose backward is the
+executor's backward; the node keeps the graph (``tape.GraphCall``), which
+``autograd.get_symbol`` inlines and ``autograd.grad(create_graph=True)`` replays operator by
+operator (autograd_rules.py). In a plain ``backward`` the executor's gradient arrays are
+handed to the tape, which copies them into the Parameters' gradients, and kept: the
+executor writes the same arrays at every step. An executor's forward keeps the arrays its backward
 needs until that backward has run: a block called again before it (two calls under one
 ``record()``) gets a second executor for the same signature, as MXNet's CachedOp takes a
 second state.
@@ -20,7 +24,6 @@ import warnings
 import weakref
 
 from ..base import UsageError
-from .. import autograd
 from ..executor import Executor
 from ..ndarray import NDArray, tape
 
@@ -88,6 +91,17 @@ class CachedOp:
         self._aux_params = [p for _, p in self._aux]
         self._data_pos = [(k, i) for k, (is_data, i) in enumerate(self._args) if is_data]
         self._cache = OrderedDict()     # signature -> [_Bound, ...]
+        #: every Parameter bound, and what _param_arrays last answered
+        self._all_params = [p for _, p in self._arg_params] + self._aux_params
+        self._fast = None
+        self._aux_names = sym.list_auxiliary_states()
+        self._names = {}                # number of data inputs -> _input_names
+        # an output listed twice (an RNN cell's `output, [output]`) is one entry of the
+        # graph: MXNet's CachedOp sums its head gradients, where the executor (MXNet's too)
+        # takes the last one's; so the sum goes to the last listing
+        names = sym.list_outputs()
+        last = {n: k for k, n in enumerate(names)}
+        self._repeats = [(k, last[n]) for k, n in enumerate(names) if last[n] != k]
         self._hook = None
         self.num_binds = 0              # how many executors were bound (tests, debugging)
 
@@ -151,34 +165,53 @@ class CachedOp:
                 pos[i] = k
         return pos
 
-    def __call__(self, data):
-        """Run the graph on the NDArrays ``data``; returns the list of outputs."""
-        ctx = data[0].context
+    def _param_arrays(self, ctx):
+        """The Parameters' arrays on ``ctx`` (arguments, auxiliary states) and which
+        arguments want a gradient. A Parameter replaces its list of arrays (and of
+        gradients) whenever one changes (initialize, cast, reset_ctx, grad_req), so a call
+        whose Parameters hold the lists of the previous call reuses its answer."""
+        fast = self._fast
+        if fast is not None and (fast[0] is ctx or fast[0] == ctx):
+            for p, d, g in zip(self._all_params, fast[1], fast[2]):
+                if p._data is not d or p._grad is not g:
+                    break
+            else:
+                return fast[3], fast[4], fast[5]
         params = [p.data(ctx) for _, p in self._arg_params]
         aux = [p.data(ctx) for p in self._aux_params]
-        recording = autograd.is_recording()
+        param_grad = tuple(p.grad_req != 'null' for _, p in self._arg_params)
+        self._fast = (ctx, [p._data for p in self._all_params],
+                      [p._grad for p in self._all_params], params, aux, param_grad)
+        return params, aux, param_grad
+
+    def __call__(self, data):
+        """Run the graph on the NDArrays ``data``; returns the list of outputs."""
+        ctx = data[0]._ctx
+        params, aux, param_grad = self._param_arrays(ctx)
+        recording = tape.STATE.recording
         if recording:
-            data_grad = tuple(tape.needs_grad(d._ag) for d in data)
-            param_grad = tuple(p.grad_req != 'null' for _, p in self._arg_params)
+            data_grad = tuple([tape.needs_grad(d._ag) for d in data])
             if not any(data_grad) and not any(param_grad):
                 recording = False
         if not recording:
             data_grad = (False,) * len(data)
             param_grad = (False,) * len(params)
-        key = (ctx, tuple((d._data.shape, d._data.dtype) for d in data), data_grad,
+        key = (ctx, tuple([(d._data.shape, d._data.dtype) for d in data]), data_grad,
                param_grad)
-        bound = self._lookup(key, params + aux)
+        bound = self._lookup(key, params, aux)
         if bound is None:
             bound = self._bind(ctx, data, params, aux, data_grad, param_grad)
             self._cache.setdefault(key, []).append(bound)
         exe = bound.exe
+        arg_arrays = exe.arg_arrays
         for k, i in bound.holders:
             d = data[i]._data
             if not d.flags.c_contiguous:    # a strided view: the kernels want rows in order
                 with ctx.device_scope():
                     d = ctx.xp.ascontiguousarray(d)
-            exe.arg_arrays[k]._data = d
-        exe.forward(is_train=autograd.is_training())
+            arg_arrays[k]._data = d
+        training = tape.STATE.training
+        exe.forward(is_train=training)
         xp = ctx.xp
         outs = []
         with ctx.device_scope():
@@ -187,10 +220,10 @@ class CachedOp:
                 # the next run writes into new memory: the caller keeps these
                 o._data = xp.empty(o._data.shape, dtype=o._data.dtype)
         if recording:
-            self._record(bound, data, params, outs, ctx)
+            self._record(bound, data, params, aux, outs, ctx, training)
         return outs
 
-    def _lookup(self, key, arrays):
+    def _lookup(self, key, params, aux):
         """A free bound executor of this signature on these Parameter arrays, or None."""
         bounds = self._cache.get(key)
         if bounds is None:
@@ -198,32 +231,46 @@ class CachedOp:
                 self._cache.popitem(last=False)
             return None
         self._cache.move_to_end(key)
-        if any(a is not b for a, b in zip(arrays, bounds[0].params)):
-            # the Parameters hold new arrays (cast, reset_ctx, load_parameters): rebind
-            del self._cache[key]
-            return None
+        bound_params = bounds[0].params
+        for a, b in zip(params + aux, bound_params):
+            if a is not b:
+                # the Parameters hold new arrays (cast, reset_ctx, load_parameters): rebind
+                del self._cache[key]
+                return None
         for b in bounds:
             if b.free():
                 b.busy = None
                 return b
         return None
 
-    def _record(self, bound, data, params, outs, ctx):
-        """Put this call on the tape; its backward is the executor's."""
+    def _input_names(self, n_data):
+        """Per recorded input (data inputs, then Parameters), the graph's input name."""
+        names = self._names.get(n_data)
+        if names is None:
+            arg_names = self._sym.list_arguments()
+            names = [None] * n_data
+            for k, i in self._data_pos:
+                names[i] = arg_names[k]
+            names += [arg_names[k] for k, _ in self._arg_params]
+            self._names[n_data] = names
+        return names
+
+    def _record(self, bound, data, params, aux, outs, ctx, training):
+        """Put this call on the tape: one node whose backward is the executor's."""
         exe = bound.exe
-        inputs = list(data) + [arr for (_, p), arr in zip(self._arg_params, params)]
+        inputs = list(data) + params
+        entries = [e if e is not None and (e.node is not None or e.req != 'null') else None
+                   for e in [a._ag for a in inputs]]
+        if not any(entries):
+            exe._saved = None
+            return
         state = {'saved': exe._saved}
         grad_pos = bound.grad_pos
         name = self._name
         # shapes, not the outputs: they hold the tape node that holds this function (a
         # cycle would keep the executor busy until the garbage collector ran)
         out_meta = [(o._data.shape, o._data.dtype) for o in outs]
-        # an output listed twice (an RNN cell's `output, [output]`) is one entry of the
-        # graph: MXNet's CachedOp sums its head gradients, where the executor (MXNet's too)
-        # takes the last one's; so the sum goes to the last listing
-        names = self._sym.list_outputs()
-        last = {n: k for k, n in enumerate(names)}
-        repeats = [(k, last[n]) for k, n in enumerate(names) if last[n] != k]
+        repeats = self._repeats
 
         def backward_fn(out_grads):
             saved = state['saved']
@@ -234,34 +281,45 @@ class CachedOp:
                     'block again under autograd.record(), or do not hybridize it' % name)
             state['saved'] = None
             exe._saved = saved
-            og = []
-            with ctx.device_scope():
-                for g, (shape, dtype) in zip(out_grads, out_meta):
-                    og.append(g if g is not None else
-                              NDArray(ctx.xp.zeros(shape, dtype=dtype), ctx))
-                for k, j in repeats:
-                    og[j] = og[j] + og[k]
-            if repeats:
-                with warnings.catch_warnings():
-                    warnings.filterwarnings('ignore', 'output .* is listed more than once')
-                    exe.backward(og)
-            else:
-                exe.backward(og)
-            bound.busy = None
-            res = []
             xp = ctx.xp
+            og = list(out_grads)
+            with ctx.device_scope():
+                for k, g in enumerate(og):
+                    if g is None:
+                        g = xp.zeros(out_meta[k][0], dtype=out_meta[k][1])
+                    og[k] = NDArray(g, ctx)
+                for k, j in repeats:
+                    og[j] = NDArray(og[j]._data + og[k]._data, ctx)
+                if repeats:
+                    with warnings.catch_warnings():
+                        warnings.filterwarnings('ignore', 'output .* is listed more than once')
+                        exe.backward(og)
+                else:
+                    exe.backward(og)
+            bound.busy = None
+            grad_arrays = exe.grad_arrays
+            if tape.STATE.lending:
+                # a plain backward copies these into the variables' gradients before it
+                # returns: the executor keeps writing the same arrays, whose addresses the
+                # CPU backend's recorded calls hold (a new array each step would record anew)
+                return [None if pos is None else grad_arrays[pos]._data for pos in grad_pos]
+            res = []
             with ctx.device_scope():
                 for pos in grad_pos:
                     if pos is None:
                         res.append(None)
                         continue
-                    g = exe.grad_arrays[pos]
-                    res.append(NDArray(g._data, ctx))
-                    # the next backward writes (req 'write') into new memory: the tape and
-                    # autograd.grad's caller keep these
+                    g = grad_arrays[pos]
+                    res.append(g._data)
+                    # autograd.grad's caller keeps these: the next backward writes (req
+                    # 'write') into new memory
                     g._data = xp.empty(g._data.shape, dtype=g._data.dtype)
             return res
-        if autograd.record_op(name, inputs, outs, backward_fn):
-            bound.busy = weakref.ref(backward_fn)
-        else:
-            exe._saved = None
+        graph = tape.GraphCall(self._sym, self._input_names(len(data)),
+                               list(zip(self._aux_names, aux)), training)
+        node = tape.Node(name, entries, out_meta, backward_fn, (), ctx, in_arrays=inputs,
+                         graph=graph)
+        Entry = tape.Entry
+        for k, o in enumerate(outs):
+            o._ag = Entry(node, k)
+        bound.busy = weakref.ref(backward_fn)

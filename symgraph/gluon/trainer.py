@@ -42,12 +42,6 @@ class TrainerUsageError(UsageError, AssertionError):
     1.9.1 checks these with ``assert``."""
 
 
-def _grad_is_fresh(data):
-    """Whether backward wrote the gradient of the parameter array ``data`` since the
-    Trainer last cleared the mark (MXNet's ``NDArray._fresh_grad``)."""
-    return data._fresh_grad
-
-
 def _clear_fresh_grad(data):
     data._fresh_grad = False
 
@@ -372,32 +366,40 @@ class Trainer(object):
         self._update(ignore_stale_grad)
 
     def _update(self, ignore_stale_grad=False):
+        # one pass over the parameters with their attributes read directly: this loop runs
+        # every step, and the accessors' checks (context lookups, the fresh flag's
+        # properties) were most of the Trainer's own time
         on_kvstore = bool(self._kvstore and self._update_on_kvstore)
         updates = [[] for _ in self._updaters]
         for i, param in enumerate(self._params):
-            if param.grad_req == 'null':
+            if param._grad_req == 'null':
                 continue
-            datas = param._check_and_get(param._data, list)
+            datas = param._data
+            if datas is None:
+                datas = param.list_data()       # raises: deferred or not initialized
             if not ignore_stale_grad:
                 for data in datas:
-                    if not _grad_is_fresh(data):
+                    e = data._ag
+                    if e is None or e.node is not None or not e.fresh:
                         raise StaleGradientError(
-                            'Gradient of Parameter `%s` on context %s has not been updated by '
-                            'backward since last `step`. This could mean a bug in your model '
-                            'that made it only use a subset of the Parameters (Blocks) for '
-                            'this iteration. If you are intentionally only using a subset, '
-                            'call step with ignore_stale_grad=True to suppress this warning '
-                            'and skip updating of Parameters with stale gradient'
+                            'Gradient of Parameter `%s` on context %s has not been updated '
+                            'by backward since last `step`. This could mean a bug in your '
+                            'model that made it only use a subset of the Parameters (Blocks) '
+                            'for this iteration. If you are intentionally only using a '
+                            'subset, call step with ignore_stale_grad=True to suppress this '
+                            'warning and skip updating of Parameters with stale gradient'
                             % (param.name, str(data.context)))
             if on_kvstore:
                 # the store updated the weights in _allreduce_grads already
                 for data in datas:
                     _clear_fresh_grad(data)
                 continue
-            for upd, arr, grad in zip(updates, datas, param.list_grad()):
-                if not ignore_stale_grad or _grad_is_fresh(arr):
-                    upd.append((i, grad, arr))
-                    _clear_fresh_grad(arr)
+            grads = param._grad if param._grad is not None else param.list_grad()
+            for upd, data, grad in zip(updates, datas, grads):
+                e = data._ag
+                if e is not None and e.node is None and e.fresh:
+                    upd.append((i, grad, data))
+                    e.fresh = False
         if on_kvstore:
             return
         for updater, upd in zip(self._updaters, updates):

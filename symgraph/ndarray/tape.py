@@ -17,13 +17,17 @@ import threading
 
 from ..base import ArgumentError, UsageError
 
-__all__ = ['STATE', 'Entry', 'Node', 'needs_grad', 'backward']
+__all__ = ['STATE', 'Entry', 'Node', 'GraphCall', 'needs_grad', 'backward']
 
 
 class _State(threading.local):
     """Per thread, as MXNet's ``is_recording``/``is_training`` flags."""
     recording = False
     training = False
+    #: a plain backward (into the variables' ``grad`` arrays) is sweeping: every gradient
+    #: a node returns is summed or copied before the sweep returns, so a node may return
+    #: arrays it writes again at its next run (a hybridized block's executor buffers)
+    lending = False
 
 
 STATE = _State()
@@ -63,13 +67,15 @@ class Node:
     ``checks`` are ``(ndarray, version, what)`` of the arrays ``run`` reads: written in
     place since, the backward refuses to run (MXNet would compute a wrong gradient).
     ``rule`` optionally gives the gradient as recordable NDArray calls (higher order).
+    ``graph``: the :class:`GraphCall` of a whole graph's call (a hybridized block), which
+    ``autograd.get_symbol`` inlines and ``create_graph`` replays.
     """
 
     __slots__ = ('name', 'inputs', 'out_meta', 'fn', 'checks', 'ctx', 'freed', 'op',
-                 'rule', 'in_arrays', 'out_arrays')
+                 'rule', 'in_arrays', 'out_arrays', 'graph')
 
     def __init__(self, name, inputs, out_meta, run, checks=(), ctx=None, op=None, rule=None,
-                 in_arrays=None, out_arrays=None):
+                 in_arrays=None, out_arrays=None, graph=None):
         self.name = name
         self.inputs = inputs
         self.out_meta = out_meta
@@ -81,6 +87,7 @@ class Node:
         self.rule = rule
         self.in_arrays = in_arrays
         self.out_arrays = out_arrays
+        self.graph = graph
 
     def run(self, out_grads):
         """The inputs' gradients from the outputs' (arrays, None where none reached)."""
@@ -94,6 +101,25 @@ class Node:
         self.rule = None
         self.in_arrays = None
         self.out_arrays = None
+        self.graph = None
+
+
+class GraphCall:
+    """What a node of a whole graph's call keeps of the graph (``Node.graph``).
+
+    ``symbol``: the graph (a Symbol); ``input_names``: per input of the node (its
+    ``in_arrays``), the graph's input Variable it binds, or None (an unused data input);
+    ``aux``: (name, NDArray) of the auxiliary states bound; ``training``: whether the call
+    ran in training mode.
+    """
+
+    __slots__ = ('symbol', 'input_names', 'aux', 'training')
+
+    def __init__(self, symbol, input_names, aux, training):
+        self.symbol = symbol
+        self.input_names = input_names
+        self.aux = aux
+        self.training = training
 
 
 class OpNode(Node):
@@ -117,6 +143,7 @@ class OpNode(Node):
         self.freed = False
         self.in_arrays = in_arrays
         self.out_arrays = outs[n_vis:] or None
+        self.graph = None
         self.step = step
         saved_in = [None] * n_args
         checks = []
@@ -152,11 +179,12 @@ class OpNode(Node):
         self.step = self.saved_in = self.saved_out = self.aux = None
 
 
-def _order(heads):
+def _order(heads, stop=()):
     """The nodes reachable from the head entries, each after every node that reads one of
-    its outputs (so that its output gradients are complete when it runs): iterative."""
+    its outputs (so that its output gradients are complete when it runs): iterative.
+    The walk does not pass the entries whose ids are in ``stop``."""
     post, seen = [], set()
-    stack = [(e.node, False) for e in heads if e.node is not None]
+    stack = [(e.node, False) for e in heads if e.node is not None and id(e) not in stop]
     while stack:
         node, done = stack.pop()
         if done:
@@ -167,7 +195,8 @@ def _order(heads):
         seen.add(id(node))
         stack.append((node, True))
         for e in node.inputs:
-            if e is not None and e.node is not None and id(e.node) not in seen:
+            if e is not None and e.node is not None and id(e.node) not in seen \
+                    and id(e) not in stop:
                 stack.append((e.node, False))
     post.reverse()
     return post
@@ -182,19 +211,21 @@ def _run_node(node, out_grads):
         return node.run(out_grads)
 
 
-def sweep(entries, head_grads, nodes, run, add, retain_graph, free_unreached):
+def sweep(entries, head_grads, nodes, run, add, retain_graph, free_unreached, stop=()):
     """The one backward sweep: seed the heads' entries with ``head_grads``, then for each
     node of ``nodes`` (in order) that received an output gradient, ``run(node,
     out_grads)`` gives its inputs' gradients, summed with ``add`` into the nodes and the
     variables (a variable with req 'null' takes none from a node). A node is freed after it
     ran unless ``retain_graph``; ``free_unreached`` frees the others too. Returns
-    ``{id(entry): [entry, gradient]}`` of the variables reached. The first-order backward
-    runs it on raw arrays, ``create_graph`` (autograd_rules.sweep) on recorded NDArrays."""
+    ``{id(entry): [entry, gradient]}`` of the variables reached, and of the entries whose
+    ids are in ``stop`` (gathered there like variables: a part of a graph swept alone).
+    The first-order backward runs it on raw arrays, ``create_graph``
+    (autograd_rules.sweep) on recorded NDArrays."""
     grads = {}          # id(node) -> list of output gradients
     var_grads = {}      # id(entry) -> [entry, gradient]
 
     def give(e, g):
-        if e.node is None:
+        if e.node is None or id(e) in stop:
             slot = var_grads.setdefault(id(e), [e, None])
             slot[1] = add(slot[1], g)
         else:
@@ -258,7 +289,12 @@ def backward(heads, head_grads, retain_graph=False, variables=None, create_graph
                     'computation' % (what, node.name, arr.shape, node.name))
     if create_graph:
         return nd_sweep(entries, head_grads, nodes, variables, retain_graph)
-    var_grads = sweep(entries, head_grads, nodes, _run_node, _add, retain_graph, True)
+    lending = variables is None
+    prev, STATE.lending = STATE.lending, lending
+    try:
+        var_grads = sweep(entries, head_grads, nodes, _run_node, _add, retain_graph, True)
+    finally:
+        STATE.lending = prev
     if variables is not None:
         out = []
         for v in variables:
@@ -267,14 +303,23 @@ def backward(heads, head_grads, retain_graph=False, variables=None, create_graph
         return out
     for e, g in var_grads.values():
         dst = e.grad
-        if dst is None or e.req == 'null':
+        req = e.req
+        if dst is None or req == 'null':
             continue
-        g = g.reshape(dst.shape) if g.shape != dst.shape else g
-        with dst._ctx.device_scope():
-            if e.req == 'add':
-                dst._data += g
+        data = dst._data
+        if g.shape != data.shape:
+            g = g.reshape(data.shape)
+        if dst._ctx.device_type == 'cpu':     # (a hybridized block's step writes dozens)
+            if req == 'add':
+                data += g
             else:
-                dst._data[...] = g
+                data[...] = g
+        else:
+            with dst._ctx.device_scope():
+                if req == 'add':
+                    data += g
+                else:
+                    data[...] = g
         e.fresh = True
     return None
 

@@ -5,7 +5,7 @@
 Leading ``'affine'`` post-ops (BatchNorm with its running statistics) are folded into the
 producer's weights and bias: ``W' = W * scale`` per output channel, ``b' = b * scale +
 shift``, computed in float64 and rounded once. The folded arrays are cached per bind (the
-operator's :meth:`create_state`) together with copies of the arrays they came from; every
+operator's Step, made by :meth:`bind`) together with copies of the arrays they came from; every
 forward compares those copies with the current arguments and folds again when one
 changed (the user assigned new weights or statistics), so a stale fold is never used. The
 comparison reads each parameter once per forward, a small fraction of the producer's own
@@ -22,7 +22,7 @@ import itertools
 import numpy as np
 
 from symgraph.base import NotSupportedError
-from symgraph.opdef import Operator, Snapshot
+from symgraph.opdef import Operator, Snapshot, Step
 
 __all__ = ['FusedOperator']
 
@@ -90,12 +90,12 @@ class FusedOperator(Operator):
     def infer_type(self, in_types):
         return list(in_types), [in_types[0]], []
 
-    def create_state(self, ctx, in_shapes, in_dtypes):
-        """The bind's fold cache: {'sources': a Snapshot of the arrays folded,
+    def bind(self, ctx, in_shapes, in_dtypes):
+        """A Step holding the bind's fold cache: {'sources': a Snapshot of the arrays folded,
         'folded': (w, b), 'token': int, 'primitives': this layer's oneDNN primitives (with
         its reordered weights), 'memo': the backend's record of its last call}."""
-        return {'sources': None, 'folded': None, 'token': None, 'primitives': {},
-                'memo': {}}
+        return Step(self, ctx, {'sources': None, 'folded': None, 'token': None,
+                                'primitives': {}, 'memo': {}})
 
     def split(self, inputs):
         """(base inputs, [inputs of each post-op])."""

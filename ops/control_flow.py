@@ -5,14 +5,15 @@ src/operator/control_flow.cc), the operators behind ``mx.sym.contrib.foreach``,
 Each node holds its graphs as :class:`symgraph.opdef.Subgraph` objects
 (``Operator.subgraphs``, the ``subgraphs`` field of MXNet's JSON); the ``*_locs``
 parameters map each subgraph input to one of the node's inputs, as MXNet's do. A loop
-binds its body once per bind (``create_state``) and runs the compiled body once per step,
-keeping each step's saved arrays for backward.
+binds its body once per bind (its Step's state, ``bind``) and runs the compiled body once
+per step, keeping each step's saved arrays for backward.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from symgraph.opdef import Operator, Param, register, MXNetError, ShapeError, unify_shape
+from symgraph.opdef import (Operator, Param, Step, register, MXNetError, ShapeError,
+                            unify_shape)
 
 __all__ = []
 
@@ -220,8 +221,8 @@ class Foreach(Operator):
         return [b_in[loc] for loc in locs], b_out, []
 
     # --- compute ---------------------------------------------------------------
-    def create_state(self, ctx, in_shapes, in_dtypes):
-        return _State(ctx)
+    def bind(self, ctx, in_shapes, in_dtypes):
+        return Step(self, ctx, _State(ctx))
 
     def forward(self, xp, inputs, aux, is_train, state=None):
         body = self.subgraphs[0]
@@ -381,8 +382,8 @@ class Cond(Operator):
                 break
         return ins, outs, []
 
-    def create_state(self, ctx, in_shapes, in_dtypes):
-        return _State(ctx)
+    def bind(self, ctx, in_shapes, in_dtypes):
+        return Step(self, ctx, _State(ctx))
 
     def forward(self, xp, inputs, aux, is_train, state=None):
         c_in = [inputs[l] for l in self.cond_input_locs]
@@ -517,8 +518,8 @@ class WhileLoop(Operator):
                 break
         return ins, f_out, []
 
-    def create_state(self, ctx, in_shapes, in_dtypes):
-        return _State(ctx)
+    def bind(self, ctx, in_shapes, in_dtypes):
+        return Step(self, ctx, _State(ctx))
 
     def forward(self, xp, inputs, aux, is_train, state=None):
         cur = list(inputs)

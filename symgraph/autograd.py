@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 
+from . import opdef
 from .base import ArgumentError, ArgumentTypeError, NotSupportedError, UsageError
 from .ndarray import NDArray
 from .ndarray import tape
@@ -315,7 +316,7 @@ def get_symbol(x):
                                         'block or an autograd.Function, or its graph was '
                                         'freed by backward)' % node.name)
             ins = [entry_symbol(ie, a) for ie, a in zip(node.inputs, node.in_arrays)]
-            params = {k: getattr(node.op, k) for k in node.op.param_names()}
+            params = {k: getattr(node.op, k) for k in opdef.param_names(type(node.op))}
             memo[id(node)] = op_function(node.op.name)(*ins, **params)
         s = memo[id(node)]
         return s[e.index] if len(s.list_outputs()) > 1 else s

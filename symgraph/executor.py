@@ -191,15 +191,15 @@ class Executor:
             f_order, f_shapes, f_dtypes, aliases, self._fused_names = fused
             self._plan = Plan(f_order, arg_nodes, aux_nodes, heads, f_shapes, f_dtypes, reqs,
                               xp, self._ctx, aliases=aliases)
-        # the operators' states by node: the inference plan (and the unfused one) share
-        # those of the nodes the fusion kept (one state per node and bind)
-        states = self._plan.op_state
+        # the operators' Steps by node: the inference plan (and the unfused one) share
+        # those of the nodes the fusion kept (one Step per node and bind)
+        states = self._plan.bound
         if fused is not None:
             self._unfused = (order, arg_nodes, aux_nodes, heads, shapes, dtypes, reqs, xp,
                              states)
         # inference passes (graph/passes.py): a rewritten plan for forward(is_train=False)
         self._passes = InferencePasses(order, arg_nodes, aux_nodes, heads, shapes, dtypes, xp,
-                                       self._ctx, states=states)
+                                       self._ctx, steps=states)
         self._saved = None
         self._pool = None       # the storage plan's buffers, allocated at the first forward
         self._pool_inference = None     # those of the inference passes' plan
@@ -457,7 +457,7 @@ class Executor:
             return
         order, arg_nodes, aux_nodes, heads, shapes, dtypes, reqs, xp, states = self._unfused
         self._plan = Plan(order, arg_nodes, aux_nodes, heads, shapes, dtypes, reqs, xp,
-                          self._ctx, states=states)
+                          self._ctx, steps=states)
         self._unfused = None
         self._fused_names = []
         self._pool = None

@@ -17,8 +17,9 @@ inference (pure, never touching arrays)
 compute
     ``forward(xp, inputs, aux, is_train)``, ``backward(xp, out_grads, inputs, outputs,
     aux, need)`` with ``need`` a list of bool; ``fast_forward``;
-    ``writes_into`` (``out=``/``grad_out=``); ``wants_req`` (``req=``); ``create_state``
-    (``state=``); ``bind(ctx, in_shapes, in_dtypes)`` (the :class:`Step` applying it)
+    ``writes_into`` (``out=``/``grad_out=``); ``wants_req`` (``req=``);
+    ``bind(ctx, in_shapes, in_dtypes)``: the :class:`Step` applying it, which owns what
+    the operator keeps (passed as ``state=``)
 planner data
     ``needs_inputs``, ``needs_outputs``, ``inplace``, ``no_grad``, ``is_loss``
 what a pass asks (not here)
@@ -61,7 +62,8 @@ __all__ = ['Param', 'Operator', 'register', 'get_op', 'unknown_operator', 'list_
            'random_state', 'using_random_state', 'DeviceGroup', 'device_group',
            'using_device_group', 'ProcessGroup', 'process_group', 'set_process_group',
            'Subgraph', 'SubgraphRunner', 'cpu_backend', 'PostOp', 'CpuKernels', 'cpu_kernel',
-           'lend_scratch', 'same_bits', 'Snapshot', 'forward_function', 'format_value']
+           'lend_scratch', 'same_bits', 'Snapshot', 'Step', 'format_value', 'param_names',
+           'positional_params', 'split_positional']
 
 REQUIRED = object()
 
@@ -392,101 +394,6 @@ class Operator:
     #: that positional ``name``/``attr``/``out`` land where MXNet's signature puts them
     keyword_only_params = ()
 
-    @classmethod
-    def param_names(cls):
-        return list(cls._params)
-
-    @classmethod
-    def positional_params(cls):
-        """Parameter names in MXNet's signature order (positional arguments after the
-        inputs bind to these)."""
-        order = list(cls.param_order or ())
-        return order + [k for k in cls._params
-                        if k not in order and k not in cls.keyword_only_params]
-
-    @classmethod
-    def split_positional(cls, args, is_input, kwargs, trailing=()):
-        """Leading positional ``args`` that are inputs stay inputs; the rest bind to
-        :meth:`positional_params` in order, then to ``trailing`` (``('name', 'attr',
-        'out')`` for ``mx.sym``, ``('out', 'name')`` for ``mx.nd``), as MXNet's generated
-        functions do (``mx.nd.clip(x, 0, 1)``, ``mx.sym.BlockGrad(x, 'g')``). Returns
-        (inputs, kwargs with those parameters).
-
-        A None after the inputs stands where MXNet's signature has an input (that input
-        not given, as ``mx.nd.FullyConnected(x, w, None, no_bias=True, num_hidden=4)``)
-        when the operator, made from the other arguments, takes that many inputs; else it
-        is a parameter value (``mx.nd.sum(x, None)``: axis=None). Such Nones are returned
-        among the inputs."""
-        k = 0
-        while k < len(args) and is_input(args[k]):
-            k += 1
-        nones = 0
-        while k + nones < len(args) and args[k + nones] is None:
-            nones += 1
-        if nones:
-            k += cls._none_inputs(k, nones, args[k + nones:], is_input, kwargs, trailing)
-        inputs, rest = list(args[:k]), args[k:]
-        if not rest:
-            return inputs, kwargs
-        return inputs, cls._bind_positional(rest, is_input, kwargs, trailing)
-
-    @classmethod
-    def _none_inputs(cls, k, nones, tail, is_input, kwargs, trailing):
-        """How many of the ``nones`` Nones after ``k`` inputs stand for inputs not given,
-        the positional parameters ``tail`` following them: the most that the
-        operator, made from the parameters, takes as inputs (with its boolean parameters
-        as given or at their defaults: ``no_bias=True`` drops ``bias`` from the operator,
-        not from MXNet's signature); where none fits so but the Nones do not fit as
-        parameter values either (``mx.nd.SequenceMask(x, None)``, ``LeakyReLU(x, None,
-        act_type='leaky')``: a parameter given twice, or None refused), the most that
-        leave a valid operator. Variadic operators (``*data``) take no None."""
-        if 'num_args' in cls._params:
-            return 0
-        made = {}
-        for j in range(nones, -1, -1):
-            made[j] = cls._made_from((None,) * (nones - j) + tuple(tail), is_input, kwargs,
-                                     trailing)
-            if j and any(len(op.list_arguments()) + len(op.list_auxiliary_states())
-                         >= k + j for op in made[j]):
-                return j
-        if made[0]:
-            return 0
-        return next((j for j in range(nones, 0, -1) if made[j]), 0)
-
-    @classmethod
-    def _made_from(cls, rest, is_input, kwargs, trailing):
-        """The operators made from the positional parameters ``rest`` and ``kwargs``: as
-        given, and with the boolean parameters at their defaults; [] when they make none."""
-        try:
-            given = cls._bind_positional(rest, is_input, kwargs, trailing) if rest else kwargs
-            params = {k: v for k, v in given.items() if k in cls._params}
-            first = cls(**params)
-        except (MXNetError, TypeError, ValueError):
-            return []
-        flags = {k: v for k, v in params.items() if cls._params[k].kind is not bool}
-        try:
-            return [first, cls(**flags)]
-        except (MXNetError, TypeError, ValueError):
-            return [first]
-
-    @classmethod
-    def _bind_positional(cls, rest, is_input, kwargs, trailing):
-        names = cls.positional_params() + list(trailing)
-        if len(rest) > len(names):
-            raise ParameterError('operator %s: %d positional parameters given but it takes %d '
-                                 '(%s)' % (cls.name, len(rest), len(names), ', '.join(names)))
-        kwargs = dict(kwargs)
-        for name, value in zip(names, rest):
-            if is_input(value) and name != 'out':
-                raise ParameterError('operator %s: inputs must come before parameters, got an '
-                                     'input for parameter %r' % (cls.name, name))
-            if name in kwargs:
-                raise ParameterError('operator %s: parameter %r given twice (by position and '
-                                     'keyword)' % (cls.name, name))
-            kwargs[name] = value
-        return kwargs
-
-
     # --- structure ---------------------------------------------------------------
     def list_arguments(self):
         return ['data']
@@ -548,8 +455,8 @@ class Operator:
 
         ``xp`` is numpy or cupy; ``inputs`` the argument arrays; ``aux`` the auxiliary
         states, which may be updated in place (moving statistics); ``is_train`` a bool.
-        Also gets ``out=`` when :attr:`writes_into` and ``state=`` when
-        :meth:`create_state` returned an object. No default: every operator defines it.
+        Also gets ``out=`` when :attr:`writes_into` and ``state=`` when its :meth:`bind`
+        gave the Step a state. No default: every operator defines it.
         """
         raise NotImplementedError('operator %s has no forward' % self.name)
 
@@ -561,31 +468,24 @@ class Operator:
         and for loss operators (:attr:`is_loss`), which make their own head gradient;
         ``inputs``/``outputs`` hold None where :attr:`needs_inputs`/:attr:`needs_outputs`
         leave them out. Also gets ``grad_out=`` when :attr:`writes_into`, ``req=`` when
-        :attr:`wants_req` and ``state=`` when :meth:`create_state` returned an object.
+        :attr:`wants_req` and ``state=`` when its :meth:`bind` gave the Step a state.
         Default: raises NotImplementedError (no gradient).
         """
         raise NotImplementedError('operator %s has no gradient' % self.name)
 
-    def create_state(self, ctx, in_shapes, in_dtypes):
-        """Per-bind state of a stateful operator, or None (the default).
-
-        Called once per bind (and once per ``mx.nd`` call) after inference, with the
-        bind's context (a :class:`~symgraph.context.Context`, opaque to the core) and the
-        node's input shapes and dtypes (arguments then auxiliary states). An operator that
-        returns an object here gets it as ``state=`` in every :meth:`forward` and
-        :meth:`backward` call of that executor (one object per bind, shared by forward
-        and backward). Custom operators make the user's ``CustomOp`` here, as MXNet's bind
-        calls ``create_operator``.
-        """
-        return None
-
     def bind(self, ctx, in_shapes, in_dtypes):
         """The :class:`Step` that applies this operator to arrays of these input shapes and
-        dtypes (arguments then auxiliary states) on ``ctx``: one object per applied operator,
-        holding the per-application state (:meth:`create_state`). ``mx.nd`` calls and the
-        autograd tape make one per call. Default: a :class:`Step` around :meth:`forward`
-        and :meth:`backward`."""
-        return Step(self, ctx, in_shapes, in_dtypes)
+        dtypes (arguments then auxiliary states) on ``ctx`` (a
+        :class:`~symgraph.context.Context`, opaque to the core): one object per applied
+        operator, owning what it keeps between calls and between its forward and its
+        backward (its ``state``: a Custom operator's ``CustomOp``, a control-flow node's
+        compiled body, a fused layer's folded weights, BatchNorm's relu mask, max
+        pooling's workspace). A bound executor asks once per node, after its storage plan
+        is decided, and drops the Step with the executor; ``mx.nd`` calls and the autograd
+        tape make one per call. Default: a :class:`Step` without state around
+        :meth:`forward` and :meth:`backward`; an operator that keeps state returns
+        ``Step(self, ctx, state)`` and takes ``state=`` in both."""
+        return Step(self, ctx)
 
     def fast_forward(self, xp, is_train, in_dtypes=None):
         """Optionally a bare function ``f(*inputs) -> array`` (single output, no aux) that
@@ -595,58 +495,23 @@ class Operator:
         return None
 
 
-def forward_function(op, xp, is_train, state=None, in_dtypes=None, into=False):
-    """``(f, fast)``: ``f(*inputs, *aux) -> outputs``, ``op``'s forward bound once at compile
-    time; ``fast``: f is :meth:`Operator.fast_forward`'s bare function (one array out).
-
-    Otherwise f wraps :meth:`Operator.forward` (passing ``state=`` and, for a
-    :attr:`~Operator.writes_into` operator, ``out=``). ``in_dtypes`` (the inputs' dtypes,
-    when the caller knows them) reaches :meth:`Operator.fast_forward`. ``into``: the
-    caller will offer ``out=`` arrays (the storage plan's buffers), so an operator that
-    writes into them gets its ``out=`` taking wrapper even where it has a fast function.
-    """
-    n_args = len(op.list_arguments())
-    fwd = op.forward
-    if state is not None and op.writes_into:
-        def run_stateful_into(*arrays, out=None):
-            return fwd(xp, list(arrays[:n_args]), list(arrays[n_args:]), is_train,
-                       state=state, out=out)
-        return run_stateful_into, False
-    if state is not None:
-        def run_stateful(*arrays):
-            return fwd(xp, list(arrays[:n_args]), list(arrays[n_args:]), is_train,
-                       state=state)
-        return run_stateful, False
-    fast = None if into and op.writes_into else op.fast_forward(xp, is_train, in_dtypes)
-    if fast is not None:
-        return fast, True
-
-    if op.writes_into:
-        def run_into(*arrays, out=None):
-            return fwd(xp, list(arrays[:n_args]), list(arrays[n_args:]), is_train,
-                       out=out)
-        return run_into, False
-
-    def run(*arrays):
-        return fwd(xp, list(arrays[:n_args]), list(arrays[n_args:]), is_train)
-    return run, False
-
-
 class Step:
     """One operator applied to one set of inputs (PyTensor's thunk): the operator, its
-    context and array module, and the state it keeps between its forward and its backward
-    (:meth:`Operator.create_state`). :meth:`forward` and :meth:`backward` pass the state
-    and the keywords the operator declares (``req=`` for :attr:`Operator.wants_req`), so
-    that a caller (``mx.nd``, the autograd tape) needs to know nothing of the operator."""
+    context and array module, and the ``state`` it keeps between calls (what
+    :meth:`Operator.bind` gave it: None for most operators). :meth:`forward` and
+    :meth:`backward` pass the state and the keywords the operator declares (``req=`` for
+    :attr:`Operator.wants_req`), so that a caller (``mx.nd``, the autograd tape) needs to
+    know nothing of the operator; :meth:`forward_function` and :meth:`backward_function`
+    give the executor's generated code the same calls bound once."""
 
     __slots__ = ('op', 'ctx', 'xp', 'state', 'n_args')
 
-    def __init__(self, op, ctx, in_shapes, in_dtypes):
+    def __init__(self, op, ctx, state=None):
         self.op = op
         self.ctx = ctx
-        self.xp = ctx.xp
+        self.xp = None if ctx is None else ctx.xp
         self.n_args = len(op.list_arguments())
-        self.state = op.create_state(ctx, list(in_shapes), list(in_dtypes))
+        self.state = state
 
     def forward(self, arrays, is_train):
         """All outputs (hidden ones included) of the operator on ``arrays`` (arguments
@@ -667,6 +532,74 @@ class Step:
         if op.wants_req:
             kw['req'] = ['write' if nd else 'null' for nd in need]
         return op.backward(self.xp, out_grads, inputs, outputs, aux, need, **kw)
+
+    def forward_function(self, is_train, in_dtypes=None, into=False):
+        """``(f, fast)``: ``f(*inputs, *aux) -> outputs``, the forward bound once for the
+        executor's generated code; ``fast``: f is :meth:`Operator.fast_forward`'s bare
+        function (one array out).
+
+        Otherwise f wraps :meth:`Operator.forward` (passing ``state=`` and, for a
+        :attr:`~Operator.writes_into` operator, ``out=``). ``in_dtypes`` (the inputs'
+        dtypes, when the caller knows them) reaches :meth:`Operator.fast_forward`.
+        ``into``: the caller will offer ``out=`` arrays (the storage plan's buffers), so an
+        operator that writes into them gets its ``out=`` taking wrapper even where it has a
+        fast function. An operator with a state has no fast function."""
+        op, xp, state, n_args = self.op, self.xp, self.state, self.n_args
+        fwd = op.forward
+        if state is not None and op.writes_into:
+            def run_stateful_into(*arrays, out=None):
+                return fwd(xp, list(arrays[:n_args]), list(arrays[n_args:]), is_train,
+                           state=state, out=out)
+            return run_stateful_into, False
+        if state is not None:
+            def run_stateful(*arrays):
+                return fwd(xp, list(arrays[:n_args]), list(arrays[n_args:]), is_train,
+                           state=state)
+            return run_stateful, False
+        fast = None if into and op.writes_into else op.fast_forward(xp, is_train, in_dtypes)
+        if fast is not None:
+            return fast, True
+
+        if op.writes_into:
+            def run_into(*arrays, out=None):
+                return fwd(xp, list(arrays[:n_args]), list(arrays[n_args:]), is_train,
+                           out=out)
+            return run_into, False
+
+        def run(*arrays):
+            return fwd(xp, list(arrays[:n_args]), list(arrays[n_args:]), is_train)
+        return run, False
+
+    def backward_function(self, need, reqs=None, into=False):
+        """``b(out_grads, inputs, outputs, aux[, grad_out=])``: the backward bound once for
+        the executor's generated code, with the keywords the operator's declarations ask
+        for (``state=``, ``req=`` given as ``reqs``, and ``grad_out=`` where ``into``: the
+        operator takes offered gradient arrays, :attr:`Operator.writes_into` or the
+        ``grad_writes_into`` rule)."""
+        op, xp = self.op, self.xp
+        bwd = op.backward
+        kw = {}
+        if self.state is not None:
+            kw['state'] = self.state
+        if reqs is not None:
+            kw['req'] = reqs
+        if into and not kw:
+            def run_into(out_grads, inputs, outputs, aux, grad_out=None):
+                return bwd(xp, out_grads, inputs, outputs, aux, need, grad_out=grad_out)
+            return run_into
+        if into:
+            def run_stateful_into(out_grads, inputs, outputs, aux, grad_out=None):
+                return bwd(xp, out_grads, inputs, outputs, aux, need, grad_out=grad_out,
+                           **kw)
+            return run_stateful_into
+        if kw:
+            def run_stateful(out_grads, inputs, outputs, aux):
+                return bwd(xp, out_grads, inputs, outputs, aux, need, **kw)
+            return run_stateful
+
+        def run(out_grads, inputs, outputs, aux):
+            return bwd(xp, out_grads, inputs, outputs, aux, need)
+        return run
 
 
 class Subgraph:
@@ -716,6 +649,101 @@ class SubgraphRunner:
         """Gradients of the inputs (None where ``need_grad`` was False) for the run that
         gave ``saved``; ``out_grads`` has one array per output (None: zero)."""
         raise NotImplementedError
+
+
+def param_names(cls):
+    """The parameter names of operator class ``cls``, in declaration order."""
+    return list(cls._params)
+
+
+def positional_params(cls):
+    """Parameter names in MXNet's signature order (positional arguments after the
+    inputs bind to these)."""
+    order = list(cls.param_order or ())
+    return order + [k for k in cls._params
+                    if k not in order and k not in cls.keyword_only_params]
+
+
+def split_positional(cls, args, is_input, kwargs, trailing=()):
+    """For operator class ``cls``: leading positional ``args`` that are inputs stay
+    inputs; the rest bind to :func:`positional_params` in order, then to ``trailing``
+    (``('name', 'attr', 'out')`` for ``mx.sym``, ``('out', 'name')`` for ``mx.nd``), as
+    MXNet's generated functions do (``mx.nd.clip(x, 0, 1)``, ``mx.sym.BlockGrad(x, 'g')``). Returns
+    (inputs, kwargs with those parameters).
+
+    A None after the inputs stands where MXNet's signature has an input (that input
+    not given, as ``mx.nd.FullyConnected(x, w, None, no_bias=True, num_hidden=4)``)
+    when the operator, made from the other arguments, takes that many inputs; else it
+    is a parameter value (``mx.nd.sum(x, None)``: axis=None). Such Nones are returned
+    among the inputs."""
+    k = 0
+    while k < len(args) and is_input(args[k]):
+        k += 1
+    nones = 0
+    while k + nones < len(args) and args[k + nones] is None:
+        nones += 1
+    if nones:
+        k += _none_inputs(cls, k, nones, args[k + nones:], is_input, kwargs, trailing)
+    inputs, rest = list(args[:k]), args[k:]
+    if not rest:
+        return inputs, kwargs
+    return inputs, _bind_positional(cls, rest, is_input, kwargs, trailing)
+
+
+def _none_inputs(cls, k, nones, tail, is_input, kwargs, trailing):
+    """How many of the ``nones`` Nones after ``k`` inputs stand for inputs not given,
+    the positional parameters ``tail`` following them: the most that the
+    operator, made from the parameters, takes as inputs (with its boolean parameters
+    as given or at their defaults: ``no_bias=True`` drops ``bias`` from the operator,
+    not from MXNet's signature); where none fits so but the Nones do not fit as
+    parameter values either (``mx.nd.SequenceMask(x, None)``, ``LeakyReLU(x, None,
+    act_type='leaky')``: a parameter given twice, or None refused), the most that
+    leave a valid operator. Variadic operators (``*data``) take no None."""
+    if 'num_args' in cls._params:
+        return 0
+    made = {}
+    for j in range(nones, -1, -1):
+        made[j] = _made_from(cls, (None,) * (nones - j) + tuple(tail), is_input, kwargs,
+                             trailing)
+        if j and any(len(op.list_arguments()) + len(op.list_auxiliary_states())
+                     >= k + j for op in made[j]):
+            return j
+    if made[0]:
+        return 0
+    return next((j for j in range(nones, 0, -1) if made[j]), 0)
+
+
+def _made_from(cls, rest, is_input, kwargs, trailing):
+    """The operators made from the positional parameters ``rest`` and ``kwargs``: as
+    given, and with the boolean parameters at their defaults; [] when they make none."""
+    try:
+        given = _bind_positional(cls, rest, is_input, kwargs, trailing) if rest else kwargs
+        params = {k: v for k, v in given.items() if k in cls._params}
+        first = cls(**params)
+    except (MXNetError, TypeError, ValueError):
+        return []
+    flags = {k: v for k, v in params.items() if cls._params[k].kind is not bool}
+    try:
+        return [first, cls(**flags)]
+    except (MXNetError, TypeError, ValueError):
+        return [first]
+
+
+def _bind_positional(cls, rest, is_input, kwargs, trailing):
+    names = positional_params(cls) + list(trailing)
+    if len(rest) > len(names):
+        raise ParameterError('operator %s: %d positional parameters given but it takes %d '
+                             '(%s)' % (cls.name, len(rest), len(names), ', '.join(names)))
+    kwargs = dict(kwargs)
+    for name, value in zip(names, rest):
+        if is_input(value) and name != 'out':
+            raise ParameterError('operator %s: inputs must come before parameters, got an '
+                                 'input for parameter %r' % (cls.name, name))
+        if name in kwargs:
+            raise ParameterError('operator %s: parameter %r given twice (by position and '
+                                 'keyword)' % (cls.name, name))
+        kwargs[name] = value
+    return kwargs
 
 
 def register(cls):

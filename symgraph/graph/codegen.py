@@ -15,7 +15,7 @@ import linecache
 import warnings
 import weakref
 
-from ..opdef import forward_function, lend_scratch
+from ..opdef import lend_scratch
 from . import rules
 from ..base import (MXNetError, ArgumentError, ArgumentTypeError, NotSupportedError,
                     UnknownNameError, UsageError, rewrap)
@@ -30,7 +30,6 @@ _counter = itertools.count(1)
 def gen_forward(plan, is_train, monitor, keep_saved, buffered=False):
     """(function, file name, {generated line: node}) of a plan's forward: see
     :meth:`Plan.forward_fn <symgraph.graph.plan.Plan.forward_fn>`."""
-    xp = plan.xp
     env = {}
     st = plan.storage() if buffered else None
     lines = ['def forward(A, X, O, M=None, P=None):']
@@ -57,9 +56,8 @@ def gen_forward(plan, is_train, monitor, keep_saved, buffered=False):
             lines += _monitor_inputs(plan, n, plan.in_entries(n), n.op.list_arguments()
                                     + n.op.list_auxiliary_states())
         mode = st.node_mode.get(id(n)) if st is not None else None
-        fn, fast = forward_function(
-            plan.run_op[id(n)], xp, is_train, state=plan.op_state[id(n)],
-            in_dtypes=[plan.dtypes[e] for e in plan.in_entries(n)], into=mode == 'into')
+        fn, fast = plan.step(n).forward_function(
+            is_train, [plan.dtypes[e] for e in plan.in_entries(n)], into=mode == 'into')
         env['f%d' % s] = fn
         ins = ', '.join('v%d' % e for e in plan.in_entries(n))
         outs = plan.out_entries(n)
@@ -217,8 +215,8 @@ def gen_backward(plan, monitor=0, buffered=False, ready=False):
             arg_req = dict(zip(plan.arg_entries, plan.grad_reqs))
             reqs = [('add' if arg_req.get(e) == 'add' else 'write') if nd else 'null'
                     for e, nd in zip(ins[:n_args], need)]
-        env['b%d' % s] = _bind_backward(plan.run_op[id(n)], xp, need,
-                                        plan.op_state[id(n)], reqs)
+        env['b%d' % s] = plan.step(n).backward_function(
+            need, reqs, into=op.writes_into or rules.GRAD_WRITES_INTO.ask(op))
         into = ''
         # the planned buffers offered per argument position (Storage.grad_offer): a
         # gradient's buffer to its first contribution, or to the second where the first
@@ -338,31 +336,6 @@ def _own_gradient(xp):
                 return g.copy()
         return g
     return own
-
-
-def _bind_backward(op, xp, need, state=None, reqs=None):
-    """``op.backward`` with the keywords its declared hooks ask for (``state=``,
-    ``req=``, ``grad_out=``), bound once."""
-    bwd = op.backward
-    if (op.writes_into or rules.GRAD_WRITES_INTO.ask(op)) and state is None \
-            and reqs is None:
-        def run_into(out_grads, inputs, outputs, aux, grad_out=None):
-            return bwd(xp, out_grads, inputs, outputs, aux, need, grad_out=grad_out)
-        return run_into
-    if state is not None or reqs is not None:
-        kw = {}
-        if state is not None:
-            kw['state'] = state
-        if reqs is not None:
-            kw['req'] = reqs
-
-        def run_stateful(out_grads, inputs, outputs, aux):
-            return bwd(xp, out_grads, inputs, outputs, aux, need, **kw)
-        return run_stateful
-
-    def run(out_grads, inputs, outputs, aux):
-        return bwd(xp, out_grads, inputs, outputs, aux, need)
-    return run
 
 
 def step_of(exc, fname, line_step):

@@ -14,17 +14,15 @@ from .nodes import Node, topo_order
 
 __all__ = ['eliminate_common_expr']
 
-#: operator-name marks of the operators that never merge (random draws, Dropout's mask)
+#: operator-name marks of the operators that never merge: random draws, Dropout's mask, and
+#: those with per-bind state (MXNet's stateful operators: a Custom operator's CustomOp, the
+#: control-flow operators' compiled subgraphs)
 _NEVER_PREFIXES = ('_random_', '_sample_', 'random_', 'sample_', '_shuffle', 'Dropout',
-                   '_contrib_rand', 'Custom')
+                   '_contrib_rand', 'Custom', '_foreach', '_while_loop', '_cond')
 
 
 def _mergeable(node):
-    op = node.op
-    if op.name.startswith(_NEVER_PREFIXES):
-        return False
-    # per-bind state (a Custom operator's CustomOp, an RNN's workspace) is not shared
-    return type(op).create_state is opdef.Operator.create_state
+    return not node.op.name.startswith(_NEVER_PREFIXES)
 
 
 def eliminate_common_expr(outputs):

@@ -304,13 +304,13 @@ class InferencePasses:
     The arguments are the executor's: the topological order, the argument and auxiliary
     Variables, the heads, the inferred shapes and dtypes (keyed by (index in ``order``,
     output)), the array module and the context. ``passes``: what :func:`enabled_passes`
-    gives (read when the executor is bound). ``states``: the bound plan's ``op_state``,
-    which nodes the passes leave unchanged share.
+    gives (read when the executor is bound). ``steps``: the bound plan's Steps
+    (``Plan.bound``), which the nodes whose operator the passes leave unchanged share.
     """
 
     def __init__(self, order, arg_nodes, aux_nodes, heads, shapes, dtypes, xp, ctx=None,
-                 passes=None, states=None):
-        self.states = states        # the bound plan's operator states, shared (see Plan)
+                 passes=None, steps=None):
+        self.bound_steps = steps    # the bound plan's Steps, shared (see Plan)
         self.order, self.arg_nodes, self.aux_nodes = order, arg_nodes, aux_nodes
         self.heads, self.shapes, self.dtypes = heads, shapes, dtypes
         self.xp, self.ctx = xp, ctx
@@ -368,7 +368,7 @@ class InferencePasses:
     def _make_plan(self, nodes, heads, live, index, before):
         variables = [n for n in self.order if n.op is None]
         made = {}
-        states = {}
+        shared = {}
         order = list(variables)
         for v in variables:
             made[id(nodes[id(v)])] = v
@@ -397,9 +397,9 @@ class InferencePasses:
                     node = Node(m.op, m.name, {} if isinstance(o, tuple) else src.attrs, ins,
                                 m.location)
                 made[id(m)] = node
-                if isinstance(o, Node) and m.op is o.op and self.states \
-                        and id(o) in self.states:
-                    states[id(node)] = self.states[id(o)]   # same operator, new inputs
+                if isinstance(o, Node) and m.op is o.op and self.bound_steps \
+                        and id(o) in self.bound_steps:
+                    shared[id(node)] = self.bound_steps[id(o)]   # same operator, new inputs
                 k = len(order)
                 order.append(node)
                 src = o[1] if isinstance(o, tuple) else o
@@ -415,10 +415,10 @@ class InferencePasses:
         steps = sum(1 for n in order if n.op is not None)
         self.report.append('inference plan: %d operator steps (bound plan: %d)'
                            % (steps, before))
-        # nodes that keep their operator share the bound plan's state (a Custom operator
+        # nodes that keep their operator share the bound plan's Step (a Custom operator
         # is made once per node and bind, as in MXNet); fused ones get their own
         return Plan(order, self.arg_nodes, self.aux_nodes, new_heads, shapes, dtypes,
-                    ['null'] * len(self.arg_nodes), self.xp, self.ctx, states=states)
+                    ['null'] * len(self.arg_nodes), self.xp, self.ctx, steps=shared)
 
 
 #: the environment variable that switches the training fusion off (read at bind)

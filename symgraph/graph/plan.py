@@ -27,13 +27,16 @@ class Plan:
     shapes, dtypes : dict (node index, output) -> shape / dtype.
     grad_reqs : per argument, 'write', 'add' or 'null'.
     heads : list of (node, output index).
-    ctx : the bind's context, handed to ``Operator.create_state`` (opaque here).
+    ctx : the bind's context, handed to ``Operator.bind`` (opaque here).
+    steps : id(node) -> :class:`~symgraph.opdef.Step`, those of another plan of the same
+        bind (:attr:`bound`) this one reuses for the nodes it keeps (the training fusion's
+        unfused plan, the inference passes' plan): one Step per node and bind.
     aliases : id(node) -> node of ``order`` standing for it (see
         :func:`symgraph.graph.passes.fuse_for_training`).
     """
 
     def __init__(self, order, arg_nodes, aux_nodes, heads, shapes, dtypes, grad_reqs, xp,
-                 ctx=None, states=None, aliases=None):
+                 ctx=None, steps=None, aliases=None):
         self.order = order
         self.xp = xp
         self.index = {id(n): k for k, n in enumerate(order)}
@@ -77,22 +80,31 @@ class Plan:
             self.run_op[id(n)] = instead(instead(n.op, 'node', n.name), 'shapes',
                                          [shape_of[e] for e in ins],
                                          [shape_of[e] for e in outs])
-        # per-executor state of stateful operators (Custom), shared by forward and backward;
-        # ``states`` (id(node) -> state) hands over those another plan of the same bind
-        # made (the inference passes' plan reuses the bound plan's: one per node and bind)
-        states = states or {}
-        self.op_state = {}
+        # one Step per node (Operator.bind: what the operator keeps, its state, lives
+        # there), bound with the plan, as MXNet's bind makes a Custom operator's CustomOp;
+        # ``steps`` (id(node) -> Step) hands over those another plan of the same bind made
+        # (the inference passes' plan and the unfused one reuse the bound plan's for the
+        # nodes they keep)
+        steps = steps or {}
+        self.bound = {}
         for n in self.steps:
             ins = self._io[id(n)][0]
-            self.op_state[id(n)] = states[id(n)] if id(n) in states else \
-                self.run_op[id(n)].create_state(ctx, [shape_of[e] for e in ins],
-                                                [self.dtypes[e] for e in ins])
+            got = steps.get(id(n))
+            if got is None:
+                got = self.run_op[id(n)].bind(ctx, [shape_of[e] for e in ins],
+                                              [self.dtypes[e] for e in ins])
+                got.xp = xp
+            self.bound[id(n)] = got
         self._requires_grad()
         self._fwd_cache = {}
         self._bwd_cache = {}
         # the storage run (Storage), planned at the first buffered forward_fn/backward_fn:
         # a pass that rewrites the steps (fusion, folding) must run before that
         self._storage = None
+
+    def step(self, node):
+        """The :class:`~symgraph.opdef.Step` bound for ``node`` (a step of the plan)."""
+        return self.bound[id(node)]
 
     def _e(self, node, i):
         return self.entry[(self.index[id(node)], i)]

@@ -18,7 +18,6 @@ import itertools
 import numpy as np
 
 from .. import config
-from ..opdef import forward_function
 from . import rules
 
 __all__ = ['Storage', 'plan_storage', 'allocate', 'training_layouts', 'place_layout',
@@ -113,14 +112,14 @@ def plan_storage(plan):
         how = None
         if cand and op.writes_into:         # (with a state: an inference variant)
             how = 'into'
-        elif cand and plan.op_state[id(n)] is None:
-            if len(outs) == 1 and ins and \
-                    all(plan.dtypes[e] == plan.dtypes[outs[0]] for e in ins):
-                dts = [plan.dtypes[e] for e in ins]
-                fns = [forward_function(op, xp, t, in_dtypes=dts) for t in (False, True)]
-                if all(fast and isinstance(f, ufunc) and f.nout == 1 and f.nin == len(ins)
-                       for f, fast in fns):
-                    how = 'ufunc'
+        elif cand and len(outs) == 1 and ins and \
+                all(plan.dtypes[e] == plan.dtypes[outs[0]] for e in ins):
+            # (the Step's forward function is the operator's fast one where it has one: an
+            # operator that keeps a state has none)
+            dts = [plan.dtypes[e] for e in ins]
+            fns = [op.fast_forward(xp, t, dts) for t in (False, True)]
+            if all(isinstance(f, ufunc) and f.nout == 1 and f.nin == len(ins) for f in fns):
+                how = 'ufunc'
         if how:
             node_mode[id(n)] = how
         for i, e in enumerate(outs):
@@ -164,8 +163,7 @@ def plan_storage(plan):
         for k in reads + og:
             death[k] = max(death[k], T)
         in_roots = set().union(*(roots.get(k, ()) for k in reads + og))
-        offers = (op.writes_into or rules.GRAD_WRITES_INTO.ask(op)) \
-            and plan.op_state[id(n)] is None and not op.wants_req
+        offers = (op.writes_into or rules.GRAD_WRITES_INTO.ask(op)) and not op.wants_req
         # arguments whose gradient is the very array backward returns for another
         # (rules.GRAD_SAME): one whose gradient has no other contribution (its entry
         # read by this node alone, no head, no argument of the user's) is offered the

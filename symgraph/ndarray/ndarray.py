@@ -1013,8 +1013,8 @@ def _invoke(func_name, args, kwargs):
     # the first parameter
     # after the parameters, out and name bind by position as in MXNet's generated
     # functions (mx.nd.clip(x, 0, 1, y) writes into y)
-    args, kwargs = cls.split_positional(
-        args, lambda a: isinstance(a, (NDArray, np.ndarray)) or _is_symbol(a), kwargs,
+    args, kwargs = opdef.split_positional(
+        cls, args, lambda a: isinstance(a, (NDArray, np.ndarray)) or _is_symbol(a), kwargs,
         trailing=('out', 'name'))
     kwargs = dict(kwargs)
     out = kwargs.pop('out', None)

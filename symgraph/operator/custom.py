@@ -301,15 +301,15 @@ class Custom(opdef.Operator):
                 [_type_from_mx(t, what % a) for t, a in zip(aux, self._aux)])
 
     # --- compute -----------------------------------------------------------------
-    def create_state(self, ctx, in_shapes, in_dtypes):
-        """Per bind: the user's CustomOp instances (one per context, shapes and dtypes,
-        made by ``create_operator``: the bind's one right away, as MXNet's bind does) and
-        the key of the latest forward, which backward continues."""
+    def bind(self, ctx, in_shapes, in_dtypes):
+        """A Step whose state is, per bind, the user's CustomOp instances (one per
+        context, shapes and dtypes, made by ``create_operator``: the bind's one right away,
+        as MXNet's bind does) and the key of the latest forward, which backward continues."""
         state = {'ops': {}, 'last': None}
         self._state(state, ctx, tuple(tuple(s) for s in in_shapes),
                     tuple(np.dtype(t) for t in in_dtypes))
         state['last'] = None
-        return state
+        return opdef.Step(self, ctx, state)
 
     def _state(self, bind_state, ctx, shapes, dtypes):
         """The user op and output shapes for these inputs (created on first use)."""

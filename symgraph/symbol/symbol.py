@@ -684,8 +684,8 @@ def _invoke(func_name, args, kwargs, hint=None):
     # functions (mx.sym.BlockGrad(data, 'g')); out is accepted and ignored, as there
     # (where MXNet's signature has an input: split_positional tells it from a parameter
     # value None, mx.sym.sum(x, None))
-    args, kwargs = cls.split_positional(
-        args, lambda a: isinstance(a, Symbol) or _is_array(a), kwargs,
+    args, kwargs = opdef.split_positional(
+        cls, args, lambda a: isinstance(a, Symbol) or _is_array(a), kwargs,
         trailing=('name', 'attr', 'out'))
     kwargs = dict(kwargs)
     name = kwargs.pop('name', None)

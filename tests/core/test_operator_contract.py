@@ -38,7 +38,6 @@ def test_public_members_are_counted_as_defined():
     assert not any(n.startswith('_') for n in names)
 
 
-@pytest.mark.xfail(strict=True, reason='issue 27: 35 public members (57 before the rule tables)')
 def test_operator_has_at_most_32_public_members():
     names = public_members(opdef.Operator)
     assert len(names) <= MAX_PUBLIC, '%d public members: %s' % (len(names), names)

@@ -137,7 +137,8 @@ def test_weights_changed_by_the_user_are_folded_again(backend, monkeypatch):
     ref = _bind(net, 'none', monkeypatch, data=(2, 3, 32, 32))
     exe = _bind(net, 'all', monkeypatch, data=(2, 3, 32, 32))
     plan = exe._passes.plan()
-    states = [s for s in plan.op_state.values() if isinstance(s, dict) and 'token' in s]
+    states = [st.state for st in plan.bound.values()
+              if isinstance(st.state, dict) and 'token' in st.state]
     assert len(states) == 15
 
     def check(what):
@@ -285,7 +286,7 @@ def test_layer_primitives_go_with_the_executor(monkeypatch):
     for _ in range(3):
         exe = _bind(h, 'all', monkeypatch, data=(2, 3, 8, 8))
         exe.forward(is_train=False)
-        prims = [p for s in exe._passes.plan().op_state.values() if isinstance(s, dict)
+        prims = [p for s in _states(exe) if isinstance(s, dict)
                  for p in s['primitives'].values() if p is not None]
         assert len(prims) == 1
         refs.append(weakref.ref(prims[0]))
@@ -376,8 +377,13 @@ def _resnet_with_and_without_passes(monkeypatch, batch):
     return ref, exe
 
 
+def _states(exe):
+    """The states of the inference plan's Steps."""
+    return [st.state for st in exe._passes.plan().bound.values()]
+
+
 def _fused_primitives(exe):
-    return [p for s in exe._passes.plan().op_state.values() if isinstance(s, dict)
+    return [p for s in _states(exe) if isinstance(s, dict)
             for p in s['primitives'].values() if p is not None]
 
 
@@ -521,8 +527,7 @@ def test_fused_convolutions_replay_their_last_call(monkeypatch):
             e.forward(is_train=False)
         for k in range(2):
             _close(exe.outputs[k].asnumpy(), ref.outputs[k].asnumpy(), 'step %d' % step)
-        memos = [s['memo'] for s in exe._passes.plan().op_state.values()
-                 if isinstance(s, dict) and 'memo' in s]
+        memos = [s['memo'] for s in _states(exe) if isinstance(s, dict) and 'memo' in s]
         assert len(memos) == 15 and all(len(m) == 1 for m in memos)
         fused = asked.count('conv_forward_fused')
         assert fused == (1 if step == 2 else 0), (step, fused)

@@ -10,6 +10,7 @@ import pytest
 import symgraph as mx
 from harness import case_tests, OpCase
 from symgraph.opdef import ShapeError, TypeInferenceError, get_op
+from symgraph.opdef import positional_params
 
 
 def _mx_round(v):
@@ -164,7 +165,7 @@ def test_arguments_outputs_and_params():
     assert op(use_data_lengths=1, use_label_lengths=1).list_arguments() == \
         ['data', 'label', 'data_lengths', 'label_lengths']
     assert op().list_outputs() == ['output0', 'output1'] and op().num_visible_outputs() == 1
-    assert op.positional_params() == ['use_data_lengths', 'use_label_lengths', 'blank_label']
+    assert positional_params(op) == ['use_data_lengths', 'use_label_lengths', 'blank_label']
     for alias in ('ctc_loss', '_contrib_CTCLoss', '_contrib_ctc_loss'):
         assert get_op(alias) is op
     with pytest.raises(mx.base.MXNetError):

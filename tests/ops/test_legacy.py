@@ -10,6 +10,7 @@ import symgraph as mx
 from _refs import _infer, X, Y
 from harness import case_tests, OpCase
 from symgraph.opdef import MXNetError, ShapeError, TypeInferenceError, get_op
+from symgraph.opdef import param_names
 
 
 def _conv_ref(stride=(1, 1), pad=(0, 0), no_bias=False):
@@ -265,9 +266,9 @@ def test_aliases_and_json_names():
 
 
 def test_legacy_parameter_sets():
-    assert set(get_op('Pooling_v1').param_names()) == {
+    assert set(param_names(get_op('Pooling_v1'))) == {
         'kernel', 'pool_type', 'global_pool', 'pooling_convention', 'stride', 'pad'}
-    assert set(get_op('BatchNorm_v1').param_names()) == {
+    assert set(param_names(get_op('BatchNorm_v1'))) == {
         'eps', 'momentum', 'fix_gamma', 'use_global_stats', 'output_mean_var'}
     with pytest.raises(MXNetError):
         get_op('Pooling_v1')(kernel=(2, 2), pool_type='lp')

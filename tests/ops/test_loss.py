@@ -10,6 +10,7 @@ import symgraph as mx
 from harness import case_tests, OpCase
 from symgraph.opdef import ShapeError, TypeInferenceError, get_op
 from _refs import F16, GN
+from symgraph.opdef import positional_params
 
 
 def _sm(x, axis=-1):
@@ -408,8 +409,8 @@ def test_uniform_types():
 
 
 def test_positional_parameters():
-    assert get_op(SVM).positional_params() == ['margin', 'regularization_coefficient',
+    assert positional_params(get_op(SVM)) == ['margin', 'regularization_coefficient',
                                                'use_linear']
-    assert get_op(GN).positional_params() == ['num_groups', 'eps', 'output_mean_var']
-    assert get_op('softmin').positional_params() == ['axis', 'temperature', 'dtype',
+    assert positional_params(get_op(GN)) == ['num_groups', 'eps', 'output_mean_var']
+    assert positional_params(get_op('softmin')) == ['axis', 'temperature', 'dtype',
                                                      'use_length']

@@ -9,6 +9,7 @@ import pytest
 import symgraph as mx
 from harness import case_tests, OpCase
 from symgraph.opdef import ShapeError, get_op
+from symgraph.opdef import positional_params
 
 
 def _with_lengths(lengths, dtype=None):
@@ -148,8 +149,8 @@ def test_shape_errors(name, attrs, shapes, match):
 
 def test_positional_parameters():
     """MXNet's order: use_sequence_length, value, axis."""
-    assert get_op(SM).positional_params() == ['use_sequence_length', 'value', 'axis']
-    assert get_op(SL).positional_params() == ['use_sequence_length', 'axis']
+    assert positional_params(get_op(SM)) == ['use_sequence_length', 'value', 'axis']
+    assert positional_params(get_op(SL)) == ['use_sequence_length', 'axis']
 
 
 def test_no_gradient_for_lengths():

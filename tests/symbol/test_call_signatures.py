@@ -17,6 +17,7 @@ import pytest
 import symgraph as mx
 from symgraph import opdef
 from symgraph.base import MXNetError
+from symgraph.opdef import positional_params, split_positional
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'golden',
                     'data', 'call_signatures.json')
@@ -78,14 +79,14 @@ def test_operator_function_binds_like_mxnets(key):
     first = next((i for i, p in enumerate(names) if p in cls._params or p in trailing),
                  len(names))
     theirs = names[first:]
-    assert theirs == list(cls.positional_params()) + list(trailing)
+    assert theirs == list(positional_params(cls)) + list(trailing)
     values = ['v%d' % i for i in range(len(theirs))]
-    inputs, kwargs = cls.split_positional(['in'] + values, lambda a: a == 'in', {},
+    inputs, kwargs = split_positional(cls, ['in'] + values, lambda a: a == 'in', {},
                                           trailing=trailing)
     assert inputs == ['in'] and kwargs == dict(zip(theirs, values))
     with pytest.raises(MXNetError, match='positional parameters given but it takes %d'
                        % len(theirs)):
-        cls.split_positional(['in'] + values + ['x'], lambda a: a == 'in', {},
+        split_positional(cls, ['in'] + values + ['x'], lambda a: a == 'in', {},
                              trailing=trailing)
 
 

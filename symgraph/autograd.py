@@ -290,8 +290,10 @@ class Function:
 
 
 def get_symbol(x):
-    """The recorded computation of ``x`` as a Symbol: every variable an input
-    ``var<k>``, every node its operator (MXNet's ``autograd.get_symbol``)."""
+    """The recorded computation of ``x`` as a Symbol: every variable (and every other
+    array the computation read) an input ``var<k>``, every node its operator (MXNet's
+    ``autograd.get_symbol``). A hybridized block's call is inlined: its traced graph's
+    operators, under their traced names, read the inputs of the call."""
     from . import symbol as sym_mod   # autograd sits above symbol; see docs/architecture.md
     if not isinstance(x, NDArray) or x._ag is None:
         raise UsageError('get_symbol: the array is not part of a recorded computation')
@@ -306,18 +308,27 @@ def get_symbol(x):
         fn = getattr(sym_mod, name, None)
         return fn if fn is not None else getattr(sym_mod._internal, name)
 
+    def node_symbol(node):
+        if node.freed or node.in_arrays is None or (node.op is None and node.graph is None):
+            raise NotSupportedError('get_symbol: %s has no operator form (%s)' % (
+                node.name, 'backward freed its graph: record again, or pass '
+                'retain_graph=True to that backward' if node.freed else
+                'an autograd.Function or an indexing: its backward is Python code'))
+        ins = [entry_symbol(ie, a) for ie, a in zip(node.inputs, node.in_arrays)]
+        call = node.graph
+        if call is not None:
+            given = {n: s for n, s in zip(call.input_names, ins) if n is not None}
+            given.update((n, variable(id(a))) for n, a in call.aux)
+            return call.symbol(**given)
+        params = {k: getattr(node.op, k) for k in opdef.param_names(type(node.op))}
+        return op_function(node.op.name)(*ins, **params)
+
     def entry_symbol(e, arr):
         if e is None or e.node is None:
             return variable(id(e) if e is not None else id(arr))
         node = e.node
         if id(node) not in memo:
-            if node.op is None or node.in_arrays is None:
-                raise NotSupportedError('get_symbol: %s has no operator form (a hybridized '
-                                        'block or an autograd.Function, or its graph was '
-                                        'freed by backward)' % node.name)
-            ins = [entry_symbol(ie, a) for ie, a in zip(node.inputs, node.in_arrays)]
-            params = {k: getattr(node.op, k) for k in opdef.param_names(type(node.op))}
-            memo[id(node)] = op_function(node.op.name)(*ins, **params)
+            memo[id(node)] = node_symbol(node)
         s = memo[id(node)]
         return s[e.index] if len(s.list_outputs()) > 1 else s
     return entry_symbol(x._ag, x)

@@ -14,6 +14,7 @@ input returned.
 """
 from __future__ import annotations
 
+from . import opdef
 from .base import NotSupportedError
 from .ndarray import NDArray
 from .ndarray import ndarray as _nd
@@ -296,31 +297,120 @@ def _linked(g, node):
     return g
 
 
-def sweep(entries, head_grads, nodes, variables, retain_graph):
-    """The gradients of ``variables`` (NDArrays, recorded so that they can be
-    differentiated again): the tape's sweep with every node's gradient from :data:`RULES`."""
-    def run(node, og):
+#: operators whose rule reads a hidden output that a second run would draw anew (Dropout's
+#: mask): a graph replayed in training mode cannot hold them
+_DRAWN_IN_TRAINING = frozenset(['Dropout'])
+
+
+def _check_replayable(call, name):
+    """Refuse, before anything runs, a graph with an operator the replay cannot
+    differentiate again."""
+    for n in call.symbol.graph(check_names=False).order:
+        op = n.op
+        if op is None or op.no_grad:
+            continue
+        if op.name not in RULES:
+            raise NotSupportedError(
+                'autograd.grad(create_graph=True): no recordable gradient for %s (node %r of '
+                'the hybridized block %s); higher-order gradients cover %d operators '
+                '(symgraph/autograd_rules.py)' % (op.name, n.name, name, len(RULES)))
+        if call.training and op.name in _DRAWN_IN_TRAINING:
+            raise NotSupportedError(
+                'autograd.grad(create_graph=True): the hybridized block %s ran %s (node %r) '
+                'in training mode, whose random draw a replay cannot repeat; record it in '
+                'predict mode (autograd.record(train_mode=False)) or do not hybridize it'
+                % (name, op.name, n.name))
+
+
+def _replay(call, inputs, ctx):
+    """Run the graph of ``call`` (a tape.GraphCall) operator by operator through ``mx.nd``
+    (recorded) on ``inputs`` (name -> NDArray); returns its outputs. The auxiliary states
+    are copies: the replay leaves the Parameters' running statistics alone."""
+    g = call.symbol.graph(check_names=False)
+    values = {}
+    for name, arr in call.aux:
+        with ctx.device_scope():
+            inputs[name] = NDArray(arr._data.copy(), ctx)
+    prev = STATE.training
+    STATE.training = call.training
+    try:
+        for n in g.order:
+            if n.op is None:
+                values[id(n)] = [inputs[n.name]]
+                continue
+            ins = [values[id(src)][i] for src, i in n.inputs]
+            params = {k: getattr(n.op, k) for k in opdef.param_names(type(n.op))}
+            out = _nd.invoke(n.op.name, ins, params)
+            values[id(n)] = list(out) if isinstance(out, (list, tuple)) else [out]
+    finally:
+        STATE.training = prev
+    return [values[id(n)][i] for n, i in g.outputs]
+
+
+def _graph_grads(node, og):
+    """The recorded gradients of a whole graph's call (a hybridized block): its executor's
+    backward is raw arrays, so the graph is replayed operator by operator, recorded, on
+    arrays that stand for the call's inputs under the inputs' recorded entries, and that
+    replay swept back with the rules to those entries. The first-order path (a plain
+    backward or grad) never replays."""
+    call, ctx = node.graph, node.ctx
+    _check_replayable(call, node.name)
+    inputs, stop, first = {}, set(), {}
+    for k, (name, arr, e) in enumerate(zip(call.input_names, node.in_arrays, node.inputs)):
+        if name is None:
+            continue
+        stand_in = NDArray(arr._data, ctx)
+        stand_in._ag = e
+        inputs[name] = stand_in
+        if e is not None:
+            stop.add(id(e))
+            first.setdefault(id(e), k)      # one array given twice: its gradient once
+    outs = _replay(call, inputs, ctx)
+    heads = [(o._ag, g) for o, g in zip(outs, og) if o._ag is not None and g is not None]
+    if not heads:
+        return [None] * len(node.inputs)
+    entries = [e for e, _ in heads]
+    nodes = tape._order(entries, stop)
+    # the replay's nodes stay: the gradients returned are computed from them
+    grads = tape.sweep(entries, [g for _, g in heads], nodes, _run_rule, _add_nd, True, False,
+                       stop)
+    return [grads[id(e)][1] if e is not None and first.get(id(e)) == k and id(e) in grads
+            else None for k, e in enumerate(node.inputs)]
+
+
+def _run_rule(node, og):
+    """One node's input gradients as recorded NDArray calls (its rule)."""
+    ctx = node.ctx
+    og = [g if g is not None else
+          NDArray(ctx.xp.zeros(shape, dtype), ctx)
+          for g, (shape, dtype) in zip(og, node.out_meta)]
+    if node.graph is not None and not node.freed:
+        in_grads = _graph_grads(node, og)
+    else:
         fn = node.rule or (RULES.get(node.name) if node.op is not None else None)
         if fn is None or node.in_arrays is None:
             raise NotSupportedError(
                 'autograd.grad(create_graph=True): no recordable gradient for %s; '
                 'higher-order gradients cover %d operators (symgraph/autograd_rules.py)'
                 % (node.name, len(RULES)))
-        ctx = node.ctx
-        og = [g if g is not None else
-              NDArray(ctx.xp.zeros(shape, dtype), ctx)
-              for g, (shape, dtype) in zip(og, node.out_meta)]
         n_args = len(node.op.list_arguments()) if node.op is not None else \
             len(node.in_arrays)
         hidden = None if node.out_arrays is None else \
             [NDArray(o, ctx) for o in node.out_arrays]
         in_grads = fn(node.op, node.in_arrays[:n_args], hidden, og)
-        return [_linked(g, node) if g is not None and e is not None else g
-                for g, e in zip(in_grads, node.inputs)]
+    return [_linked(g, node) if g is not None and e is not None else g
+            for g, e in zip(in_grads, node.inputs)]
+
+
+def sweep(entries, head_grads, nodes, variables, retain_graph):
+    """The gradients of ``variables`` (NDArrays, recorded so that they can be
+    differentiated again): the tape's sweep with every node's gradient from :data:`RULES`
+    (a hybridized block's call replayed operator by operator, see :func:`_graph_grads`)."""
     prev = STATE.recording
     STATE.recording = True
     try:
-        var_grads = tape.sweep(entries, head_grads, nodes, run, _add_nd, retain_graph, False)
+        var_grads = tape.sweep(entries, head_grads, nodes, _run_rule, _add_nd, retain_graph,
+                               False)
         return [var_grads[id(v._ag)][1] if id(v._ag) in var_grads else None
                 for v in variables]
     finally:

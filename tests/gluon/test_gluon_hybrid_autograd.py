@@ -1,0 +1,321 @@
+"""autograd through hybridized blocks: get_symbol inlines the traced graph, higher-order
+gradients replay it, and the plain backward's gradient arrays (issue 28)."""
+import numpy as np
+import pytest
+
+import symgraph as mx
+from symgraph.base import NotSupportedError, UsageError
+
+
+class DenseTanh(mx.gluon.HybridBlock):
+    """tanh(Dense(x)): FullyConnected and tanh both have recordable gradients."""
+
+    def __init__(self, units=3, in_units=4, **kw):
+        super().__init__(**kw)
+        with self.name_scope():
+            self.d = mx.gluon.nn.Dense(units, in_units=in_units)
+
+    def hybrid_forward(self, F, x):
+        return F.tanh(self.d(x))
+
+
+class TwoOut(mx.gluon.HybridBlock):
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        with self.name_scope():
+            self.d = mx.gluon.nn.Dense(3, in_units=4)
+
+    def hybrid_forward(self, F, x):
+        h = self.d(x)
+        return F.sigmoid(h), h * 3
+
+
+def _net(hybridize, cls=DenseTanh, seed=1, **kw):
+    mx.random.seed(seed)
+    net = cls(**kw)
+    net.initialize(mx.init.Uniform(0.5))
+    if hybridize:
+        net.hybridize()
+    return net
+
+
+def _x(shape=(2, 4), seed=0):
+    x = mx.nd.array(np.random.RandomState(seed).randn(*shape))
+    x.attach_grad()
+    return x
+
+
+def _ops(sym):
+    import json
+    return [n['op'] for n in json.loads(sym.tojson())['nodes'] if n['op'] != 'null']
+
+
+# --------------------------------------------------------------------- get_symbol
+def test_get_symbol_inlines_the_hybridized_graph():
+    net = _net(True)
+    x = _x()
+    with mx.autograd.record():
+        y = net(x)
+        z = mx.nd.tanh(y) * 2
+    s = mx.autograd.get_symbol(z)
+    # MXNet 1.9.1 returns FullyConnected, tanh, _mul_scalar (the block inlined) with three
+    # variables: x, the weight and the bias
+    assert _ops(s) == ['FullyConnected', 'tanh', 'tanh', '_mul_scalar']
+    assert s.list_arguments() == ['var0', 'var1', 'var2']
+    assert s.list_auxiliary_states() == []
+    # the variables are the call's inputs in the graph's order: data, weight, bias
+    out = s.eval(ctx=mx.cpu(), var0=x, var1=net.d.weight.data(), var2=net.d.bias.data())[0]
+    np.testing.assert_allclose(out.asnumpy(), z.asnumpy(), rtol=1e-6, atol=1e-6)
+    # the block's output alone: its own graph
+    s_y = mx.autograd.get_symbol(y)
+    assert _ops(s_y) == ['FullyConnected', 'tanh']
+    assert len(s_y.list_outputs()) == 1
+
+
+def test_get_symbol_of_a_block_with_auxiliary_states_and_no_data_gradient():
+    mx.random.seed(0)
+    net = mx.gluon.nn.HybridSequential()
+    with net.name_scope():
+        net.add(mx.gluon.nn.Dense(3, in_units=4), mx.gluon.nn.BatchNorm(in_channels=3))
+    net.initialize(mx.init.Uniform(0.5))
+    net.hybridize()
+    x = mx.nd.array(np.random.RandomState(0).randn(5, 4))     # no gradient: a constant
+    with mx.autograd.record(train_mode=False):
+        y = net(x)
+        z = y * y
+    s = mx.autograd.get_symbol(z)
+    assert _ops(s) == ['FullyConnected', 'BatchNorm', 'broadcast_mul']
+    assert len(s.list_arguments()) == 5 and len(s.list_auxiliary_states()) == 2
+    params = [net[0].weight, net[0].bias, net[1].gamma, net[1].beta]
+    args = dict(zip(s.list_arguments(), [x] + [p.data() for p in params]))
+    aux = dict(zip(s.list_auxiliary_states(),
+                   [net[1].running_mean.data(), net[1].running_var.data()]))
+    exe = s.bind(mx.cpu(), args, aux_states=aux)
+    out = exe.forward(is_train=False)[0]
+    np.testing.assert_allclose(out.asnumpy(), z.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_get_symbol_picks_one_output_of_a_multi_output_block():
+    net = _net(True, TwoOut)
+    x = _x()
+    with mx.autograd.record():
+        a, b = net(x)
+        z = a + b
+    s = mx.autograd.get_symbol(z)
+    assert sorted(_ops(s)) == sorted(['FullyConnected', 'sigmoid', '_mul_scalar',
+                                      'broadcast_add'])
+    out = s.eval(ctx=mx.cpu(), var0=x, var1=net.d.weight.data(),
+                 var2=net.d.bias.data())[0]
+    np.testing.assert_allclose(out.asnumpy(), z.asnumpy(), rtol=1e-6, atol=1e-6)
+    s_b = mx.autograd.get_symbol(b)
+    assert _ops(s_b) == ['FullyConnected', '_mul_scalar']
+
+
+def test_get_symbol_after_backward_names_the_freed_graph():
+    net = _net(True)
+    x = _x()
+    with mx.autograd.record():
+        y = net(x)
+    y.backward()
+    with pytest.raises(NotSupportedError, match='retain_graph'):
+        mx.autograd.get_symbol(y)
+
+
+# --------------------------------------------------------------------- higher order
+def _second_order(net, x, head=None):
+    """z = sum(dL/dx ** 2), L = sum(head * net(x)); backward of z into x and the
+    Parameters. Returns (dL/dx, x.grad, weight.grad, bias.grad)."""
+    with mx.autograd.record():
+        y = net(x)
+        g = mx.autograd.grad(y, [x], head_grads=head, create_graph=True,
+                             retain_graph=True)[0]
+        z = (g * g).sum()
+    z.backward()
+    return (g.asnumpy(), x.grad.asnumpy(), net.d.weight.grad().asnumpy(),
+            net.d.bias.grad().asnumpy())
+
+
+def _numeric_second_order(x, w, b, head, eps=1e-6):
+    """The same quantities in float64 with central differences of z(x, w, b)."""
+    def z_and_g(x, w, b):
+        y = np.tanh(x @ w.T + b)
+        g = ((1 - y * y) * head) @ w
+        return (g * g).sum(), g
+
+    def num(f, a):
+        out = np.zeros_like(a)
+        for i in np.ndindex(a.shape):
+            d = np.zeros_like(a)
+            d[i] = eps
+            out[i] = (f(a + d) - f(a - d)) / (2 * eps)
+        return out
+    _, g = z_and_g(x, w, b)
+    return (g, num(lambda v: z_and_g(v, w, b)[0], x), num(lambda v: z_and_g(x, v, b)[0], w),
+            num(lambda v: z_and_g(x, w, v)[0], b))
+
+
+@pytest.mark.parametrize('with_head', [False, True])
+def test_second_order_through_a_hybridized_block(with_head):
+    head = np.random.RandomState(3).randn(2, 3).astype(np.float32) if with_head else \
+        np.ones((2, 3), np.float32)
+    hg = mx.nd.array(head) if with_head else None
+    imperative = _second_order(_net(False), _x(), hg)
+    net = _net(True)
+    hybrid = _second_order(net, _x(), hg)
+    for a, b in zip(hybrid, imperative):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    x = _x().asnumpy().astype(np.float64)
+    w = net.d.weight.data().asnumpy().astype(np.float64)
+    b = net.d.bias.data().asnumpy().astype(np.float64)
+    for got, want in zip(hybrid, _numeric_second_order(x, w, b, head.astype(np.float64))):
+        np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-5)
+
+
+def test_second_order_with_respect_to_a_parameter_and_after_imperative_ops():
+    # the block reads x * 2 (an imperative node before it); grad w.r.t. the weight
+    def run(hybridize):
+        net = _net(hybridize)
+        x = _x()
+        w = net.d.weight.data()
+        with mx.autograd.record():
+            y = net(x * 2).sum()
+            gw = mx.autograd.grad(y, [w], create_graph=True, retain_graph=True)[0]
+            z = (gw * gw).sum()
+        z.backward()
+        return gw.asnumpy(), x.grad.asnumpy(), net.d.weight.grad().asnumpy()
+    for a, b in zip(run(True), run(False)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert np.abs(run(True)[1]).max() > 0
+
+
+def test_second_order_through_two_calls_of_one_block_sums_both():
+    def run(hybridize):
+        net = _net(hybridize)
+        x = _x()
+        with mx.autograd.record():
+            y = net(x) + net(x * x)
+            g = mx.autograd.grad(y, [x], create_graph=True, retain_graph=True)[0]
+            z = (g * g).sum()
+        z.backward()
+        return g.asnumpy(), x.grad.asnumpy(), net.d.weight.grad().asnumpy()
+    for a, b in zip(run(True), run(False)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_create_graph_leaves_the_first_order_paths_alone():
+    # grad without create_graph and the plain backward after a create_graph call
+    net = _net(True)
+    x = _x()
+    with mx.autograd.record():
+        y = net(x)
+    gx = mx.autograd.grad(y, [x], retain_graph=True)[0].asnumpy()
+    ref = _net(False)
+    xr = _x()
+    with mx.autograd.record():
+        yr = ref(xr)
+    yr.backward()
+    np.testing.assert_allclose(gx, xr.grad.asnumpy(), rtol=1e-6)
+
+
+def test_create_graph_refuses_an_operator_without_a_rule_before_running():
+    mx.random.seed(0)
+    net = mx.gluon.nn.HybridSequential()
+    with net.name_scope():
+        net.add(mx.gluon.nn.Dense(3, in_units=4), mx.gluon.nn.BatchNorm(in_channels=3))
+    net.initialize(mx.init.Uniform(0.5))
+    net.hybridize()
+    x = _x((5, 4))
+    with mx.autograd.record():
+        y = net(x)
+    before = net[1].running_mean.data().asnumpy().copy()
+    with mx.autograd.record():
+        with pytest.raises(NotSupportedError, match='BatchNorm'):
+            mx.autograd.grad(y, [x], create_graph=True, retain_graph=True)
+    np.testing.assert_array_equal(net[1].running_mean.data().asnumpy(), before)
+
+
+def test_create_graph_refuses_a_dropout_drawn_in_training_mode():
+    class Drop(mx.gluon.HybridBlock):
+        def hybrid_forward(self, F, x):
+            return F.tanh(F.Dropout(x, p=0.5))
+    net = Drop()
+    net.hybridize()
+    x = _x()
+    with mx.autograd.record():
+        y = net(x)
+        with pytest.raises(NotSupportedError, match='Dropout'):
+            mx.autograd.grad(y, [x], create_graph=True, retain_graph=True)
+    # in predict mode Dropout is the identity: replayed, differentiated twice
+    with mx.autograd.record(train_mode=False):
+        y = net(x)
+        g = mx.autograd.grad(y, [x], create_graph=True, retain_graph=True,
+                             train_mode=False)[0]
+        z = g.sum()
+    z.backward()
+    t = np.tanh(x.asnumpy())
+    np.testing.assert_allclose(g.asnumpy(), 1 - t * t, rtol=1e-5)
+    np.testing.assert_allclose(x.grad.asnumpy(), -2 * t * (1 - t * t), rtol=1e-4,
+                               atol=1e-6)
+
+
+# --------------------------------------------------------------------- first order
+def test_grad_results_outlive_the_next_backward():
+    # grad() hands out arrays the executor will not write again (the plain backward
+    # lends its own, which the tape copies at once)
+    net = _net(True)
+    x = _x()
+    with mx.autograd.record():
+        y = net(x)
+    g1 = mx.autograd.grad(y, [x, net.d.weight.data()])
+    kept = [g.asnumpy().copy() for g in g1]
+    for _ in range(2):
+        with mx.autograd.record():
+            y2 = net(x * 3)
+        y2.backward()
+    for g, k in zip(g1, kept):
+        np.testing.assert_array_equal(g.asnumpy(), k)
+
+
+def test_plain_backward_steps_keep_one_executor_and_match_imperative():
+    hyb, imp = _net(True), _net(False)
+    th = mx.gluon.Trainer(hyb.collect_params(), 'sgd', {'learning_rate': 0.1,
+                                                      'momentum': 0.9})
+    ti = mx.gluon.Trainer(imp.collect_params(), 'sgd', {'learning_rate': 0.1,
+                                                      'momentum': 0.9})
+    rng = np.random.RandomState(5)
+    for _ in range(4):
+        x = mx.nd.array(rng.randn(2, 4))
+        for net, tr in ((hyb, th), (imp, ti)):
+            with mx.autograd.record():
+                loss = (net(x) * net(x)).sum()
+            loss.backward()
+            tr.step(2)
+    for p, q in zip(hyb.collect_params().values(), imp.collect_params().values()):
+        np.testing.assert_allclose(p.data().asnumpy(), q.data().asnumpy(), rtol=1e-5,
+                                   atol=1e-6)
+        np.testing.assert_allclose(p.grad().asnumpy(), q.grad().asnumpy(), rtol=1e-5,
+                                   atol=1e-6)
+    # two calls under one record(): two executors of one signature, bound once each
+    assert hyb._cached_op.num_binds == 2
+
+
+def test_grad_req_add_accumulates_through_the_lent_arrays():
+    net = _net(True)
+    net.collect_params().setattr('grad_req', 'add')
+    x = _x()
+    for _ in range(3):
+        with mx.autograd.record():
+            y = net(x)
+        y.backward()
+    ref = _net(False)
+    xr = _x()
+    with mx.autograd.record():
+        yr = ref(xr)
+    yr.backward()
+    np.testing.assert_allclose(net.d.weight.grad().asnumpy(),
+                               3 * ref.d.weight.grad().asnumpy(), rtol=1e-5)
+
+
+def test_get_symbol_of_a_plain_array_is_refused():
+    with pytest.raises(UsageError):
+        mx.autograd.get_symbol(mx.nd.ones((2,)))

@@ -235,3 +235,33 @@ def test_mxnet_unit_test_flow(tmp_path):
         it = mx.image.ImageDetIter(bs, (3, 20, 20), path_imglist=str(lst), path_root='',
                                    last_batch_handle=handle)
         assert len(list(it)) == count, handle
+
+
+def test_records_and_scalar_pad_val(tmp_path):
+    """ImageDetIter reads .rec/.idx records whose headers hold the detection labels (as
+    im2rec --pack-label writes them); a scalar pad_val fills every channel."""
+    rec = mx.recordio.MXIndexedRecordIO(str(tmp_path / 'd.idx'), str(tmp_path / 'd.rec'), 'w')
+    with open(LST) as f:
+        rows = [line.split('\t') for line in f]
+    for row in rows:
+        with open(os.path.join(DATA, row[-1].strip()), 'rb') as img:
+            label = np.array(row[1:-1], np.float32)
+            rec.write_idx(int(row[0]), mx.recordio.pack(
+                mx.recordio.IRHeader(0, label, int(row[0]), 0), img.read()))
+    rec.close()
+    from_rec = mx.image.ImageDetIter(3, (3, 16, 16), path_imgrec=str(tmp_path / 'd.rec'),
+                                     path_imgidx=str(tmp_path / 'd.idx'))
+    from_lst = mx.image.ImageDetIter(3, (3, 16, 16), path_imglist=LST, path_root=DATA)
+    assert from_rec.label_shape == from_lst.label_shape == (4, 6)
+    for a, b in zip(from_rec, from_lst):
+        np.testing.assert_array_equal(a.data[0].asnumpy(), b.data[0].asnumpy())
+        np.testing.assert_allclose(a.label[0].asnumpy(), b.label[0].asnumpy(), rtol=1e-6)
+    img = mx.nd.array(np.full((10, 10, 3), 9), dtype='uint8')
+    label = np.array([[0, 0.2, 0.2, 0.8, 0.8]], np.float32)
+    random.seed(0)
+    out, lab = det.DetRandomPadAug(area_range=(2.0, 3.0), pad_val=77)(img, label)
+    out = out.asnumpy()
+    assert out.shape[0] * out.shape[1] >= 200 and (out == 77).all(axis=2).sum() > 90
+    assert ((out == 9).all(axis=2)).sum() == 100
+    with pytest.raises(TypeError, match='pad_val must be a number'):
+        det.DetRandomPadAug(pad_val='grey')

@@ -111,6 +111,8 @@ def extract(src, dest, tag=TAG):
     if not os.path.isdir(unit):
         raise FileNotFoundError('%r has no tests/python/unittest at %s' % (src, tag))
     os.makedirs(os.path.join(dest, 'tests', 'data'), exist_ok=True)
+    # test_image.py writes its list files into ./data (the children run in unit/)
+    os.makedirs(os.path.join(dest, 'tests', 'python', 'unittest', 'data'), exist_ok=True)
     with open(os.path.join(unit, 'pytest.ini'), 'w') as f:
         f.write(PYTEST_INI)
     return unit
@@ -166,6 +168,7 @@ def run_file(unit_dir, name, python, reference, test_timeout, file_timeout, extr
                PYTHONPATH=os.pathsep.join(paths + [os.environ.get('PYTHONPATH', '')]),
                PYTHONDONTWRITEBYTECODE='1')
     cmd = [python, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', '-p', 'harness_plugin',
+           '-p', 'mxu_downloads',
            '-c', os.path.join(unit_dir, 'pytest.ini'), '--rootdir', unit_dir,
            '-o', 'console_output_style=classic', '--tb=no', name] + list(extra)
     start = time.time()

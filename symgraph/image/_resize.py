@@ -1,6 +1,10 @@
-"""OpenCV's ``cv::resize`` with cubic (2), area (3) and Lanczos (4) interpolation on NumPy
-(H, W, C) images, as MXNet 1.9.1's ``_cvimresize`` (OpenCV 3.4.2) computes them; the
-operator ``_cvimresize`` of ops/image_io.py covers nearest (0) and bilinear (1).
+"""OpenCV's ``cv::resize`` with nearest (0), cubic (2), area (3) and Lanczos (4)
+interpolation on NumPy (H, W, C) images, as MXNet 1.9.1's ``_cvimresize`` (OpenCV 3.4.2)
+computes them; ``mx.image.imresize`` uses the operator ``_cvimresize`` of ops/image_io.py
+for bilinear (1) only (the operator's nearest source index is computed as ``d * (n_in /
+n_out)``, which misses OpenCV's by one pixel at some positions).
+
+Nearest takes the source pixel ``floor(d * (1 / (n_out / n_in)))`` (OpenCV's doubles).
 
 Each axis is a resize matrix (output pixel x source pixel) built from OpenCV's taps and
 weights: source coordinate ``(d + 0.5) * scale - 0.5`` with 4 cubic taps (A = -0.75) or 8
@@ -107,10 +111,27 @@ def _matrix(n_out, n_in, interp, area_shrinks):
     return m
 
 
+def _taps(m):
+    """The resize matrix ``m`` as (indices, weights) of its nonzero taps per output, (n_out,
+    k) each (rows with fewer taps padded with zero weights): a gather per tap is much
+    cheaper than a dense product (and needs no BLAS threads, which a busy machine starves)."""
+    nonzero = m != 0
+    k = max(int(nonzero.sum(axis=1).max()), 1)
+    idx = np.argsort(~nonzero, axis=1, kind='stable')[:, :k]
+    return idx, np.take_along_axis(m, idx, axis=1)
+
+
 def _apply(img, my, mx):
     """``my @ img @ mx.T`` over the (H, W) axes of an (H, W, C) array."""
-    rows = np.einsum('hwc,ow->hoc', img, mx, optimize=True)
-    return np.einsum('hwc,oh->owc', rows, my, optimize=True)
+    xi, xw = _taps(mx)
+    yi, yw = _taps(my)
+    rows = img[:, xi[:, 0], :] * xw[None, :, 0, None]
+    for k in range(1, xi.shape[1]):
+        rows += img[:, xi[:, k], :] * xw[None, :, k, None]
+    out = rows[yi[:, 0]] * yw[:, 0, None, None]
+    for k in range(1, yi.shape[1]):
+        out += rows[yi[:, k]] * yw[:, k, None, None]
+    return out
 
 
 def _area_up_u8(img, w, h):
@@ -127,12 +148,23 @@ def _area_up_u8(img, w, h):
     return np.clip(out, 0, 255).astype(np.uint8)
 
 
+def _nearest_index(n_out, n_in):
+    """resizeNN's source index: ``floor(d * (1 / (n_out / n_in)))`` in doubles, as OpenCV
+    writes it (``d * (n_in / n_out)`` differs in the last bit at some positions, which can
+    move a floor by one pixel)."""
+    return np.minimum(np.floor(np.arange(n_out) * (1.0 / (n_out / n_in))).astype(np.int64),
+                      n_in - 1)
+
+
 def resize(img, w, h, interp):
-    """``cv::resize`` of the NumPy (H, W, C) image ``img`` to (h, w, C) with ``interp`` 2
-    (cubic), 3 (area) or 4 (Lanczos); same dtype (uint8, float32 or float64)."""
+    """``cv::resize`` of the NumPy (H, W, C) image ``img`` to (h, w, C) with ``interp`` 0
+    (nearest), 2 (cubic), 3 (area) or 4 (Lanczos); same dtype (uint8, float32 or
+    float64)."""
     sh, sw = img.shape[0], img.shape[1]
     if (sh, sw) == (h, w):
         return img.copy()                               # cv::resize copies
+    if interp == 0:
+        return img[_nearest_index(h, sh)][:, _nearest_index(w, sw)]
     shrinks = interp == 3 and sw >= w and sh >= h       # OpenCV: both scales >= 1
     mx = _matrix(w, sw, interp, shrinks)
     my = _matrix(h, sh, interp, shrinks)

@@ -5,9 +5,10 @@ decoding (``imread``, ``imdecode``), resizing and padding (``imresize``, ``resiz
 ``random_rotate``).
 
 Images are (H, W, C) NDArrays (``imrotate``: float32 (C, H, W) or (N, C, H, W)). Decoding,
-nearest / bilinear resizing and padding are the OpenCV operators of ops/image_io.py; cubic,
-area and Lanczos resizing (``interp`` 2, 3, 4: MXNet's default is 2) are OpenCV's
-arithmetic in NumPy (``_resize.py``, within one grey level of MXNet's). Random choices use
+bilinear resizing and padding are the OpenCV operators of ops/image_io.py; nearest, cubic,
+area and Lanczos resizing (``interp`` 0, 2, 3, 4: MXNet's default is 2) are OpenCV's
+arithmetic in NumPy (``_resize.py``: nearest exact, the others within one grey level of
+MXNet's). Random choices use
 Python's ``random`` (crops, ``interp=10``) and NumPy's global generator (``random_rotate``),
 as MXNet's do, so seeding those reproduces MXNet's draws.
 
@@ -57,7 +58,7 @@ def imresize(src, w, h, *args, **kwargs):
     """Resize an (H, W, C) image to (h, w, C) as OpenCV's ``cv::resize``: ``interp`` 0
     nearest, 1 bilinear (the default), 2 cubic, 3 area, 4 Lanczos; ``out=`` optional."""
     interp = kwargs.get('interp', args[0] if args else 1)
-    if interp not in (2, 3, 4):
+    if interp not in (0, 2, 3, 4):
         return nd._internal._cvimresize(src, w, h, *args, **kwargs)
     if len(args) > 1:
         raise ArgumentTypeError('imresize takes interp and out as keywords after w and h')

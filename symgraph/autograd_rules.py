@@ -370,7 +370,7 @@ def _graph_grads(node, og):
     if not heads:
         return [None] * len(node.inputs)
     entries = [e for e, _ in heads]
-    nodes = tape._order(entries, stop)
+    nodes = tape.reverse_order(entries, stop)
     # the replay's nodes stay: the gradients returned are computed from them
     grads = tape.sweep(entries, [g for _, g in heads], nodes, _run_rule, _add_nd, True, False,
                        stop)

@@ -179,7 +179,7 @@ class OpNode(Node):
         self.step = self.saved_in = self.saved_out = self.aux = None
 
 
-def _order(heads, stop=()):
+def reverse_order(heads, stop=()):
     """The nodes reachable from the head entries, each after every node that reads one of
     its outputs (so that its output gradients are complete when it runs): iterative.
     The walk does not pass the entries whose ids are in ``stop``."""
@@ -274,7 +274,7 @@ def backward(heads, head_grads, retain_graph=False, variables=None, create_graph
                 'freed by an earlier backward; pass retain_graph=True to that backward to '
                 'run backward through it again' % (k, h.shape, e.index, e.node.name))
         entries.append(e)
-    nodes = _order(entries)
+    nodes = reverse_order(entries)
     for node in nodes:
         if node.freed:
             raise UsageError('backward: the graph through %s was freed by an earlier backward; '

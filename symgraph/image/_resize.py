@@ -55,7 +55,7 @@ def _lanczos4_coeffs(x):
 def _kernel_taps(n_out, n_in, ksize):
     """(first source index per output, fraction) for an interpolation kernel of ``ksize``
     taps at OpenCV's half-pixel centres."""
-    scale = n_in / n_out
+    scale = 1.0 / (n_out / n_in)                # OpenCV: 1 / inv_scale, in doubles
     f = ((np.arange(n_out) + 0.5) * scale - 0.5).astype(np.float32)
     s = np.floor(f).astype(np.int64)
     return s - (ksize // 2 - 1), (f - s.astype(np.float32)).astype(np.float32)
@@ -63,7 +63,7 @@ def _kernel_taps(n_out, n_in, ksize):
 
 def _area_down_matrix(n_out, n_in):
     """computeResizeAreaTab: each output averages the source cells it covers."""
-    scale = n_in / n_out
+    scale = 1.0 / (n_out / n_in)                # OpenCV: 1 / inv_scale, in doubles
     m = np.zeros((n_out, n_in), np.float64)
     for d in range(n_out):
         f1 = d * scale
@@ -83,7 +83,7 @@ def _area_down_matrix(n_out, n_in):
 def _area_up_taps(n_out, n_in):
     """The linear taps INTER_AREA uses on an axis that is not shrunk: (n_out, 2) indices and
     weights."""
-    scale = n_in / n_out
+    scale = 1.0 / (n_out / n_in)                # OpenCV: 1 / inv_scale, in doubles
     inv = n_out / n_in
     d = np.arange(n_out)
     s = np.floor(d * scale).astype(np.int64)
@@ -170,6 +170,11 @@ def resize(img, w, h, interp):
     my = _matrix(h, sh, interp, shrinks)
     if img.dtype == np.uint8 and interp == 3 and not shrinks:
         return _area_up_u8(img, w, h)
+    if img.dtype == np.uint8 and interp == 3 and (sh, sw) == (2 * h, 2 * w):
+        # resizeAreaFast's vectorised 2x2 kernel rounds halves up: (a + b + c + d + 2) >> 2
+        q = img.astype(np.int32)
+        q = q[0::2, 0::2] + q[0::2, 1::2] + q[1::2, 0::2] + q[1::2, 1::2]
+        return ((q + 2) >> 2).astype(np.uint8)
     if img.dtype == np.uint8 and interp in (2, 4):
         # OpenCV's fixed point: integer weights (each tap rounded on its own, so they need
         # not sum to 2048); float64 holds every integer sum exactly

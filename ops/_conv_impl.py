@@ -16,7 +16,7 @@ the im2col copy run over long contiguous rows (:func:`_wide_cols`). On NumPy the
 live in a reused per-thread workspace (:func:`_workspace`).
 
 On NumPy float32 arrays the three functions first offer the case to the CPU backend
-(oneDNN, :func:`symgraph.opdef.cpu_backend`); the array code runs where it has none or
+(oneDNN's kernels, :func:`symgraph.opdef.cpu_kernel`); the array code runs where it has none or
 declines the geometry.
 
 Each of the three takes ``dest``: an array (an executor's buffer) to write the result into
@@ -27,9 +27,7 @@ from math import prod
 
 import numpy as np
 
-from symgraph.opdef import cpu_backend
-
-from ._util import F32, on_backend
+from ._util import F32, KERNELS, on_backend
 
 _TRANSPOSED_BWD = True
 # largest grid / output size ratio for which unit-stride convolutions use the wide columns:
@@ -261,23 +259,14 @@ def _grouped_matmul(xp, a, b, groups, trans_a=False, trans_b=False):
 
 
 def _backend(xp, *arrays):
-    """The CPU backend when every array is a NumPy float32 array and one is loaded."""
+    """The CPU kernels (``ops/_util.py``'s :data:`KERNELS`) when every array is a NumPy
+    float32 array and a backend is loaded, else None."""
     if xp is not np:
         return None
     for a in arrays:        # (a loop of identity tests: this runs at every call)
         if a is not None and a.dtype is not F32:
             return None
-    return cpu_backend()
-
-
-def _replayed(xp, site, arrays):
-    """Whether the CPU backend ran the call of ``site`` ((operator, tag), or None) on
-    these very ``arrays`` again (see ``BackendCore.record``): the last array is the
-    offered destination, which the call then returns."""
-    if site is None or arrays[-1] is None or xp is not np:
-        return False
-    be = cpu_backend()
-    return be is not None and be.replay(site[0], site[1], arrays)
+    return KERNELS if KERNELS.loaded() else None
 
 
 def conv_forward(xp, x, w, b, stride, pad, dilate, groups, after=None, dest=None,
@@ -288,19 +277,27 @@ def conv_forward(xp, x, w, b, stride, pad, dilate, groups, after=None, dest=None
     values crop. ``site``: (operator, tag) of a call the CPU backend may replay on the
     same arrays (see ``BackendCore.record``).
     """
-    if _replayed(xp, site, (x, w, b, dest)):
-        return dest
     kernel = w.shape[2:]
     after = pad if after is None else after
-    out = tuple(conv_out_size(s, k, t, p, d) if p == a else conv_out_size(s + p + a, k, t, 0, d)
-                for s, k, t, p, a, d in zip(x.shape[2:], kernel, stride, pad, after, dilate))
-    be = _backend(xp, x, w, b)
-    if be is not None and min(pad) >= 0 and min(out) > 0:
-        y = on_backend(be, site, (x, w, b, dest), lambda: be.conv_forward(
-            x, w, b, stride, pad, dilate, groups, x.shape[:1] + (w.shape[0],) + out,
-            out=dest))
+
+    def out_size():
+        return tuple(conv_out_size(s, k, t, p, d) if p == a
+                     else conv_out_size(s + p + a, k, t, 0, d)
+                     for s, k, t, p, a, d in zip(x.shape[2:], kernel, stride, pad, after,
+                                                 dilate))
+
+    def onednn():
+        be = _backend(xp, x, w, b)
+        out = out_size()
+        if be is None or min(pad) < 0 or min(out) <= 0:
+            return None
+        return be.conv_forward(x, w, b, stride, pad, dilate, groups,
+                               x.shape[:1] + (w.shape[0],) + out, out=dest)
+    if xp is np:
+        y = on_backend(site, (x, w, b, dest), onednn)
         if y is not None:
             return y
+    out = out_size()
     cols, grid = _im2col(xp, x, kernel, stride, pad, dilate, out, after)
     f = w.shape[0]
     y = _grouped_matmul(xp, w.reshape(f, -1), cols, groups)
@@ -328,17 +325,17 @@ def conv_backward_data(xp, dy, w, shape, stride, pad, dilate, groups, dyt=None, 
     kernel (an im2col and a GEMM); otherwise a GEMM and :func:`_col2im`. ``dyt`` is dy
     already in (F, N*P) layout when the caller has it. ``site``: as :func:`conv_forward`.
     """
-    if _replayed(xp, site, (dy, w, dest)):
-        return dest
+    if xp is np:
+        def onednn():
+            be = _backend(xp, dy, w)
+            return None if be is None else be.conv_backward_data(
+                dy, w, tuple(shape), stride, pad, dilate, groups, out=dest)
+        dx = on_backend(site, (dy, w, dest), onednn)
+        if dx is not None:
+            return dx
     kernel = w.shape[2:]
     out = dy.shape[2:]
     f = w.shape[0]
-    be = _backend(xp, dy, w)
-    if be is not None:
-        dx = on_backend(be, site, (dy, w, dest), lambda: be.conv_backward_data(
-            dy, w, tuple(shape), stride, pad, dilate, groups, out=dest))
-        if dx is not None:
-            return dx
     # the transposed convolution copies dy once per kernel offset (F channels), _col2im
     # reads and writes dx once per offset (C channels, about twice the traffic)
     if all(s == 1 for s in stride) and f <= 2 * shape[1] and _TRANSPOSED_BWD:
@@ -359,13 +356,13 @@ def conv_backward_weight(xp, x, dy, kernel, stride, pad, dilate, groups, dyt=Non
                          dest=None, site=None):
     """Gradient of :func:`conv_forward` with respect to w (F, C/groups, *kernel).
     ``site``: as :func:`conv_forward`."""
-    if _replayed(xp, site, (x, dy, dest)):
-        return dest
-    be = _backend(xp, x, dy)
-    if be is not None:
-        dw = on_backend(be, site, (x, dy, dest), lambda: be.conv_backward_weights(
-            x, dy, (dy.shape[1], x.shape[1] // groups) + tuple(kernel), stride, pad, dilate,
-            groups, out=dest))
+    if xp is np:
+        def onednn():
+            be = _backend(xp, x, dy)
+            return None if be is None else be.conv_backward_weights(
+                x, dy, (dy.shape[1], x.shape[1] // groups) + tuple(kernel), stride, pad,
+                dilate, groups, out=dest)
+        dw = on_backend(site, (x, dy, dest), onednn)
         if dw is not None:
             return dw
     out = dy.shape[2:]

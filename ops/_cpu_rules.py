@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from symgraph.opdef import PostOp, cpu_backend
+from symgraph.opdef import PostOp, cpu_kernel
 
 from ._util import lies_channels_last
 from .binary import ElemwiseAdd, ElemwiseAddReLU
@@ -130,7 +130,7 @@ def _bn_fuse_training(op, post_op, in_shapes):
     # (a subclass computes otherwise: BatchNorm_v1, BatchNormWithReLU itself)
     if type(op) is not BatchNorm or not _is_relu(post_op) \
             or shape is None or not 3 <= len(shape) <= 5 \
-            or op.axis % len(shape) != 1 or cpu_backend() is None:
+            or op.axis % len(shape) != 1 or cpu_kernel('batch_norm_forward') is None:
         return None
     return BatchNormWithReLU(**op._values)
 
@@ -142,7 +142,7 @@ def _conv_backend_reads(op, in_shapes):
     arrays the passes' layouts, made for (N, C, *S), do not describe."""
     shape = in_shapes[0] if in_shapes else None
     return shape is not None and len(shape) in (3, 4, 5) and min(op.pd) >= 0 \
-        and not op.channels_last and cpu_backend() is not None
+        and not op.channels_last and cpu_kernel('conv_forward') is not None
 
 
 def _conv_reads(op, in_index, layout, in_shapes):
@@ -189,7 +189,7 @@ def _bn_reads(op, in_index, layout, in_shapes):
     shape = in_shapes[0] if in_shapes else None
     return in_index == 0 and layout == CL and shape is not None \
         and 3 <= len(shape) <= 5 and op.axis % len(shape) == 1 \
-        and cpu_backend() is not None
+        and cpu_kernel('batch_norm_forward') is not None
 
 
 def _bn_writes(op, layout, in_shapes, in_layouts):
@@ -234,11 +234,11 @@ def _conv_scratch(op, in_shapes, out_shapes, dtypes, layouts=None):
     # oneDNN's reorders to its blocked layouts take activation-sized buffers: from the
     # executor's free storage during the step (none for data and output lying channels
     # last, which the primitives take as they lie)
-    be = cpu_backend()
-    if be is None or any(d != np.float32 for d in dtypes):
+    scratch = cpu_kernel('conv_scratch_bytes')
+    if scratch is None or any(d != np.float32 for d in dtypes):
         return 0
-    return be.conv_scratch_bytes(in_shapes[0], in_shapes[1], out_shapes[0],
-                                 weights_only=lies_channels_last(layouts))
+    return scratch(in_shapes[0], in_shapes[1], out_shapes[0],
+                   weights_only=lies_channels_last(layouts))
 
 
 def _bn_scratch(op, in_shapes, out_shapes, dtypes, layouts=None):
@@ -247,12 +247,12 @@ def _bn_scratch(op, in_shapes, out_shapes, dtypes, layouts=None):
     # channels last already)
     if lies_channels_last(layouts):
         return 0
-    be = cpu_backend()
+    scratch = cpu_kernel('bn_scratch_bytes')
     shape = in_shapes[0] if in_shapes else None
-    if be is None or shape is None or not 2 <= len(shape) <= 5 \
+    if scratch is None or shape is None or not 2 <= len(shape) <= 5 \
             or op.axis % len(shape) != 1 or any(d != np.float32 for d in dtypes):
         return 0
-    return be.bn_scratch_bytes(tuple(shape))
+    return scratch(tuple(shape))
 
 
 # --- which operator runs instead ------------------------------------------------------------

@@ -6,72 +6,65 @@
 The names here are public to ``ops/`` so that families import them from this module
 instead of from each other.
 """
-import weakref
-
 import numpy as np
 
-from symgraph.opdef import Operator, ShapeError, TypeInferenceError, cpu_backend
+from symgraph.opdef import Operator, ShapeError, TypeInferenceError, cpu_kernel
 
 
-class KeptForBackward:
-    """What a forward keeps for the backward of the same output, made from the same input
-    (oneDNN's max-pooling workspace, BatchNorm's relu mask): by id of the output, with weak
-    references to the output and the input, so that a value is only ever given back for
-    those very arrays. A forward that keeps nothing for an output forgets what it had
-    (an inference forward into a training buffer). Entries whose arrays died are dropped
-    once there are ``limit``; there are no finalizers: Python code the garbage collector
-    runs can take a pending KeyboardInterrupt, which Python then reports as ignored."""
+class _Kernels:
+    """The CPU backend's kernels by attribute (``KERNELS.conv_forward``): what
+    :func:`symgraph.opdef.cpu_kernel` gives for the name (the ``CpuKernels`` protocol), None
+    where no backend is loaded."""
 
-    def __init__(self, limit=256):
-        self._entries = {}
-        self.limit = limit
+    __slots__ = ()
 
-    def keep(self, out, src, value):
-        entries = self._entries
-        if len(entries) >= self.limit:
-            for key, entry in list(entries.items()):
-                if entry[0]() is None or entry[1]() is None:
-                    entries.pop(key, None)
-            if len(entries) >= self.limit:
-                entries.clear()
-        entries[id(out)] = (weakref.ref(out), weakref.ref(src), value)
+    def __getattr__(self, name):
+        return cpu_kernel(name)
 
-    def get(self, out, src):
-        """The value kept by the forward that made ``out`` from ``src``, or None."""
-        entry = self._entries.get(id(out))
-        if entry is None or entry[0]() is not out or entry[1]() is not src:
-            return None
-        return entry[2]
+    @staticmethod
+    def loaded():
+        """Whether a CPU backend is loaded (its kernels are there to ask)."""
+        return cpu_kernel('record') is not None
 
-    def forget(self, out):
-        self._entries.pop(id(out), None)
 
-    def __len__(self):
-        return len(self._entries)
+#: the CPU kernels by attribute; operators hold this, never the backend object
+KERNELS = _Kernels()
 
 
 def eltwise_backend(xp, x, limit):
-    """The CPU backend when ``x`` is a NumPy float32 array of at least ``limit`` elements
-    (None: never) and one is loaded, else None."""
+    """:data:`KERNELS` when ``x`` is a NumPy float32 array of at least ``limit`` elements
+    (None: never) and a CPU backend is loaded, else None."""
     if limit is None or xp is not np or x.dtype != np.float32 or x.size < limit:
         return None
-    return cpu_backend()
+    return KERNELS if KERNELS.loaded() else None
 
 
 #: float32's dtype: arrays of it are compared by identity (``a.dtype is F32``) on hot paths
 F32 = np.dtype(np.float32)
 
 
-def on_backend(be, site, arrays, run):
-    """``run()``, a call of the CPU backend ``be`` that writes into ``arrays[-1]`` (the
-    offered destination) where it can; with a ``site`` ((operator, tag)) and a
-    destination, the backend replays it on these very arrays where it recorded it before
-    (then the destination is returned), else records it (``BackendCore.record``)."""
-    if site is None or arrays[-1] is None:
+def on_backend(site, arrays, run, result=None):
+    """``run()``, a call of the CPU kernels that computes into offered ``arrays`` and
+    returns ``arrays[result]`` (an index, default the last: the destination; or a tuple of
+    indexes for a tuple of results), or None where it declines.
+
+    The one record/replay path of the operators: with a ``site`` ((owner, tag): the
+    operator and which of its calls) and the first result's array offered, the backend
+    replays the call it recorded at that site on these very arrays (then their results are
+    returned without ``run()``), else records this one for the next time (the ``record``
+    and ``replay`` kernels; ``BackendCore.record``). Every input must hold this call's
+    values before it asks: a replay runs the primitives at once."""
+    if result is None:
+        result = len(arrays) - 1
+    first = result if isinstance(result, int) else result[0]
+    if site is None or arrays[first] is None:
         return run()
-    if be.replay(site[0], site[1], arrays):
-        return arrays[-1]
-    return be.record(site[0], site[1], arrays, run, len(arrays) - 1)
+    replay = cpu_kernel('replay')
+    if replay is None:
+        return run()
+    if replay(site[0], site[1], arrays):
+        return arrays[result] if isinstance(result, int) else tuple(arrays[i] for i in result)
+    return cpu_kernel('record')(site[0], site[1], arrays, run, result)
 
 
 def relu_grad_from_output(xp, y, g, dest, onednn_min, site=None):
@@ -83,7 +76,7 @@ def relu_grad_from_output(xp, y, g, dest, onednn_min, site=None):
     be = eltwise_backend(xp, y, onednn_min)
     if be is not None and g.dtype == y.dtype:
         # oneDNN's relu backward from the output, where y, g and dest share a layout
-        dx = on_backend(be, site, (y, g, dest),
+        dx = on_backend(site, (y, g, dest),
                         lambda: be.relu_backward_from_output(y, g, out=dest))
         if dx is not None:
             return dx

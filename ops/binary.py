@@ -115,7 +115,7 @@ class ElemwiseAddReLU(ElemwiseAdd):
             and out[0].shape == a.shape else None
         be = eltwise_backend(xp, a, _ADD_RELU_ONEDNN[0])
         if be is not None:
-            y = on_backend(be, (self, 'f'), (a, b, dest),
+            y = on_backend((self, 'f'), (a, b, dest),
                            lambda: be.add(a, b, relu=True, out=dest))
             if y is not None:
                 return [y]

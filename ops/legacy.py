@@ -34,8 +34,8 @@ size in shape inference (MXNet at run time).
 """
 import numpy as np
 
-from symgraph.opdef import (Operator, Param, ShapeError, TypeInferenceError, register,
-                            unify_shape)
+from symgraph.opdef import (Operator, Param, ShapeError, Step, TypeInferenceError,
+                            register, unify_shape)
 
 from ._util import sliced_len
 from .binary import ElemwiseAdd, ElemwiseDiv
@@ -104,6 +104,10 @@ class BatchNormV1(BatchNorm):
             raise ShapeError('BatchNorm_v1: data must be 2-D (N, C) or 4-D (N, C, H, W), '
                              'got %s' % (tuple(d),))
         return super().infer_shape(in_shapes)
+
+    def bind(self, ctx, in_shapes, in_dtypes):
+        # (its own forward/backward keep nothing: the plain Step, not BatchNorm's)
+        return Step(self, ctx)
 
     def _stats(self, xp, x):
         axes = tuple(i for i in range(x.ndim) if i != 1)

@@ -11,7 +11,7 @@ from math import prod
 
 import numpy as np
 
-from symgraph.opdef import (Operator, Param, ShapeError, cpu_backend, random_state,
+from symgraph.opdef import (Operator, Param, ShapeError, cpu_kernel, random_state,
                             register, same_type, unify_shape)
 
 from ._fused import FusedOperator
@@ -149,9 +149,9 @@ def _matmul(xp, a, b, dest=None):
     Into ``dest`` (from :func:`_as_2d`) when given and of the product's dtype."""
     if xp is np and a.ndim == 2 and b.ndim == 2 and a.dtype == np.float32 \
             and b.dtype == np.float32:
-        be = cpu_backend()
-        if be is not None:
-            out = be.matmul(a, b, out=dest)
+        matmul = cpu_kernel('matmul')
+        if matmul is not None:
+            out = matmul(a, b, out=dest)
             if out is not None:
                 return out
     if dest is not None and dest.dtype == xp.result_type(a, b):
@@ -159,7 +159,7 @@ def _matmul(xp, a, b, dest=None):
     return xp.matmul(a, b)
 
 
-#: activations through oneDNN (symgraph.opdef.cpu_backend) for float32 NumPy arrays of at
+#: activations through oneDNN (symgraph.opdef.cpu_kernel) for float32 NumPy arrays of at
 #: least this many elements (forward, backward; None: never): act_type -> (oneDNN kind,
 #: alpha, forward size, backward size). The sizes are where oneDNN's time fell below the
 #: NumPy code's in ``python bench/bench_onednn.py --ops`` on the project's shared 2-core

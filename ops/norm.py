@@ -15,10 +15,10 @@ from math import prod
 
 import numpy as np
 
-from symgraph.opdef import Param, cpu_backend, register
+from symgraph.opdef import Kept, Param, Step, register
 
 from ._norm import BatchNormBase, bshape
-from ._util import F32, KeptForBackward, acc, f32
+from ._util import F32, KERNELS, acc, f32, on_backend
 
 
 def _per_channel(xp, x, ax):
@@ -120,14 +120,20 @@ class BatchNorm(BatchNormBase):
         return scale, beta.astype(np.float64) - mean.astype(np.float64) * scale
 
     def _backend(self, xp, data, *arrays):
-        """oneDNN for NumPy float32 arrays with channels on axis 1, else None."""
+        """The CPU kernels (oneDNN's) for NumPy float32 arrays with channels on axis 1,
+        else None."""
         if xp is not np or self.axis % data.ndim != 1 or not 2 <= data.ndim <= 5 \
                 or data.dtype is not F32:
             return None
         for a in arrays:        # (a loop: this runs twice per layer and step)
             if a.dtype is not F32:
                 return None
-        return cpu_backend()
+        return KERNELS if KERNELS.loaded() else None
+
+    def bind(self, ctx, in_shapes, in_dtypes):
+        """A Step whose state keeps, by output and data array, the relu mask of a fused
+        training forward and the backward's buffers (:class:`BatchNormState`)."""
+        return Step(self, ctx, BatchNormState(), shareable=True)
 
     def check(self):
         super().check()
@@ -141,37 +147,37 @@ class BatchNorm(BatchNormBase):
         return self._f32s
 
     def _onednn_forward(self, be, data, gamma, beta, moving_mean, moving_var, is_train,
-                        out=None, relu=False):
+                        out=None, relu=False, state=None):
         """[out, mean, inverse std] through oneDNN (running statistics updated as the
         NumPy path does), or None when it declines. ``out``: the arrays the executor
         offers (``writes_into``), written where they fit. ``relu`` (training with the
         batch's statistics only): out is relu'd, and oneDNN's mask for backward is kept
-        (see :class:`BatchNormWithReLU`).
+        (see :class:`BatchNormWithReLU`) in the Step's ``state``.
 
         A training call into offered arrays is recorded for the backend to replay on the
-        same arrays (``BackendCore.record``): the relu mask of the last forward into the
-        same output is offered again as the mask's buffer, and gamma itself is the scale
-        with ``fix_gamma`` (the callers have just set it to 1)."""
+        same arrays (``on_backend``): the relu mask the Step kept for the last forward into
+        the same output is offered again as the mask's buffer, and gamma itself is the
+        scale with ``fix_gamma`` (the callers have just set it to 1)."""
         eps, mom, rest = self._f32_constants()
         dest = _dest(out, 0, data.dtype)
         # the mean and inverse std straight into the offered buffers (few NumPy calls on
         # per-channel vectors: each costs more than its arithmetic inside a step)
         mean_out, inv_out = _dest(out, 1, np.float32), _dest(out, 2, np.float32)
         if is_train and not self.use_global_stats:
-            ws = _MASKS.get(dest, data) if relu and dest is not None else None
+            masks = None if state is None else state.masks
+            ws = masks.get(dest, data) if masks is not None and relu and dest is not None \
+                else None
             arrays = (data, gamma, beta, dest, mean_out, inv_out) + ((ws,) if relu else ())
-            tag = 'fr' if relu else 'f'
-            if dest is not None and be.replay(self, tag, arrays):
-                r = arrays[3:]
-            else:
-                r = be.record(self, tag, arrays, lambda: be.batch_norm_forward(
-                    data, gamma, beta, eps, out=dest, relu=relu, stats_out=(mean_out, inv_out),
-                    ws_out=ws), tuple(range(3, len(arrays))))
+            r = on_backend((self, 'fr' if relu else 'f'), arrays,
+                           lambda: be.batch_norm_forward(
+                               data, gamma, beta, eps, out=dest, relu=relu,
+                               stats_out=(mean_out, inv_out), ws_out=ws),
+                           tuple(range(3, len(arrays))))
             if r is None:
                 return None
             y, mean, var = r[:3]
-            if relu and (r[3] is not ws or y is not dest):  # (else kept already)
-                _MASKS.keep(y, data, r[3])
+            if relu and masks is not None and (r[3] is not ws or y is not dest):
+                masks.keep(y, data, r[3])       # (else kept already)
             # moving * mom + batch * (1 - mom), rounded as that expression is
             moving_mean *= mom
             moving_mean += mean * rest
@@ -198,24 +204,26 @@ class BatchNorm(BatchNormBase):
         return [y, mean, np.divide(1.0, inv, out=inv)]
 
     def _onednn_backward(self, xp, dy, data, gamma, outputs, need, dest, ws=None,
-                         grad_out=None):
+                         grad_out=None, state=None):
         """[d data, d gamma, d beta] through oneDNN from the saved mean and inverse std
         (``ws``: the relu mask of a fused forward, applied to ``dy`` there), or None when
         it declines.
 
-        The variance oneDNN takes is worked out into a buffer kept with the forward's
-        inverse std (as is where the parameters' unwanted gradients go), so that a call
-        on the executor's arrays is recorded for the backend to replay on the same ones
-        (``BackendCore.record``)."""
+        The variance oneDNN takes is worked out into a buffer the Step keeps with the
+        forward's inverse std (as is where the parameters' unwanted gradients go), so that a
+        call on the executor's arrays is recorded for the backend to replay on the same
+        ones (``on_backend``)."""
         inv_std = outputs[2]
         # (a float32 inverse std only: anything else _backend declines below too)
-        be = cpu_backend() if xp is np and inv_std.dtype is F32 else None
-        if be is None:
+        if xp is not np or inv_std.dtype is not F32 or not KERNELS.loaded():
             return None
-        kept = _BWD_BUFFERS.get(inv_std, data)      # (for this very array: same shape)
+        be = KERNELS
+        buffers = None if state is None else state.buffers
+        kept = None if buffers is None else buffers.get(inv_std, data)   # (same shape)
         if kept is None:
             kept = tuple(np.empty(inv_std.shape, np.float32) for _ in range(3))
-            _BWD_BUFFERS.keep(inv_std, data, kept)
+            if buffers is not None:
+                buffers.keep(inv_std, data, kept)
         var, spare_g, spare_b = kept
         g = _ones(gamma.shape[0]) if self.fix_gamma and gamma.ndim == 1 else gamma
         d_g = _dest(grad_out, 1, np.float32) if need[1] and not self.fix_gamma else spare_g
@@ -226,15 +234,14 @@ class BatchNorm(BatchNormBase):
         np.divide(1.0, var, out=var)
         np.subtract(var, self.eps, out=var)
         arrays = (data, dy, g, outputs[1], var, dest, d_g, d_b, ws)
-        tag = ('b', ws is not None)
-        if dest is not None and be.replay(self, tag, arrays):     # (var is an input)
-            r = arrays[5:8]
-        elif self._backend(xp, data, gamma, dy, outputs[1], inv_std) is None:
-            return None
-        else:
-            r = be.record(self, tag, arrays, lambda: be.batch_norm_backward(
+
+        def run():
+            if self._backend(xp, data, gamma, dy, outputs[1], inv_std) is None:
+                return None
+            return be.batch_norm_backward(
                 data, dy, g, outputs[1], var, self._f32_constants()[0],
-                self.use_global_stats, dx_out=dest, ws=ws, param_out=(d_g, d_b)), (5, 6, 7))
+                self.use_global_stats, dx_out=dest, ws=ws, param_out=(d_g, d_b))
+        r = on_backend((self, ('b', ws is not None)), arrays, run, (5, 6, 7))  # (var: input)
         if r is None:
             return None
         dx, dgamma, dbeta = r
@@ -248,7 +255,7 @@ class BatchNorm(BatchNormBase):
     #: the output and the data gradient are computed into the executor's arrays
     writes_into = True
 
-    def forward(self, xp, inputs, aux, is_train, out=None):
+    def forward(self, xp, inputs, aux, is_train, out=None, state=None):
         data, gamma, beta = inputs
         moving_mean, moving_var = aux
         if self.fix_gamma:
@@ -262,7 +269,7 @@ class BatchNorm(BatchNormBase):
         be = self._backend(xp, data, gamma, beta, moving_mean, moving_var)
         if be is not None:
             outs = self._onednn_forward(be, data, gamma, beta, moving_mean, moving_var,
-                                        is_train, out)
+                                        is_train, out, state=state)
             if outs is not None:
                 return outs
         x = acc(data)
@@ -298,7 +305,7 @@ class BatchNorm(BatchNormBase):
         return [out.astype(data.dtype, copy=False), mean.astype(pt, copy=False),
                 inv.astype(pt, copy=False)]
 
-    def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None):
+    def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None, state=None):
         # MXNet's executor always runs backward in training mode: without
         # use_global_stats the gradient goes through the batch statistics saved by forward.
         data, gamma, _ = inputs
@@ -307,7 +314,7 @@ class BatchNorm(BatchNormBase):
             return _gpu_bn_backward(xp, self, out_grads[0], data, gamma, outputs[1],
                                     outputs[2], _c_order(dest))
         grads = self._onednn_backward(xp, out_grads[0], data, gamma, outputs, need, dest,
-                                      grad_out=grad_out)
+                                      grad_out=grad_out, state=state)
         if grads is not None:
             return grads
         x, dy = acc(data), acc(out_grads[0])
@@ -356,7 +363,7 @@ class BatchNormWithReLU(BatchNorm):
     aliases = ()
     needs_outputs = True    # the relu mask comes from the output
 
-    def forward(self, xp, inputs, aux, is_train, out=None):
+    def forward(self, xp, inputs, aux, is_train, out=None, state=None):
         data, gamma, beta = inputs
         if xp is np and is_train and not self.use_global_stats:
             # oneDNN normalises and applies relu in one pass, keeping its mask for backward
@@ -365,35 +372,41 @@ class BatchNormWithReLU(BatchNorm):
                 if self.fix_gamma:
                     gamma[...] = 1
                 outs = self._onednn_forward(be, data, gamma, beta, aux[0], aux[1], True,
-                                            out, relu=True)
+                                            out, relu=True, state=state)
                 if outs is not None:
                     return outs
-        res = super().forward(xp, inputs, aux, is_train, out=out)
+        res = super().forward(xp, inputs, aux, is_train, out=out, state=state)
         y = res[0]
         xp.maximum(y, 0, out=y)
-        if xp is np:
-            _MASKS.forget(y)    # an older forward's mask no longer belongs to this output
+        if state is not None:
+            state.masks.forget(y)   # an older forward's mask no longer belongs to this output
         return res
 
-    def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None):
-        ws = _MASKS.get(outputs[0], inputs[0]) if xp is np else None
+    def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None, state=None):
+        ws = state.masks.get(outputs[0], inputs[0]) if state is not None else None
         if ws is not None:      # (a fused forward: batch statistics, never global ones)
             data = inputs[0]
             grads = self._onednn_backward(xp, out_grads[0], data, inputs[1], outputs, need,
                                           _dest(grad_out, 0, data.dtype) if need[0]
-                                          else None, ws, grad_out=grad_out)
+                                          else None, ws, grad_out=grad_out, state=state)
             if grads is not None:
                 return grads
         dy = xp.where(outputs[0] > 0, out_grads[0], 0).astype(out_grads[0].dtype, copy=False)
         return super().backward(xp, [dy] + list(out_grads[1:]), inputs, outputs, aux, need,
-                                grad_out=grad_out)
+                                grad_out=grad_out, state=state)
 
 
-#: oneDNN's relu masks of BatchNormWithReLU's training forwards, by output and data
-_MASKS = KeptForBackward()
-#: BatchNorm's oneDNN backward: (variance, spare d gamma, spare d beta) buffers, by the
-#: forward's inverse std and data
-_BWD_BUFFERS = KeptForBackward()
+class BatchNormState:
+    """The state of a BatchNorm Step (:meth:`BatchNorm.bind`): ``masks``, oneDNN's relu
+    masks of BatchNormWithReLU's training forwards by output and data; ``buffers``, the
+    oneDNN backward's (variance, spare d gamma, spare d beta) buffers by the forward's
+    inverse std and data. Both :class:`symgraph.opdef.Kept`: dropped with the Step."""
+
+    __slots__ = ('masks', 'buffers')
+
+    def __init__(self):
+        self.masks = Kept()
+        self.buffers = Kept()
 #: read-only float32 ones by length: gamma's stand-in under ``fix_gamma``
 _ONES = {}
 

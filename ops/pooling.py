@@ -15,10 +15,10 @@ import math
 
 import numpy as np
 
-from symgraph.opdef import Operator, Param, ShapeError, cpu_backend, register, same_type
+from symgraph.opdef import Kept, Operator, Param, ShapeError, Step, register, same_type
 
 from ._conv_impl import _pad, _windows
-from ._util import KeptForBackward
+from ._util import KERNELS
 from .conv import Deconvolution
 from symgraph.base import ParameterError
 
@@ -55,9 +55,6 @@ ONEDNN_MIN = {'forward': (9, 1 << 16), 'backward_max': (1, 1 << 15),
 #: (64, 64, 8, 8), 64 against 149 us in C order; its backward (a broadcast) stays on NumPy,
 #: 30 against oneDNN's 49 us.
 ONEDNN_MIN_GLOBAL = 1 << 14
-
-#: max pooling workspaces of oneDNN forwards in training, by output and input
-_WORKSPACES = KeptForBackward()
 
 
 def _offsets(kernel):
@@ -177,8 +174,13 @@ class Pooling(Operator):
             div = np.multiply.outer(div, np.maximum(end - start, 1))
         return xp.asarray(div.astype(dtype))
 
+    def bind(self, ctx, in_shapes, in_dtypes):
+        """A Step whose state keeps max pooling's oneDNN workspaces of training forwards
+        for backward, by output and input (a :class:`symgraph.opdef.Kept`)."""
+        return Step(self, ctx, Kept(), shareable=True)
+
     def _onednn(self, xp, x, direction):
-        """(backend, kind, kernel, stride, pad_l, pad_r, out) when this pooling of x goes
+        """(kernels, kind, kernel, stride, pad_l, pad_r, out) when this pooling of x goes
         through oneDNN in ``direction`` ('forward' or 'backward'), else None.
 
         Declined: other than NumPy float32, sum / lp / global pooling, sizes below
@@ -213,10 +215,9 @@ class Pooling(Operator):
             kind = 'avg_exclude' if over else 'avg_include'
         else:
             kind = 'avg_exclude'
-        be = cpu_backend()
-        if be is None:
+        if not KERNELS.loaded():
             return None
-        return be, kind, kernel, stride, pad, pad_r, tuple(shape[:2]) + tuple(out)
+        return KERNELS, kind, kernel, stride, pad, pad_r, tuple(shape[:2]) + tuple(out)
 
     def _global_spec(self, shape, direction):
         """Global average pooling's forward through oneDNN (one window over all of S) for
@@ -225,16 +226,16 @@ class Pooling(Operator):
         if direction != 'forward' or self.pool_type != 'avg' or len(shape) < 3 \
                 or math.prod(shape) < ONEDNN_MIN_GLOBAL or not all(shape):
             return None
-        be = cpu_backend()
-        if be is None:
+        if not KERNELS.loaded():
             return None
         nd = len(shape) - 2
         zero = (0,) * nd
-        return be, 'avg_include', tuple(shape[2:]), (1,) * nd, zero, zero, \
+        return KERNELS, 'avg_include', tuple(shape[2:]), (1,) * nd, zero, zero, \
             tuple(shape[:2]) + (1,) * nd
 
-    def _pool_onednn(self, xp, x, is_train):
-        """The oneDNN forward (keeping max pooling's workspace for backward), or None."""
+    def _pool_onednn(self, xp, x, is_train, state=None):
+        """The oneDNN forward (keeping max pooling's workspace for backward in the Step's
+        ``state``), or None."""
         spec = self._onednn(xp, x, 'forward')
         if spec is None:
             return None
@@ -244,11 +245,11 @@ class Pooling(Operator):
         if r is None:
             return None
         y, ws = r
-        if ws is not None:
-            _WORKSPACES.keep(y, x, ws)
+        if ws is not None and state is not None:
+            state.keep(y, x, ws)
         return y
 
-    def _pool_grad_onednn(self, xp, x, y, dy, dest=None):
+    def _pool_grad_onednn(self, xp, x, y, dy, dest=None, state=None):
         """The oneDNN backward (into ``dest`` when given), or None. Max pooling takes the
         workspace its oneDNN forward kept for this very output and input, else runs
         oneDNN's forward again for one."""
@@ -258,7 +259,7 @@ class Pooling(Operator):
         be, kind, kernel, stride, pad_l, pad_r, yshape = spec
         ws = None
         if kind == 'max':
-            ws = _WORKSPACES.get(y, x)
+            ws = None if state is None else state.get(y, x)
             if ws is None:
                 r = be.pool_forward(x, kind, kernel, stride, pad_l, pad_r, yshape, True)
                 if r is None:
@@ -266,8 +267,8 @@ class Pooling(Operator):
                 ws = r[1]
         return be.pool_backward(dy, ws, kind, kernel, stride, pad_l, pad_r, x.shape, out=dest)
 
-    def _pool(self, xp, x, is_train=False):
-        y = self._pool_onednn(xp, x, is_train)
+    def _pool(self, xp, x, is_train=False, state=None):
+        y = self._pool_onednn(xp, x, is_train, state)
         if y is not None:
             return y
         kernel, stride, pad, out = self.geometry(x.shape[2:])
@@ -302,11 +303,11 @@ class Pooling(Operator):
             y = xp.cbrt(y)
         return y
 
-    def _pool_grad(self, xp, x, y, dy, dest=None):
+    def _pool_grad(self, xp, x, y, dy, dest=None, state=None):
         """dx; computed into ``dest`` (an array of x's shape and dtype: C-contiguous, but
         for global average/sum pooling, which copies into any layout) where the path
         allows, else a new array."""
-        dx = self._pool_grad_onednn(xp, x, y, dy, dest)
+        dx = self._pool_grad_onednn(xp, x, y, dy, dest, state)
         if dx is not None:
             return dx
         kernel, stride, pad, out = self.geometry(x.shape[2:])
@@ -375,16 +376,16 @@ class Pooling(Operator):
     #: the memory order of the inference output (the layout pass's ``instead`` row)
     out_layout = None
 
-    def forward(self, xp, inputs, aux, is_train):
+    def forward(self, xp, inputs, aux, is_train, state=None):
         x = inputs[0]
         if self._channels_last(x.ndim):
             return [xp.moveaxis(self._pool(xp, xp.moveaxis(x, -1, 1)), 1, -1)]
-        return [self._pool(xp, x, is_train)]
+        return [self._pool(xp, x, is_train, state)]
 
     # (backward computes the data gradient into the executor's buffer, forward returns
     # new arrays: the grad_writes_into row of ops/_cpu_rules.py)
 
-    def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None):
+    def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None, state=None):
         if not need[0]:
             return [None]
         x, y, dy = inputs[0], outputs[0], out_grads[0]
@@ -397,7 +398,7 @@ class Pooling(Operator):
             and grad_out[0].dtype == x.dtype and grad_out[0].shape == x.shape \
             and (grad_out[0].flags.c_contiguous
                  or (self.global_pool and self.pool_type in ('avg', 'sum'))) else None
-        dx = self._pool_grad(xp, x, y, dy, dest)
+        dx = self._pool_grad(xp, x, y, dy, dest, state)
         if dest is None:
             return [xp.ascontiguousarray(dx)]
         if dx is not dest:

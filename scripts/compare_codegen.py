@@ -1,8 +1,9 @@
 """Dump what the executor generates for the benchmark networks, to compare two trees.
 
 For bench/bench_cnn.py's ResNet-14, MLP, LeNet and 400-node chain (bound as the benchmark
-binds them, with gradients, and the ResNet also without, for inference) this runs a
-training forward and backward and an inference forward, then writes every generated
+binds them, with gradients, and the ResNet also without, for inference) this runs three
+times a training forward and backward and an inference forward (noting a hash of the
+outputs and gradients each time: the values bit for bit), then writes every generated
 source (``<symgraph-plan-N-...>``, the counter N replaced by its order of appearance) and
 each plan's storage decisions (buffered entries, their modes, offsets, sizes, layouts,
 in-place pairs, lent scratch) to one text file. Run it once per tree and diff the files:
@@ -16,6 +17,7 @@ An old tree made with ``git archive <commit> | tar -x -C <dir>`` needs its ``ops
 likewise cuda), since the editable install maps them only for /work/main's tree.
 """
 import argparse
+import hashlib
 import importlib.util
 import linecache
 import os
@@ -63,10 +65,15 @@ def main(argv=None):
     for name, net, shape, req in nets:
         exe = bench.bind(net, shape, grad_req=req)
         keep.append(exe)
-        exe.forward(is_train=True)
-        if req != 'null':
-            exe.backward()
-        exe.forward(is_train=False)
+        for step in range(3):       # (the second and third replay the CPU backend's calls)
+            exe.forward(is_train=True)
+            if req != 'null':
+                exe.backward()
+            exe.forward(is_train=False)
+            arrays = [o.asnumpy() for o in exe.outputs] + [
+                g.asnumpy() for g in exe.grad_dict.values() if g is not None]
+            lines.append('== values %s step %d: %s' % (name, step, hashlib.sha1(
+                b''.join(a.tobytes() for a in arrays)).hexdigest()))
         lines += _storage_lines(name, exe._plan)
         inf = exe._passes.plan()
         if inf is not None:

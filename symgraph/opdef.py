@@ -49,6 +49,7 @@ import re
 import threading
 import typing
 import warnings
+import weakref
 
 import numpy as np
 
@@ -62,7 +63,7 @@ __all__ = ['Param', 'Operator', 'register', 'get_op', 'unknown_operator', 'list_
            'random_state', 'using_random_state', 'DeviceGroup', 'device_group',
            'using_device_group', 'ProcessGroup', 'process_group', 'set_process_group',
            'Subgraph', 'SubgraphRunner', 'cpu_backend', 'PostOp', 'CpuKernels', 'cpu_kernel',
-           'lend_scratch', 'same_bits', 'Snapshot', 'Step', 'format_value', 'param_names',
+           'lend_scratch', 'same_bits', 'Snapshot', 'Step', 'Kept', 'format_value', 'param_names',
            'positional_params', 'split_positional']
 
 REQUIRED = object()
@@ -502,16 +503,22 @@ class Step:
     :meth:`backward` pass the state and the keywords the operator declares (``req=`` for
     :attr:`Operator.wants_req`), so that a caller (``mx.nd``, the autograd tape) needs to
     know nothing of the operator; :meth:`forward_function` and :meth:`backward_function`
-    give the executor's generated code the same calls bound once."""
+    give the executor's generated code the same calls bound once.
 
-    __slots__ = ('op', 'ctx', 'xp', 'state', 'n_args')
+    ``shareable``: the Step may serve several calls of its operator on arrays of its
+    shapes in turn (``mx.nd`` then keeps one for all such calls), as a Step without state
+    does, or one whose state is keyed by the arrays (:class:`Kept`: BatchNorm's relu mask,
+    max pooling's workspace); default: exactly when ``state`` is None."""
 
-    def __init__(self, op, ctx, state=None):
+    __slots__ = ('op', 'ctx', 'xp', 'state', 'n_args', 'shareable')
+
+    def __init__(self, op, ctx, state=None, shareable=None):
         self.op = op
         self.ctx = ctx
         self.xp = None if ctx is None else ctx.xp
         self.n_args = len(op.list_arguments())
         self.state = state
+        self.shareable = state is None if shareable is None else bool(shareable)
 
     def forward(self, arrays, is_train):
         """All outputs (hidden ones included) of the operator on ``arrays`` (arguments
@@ -600,6 +607,52 @@ class Step:
         def run(out_grads, inputs, outputs, aux):
             return bwd(xp, out_grads, inputs, outputs, aux, need)
         return run
+
+
+class Kept:
+    """What a :class:`Step`'s forward keeps for the backward of the same output made from
+    the same input (oneDNN's max-pooling workspace, BatchNorm's relu mask and backward
+    buffers): part of the Step's state, dropped with it.
+
+    A value is given back only for the very output and input arrays it was kept with (an
+    identity check of the two); the Step holds them by weak reference, so that a Step
+    serving several ``mx.nd`` calls never keeps their arrays alive, and a new array at a
+    dead one's address is never taken for it. A forward that keeps nothing for an output
+    forgets what the Step had for it (an inference forward into a training buffer).
+    Entries whose arrays died are dropped once there are ``limit``; there are no
+    finalizers (Python code the garbage collector runs can take a pending
+    KeyboardInterrupt, which Python then reports as ignored)."""
+
+    __slots__ = ('_entries', 'limit')
+
+    def __init__(self, limit=64):
+        self._entries = {}
+        self.limit = limit
+
+    def keep(self, out, src, value):
+        """Keep ``value`` for ``out`` made from ``src``."""
+        entries = self._entries
+        if len(entries) >= self.limit:
+            for key, entry in list(entries.items()):
+                if entry[0]() is None or entry[1]() is None:
+                    entries.pop(key, None)
+            if len(entries) >= self.limit:
+                entries.clear()
+        entries[id(out)] = (weakref.ref(out), weakref.ref(src), value)
+
+    def get(self, out, src):
+        """The value kept by the forward that made ``out`` from ``src``, or None."""
+        entry = self._entries.get(id(out))
+        if entry is None or entry[0]() is not out or entry[1]() is not src:
+            return None
+        return entry[2]
+
+    def forget(self, out):
+        """Drop what was kept for ``out``."""
+        self._entries.pop(id(out), None)
+
+    def __len__(self):
+        return len(self._entries)
 
 
 class Subgraph:
@@ -1074,9 +1127,12 @@ class CpuKernels(typing.Protocol):
     axis or size it does not take, or a size at which NumPy is faster -- the size thresholds
     and the routing are the backend's, not the operators'. The operator then computes
     with NumPy, which stays the reference. An operator asks :func:`cpu_kernel` for one, as
-    it asks ``symgraph.cuda``'s loader for a CUDA kernel. (Moved so far: softmax and LRN;
-    the others' operators still call :func:`cpu_backend` and keep their limits, see
-    issue 27.)
+    it asks ``symgraph.cuda``'s loader for a CUDA kernel. (The activations', pooling's and
+    binary add's size limits are still the operators' tables, measured with
+    ``bench/bench_onednn.py --ops``, see issue 27.)
+
+    :meth:`record` and :meth:`replay` are the one way an operator has the backend replay
+    its calls on the very arrays of an earlier one (``ops/_util.py``'s ``on_backend``).
     """
 
     def softmax_forward(self, x, axis, log=False):
@@ -1125,6 +1181,31 @@ class CpuKernels(typing.Protocol):
     def batch_norm_backward(self, x, dy, gamma, mean, var, eps, global_stats, dx_out=None,
                             ws=None, param_out=(None, None)):
         """Batch normalisation's gradients, or None."""
+
+    def conv_forward_fused(self, x, w, b, stride, pad, dilate, groups, yshape, post_ops=(),
+                           residual=None, token=None, cache=None, out_layout=None, out=None,
+                           memo=None):
+        """An inference convolution with its post-ops (oneDNN's: sums, eltwise) in one
+        call, or None; ``cache``/``memo``: dicts of the caller's Step for its primitives
+        (with reordered constant weights, changed with ``token``) and its last call."""
+
+    def conv_scratch_bytes(self, xshape, wshape, yshape, weights_only=False):
+        """At most how many bytes of internal buffers one convolution call of these
+        shapes takes (the ``scratch_bytes`` rule; the executor lends them)."""
+
+    def bn_scratch_bytes(self, xshape):
+        """At most how many bytes of reorder buffers one batch-norm call on data of
+        ``xshape`` takes."""
+
+    def record(self, owner, tag, arrays, run, result):
+        """``run()``, a call of these kernels into ``arrays`` that returns
+        ``arrays[result]`` (an index, or a tuple of them), kept for :meth:`replay` under the
+        call site ``(owner, tag)`` where every array its primitives took is one of
+        ``arrays``. Returns what ``run()`` returned."""
+
+    def replay(self, owner, tag, arrays):
+        """Run again the call :meth:`record` kept for ``(owner, tag)`` when ``arrays`` are
+        its very arrays (all alive); True when it did, False when the caller must call."""
 
 
 #: the kernel names of :class:`CpuKernels` (what :func:`cpu_kernel` may be asked)

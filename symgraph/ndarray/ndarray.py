@@ -1003,7 +1003,11 @@ def _invoke(func_name, args, kwargs):
         ctx = args[0]._ctx
         with ctx.device_scope():
             datas = [_to_xp(v._data, ctx) for v in args]
-            outs = op.forward(ctx.xp, datas[:n_args], datas[n_args:], _AG.training)
+            step = seen[4]
+            if step is None or step.state is None:
+                outs = op.forward(ctx.xp, datas[:n_args], datas[n_args:], _AG.training)
+            else:       # (a shareable Step's state: BatchNorm's mask, pooling's workspace)
+                outs = step.forward(datas, _AG.training)
         res = [NDArray(_own(o, datas, ctx), ctx) for o in outs[:n_out]]
         if _AG.recording:
             _record(op, None, args, datas, outs, res, ctx, seen)
@@ -1081,13 +1085,15 @@ def _invoke(func_name, args, kwargs):
     res = [NDArray(_own(o, datas, ctx), ctx) for o in outs[:op.num_visible_outputs()]]
     if _AG.recording:
         _record(op, step, inputs, datas, outs, res, ctx)
-    if key is not None and step.state is None and out is None and len(args) == len(names) \
+    if key is not None and step.shareable and out is None and len(args) == len(names) \
             and not op.free_params:
         # the same call again skips everything above but forward (see _SEEN)
         if len(_SEEN) >= _SEEN_MAX:
             _SEEN.clear()
-        # + the tape's recipe and Step for these calls (_record)
-        _SEEN[key] = [op, n_args, op.num_visible_outputs(), None, None]
+        # + the tape's recipe and Step for these calls (_record; a Step with a state
+        # serves them all from here: Step.shareable)
+        _SEEN[key] = [op, n_args, op.num_visible_outputs(), None,
+                      None if step.state is None else step]
     if out is not None:
         outs_given = out if isinstance(out, (list, tuple)) else [out]
         for k, (dst, r) in enumerate(zip(outs_given, res)):
@@ -1151,8 +1157,9 @@ def _record(op, step, inputs, datas, outs, res, ctx, seen=None):
         recipe = seen[3]
         if recipe is None:
             recipe = seen[3] = _recipe(op, len(outs)) or False
-            # the calls of one row are alike and stateless: they share one Step
-            seen[4] = op.bind(ctx, [d.shape for d in datas], [d.dtype for d in datas])
+            # the calls of one row are alike: they share one Step (shareable)
+            if seen[4] is None:
+                seen[4] = op.bind(ctx, [d.shape for d in datas], [d.dtype for d in datas])
         step = seen[4]
     else:
         recipe = _recipe(op, len(outs))

@@ -75,16 +75,11 @@ def test_the_grep_finds_what_it_looks_for():
     assert _uses(r'\bopdef\b')               # the operators do use the operator API
 
 
-PENDING = pytest.mark.xfail(strict=True, reason='issue 27: the kernel seam is not done yet')
-
-
 @pytest.mark.parametrize('pattern, why', [
-    pytest.param(r'\bcpu_backend\(', 'operators ask the declared kernel seam, not the backend '
-                 'object', marks=PENDING),
+    (r'\bcpu_backend\(', 'operators ask the declared kernel seam, not the backend object'),
     # (what an operator derives as it is made goes through Operator._fix, in opdef)
     (r'\bobject\.__setattr__', 'operators are immutable: per-bind values live in Steps'),
-    pytest.param(r'\bweakref\b', 'memo of "the same arrays again" lives in Steps, not weak '
-                 'tables', marks=PENDING),
+    (r'\bweakref\b', 'memo of "the same arrays again" lives in Steps, not weak tables'),
 ])
 def test_ops_do_not(pattern, why):
     found = _uses(pattern)

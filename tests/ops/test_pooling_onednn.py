@@ -92,32 +92,39 @@ def test_case_through_onednn(case, backend):
 
 
 def test_max_workspace_kept_or_remade(backend):
-    """Backward uses the workspace of the oneDNN forward that made this very output; a
-    forward that ran elsewhere (or an output it did not make) gets a fresh one."""
-    from symgraph.ops.pooling import Pooling, _WORKSPACES
+    """Backward uses the workspace the Step kept from the oneDNN forward that made this
+    very output; a forward that ran elsewhere (or an output it did not make) gets a fresh
+    one."""
+    from symgraph.ops.pooling import Pooling
     op = Pooling(kernel=(3, 3), stride=(2, 2), pad=(1, 1))
+    step = op.bind(mx.cpu(), [(2, 4, 9, 9)], [np.dtype(np.float32)])
+    kept = step.state                       # the Step's own: nothing module-level
+    assert len(kept) == 0 and step.shareable
     rng = np.random.RandomState(0)
     x = rng.uniform(-1, 1, (2, 4, 9, 9)).astype(np.float32)
     dy = rng.uniform(-1, 1, (2, 4, 5, 5)).astype(np.float32)
     before = dict(backend.calls)
-    y = op.forward(np, [x], [], True)[0]
-    assert _WORKSPACES.get(y, x) is not None
-    g1 = op.backward(np, [dy], [x], [y], [], [True])[0]
+    y = step.forward([x], True)[0]
+    assert kept.get(y, x) is not None
+    g1 = step.backward([dy], [x], [y], [], [True])[0]
     assert backend.calls['pool_forward'] - before.get('pool_forward', 0) == 1
     # an equal output that is another array: the workspace is made again
-    g2 = op.backward(np, [dy], [x], [y.copy()], [], [True])[0]
+    g2 = step.backward([dy], [x], [y.copy()], [], [True])[0]
     assert backend.calls['pool_forward'] - before.get('pool_forward', 0) == 2
     np.testing.assert_array_equal(g1, g2)
+    # another Step (another node) has none of this one's
+    other = op.bind(mx.cpu(), [(2, 4, 9, 9)], [np.dtype(np.float32)])
+    assert other.state.get(y, x) is None
     # the same output from other data: no workspace of the first forward is taken
-    assert _WORKSPACES.get(y, x.copy()) is None
-    # an output that died is never matched (its entry goes once the registry is full)
+    assert kept.get(y, x.copy()) is None
+    # an output that died is never matched (its entry goes once the Step's table is full)
     del y
     gc.collect()
     y2 = np.zeros((2, 4, 5, 5), np.float32)
-    assert _WORKSPACES.get(y2, x) is None
-    for _ in range(2 * _WORKSPACES.limit):
-        op.forward(np, [x], [], True)
-    assert len(_WORKSPACES) <= _WORKSPACES.limit
+    assert kept.get(y2, x) is None
+    for _ in range(2 * kept.limit):
+        step.forward([x], True)
+    assert len(kept) <= kept.limit
 
 
 

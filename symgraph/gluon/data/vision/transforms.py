@@ -175,46 +175,6 @@ class RandomRotation(Block):
         return _imrotate(x, np.random.uniform(*limits, size=size), zoom_in, zoom_out)
 
 
-def _crop(src, x0, y0, w, h, size=None, interp=1):
-    """MXNet's ``image.fixed_crop``: crop, then resize to ``size`` (w, h) if it differs."""
-    out = src[y0:y0 + h, x0:x0 + w]
-    if size is not None and (w, h) != tuple(size):
-        out = image.imresize(out, size[0], size[1], interp=interp)
-    return out
-
-
-def _center_crop(src, size, interp=1):
-    """MXNet's ``image.center_crop``: the largest centred crop of ``size``'s aspect ratio
-    that fits (``scale_down``), resized to ``size`` (w, h)."""
-    h, w = src.shape[0], src.shape[1]
-    new_w, new_h = size
-    if h < new_h:
-        new_w, new_h = float(new_w * h) / new_h, h
-    if w < new_w:
-        new_w, new_h = w, float(new_h * w) / new_w
-    new_w, new_h = int(new_w), int(new_h)
-    x0, y0 = int((w - new_w) / 2), int((h - new_h) / 2)
-    return _crop(src, x0, y0, new_w, new_h, size, interp)
-
-
-def _random_size_crop(src, size, area, ratio, interp=1):
-    """MXNet's ``image.random_size_crop``: up to 10 tries at a crop of a random area fraction
-    and log-uniform aspect ratio, else the centre crop (Python's ``random``, as MXNet)."""
-    h, w = src.shape[0], src.shape[1]
-    if isinstance(area, _NUMBERS):
-        area = (area, 1.0)
-    for _ in range(10):
-        target_area = random.uniform(area[0], area[1]) * h * w
-        new_ratio = np.exp(random.uniform(np.log(ratio[0]), np.log(ratio[1])))
-        new_w = int(round(np.sqrt(target_area * new_ratio)))
-        new_h = int(round(np.sqrt(target_area / new_ratio)))
-        if new_w <= w and new_h <= h:
-            x0 = random.randint(0, w - new_w)
-            y0 = random.randint(0, h - new_h)
-            return _crop(src, x0, y0, new_w, new_h, size, interp)
-    return _center_crop(src, size, interp)
-
-
 def _pair(size, what):
     if isinstance(size, _NUMBERS):
         return (int(size), int(size))
@@ -245,7 +205,7 @@ class RandomResizedCrop(Block):
         self._args = (_pair(size, 'size'), scale, ratio, interpolation)
 
     def forward(self, x):
-        return _random_size_crop(x, *self._args)
+        return image.random_size_crop(x, *self._args)[0]
 
 
 class CropResize(HybridBlock):
@@ -277,7 +237,7 @@ class CenterCrop(Block):
         self._args = (_pair(size, 'size'), interpolation)
 
     def forward(self, x):
-        return _center_crop(x, *self._args)
+        return image.center_crop(x, *self._args)[0]
 
 
 class Resize(HybridBlock):

@@ -75,7 +75,7 @@ def _as_tuple(value, what, cast):
 
 
 # ------------------------------------------------------------------ labels
-class DetLabel(object):
+class _DetLabel(object):
     """A parsed detection label: the header and the objects, each ``[id, x0, y0, x1, y1,
     extra...]`` (MXNet's ImageDetLabel; float32 arithmetic as MXNet's floats)."""
 
@@ -445,7 +445,7 @@ class ImageDetRecordIter(MXDataIter):
                     raw_label = imglist[image_id]
                 else:
                     raw_label = _record_label(header, label_width)
-                label = DetLabel(raw_label, image_id)
+                label = _DetLabel(raw_label, image_id)
                 pixels = augment(_decode(img, channels), label, _Draws(draws))
                 normalize(pixels, out)
                 values = label.to_array()

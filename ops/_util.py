@@ -8,7 +8,7 @@ instead of from each other.
 """
 import numpy as np
 
-from symgraph.opdef import Operator, ShapeError, TypeInferenceError, cpu_kernel
+from symgraph.opdef import CPU_KERNELS, Operator, ShapeError, TypeInferenceError, cpu_kernel
 
 
 class _Kernels:
@@ -19,6 +19,8 @@ class _Kernels:
     __slots__ = ()
 
     def __getattr__(self, name):
+        if name not in CPU_KERNELS:         # (introspection: __wrapped__, __len__, ...)
+            raise AttributeError(name)
         return cpu_kernel(name)
 
     @staticmethod

@@ -35,9 +35,12 @@ subgraphs (control flow)
 runtime services an operator may use
     :func:`random_state` (the generator to draw from), :func:`device_group` (the other
     devices of a data-parallel step, for collective operators such as SyncBatchNorm) and
-    :func:`cpu_backend` (oneDNN's primitives for NumPy arrays, or None); the core lends
-    the backend scratch memory with :func:`lend_scratch`; :func:`same_bits` and
-    :class:`Snapshot` tell whether arrays changed since a cache was filled (a memcmp).
+    :func:`cpu_kernel` (a kernel of the :class:`CpuKernels` protocol: oneDNN's for NumPy
+    float32 arrays, or None; :func:`cpu_backend`, the backend object, is for tests and
+    tools, never operators); the core lends the backend scratch memory with
+    :func:`lend_scratch`; :class:`Kept` holds what a Step keeps for the very arrays it was
+    made from; :func:`same_bits` and :class:`Snapshot` tell whether arrays changed since a
+    cache was filled (a memcmp).
 """
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ were first initialised.
 """
 from .. import optimizer as opt
 from ..ndarray import NDArray
+from ..ndarray.sparse_array import RowSparseNDArray, sum_row_sparse, pulled_rows
 from . import comm
 from .base import KVStoreBase, LOCAL_TYPES, MULTI_PROCESS, MULTI_PROCESS_TYPES, NCCL_TYPES
 from ..base import ArgumentError, ArgumentTypeError, UnknownNameError, UsageError, atomic_write
@@ -137,14 +138,19 @@ class KVStore(KVStoreBase):
     def _merge(self, key, vals):
         """The sum of the values pushed for ``key`` (MXNet's Comm::Reduce). A single value
         without compression is passed on as it is, as MXNet does."""
+        sparse = all(isinstance(v, RowSparseNDArray) for v in vals)
         if self._compression is not None:
             vals = [self._compression.compress(key, i, v) for i, v in enumerate(vals)]
         elif len(vals) == 1:
             return vals[0]
         if self._device_comm:
-            return self._reduce_devices(vals)
-        return NDArray(comm.reduce_cpu([v._data for v in vals], vals[0]._data.dtype),
-                       comm.STORE_CONTEXT)
+            total = self._reduce_devices(vals)
+        else:
+            total = NDArray(comm.reduce_cpu([v._data for v in vals], vals[0]._data.dtype),
+                            comm.STORE_CONTEXT)
+        # row_sparse values sum to a row_sparse one holding the union of their rows (the
+        # updater then updates those rows lazily, as MXNet's)
+        return sum_row_sparse(total, vals) if sparse else total
 
     @staticmethod
     def _reduce_devices(vals):
@@ -188,7 +194,7 @@ class KVStore(KVStoreBase):
     def _apply(self, k, stored, merged):
         """Store the summed value of key ``k``, or update the stored weight from it."""
         if self._updater is None:
-            stored[:] = merged
+            merged.copyto(stored)       # (a row_sparse store takes the merged rows)
             return
         if merged.context != stored.context:
             # MXNet moves the stored weight to the device of the merged gradient
@@ -207,7 +213,8 @@ class KVStore(KVStoreBase):
         priority : int, optional
             Accepted for MXNet compatibility.
         ignore_sparse : bool, optional
-            Accepted for MXNet compatibility (arrays are dense).
+            Leave sparse ``out`` arrays alone (MXNet's default); False copies into them too
+            (a row_sparse one then holds the stored rows).
 
         Raises
         ------
@@ -222,7 +229,9 @@ class KVStore(KVStoreBase):
             stored = self._stored(k)
             self._check_shapes(k, stored, outs, 'pull')
             for o in outs:
-                o[:] = stored
+                if ignore_sparse and o.stype != 'default':
+                    continue
+                stored.copyto(o)
 
     def pushpull(self, key, value, out=None, priority=0):
         """:meth:`push` then :meth:`pull` into ``out`` (or back into ``value``)."""
@@ -298,6 +307,9 @@ class KVStore(KVStoreBase):
                 dense = kept * 0
                 dense[rows] = kept[rows]
                 o[:] = dense
+                if isinstance(o, RowSparseNDArray):
+                    # MXNet's retain: the requested rows the stored value holds
+                    o._set_structure(pulled_rows(stored, rows))
         if single_rowid:
             for out_i in out[1:]:
                 out[0].copyto(out_i)

@@ -109,11 +109,14 @@ class NDArray:
         if grad_req not in ('write', 'add', 'null'):
             raise ArgumentError("attach_grad: grad_req must be 'write', 'add' or 'null', "
                                 "got %r" % (grad_req,))
-        if stype not in (None, 'default'):
-            raise NotSupportedError('attach_grad: sparse gradients (stype=%r) are not '
-                                    'supported' % (stype,))
+        if stype not in (None, 'default', 'row_sparse', 'csr'):
+            raise ArgumentError("attach_grad: stype must be 'default', 'row_sparse' or "
+                                "'csr', got %r" % (stype,))
         with self._ctx.device_scope():
-            g = NDArray(self._ctx.xp.zeros(self._data.shape, self._data.dtype), self._ctx)
+            g = self._ctx.xp.zeros(self._data.shape, self._data.dtype)
+            # a sparse gradient's stored rows/entries: those backward makes non-zero
+            g = NDArray(g, self._ctx) if stype in (None, 'default') else \
+                _SPARSE['make'](stype, g, self._ctx)
         self._ag = tape.Entry(None, 0, g, grad_req)
 
     @property
@@ -280,9 +283,11 @@ class NDArray:
         return self._shape_op('squeeze', inplace, axis=axis)
 
     def tostype(self, stype):
-        if stype != 'default':
-            raise NotSupportedError('sparse storage types are not supported')
-        return self
+        """This array as ``stype``: itself for 'default'; a sparse array (ndarray/sparse.py:
+        values stored dense, the structure worked out from them) for 'row_sparse'/'csr'."""
+        if stype == 'default':
+            return self
+        return _SPARSE['tostype'](self, stype)
 
     # ----------------------------------------------------------------- indexing
     def __getitem__(self, key):
@@ -619,7 +624,10 @@ def _filled(func, fill, shape, ctx, dtype, kwargs):
         raise UnknownNameError('%s: unknown argument %s; it takes shape, ctx, dtype, stype, '
                                'out and name' % (func, ', '.join(repr(k) for k in unknown)))
     if kwargs.get('stype') not in (None, 'default'):
-        raise NotSupportedError('%s: sparse storage types are not supported' % func)
+        if func != 'zeros':
+            raise NotSupportedError('%s: sparse storage types are not supported' % func)
+        kw = {k: v for k, v in kwargs.items() if k != 'stype'}
+        return _SPARSE['zeros'](kwargs['stype'], shape, ctx, dtype, **kw)
     dims = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
     if not dims or not all(isinstance(d, numbers.Integral) and d > 0 for d in dims):
         raise ShapeError('%s: shape %s must have one or more positive int dimensions (MXNet '
@@ -638,9 +646,11 @@ def zeros(shape, ctx=None, dtype=None, **kwargs):
     return _filled('zeros', 0, shape, ctx, dtype, kwargs)
 
 
-def empty(shape, ctx=None, dtype=None):
+def empty(shape, ctx=None, dtype=None, stype=None):
     """Like :func:`zeros` (a zero size too, as MXNet's): symgraph never hands out
-    uninitialised memory."""
+    uninitialised memory. A sparse ``stype`` gives an empty sparse array."""
+    if stype not in (None, 'default'):
+        return _SPARSE['zeros'](stype, shape, ctx, dtype)
     dtype = np.float32 if dtype is None else dtype
     return _alloc(ctx, lambda xp: xp.zeros(shape, dtype=dtype))
 
@@ -896,14 +906,20 @@ def save(fname, data):
         for k, v in data.items():
             if not isinstance(k, str) or not isinstance(v, NDArray):
                 raise ArgumentTypeError('save only accepts dict str->NDArray or list of NDArray')
-            arrays[k] = v.asnumpy()
+            arrays[k] = _saved(v)
     elif isinstance(data, (list, tuple)):
         if any(not isinstance(v, NDArray) for v in data):
             raise ArgumentTypeError('save only accepts dict str->NDArray or list of NDArray')
-        arrays = [v.asnumpy() for v in data]
+        arrays = [_saved(v) for v in data]
     else:
         raise ArgumentTypeError('save only accepts dict str->NDArray or list of NDArray')
     save_arrays(fname, arrays)
+
+
+def _saved(v):
+    """What serialization writes for an NDArray: its NumPy values, or for a sparse one
+    its StoredSparse record (storage type, values, structure)."""
+    return v.asnumpy() if v.stype == 'default' else _SPARSE['stored'](v)
 
 
 def load(fname, ctx=None, bfloat16='error'):
@@ -924,9 +940,30 @@ def load_frombuffer(buf, ctx=None, bfloat16='error'):
 
 def _wrap_loaded(data, ctx):
     c = cpu() if ctx is None else ctx
+
+    def wrap(v):
+        stype = getattr(v, 'stype', 'default')      # serialization.StoredSparse
+        if stype != 'default':
+            return _SPARSE['wrap_stored'](stype, np.array(v), c, v.structure)
+        return array(v, c, dtype=v.dtype)
     if isinstance(data, dict):
-        return {k: array(v, c, dtype=v.dtype) for k, v in data.items()}
-    return [array(v, c, dtype=v.dtype) for v in data]
+        return {k: wrap(v) for k, v in data.items()}
+    return [wrap(v) for v in data]
+
+
+#: sparse storage: ndarray/sparse.py installs its functions here when it is imported (this
+#: module cannot import it: sparse.py imports this one); mx.nd's package imports both
+_SPARSE = {}
+#: operator functions of mx.nd that sparse inputs change (cast_storage, the optimizer
+#: updates' lazy row_sparse updates): name -> function, installed by ndarray/sparse.py
+_SPARSE_FUNCTIONS = {}
+
+
+def install_sparse(functions=(), **hooks):
+    """Called by ndarray/sparse.py: the hooks tostype, zeros, make, wrap_stored, stored
+    (an array's sparse record for save) and the operator ``functions`` (a dict)."""
+    _SPARSE.update(hooks)
+    _SPARSE_FUNCTIONS.update(functions)
 
 
 # ---------------------------------------------------------------------- operators
@@ -1194,6 +1231,9 @@ def _own(out, inputs, ctx):
 
 
 def _op_function(func_name, hint=None):
+    sparse_fn = _SPARSE_FUNCTIONS.get(func_name)
+    if sparse_fn is not None:      # sparse results or lazy row updates (ndarray/sparse*.py)
+        return sparse_fn
     cls = opdef.get_op(func_name)
 
     def fn(*args, **kwargs):

@@ -31,7 +31,9 @@ Behaviours worth knowing (checked against MXNet 1.9.1):
 * V3 records load whatever the caller's mode; MXNet loads them only under np-shape semantics.
 * The context a record names (e.g. gpu(1)) is ignored: arrays load onto the host.
 * Bytes after the names are ignored, as MXNet ignores them.
-* Sparse arrays, bfloat16 data (unless asked for) and uninitialised arrays are reported with the
+* Sparse records (row_sparse, csr) load as :class:`StoredSparse`: the dense values, with the
+  storage type and the structure as stored; ``save`` writes one back as MXNet does.
+* bfloat16 data (unless asked for) and uninitialised arrays are reported with the
   array's name rather than loaded. A truncated or corrupt record is reported by its index
   (``array #3``): the names are stored after all the arrays.
 """
@@ -48,7 +50,8 @@ import numpy as np
 
 from ..base import MissingFileError, MXNetError, atomic_write
 
-__all__ = ['ParamsFormatError', 'save_arrays', 'load_arrays', 'dumps_arrays', 'loads_arrays']
+__all__ = ['ParamsFormatError', 'StoredSparse', 'save_arrays', 'load_arrays', 'dumps_arrays',
+           'loads_arrays']
 
 LIST_MAGIC = 0x112
 V1_MAGIC = 0xF993FAC8
@@ -218,18 +221,28 @@ def _read_v2(r, bfloat16):
     flag = _read_dense_tail(r)
     if nad == 0:
         return _read_data(r, flag, shape, bfloat16)
-    # sparse: parse it through so the names that follow can be read and reported
+    # sparse: the stored values, then the aux arrays (row_sparse: row indices; csr: indptr,
+    # column indices), made into the dense values with the structure beside them
     aux = []
     for i in range(nad):
         aux_flag = r.unpack('<i', 'aux type %d' % i)
         aux_shape = r.shape('aux shape %d' % i)
         aux.append((aux_flag, aux_shape or ()))
-    for fl, shp in [(flag, sshape or ())] + aux:
-        nbytes = int(np.prod(shp, dtype=object)) * _itemsize(r, fl, 'type flag')
-        r.take(nbytes, '%s data of shape %s' % (_STORAGE[stype], shp))
-    return _Record(problem='has storage type %s (shape %s); symgraph loads only dense '
-                           '(default storage) arrays; save it with .tostype(\'default\')'
-                           % (_STORAGE[stype], shape))
+    name = _STORAGE[stype]
+    values = _read_data(r, flag, sshape or (), bfloat16)
+    auxs = []
+    for i, (fl, shp) in enumerate(aux):
+        if _FLAG_TO_DTYPE.get(fl, np.dtype('f4')).kind not in 'iu':
+            r.fail('%s aux array %d has type flag %d, not an integer type' % (name, i, fl))
+        if len(shp) != 1:
+            r.fail('%s aux array %d has shape %s, not 1-D' % (name, i, shp))
+        auxs.append(_read_data(r, fl, shp, bfloat16).array.astype(np.int64))
+    if values.problem is not None:
+        return values
+    try:
+        return _Record(StoredSparse.from_parts(name, shape, values.array, auxs))
+    except ValueError as e:
+        r.fail('%s array of shape %s: %s' % (name, shape, e))
 
 
 def _read_legacy(r, magic, bfloat16):
@@ -420,6 +433,80 @@ def _items(data):
                     'not %s' % type(data).__name__)
 
 
+#: the largest dense array a sparse record may load into (symgraph stores sparse arrays
+#: dense): a guard against a corrupt shape asking for more memory than the machine has
+SPARSE_MAX_DENSE_BYTES = int(os.environ.get('SYMGRAPH_SPARSE_MAX_DENSE_BYTES', 2 ** 34))
+
+
+class StoredSparse(np.ndarray):
+    """The dense values of a sparse record (a NumPy array) with its storage type and
+    structure: ``stype`` 'row_sparse' (``structure``: the row indices) or 'csr'
+    (``structure``: (column indices, indptr)), all int64. Arrays derived from one are
+    plain dense values (``stype`` 'default')."""
+
+    stype = 'default'
+    structure = None
+
+    @classmethod
+    def make(cls, stype, dense, structure):
+        """A StoredSparse of the dense values ``dense`` with that structure."""
+        a = np.asarray(dense).view(cls)
+        a.stype = stype
+        a.structure = structure
+        return a
+
+    @classmethod
+    def from_parts(cls, stype, shape, values, aux):
+        """From a record's stored values and aux arrays (ValueError where they do not
+        fit the shape, or where the dense array of the shape cannot be made)."""
+        if stype == 'row_sparse':
+            rows = aux[0]
+            if values.shape != (len(rows),) + tuple(shape[1:]) or (
+                    len(rows) and (rows.min() < 0 or rows.max() >= shape[0])):
+                raise ValueError('stored rows %s do not fit' % (values.shape,))
+            dense = cls._dense(shape, values.dtype)
+            dense[rows] = values
+            return cls.make(stype, dense, rows)
+        indptr, indices = aux
+        if len(shape) != 2 or values.ndim != 1 or indptr.shape != (shape[0] + 1,) or len(indices) != len(values) \
+                or (len(indices) and (indices.min() < 0 or indices.max() >= shape[1])) \
+                or (indptr[0] != 0 or indptr[-1] != len(indices) or (np.diff(indptr) < 0).any()):
+            raise ValueError('indptr %s, column indices %s and values %s do not fit'
+                             % (indptr.shape, indices.shape, values.shape))
+        dense = cls._dense(shape, values.dtype)
+        dense[np.repeat(np.arange(shape[0]), np.diff(indptr)), indices] = values
+        return cls.make(stype, dense, (indices, indptr))
+
+    @staticmethod
+    def _dense(shape, dtype):
+        """The zero array the values go into: symgraph stores sparse arrays dense, so a
+        sparse record needs its full shape's memory (at most SPARSE_MAX_DENSE_BYTES)."""
+        nbytes = int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize
+        if nbytes > SPARSE_MAX_DENSE_BYTES:
+            raise ValueError('its dense values would take %d bytes (symgraph stores sparse '
+                             'arrays dense; at most %d, SYMGRAPH_SPARSE_MAX_DENSE_BYTES)'
+                             % (nbytes, SPARSE_MAX_DENSE_BYTES))
+        try:
+            return np.zeros(shape, dtype)
+        except MemoryError:
+            raise ValueError('its dense values (%d bytes) do not fit in memory '
+                             '(symgraph stores sparse arrays dense)' % nbytes) from None
+
+    def parts(self):
+        """(storage code, stored values, aux arrays) as MXNet writes them."""
+        dense = np.asarray(self)
+        if self.stype == 'row_sparse':
+            rows = np.asarray(self.structure, np.int64)
+            return 1, dense[rows], [rows]
+        indices, indptr = (np.asarray(x, np.int64) for x in self.structure)
+        rows = np.repeat(np.arange(dense.shape[0]), np.diff(indptr))
+        return 2, dense[rows, indices], [indptr, indices]
+
+
+def _shape_bytes(shape):
+    return struct.pack('<i%dq' % len(shape), len(shape), *shape)
+
+
 def _prepare(data, magic):
     """Validate everything and build (header bytes, contiguous little-endian array) per record.
 
@@ -435,21 +522,31 @@ def _prepare(data, magic):
             raise TypeError('%s has dtype %s, which MXNet NDArray files cannot hold '
                             '(supported: float32, float64, float16, uint8, int8, int32, int64, '
                             'bool)' % (label, a.dtype))
+        if getattr(arr, 'stype', 'default') != 'default':
+            code, values, aux = arr.parts()
+            values = np.asarray(values, dtype=_FLAG_TO_DTYPE[flag], order='C')
+            aux = [np.asarray(x, dtype='<i8', order='C') for x in aux]
+            head = (struct.pack('<Ii', magic, code) + _shape_bytes(values.shape)
+                    + _shape_bytes(a.shape) + struct.pack('<iii', _CPU, 0, flag)
+                    + b''.join(struct.pack('<i', 6) + _shape_bytes(x.shape) for x in aux))
+            records.append((head, [values] + aux))
+            continue
         # (not ascontiguousarray: it turns a 0-d array into shape (1,))
         a = np.asarray(a, dtype=_FLAG_TO_DTYPE[flag], order='C')
         head = struct.pack('<Iii%dqiii' % a.ndim, magic, 0, a.ndim, *a.shape, _CPU, 0, flag)
-        records.append((head, a))
+        records.append((head, [a]))
     encoded = [n.encode('utf-8') for n in names] if names else []
     return records, encoded
 
 
 def _write(out, records, names):
     out.write(struct.pack('<QQQ', LIST_MAGIC, 0, len(records)))
-    for head, a in records:
+    for head, parts in records:
         out.write(head)
-        if a.size:
-            # raw bytes of the array itself: no intermediate bytes object
-            out.write(a.reshape(-1).view(np.uint8))
+        for a in parts:
+            if a.size:
+                # raw bytes of the array itself: no intermediate bytes object
+                out.write(a.reshape(-1).view(np.uint8))
     out.write(struct.pack('<Q', len(names)))
     for n in names:
         out.write(struct.pack('<Q', len(n)))

@@ -107,6 +107,13 @@ class AdaGrad(Optimizer):
         wd = self._get_wd(index)
 
         history = state
+        if grad.stype == 'row_sparse':
+            # MXNet's sparse AdaGrad: only the gradient's rows change (lazy)
+            nd.sparse.adagrad_update(weight, grad, history, out=weight, lr=lr, wd=wd,
+                                     epsilon=self.float_stable_eps,
+                                     rescale_grad=self.rescale_grad,
+                                     clip_gradient=self.clip_gradient)
+            return
         grad = grad * self.rescale_grad
         if self.clip_gradient is not None:
             grad = nd.clip(grad, -self.clip_gradient, self.clip_gradient)
@@ -255,8 +262,8 @@ class Ftrl(Optimizer):
         self.lr = learning_rate
 
     def create_state(self, index, weight):
-        return (zeros(weight.shape, weight.context),  # z
-                zeros(weight.shape, weight.context))  # n
+        return (zeros(weight.shape, weight.context, stype=weight.stype),  # z
+                zeros(weight.shape, weight.context, stype=weight.stype))  # n
 
     def update(self, index, weight, grad, state):
         _check_arrays(weight, grad)

@@ -191,10 +191,13 @@ def random_arrays(*shapes):
 
 def rand_ndarray(shape, stype='default', density=None, dtype=None, modifier_func=None,
                  shuffle_csr_indices=False, distribution=None, ctx=None):
-    """A dense NDArray of standard-normal values (as MXNet's); sparse types are not
-    supported."""
+    """A dense NDArray of standard-normal values (as MXNet's); a sparse ``stype``: the
+    array of :func:`rand_sparse_ndarray`."""
     if stype != 'default':
-        raise NotSupportedError('rand_ndarray: sparse storage (%r) is not supported' % (stype,))
+        return rand_sparse_ndarray(shape, stype, density=density, dtype=dtype,
+                                   modifier_func=modifier_func,
+                                   shuffle_csr_indices=shuffle_csr_indices,
+                                   distribution=distribution, ctx=ctx)[0]
     arr = array(random_arrays(shape), ctx=ctx, dtype=dtype or default_dtype())
     if modifier_func is not None:
         arr = array(modifier_func(arr.asnumpy()), ctx=ctx, dtype=arr.dtype)
@@ -912,3 +915,4 @@ def get_cifar10():
 
 
 from ._mxnet_helpers import *  # noqa: E402,F401,F403
+from ._sparse import rand_sparse_ndarray  # noqa: E402

@@ -185,28 +185,33 @@ def compare_ndarray_tuple(t1, t2, rtol=None, atol=None):
         assert_almost_equal(t1, t2, rtol=rtol, atol=atol)
 
 
+def _compare_pair(shape, dtype, stype, ctx, density=None):
+    """(dense copy, array) of compare_optimizer: uniform dense, or random sparse."""
+    if stype == 'default':
+        a = _random.uniform(shape=shape, ctx=ctx, dtype=dtype)
+        return a.copyto(ctx), a
+    if stype not in ('row_sparse', 'csr'):
+        raise ValueError('compare_optimizer: unknown storage type %r' % (stype,))
+    from ._sparse import rand_sparse_ndarray
+    a = rand_sparse_ndarray(shape, stype, density=density, dtype=dtype, ctx=ctx)[0]
+    return a.copyto(ctx).tostype('default'), a
+
+
 def compare_optimizer(opt1, opt2, shape, dtype, w_stype='default', g_stype='default',
                       rtol=1e-4, atol=1e-5, compare_states=True, ntensors=1):
     """Update the same random weight with ``opt1`` and ``opt2`` once; assert that states
     and weights agree. A list of shapes compares ``opt1`` one tensor at a time with a
     multi-tensor ``opt2``.
 
-    Raises
-    ------
-    NotImplementedError
-        For sparse storage types, which symgraph does not have.
+    Sparse ``w_stype``/``g_stype`` ('row_sparse', 'csr'): ``opt2`` gets random sparse
+    arrays (a weight of density 1), ``opt1`` their dense copies, as MXNet's.
     """
-    if w_stype != 'default' or g_stype != 'default':
-        raise NotImplementedError('compare_optimizer: sparse storage types (%s, %s) are not '
-                                  'supported by symgraph' % (w_stype, g_stype))
     ctx = default_context()
     if not isinstance(shape, list):
         if ntensors != 1:
             raise ValueError('compare_optimizer: ntensors=%d needs a list of shapes' % ntensors)
-        w2 = _random.uniform(shape=shape, ctx=ctx, dtype=dtype)
-        w1 = w2.copyto(ctx)
-        g2 = _random.uniform(shape=shape, ctx=ctx, dtype=dtype)
-        g1 = g2.copyto(ctx)
+        w1, w2 = _compare_pair(shape, dtype, w_stype, ctx, density=1)
+        g1, g2 = _compare_pair(shape, dtype, g_stype, ctx)
         state1 = opt1.create_state_multi_precision(0, w1)
         state2 = opt2.create_state_multi_precision(0, w2)
         if compare_states:

@@ -148,20 +148,25 @@ def test_bfloat16():
         load_arrays(golden_path('bfloat16.params'), bfloat16='half')
 
 
-def test_sparse_is_refused_with_its_name():
-    with pytest.raises(ParamsFormatError) as err:
-        load_arrays(golden_path('sparse.params'))
-    msg = str(err.value)
-    assert "array 'rs' (#0) has storage type row_sparse (shape (5, 2))" in msg
-    assert 'sparse.params' in msg
-    # csr alone: parsing runs through the row_sparse record to reach it
-    blob = golden_bytes('sparse.params')
-    with pytest.raises(ParamsFormatError, match="'rs'"):
-        loads_arrays(blob)
+def test_sparse_records_load_with_their_structure():
+    # MXNet 1.9.1 wrote rs = row_sparse_array(([[1, 2], [3, 4]], [1, 3]), shape=(5, 2)) and
+    # cs = csr_matrix(([1, 2, 3], [0, 2, 1], [0, 2, 3]), shape=(2, 3)) (make_params.py)
+    got = load_arrays(golden_path('sparse.params'))
+    assert list(got) == ['rs', 'dense', 'cs']
+    rs, cs = got['rs'], got['cs']
+    assert rs.stype == 'row_sparse' and cs.stype == 'csr'
+    assert type(got['dense']) is np.ndarray
+    np.testing.assert_array_equal(rs, [[0, 0], [1, 2], [0, 0], [3, 4], [0, 0]])
+    np.testing.assert_array_equal(rs.structure, [1, 3])
+    np.testing.assert_array_equal(cs, [[1, 0, 2], [0, 3, 0]])
+    np.testing.assert_array_equal(cs.structure[0], [0, 2, 1])
+    np.testing.assert_array_equal(cs.structure[1], [0, 2, 3])
+    # written back: the very bytes MXNet wrote
+    assert dumps_arrays(got) == golden_bytes('sparse.params')
 
 
-def test_sparse_csr_record_is_named():
-    # rebuild the file without the row_sparse record: the csr one is then the first problem
+def test_sparse_csr_record_alone():
+    # rebuild the file without the row_sparse record: the csr one loads by itself
     blob = golden_bytes('sparse.params')
     # records: rs starts at 24; find the dense record's magic after it
     v2 = struct.pack('<I', 0xF993FAC9)
@@ -172,8 +177,18 @@ def test_sparse_csr_record_is_named():
     new = (struct.pack('<QQQ', 0x112, 0, 2) + blob[starts[1]:names_at]
            + struct.pack('<Q', 2) + struct.pack('<Q', 5) + b'dense' + struct.pack('<Q', 2)
            + b'cs')
-    with pytest.raises(ParamsFormatError, match=r"array 'cs' \(#1\) has storage type csr"):
-        loads_arrays(new)
+    got = loads_arrays(new)
+    assert got['cs'].stype == 'csr'
+    np.testing.assert_array_equal(got['cs'], [[1, 0, 2], [0, 3, 0]])
+
+
+def test_sparse_record_that_does_not_fit_is_named():
+    blob = bytearray(golden_bytes('sparse.params'))
+    # the row_sparse record's first row index (int64 1 after its values) made 7 (>= 5 rows)
+    at = blob.index(struct.pack('<qq', 1, 3))
+    blob[at:at + 8] = struct.pack('<q', 7)
+    with pytest.raises(ParamsFormatError, match='row_sparse array of shape'):
+        loads_arrays(bytes(blob))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -478,12 +478,14 @@ def test_zeros_like_of_a_recorded_array_is_recorded_with_a_zero_gradient():
     assert x.grad.asnumpy().tolist() == [2.0, 2.0]
 
 
-def test_sparse_and_mx_np_refuse():
+def test_sparse_grad_stype_and_mx_np_refuse():
+    # sparse gradients are dense-backed sparse arrays (tests/ndarray/test_sparse_dense_backed.py)
     x = mx.nd.ones((2,))
-    with pytest.raises(NotImplementedError, match='sparse'):
-        x.attach_grad(stype='row_sparse')
-    with pytest.raises(NotImplementedError, match='sparse'):
-        mx.nd.sparse.zeros('csr', (2, 2))
+    x.attach_grad(stype='row_sparse')
+    assert x.grad.stype == 'row_sparse'
+    assert mx.nd.sparse.zeros('csr', (2, 2)).stype == 'csr'
+    with pytest.raises(ValueError, match='stype'):
+        x.attach_grad(stype='coo')
     with pytest.raises(NotImplementedError, match='mx.np'):
         mx.np.zeros
     assert not hasattr(mx.np, 'ones')

@@ -320,6 +320,7 @@ def backward(heads, head_grads, retain_graph=False, variables=None, create_graph
                     data += g
                 else:
                     data[...] = g
+        dst._ver += 1      # written (a sparse gradient's stored rows are worked out anew)
         e.fresh = True
     return None
 

@@ -36,7 +36,7 @@ _MAX_SIGNATURES = 32
 class _Bound:
     """One bound executor and what a call needs to reuse it."""
 
-    __slots__ = ('exe', 'holders', 'params', 'busy', 'grad_pos', 'grads')
+    __slots__ = ('exe', 'holders', 'params', 'busy', 'grad_pos', 'own')
 
     def __init__(self, exe, holders, params, grad_pos):
         self.exe = exe
@@ -51,6 +51,10 @@ class _Bound:
         #: per recorded input (data inputs, then Parameters with gradients): the argument
         #: position whose gradient array holds its gradient, or None
         self.grad_pos = grad_pos
+        #: per argument, the gradient array the executor was bound with (None: no
+        #: gradient); its gradient holder points there, at a variable's own gradient array
+        #: (written directly) or at a new array handed out
+        self.own = [None if g is None else g._data for g in exe.grad_arrays]
 
     def free(self):
         return self.busy is None or self.busy() is None
@@ -279,9 +283,36 @@ class CachedOp:
                     'backward through the hybridized block %s a second time for one forward '
                     '(retain_graph=True): its executor has used the arrays it saved; run the '
                     'block again under autograd.record(), or do not hybridize it' % name)
+            xp = ctx.xp
+            readers = tape.STATE.lending
+            grad_arrays, own = exe.grad_arrays, bound.own
+            res, direct = [None] * len(grad_pos), []
+            for k, pos in enumerate(grad_pos):
+                if pos is None:
+                    continue
+                mine = own[pos]
+                if readers is None:
+                    # autograd.grad's caller keeps these: new arrays
+                    with ctx.device_scope():
+                        res[k] = grad_arrays[pos]._data = xp.empty(mine.shape, mine.dtype)
+                    continue
+                # a plain backward: a variable only this call reads, with grad_req 'write',
+                # gets its gradient written straight into its grad array (the sweep would
+                # only copy it there; see tape.STATE.lending); the others get the
+                # executor's own arrays, which the sweep sums or copies before it returns.
+                # Either way the executor writes the same arrays at every step, whose
+                # addresses the CPU backend's recorded calls hold
+                e = entries[k]
+                if readers and e is not None and e.node is None and e.req == 'write' \
+                        and readers[e] == 1:
+                    dst = e.grad._data
+                    if dst.shape == mine.shape and dst.dtype == mine.dtype:
+                        grad_arrays[pos]._data = dst
+                        direct.append(e)
+                        continue
+                res[k] = grad_arrays[pos]._data = mine
             state['saved'] = None
             exe._saved = saved
-            xp = ctx.xp
             og = list(out_grads)
             with ctx.device_scope():
                 for k, g in enumerate(og):
@@ -297,23 +328,8 @@ class CachedOp:
                 else:
                     exe.backward(og)
             bound.busy = None
-            grad_arrays = exe.grad_arrays
-            if tape.STATE.lending:
-                # a plain backward copies these into the variables' gradients before it
-                # returns: the executor keeps writing the same arrays, whose addresses the
-                # CPU backend's recorded calls hold (a new array each step would record anew)
-                return [None if pos is None else grad_arrays[pos]._data for pos in grad_pos]
-            res = []
-            with ctx.device_scope():
-                for pos in grad_pos:
-                    if pos is None:
-                        res.append(None)
-                        continue
-                    g = grad_arrays[pos]
-                    res.append(g._data)
-                    # autograd.grad's caller keeps these: the next backward writes (req
-                    # 'write') into new memory
-                    g._data = xp.empty(g._data.shape, dtype=g._data.dtype)
+            for e in direct:
+                e.fresh = True
             return res
         graph = tape.GraphCall(self._sym, self._input_names(len(data)),
                                list(zip(self._aux_names, aux)), training)

@@ -13,6 +13,7 @@ arrays its backward reads) or one call of a whole graph (a hybridized Block) or 
 """
 from __future__ import annotations
 
+import collections
 import threading
 
 from ..base import ArgumentError, UsageError
@@ -24,10 +25,15 @@ class _State(threading.local):
     """Per thread, as MXNet's ``is_recording``/``is_training`` flags."""
     recording = False
     training = False
-    #: a plain backward (into the variables' ``grad`` arrays) is sweeping: every gradient
-    #: a node returns is summed or copied before the sweep returns, so a node may return
-    #: arrays it writes again at its next run (a hybridized block's executor buffers)
-    lending = False
+    #: None, or a plain backward (into the variables' ``grad`` arrays) is sweeping: every
+    #: gradient a node returns is summed or copied before the sweep returns, so a node may
+    #: return arrays it writes again at its next run (a hybridized block's executor
+    #: buffers). Then a dict: where a node of a whole graph's call takes part,
+    #: ``Counter({entry: number of heads and node inputs reading it})`` of the variables,
+    #: so that such a node may write the gradient of a variable with ``grad_req='write'``
+    #: that only it reads straight into the variable's ``grad`` array (the sweep would only
+    #: copy it there); it then returns None for it and marks it ``fresh``
+    lending = None
 
 
 STATE = _State()
@@ -250,6 +256,13 @@ def sweep(entries, head_grads, nodes, run, add, retain_graph, free_unreached, st
     return var_grads
 
 
+def _readers(heads, nodes):
+    """``Counter({entry: how many heads and node inputs read it})`` of the variables."""
+    return collections.Counter(
+        [e for e in heads if e.node is None]
+        + [e for node in nodes for e in node.inputs if e is not None and e.node is None])
+
+
 def backward(heads, head_grads, retain_graph=False, variables=None, create_graph=False,
              nd_sweep=None):
     """Run the tape backward from ``heads`` (NDArrays) with ``head_grads`` (arrays of the
@@ -275,7 +288,10 @@ def backward(heads, head_grads, retain_graph=False, variables=None, create_graph
                 'run backward through it again' % (k, h.shape, e.index, e.node.name))
         entries.append(e)
     nodes = reverse_order(entries)
+    has_graph = False
     for node in nodes:
+        if node.graph is not None:
+            has_graph = True
         if node.freed:
             raise UsageError('backward: the graph through %s was freed by an earlier backward; '
                              'pass retain_graph=True to it to run backward again' % node.name)
@@ -289,7 +305,9 @@ def backward(heads, head_grads, retain_graph=False, variables=None, create_graph
                     'computation' % (what, node.name, arr.shape, node.name))
     if create_graph:
         return nd_sweep(entries, head_grads, nodes, variables, retain_graph)
-    lending = variables is None
+    lending = None
+    if variables is None:
+        lending = _readers(entries, nodes) if has_graph else {}
     prev, STATE.lending = STATE.lending, lending
     try:
         var_grads = sweep(entries, head_grads, nodes, _run_node, _add, retain_graph, True)

@@ -319,3 +319,37 @@ def test_grad_req_add_accumulates_through_the_lent_arrays():
 def test_get_symbol_of_a_plain_array_is_refused():
     with pytest.raises(UsageError):
         mx.autograd.get_symbol(mx.nd.ones((2,)))
+
+
+@pytest.mark.parametrize('shared', [False, True])
+def test_plain_backward_writes_the_gradients_of_variables_read_once_or_sums_them(shared):
+    # read only by the block, a variable's gradient is written by the executor itself; a
+    # weight also read by an imperative op (or a head) gets the sum of both
+    def run(hybridize):
+        net = _net(hybridize)
+        x = _x()
+        w = net.d.weight.data()
+        for _ in range(2):      # the second step writes over the first's gradients
+            with mx.autograd.record():
+                y = (net(x) * 2).sum()
+                if shared:
+                    y = y + (w * w).sum()
+            y.backward()
+        return x.grad.asnumpy(), w.grad.asnumpy(), net.d.bias.grad().asnumpy()
+    for a, b in zip(run(True), run(False)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_backward_of_a_parameter_head_beside_the_block():
+    net = _net(True)
+    x = _x()
+    w = net.d.weight.data()
+    with mx.autograd.record():
+        y = net(x).sum()
+    mx.autograd.backward([y, w], head_grads=[None, mx.nd.ones(w.shape) * 5])
+    ref = _net(False)
+    with mx.autograd.record():
+        yr = ref(_x()).sum()
+    yr.backward()
+    np.testing.assert_allclose(w.grad.asnumpy(), ref.d.weight.grad().asnumpy() + 5,
+                               rtol=1e-5)

@@ -102,6 +102,10 @@ class BroadcastLike(_BroadcastOne):
             pairs = [(i, i) for i in range(len(lhs))]
         else:
             la, ra = self.lhs_axes or (), self.rhs_axes or ()
+            if not la:
+                # MXNet: "Empty axes tuple is not allowed" (an empty tuple is no "all axes")
+                raise ShapeError('broadcast_like: lhs_axes must name one axis or more, got %s'
+                                 % (self.lhs_axes,))
             if len(la) != len(ra):
                 raise ShapeError('broadcast_like: lhs_axes %s and rhs_axes %s differ in '
                                  'length' % (la, ra))

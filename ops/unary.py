@@ -218,7 +218,8 @@ class Relu(Unary):
         return lambda x: maximum(x, 0)
 
     def grad(self, xp, x, y, dy):
-        return dy * (y > 0)
+        # MXNet's relu_grad passes a NaN through (NaN, not 0, where the input was NaN)
+        return xp.where(y != y, y, dy * (y > 0))
 
 
 @register

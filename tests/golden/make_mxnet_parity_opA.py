@@ -1,0 +1,62 @@
+"""Golden values for tests/ndarray/test_mxnet_parity_ndarray.py and
+tests/ops/test_mxnet_parity_ops.py, from MXNet 1.9.1:
+
+    $MXNET_PYTHON tests/golden/make_mxnet_parity_opA.py
+
+writes ``tests/golden/data/mxnet_parity_opA.json``: small cases where symgraph differed from
+MXNet in its own unit tests (issue 29), each one MXNet-made value:
+
+* ``pickle``: ``NDArray.__getstate__()['handle']`` (hex) of a few arrays, which symgraph
+  must write byte for byte and unpickle;
+* ``relu_nan_grad``: the gradient of ``mx.nd.relu`` and of ``Activation(act_type='relu')``
+  at NaN, zero and signed inputs (``None`` stands for NaN);
+"""
+import json
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, 'data', 'mxnet_parity_opA.json')
+
+
+def _nan_list(a):
+    return [None if np.isnan(v) else float(v) for v in np.asarray(a, np.float64).ravel()]
+
+
+def make(mx):
+    out = {'mxnet': mx.__version__}
+    arrays = {
+        'arange_2x3_float32': mx.nd.arange(6).reshape((2, 3)),
+        'int64_3': mx.nd.array([1, -2, 3], dtype='int64'),
+        'float64_scalarlike': mx.nd.array([2.5], dtype='float64'),
+        'uint8_2x2': mx.nd.array([[0, 255], [7, 8]], dtype='uint8'),
+    }
+    out['pickle'] = {k: bytes(v.__getstate__()['handle']).hex() for k, v in arrays.items()}
+    x = [1.0, float('nan'), 0.0, -2.0, float('inf')]
+    grads = {}
+    for name, fn in (('relu', lambda a: mx.nd.relu(a)),
+                     ('Activation_relu', lambda a: mx.nd.Activation(a, act_type='relu'))):
+        a = mx.nd.array(x)
+        a.attach_grad()
+        with mx.autograd.record():
+            y = fn(a)
+        y.backward()
+        grads[name] = {'out': _nan_list(y.asnumpy()), 'grad': _nan_list(a.grad.asnumpy())}
+    out['relu_nan_grad'] = {'x': _nan_list(x), 'cases': grads}
+    return out
+
+
+def main():
+    import mxnet as mx
+    data = make(mx)
+    os.makedirs(os.path.dirname(OUT), exist_ok=True)
+    with open(OUT, 'w') as f:
+        json.dump(data, f, indent=1, sort_keys=True)
+        f.write('\n')
+    print('wrote', OUT, file=sys.stderr)
+
+
+if __name__ == '__main__':
+    main()

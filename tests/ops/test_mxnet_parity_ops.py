@@ -1,0 +1,53 @@
+"""Operator behaviours MXNet 1.9.1's own unit tests (test_operator.py, test_ndarray.py) rely
+on, where symgraph differed (issue 29). MXNet-made values come from
+tests/golden/make_mxnet_parity_opA.py."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+import symgraph as mx
+
+GOLDEN = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'golden',
+                      'data', 'mxnet_parity_opA.json')
+
+
+@pytest.fixture(scope='module')
+def golden():
+    with open(GOLDEN) as f:
+        return json.load(f)
+
+
+def _nan(values):
+    return np.array([np.nan if v is None else v for v in values], np.float32)
+
+
+def test_relu_gradient_passes_nan_through(golden):
+    case = golden['relu_nan_grad']
+    x = mx.nd.array(_nan(case['x']))
+    x.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.relu(x)
+    y.backward()
+    want = case['cases']['relu']
+    np.testing.assert_array_equal(y.asnumpy(), _nan(want['out']))
+    np.testing.assert_array_equal(x.grad.asnumpy(), _nan(want['grad']))
+
+
+def test_relu_gradient_in_a_bound_graph_passes_nan_through(golden):
+    case = golden['relu_nan_grad']
+    data = mx.sym.Variable('data')
+    exe = mx.sym.relu(data).simple_bind(mx.cpu(), data=(len(case['x']),))
+    exe.arg_dict['data'][:] = _nan(case['x'])
+    exe.forward(is_train=True)
+    exe.backward(mx.nd.ones((len(case['x']),)))
+    np.testing.assert_array_equal(exe.grad_dict['data'].asnumpy(),
+                                  _nan(case['cases']['relu']['grad']))
+
+
+def test_broadcast_like_refuses_empty_axes():
+    lhs, rhs = mx.nd.ones((1, 2, 1, 3)), mx.nd.ones((5, 6, 7, 8))
+    with pytest.raises(mx.MXNetError, match='lhs_axes must name one axis'):
+        mx.nd.broadcast_like(lhs, rhs, lhs_axes=(), rhs_axes=())
+    assert mx.nd.broadcast_like(lhs, rhs, lhs_axes=(0, 2), rhs_axes=(1, 3)).shape == (6, 2, 8, 3)

@@ -18,6 +18,8 @@ from ..base import (MXNetError, ArgumentError, ArgumentTypeError, NotSupportedEr
                     ParameterError, ShapeError, SymgraphError, TypeInferenceError,
                     UnknownNameError, user_location)
 from ..context import Context, current_context, cpu, context_of
+from ..context import num_gpus as _num_gpus
+from ..util import is_np_shape
 from ..graph.plan import needed
 from ..graph.rules import instead as _instead
 from ..namespaces import make_namespaces
@@ -56,6 +58,29 @@ class NDArray:
     def __init__(self, data, ctx=None):
         self._data = data
         self._ctx = ctx if ctx is not None else context_of(data)
+        self._ag = None
+        self._ver = 0
+
+    def __getstate__(self):
+        """As MXNet's: ``{'handle': bytearray}`` holding the array's raw record (the
+        ``.params`` format's record of one array), so MXNet and symgraph unpickle each
+        other's arrays; autograd state is not kept."""
+        from .serialization import dumps_record
+        return {'handle': bytearray(dumps_record(self.asnumpy()))}
+
+    def __setstate__(self, state):
+        from .serialization import loads_record
+        handle = state.get('handle') if isinstance(state, dict) else None
+        if handle is None:
+            raise ArgumentError('NDArray.__setstate__: a state {\'handle\': bytes} is '
+                                'needed, got %r' % (type(state).__name__,))
+        data, saved_on = loads_record(handle)
+        ctx = cpu()
+        if saved_on is not None and saved_on[0] == 2 and saved_on[1] < _num_gpus():
+            ctx = Context('gpu', saved_on[1])   # a GPU array back onto its GPU, if present
+        with ctx.device_scope():
+            self._data = _to_xp(data, ctx)
+        self._ctx = ctx
         self._ag = None
         self._ver = 0
 
@@ -290,6 +315,32 @@ class NDArray:
         return _SPARSE['tostype'](self, stype)
 
     # ----------------------------------------------------------------- indexing
+    @staticmethod
+    def _basic_indexing_slice_is_contiguous(slc_key, shape):
+        """Whether basic indexing with ``slc_key`` (one ``slice`` per axis of ``shape``)
+        gives a contiguous array, as MXNet 1.9.1 decides it: from the last axis to the
+        first, once an axis takes a proper subset, every axis before it takes at most one
+        element; a strided or reversed slice of several elements is never contiguous."""
+        if len(slc_key) != len(shape):
+            raise ValueError('_basic_indexing_slice_is_contiguous: %d slices for a shape '
+                             'of %d axes' % (len(slc_key), len(shape)))
+        lengths = [len(range(*slc.indices(n))) for slc, n in zip(slc_key, shape)]
+        if int(np.prod(lengths)) in (0, 1):
+            return True
+        is_subset = False
+        for slc, n, num in zip(reversed(slc_key), reversed(shape), reversed(lengths)):
+            step = slc.indices(n)[2]
+            if num == 0:
+                return True
+            if num > 1 and step != 1:
+                return False
+            if is_subset:
+                if num > 1:
+                    return False
+            elif num < n:
+                is_subset = True
+        return True
+
     def __getitem__(self, key):
         """As MXNet: a contiguous basic slice is a view that writes through; any other
         result is a new array; an integer per axis gives shape (1,), not a scalar."""
@@ -891,8 +942,33 @@ def from_numpy(ndarray, zero_copy=True):
     if zero_copy:
         if not ndarray.flags.c_contiguous:
             raise ArgumentError('from_numpy with zero_copy=True needs a C-contiguous array')
-        return NDArray(ndarray, cpu())
+        # as MXNet: the NDArray now owns the memory, so the NumPy array turns read-only
+        # (a write through it raises ValueError) while the NDArray writes through a view
+        view = ndarray.view() if ndarray.flags.writeable else _writable_alias(ndarray)
+        ndarray.flags.writeable = False
+        return NDArray(view, cpu())
     return NDArray(ndarray.copy(), cpu())
+
+
+class _MemoryOf:
+    """Hands NumPy the memory of ``a`` as writable (``__array_interface__``) and keeps
+    ``a`` alive for as long as an array made from it lives."""
+
+    def __init__(self, a):
+        self.base = a
+        self.__array_interface__ = dict(a.__array_interface__, data=(a.ctypes.data, False))
+
+
+def _writable_alias(a):
+    """A writable array on the memory of the read-only ``a`` where that memory is NumPy's
+    own (an array an earlier ``from_numpy`` turned read-only); else a read-only view (the
+    memory of bytes or a read-only mapping must not be written)."""
+    root = a
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if root.base is None and root.flags.owndata:
+        return np.asarray(_MemoryOf(a))
+    return a.view()
 
 
 # ---------------------------------------------------------------------- files
@@ -913,7 +989,8 @@ def save(fname, data):
         arrays = [_saved(v) for v in data]
     else:
         raise ArgumentTypeError('save only accepts dict str->NDArray or list of NDArray')
-    save_arrays(fname, arrays)
+    # under np-shape semantics MXNet writes V3 records, which load only under them
+    save_arrays(fname, arrays, np_shape=bool(is_np_shape()))
 
 
 def _saved(v):
@@ -929,13 +1006,15 @@ def load(fname, ctx=None, bfloat16='error'):
     ``'error'``, ``'float32'`` (exact widening) or ``'raw'`` (the uint16 bit patterns).
     """
     from .serialization import load_arrays
-    return _wrap_loaded(load_arrays(fname, bfloat16=bfloat16), ctx)
+    return _wrap_loaded(load_arrays(fname, bfloat16=bfloat16,
+                                    np_shape=bool(is_np_shape())), ctx)
 
 
 def load_frombuffer(buf, ctx=None, bfloat16='error'):
     """:func:`load` from the bytes of such a file."""
     from .serialization import loads_arrays
-    return _wrap_loaded(loads_arrays(buf, bfloat16=bfloat16), ctx)
+    return _wrap_loaded(loads_arrays(buf, bfloat16=bfloat16,
+                                     np_shape=bool(is_np_shape())), ctx)
 
 
 def _wrap_loaded(data, ctx):
@@ -1069,8 +1148,10 @@ def _invoke(func_name, args, kwargs):
                  if isinstance(v, NDArray) or (_is_symbol(v) and k not in cls._params)}
     # an explicit None is kept for a parameter (axis=None flattens, end=None runs to the
     # end), as mx.sym does; for an input it means "not given"
-    params = {k: v for k, v in kwargs.items() if k not in nd_kwargs
-              and (v is not None or k in cls._params or cls.free_params)}
+    # a NumPy array as a parameter (broadcast_to(shape=np.array([2, 3]))) is its values, as
+    # MXNet's generated functions read str() of it
+    params = {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in kwargs.items()
+              if k not in nd_kwargs and (v is not None or k in cls._params or cls.free_params)}
     if 'num_args' in cls._params and 'num_args' not in params:
         params['num_args'] = len(args) + len(nd_kwargs)
     op = cls(**params)

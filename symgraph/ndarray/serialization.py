@@ -91,14 +91,19 @@ class ParamsFormatError(MXNetError, ValueError):
 class _Reader:
     """Cursor over the file bytes; every read checks what remains before touching memory."""
 
-    __slots__ = ('buf', 'pos', 'size', 'source', 'where')
+    __slots__ = ('buf', 'pos', 'size', 'source', 'where', 'context', 'np_shape')
 
-    def __init__(self, buf, source):
+    def __init__(self, buf, source, np_shape=None):
         self.buf = buf
         self.pos = 0
         self.size = len(buf)
         self.source = source
         self.where = ''        # 'array #3: ' while reading an array record
+        #: (dev_type, dev_id) the last dense record was saved from
+        self.context = None
+        #: the reader's np-shape semantics (MXNet refuses a V3 record outside them and any
+        #: other record inside them), or None: no check
+        self.np_shape = np_shape
 
     def fail(self, msg):
         raise ParamsFormatError('%s: %s%s' % (self.source, self.where, msg))
@@ -204,7 +209,8 @@ def _read_data(r, flag, shape, bfloat16):
 
 
 def _read_dense_tail(r):
-    r.unpack('<ii', 'context (dev_type, dev_id)')    # where it lived; we load onto the host
+    # where it lived (mx.nd.load loads onto the host; unpickling onto that device if any)
+    r.context = r.unpack('<ii', 'context (dev_type, dev_id)')
     return r.unpack('<i', 'type flag')
 
 
@@ -269,6 +275,12 @@ def _read_legacy(r, magic, bfloat16):
 
 def _read_record(r, bfloat16):
     magic = r.unpack('<I', 'record magic')
+    if r.np_shape is not None and (magic == V3_MAGIC) != r.np_shape:
+        # MXNet 1.9.1's NDArray::Load: the record's semantics must be the reader's
+        r.fail('the array was saved with np-shape semantics %s and is loaded with them %s; '
+               'load it in the same semantics (mx.np_shape(%s))'
+               % ('on' if magic == V3_MAGIC else 'off', 'on' if r.np_shape else 'off',
+                  magic == V3_MAGIC))
     if magic in (V2_MAGIC, V3_MAGIC):
         return _read_v2(r, bfloat16)
     return _read_legacy(r, magic, bfloat16)
@@ -284,10 +296,10 @@ def _guess_kind(head):
     return ''
 
 
-def _parse(buf, source, bfloat16):
+def _parse(buf, source, bfloat16, np_shape=None):
     if bfloat16 not in ('error', 'float32', 'raw'):
         raise ValueError("bfloat16 must be 'error', 'float32' or 'raw', not %r" % (bfloat16,))
-    r = _Reader(buf, source)
+    r = _Reader(buf, source, np_shape)
     head = bytes(buf[:16])
     if len(head) < 8 or struct.unpack_from('<Q', head)[0] != LIST_MAGIC:
         found = ('0x%X' % struct.unpack_from('<Q', head)[0] if len(head) >= 8
@@ -331,7 +343,7 @@ def _parse(buf, source, bfloat16):
     return out
 
 
-def loads_arrays(data, bfloat16='error', source='<bytes>'):
+def loads_arrays(data, bfloat16='error', source='<bytes>', np_shape=None):
     """Parse the bytes of an MXNet NDArray file (``mx.nd.load_frombuffer``).
 
     Parameters
@@ -343,6 +355,9 @@ def loads_arrays(data, bfloat16='error', source='<bytes>'):
         bit patterns.
     source : str
         Name used in error messages.
+    np_shape : bool or None
+        The reader's np-shape semantics: as MXNet, a record saved under them (magic
+        0xF993FACA) loads only with True, any other only with False; None checks nothing.
 
     Returns
     -------
@@ -371,10 +386,52 @@ def loads_arrays(data, bfloat16='error', source='<bytes>'):
                         'another buffer), not %s' % type(data).__name__) from None
     # release the views even on error: an mmap cannot be closed while a view of it lives
     with view, view.cast('B') as buf:
-        return _parse(buf, source, bfloat16)
+        return _parse(buf, source, bfloat16, np_shape)
 
 
-def load_arrays(fname, bfloat16='error'):
+def _bytes_view(data):
+    try:
+        if isinstance(data, str):     # text would be a file read in text mode
+            raise TypeError
+        return memoryview(data)
+    except TypeError:
+        raise TypeError('the bytes of an NDArray record are needed (bytes, bytearray or '
+                        'another buffer), not %s' % type(data).__name__) from None
+
+
+def dumps_record(array, np_shape=False):
+    """The bytes of one dense array record without the file's list header and names
+    (MXNet's ``MXNDArraySaveRawBytes``: what ``NDArray.__getstate__`` pickles).
+
+    >>> import numpy as np
+    >>> len(dumps_record(np.zeros(3, np.float32)))     # 32 record header + 12 data
+    44
+    """
+    (head, parts), = _prepare([array], V3_MAGIC if np_shape else V2_MAGIC)[0]
+    return head + b''.join(np.ascontiguousarray(a).reshape(-1).view(np.uint8).tobytes()
+                           for a in parts)
+
+
+def loads_record(data, source='<pickled NDArray>', np_shape=None):
+    """One array record (:func:`dumps_record`, or MXNet's raw bytes of an NDArray):
+    ``(numpy array, (dev_type, dev_id) it was saved from)``.
+
+    Raises
+    ------
+    ParamsFormatError
+        Truncated or corrupt bytes, bytes left over, or an array symgraph cannot hold.
+    """
+    with _bytes_view(data) as view, view.cast('B') as buf:
+        r = _Reader(buf, source, np_shape)
+        rec = _read_record(r, 'error')
+        if rec.problem is not None:
+            r.fail('the array %s' % rec.problem)
+        if r.pos != r.size:
+            r.fail('%d bytes left over after the array record' % (r.size - r.pos))
+        return rec.array, r.context
+
+
+def load_arrays(fname, bfloat16='error', np_shape=None):
     """Load the arrays of an MXNet ``.params`` / ``mx.nd.save`` file.
 
     Parameters
@@ -382,6 +439,8 @@ def load_arrays(fname, bfloat16='error'):
     fname : str, os.PathLike or binary file object
         Where to read from; a file object is read from its current position to its end.
     bfloat16 : {'error', 'float32', 'raw'}
+        See :func:`loads_arrays`.
+    np_shape : bool or None
         See :func:`loads_arrays`.
 
     Returns
@@ -396,7 +455,8 @@ def load_arrays(fname, bfloat16='error'):
         See :func:`loads_arrays`.
     """
     if hasattr(fname, 'read'):
-        return loads_arrays(fname.read(), bfloat16, getattr(fname, 'name', '<file object>'))
+        return loads_arrays(fname.read(), bfloat16, getattr(fname, 'name', '<file object>'),
+                            np_shape)
     source = os.fspath(fname)
     try:
         f = open(source, 'rb')
@@ -406,11 +466,11 @@ def load_arrays(fname, bfloat16='error'):
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
             # a pipe or device cannot be mapped (and reports size 0)
-            return loads_arrays(f.read(), bfloat16, source)
+            return loads_arrays(f.read(), bfloat16, source, np_shape)
         # map the file rather than read it: each array is then copied once, straight out of
         # the page cache, and a large checkpoint does not sit in memory twice
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            return loads_arrays(mm, bfloat16, source)
+            return loads_arrays(mm, bfloat16, source, np_shape)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -116,8 +116,8 @@ def test_functional_arithmetic_dispatches_as_mxnet():
     assert mx.nd.moveaxis(mx.nd.zeros((2, 3, 4)), 0, -1).shape == (3, 4, 2)
     src = np.arange(4.0)
     shared = mx.nd.from_numpy(src)
-    src[0] = 9
-    assert shared.asnumpy()[0] == 9
+    shared[0] = 9       # (MXNet makes src read-only: test_mxnet_parity_ndarray.py)
+    assert src[0] == 9
     with pytest.raises(ValueError, match='C-contiguous'):
         mx.nd.from_numpy(np.zeros((3, 3))[:, 1])
 

@@ -19,10 +19,17 @@ Workloads (float32, CPU, both frameworks on the same number of threads):
 The file runs itself under the other interpreter (``--worker``, ``import mxnet as mx``);
 parameters and data come from the same NumPy seeds. The frameworks take turns, pass by
 pass; each time is the best over the passes.
+
+``--phases N`` (symgraph only, in this process) splits the hybridized step and the Module
+step into phases: the Python calls of each (cProfile, one step after warm-up: all calls,
+and those of Python functions alone), which no load on the machine changes, and the median
+milliseconds over ``N`` steps of each, the two steps taking turns.
 """
 import argparse
+import cProfile
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -153,6 +160,88 @@ def sync():
     mx.nd.waitall()
 
 
+def _phased_gluon():
+    """The hybridized step as (phase name, function) pairs."""
+    net = resnet_block_classes()()
+    net.initialize(mx.init.Xavier(rnd_type='uniform', magnitude=2.0))
+    net.hybridize(static_alloc=True, static_shape=True)
+    x, y = data()
+    loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+    trainer = mx.gluon.Trainer(net.collect_params(), 'sgd',
+                               {'learning_rate': 0.05, 'momentum': 0.9})
+    held = {}
+
+    def forward():
+        with mx.autograd.record():
+            held['out'] = net(x)
+
+    def loss():
+        with mx.autograd.record():
+            held['loss'] = loss_fn(held['out'], y)
+    return [('record+forward', forward), ('loss', loss),
+            ('backward', lambda: held['loss'].backward()),
+            ('Trainer.step', lambda: trainer.step(BATCH))]
+
+
+def _phased_module():
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import bench_cnn
+    bench_cnn.mx = mx
+    mod = mx.mod.Module(bench_cnn.resnet(), data_names=['data'],
+                        label_names=['softmax_label'])
+    x, y = data()
+    batch = mx.io.DataBatch([x], [y])
+    mod.bind(data_shapes=[('data', x.shape)], label_shapes=[('softmax_label', y.shape)])
+    mod.init_params(mx.init.Xavier(rnd_type='uniform', magnitude=2.0))
+    mod.init_optimizer(optimizer='sgd', optimizer_params={'learning_rate': 0.05,
+                                                          'momentum': 0.9})
+    return [('Module.forward_backward', lambda: mod.forward_backward(batch)),
+            ('Module.update', mod.update)]
+
+
+def _calls(fn):
+    """(all calls, Python-function calls) of one run of ``fn``."""
+    prof = cProfile.Profile()
+    prof.enable()
+    fn()
+    prof.disable()
+    prof.create_stats()
+    calls = [(k[0], v[1]) for k, v in prof.stats.items()]
+    return sum(n for _, n in calls), sum(n for f, n in calls if f != '~')
+
+
+def phases(steps):
+    """Print the phases of the hybridized and the Module steps (see ``--phases``)."""
+    import symgraph as mx_
+    global mx
+    mx = mx_
+    runs = {'hybrid': _phased_gluon(), 'module': _phased_module()}
+    for _ in range(3):
+        for ph in runs.values():
+            for _, fn in ph:
+                fn()
+    counts = {}
+    for ph in runs.values():
+        for name, fn in ph:
+            counts[name] = _calls(fn)
+    times = {}
+    for _ in range(steps):
+        for ph in runs.values():
+            for name, fn in ph:
+                t = time.perf_counter()
+                fn()
+                times.setdefault(name, []).append(1e3 * (time.perf_counter() - t))
+    print('%-26s %8s %8s %10s' % ('phase', 'calls', 'Python', 'median ms'))
+    for key, ph in runs.items():
+        total = [0, 0, 0.0]
+        for name, _ in ph:
+            c, py = counts[name]
+            med = statistics.median(times[name])
+            total = [total[0] + c, total[1] + py, total[2] + med]
+            print('%-26s %8d %8d %10.2f' % (name, c, py, med))
+        print('%-26s %8d %8d %10.2f' % ('%s step' % key, total[0], total[1], total[2]))
+
+
 def measure(ready, key, repeat):
     fn, check, scale = ready[key]
     fn()
@@ -200,8 +289,13 @@ def main():
     p.add_argument('--passes', type=int, default=6)
     p.add_argument('--repeat', type=int, default=5)
     p.add_argument('--only', help='comma-separated workloads')
+    p.add_argument('--phases', type=int, metavar='N',
+                   help='symgraph only: calls and median times of the steps\' phases')
     p.add_argument('--worker', action='store_true', help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.phases:
+        phases(args.phases)
+        return
     if args.worker:
         if os.environ.get('BENCH_FRAMEWORK') == 'mxnet':
             import mxnet as mx_

@@ -113,3 +113,65 @@ def test_a_rule_table_answers_by_class_and_defaults():
         rules.register_rule('no_such_table', type(relu), None)
     with pytest.raises(TypeError, match='keyed by operator class'):
         rules.register_rule('post_op', relu, None)
+
+
+# ------------------------------------------------------------------ Steps
+def test_the_default_step_wraps_forward_and_backward():
+    import numpy as np
+    import symgraph as mx
+    op = opdef.get_op('sin')()
+    step = op.bind(mx.cpu(), [(2, 3)], [np.dtype(np.float32)])
+    assert type(step) is opdef.Step and step.state is None and step.shareable
+    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(step.forward([x], False)[0], np.sin(x))
+    fn, fast = step.forward_function(False, [x.dtype])
+    np.testing.assert_array_equal(fn(x) if fast else fn(x)[0], np.sin(x))
+    dy = np.ones_like(x)
+    np.testing.assert_array_equal(step.backward([dy], [x], [None], [], [True])[0], np.cos(x))
+    bwd = step.backward_function([True])
+    np.testing.assert_array_equal(bwd([dy], [x], [None], [])[0], np.cos(x))
+
+
+def _pool_net():
+    import symgraph as mx
+    data = mx.sym.var('data')
+    kw = dict(kernel=(3, 3), stride=(2, 2), pad=(1, 1), pool_type='max')
+    # two nodes of one operator (equal parameters, one input): two Steps
+    return mx.sym.Group([mx.sym.Pooling(data, name='p1', **kw),
+                         mx.sym.Pooling(data, name='p2', **kw)])
+
+
+def test_a_plan_binds_one_step_per_node_and_its_inference_plan_shares_them(monkeypatch):
+    import symgraph as mx
+    monkeypatch.setenv('SYMGRAPH_INFERENCE_PASSES', 'none')
+    exe = _pool_net().simple_bind(mx.cpu(), data=(2, 4, 9, 9))
+    plan = exe._plan
+    steps = [plan.step(n) for n in plan.steps]
+    assert len(steps) == 2 and steps[0] is not steps[1]
+    assert steps[0].op == steps[1].op                   # one operator value, two Steps
+    assert steps[0].state is not steps[1].state
+    monkeypatch.setenv('SYMGRAPH_INFERENCE_PASSES', 'all')
+    exe = _pool_net().simple_bind(mx.cpu(), data=(2, 4, 9, 9))
+    inference = exe._passes.plan()
+    if inference is not None:       # (the passes may change nothing here)
+        assert all(inference.step(n) is exe._plan.step(n) for n in inference.steps
+                   if id(n) in exe._plan.bound)
+
+
+def test_a_step_keeps_its_nodes_workspace_and_nothing_else():
+    import numpy as np
+    import symgraph as mx
+    if opdef.cpu_kernel('pool_forward') is None:
+        pytest.skip('needs the oneDNN backend')
+    from symgraph.ops import pooling
+    shape = (2, 8, 64, 64)          # (oneDNN's from pooling.ONEDNN_MIN's sizes)
+    assert np.prod(shape) >= pooling.ONEDNN_MIN['forward'][1]
+    exe = _pool_net().simple_bind(mx.cpu(), data=shape)
+    exe.arg_dict['data'][:] = np.random.RandomState(0).uniform(-1, 1, shape)
+    exe.forward(is_train=True)
+    exe.backward([mx.nd.ones(o.shape) for o in exe.outputs])
+    plan = exe._plan
+    kept = [plan.step(n).state for n in plan.steps]
+    # each Step holds the workspace of its own node's output only
+    assert [len(k) for k in kept] == [1, 1]
+    assert not any(k is kept[0] for k in kept[1:])

@@ -33,6 +33,8 @@ NOT_A_MODULE = {
     'test_softmax_onednn.py': "ops/softmax.py's oneDNN path, over test_softmax.py's rows",
     'test_norm_layers_onednn.py': "ops/norm_layers.py's oneDNN LRN, over test_norm_layers.py's "
                                   "rows",
+    'test_conv_channels_last.py': "ops/conv.py's channels-last Convolution and ops/pooling.py's "
+                                  "channels-last Pooling against MXNet 1.9.1 (issue 28)",
     'test_conv_incomplete_shape.py': "ops/conv.py's shape rule filling unknown data dimensions "
                                      "from a known output (MXNet's ConvolutionShape)",
     'test_slice_channel_incomplete_shape.py': "SliceChannel's shape rule filling its input "

@@ -628,7 +628,7 @@ class Kept:
 
     __slots__ = ('_entries', 'limit')
 
-    def __init__(self, limit=64):
+    def __init__(self, limit=256):
         self._entries = {}
         self.limit = limit
 

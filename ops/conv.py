@@ -97,8 +97,7 @@ class _ConvBase(Operator):
         return ['data', 'weight'] + ([] if self.no_bias else ['bias'])
 
     def _check_data(self, dshape):
-        """Checks the data's rank (``dshape`` as given) and its channels (``dshape`` in
-        channels-first order)."""
+        """Checks the data's rank (``dshape`` in the operator's layout)."""
         nd = len(self.kernel)
         if len(dshape) != nd + 2:
             spatial = ('W', 'H, W', 'D, H, W')[nd - 1]
@@ -107,6 +106,7 @@ class _ConvBase(Operator):
                                 else 'N, C, %s' % spatial, self.kernel, tuple(dshape)))
 
     def _check_channels(self, dshape):
+        """Checks that the groups divide the data's channels (``dshape`` channels first)."""
         if dshape[1] and dshape[1] % self.num_group:
             raise ShapeError('data channels %d (shape %s) must be divisible by num_group %d'
                              % (dshape[1], self._shown(dshape), self.num_group))

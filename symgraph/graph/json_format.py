@@ -32,15 +32,19 @@ def _skip_amp_casts(entry):
     return node, i
 
 
-def to_json(heads, remove_amp_cast=False):
+def to_json(heads, remove_amp_cast=False, np_shape=False):
     """MXNet JSON text of the graph whose outputs are ``heads`` ((node, index) pairs).
 
     ``remove_amp_cast``: as MXNet's ``RemoveAmpCast`` pass (what ``Symbol.tojson`` and
     ``save`` apply by default), every input fed by an ``amp_cast`` / ``amp_multicast``
     is fed by that cast's input instead; casts that are outputs of the graph stay.
+    ``np_shape``: written under NumPy-shape semantics, which MXNet marks with the graph
+    attribute ``is_np_shape`` (a 0 in a shape is then a zero size, not unknown).
     """
     doc = _graph_doc(heads, remove_amp_cast)
     doc['attrs'] = {'mxnet_version': ['int', MXNET_VERSION]}
+    if np_shape:
+        doc['attrs'] = {'is_np_shape': ['int', 1], 'mxnet_version': ['int', MXNET_VERSION]}
     out = []
     _write(out, doc, 0)
     return ''.join(out)

@@ -426,7 +426,8 @@ class Symbol:
     def tojson(self, remove_amp_cast=True):
         """The graph in MXNet's JSON format; as MXNet, without the ``amp_cast`` /
         ``amp_multicast`` nodes that feed other nodes unless ``remove_amp_cast=False``."""
-        return to_json(self._outputs, remove_amp_cast=remove_amp_cast)
+        return to_json(self._outputs, remove_amp_cast=remove_amp_cast,
+                       np_shape=bool(is_np_shape()))
 
     def save(self, fname, remove_amp_cast=True):
         """Write the JSON graph to ``fname`` (``remove_amp_cast`` as :meth:`tojson`)."""

@@ -10,6 +10,8 @@ MXNet in its own unit tests (issue 29), each one MXNet-made value:
   must write byte for byte and unpickle;
 * ``relu_nan_grad``: the gradient of ``mx.nd.relu`` and of ``Activation(act_type='relu')``
   at NaN, zero and signed inputs (``None`` stands for NaN);
+* ``np_shape_json``: ``tojson()`` of a FullyConnected graph with a partly known weight
+  shape, built with and without ``mx.np_shape(True)`` (``on`` / ``off``);
 """
 import json
 import os
@@ -45,6 +47,12 @@ def make(mx):
         y.backward()
         grads[name] = {'out': _nan_list(y.asnumpy()), 'grad': _nan_list(a.grad.asnumpy())}
     out['relu_nan_grad'] = {'x': _nan_list(x), 'cases': grads}
+    out['np_shape_json'] = {}
+    for flag in (False, True):
+        with mx.np_shape(flag):
+            w = mx.sym.var('weight', shape=(128, 0))
+            net = mx.sym.FullyConnected(mx.sym.var('data'), w, num_hidden=128)
+            out['np_shape_json']['on' if flag else 'off'] = net.tojson()
     return out
 
 

@@ -16,7 +16,9 @@ Writes under ``tests/golden/data/image_det_record/``:
   deterministic cases every batch's data, label and pad as MXNet returns them; for the random
   ones (``stat_*``) the labels of several passes over ``stat.rec`` with
   ``resize_mode='shrink'`` into a large ``data_shape``, whose header (channels, rows,
-  columns, label length) shows the size of each crop / pad MXNet drew.
+  columns, label length) shows the size of each crop / pad MXNet drew, and the per-channel
+  means of each image (``stat_color``: the hue / saturation / illumination / contrast
+  draws).
 
 ``tests/io/test_image_det_record.py`` compares.
 """
@@ -65,6 +67,12 @@ CASES = {
                               rand_pad_prob=0.8, max_pad_scale=2.5, fill_value=50), 5),
     'stat_mirror': ('stat', dict(data_shape=(3, 64, 64), batch_size=100, resize_mode='shrink',
                                  rand_mirror_prob=0.3), 5),
+    # colour: the per-channel means of each image (stat_*/means) show the draws
+    'stat_color': ('stat', dict(data_shape=(3, 40, 60), batch_size=100,
+                                random_hue_prob=0.5, max_random_hue=30,
+                                random_saturation_prob=0.5, max_random_saturation=60,
+                                random_illumination_prob=0.5, max_random_illumination=40,
+                                random_contrast_prob=0.5, max_random_contrast=0.4), 20),
 }
 
 #: the object of stat.rec: (id, x0, y0, x1, y1)
@@ -151,7 +159,7 @@ def main(mx):
                 for k, v in args.items()}
         it = mx.io.ImageDetRecordIter(preprocess_threads=1, **real)
         stat = name.startswith('stat_')
-        labels_seen = []
+        labels_seen, means_seen = [], []
         for epoch in range(epochs):
             if epoch:
                 it.reset()
@@ -159,6 +167,7 @@ def main(mx):
                 label = batch.label[0].asnumpy()
                 if stat:
                     labels_seen.append(label)
+                    means_seen.append(batch.data[0].asnumpy().mean(axis=(2, 3)))
                     continue
                 key = '%s/%d/%d/' % (name, epoch, b)
                 arrays[key + 'data'] = batch.data[0].asnumpy()
@@ -166,6 +175,7 @@ def main(mx):
                 arrays[key + 'pad'] = np.array(batch.pad)
         if stat:
             arrays[name + '/labels'] = np.concatenate(labels_seen)
+            arrays[name + '/means'] = np.concatenate(means_seen)
         print(name, 'ok', label.shape)
     with open(os.path.join(OUT, 'cases.json'), 'w') as f:
         json.dump({'mxnet_version': mx.__version__, 'cases': cases}, f, indent=1,

@@ -103,6 +103,32 @@ def test_random_augmentations_draw_as_mxnet(name, golden):
     assert abs(same(ours) - same(ref)) < 0.08, (same(ours), same(ref))
 
 
+def test_color_draws_as_mxnet(golden):
+    """Hue / saturation / illumination / contrast, each with probability 0.5: the
+    per-channel means of the images follow MXNet's (2,000 draws each side)."""
+    from scipy.stats import ks_2samp
+    case = CASES['stat_color']
+    it = mx.io.ImageDetRecordIter(seed=3, **_args(case['args']))
+    means = []
+    for epoch in range(case['epochs']):
+        if epoch:
+            it.reset()
+        means += [b.data[0].asnumpy().mean(axis=(2, 3)) for b in it]
+    ours, ref = np.concatenate(means), golden['stat_color/means']
+    assert ours.shape == ref.shape == (2000, 3)
+    plain = next(_iter(path_imgrec=os.path.join(DATA, 'stat.rec'), data_shape=(3, 40, 60),
+                       batch_size=1)).data[0].asnumpy().mean(axis=(2, 3))[0]
+    for c in range(3):
+        se = np.sqrt((ours[:, c].var() + ref[:, c].var()) / len(ref))
+        assert abs(ours[:, c].mean() - ref[:, c].mean()) < 3 * se, c
+        assert abs(ours[:, c].std() / ref[:, c].std() - 1) < 0.05, c
+        # MXNet's sample is one realisation of its mt19937 stream: a loose threshold
+        assert ks_2samp(ours[:, c], ref[:, c]).pvalue > 1e-4, c
+        # about 1/16 of the images draw no change at all (each effect skipped or zero)
+        unchanged = np.isclose(ours[:, c], plain[c]).mean()
+        assert abs(unchanged - np.isclose(ref[:, c], plain[c]).mean()) < 0.03
+
+
 def test_mirror_probability_and_boxes():
     labels = _labels_of('stat_mirror')
     flipped = np.isclose(labels[:, 7], 1 - 0.6)

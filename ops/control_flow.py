@@ -10,6 +10,8 @@ per step, keeping each step's saved arrays for backward.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from symgraph.opdef import (Operator, Param, Step, register, MXNetError, ShapeError,
@@ -66,12 +68,14 @@ def _check_outer(op, locs, what, n_inputs):
 
 class _State:
     """Per-bind state of a control-flow node: the bound subgraphs, keyed by what they were
-    bound for, and the saved arrays of the last forward."""
+    bound for, the saved arrays of the last forward, and (``_while_loop``) the inferred
+    shapes and dtypes of the step outputs, for a loop that runs no step."""
 
-    def __init__(self, ctx):
+    def __init__(self, ctx, out_meta=None):
         self.ctx = ctx
         self.runners = {}
         self.saved = None
+        self.out_meta = out_meta
 
     def runner(self, graph_index, graph, xp, arrays):
         shapes = [tuple(a.shape) for a in arrays]
@@ -83,6 +87,27 @@ class _State:
             r = graph.bind(self.ctx, xp, shapes, dtypes, need)
             self.runners[key] = r
         return r
+
+    def backward(self, runner, saved, out_grads, pairs):
+        """``runner.backward`` with the head gradients of repeated outputs summed
+        (:func:`_repeats`); the compiled body's warning that it would take the last one's
+        only is moot then."""
+        if not pairs:
+            return runner.backward(saved, out_grads)
+        og = list(out_grads)
+        for k, j in pairs:
+            if og[k] is not None:
+                og[j] = og[k] if og[j] is None else og[j] + og[k]
+                og[k] = None
+        with warnings.catch_warnings():
+            warnings.filterwarnings('ignore', 'output .* is listed more than once')
+            return runner.backward(saved, og)
+
+
+def _slice_first(shape):
+    """The shape of one step's slice of an array of ``shape`` (MXNet's SliceFirstDim):
+    a 1-D array's elements are taken as arrays of shape (1,), not as scalars."""
+    return tuple(shape[1:]) if len(shape) > 1 else (1,)
 
 
 def _output_names(n):
@@ -100,6 +125,31 @@ def _add(a, b):
     if b is None:
         return a
     return a + b
+
+
+def _repeats(outputs, inputs):
+    """The positions of the body outputs that repeat an earlier one: ``[(k, j)]``, ``j``
+    the last position of the output that ``k`` (an earlier one) repeats.
+
+    A body such as ``lambda s: (s * 2, s * 2)``'s ``out = ...; return (out, out)`` lists one
+    entry as two outputs; MXNet's subgraph backward (nnvm's gradient pass) sums their head
+    gradients, where a compiled graph takes the last one's only (MXNet's executor rule for
+    the outermost heads). The operator sees no entries, only arrays: an output array that
+    is the very object of an earlier output is that output listed again (an operator that
+    hands its input on unchanged is the one other way, and its gradient is the identity
+    too, except for the loss layers, whose head gradient the graph ignores anyway). Arrays
+    that are inputs of the body are left alone: two inputs may hold one array.
+    :meth:`_State.backward` adds the head gradients.
+    """
+    last, pairs = {}, []
+    ins = {id(x) for x in inputs}
+    for j, r in enumerate(outputs):
+        if id(r) not in ins:
+            last.setdefault(id(r), []).append(j)
+    for js in last.values():
+        pairs += [(k, js[-1]) for k in js[:-1]]
+    return pairs
+
 
 
 # ------------------------------------------------------------------------- _foreach
@@ -171,15 +221,17 @@ class Foreach(Operator):
             if s is not None and len(s) and s[0] > 0:
                 steps = s[0]
         b_in = [None] * len(locs)
+        data_1d = [False] * nd
         for k, loc in enumerate(locs):
             s = in_shapes[k]
             if s is not None and k < nd:
                 if len(s) == 0:
                     raise ShapeError('data input %d is a scalar; foreach needs an axis 0 '
                                      'to iterate over' % k)
-                s = tuple(s[1:])
+                data_1d[k] = len(s) == 1
+                s = _slice_first(s)
             b_in[loc] = s
-        b_out = [None if s is None else tuple(s[1:]) for s in out_shapes[:nod]]
+        b_out = [None if s is None else _slice_first(s) for s in out_shapes[:nod]]
         b_out += list(out_shapes[nod:])
         for _ in range(3):
             for j, loc in enumerate(self.in_state_locs):
@@ -193,8 +245,8 @@ class Foreach(Operator):
         ins = []
         for k, loc in enumerate(locs):
             s = b_in[loc]
-            if k < nd:
-                s = None if s is None else (steps,) + tuple(s)
+            if k < nd and s is not None:
+                s = (steps,) if data_1d[k] else (steps,) + tuple(s)
             ins.append(s)
         outs = [None if s is None else (steps,) + tuple(s) for s in b_out[:nod]]
         outs += b_out[nod:]
@@ -243,12 +295,13 @@ class Foreach(Operator):
         saved = []
         for t in range(steps):
             for k in range(nd):
-                b_in[locs[k]] = data[k][t]
+                d = data[k]
+                b_in[locs[k]] = d[t:t + 1] if d.ndim == 1 else d[t]
             for j in range(ns):
                 b_in[locs[nd + j]] = states[j]
             runner = state.runner(0, body, xp, b_in)
             res, sv = runner.forward(list(b_in), is_train)
-            saved.append((runner, sv))
+            saved.append((runner, sv, _repeats(res, b_in)))
             for i in range(nod):
                 outs[i].append(res[i])
             states = list(res[nod:])
@@ -269,13 +322,16 @@ class Foreach(Operator):
         grads = [None] * len(inputs)
         g_data = [_zeros_like(xp, inputs[k]) if need[k] else None for k in range(nd)]
         for t in range(len(saved) - 1, -1, -1):
-            runner, sv = saved[t]
+            runner, sv, pairs = saved[t]
             og = [None if out_grads[i] is None else out_grads[i][t] for i in range(nod)]
             og += g_states
-            gin = runner.backward(sv, og)
+            gin = state.backward(runner, sv, og, pairs)
             for k in range(nd):
                 if need[k] and gin[locs[k]] is not None:
-                    g_data[k][t] = gin[locs[k]]
+                    if inputs[k].ndim == 1:     # the step's slice was shape (1,)
+                        g_data[k][t:t + 1] = gin[locs[k]]
+                    else:
+                        g_data[k][t] = gin[locs[k]]
             g_states = [gin[locs[nd + j]] for j in range(ns)]
             for k in range(nd + ns, len(locs)):
                 if need[k]:
@@ -393,14 +449,14 @@ class Cond(Operator):
         b_in = [inputs[l] for l in locs]
         runner = state.runner(branch, self.subgraphs[branch], xp, b_in)
         res, sv = runner.forward(b_in, is_train)
-        state.saved = (branch, runner, sv)
+        state.saved = (branch, runner, sv, _repeats(res, b_in))
         return [xp.array(r, copy=True) if any(r is x for x in inputs) else r for r in res]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need, state=None):
         if state.saved is None:
             raise MXNetError('operator _cond: backward before forward')
-        branch, runner, sv = state.saved
-        gin = runner.backward(sv, list(out_grads))
+        branch, runner, sv, pairs = state.saved
+        gin = state.backward(runner, sv, out_grads, pairs)
         grads = [None] * len(inputs)
         for l, g in zip(self._all_locs()[branch], gin):
             if need[l]:
@@ -519,41 +575,58 @@ class WhileLoop(Operator):
         return ins, f_out, []
 
     def bind(self, ctx, in_shapes, in_dtypes):
-        return Step(self, ctx, _State(ctx))
+        # the step outputs' shapes and dtypes as inference gives them: a loop whose
+        # condition is false at once has no step to take them from
+        nod = self.num_out_data
+        _, outs, _ = self.infer_shape(in_shapes, [None] * self.num_outputs)
+        _, types, _ = self.infer_type(in_dtypes, [None] * self.num_outputs)
+        return Step(self, ctx, _State(ctx, list(zip(outs[:nod], types[:nod]))))
 
     def forward(self, xp, inputs, aux, is_train, state=None):
-        cur = list(inputs)
         nod = self.num_out_data
         var_in = self._var_inputs()
         cond_g, func_g = self.subgraphs
+        # the body's and the condition's inputs, of which a step replaces the loop
+        # variables only (MXNet's func_inputs and cond_inputs with its oi_map): an input
+        # the node shares between a loop variable and a free variable stays as it was
+        # for the free one
+        f_in = [inputs[l] for l in self.func_input_locs]
+        c_in = [inputs[l] for l in self.cond_input_locs]
+        c_of_var = [self.cond_input_locs.index(l) if l in self.cond_input_locs else -1
+                    for l in var_in]
         steps, saved = [], []
-        while True:
-            c_in = [cur[l] for l in self.cond_input_locs]
-            pred, _ = state.runner(0, cond_g, xp, c_in).forward(c_in, False)
+        while len(steps) < self.max_iterations:
+            pred, _ = state.runner(0, cond_g, xp, c_in).forward(list(c_in), False)
             if not bool(pred[0].reshape(-1)[0] != 0):
                 break
-            if len(steps) >= self.max_iterations:
-                break
-            f_in = [cur[l] for l in self.func_input_locs]
             runner = state.runner(1, func_g, xp, f_in)
-            res, sv = runner.forward(f_in, is_train)
-            saved.append((runner, sv))
+            res, sv = runner.forward(list(f_in), is_train)
+            saved.append((runner, sv, _repeats(res, f_in)))
             steps.append(res[:nod])
-            for j, l in enumerate(var_in):
-                cur[l] = res[nod + j]
+            for j, v in enumerate(self.func_var_locs):
+                f_in[v] = res[nod + j]
+                if c_of_var[j] >= 0:
+                    c_in[c_of_var[j]] = res[nod + j]
         state.saved = saved
         outs = []
-        if nod and not steps:
-            raise MXNetError('operator _while_loop: the condition is false before the first '
-                             'step, so the step outputs have no shape (MXNet fails here too)')
         for i in range(nod):
-            first = steps[0][i]
-            out = xp.zeros((self.max_iterations,) + tuple(first.shape), dtype=first.dtype)
+            if steps:
+                first = steps[0][i]
+                shape, dtype = (self.max_iterations,) + tuple(first.shape), first.dtype
+            else:
+                # no step ran (the condition was false at once): MXNet hands on its
+                # inferred-shape outputs uninitialised; here they are zeros
+                shape, dtype = state.out_meta[i]
+                if shape is None or dtype is None or 0 in shape:
+                    raise MXNetError('operator _while_loop: the condition is false before '
+                                     'the first step and the shape of step output %d could '
+                                     'not be inferred (%s)' % (i, shape))
+            out = xp.zeros(tuple(shape), dtype=dtype)
             for t, s in enumerate(steps):
                 out[t] = s[i]
             outs.append(out)
-        for l in var_in:
-            v = cur[l]
+        for v in self.func_var_locs:
+            v = f_in[v]
             outs.append(xp.array(v, copy=True) if any(v is x for x in inputs) else v)
         return outs
 
@@ -566,9 +639,9 @@ class WhileLoop(Operator):
         grads = [None] * len(inputs)
         g_vars = list(out_grads[nod:])
         for t in range(len(saved) - 1, -1, -1):
-            runner, sv = saved[t]
+            runner, sv, pairs = saved[t]
             og = [None if out_grads[i] is None else out_grads[i][t] for i in range(nod)]
-            gin = runner.backward(sv, og + g_vars)
+            gin = state.backward(runner, sv, og + g_vars, pairs)
             g_vars = [gin[v] for v in self.func_var_locs]
             for k, l in enumerate(self.func_input_locs):
                 if k not in self.func_var_locs and need[l]:

@@ -1,4 +1,5 @@
 """Attribute scopes (MXNet's ``mx.AttrScope``)."""
+import collections
 import threading
 
 from .base import ArgumentError, ArgumentTypeError
@@ -52,6 +53,10 @@ class AttrScope(metaclass=_CurrentMeta):
     """
 
     _current = threading.local()
+    #: how many subgraphs of each name the control-flow builders (mx.sym.contrib.foreach,
+    #: while_loop, cond) have made, for their unique names (MXNet's class attribute; its
+    #: tests reset it by assigning a new defaultdict)
+    _subgraph_names = collections.defaultdict(int)
 
     def __init__(self, **kwargs):
         for v in kwargs.values():

@@ -10,12 +10,11 @@ the JSON is what MXNet writes.
 """
 from __future__ import annotations
 
-import collections
 import copy
 
 from .. import opdef
 from ..attribute import AttrScope
-from ..base import MXNetError, flatten_nested, regroup_nested, user_location
+from ..base import ArgumentError, MXNetError, flatten_nested, regroup_nested, user_location
 from ..graph import Node
 from ..graph.subgraph import GraphSubgraph
 from ..name import NameManager
@@ -24,8 +23,11 @@ from .symbol import Symbol, Group, Variable, _invoke
 __all__ = ['foreach', 'while_loop', 'cond']
 
 _SUBG = '__subgraph_name__'
-#: MXNet's AttrScope._subgraph_names: a counter per subgraph name
-_subgraph_names = collections.defaultdict(int)
+
+
+class UnusedLoopInputError(ArgumentError, AssertionError):
+    """A ``foreach`` body that leaves a data array or a state unused: a ValueError, and
+    the AssertionError MXNet 1.9.1 raises there (its tests catch that)."""
 
 
 def _outputs_format(sym):
@@ -50,8 +52,9 @@ def _unique_subgraph_name(name):
     outer = AttrScope._get_current()._attr.get(_SUBG, '')
     if outer != '':
         name = ''.join([outer, '$', name])
-    _subgraph_names[name] += 1
-    return name + str(_subgraph_names[name] - 1)
+    counts = AttrScope._subgraph_names      # (read each time: MXNet's tests replace it)
+    counts[name] += 1
+    return name + str(counts[name] - 1)
 
 
 def _check_data(inputs, msg):
@@ -206,13 +209,13 @@ def foreach(body, data, init_states, name="foreach"):
     in_data_locs = []
     for dname in data_names:
         if dname not in subg_input_names:
-            raise MXNetError("the data arrays have to be used in the loop body")
+            raise UnusedLoopInputError("the data arrays have to be used in the loop body")
         in_data_locs.append(subg_input_names.index(dname))
     ordered_ins.extend(init_flatten_states)
     in_state_locs = []
     for sname in state_names:
         if sname not in subg_input_names:
-            raise MXNetError("the state arrays have to be used in the loop body")
+            raise UnusedLoopInputError("the state arrays have to be used in the loop body")
         in_state_locs.append(subg_input_names.index(sname))
     remain_locs = []
     for k, in_name in enumerate(subg_input_names):
@@ -253,8 +256,14 @@ def _create_subgraph(graph_vars, graph_func, subgraph_name):
 
 
 def _union_inputs(graphs, loop_vars):
-    """MXNet's _union_inputs: the node's inputs (each once) and, per graph, the node
-    input of each graph input and the graph input of each loop variable."""
+    """MXNet's _union_inputs: the node's inputs and, per graph, the node input of each
+    graph input and the graph input of each loop variable.
+
+    As in MXNet, only the loop variables are shared between the graphs (one node input
+    each); every other graph input (a cut entry, an outside Variable) is a node input of
+    its own, even where it reads the same entry as a loop variable's initial value or as
+    an input of the other graph: the loop updates a loop variable's input and must leave
+    a free variable that reads the same entry as it was."""
     inputs, locs, input_id_to_loc = [], [], {}
     name_to_loop_vars = {_uniq_name(sym): sym for sym in loop_vars}
     name_to_var_locs = {_uniq_name(sym): i for i, sym in enumerate(loop_vars)}
@@ -271,12 +280,10 @@ def _union_inputs(graphs, loop_vars):
         for node, name in zip(ins, names):
             if name in name_to_loop_vars:
                 sym = name_to_loop_vars[name]
-            elif name in cut:
-                sym = cut[name]
+                key = id(sym)
             else:
-                sym = Symbol([(node, 0)])
-            key = sym._outputs[0]
-            key = (id(key[0]), key[1])
+                sym = cut[name] if name in cut else Symbol([(node, 0)])
+                key = object()
             if key in input_id_to_loc:
                 loc = input_id_to_loc[key]
             else:

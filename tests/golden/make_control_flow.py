@@ -166,7 +166,7 @@ def write_ours(sg, directory):
     os.makedirs(directory, exist_ok=True)
     # subgraph names (cond_pred0, ...) count per process, as MXNet's AttrScope does: start
     # them from 0 here, and leave the caller's counters as they were
-    counters = sg.symbol.control_flow._subgraph_names
+    counters = sg.AttrScope._subgraph_names
     kept = dict(counters)
     try:
         counters.clear()

@@ -205,11 +205,21 @@ class Parameter:
             "Blocks" % self.name)
 
     def data(self, ctx=None):
-        """This parameter's array on ``ctx`` (the only one when it lives on one context)."""
+        """This parameter's array on ``ctx`` (the only one when it lives on one context).
+        A sparse parameter refuses (:meth:`row_sparse_data`), as MXNet's."""
+        if self._stype != 'default':
+            raise UsageError("Cannot return a copy of Parameter '%s' on ctx %s via data() "
+                             "because its storage type is %s. Please use row_sparse_data() "
+                             "instead." % (self.name, str(ctx), self._stype))
         return self._check_and_get(self._data, ctx)
 
     def list_data(self):
-        """Its arrays on every context, in the order of initialization."""
+        """Its arrays on every context, in the order of initialization (a sparse parameter
+        refuses: :meth:`list_row_sparse_data`)."""
+        if self._stype != 'default':
+            raise UsageError("Cannot return copies of Parameter '%s' on all contexts via "
+                             "list_data() because its storage type is %s. Please use "
+                             "row_sparse_data() instead." % (self.name, self._stype))
         return self._check_and_get(self._data, list)
 
     def grad(self, ctx=None):
@@ -235,25 +245,17 @@ class Parameter:
         return self._ctx_list
 
     def _get_row_sparse(self, arr_list, ctx, row_id):
-        """The rows ``row_id`` of the arrays, the others zero: MXNet's row_sparse pull,
-        densified (symgraph's parameters are dense)."""
+        """The parameter's own arrays (on ``ctx``, or all with ``list``) after the Trainer's
+        store pulled the rows ``row_id`` into them (MXNet's row_sparse pull: those rows hold
+        the weight, the others 0); a gradient recorded from them reaches this parameter."""
         if not isinstance(row_id, NDArray):
             raise TypeError('row_id must have NDArray type, but %s is given' % type(row_id))
         if not self._trainer:
             raise UsageError("Cannot get row_sparse data for Parameter '%s' when no Trainer "
                              "is created with it." % self.name)
         results = self._check_and_get(arr_list, ctx)
-        rows = np.unique(row_id.asnumpy().astype(np.int64))
-
-        def retain(arr):
-            mask = ndarray.zeros(arr.shape, ctx=arr.context, dtype=arr.dtype)
-            with arr.context.device_scope():
-                mask._data[arr.context.xp.asarray(rows)] = 1
-            # through mx.nd, so that under autograd.record() the gradient reaches this
-            # parameter's gradient array, as it does from MXNet's row_sparse_data (the
-            # parameter's own array, pulled)
-            return ndarray.where(mask, arr, ndarray.zeros_like(arr))
-        return [retain(a) for a in results] if ctx is list else retain(results)
+        self._trainer._row_sparse_pull(self, results, row_id)
+        return results
 
     def row_sparse_data(self, row_id):
         """A copy of a ``'row_sparse'`` parameter on ``row_id``'s context keeping only the
@@ -323,6 +325,8 @@ class Parameter:
         self._ctx_map = {}
         for i, ctx in enumerate(self._ctx_list):
             self._ctx_map.setdefault(ctx, i)
+        if data.stype != self._stype:
+            data = data.tostype(self._stype)     # a sparse parameter's arrays are sparse
         self._data = [data.copyto(ctx) for ctx in self._ctx_list]
         self._init_grad()
 
@@ -331,8 +335,8 @@ class Parameter:
         if self.grad_req == 'null':
             self._grad = None
             return
-        self._grad = [ndarray.zeros(i.shape, dtype=i.dtype, ctx=i.context)
-                      for i in self._data]
+        self._grad = [ndarray.zeros(i.shape, dtype=i.dtype, ctx=i.context,
+                                    stype=self._grad_stype) for i in self._data]
         autograd.mark_variables(self._check_and_get(self._data, list), self._grad,
                                 self.grad_req)
 
@@ -384,6 +388,15 @@ class Parameter:
     def _reduce(self):
         """The value on the CPU: the mean over the contexts (MXNet's reduce for saving)."""
         ctx = cpu()
+        if self._stype != 'default':
+            # every row, from the Trainer's store where the weight lives (as MXNet's)
+            data = ndarray.zeros(self.shape, ctx=ctx, dtype=self.dtype, stype=self._stype)
+            if self._trainer is not None:
+                all_rows = ndarray.arange(0, self.shape[0], dtype='int64', ctx=ctx)
+                self._trainer._row_sparse_pull(self, data, all_rows, full_idx=True)
+            else:
+                self._check_and_get(self._data, list)[0].copyto(data)
+            return data
         with autograd.pause():
             block = self.list_data()
             if len(block) > 1:
@@ -434,10 +447,9 @@ class Parameter:
     def var(self):
         """The Symbol Variable standing for this parameter in a traced graph."""
         if self._var is None:
-            # symgraph's parameters are dense whatever their stype, and so is the Variable
             self._var = symbol.var(self.name, shape=self.shape, dtype=self.dtype,
                                    lr_mult=self.lr_mult, wd_mult=self.wd_mult,
-                                   init=self.init, stype='default')
+                                   init=self.init, stype=self._stype)
         return self._var
 
     def cast(self, dtype):

@@ -24,7 +24,7 @@ import numbers
 import os
 
 from .. import optimizer as opt
-from ..kvstore import KVStoreBase
+from ..kvstore import KVStore, KVStoreBase, create as _kv_create
 from ..kvstore.training import _create_kvstore
 from ..base import ArgumentError, ArgumentTypeError, UsageError
 from .parameter import Parameter, ParameterDict
@@ -209,6 +209,9 @@ class Trainer(object):
     def _init_kvstore(self):
         """Create the store (if any) and decide where the optimizer runs."""
         config = self._kvstore_params
+        if self._contains_sparse_weight or self._contains_sparse_grad:
+            self._init_sparse_kvstore(config)
+            return
         # (the store looks at the shapes only: Parameters serve, deferred ones included)
         kvstore, update_on_kvstore = _create_kvstore(
             config['kvstore'], len(self._contexts), {p.name: p for p in self._params})
@@ -230,6 +233,48 @@ class Trainer(object):
                 kvstore.set_gradient_compression(self._compression_params)
             if update_on_kvstore:
                 # before init, so that a multi-precision optimizer sees the weights' type
+                kvstore.set_optimizer(self._optimizer)
+            self._kvstore = kvstore
+            self._update_on_kvstore = update_on_kvstore
+        else:
+            self._kvstore = None
+            self._update_on_kvstore = None
+        self._kv_initialized = True
+
+    def _init_sparse_kvstore(self, config):
+        """MXNet's choices with sparse parameters: row_sparse weights live in a store that
+        runs the optimizer (always made; update_on_kvstore=False refused); dense weights
+        with row_sparse gradients update locally unless asked otherwise (a store only for
+        several contexts)."""
+        if self._contains_sparse_weight:
+            kv = config['kvstore']
+            if isinstance(kv, str):
+                kv = _kv_create(kv)
+            elif not isinstance(kv, KVStoreBase):
+                raise TypeError("Cannot create '%s' KVStore with row_sparse parameters. The "
+                                "type must be KVStore or str." % (kv,))
+            kvstore, update_on_kvstore = kv, True
+            self._distributed = 'dist' in kvstore.type
+            if config['update_on_kvstore'] is False:
+                raise ValueError('Cannot set update_on_kvstore=False when sparse weights '
+                                 'are present.')
+        else:
+            kvstore, _ = _create_kvstore(config['kvstore'], len(self._contexts),
+                                         {p.name: p for p in self._params})
+            self._distributed = 'dist' in kvstore.type if kvstore else False
+            update_on_kvstore = self._distributed
+            if config['update_on_kvstore'] is not None:
+                if config['update_on_kvstore'] is False and self._distributed:
+                    raise ValueError('Cannot set update_on_kvstore=False on dist kvstore '
+                                     'when sparse gradients are present.')
+                update_on_kvstore = config['update_on_kvstore']
+            if kvstore is not None and not isinstance(kvstore, KVStore):
+                raise ValueError('Cannot use {} for multi-device training with sparse '
+                                 'gradients'.format(type(kvstore)))
+        if kvstore:
+            if self._compression_params:
+                kvstore.set_gradient_compression(self._compression_params)
+            if update_on_kvstore:
                 kvstore.set_optimizer(self._optimizer)
             self._kvstore = kvstore
             self._update_on_kvstore = update_on_kvstore
@@ -262,8 +307,17 @@ class Trainer(object):
         self._optimizer.set_learning_rate(lr)
 
     def _row_sparse_pull(self, parameter, out, row_id, full_idx=False):
-        raise UsageError("Parameter '%s': row_sparse pulls need sparse parameters, which "
-                         'symgraph does not have' % parameter.name)
+        """Pull the rows ``row_id`` of a row_sparse parameter from the store into ``out``
+        (every row with ``full_idx``), as MXNet's Trainer."""
+        self._ready()
+        idx = self._param2idx[parameter.name]
+        if full_idx and 'dist' not in self._kvstore.type:
+            if row_id.size != out.shape[0]:
+                raise ValueError('full_idx: %d row ids for %d rows' % (row_id.size,
+                                                                        out.shape[0]))
+            self._kvstore.pull(idx, out=out, priority=-idx, ignore_sparse=False)
+        else:
+            self._kvstore.row_sparse_pull(idx, out=out, row_ids=row_id, priority=-idx)
 
     # ------------------------------------------------------------------ steps
     def _check_and_rescale_grad(self, scale):
@@ -330,6 +384,9 @@ class Trainer(object):
         indices = [i for i, p in enumerate(self._params) if p.grad_req != 'null']
         if not indices:
             return
+        if self._contains_sparse_weight or self._contains_sparse_grad:
+            self._allreduce_sparse(indices)
+            return
         grads = [self._params[i].list_grad() for i in indices]
         outs = [self._params[i].list_data() for i in indices] \
             if self._update_on_kvstore else None
@@ -341,6 +398,26 @@ class Trainer(object):
         for n, i in enumerate(indices):
             self._kvstore.pushpull(i, grads[n], out=None if outs is None else outs[n],
                                    priority=-i)
+
+    def _allreduce_sparse(self, indices):
+        """MXNet's loop with sparse parameters: row_sparse gradients are pushed, then pulled
+        back (into dense weights updated in the store, else into the gradients); a sparse
+        weight stays in the store (row_sparse_data pulls it); dense ones pushpull."""
+        for i in indices:
+            param = self._params[i]
+            grads = param.list_grad()
+            if grads[0].stype != 'default':
+                self._kvstore.push(i, grads, priority=-i)
+                if param._stype == 'default':
+                    pull = param.list_data() if self._update_on_kvstore else grads
+                    self._kvstore.pull(i, pull, priority=-i, ignore_sparse=self._distributed)
+            elif self._update_on_kvstore:
+                if param._stype == 'default':
+                    self._kvstore.pushpull(i, grads, out=param.list_data(), priority=-i)
+                else:
+                    self._kvstore.push(i, grads, priority=-i)
+            else:
+                self._kvstore.pushpull(i, grads, priority=-i)
 
     def update(self, batch_size, ignore_stale_grad=False):
         """Update the parameters from their (already summed) gradients: the second half of

@@ -10,12 +10,25 @@ were first initialised.
 """
 from .. import optimizer as opt
 from ..ndarray import NDArray
+from ..ndarray.ndarray import _to_xp
 from ..ndarray.sparse_array import RowSparseNDArray, sum_row_sparse, pulled_rows
 from . import comm
 from .base import KVStoreBase, LOCAL_TYPES, MULTI_PROCESS, MULTI_PROCESS_TYPES, NCCL_TYPES
 from ..base import ArgumentError, ArgumentTypeError, UnknownNameError, UsageError, atomic_write
 
 __all__ = ['KVStore', 'create']
+
+
+def _write_out(stored, out):
+    """Copy a stored value into a user's array. Not an operation of autograd (MXNet's
+    pulls are not recorded): allowed inside record() on a variable (Gluon's Trainer
+    initialises and pulls Parameters there, and pulls the same values into a weight that a
+    recorded operator read: not counted as a write for the tape, as MXNet's engine does not
+    either). A row_sparse ``out`` takes the stored rows."""
+    with out.context.device_scope():
+        out._data[...] = _to_xp(stored._data, out.context)
+    if isinstance(out, RowSparseNDArray):
+        out._set_structure(pulled_rows(stored, range(stored.shape[0])))
 
 
 def _check_key(key):
@@ -231,7 +244,7 @@ class KVStore(KVStoreBase):
             for o in outs:
                 if ignore_sparse and o.stype != 'default':
                     continue
-                stored.copyto(o)
+                _write_out(stored, o)
 
     def pushpull(self, key, value, out=None, priority=0):
         """:meth:`push` then :meth:`pull` into ``out`` (or back into ``value``)."""
@@ -306,7 +319,10 @@ class KVStore(KVStoreBase):
                 kept = stored.asnumpy()
                 dense = kept * 0
                 dense[rows] = kept[rows]
-                o[:] = dense
+                # not an operation of autograd (as MXNet's pull): a Parameter's array pulled
+                # inside record() (Gluon's row_sparse_data) takes the rows (see _write_out)
+                with o.context.device_scope():
+                    o._data[...] = o.context.xp.asarray(dense)
                 if isinstance(o, RowSparseNDArray):
                     # MXNet's retain: the requested rows the stored value holds
                     o._set_structure(pulled_rows(stored, rows))

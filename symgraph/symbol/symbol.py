@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import opdef
 from ..attribute import PLAIN_KEYS, AttrScope, check_attrs, plain_keys, with_plain_copies
-from ..base import (MXNetError, user_location, ArgumentError, ArgumentTypeError, NotSupportedError,
+from ..base import (MXNetError, user_location, ArgumentError, ArgumentTypeError,
                     ParameterError, UnknownNameError, MissingFileError, NameCollisionError,
                     NotImplementedForSymbol, rewrap, atomic_write)
 from ..graph import Node, topo_order, aux_variable_ids, TYPE_CODE, parse_shape_attr, \
@@ -620,9 +620,7 @@ def Variable(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None
         if stype not in codes:
             raise UnknownNameError('Variable %r: unknown storage type %r (MXNet knows %s)'
                                    % (name, stype, sorted(codes)))
-        if stype != 'default':
-            raise NotSupportedError('Variable %r: sparse storage (%r) is not supported by symgraph'
-                                    % (name, stype))
+        # (a sparse variable binds dense-backed arrays: ndarray/sparse.py)
         attrs['__storage_type__'] = codes[stype]
     for k, v in kwargs.items():
         if k.startswith('__') and k.endswith('__'):

@@ -283,18 +283,24 @@ def test_tensor_types():
     assert gluon.parameter.tensor_types == (mx.sym.Symbol, mx.nd.NDArray)
 
 
-def test_sparse_storage_is_accepted_but_parameters_stay_dense():
+def test_sparse_parameter_is_row_sparse_and_pulled_through_its_trainer():
     p = Parameter('emb_weight', shape=(4, 2), stype='row_sparse', grad_stype='row_sparse')
     p.initialize(ctx=[mx.cpu(0), mx.cpu(1)])
-    assert p.data(mx.cpu(0)).stype == 'default'
-    assert p.var().list_attr()['__storage_type__'] == '0'
+    assert p.grad(mx.cpu(0)).stype == 'row_sparse'
+    assert p.var().list_attr()['__storage_type__'] == '1'
+    with pytest.raises(RuntimeError, match='via data.*storage type is row_sparse'):
+        p.data(mx.cpu(0))
+    with pytest.raises(RuntimeError, match='via list_data'):
+        p.list_data()
     rows = mx.nd.array([2, 0], ctx=mx.cpu(1))
     with pytest.raises(RuntimeError, match="no Trainer is created with it"):
         p.row_sparse_data(rows)
-    p._set_trainer(object())        # (what gluon.Trainer does)
-    got = p.row_sparse_data(rows)   # MXNet's row_sparse pull, densified
-    assert got.context == mx.cpu(1)
-    want = p.data(mx.cpu(1)).asnumpy()
+    mx.gluon.Trainer([p], 'sgd')
+    full = p._data[0].asnumpy()          # (the initialised values, the same on both)
+    got = p.row_sparse_data(rows)        # MXNet's row_sparse pull from the Trainer's store
+    assert got.context == mx.cpu(1) and got.stype == 'row_sparse'
+    np.testing.assert_array_equal(got.indices.asnumpy(), [0, 2])
+    want = full.copy()
     want[[1, 3]] = 0
     np.testing.assert_array_equal(got.asnumpy(), want)
     assert len(p.list_row_sparse_data(rows)) == 2

@@ -662,6 +662,12 @@ class SymbolBlock(HybridBlock):
                                          'of operators' % str(i))
             input_names.add(i.name)
         out = symbol.Group(out) if len(out) > 1 else out[0]
+        for j in out.get_internals():
+            # as MXNet's: a SymbolBlock has no row_sparse Parameters (they need a Trainer's
+            # row_sparse pulls, which a SymbolBlock's forward does not make)
+            assert j.attr('__storage_type__') != '1', \
+                "SymbolBlock doesn't support Parameter '%s' because its storage type is " \
+                "'row_sparse'." % j.name
         arg_params = out.list_arguments()
         aux_params = out.list_auxiliary_states()
         arg_types, aux_types = _infer_param_types(syms, out, arg_params, aux_params)

@@ -335,8 +335,9 @@ class Parameter:
         if self.grad_req == 'null':
             self._grad = None
             return
-        self._grad = [ndarray.zeros(i.shape, dtype=i.dtype, ctx=i.context,
-                                    stype=self._grad_stype) for i in self._data]
+        # (a sparse gradient's rows: those its values hold, whoever writes them)
+        self._grad = [ndarray.zeros(i.shape, dtype=i.dtype, ctx=i.context).tostype(
+            self._grad_stype) for i in self._data]
         autograd.mark_variables(self._check_and_get(self._data, list), self._grad,
                                 self.grad_req)
 

@@ -170,6 +170,8 @@ def clip_global_norm(arrays, max_norm, check_isfinite=True):
     ctx = arrays[0].context
 
     def _norm_sq(array):
+        if array.stype != 'default':      # (sparse arrays do not reshape, as MXNet's)
+            return ndarray.square(ndarray.norm(array)).as_in_context(ctx)
         x = array.reshape((-1,))
         return ndarray.dot(x, x).as_in_context(ctx)
 

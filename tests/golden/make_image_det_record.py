@@ -1,7 +1,7 @@
 """Make the golden data of ``mx.io.ImageDetRecordIter`` with the real MXNet 1.9.1.
 
-Run from anywhere with MXNet's interpreter (Pillow installed in it; the images are encoded
-with Pillow and packed with ``mx.recordio.pack``)::
+Run from anywhere with MXNet's interpreter (Pillow and OpenCV's cv2 installed in it; the
+images are encoded with Pillow and packed with ``mx.recordio.pack``)::
 
     MXNET_MKLDNN_ENABLED=0 $MXNET_PYTHON tests/golden/make_image_det_record.py
 
@@ -18,7 +18,7 @@ Writes under ``tests/golden/data/image_det_record/``:
   ``resize_mode='shrink'`` into a large ``data_shape``, whose header (channels, rows,
   columns, label length) shows the size of each crop / pad MXNet drew, and the per-channel
   means of each image (``stat_color``: the hue / saturation / illumination / contrast
-  draws).
+  draws); ``hls/*``: OpenCV's RGB <-> HLS of random pixels.
 
 ``tests/io/test_image_det_record.py`` compares.
 """
@@ -149,6 +149,19 @@ def iterator_args(kind, kwargs):
     return args
 
 
+def hls_probe(arrays):
+    """OpenCV's 8-bit BGR <-> HLS (the colour draws' conversion) on random pixels, and back
+    after shifting H, L, S as the augmenter does (``hls/*``)."""
+    import cv2
+    rs = np.random.RandomState(5)
+    rgb = rs.randint(0, 256, (1, 4096, 3)).astype(np.uint8)
+    hls = cv2.cvtColor(np.ascontiguousarray(rgb[..., ::-1]), cv2.COLOR_BGR2HLS)
+    shifted = hls.astype(np.int32) + rs.randint(-40, 41, (1, 4096, 3))
+    shifted = np.clip(shifted, 0, [180, 255, 255]).astype(np.uint8)
+    arrays['hls/rgb'], arrays['hls/hls'], arrays['hls/shifted'] = rgb, hls, shifted
+    arrays['hls/back'] = cv2.cvtColor(shifted, cv2.COLOR_HLS2BGR)[..., ::-1]
+
+
 def main(mx):
     write_records(mx)
     arrays, cases = {}, {}
@@ -177,6 +190,7 @@ def main(mx):
             arrays[name + '/labels'] = np.concatenate(labels_seen)
             arrays[name + '/means'] = np.concatenate(means_seen)
         print(name, 'ok', label.shape)
+    hls_probe(arrays)
     with open(os.path.join(OUT, 'cases.json'), 'w') as f:
         json.dump({'mxnet_version': mx.__version__, 'cases': cases}, f, indent=1,
                   sort_keys=True)

@@ -273,3 +273,18 @@ def test_module_fit_consumes_the_iterator():
     mod = mx.mod.Module(out, data_names=['data'], label_names=['label'])
     mod.fit(it, num_epoch=2, optimizer_params={'learning_rate': 0.001})
     assert mod.get_outputs()[0].shape == (4, 26)
+
+
+def test_hls_conversion_is_opencvs(golden):
+    """The colour draws' RGB <-> HLS (image_record's helpers) against OpenCV's 8-bit
+    conversion (MXNet's cv::cvtColor) on 4,096 random pixels."""
+    from symgraph.io.image_record import _hls_to_rgb, _rgb_to_hls
+    h, l, s = _rgb_to_hls(golden['hls/rgb'])
+    ref = golden['hls/hls'].astype(np.int32)
+    np.testing.assert_array_equal(l, ref[..., 1])
+    for ours, c in ((h, 0), (s, 2)):
+        diff = np.abs(ours - ref[..., c])
+        assert diff.max() <= 1 and (diff > 0).mean() < 1e-3, c
+    shifted = golden['hls/shifted'].astype(np.int32)
+    back = _hls_to_rgb(shifted[..., 0], shifted[..., 1], shifted[..., 2])
+    np.testing.assert_array_equal(back, golden['hls/back'])

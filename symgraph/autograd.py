@@ -5,7 +5,8 @@ one node on a tape (symgraph/ndarray/tape.py): the operator's Step and the array
 backward reads. ``backward`` sweeps that tape from the heads and writes the gradients of
 the variables (arrays given :meth:`NDArray.attach_grad` or :func:`mark_variables`) by their
 ``grad_req``. A hybridized Gluon block puts one node for its whole graph on the same tape
-(:func:`record_op`), whose backward is the executor's.
+(gluon/cached_op.py), whose backward is the executor's; :func:`get_symbol` inlines its graph
+and ``grad(create_graph=True)`` replays it operator by operator (autograd_rules.py).
 
 >>> import symgraph as mx
 >>> x = mx.nd.array([1.0, 2.0, 3.0])
@@ -185,8 +186,8 @@ def record_op(name, inputs, outputs, backward_fn):
     """Record one call that computed ``outputs`` from ``inputs`` (NDArrays) as a single
     node, when recording and some input needs a gradient. ``backward_fn(out_grads)`` gets
     one NDArray (or None: no gradient reached it) per output and returns one NDArray or
-    None per input. Returns whether it recorded. (Gluon's hybridized blocks and
-    :class:`Function` use it.)"""
+    None per input. Returns whether it recorded. (:class:`Function` uses it; a hybridized
+    block's call builds its node itself, see gluon/cached_op.py.)"""
     if not STATE.recording:
         return False
     entries = [a._ag for a in inputs]

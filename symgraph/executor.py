@@ -48,6 +48,16 @@ def _grad_reqs(grad_req, names):
     return ['write' if r == 'inplace' else r for r in reqs]
 
 
+def _prefix_view(arr, shape):
+    """``arr``'s first elements as an NDArray of ``shape`` sharing its memory, or None where
+    they do not fit in it (or its memory is not one contiguous run)."""
+    data = arr._data
+    size = int(np.prod(shape, dtype=np.int64))
+    if size > data.size or not data.flags.c_contiguous:
+        return None
+    return NDArray(data.reshape(-1)[:size].reshape(shape), arr._ctx)
+
+
 def _as_list(values, names, what, required=True):
     """A list in ``names`` order from a list or dict; warns about extra dict keys."""
     if values is None:
@@ -481,7 +491,11 @@ class Executor:
                     raise ArgumentError('Find name "%s" that is not in the %ss' % (k, what))
 
     def reshape(self, partial_shaping=False, allow_up_sizing=False, **kwargs):
-        """A new executor for new input shapes, sharing arrays whose shape is unchanged."""
+        """A new executor for new input shapes. As MXNet's, it shares this executor's
+        memory: an array whose shape is unchanged is the same array, one that shrinks (or
+        keeps its size) is a view of the start of the old one's memory, one that grows is
+        new (``allow_up_sizing``); the outputs are views of this executor's outputs where
+        they fit in them, so a forward of either writes the other's outputs too."""
         arg_shapes, _, aux_shapes = self._symbol.infer_shape(**kwargs)
         if arg_shapes is None:
             raise ShapeError('reshape: cannot infer all shapes from %s' % kwargs)
@@ -490,12 +504,16 @@ class Executor:
         def new(old, shape, name):
             if old is None:
                 return None
-            if old.shape == tuple(shape):
+            shape = tuple(shape)
+            if old.shape == shape:
                 return old
             if name not in kwargs and not partial_shaping:
                 raise ShapeError('reshape: %r changes shape from %s to %s; pass '
                                  'partial_shaping=True to allow it' % (name, old.shape, shape))
-            if np.prod(shape) > np.prod(old.shape) and not allow_up_sizing:
+            shared = _prefix_view(old, shape)
+            if shared is not None:
+                return shared
+            if not allow_up_sizing:
                 raise ShapeError('reshape: %r grows from %s to %s; pass allow_up_sizing=True'
                                  % (name, old.shape, shape))
             with self._ctx.device_scope():
@@ -504,7 +522,12 @@ class Executor:
         grads = [new(g, s, n) for g, s, n in zip(self.grad_arrays, arg_shapes,
                                                  self._arg_names)]
         aux = [new(a, s, n) for a, s, n in zip(self.aux_arrays, aux_shapes, self._aux_names)]
-        return Executor(self._symbol, self._ctx, args, grads, self._grad_req, aux)
+        exe = Executor(self._symbol, self._ctx, args, grads, self._grad_req, aux)
+        for out, old in zip(exe.outputs, self.outputs):
+            shared = _prefix_view(old, out.shape)
+            if shared is not None and shared._data.dtype == out._data.dtype:
+                out._data = shared._data
+        return exe
 
     def get_optimized_symbol(self):
         """The graph as MXNet's bind optimises it: common subexpressions merged unless

@@ -3,6 +3,7 @@
 import json
 import os
 
+import numpy as np
 import pytest
 
 import symgraph as mx
@@ -38,3 +39,32 @@ def test_legacy_file_zero_dims_stay_unknown_under_np_shape(golden, tmp_path):
         with mx.np_shape(flag):
             arg, out, aux = mx.sym.load(fname).infer_shape(data=(10, 784))
         assert arg == [(10, 784), (128, 784), (128,)] and out == [(10, 128)] and aux == []
+
+
+def test_executor_reshape_shares_memory_as_mxnet():
+    y = mx.sym.FullyConnected(mx.sym.Variable('x'), num_hidden=4)
+    exe = y.simple_bind(mx.cpu(), x=(5, 4), grad_req='write')
+    exe.arg_arrays[0][:] = np.arange(20).reshape(5, 4)
+    exe.arg_arrays[1][:] = np.eye(4)
+    exe.arg_arrays[2][:] = 0
+    small = exe.reshape(x=(3, 4))
+    # a shrunk argument (and its gradient) is the start of the old one's memory
+    np.testing.assert_array_equal(small.arg_arrays[0].asnumpy(), np.arange(12).reshape(3, 4))
+    small.arg_arrays[0][:] = -1
+    assert (exe.arg_arrays[0].asnumpy()[:3] == -1).all()
+    assert (exe.arg_arrays[0].asnumpy()[3:] >= 12).all()
+    assert small.arg_arrays[1] is exe.arg_arrays[1]
+    # its outputs are the start of the old executor's outputs
+    small.forward(is_train=True)
+    small.backward(mx.nd.ones((3, 4)))
+    assert (exe.outputs[0].asnumpy()[:3] == -1).all()
+    assert (exe.grad_arrays[0].asnumpy()[:3] == 1).all()
+    exe.forward(is_train=False)
+    np.testing.assert_array_equal(small.outputs[0].asnumpy(), exe.outputs[0].asnumpy()[:3])
+    # a grown argument is new memory; an unchanged one stays shared
+    big = exe.reshape(allow_up_sizing=True, x=(6, 4))
+    big.arg_arrays[0][:] = 0
+    assert (exe.arg_arrays[0].asnumpy()[3:] >= 12).all()
+    assert big.arg_arrays[1] is exe.arg_arrays[1]
+    with pytest.raises(mx.MXNetError, match='allow_up_sizing'):
+        exe.reshape(x=(6, 4))

@@ -1,10 +1,18 @@
-"""autograd through hybridized blocks: get_symbol inlines the traced graph, higher-order
-gradients replay it, and the plain backward's gradient arrays (issue 28)."""
+"""autograd through hybridized blocks (issue 28): get_symbol inlines the traced graph (its
+operators against MXNet 1.9.1's, tests/golden/gluon_get_symbol_probes.py), higher-order
+gradients replay it (against the imperative block and finite differences), and the plain
+backward's gradient arrays."""
+import json
+
 import numpy as np
 import pytest
 
 import symgraph as mx
 from symgraph.base import NotSupportedError, UsageError
+import gluon_get_symbol_probes as probes
+
+with open(probes.OUT) as _f:
+    GOLDEN = json.load(_f)
 
 
 class DenseTanh(mx.gluon.HybridBlock):
@@ -17,17 +25,6 @@ class DenseTanh(mx.gluon.HybridBlock):
 
     def hybrid_forward(self, F, x):
         return F.tanh(self.d(x))
-
-
-class TwoOut(mx.gluon.HybridBlock):
-    def __init__(self, **kw):
-        super().__init__(**kw)
-        with self.name_scope():
-            self.d = mx.gluon.nn.Dense(3, in_units=4)
-
-    def hybrid_forward(self, F, x):
-        h = self.d(x)
-        return F.sigmoid(h), h * 3
 
 
 def _net(hybridize, cls=DenseTanh, seed=1, **kw):
@@ -45,70 +42,31 @@ def _x(shape=(2, 4), seed=0):
     return x
 
 
-def _ops(sym):
-    import json
-    return [n['op'] for n in json.loads(sym.tojson())['nodes'] if n['op'] != 'null']
-
-
 # --------------------------------------------------------------------- get_symbol
-def test_get_symbol_inlines_the_hybridized_graph():
-    net = _net(True)
-    x = _x()
-    with mx.autograd.record():
-        y = net(x)
-        z = mx.nd.tanh(y) * 2
-    s = mx.autograd.get_symbol(z)
-    # MXNet 1.9.1 returns FullyConnected, tanh, _mul_scalar (the block inlined) with three
-    # variables: x, the weight and the bias
-    assert _ops(s) == ['FullyConnected', 'tanh', 'tanh', '_mul_scalar']
-    assert s.list_arguments() == ['var0', 'var1', 'var2']
-    assert s.list_auxiliary_states() == []
-    # the variables are the call's inputs in the graph's order: data, weight, bias
-    out = s.eval(ctx=mx.cpu(), var0=x, var1=net.d.weight.data(), var2=net.d.bias.data())[0]
-    np.testing.assert_allclose(out.asnumpy(), z.asnumpy(), rtol=1e-6, atol=1e-6)
-    # the block's output alone: its own graph
-    s_y = mx.autograd.get_symbol(y)
-    assert _ops(s_y) == ['FullyConnected', 'tanh']
-    assert len(s_y.list_outputs()) == 1
+@pytest.mark.parametrize('case', probes.CASES)
+def test_get_symbol_inlines_the_hybridized_graph_as_mxnet(case):
+    res, inputs = probes.record(mx, case)
+    s = mx.autograd.get_symbol(res)
+    # MXNet 1.9.1 inlines a block's graph of at most inline_limit operators (else it keeps a
+    # _CachedOp node): symgraph always inlines, and matches MXNet's inlined graph
+    want = GOLDEN[case]
+    assert probes.describe(s) == want['inlined']
+    if '_CachedOp' not in want['default']['ops']:
+        assert want['default'] == want['inlined']
+    # the variables are the call's inputs: data, then the Parameters in the graph's order
+    n_args = len(s.list_arguments())
+    assert s.list_arguments() == ['var%d' % k for k in range(n_args)]
+    assert s.list_auxiliary_states() == ['var%d' % (n_args + k)
+                                         for k in range(len(s.list_auxiliary_states()))]
+    args = dict(zip(s.list_arguments(), [a.copy() for a in inputs[:n_args]]))
+    aux = dict(zip(s.list_auxiliary_states(), [a.copy() for a in inputs[n_args:]]))
+    out = s.bind(mx.cpu(), args, aux_states=aux).forward(is_train=True)[0]
+    np.testing.assert_allclose(out.asnumpy(), res.asnumpy(), rtol=1e-5, atol=1e-6)
 
 
-def test_get_symbol_of_a_block_with_auxiliary_states_and_no_data_gradient():
-    mx.random.seed(0)
-    net = mx.gluon.nn.HybridSequential()
-    with net.name_scope():
-        net.add(mx.gluon.nn.Dense(3, in_units=4), mx.gluon.nn.BatchNorm(in_channels=3))
-    net.initialize(mx.init.Uniform(0.5))
-    net.hybridize()
-    x = mx.nd.array(np.random.RandomState(0).randn(5, 4))     # no gradient: a constant
-    with mx.autograd.record(train_mode=False):
-        y = net(x)
-        z = y * y
-    s = mx.autograd.get_symbol(z)
-    assert _ops(s) == ['FullyConnected', 'BatchNorm', 'broadcast_mul']
-    assert len(s.list_arguments()) == 5 and len(s.list_auxiliary_states()) == 2
-    params = [net[0].weight, net[0].bias, net[1].gamma, net[1].beta]
-    args = dict(zip(s.list_arguments(), [x] + [p.data() for p in params]))
-    aux = dict(zip(s.list_auxiliary_states(),
-                   [net[1].running_mean.data(), net[1].running_var.data()]))
-    exe = s.bind(mx.cpu(), args, aux_states=aux)
-    out = exe.forward(is_train=False)[0]
-    np.testing.assert_allclose(out.asnumpy(), z.asnumpy(), rtol=1e-5, atol=1e-6)
-
-
-def test_get_symbol_picks_one_output_of_a_multi_output_block():
-    net = _net(True, TwoOut)
-    x = _x()
-    with mx.autograd.record():
-        a, b = net(x)
-        z = a + b
-    s = mx.autograd.get_symbol(z)
-    assert sorted(_ops(s)) == sorted(['FullyConnected', 'sigmoid', '_mul_scalar',
-                                      'broadcast_add'])
-    out = s.eval(ctx=mx.cpu(), var0=x, var1=net.d.weight.data(),
-                 var2=net.d.bias.data())[0]
-    np.testing.assert_allclose(out.asnumpy(), z.asnumpy(), rtol=1e-6, atol=1e-6)
-    s_b = mx.autograd.get_symbol(b)
-    assert _ops(s_b) == ['FullyConnected', '_mul_scalar']
+def test_get_symbol_ignores_inline_limit():
+    res, _ = probes.record(mx, 'two_outputs_sum', inline_limit=0)
+    assert probes.describe(mx.autograd.get_symbol(res)) == GOLDEN['two_outputs_sum']['inlined']
 
 
 def test_get_symbol_after_backward_names_the_freed_graph():

@@ -7,6 +7,18 @@ the colour ones (jitters, lighting, gray, normalisation) work, some in place as 
 Random draws come from Python's ``random`` (crops, flips, jitters, gray, order) and NumPy's
 global generator (``LightingAug``), as in MXNet, so seeding both reproduces MXNet's draws.
 ``dumps()`` describes an augmenter as JSON: ``[class name in lower case, kwargs]``.
+
+>>> import symgraph as mx
+>>> augs = mx.image.CreateAugmenter((3, 4, 4), rand_mirror=True, mean=True)
+>>> [type(a).__name__ for a in augs]
+['CenterCropAug', 'HorizontalFlipAug', 'CastAug', 'ColorNormalizeAug']
+>>> augs[0].dumps()
+'["centercropaug", {"size": [4, 4], "interp": 2}]'
+>>> img = mx.nd.ones((6, 8, 3), dtype='uint8') * 124
+>>> for aug in augs:
+...     img = aug(img)
+>>> img.shape, [round(float(v), 2) for v in img.asnumpy()[0, 0]]   # (124 - mean)
+((4, 4, 3), [0.32, 7.72, 20.47])
 """
 import json
 import random

@@ -12,6 +12,20 @@ data (``pad`` counts the filled rows; the epoch ends there), ``'discard'`` drops
 and augmented in the calling thread, in order, so that Python's and NumPy's seeds give
 MXNet's random augmentations. An image that fails to decode raises RuntimeError naming
 the file or record.
+
+>>> import os, tempfile
+>>> import numpy as np
+>>> from PIL import Image
+>>> import symgraph as mx
+>>> tmp = tempfile.TemporaryDirectory()
+>>> for i in range(3):
+...     Image.fromarray(np.full((8, 10, 3), 40 * i, np.uint8)).save(
+...         os.path.join(tmp.name, '%d.png' % i))
+>>> it = mx.image.ImageIter(2, (3, 6, 6), imglist=[[i, '%d.png' % i] for i in range(3)],
+...                         path_root=tmp.name)
+>>> [(b.data[0].shape, b.label[0].asnumpy().tolist(), b.pad) for b in it]
+[((2, 3, 6, 6), [0.0, 1.0], 0), ((2, 3, 6, 6), [2.0, 0.0], 1)]
+>>> tmp.cleanup()
 """
 import logging
 import numbers
@@ -28,6 +42,8 @@ from .augmenters import CreateAugmenter
 from .functions import imdecode
 
 __all__ = ['ImageIter']
+
+_LOG = logging.getLogger(__name__)
 
 _LABEL_DTYPES = ('int32', 'float32', 'int64', 'float64')
 _LAST_BATCH = ('pad', 'discard', 'roll_over')
@@ -128,7 +144,7 @@ class ImageIter(io.DataIter):
         name = type(self).__name__
         self.imgrec, self.imgidx = None, None
         if path_imgrec:
-            logging.info('%s: loading recordio %s...', name, path_imgrec)
+            _LOG.info('%s: loading recordio %s...', name, path_imgrec)
             if path_imgidx:
                 self.imgrec = recordio.MXIndexedRecordIO(path_imgidx, path_imgrec, 'r')
                 self.imgidx = list(self.imgrec.keys)
@@ -136,7 +152,7 @@ class ImageIter(io.DataIter):
                 self.imgrec = recordio.MXRecordIO(path_imgrec, 'r')
         imgkeys = None
         if path_imglist:
-            logging.info('%s: loading image list %s...', name, path_imglist)
+            _LOG.info('%s: loading image list %s...', name, path_imglist)
             self.imglist, imgkeys = _read_lst(path_imglist, dtype)
         elif isinstance(imglist, list):
             self.imglist, imgkeys = _read_list(imglist, dtype)
@@ -236,7 +252,7 @@ class ImageIter(io.DataIter):
                 try:
                     self.check_valid_image(data)
                 except RuntimeError as e:
-                    logging.debug('Invalid image, skipping:  %s', e)
+                    _LOG.debug('Invalid image, skipping:  %s', e)
                     continue
                 data = self.augmentation_transform(data)
                 batch_data[i] = self.postprocess_data(data)

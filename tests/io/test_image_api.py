@@ -400,3 +400,17 @@ def test_image_iter_errors(tmp_path):
     lst.write_text('0\tone\timg.png\n')
     with pytest.raises(ValueError, match='line 1'):
         mx.image.ImageIter(2, (3, 8, 8), path_imglist=str(lst))
+
+
+def test_hard_reset_drops_the_rolled_over_images():
+    kw = _iter_kwargs(dict(source='rec_idx', batch_size=4, data_shape=[3, 8, 8],
+                           label_width=2, last_batch_handle='roll_over'))
+    it = mx.img.ImageIter(**kw)
+    labels = [b.label[0].asnumpy()[:, 0].tolist() for b in it]
+    assert labels == [[0, 1, 2, 3]]                     # 6 images: 2 kept for the next epoch
+    it.reset()
+    assert it.next().label[0].asnumpy()[:, 0].tolist() == [4, 5, 0, 1]
+    for _ in it:
+        pass
+    it.hard_reset()                                     # the kept ones are dropped
+    assert it.next().label[0].asnumpy()[:, 0].tolist() == [0, 1, 2, 3]

@@ -592,6 +592,19 @@ class Executor:
         return '\n'.join(lines)
 
 
+def _group_context(node, group2ctx, ctx):
+    """The context ``group2ctx`` gives the ctx_group of Variable ``node`` (its
+    ``__ctx_group__`` attribute, set by ``AttrScope(ctx_group=...)``), else ``ctx``."""
+    group = node.attrs.get('__ctx_group__')
+    if not group2ctx or group is None or group not in group2ctx:
+        return ctx
+    where = group2ctx[group]
+    if not isinstance(where, Context):
+        raise ArgumentTypeError('simple_bind: group2ctx[%r] must be a Context, not %s'
+                                % (group, type(where).__name__))
+    return where
+
+
 def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
                 shared_exec=None, shapes=None):
     """Allocate zeroed arrays from the input shapes and bind them.
@@ -640,15 +653,19 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
     if types and not (outs_typed and all(t is not None for t in arg_types + aux_types)):
         warn_unknown_types(names, arg_types, 3)         # as infer_type warns
     reqs = _grad_reqs(grad_req, names)
-    xp = ctx.xp
+    # group2ctx: an input of a ctx_group lives on that group's context, as MXNet places it
+    # (its gradient too); the executor still runs every operator on ``ctx`` (copying such
+    # arrays in and out around a run, as for any array bound from another context)
+    arg_ctx = [_group_context(n, group2ctx, ctx) for n in arg_nodes]
+    aux_ctx = [_group_context(n, group2ctx, ctx) for n in aux_nodes]
 
-    def alloc(shape, t):
-        return NDArray(xp.zeros(shape, dtype=np.float32 if t is None else t), ctx)
-    with ctx.device_scope():
-        args = [alloc(s, t) for s, t in zip(arg_shapes, arg_types)]
-        grads = [None if r == 'null' else alloc(s, t)
-                 for s, t, r in zip(arg_shapes, arg_types, reqs)]
-        aux = [alloc(s, t) for s, t in zip(aux_shapes, aux_types)]
+    def alloc(shape, t, where):
+        with where.device_scope():
+            return NDArray(where.xp.zeros(shape, dtype=np.float32 if t is None else t), where)
+    args = [alloc(s, t, c) for s, t, c in zip(arg_shapes, arg_types, arg_ctx)]
+    grads = [None if r == 'null' else alloc(s, t, c)
+             for s, t, r, c in zip(arg_shapes, arg_types, reqs, arg_ctx)]
+    aux = [alloc(s, t, c) for s, t, c in zip(aux_shapes, aux_types, aux_ctx)]
     # types left unknown (float32 arrays now) are inferred again by the executor
     complete = all(t is not None for t in arg_types + aux_types)
     return Executor(symbol, ctx, args, grads, reqs, aux, group2ctx, _answers=answers,

@@ -331,9 +331,12 @@ class CachedOp:
             for e in direct:
                 e.fresh = True
             return res
-        graph = tape.GraphCall(self._sym, self._input_names(len(data)),
-                               list(zip(self._aux_names, aux)), training)
-        node = tape.Node(name, entries, out_meta, backward_fn, (), ctx, in_arrays=inputs,
+        names = self._input_names(len(data))
+        graph = tape.GraphCall(self._sym, names, list(zip(self._aux_names, aux)), training)
+        # the executor's backward reads the inputs and Parameters as they are (not copies):
+        # one written in place before it is refused, naming it
+        checks = [(a, a._ver, ('input', n)) for a, n in zip(inputs, names) if n is not None]
+        node = tape.Node(name, entries, out_meta, backward_fn, checks, ctx, in_arrays=inputs,
                          graph=graph)
         Entry = tape.Entry
         for k, o in enumerate(outs):

@@ -311,3 +311,15 @@ def test_backward_of_a_parameter_head_beside_the_block():
     yr.backward()
     np.testing.assert_allclose(w.grad.asnumpy(), ref.d.weight.grad().asnumpy() + 5,
                                rtol=1e-5)
+
+
+def test_backward_refuses_an_input_written_in_place_since_the_call():
+    # the executor's backward reads the caller's array itself: tanh's gradient would be
+    # computed from the new values
+    net = _net(True)
+    x = _x()
+    with mx.autograd.record():
+        y = net(x)
+    x[:] = 5
+    with pytest.raises(ValueError, match="input 'data'.*%s" % net.name):
+        y.backward()

@@ -24,7 +24,8 @@ from .dlpack import from_dlpack, to_dlpack_for_read, to_dlpack_for_write
 
 from . import contrib_math
 for _f in (control_flow.foreach, control_flow.while_loop, control_flow.cond,
-           contrib_math.isinf, contrib_math.isfinite, contrib_math.isnan):
+           contrib_math.isinf, contrib_math.isfinite, contrib_math.isnan,
+           contrib_math.rand_zipfian):
     contrib.add_function(_f.__name__, _f)
 
 __all__ = ['NDArray', 'array', 'zeros', 'ones', 'empty', 'full', 'arange', 'eye', 'linspace',

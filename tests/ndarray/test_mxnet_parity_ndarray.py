@@ -132,3 +132,33 @@ def test_basic_indexing_slice_is_contiguous_matches_numpy():
             assert f(slc, x.shape) == x[slc].flags.contiguous, slc
     with pytest.raises(ValueError, match='2 slices'):
         f((slice(None),) * 2, (2, 3, 4))
+
+
+def _zipf_prob(classes, range_max):
+    classes = np.asarray(classes, np.float64)
+    return (np.log(classes + 2) - np.log(classes + 1)) / np.log(range_max + 1)
+
+
+def test_rand_zipfian_ndarray_and_symbol():
+    range_max, n = 20, 20000
+    mx.random.seed(7)
+    true = mx.nd.array([0, 3, 19], dtype='int32')
+    sampled, count_true, count_sampled = mx.nd.contrib.rand_zipfian(true, n, range_max)
+    assert sampled.dtype == np.int64 and sampled.shape == (n,)
+    assert count_true.dtype == np.float64 and count_sampled.dtype == np.float64
+    s = sampled.asnumpy()
+    assert s.min() >= 0 and s.max() < range_max
+    np.testing.assert_allclose(count_true.asnumpy(), _zipf_prob([0, 3, 19], range_max) * n)
+    np.testing.assert_allclose(count_sampled.asnumpy(), _zipf_prob(s, range_max) * n)
+    # the draws follow the distribution (4 sigma of a binomial count per class)
+    freq = np.bincount(s, minlength=range_max)
+    p = _zipf_prob(np.arange(range_max), range_max)
+    assert (np.abs(freq - n * p) < 4 * np.sqrt(n * p * (1 - p)) + 1).all()
+    outs = mx.sym.Group(list(mx.sym.contrib.rand_zipfian(mx.sym.var('t'), 50, range_max)))
+    got = outs.bind(mx.cpu(), {'t': true}).forward()
+    assert [o.shape for o in got] == [(50,), (3,), (50,)]
+    np.testing.assert_allclose(got[2].asnumpy(), _zipf_prob(got[0].asnumpy(), range_max) * 50)
+    with pytest.raises(ValueError, match='range_max'):
+        mx.nd.contrib.rand_zipfian(true, 5, 0)
+    with pytest.raises(TypeError, match='Symbol'):
+        mx.sym.contrib.rand_zipfian(true, 5, 3)

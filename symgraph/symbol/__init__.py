@@ -14,6 +14,7 @@ from .symbol import (Symbol, Variable, var, Group, load, load_json, maximum, min
                      contrib, linalg, _internal, image)
 from .symbol import __getattr__  # noqa: F401  (operator functions: mx.sym.FullyConnected)
 from . import control_flow
+from . import sparse
 from . import contrib_sampling
 
 for _f in (control_flow.foreach, control_flow.while_loop, control_flow.cond,

@@ -278,8 +278,9 @@ class KVStore(KVStoreBase):
         self.pull(key, out, priority)
 
     def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
-        """Pull the rows ``row_ids`` of the stored values into ``out``; the other rows of
-        ``out`` become 0 (dense arrays hold what MXNet's row_sparse output would).
+        """Pull the rows ``row_ids`` of the stored values into ``out`` (RowSparseNDArrays,
+        as MXNet's): they hold those rows (the stored value's, for a row_sparse one), the
+        others 0.
 
         Parameters
         ----------
@@ -298,6 +299,9 @@ class KVStore(KVStoreBase):
             row_ids = [row_ids]
         if not isinstance(row_ids, list):
             raise ArgumentTypeError('row_ids should be NDArray or list of NDArray')
+        if any(isinstance(r, (list, tuple)) for r in row_ids):
+            # per key, a list per device (as MXNet flattens them)
+            row_ids = [x for r in row_ids for x in (r if isinstance(r, (list, tuple)) else [r])]
         first_out = out
         single_rowid = len(row_ids) == 1 and isinstance(out, list)
         if single_rowid:
@@ -311,6 +315,11 @@ class KVStore(KVStoreBase):
         for k, os_ in pairs:
             stored = self._stored(k)
             self._check_shapes(k, stored, os_, 'row_sparse_pull')
+            for o in os_:
+                if not isinstance(o, RowSparseNDArray):
+                    raise ArgumentError('row_sparse_pull of key %r: out must be a '
+                                        'RowSparseNDArray (as MXNet), got storage type %r; '
+                                        'use pull for dense arrays' % (k, o.stype))
             for o in os_:
                 rows = next(ids).asnumpy().astype('int64').reshape(-1)
                 if rows.size and (rows.min() < 0 or rows.max() >= stored.shape[0]):

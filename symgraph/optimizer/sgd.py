@@ -71,8 +71,8 @@ class SGD(Optimizer):
     momentum : float, optional
         The momentum value.
     lazy_update : bool, optional
-        Lazy updates of row_sparse arrays in MXNet; symgraph's arrays are dense, so every
-        row is updated.
+        With a row_sparse gradient, update only the rows it holds (weight decay and
+        momentum included), as MXNet; False updates every row.
     multi_precision : bool, optional
         Update a float32 master copy of float16 weights.
     **kwargs
@@ -107,6 +107,9 @@ class SGD(Optimizer):
             kwargs['momentum'] = self.momentum
         if self.clip_gradient:
             kwargs['clip_gradient'] = self.clip_gradient
+        if any(g.stype == 'row_sparse' for g in grads):
+            # a row_sparse gradient updates only its rows unless lazy_update=False
+            kwargs['lazy_update'] = self.lazy_update
         for weight, grad, state, lr, wd in zip(weights, grads, states, lrs, wds):
             _multi_sgd(weight, grad, state, lr, wd, kwargs, multi_precision)
 

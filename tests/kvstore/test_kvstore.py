@@ -220,13 +220,17 @@ def test_gradient_compression_validation():
     np.testing.assert_array_equal(out.asnumpy(), [0.25, -0.25, -0.25])
 
 
-def test_row_sparse_pull_dense():
+def test_row_sparse_pull():
     kv = mx.kv.create('local')
     kv.init('r', mx.nd.array([[1, 1], [2, 2], [3, 3]]))
-    a, b = mx.nd.ones((3, 2)) * 9, mx.nd.ones((3, 2)) * 9
+    a = (mx.nd.ones((3, 2)) * 9).tostype('row_sparse')
+    b = (mx.nd.ones((3, 2)) * 9).tostype('row_sparse')
     kv.row_sparse_pull('r', out=[a, b], row_ids=mx.nd.array([2, 0], dtype='int64'))
     for o in (a, b):
         np.testing.assert_array_equal(o.asnumpy(), [[1, 1], [0, 0], [3, 3]])
+        np.testing.assert_array_equal(o.indices.asnumpy(), [0, 2])
+    with pytest.raises(ValueError, match='out must be a RowSparseNDArray'):
+        kv.row_sparse_pull('r', out=mx.nd.zeros((3, 2)), row_ids=mx.nd.array([0]))
     with pytest.raises(IndexError, match=r"row ids of key 'r' must lie in \[0, 3\)"):
         kv.row_sparse_pull('r', out=a, row_ids=mx.nd.array([3]))
     with pytest.raises(ValueError, match='needs out= and row_ids='):

@@ -1,6 +1,7 @@
 """Code generation: a plan's forward and backward as straight-line Python functions.
 
-Each node becomes one line calling a prebound function on local variables, and a ``del``
+Each node becomes one line calling a function its Step bound once
+(``Step.forward_function``/``backward_function``) on local variables, and a ``del``
 frees an array right after its last use, so that NumPy's allocator reuses the memory of
 dead arrays and the peak follows the plan's lifetimes; results the storage run buffers are
 computed into their views of the arena. The emitters read only the

@@ -1,7 +1,9 @@
 """Compile a bound graph once into a plan: its data, order and backward steps.
 
 The plan numbers every entry (an output of a node), fits each step's operator to the
-inferred shapes, decides which entries need a gradient, generates the backward steps
+inferred shapes and binds it to its node once (``Operator.bind``: the
+:class:`~symgraph.opdef.Step` that owns what the operator keeps, dropped with the plan),
+decides which entries need a gradient, generates the backward steps
 (only for what needs a gradient) and which forward arrays backward reads, and holds the
 head policy (which outputs take a head gradient). Two modules work from it: the storage
 run (:mod:`.storage`: reference-count lifetimes with the real itemsize, buffers in one

@@ -183,7 +183,15 @@ class Mod(_Binary):
         return python_mod(xp, a, b)
 
     def grads(self, xp, a, b, y, dy):
-        return dy, -dy * xp.floor(a / b)
+        if a.dtype.kind in 'iu':
+            # integer floor division, 0 where b is 0 (a / b in floating point made inf and
+            # NaN there, and NaN * 0 poisons an integer head gradient of 0)
+            zero = b == 0
+            q = xp.floor_divide(a, xp.where(zero, 1, b))
+            q[zero] = 0
+            return dy, -dy * q
+        with np.errstate(divide='ignore', invalid='ignore'):    # inf and NaN, as MXNet
+            return dy, -dy * xp.floor(a / b)
 
 
 @register

@@ -12,6 +12,8 @@ MXNet in its own unit tests (issue 29), each one MXNet-made value:
   at NaN, zero and signed inputs (``None`` stands for NaN);
 * ``np_shape_json``: ``tojson()`` of a FullyConnected graph with a partly known weight
   shape, built with and without ``mx.np_shape(True)`` (``on`` / ``off``);
+* ``mod_grad``: forward and both gradients of ``cast(a) % cast(b)`` in int32 and float32
+  with zero divisors (head gradient 0.5);
 """
 import json
 import os
@@ -53,6 +55,19 @@ def make(mx):
             w = mx.sym.var('weight', shape=(128, 0))
             net = mx.sym.FullyConnected(mx.sym.var('data'), w, num_hidden=128)
             out['np_shape_json']['on' if flag else 'off'] = net.tojson()
+    a_val, b_val = [[1, 2, 3], [4, -5, 0]], [[0, 1, 2], [-3, 0, 0]]
+    out['mod_grad'] = {'a': a_val, 'b': b_val, 'cases': {}}
+    for dt in ('int32', 'float32'):
+        a, b = mx.sym.Variable('a'), mx.sym.Variable('b')
+        c = mx.sym.cast(a, dtype=dt) % mx.sym.cast(b, dtype=dt)
+        ga, gb = mx.nd.empty((2, 3)), mx.nd.empty((2, 3))
+        exe = c.bind(mx.cpu(), args={'a': mx.nd.array(a_val), 'b': mx.nd.array(b_val)},
+                     args_grad=[ga, gb])
+        exe.forward(is_train=True)
+        exe.backward([mx.nd.ones((2, 3)) * 0.5])
+        out['mod_grad']['cases'][dt] = {'out': _nan_list(exe.outputs[0].asnumpy()),
+                                        'grad_a': _nan_list(ga.asnumpy()),
+                                        'grad_b': _nan_list(gb.asnumpy())}
     return out
 
 

@@ -51,3 +51,19 @@ def test_broadcast_like_refuses_empty_axes():
     with pytest.raises(mx.MXNetError, match='lhs_axes must name one axis'):
         mx.nd.broadcast_like(lhs, rhs, lhs_axes=(), rhs_axes=())
     assert mx.nd.broadcast_like(lhs, rhs, lhs_axes=(0, 2), rhs_axes=(1, 3)).shape == (6, 2, 8, 3)
+
+
+@pytest.mark.parametrize('dtype', ['int32', 'float32'])
+def test_mod_gradients_with_zero_divisors(golden, dtype):
+    case = golden['mod_grad']
+    want = case['cases'][dtype]
+    a, b = mx.sym.Variable('a'), mx.sym.Variable('b')
+    c = mx.sym.cast(a, dtype=dtype) % mx.sym.cast(b, dtype=dtype)
+    ga, gb = mx.nd.empty((2, 3)), mx.nd.empty((2, 3))
+    exe = c.bind(mx.cpu(), args={'a': mx.nd.array(case['a']), 'b': mx.nd.array(case['b'])},
+                 args_grad=[ga, gb])
+    exe.forward(is_train=True)
+    exe.backward([mx.nd.ones((2, 3)) * 0.5])
+    np.testing.assert_array_equal(exe.outputs[0].asnumpy().ravel(), _nan(want['out']))
+    np.testing.assert_array_equal(ga.asnumpy().ravel(), _nan(want['grad_a']))
+    np.testing.assert_array_equal(gb.asnumpy().ravel(), _nan(want['grad_b']))

@@ -10,9 +10,10 @@ Storage types of results (MXNet's registry, for the cases kept; everything else 
 * ``cast_storage`` / ``tostype``: the type asked for (csr <-> row_sparse refused);
 * ``dot``: ``dot(csr.T, dense or row_sparse)`` is row_sparse, other pairs dense; a
   ``forward_stype`` given wins;
-* ``add``/``subtract`` of two arrays of one sparse type and shape: that type;
-  ``multiply``/``divide`` with a sparse left operand and a dense or scalar right one
-  (broadcast): the left one's type; two of one sparse type multiplied: that type;
+* ``dot(dense, csr)`` is csr;
+* ``add``/``subtract``/``multiply`` of two arrays of one sparse type and shape: that type
+  (structures as ``_binary`` says); ``multiply``/``divide`` with a sparse left operand and a
+  dense or scalar right one (broadcast): the left one's type and structure;
 * ``retain``, ``zeros``, ``empty``, ``array``, ``csr_matrix``, ``row_sparse_array``: sparse.
 """
 import numbers
@@ -112,8 +113,9 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None):
                 row, col = row[starts], col[starts]
                 indptr = np.zeros(shape[0] + 1, np.int64)
                 np.cumsum(np.bincount(row, minlength=shape[0]), out=indptr[1:])
+                # (MXNet goes through SciPy: the data's own dtype, float64 for a list)
                 return _csr_from_definition(summed, col, indptr, shape, ctx,
-                                            dtype or np.float32)
+                                            dtype or summed.dtype)
             _check_shape(arg1, shape)
             return empty('csr', arg1, ctx=ctx, dtype=dtype)
         if len(arg1) == 3:
@@ -269,42 +271,55 @@ def dot(lhs, rhs, transpose_a=False, transpose_b=False, forward_stype=None, **kw
         stype = forward_stype
     elif lhs.stype == 'csr' and transpose_a and rhs.stype in ('default', 'row_sparse'):
         stype = 'row_sparse'
+    elif lhs.stype == 'default' and rhs.stype == 'csr' and not transpose_a \
+            and not transpose_b:
+        stype = 'csr'
     else:
         stype = 'default'
     return _as_stype(res, stype)
 
 
-def _binary(name, lhs, rhs, same_keeps):
+def _binary(name, lhs, rhs):
+    """``name`` (add, subtract, multiply, divide) with MXNet's result storage and structure
+    (checked against MXNet 1.9.1, tests/golden/make_sparse_dense_backed.py): row_sparse
+    ``+`` stores the rows the sum holds, ``-`` the union of both operands' rows, ``*`` the
+    rows both store; csr with csr: the entries the result holds; a sparse left operand
+    ``*`` or ``/`` a dense or scalar right one keeps its own structure."""
     res = getattr(_nd, name)(lhs, rhs)
     ls = lhs.stype if isinstance(lhs, _nd.NDArray) else 'default'
     rs = rhs.stype if isinstance(rhs, _nd.NDArray) else 'default'
-    if ls != 'default' and ls == rs and lhs.shape == rhs.shape and same_keeps:
-        return _as_stype(res, ls)
+    if ls != 'default' and ls == rs and lhs.shape == rhs.shape and name != 'divide':
+        structure = None
+        if ls == 'row_sparse' and name == 'subtract':
+            structure = np.union1d(lhs._rows(), rhs._rows()).astype(np.int64)
+        elif ls == 'row_sparse' and name == 'multiply':
+            structure = np.intersect1d(lhs._rows(), rhs._rows()).astype(np.int64)
+        return _as_stype(res, ls, structure)
     if ls != 'default' and rs == 'default' and name in ('multiply', 'divide'):
-        return _as_stype(res, ls)
+        return _as_stype(res, ls, lhs._given())
     return res
 
 
 def add(lhs, rhs):
     """``lhs + rhs`` (broadcast); two arrays of one sparse type and shape give that type."""
-    return _binary('add', lhs, rhs, True)
+    return _binary('add', lhs, rhs)
 
 
 def subtract(lhs, rhs):
     """``lhs - rhs`` (broadcast); two arrays of one sparse type and shape give that type."""
-    return _binary('subtract', lhs, rhs, True)
+    return _binary('subtract', lhs, rhs)
 
 
 def multiply(lhs, rhs):
     """``lhs * rhs`` (broadcast); a sparse left operand keeps its type (dense/scalar right
     operand, or one of the same type)."""
-    return _binary('multiply', lhs, rhs, True)
+    return _binary('multiply', lhs, rhs)
 
 
 def divide(lhs, rhs):
     """``lhs / rhs`` (broadcast); a sparse left operand over a dense or scalar right one
-    keeps its type."""
-    return _binary('divide', lhs, rhs, False)
+    keeps its type and structure."""
+    return _binary('divide', lhs, rhs)
 
 
 def _dense_op(name):

@@ -299,22 +299,27 @@ class RowSparseNDArray(BaseSparseNDArray):
         raise ValueError('RowSparseNDArray only supports [:] for __getitem__')
 
     def retain(self, indices):
-        """The stored rows among ``indices`` (``mx.nd.sparse.retain``)."""
+        """The rows ``indices`` of this array (``mx.nd.sparse.retain``)."""
         return retain_rows(self, indices)
 
 
 def retain_rows(arr, indices):
-    """A RowSparseNDArray of ``arr``'s stored rows that ``indices`` names, the others 0."""
+    """A RowSparseNDArray storing the rows ``indices`` (in their order) with ``arr``'s values
+    where ``arr`` stores them, zeros elsewhere."""
     if not isinstance(arr, RowSparseNDArray):
         raise TypeError('retain: data must be a RowSparseNDArray, got %s' % type(arr).__name__)
-    want = np.asarray(_host(indices._data) if isinstance(indices, _nd.NDArray) else indices)
-    want = np.unique(want.astype(np.int64).reshape(-1))
-    rows = np.intersect1d(arr._rows(), want).astype(np.int64)
+    # MXNet's _sparse_retain stores the requested rows as given (order kept, a row the
+    # input does not store held as zeros)
+    rows = np.asarray(_host(indices._data) if isinstance(indices, _nd.NDArray) else indices)
+    rows = rows.astype(np.int64).reshape(-1)
+    if len(rows) and (rows.min() < 0 or rows.max() >= arr.shape[0]):
+        raise IndexError('retain: row indices must lie in [0, %d)' % arr.shape[0])
+    keep = np.intersect1d(arr._rows(), rows)
     ctx = arr.context
     with ctx.device_scope():
         out = ctx.xp.zeros_like(arr._data)
-        if len(rows):
-            sel = ctx.xp.asarray(rows)
+        if len(keep):
+            sel = ctx.xp.asarray(keep)
             out[sel] = arr._data[sel]
     return RowSparseNDArray(out, ctx, rows)
 

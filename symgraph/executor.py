@@ -26,6 +26,28 @@ log = logging.getLogger(__name__)
 _REQS = ('write', 'add', 'null', 'inplace')
 
 
+#: operators MXNet 1.9.1 registers without input names (no FListInputNames): its monitor
+#: reports their inputs as <node>_input<k> (found by tests/golden/make_monitor_input_names.py;
+#: an operator it could not run keeps its argument names)
+UNNAMED_INPUTS = frozenset((
+    'Activation', 'BlockGrad', 'Cast', 'Flatten', 'Reshape', 'SoftmaxActivation', '_copy',
+    '_div_scalar', '_equal_scalar', '_greater_equal_scalar', '_greater_scalar',
+    '_hypot_scalar', '_lesser_equal_scalar', '_lesser_scalar', '_logical_and_scalar',
+    '_logical_or_scalar', '_logical_xor_scalar', '_maximum_scalar', '_minimum_scalar',
+    '_minus_scalar', '_mod_scalar', '_mul_scalar', '_not_equal_scalar', '_plus_scalar',
+    '_power_scalar', '_rdiv_scalar', '_rminus_scalar', '_rmod_scalar', '_rpower_scalar',
+    '_sample_multinomial', '_scatter_minus_scalar', '_scatter_plus_scalar', '_shuffle', 'abs',
+    'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan', 'arctanh', 'argmax', 'argmax_channel',
+    'argmin', 'argsort', 'broadcast_axis', 'broadcast_to', 'cbrt', 'ceil', 'clip', 'cos',
+    'cosh', 'degrees', 'erf', 'erfinv', 'exp', 'expand_dims', 'expm1', 'fix', 'floor', 'gamma',
+    'gammaln', 'hard_sigmoid', 'log', 'log10', 'log1p', 'log2', 'logical_not', 'make_loss',
+    'max', 'mean', 'min', 'nanprod', 'nansum', 'negative', 'norm', 'ones_like', 'prod',
+    'radians', 'rcbrt', 'reciprocal', 'relu', 'rint', 'round', 'rsqrt', 'shape_array',
+    'sigmoid', 'sign', 'sin', 'sinh', 'size_array', 'slice', 'slice_axis', 'smooth_l1',
+    'softmin', 'softsign', 'sort', 'sqrt', 'square', 'sum', 'tan', 'tanh', 'topk', 'transpose',
+    'trunc', 'zeros_like'))
+
+
 def _grad_reqs(grad_req, names):
     if isinstance(grad_req, str):
         reqs = [grad_req] * len(names)
@@ -435,8 +457,12 @@ class Executor:
         Forward reports every output, hidden ones included (``bn_mean``); backward reports
         the gradient each step computes for its node's inputs as
         ``<node>_backward_output<i>`` (``<node>_backward_output`` for a single input).
-        With ``monitor_all`` each operator's inputs are reported too before it runs: as
-        ``<node>_<input>``, preceded by the variable's own name where the input is one.
+        As in MXNet, a backward node reports one output per argument of its node, those
+        whose gradient nobody needs too (zeros here; MXNet's hold whatever their memory
+        held). With ``monitor_all`` each operator's inputs are reported too before it runs:
+        as ``<node>_<input>`` (``<node>_input<k>`` for the operators MXNet registers without
+        input names, Activation and the elementwise unary, scalar and reduction operators
+        among them), preceded by the variable's own name where the input is one.
         Executors without a callback run code that has no monitoring in it at all.
 
         Parameters
@@ -454,9 +480,24 @@ class Executor:
         self._monitor_all = bool(monitor_all)
         self._monitor_level = 0 if callback is None else 2 if monitor_all else 1
         ctx = self._ctx
+        renames, around = _monitor_names(self._plan)
+        xp = self._ctx.xp
+        shapes, dtypes = self._plan.shapes, self._plan.dtypes
+
+        def report(name, arr):
+            callback(name, NDArray(arr, ctx))
 
         def fn(name, arr):
-            callback(name, NDArray(arr, ctx))
+            extra = around.get(name)
+            if extra is None:
+                report(renames.get(name, name), arr)
+                return
+            before, after = extra
+            for other, e in before:
+                report(other, xp.zeros(shapes[e], dtype=dtypes[e]))
+            report(name, arr)
+            for other, e in after:
+                report(other, xp.zeros(shapes[e], dtype=dtypes[e]))
         self._monitor_fn = fn
 
     def _unfuse(self):
@@ -590,6 +631,39 @@ class Executor:
                         ' (%s)' % ', '.join(self._fused_names) if self._fused_names else ''))
         lines += self._passes.describe()
         return '\n'.join(lines)
+
+
+def _monitor_names(plan):
+    """What the monitor callback adds to the names and arrays the plan's code reports, to
+    report what MXNet's monitor does: ``(renames, around)``.
+
+    ``renames`` maps ``<node>_<argument>`` to ``<node>_input<k>`` for the operators in
+    :data:`UNNAMED_INPUTS`. ``around`` maps a reported ``<node>_backward_output<j>`` to
+    the outputs of that backward node the plan does not compute (arguments whose
+    gradient nobody needs: a data input, a label), to report before and after it in
+    MXNet's order, as ``([(name, entry)], [(name, entry)])``.
+    """
+    renames, around = {}, {}
+    for n in plan.steps:
+        if n.op.name in UNNAMED_INPUTS:
+            for k, a in enumerate(n.op.list_arguments()):
+                renames['%s_%s' % (n.name, a)] = '%s_input%d' % (n.name, k)
+    for n in plan.bwd_steps:
+        n_args = len(n.op.list_arguments())
+        ins = plan.in_entries(n)[:n_args]
+        needed = [j for j, e in enumerate(ins) if plan.requires[e]]
+        if not needed or len(needed) == n_args:
+            continue
+        names = ['%s_backward_output%s' % (n.name, j if n_args > 1 else '')
+                 for j in range(n_args)]
+        prev = -1
+        for k, j in enumerate(needed):
+            before = [(names[i], ins[i]) for i in range(prev + 1, j)]
+            after = [(names[i], ins[i]) for i in range(j + 1, n_args)] \
+                if k == len(needed) - 1 else []
+            around[names[j]] = (before, after)
+            prev = j
+    return renames, around
 
 
 def _group_context(node, group2ctx, ctx):

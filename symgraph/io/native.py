@@ -12,8 +12,8 @@ buffer), and ``pad`` tells how many.
 Differences from MXNet: the files are read synchronously when the iterator is made
 (``prefetch_buffer`` and ``ctx`` are accepted and ignored), so a ``reset()`` before the
 end of a pass restarts at the first row (MXNet's depends on how far its prefetch thread
-has read); the batches are NDArrays on the CPU; LibSVMIter gives dense data (MXNet's is a
-CSRNDArray); rows that MXNet reads as garbage (a field that is not a number, an index out
+has read); the batches are NDArrays on the CPU (LibSVMIter's are CSRNDArrays, dense-backed,
+as MXNet's); rows that MXNet reads as garbage (a field that is not a number, an index out
 of the shape, a duplicated index) are errors naming the file and line; MNISTIter also
 reads gzipped idx files and checks their magic numbers.
 """
@@ -442,7 +442,17 @@ class LibSVMIter(MXDataIter):
                                  labels, 'label_libsvm %r' % (label_libsvm,))
         labels = _label_rows(labels, label_shape)
         loader = _BatchLoader([data, labels], batch_size, True, 'LibSVMIter')
+        self._csr_label = not no_label_file
         super(LibSVMIter, self).__init__(loader, data_name=data_name, label_name=label_name)
+
+    def getdata(self):
+        """The batch's data as a CSRNDArray (as MXNet's; dense-backed: ndarray/sparse.py)."""
+        return super(LibSVMIter, self).getdata().tostype('csr')
+
+    def getlabel(self):
+        """The batch's labels: a CSRNDArray when read from ``label_libsvm`` (as MXNet's)."""
+        label = super(LibSVMIter, self).getlabel()
+        return label.tostype('csr') if self._csr_label and label.ndim == 2 else label
 
 
 class MNISTIter(MXDataIter):

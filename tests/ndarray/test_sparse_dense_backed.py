@@ -311,3 +311,18 @@ def test_trainer_with_sparse_weight_updates_in_the_store():
         r = mx.gluon.Parameter('r', shape=(4, 3), stype='row_sparse')
         r.initialize()
         mx.gluon.Trainer([r], 'sgd', update_on_kvstore=False)._init_kvstore()
+
+
+def test_libsvm_iter_gives_csr_batches(tmp_path):
+    path = tmp_path / 'data.libsvm'
+    path.write_text('1 0:0.5 3:2\n0 2:1.5\n1 1:1 3:4\n')
+    it = mx.io.LibSVMIter(data_libsvm=str(path), data_shape=(4,), batch_size=3)
+    batch = next(iter(it))
+    data = batch.data[0]
+    assert isinstance(data, sparse.CSRNDArray)
+    np.testing.assert_array_equal(data.asnumpy(), [[0.5, 0, 0, 2], [0, 0, 1.5, 0],
+                                                   [0, 1, 0, 4]])
+    assert data.indptr.asnumpy().tolist() == [0, 2, 3, 5]
+    assert data.indices.asnumpy().tolist() == [0, 3, 2, 1, 3]
+    assert batch.label[0].stype == 'default'
+    np.testing.assert_array_equal(batch.label[0].asnumpy(), [1, 0, 1])

@@ -31,6 +31,7 @@ from . import monitor
 from . import monitor as mon
 
 from . import operator
+operator.python_op.install_symbol_custom(sym.Custom)   # NumpyOp.get_symbol makes Symbols
 from . import visualization
 from . import visualization as viz
 from . import image

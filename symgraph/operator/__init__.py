@@ -8,6 +8,9 @@ reverse.
 from .api import (CustomOp, CustomOpProp, CustomOpError, UnassignedResultError, NotAvailable,
                   register, get_all_registered_operators)
 from . import custom  # noqa: F401  (registers the Custom operator)
+from .python_op import (PythonOp, NumpyOp, NDArrayOp, OperatorArguments,
+                        get_operator_arguments)
 
 __all__ = ['CustomOp', 'CustomOpProp', 'register', 'get_all_registered_operators',
-           'CustomOpError', 'UnassignedResultError']
+           'CustomOpError', 'UnassignedResultError', 'PythonOp', 'NumpyOp', 'NDArrayOp',
+           'OperatorArguments', 'get_operator_arguments']

@@ -14,6 +14,7 @@ MXNet in its own unit tests (issue 29), each one MXNet-made value:
   shape, built with and without ``mx.np_shape(True)`` (``on`` / ``off``);
 * ``mod_grad``: forward and both gradients of ``cast(a) % cast(b)`` in int32 and float32
   with zero divisors (head gradient 0.5);
+* ``operator_arguments``: ``mx.operator.get_operator_arguments`` of a few operators;
 """
 import json
 import os
@@ -68,6 +69,9 @@ def make(mx):
         out['mod_grad']['cases'][dt] = {'out': _nan_list(exe.outputs[0].asnumpy()),
                                         'grad_a': _nan_list(ga.asnumpy()),
                                         'grad_b': _nan_list(gb.asnumpy())}
+    out['operator_arguments'] = {
+        name: list(mx.operator.get_operator_arguments(name))
+        for name in ('Activation', 'transpose', 'FullyConnected', 'Pooling', 'Concat')}
     return out
 
 

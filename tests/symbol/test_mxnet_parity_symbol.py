@@ -68,3 +68,62 @@ def test_executor_reshape_shares_memory_as_mxnet():
     assert big.arg_arrays[1] is exe.arg_arrays[1]
     with pytest.raises(mx.MXNetError, match='allow_up_sizing'):
         exe.reshape(x=(6, 4))
+
+
+def test_get_operator_arguments(golden):
+    for name, (narg, names, types) in golden['operator_arguments'].items():
+        got = mx.operator.get_operator_arguments(name)
+        assert isinstance(got, mx.operator.OperatorArguments)
+        assert (got.narg, got.names) == (narg, names), name
+        assert got.types[0] == types[0]     # the first input
+    for name in ('Activation', 'transpose', 'FullyConnected'):
+        assert mx.operator.get_operator_arguments(name).types == \
+            golden['operator_arguments'][name][2]
+    with pytest.raises(mx.MXNetError, match='NoSuchOp'):
+        mx.operator.get_operator_arguments('NoSuchOp')
+
+
+class _Square(mx.operator.NumpyOp):
+    def forward(self, in_data, out_data):
+        assert isinstance(in_data[0], np.ndarray)
+        out_data[0][:] = in_data[0] ** 2
+
+    def backward(self, out_grad, in_data, out_data, in_grad):
+        in_grad[0][:] = 2 * in_data[0] * out_grad[0]
+
+
+class _Twice(mx.operator.NDArrayOp):
+    def forward(self, in_data, out_data):
+        assert isinstance(in_data[0], mx.nd.NDArray)
+        out_data[0][:] = in_data[0] * 2
+
+
+@pytest.mark.filterwarnings('ignore:PythonOp has been deprecated')
+def test_numpy_op_and_ndarray_op_make_symbols():
+    x = mx.sym.Variable('X')
+    # the default forward copies, the default backward writes ones (MXNet's test_python_op)
+    s = mx.operator.NumpyOp().get_symbol(x, name='numpy_op')
+    assert s.list_arguments() == ['X'] and s.name == 'numpy_op'
+    dx = mx.nd.zeros((4,))
+    exe = s.bind(mx.cpu(), args=[mx.nd.ones((4,)) * 10], args_grad={'X': dx})
+    exe.forward(is_train=True)
+    np.testing.assert_array_equal(exe.outputs[0].asnumpy(), np.full(4, 10.0))
+    exe.backward(mx.nd.ones((4,)) * 3)
+    np.testing.assert_array_equal(dx.asnumpy(), np.ones(4))
+    # an overridden forward/backward on NumPy arrays
+    sq = _Square()(x)
+    dx = mx.nd.zeros((2, 3))
+    data = np.arange(6.0).reshape(2, 3)
+    exe = sq.bind(mx.cpu(), args=[mx.nd.array(data)], args_grad={'X': dx})
+    exe.forward(is_train=True)
+    np.testing.assert_allclose(exe.outputs[0].asnumpy(), data ** 2)
+    exe.backward(mx.nd.ones((2, 3)))
+    np.testing.assert_allclose(dx.asnumpy(), 2 * data)
+    tw = _Twice().get_symbol(x)
+    out = tw.bind(mx.cpu(), args=[mx.nd.array(data)]).forward()[0]
+    np.testing.assert_allclose(out.asnumpy(), 2 * data)
+
+
+def test_python_op_warns_as_mxnet():
+    with pytest.warns(UserWarning, match='deprecated'):
+        mx.operator.NumpyOp()

@@ -110,6 +110,10 @@ class BaseSparseNDArray(_nd.NDArray):
             return other
         raise TypeError('copyto does not support type %s' % type(other))
 
+    def detach(self):
+        """The same values (shared memory) and structure outside the recorded graph."""
+        return self._same(self._data, self._ctx, self._given())
+
     def astype(self, dtype, copy=True):
         """A copy of another dtype, of the same storage type and structure."""
         if not copy and np.dtype(dtype) == self._data.dtype:

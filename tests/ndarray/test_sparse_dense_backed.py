@@ -326,3 +326,25 @@ def test_libsvm_iter_gives_csr_batches(tmp_path):
     assert data.indices.asnumpy().tolist() == [0, 3, 2, 1, 3]
     assert batch.label[0].stype == 'default'
     np.testing.assert_array_equal(batch.label[0].asnumpy(), [1, 0, 1])
+
+
+@pytest.mark.parametrize('stype', ['default', 'csr', 'row_sparse'])
+def test_attach_grad_defaults_to_the_arrays_stype_and_detach_keeps_it(stype):
+    x = mx.nd.zeros((2, 2), stype=stype)
+    x.attach_grad()
+    assert x.grad.stype == stype
+    assert x.detach().stype == stype
+    x.attach_grad(stype='row_sparse')
+    assert x.grad.stype == 'row_sparse'
+
+
+def test_dot_of_csr_gives_a_row_sparse_gradient():
+    lhs = sparse.csr_matrix(DENSE[:3])
+    rhs = mx.nd.ones((3, 2)).tostype('row_sparse')
+    rhs.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.dot(lhs, rhs)
+    y.backward()
+    assert rhs.grad.stype == 'row_sparse'
+    np.testing.assert_allclose(rhs.grad.asnumpy(), DENSE[:3].T @ np.ones((3, 2)))
+    assert rhs.grad.indices.asnumpy().tolist() == [0, 1, 2]

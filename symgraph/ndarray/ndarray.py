@@ -134,13 +134,15 @@ class NDArray:
         if grad_req not in ('write', 'add', 'null'):
             raise ArgumentError("attach_grad: grad_req must be 'write', 'add' or 'null', "
                                 "got %r" % (grad_req,))
-        if stype not in (None, 'default', 'row_sparse', 'csr'):
+        if stype is None:
+            stype = self.stype        # (as MXNet: the array's own storage type)
+        if stype not in ('default', 'row_sparse', 'csr'):
             raise ArgumentError("attach_grad: stype must be 'default', 'row_sparse' or "
                                 "'csr', got %r" % (stype,))
         with self._ctx.device_scope():
             g = self._ctx.xp.zeros(self._data.shape, self._data.dtype)
             # a sparse gradient's stored rows/entries: those backward makes non-zero
-            g = NDArray(g, self._ctx) if stype in (None, 'default') else \
+            g = NDArray(g, self._ctx) if stype == 'default' else \
                 _SPARSE['make'](stype, g, self._ctx)
         self._ag = tape.Entry(None, 0, g, grad_req)
 

@@ -423,6 +423,86 @@ def unpack(s):
     return header, s
 
 
+#: JPEG start-of-frame markers (baseline, extended, progressive, lossless; Huffman or
+#: arithmetic), whose segment holds the precision, height, width and component count
+_SOF_MARKERS = frozenset([0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD,
+                          0xCE, 0xCF])
+_U16 = struct.Struct('>H')
+_SOF = struct.Struct('>BHHB')
+#: the largest image the fast JPEG path decodes (larger ones go through Pillow's checks)
+_FAST_PIXELS = 1 << 24
+
+
+def _jpeg_size(buf):
+    """(height, width) of an 8-bit, 3-component JPEG in ``buf`` (bytes-like), read from its
+    start-of-frame segment; None for anything else (not a JPEG, gray, CMYK, 12-bit, a
+    height left to a DNL marker, malformed headers)."""
+    n = len(buf)
+    if n < 4 or buf[0] != 0xFF or buf[1] != 0xD8:
+        return None
+    pos = 2
+    for _ in range(64):                 # segments before the frame: APPn, DQT, DHT, COM...
+        if pos + 4 > n or buf[pos] != 0xFF:
+            return None
+        marker = buf[pos + 1]
+        if marker == 0xFF:              # a fill byte
+            pos += 1
+            continue
+        if marker in _SOF_MARKERS:
+            if pos + 10 > n:
+                return None
+            bits, h, w, comps = _SOF.unpack_from(buf, pos + 4)
+            if bits != 8 or comps != 3 or not 0 < h * w <= _FAST_PIXELS:
+                return None
+            return h, w
+        if marker == 0xD9 or marker == 0xDA:    # the end, or scan data before any frame
+            return None
+        pos += 2 + _U16.unpack_from(buf, pos + 2)[0]
+    return None
+
+
+def _decode_jpeg_rgbx(buf):
+    """An 8-bit colour JPEG decoded by Pillow's libjpeg decoder straight into a new
+    (H, W, 4) uint8 array (RGB and one unused byte: Pillow's own pixel layout, so that no
+    conversion or copy follows; ``[..., :3]`` is the RGB image, equal to what
+    ``Image.open(...).convert('RGB')`` gives); None where the fast path does not apply (not
+    such a JPEG, no Pillow, a decoding error): the caller then takes the general path,
+    which reports errors."""
+    size = _jpeg_size(buf)
+    if size is None:
+        return None
+    try:
+        from PIL import Image
+    except ImportError:
+        return None
+    h, w = size
+    out = np.empty((h, w, 4), np.uint8)
+    try:
+        # an image over our array's memory (Image.frombuffer's mapping, writable here);
+        # the decoder releases the GIL while libjpeg works
+        im = Image.core.map_buffer(out, (w, h), 'raw', 0, ('RGBX', 0, 1))
+        decoder = Image.core.jpeg_decoder('RGBX', 'RGB', '')
+        decoder.setimage(im, (0, 0, w, h))
+        consumed, err = decoder.decode(buf)
+        decoder.cleanup()
+    except Exception:                   # a Pillow without these internals, bad data
+        return None
+    if consumed >= 0 or err != 0:       # truncated or failed: let Pillow raise
+        return None
+    return out
+
+
+def _decode_jpeg_rgb(buf):
+    """:func:`_decode_jpeg_rgbx` as a contiguous (H, W, 3) uint8 array, or None."""
+    rgbx = _decode_jpeg_rgbx(buf)
+    if rgbx is None:
+        return None
+    out = np.empty(rgbx.shape[:2] + (3,), np.uint8)
+    for c in range(3):          # a plane at a time: ~3x faster than one (H, W, 3) copy,
+        out[..., c] = rgbx[..., c]      # whose innermost loop is 3 bytes long
+    return out
+
+
 def _cv2():
     try:
         import cv2

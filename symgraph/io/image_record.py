@@ -147,6 +147,11 @@ def _read_imglist(path, label_width):
 def _decode(buf, channels):
     """(H, W, C) uint8 RGB (or gray) of an encoded image, as MXNet's OpenCV decodes it."""
     if channels == 3:
+        # the common case: an 8-bit colour JPEG decoded straight into an array (a view of
+        # its RGB bytes), without Pillow's Python-level header parsing or a copy
+        rgbx = recordio._decode_jpeg_rgbx(buf)
+        if rgbx is not None:
+            return rgbx[..., :3]
         Image = _pillow()
         img = Image.open(_io.BytesIO(buf))
         if img.mode == 'RGB':                   # the common case, without the operator
@@ -380,6 +385,9 @@ class _Normalizer(object):
         self.scale = np.float32(scale)
         self.std = np.array(std, np.float32).reshape(c, 1, 1)
         self.mult = self.scale / self.std
+        # x - 0 and x * 1 are x: skip those passes
+        self.unit = bool(np.all(self.mult == 1))
+        self.nonzero_mean = bool(np.any(self.mean != 0))
         self.mean_int = np.round(np.array(mean, np.float64)).astype(np.int16).reshape(c, 1, 1)
         self.max_contrast = np.float32(max_contrast)
         self.max_illumination = np.float32(max_illumination)
@@ -401,6 +409,14 @@ class _Normalizer(object):
                 light = np.float32((rng.rand() * i * 2 - i) * self.scale)
                 out[...] = (chw.astype(np.float32) - mean) * (contrast / self.std) + \
                     light / self.std
+                return
+            if out.dtype == np.float32:
+                # in place in the batch's row, no temporaries: the same float32 operations
+                np.copyto(out, chw, casting='unsafe')          # uint8 -> float32, exact
+                if self.mean_img is not None or self.nonzero_mean:
+                    np.subtract(out, mean, out=out)
+                if not self.unit:
+                    np.multiply(out, self.mult, out=out)
                 return
             np.multiply(chw.astype(np.float32) - mean, self.mult, out=out, casting='unsafe')
 

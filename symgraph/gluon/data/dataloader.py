@@ -70,6 +70,38 @@ def default_mp_batchify_fn(data):
     return batch.as_in_context(shared)
 
 
+#: dtypes whose batches the workers stack straight into shared memory
+_STACKABLE = frozenset(np.dtype(t) for t in ('float16', 'float32', 'float64', 'uint8', 'int8',
+                                              'int32', 'int64'))
+
+
+def _shared_plan(data):
+    """:func:`default_mp_batchify_fn`'s batch for a worker's transport, its NDArray fields
+    left as :class:`~.workers.Stacked` (stacked in the batch file itself: one copy of the
+    pixels rather than a stack and a copy); None where a field is not CPU NDArrays of one
+    shape and dtype (then the function itself runs, and reports what is wrong)."""
+    first = data[0]
+    if isinstance(first, NDArray):
+        arrays = []
+        for x in data:
+            if type(x) is not NDArray or type(x._data) is not np.ndarray or \
+                    x.context.device_type != 'cpu':
+                return None
+            arrays.append(np.ascontiguousarray(x._data))
+        shape, dtype = arrays[0].shape, arrays[0].dtype
+        if dtype not in _STACKABLE or any(a.shape != shape or a.dtype != dtype
+                                          for a in arrays):
+            return None
+        return _workers.Stacked(arrays, ('cpu_shared', 0))
+    if isinstance(first, tuple):
+        fields = [_shared_plan(list(field)) for field in zip(*data)]
+        return None if any(f is None for f in fields) else fields
+    return default_mp_batchify_fn(data)
+
+
+default_mp_batchify_fn.shared_plan = _shared_plan
+
+
 def _as_in_context(data, ctx):
     """``data`` (an NDArray or nested lists of them) moved to ``ctx``."""
     if isinstance(data, NDArray):

@@ -94,9 +94,27 @@ class _Slot(object):
         self.offset, self.shape, self.dtype, self.ctx = state
 
 
+class Stacked(object):
+    """A field of a batch left unstacked by a batchify function's ``shared_plan``: the
+    samples' contiguous arrays of one shape and dtype, which :func:`to_shared` writes one
+    after another into the batch file, making the stack there (one copy instead of a stack
+    and then a copy); the main process gets an NDArray of context ``ctx``."""
+    __slots__ = ('arrays', 'ctx')
+
+    def __init__(self, arrays, ctx):
+        self.arrays, self.ctx = arrays, ctx
+
+
 def _plan(obj, arrays, size):
-    """``obj`` with each NDArray / NumPy array replaced by a :class:`_Slot`; the arrays go
-    to ``arrays`` as (offset, contiguous array); returns (tree, new size)."""
+    """``obj`` with each NDArray / NumPy array (or :class:`Stacked`) replaced by a
+    :class:`_Slot`; the arrays go to ``arrays`` as (offset, contiguous array or list of
+    them); returns (tree, new size)."""
+    if isinstance(obj, Stacked):
+        first = obj.arrays[0]
+        offset = -(-size // _ALIGN) * _ALIGN
+        arrays.append((offset, obj.arrays))
+        return (_Slot(offset, (len(obj.arrays),) + first.shape, first.dtype.str, obj.ctx),
+                offset + first.nbytes * len(obj.arrays))
     if isinstance(obj, NDArray) or (isinstance(obj, np.ndarray) and not obj.dtype.hasobject):
         if isinstance(obj, NDArray):
             ctx = (obj.context.device_type, obj.context.device_id)
@@ -132,11 +150,12 @@ def to_shared(batch, directory):
     fd, path = tempfile.mkstemp(prefix='batch-', dir=directory)
     try:
         os.ftruncate(fd, max(size, 1))
-        for offset, arr in arrays:
-            view = memoryview(arr.reshape(-1).view(np.uint8))
-            while len(view):                    # pwrite may write less than asked
-                done = os.pwrite(fd, view, offset)
-                view, offset = view[done:], offset + done
+        for offset, parts in arrays:
+            for arr in parts if isinstance(parts, list) else (parts,):
+                view = memoryview(arr.reshape(-1).view(np.uint8))
+                while len(view):                # pwrite may write less than asked
+                    done = os.pwrite(fd, view, offset)
+                    view, offset = view[done:], offset + done
     except BaseException:
         os.unlink(path)
         raise
@@ -196,7 +215,14 @@ def _process_initializer(dataset, batchify_fn, directory):
 
 
 def _process_worker(samples):
-    batch = _WORKER['batchify_fn']([_WORKER['dataset'][i] for i in samples])
+    batchify_fn = _WORKER['batchify_fn']
+    samples = [_WORKER['dataset'][i] for i in samples]
+    # a batchify function may say how its batch goes to shared memory without being made
+    # first (the default one: each field stacked in the batch file; None where it cannot)
+    plan = getattr(batchify_fn, 'shared_plan', None)
+    batch = plan(samples) if plan is not None else None
+    if batch is None:
+        batch = batchify_fn(samples)
     return to_shared(batch, _WORKER['directory'])
 
 

@@ -15,6 +15,7 @@ import random
 
 import numpy as np
 
+from .... import autograd
 from .... import image
 from .... import ndarray as nd
 from ...block import Block, HybridBlock
@@ -57,6 +58,69 @@ class Compose(Sequential):
             hybrid = []
             if t is not None:
                 self.add(t)
+
+    def forward(self, x):
+        for block in self._children.values():
+            fast = _tensor_normalize(block, x)
+            x = block(x) if fast is None else fast
+        return x
+
+
+def _channel_values(values, c):
+    """Normalize's per-channel float32 values as its operator takes them (one value for
+    all channels, or one per channel), shaped (c, 1, 1); None where the operator would
+    refuse them (it then reports the error)."""
+    values = tuple(values) if isinstance(values, (tuple, list)) else (values,)
+    if len(values) not in (1, c):
+        return None
+    return np.array(values * c if len(values) == 1 else values, np.float32).reshape(c, 1, 1)
+
+
+def _hashable(value):
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return tuple(np.ravel(np.asarray(value, np.float64)).tolist())
+    return value
+
+
+def _tensor_normalize(block, x):
+    """The common run of :class:`Compose`, ``ToTensor`` then ``Normalize``, computed here in
+    NumPy, in place in one new array, for a CPU uint8 image (or batch) outside
+    ``autograd.record()`` (a DataLoader worker calls it once per sample: the graph call
+    costs more than the arithmetic); the float32 operations are the operators' own, so the
+    values are the same bit for bit. None where it does not apply (``block`` is then
+    called)."""
+    if type(block) is not HybridSequential or block._forward_hooks or \
+            block._forward_pre_hooks or not isinstance(x, nd.NDArray):
+        return None
+    blocks = list(block._children.values())
+    if (len(blocks) < 2 or type(blocks[0]) is not ToTensor
+            or any(type(b) is not Normalize for b in blocks[1:])
+            or any(b._forward_hooks or b._forward_pre_hooks for b in blocks)
+            or type(x._data) is not np.ndarray or x._data.dtype != np.uint8
+            or x.ndim not in (3, 4) or x.context.device_type != 'cpu'
+            or autograd.is_recording()):
+        return None
+    src = x._data.transpose((2, 0, 1) if x.ndim == 3 else (0, 3, 1, 2))
+    c = src.shape[-3]
+    if c not in (1, 3):
+        return None
+    key = (c,) + tuple((_hashable(b._mean), _hashable(b._std)) for b in blocks[1:])
+    norms = block.__dict__.get('_symgraph_norms')
+    if norms is None or norms[0] != key:
+        values = []
+        for b in blocks[1:]:
+            mean, std = _channel_values(b._mean, c), _channel_values(b._std, c)
+            if mean is None or std is None:
+                return None
+            values.append((mean, std))
+        block.__dict__['_symgraph_norms'] = norms = (key, values)
+    out = np.empty(src.shape, np.float32)
+    np.copyto(out, src, casting='unsafe')                   # exact
+    np.divide(out, np.float32(255), out=out)                # ToTensor
+    for mean, std in norms[1]:                              # Normalize
+        np.subtract(out, mean, out=out)
+        np.divide(out, std, out=out)
+    return nd.NDArray(out, x.context)
 
 
 class Cast(HybridBlock):

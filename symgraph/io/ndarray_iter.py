@@ -7,6 +7,7 @@ from ..ndarray import NDArray
 from .. import ndarray as nd
 from .io import DataBatch, DataDesc, DataIter
 from .sampler import DistributedSampler
+from ..ndarray.sparse import CSRNDArray
 from .utils import _init_data, _getdata_by_idx, _slice_along_batch_axis, _is_h5py
 from ..base import ArgumentError
 
@@ -56,8 +57,9 @@ class NDArrayIter(DataIter):
     Notes
     -----
     As in MXNet, NumPy inputs (of any dtype) become float32 NDArrays, NDArrays keep their
-    dtype until a shuffle, which makes every array float32. Sparse inputs (MXNet's
-    CSRNDArray, SciPy sparse matrices) are refused: symgraph has no sparse storage.
+    dtype until a shuffle, which makes every array float32. CSR inputs (CSRNDArray, SciPy
+    csr matrices) give CSRNDArray batches (dense-backed) with ``last_batch_handle='discard'``
+    only, as MXNet's; row_sparse inputs are refused.
 
     Examples
     --------
@@ -86,6 +88,10 @@ class NDArrayIter(DataIter):
             raise ArgumentError("NDArrayIter: layout %r has no batch axis 'N'" % (layout,))
         self.data = _init_data(data, allow_empty=False, default_name=data_name)
         self.label = _init_data(label, allow_empty=True, default_name=label_name)
+        if any(isinstance(v, CSRNDArray) for _, v in self.data + self.label) \
+                and last_batch_handle != 'discard':
+            raise NotImplementedError("`NDArrayIter` only supports ``CSRNDArray`` with "
+                                      "`last_batch_handle` set to `discard`.")
         batch_axis = layout.find('N')
         lengths = []
         for k, v in self.data + self.label:

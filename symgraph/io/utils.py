@@ -7,6 +7,7 @@ import sys
 import numpy as np
 
 from ..ndarray import NDArray
+from ..ndarray.sparse import CSRNDArray, array as sparse_array
 from .. import ndarray as nd
 from ..base import ArgumentError, ArgumentTypeError
 
@@ -63,9 +64,13 @@ def _init_data(data, allow_empty, default_name):
     out = {}
     for k, v in data.items():
         if _is_sparse(v):
-            raise ArgumentTypeError('%r is a sparse matrix (%s): symgraph has no sparse NDArray; '
-                                    'give NDArrayIter a dense array (e.g. .toarray())'
-                                    % (k, type(v).__name__))
+            if getattr(v, 'stype', None) == 'row_sparse' or not (
+                    isinstance(v, CSRNDArray) or hasattr(v, 'tocsr')):
+                raise ArgumentTypeError('%r is a %s: NDArrayIter takes csr sparse data '
+                                        '(CSRNDArray, scipy.sparse.csr_matrix) only, as MXNet'
+                                        % (k, type(v).__name__))
+            if not isinstance(v, CSRNDArray):      # SciPy: a (dense-backed) CSRNDArray
+                v = sparse_array(v.tocsr())
         if not isinstance(v, NDArray) and not _is_h5py(v):
             try:
                 v = nd.array(v)
@@ -92,6 +97,9 @@ def _getdata_by_idx(data, idx, batch_axis=0):
     for k, v in data:
         if _is_h5py(v):
             shuffle_data.append((k, v))
+        elif isinstance(v, CSRNDArray):      # (MXNet: a CSRNDArray of the reordered rows)
+            shuffle_data.append((k, nd.array(np.take(v.asnumpy(), idx, axis=batch_axis),
+                                             v.context, dtype=v.dtype).tostype('csr')))
         else:
             shuffle_data.append((k, nd.array(np.take(v.asnumpy(), idx, axis=batch_axis),
                                              v.context)))

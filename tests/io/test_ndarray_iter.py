@@ -206,10 +206,20 @@ def test_bad_data():
         mx.io.NDArrayIter({'x': object()})
 
 
-def test_sparse_refused():
+def test_csr_batches_as_mxnet():
     sparse = pytest.importorskip('scipy.sparse')
-    m = sparse.csr_matrix(np.eye(4))
-    with pytest.raises(TypeError, match=r"'data' is a sparse matrix \(csr_matrix\)"):
-        mx.io.NDArrayIter(m, batch_size=2, last_batch_handle='discard')
-    with pytest.raises(TypeError, match=r"'lab' is a sparse matrix"):
-        mx.io.NDArrayIter(np.eye(4), {'lab': m}, batch_size=2)
+    m = sparse.csr_matrix(np.arange(16.).reshape(4, 4) % 3)
+    for data in (m, mx.nd.sparse.csr_matrix(m)):
+        batches = list(mx.io.NDArrayIter(data, batch_size=3, last_batch_handle='discard'))
+        assert len(batches) == 1
+        assert isinstance(batches[0].data[0], mx.nd.sparse.CSRNDArray)
+        np.testing.assert_array_equal(batches[0].data[0].asnumpy(), m.toarray()[:3])
+    shuffled = next(iter(mx.io.NDArrayIter(m, batch_size=4, shuffle=True,
+                                           last_batch_handle='discard')))
+    assert shuffled.data[0].stype == 'csr'
+    assert sorted(map(tuple, shuffled.data[0].asnumpy())) == sorted(map(tuple, m.toarray()))
+    with pytest.raises(NotImplementedError, match='discard'):
+        mx.io.NDArrayIter(m, batch_size=2)
+    with pytest.raises(TypeError, match=r"'lab' is a RowSparseNDArray"):
+        mx.io.NDArrayIter(np.eye(4), {'lab': mx.nd.ones((4, 2)).tostype('row_sparse')},
+                          batch_size=2)

@@ -160,7 +160,9 @@ class Arange(_Init):
             a = np.arange(n, dtype=dtype) * t(self.step)
             a += t(lo)
         else:
-            a = (lo + np.arange(n, dtype=np.float64) * self.step).astype(dtype)
+            # MXNet casts start and step to the integer dtype first (truncating toward
+            # zero), then steps in it, wrapping as C does: arange(1.3, 10, 1.3) is 1, 2, 3...
+            a = (int(lo) + np.arange(n, dtype=np.int64) * int(self.step)).astype(dtype)
         if self.repeat > 1:
             a = np.repeat(a, self.repeat)
         return [xp.asarray(a)]

@@ -15,6 +15,8 @@ MXNet in its own unit tests (issue 29), each one MXNet-made value:
 * ``mod_grad``: forward and both gradients of ``cast(a) % cast(b)`` in int32 and float32
   with zero divisors (head gradient 0.5);
 * ``operator_arguments``: ``mx.operator.get_operator_arguments`` of a few operators;
+* ``arange``: ``mx.nd.arange`` with fractional start and step in integer and float dtypes
+  (``[args, repeat, dtype, values]``);
 """
 import json
 import os
@@ -72,6 +74,13 @@ def make(mx):
     out['operator_arguments'] = {
         name: list(mx.operator.get_operator_arguments(name))
         for name in ('Activation', 'transpose', 'FullyConnected', 'Pooling', 'Concat')}
+    out['arange'] = []
+    for args in ((1.3, 45.6, 1.3), (50, -50, -7.7), (-1.5, 5, 1.5), (0.5, 300, 30.2),
+                 (-5, 5, 1), (10,), (2.9, 7, 0.5)):
+        for dtype in ('int32', 'uint8', 'int64', 'float32', 'float64'):
+            for repeat in (1, 2):
+                v = mx.nd.arange(*args, repeat=repeat, dtype=dtype).asnumpy()
+                out['arange'].append([list(args), repeat, dtype, v.tolist()])
     return out
 
 
@@ -80,7 +89,7 @@ def main():
     data = make(mx)
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     with open(OUT, 'w') as f:
-        json.dump(data, f, indent=1, sort_keys=True)
+        json.dump(data, f, sort_keys=True)
         f.write('\n')
     print('wrote', OUT, file=sys.stderr)
 

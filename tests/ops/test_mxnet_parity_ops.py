@@ -67,3 +67,11 @@ def test_mod_gradients_with_zero_divisors(golden, dtype):
     np.testing.assert_array_equal(exe.outputs[0].asnumpy().ravel(), _nan(want['out']))
     np.testing.assert_array_equal(ga.asnumpy().ravel(), _nan(want['grad_a']))
     np.testing.assert_array_equal(gb.asnumpy().ravel(), _nan(want['grad_b']))
+
+
+def test_arange_casts_start_and_step_to_an_integer_dtype_first(golden):
+    for args, repeat, dtype, values in golden['arange']:
+        got = mx.nd.arange(*args, repeat=repeat, dtype=dtype)
+        assert got.dtype == np.dtype(dtype), (args, dtype)
+        np.testing.assert_array_equal(got.asnumpy(), np.array(values, dtype=dtype),
+                                      err_msg=str((args, repeat, dtype)))

@@ -154,3 +154,16 @@ def test_foreach_with_an_unused_state_raises_assertion_error():
     for error in (AssertionError, ValueError):
         with pytest.raises(error, match='state arrays have to be used'):
             mx.sym.contrib.foreach(lambda x, states: (x * 2, [x]), data, [s])
+
+
+def test_head_gradient_of_another_shape_is_refused():
+    # MXNet's test_foreach (step14) hands a (4, 2) head gradient to a (3, 2) head; MXNet
+    # uses it as it is (shape-dependent, wrong gradients), symgraph refuses: a deliberate
+    # difference (docs/differences.md, autograd)
+    x = mx.nd.ones((3, 2))
+    x.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.contrib.foreach(lambda d, s: (d * 2, s), x, [])[0]
+    with pytest.raises(ValueError, match=r'head gradient of shape \(4, 2\) for a head of '
+                                         r'shape \(3, 2\)'):
+        y.backward(mx.nd.ones((4, 2)))

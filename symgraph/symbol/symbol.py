@@ -606,7 +606,9 @@ def Variable(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None
         raise ArgumentTypeError('Expect a string for variable `name`')
     attrs = AttrScope._get_current().get(check_attrs(attr))
     if shape is not None:
-        attrs['__shape__'] = str(tuple(shape))
+        # (an int is a 1-D shape, as MXNet's `var('b', shape=(1))` reads it)
+        attrs['__shape__'] = str((int(shape),) if isinstance(shape, (int, np.integer))
+                                 else tuple(shape))
     if lr_mult is not None:
         attrs['__lr_mult__'] = str(lr_mult)
     if wd_mult is not None:

@@ -348,3 +348,17 @@ def test_dot_of_csr_gives_a_row_sparse_gradient():
     assert rhs.grad.stype == 'row_sparse'
     np.testing.assert_allclose(rhs.grad.asnumpy(), DENSE[:3].T @ np.ones((3, 2)))
     assert rhs.grad.indices.asnumpy().tolist() == [0, 1, 2]
+
+
+def test_sparse_symbols_bind_dense_backed_values():
+    x = mx.sym.var('data', stype='csr')
+    w = mx.sym.var('w', shape=(3, 2), stype='row_sparse')
+    b = mx.sym.var('b', shape=(1))                       # (an int: a 1-D shape, as MXNet)
+    assert w.attr('__storage_type__') == '1' and x.attr('__storage_type__') == '2'
+    assert b.attr('__shape__') == '(1,)'
+    out = mx.sym.broadcast_add(mx.sym.sparse.dot(x, w), b)
+    lhs = sparse.csr_matrix(DENSE[:3])
+    wv = np.arange(6, dtype='f').reshape(3, 2)
+    ex = out.bind(mx.cpu(), {'data': lhs, 'w': mx.nd.array(wv).tostype('row_sparse'),
+                             'b': mx.nd.array([0.5])})
+    np.testing.assert_allclose(ex.forward()[0].asnumpy(), DENSE[:3] @ wv + 0.5)

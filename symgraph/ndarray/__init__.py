@@ -21,6 +21,7 @@ from . import control_flow
 from . import sparse
 from . import dlpack
 from .dlpack import from_dlpack, to_dlpack_for_read, to_dlpack_for_write
+from .cached_op import CachedOp
 
 from . import contrib_math
 for _f in (control_flow.foreach, control_flow.while_loop, control_flow.cond,

@@ -162,3 +162,49 @@ def test_rand_zipfian_ndarray_and_symbol():
         mx.nd.contrib.rand_zipfian(true, 5, 0)
     with pytest.raises(TypeError, match='Symbol'):
         mx.sym.contrib.rand_zipfian(true, 5, 3)
+
+
+def test_cached_op_runs_a_symbol_on_ndarrays():
+    sym = mx.sym.Convolution(kernel=(3, 3), num_filter=10) + 2
+    op = mx.nd.CachedOp(sym)
+    rng = np.random.RandomState(0)
+    data = mx.nd.array(rng.rand(3, 4, 6, 6))
+    weight = mx.nd.array(rng.rand(10, 4, 3, 3))
+    bias = mx.nd.array(rng.rand(10))
+    grads = [mx.nd.zeros(a.shape) for a in (data, weight, bias)]
+    exe = sym.bind(mx.cpu(), args=[data.copy(), weight.copy(), bias.copy()], args_grad=grads)
+    want = exe.forward(is_train=True)[0].asnumpy()
+    o1 = op(data, weight, bias)
+    np.testing.assert_allclose(o1.asnumpy(), want, rtol=1e-5)
+    o2 = mx.nd.zeros(o1.shape)
+    assert op(data, weight, bias, out=o2) is o2
+    np.testing.assert_allclose(o2.asnumpy(), want, rtol=1e-5)
+    # the gradients are the executor's, and a retained graph runs backward twice
+    exe.backward(mx.nd.ones(o1.shape) * 2)
+    weight.attach_grad()
+    bias.attach_grad()
+    with mx.autograd.record():
+        o = op(data, weight, bias) * 2
+    o.backward(retain_graph=True)
+    np.testing.assert_allclose(weight.grad.asnumpy(), grads[1].asnumpy(), rtol=1e-4)
+    o.backward()
+    np.testing.assert_allclose(bias.grad.asnumpy(), grads[2].asnumpy(), rtol=1e-5)
+    with pytest.raises(ValueError, match='takes 3'):
+        op(data, weight)
+    with pytest.raises(TypeError, match='unexpected keyword'):
+        op(data, weight, bias, foo=1)
+
+
+def test_cached_op_updates_auxiliary_states_in_place():
+    sym = mx.sym.BatchNorm(mx.sym.var('x'), name='bn', momentum=0.5, fix_gamma=False)
+    assert sym.list_inputs() == ['x', 'bn_gamma', 'bn_beta', 'bn_moving_mean',
+                                 'bn_moving_var']
+    x = mx.nd.array(np.arange(12.0).reshape(4, 3))
+    gamma, beta = mx.nd.ones((3,)), mx.nd.zeros((3,))
+    mean, var = mx.nd.zeros((3,)), mx.nd.ones((3,))
+    with mx.autograd.train_mode():
+        y = mx.nd.CachedOp(sym)(x, gamma, beta, mean, var)
+    xs = x.asnumpy()
+    np.testing.assert_allclose(mean.asnumpy(), 0.5 * xs.mean(0), rtol=1e-6)
+    np.testing.assert_allclose(y.asnumpy(), (xs - xs.mean(0)) / np.sqrt(xs.var(0) + 1e-3),
+                               rtol=1e-4, atol=1e-5)

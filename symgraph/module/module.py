@@ -403,9 +403,14 @@ class Module(BaseModule):
         elif not self.params_initialized:
             # (MXNet asserts here that there are none yet, which fails on a force_rebind
             # before init_params; the parameters of the old binding were never set)
-            self._arg_params = {name: nd.zeros(x[0].shape, dtype=x[0].dtype)
-                                for name, x in zip(self._param_names,
-                                                   self._exec_group.param_arrays)}
+            # (a variable declared sparse, mx.sym.var(stype=...), gets a sparse array, as
+            # MXNet's executor gives it; dense-backed: ndarray/sparse.py)
+            stypes = {k: {'1': 'row_sparse', '2': 'csr'}.get(v.get('__storage_type__'),
+                                                              'default')
+                      for k, v in self._symbol.attr_dict().items()}
+            self._arg_params = {name: nd.zeros(x[0].shape, dtype=x[0].dtype).tostype(
+                stypes.get(name, 'default')) for name, x in zip(self._param_names,
+                                                                self._exec_group.param_arrays)}
             self._aux_params = {name: nd.zeros(x[0].shape, dtype=x[0].dtype)
                                 for name, x in zip(self._aux_names,
                                                    self._exec_group.aux_arrays)}

@@ -362,3 +362,25 @@ def test_sparse_symbols_bind_dense_backed_values():
     ex = out.bind(mx.cpu(), {'data': lhs, 'w': mx.nd.array(wv).tostype('row_sparse'),
                              'b': mx.nd.array([0.5])})
     np.testing.assert_allclose(ex.forward()[0].asnumpy(), DENSE[:3] @ wv + 0.5)
+
+
+def test_module_gives_sparse_variables_sparse_parameters():
+    x = mx.sym.var('data', stype='csr')
+    v = mx.sym.var('v', shape=(3, 1), init=mx.init.Constant(0.5), stype='row_sparse')
+    out = mx.sym.LinearRegressionOutput(mx.sym.dot(x, v), mx.sym.var('label'), name='out')
+    it = mx.io.NDArrayIter(data=sparse.csr_matrix(DENSE), label={'label': mx.nd.ones((4, 1))},
+                           batch_size=2, last_batch_handle='discard')
+    mod = mx.mod.Module(out, data_names=['data'], label_names=['label'])
+    mod.bind(data_shapes=it.provide_data, label_shapes=it.provide_label)
+    mod.init_params()
+    arg = mod.get_params()[0]['v']
+    assert arg.stype == 'row_sparse'
+    np.testing.assert_array_equal(arg.asnumpy(), np.full((3, 1), 0.5))
+    mod.init_optimizer(optimizer='sgd', optimizer_params={'learning_rate': 0.1})
+    for batch in it:
+        mod.forward_backward(batch)
+        mod.update()
+    want = np.full((3, 1), 0.5, 'f')
+    for rows in (DENSE[:2], DENSE[2:]):      # SGD over the two batches (rescale 1/batch)
+        want = want - 0.1 / 2 * rows.T @ (rows @ want - 1)
+    np.testing.assert_allclose(mod.get_params()[0]['v'].asnumpy(), want, rtol=1e-6)

@@ -1,7 +1,10 @@
 """OpenCV's image arithmetic that several image families share (private): MXNet's
-``saturate_cast`` and ``cv::resize`` with nearest and bilinear interpolation, as MXNet 1.9.1's
-CPU build (OpenCV 3.4.2) computes them on (..., H, W, C) arrays."""
+``saturate_cast`` and ``cv::resize`` (bilinear here; nearest, cubic, area and Lanczos in
+``_cv_resize.py``), as MXNet 1.9.1's CPU build (OpenCV 3.4.2) computes them on (..., H, W,
+C) arrays."""
 import numpy as np
+
+from . import _cv_resize
 
 
 def saturate(xp, v, dtype):
@@ -15,14 +18,13 @@ def saturate(xp, v, dtype):
 
 
 def cv_resize(xp, x, oh, ow, interp):
-    """``cv::resize`` of (..., H, W, C) images to (..., oh, ow, C): interp 0 nearest, 1
-    bilinear (half-pixel centres; uint8 in OpenCV's 11-bit fixed point, other integers
-    rounded, floats with float32 weights)."""
+    """``cv::resize`` of (..., H, W, C) images to (..., oh, ow, C): interp 1 bilinear
+    (half-pixel centres; uint8 in OpenCV's 11-bit fixed point, other integers rounded,
+    floats with float32 weights); 0 nearest, 2 cubic, 3 area, 4 Lanczos as
+    ``_cv_resize.resize``."""
     h, w = x.shape[-3], x.shape[-2]
-    if interp == 0:
-        ys = np.minimum(np.floor(np.arange(oh) * (h / oh)).astype(np.int64), h - 1)
-        xs = np.minimum(np.floor(np.arange(ow) * (w / ow)).astype(np.int64), w - 1)
-        return x[..., xp.asarray(ys), :, :][..., xp.asarray(xs), :]
+    if interp != 1:
+        return _cv_resize.resize(xp, x, oh, ow, interp)
     y0, y1, fy = _linear_taps(oh, h)
     x0, x1, fx = _linear_taps(ow, w)
     if x.dtype == np.uint8:
@@ -46,8 +48,9 @@ def cv_resize_adjoint(xp, g, h, w, interp):
     in the image): the head gradient ``g`` (..., oh, ow, C) spread back onto (..., h, w, C)
     with the forward's own taps and weights (``Ry.T @ g @ Rx`` per channel)."""
     oh, ow = g.shape[-3], g.shape[-2]
-    ry = xp.asarray(_resize_matrix(oh, h, interp, g.dtype))
-    rx = xp.asarray(_resize_matrix(ow, w, interp, g.dtype))
+    shrinks = interp == 3 and _cv_resize.area_shrinks(h, w, oh, ow)
+    ry = xp.asarray(_resize_matrix(oh, h, interp, g.dtype, shrinks))
+    rx = xp.asarray(_resize_matrix(ow, w, interp, g.dtype, shrinks))
     t = xp.matmul(xp.swapaxes(g, -1, -2), rx)               # (..., oh, C, w)
     t = xp.ascontiguousarray(xp.swapaxes(t, -1, -2))         # (..., oh, w, C)
     lead = t.shape[:-3]
@@ -55,13 +58,15 @@ def cv_resize_adjoint(xp, g, h, w, interp):
     return t.reshape(lead + (h, w, g.shape[-1]))
 
 
-def _resize_matrix(n_out, n_in, interp, dtype):
-    """(n_out, n_in): the weights :func:`cv_resize` gives each source row (column)."""
+def _resize_matrix(n_out, n_in, interp, dtype, shrinks=False):
+    """(n_out, n_in): the weights :func:`cv_resize` gives each source row (column) of a
+    float image (``shrinks``: INTER_AREA averages)."""
+    if interp in (2, 3, 4):
+        return _cv_resize.matrix(n_out, n_in, interp, shrinks).astype(dtype)
     m = np.zeros((n_out, n_in), dtype)
     rows = np.arange(n_out)
     if interp == 0:
-        src = np.minimum(np.floor(rows * (n_in / n_out)).astype(np.int64), n_in - 1)
-        m[rows, src] = 1
+        m[rows, _cv_resize.nearest_index(n_out, n_in)] = 1
         return m
     s0, s1, f = _linear_taps(n_out, n_in)
     np.add.at(m, (rows, s0), (1 - f).astype(dtype))

@@ -6,9 +6,10 @@ MXNet 1.9.1's CPU kernels (src/operator/image/).
   ``(x - mean[c]) / std[c]`` (mean/std of 1 or C entries).
 * ``crop(x, y, width, height)`` of (H, W, C) or (N, H, W, C); ``resize(size, keep_ratio,
   interp)`` of the same layouts, ``size`` (width, height) or one int (square, or with
-  ``keep_ratio`` the shorter side), OpenCV's nearest (interp 0) and bilinear (interp 1;
+  ``keep_ratio`` the shorter side), OpenCV's nearest (interp 0), bilinear (interp 1;
   half-pixel centres; uint8 in OpenCV's 11-bit fixed point -- a few values next to the
-  border can still differ by 1 from OpenCV's).
+  border can still differ by 1 from OpenCV's), cubic (2), area (3) and Lanczos (4) as
+  ``_cv_resize.py`` (the kernels of ``_cvimresize``).
 * The augmenters take one (H, W, C) image with 1 or 3 channels: ``flip_left_right``,
   ``flip_top_bottom`` and their ``random_*`` forms (flip with probability 1/2),
   ``random_brightness`` (``x * a``), ``random_contrast`` (``x * a + (1 - a) * mean gray``),
@@ -33,8 +34,7 @@ Kept from MXNet on purpose: ``random_saturation``'s gray value is the blue chann
 0.114 only (its loop assigns instead of adding). Deliberate differences: an odd width
 (height) flipped out of place keeps its middle column (row) -- MXNet leaves it unwritten;
 color_jitter with every factor 0 returns the image (MXNet never writes its output);
-interpolation modes 2-4 (area, cubic, lanczos) are refused; float64 images are computed in
-float64 (MXNet rounds through float32).
+float64 images are computed in float64 (MXNet rounds through float32).
 """
 import numpy as np
 
@@ -280,16 +280,17 @@ class Resize(Operator):
     name = '_image_resize'
     size = Param('shape', (), doc='(width, height), or one int (see keep_ratio)')
     keep_ratio = Param(bool, False, doc='with one size: resize the shorter side to it')
-    interp = Param(int, 1, doc='0 nearest, 1 bilinear (2-4 are not supported here)')
+    interp = Param(int, 1, doc='0 nearest, 1 bilinear, 2 cubic, 3 area, 4 Lanczos')
     needs_inputs = True         # its shape: the gradient's
 
     def check(self):
         if not self.size or len(self.size) > 2 or min(self.size) <= 0:
             raise MXNetError('%s: size must be (width, height) or one positive int, got %s'
                              % (self.name, self.size))
-        if self.interp not in (0, 1):
-            raise MXNetError('%s: interp=%d (OpenCV area / cubic / lanczos) is not supported; '
-                             'use 0 (nearest) or 1 (bilinear)' % (self.name, self.interp))
+        if self.interp not in (0, 1, 2, 3, 4):
+            raise MXNetError('%s: unknown interpolation method interp=%d (OpenCV: 0 nearest, '
+                             '1 bilinear, 2 cubic, 3 area, 4 Lanczos)'
+                             % (self.name, self.interp))
 
     def infer_shape(self, in_shapes):
         s = in_shapes[0]

@@ -10,10 +10,11 @@ and int8/int64/bool are refused where MXNet reads past its type table).
   half to even and clamped for integer images, as ``saturate_cast``), 1 replicate, 2 reflect
   (``fedcba|abcdef|fedcba``), 3 wrap, 4 reflect-101 (``fedcb|abcdef|edcba``); margins larger
   than the image reflect or wrap again, as ``cv::borderInterpolate``. No gradient (as MXNet).
-* ``_cvimresize(src, w, h, interp=1)``: ``cv::resize`` to (h, w, C): interp 0 nearest and 1
-  bilinear as OpenCV 3.4.2 computes them (``ops/_cv.py``, shared with ``_image_resize``);
-  2 (cubic), 3 (area) and 4 (Lanczos) raise NotSupportedError; int32 images are refused (
-  OpenCV 3.4.2 has no kernel for them: "func != 0"). No gradient.
+* ``_cvimresize(src, w, h, interp=1)``: ``cv::resize`` to (h, w, C): interp 1 bilinear as
+  OpenCV 3.4.2 computes it (``ops/_cv.py``), 0 nearest, 2 cubic, 3 area and 4 Lanczos as
+  ``ops/_cv_resize.py`` (nearest and area exact, cubic and Lanczos within one grey level),
+  shared with ``_image_resize``; int32 images are refused (OpenCV 3.4.2 has no kernel for
+  them: "func != 0"). No gradient.
 * ``_cvimdecode(buf, flag=1, to_rgb=True)`` decodes the encoded image in the uint8 array
   ``buf``; ``_cvimread(filename, flag=1, to_rgb=True)`` reads a file. Output uint8 (H, W, 3)
   in RGB (BGR with ``to_rgb=False``) or, with ``flag=0``, (H, W, 1) gray. Decoding needs
@@ -71,15 +72,11 @@ class CvImresize(_NoGrad):
     name = '_cvimresize'
     w = Param(int, doc='width of the resized image', minimum=1)
     h = Param(int, doc='height of the resized image', minimum=1)
-    interp = Param(int, 1, doc='interpolation: 0 nearest, 1 bilinear (cv2.INTER_LINEAR)')
+    interp = Param(int, 1, doc='interpolation: 0 nearest, 1 bilinear (cv2.INTER_LINEAR), '
+                               '2 cubic, 3 area, 4 Lanczos')
 
     def check(self):
-        if self.interp in (2, 3, 4):
-            raise NotSupportedError('%s: interp=%d (OpenCV %s) is not supported: only 0 '
-                                    '(nearest) and 1 (bilinear) reproduce OpenCV\'s values'
-                                    % (self.name, self.interp,
-                                       {2: 'cubic', 3: 'area', 4: 'Lanczos'}[self.interp]))
-        if self.interp not in (0, 1):
+        if self.interp not in (0, 1, 2, 3, 4):
             raise ParameterError('%s: unknown interpolation method interp=%d (OpenCV: 0-4)'
                                  % (self.name, self.interp))
 

@@ -27,8 +27,7 @@ numbers from a NumPy generator seeded per pass from (``seed``, pass), or from ``
 alone (then each position gets the same numbers at every pass, as MXNet's ``seed_aug``),
 drawn in plan order: reproducible for any number of threads, with MXNet's distributions but
 not its numbers; ``inter_method`` 2
-(cubic), 3 (area) and 4 (Lanczos) resize with Pillow's filters, within a few grey levels of
-OpenCV's; with ``round_batch=False`` ``pad`` counts the rows of a short last batch (MXNet
+(cubic) and 4 (Lanczos) within one grey level of OpenCV's (ops/_cv_resize.py); with ``round_batch=False`` ``pad`` counts the rows of a short last batch (MXNet
 reports 0); without an index file the record offsets are found by one pass over the file
 when the iterator is made.
 """
@@ -163,16 +162,11 @@ def _decode(buf, channels):
 
 
 def _resize(img, w, h, method):
+    """``cv::resize`` with OpenCV's interpolation ``method`` (0-4: the operator's kernels)."""
     if (img.shape[1], img.shape[0]) == (w, h):
         return img
-    if method in (0, 1):
-        return nd._internal._cvimresize(nd.array(img, dtype=np.uint8), w=w, h=h,
-                                        interp=method).asnumpy()
-    Image = _pillow()
-    flt = {2: Image.BICUBIC, 3: Image.BOX, 4: Image.LANCZOS}[method]
-    src = Image.fromarray(img[..., 0] if img.shape[2] == 1 else img)
-    out = np.asarray(src.resize((w, h), flt))
-    return out[..., None] if out.ndim == 2 else out
+    return nd._internal._cvimresize(nd.array(img, dtype=np.uint8), w=w, h=h,
+                                    interp=method).asnumpy()
 
 
 def _saturate(v):

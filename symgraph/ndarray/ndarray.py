@@ -682,9 +682,15 @@ def _filled(func, fill, shape, ctx, dtype, kwargs):
         kw = {k: v for k, v in kwargs.items() if k != 'stype'}
         return _SPARSE['zeros'](kwargs['stype'], shape, ctx, dtype, **kw)
     dims = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
-    if not dims or not all(isinstance(d, numbers.Integral) and d > 0 for d in dims):
+    if is_np_shape():
+        # NumPy-shape semantics: () is a scalar and 0 a zero size, as in NumPy
+        if not all(isinstance(d, numbers.Integral) and d >= 0 for d in dims):
+            raise ShapeError('%s: shape %s must have non-negative int dimensions'
+                             % (func, (shape,)[0]))
+    elif not dims or not all(isinstance(d, numbers.Integral) and d > 0 for d in dims):
         raise ShapeError('%s: shape %s must have one or more positive int dimensions (MXNet '
-                         '1.9.1 reads 0 as an unknown size)' % (func, (shape,)[0]))
+                         '1.9.1 reads 0 as an unknown size; mx.np_shape() makes it a zero size)'
+                         % (func, (shape,)[0]))
     dtype = np.float32 if dtype is None else dtype
     arr = _alloc(ctx, lambda xp: xp.full(dims, fill, dtype=dtype))
     out = kwargs.get('out')

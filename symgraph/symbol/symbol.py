@@ -341,6 +341,9 @@ class Symbol:
                             else np.dtype(known[n]))
             elif kind == 'shape' and '__shape__' in n.attrs:
                 known[n] = parse_shape_attr(n.attrs['__shape__'])
+                if is_np_shape():
+                    # -1 is the unknown size under NumPy-shape semantics (0 to inference)
+                    known[n] = tuple(0 if d == -1 else d for d in known[n])
             elif kind == 'type' and '__dtype__' in n.attrs:
                 known[n] = dtype_from_attr(n.attrs['__dtype__'])
         return order, arg_nodes, aux_nodes, known

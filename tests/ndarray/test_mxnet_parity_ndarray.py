@@ -208,3 +208,17 @@ def test_cached_op_updates_auxiliary_states_in_place():
     np.testing.assert_allclose(mean.asnumpy(), 0.5 * xs.mean(0), rtol=1e-6)
     np.testing.assert_allclose(y.asnumpy(), (xs - xs.mean(0)) / np.sqrt(xs.var(0) + 1e-3),
                                rtol=1e-4, atol=1e-5)
+
+
+def test_zeros_and_ones_take_scalar_and_zero_size_shapes_under_np_shape():
+    for fn in (mx.nd.zeros, mx.nd.ones):
+        for shape in ((), (0, 1, 3, 0)):
+            with pytest.raises(mx.MXNetError, match='mx.np_shape'):
+                fn(shape=shape)
+    with mx.np_shape():
+        one = mx.nd.ones(shape=())
+        assert one.shape == () and one.asnumpy() == 1
+        empty = mx.nd.zeros((0, 1, 0, 4), dtype='int32')
+        assert empty.shape == (0, 1, 0, 4) and empty.dtype == np.int32
+        with pytest.raises(mx.MXNetError, match='non-negative'):
+            mx.nd.ones((2, -1))

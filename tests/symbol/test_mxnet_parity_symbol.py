@@ -127,3 +127,16 @@ def test_numpy_op_and_ndarray_op_make_symbols():
 def test_python_op_warns_as_mxnet():
     with pytest.warns(UserWarning, match='deprecated'):
         mx.operator.NumpyOp()
+
+
+def test_partial_shape_of_a_variable_with_unknown_dims_under_np_shape():
+    with mx.np_shape():
+        v = mx.sym.var('data', shape=(-1, 20))
+        out = mx.sym.slice(v, begin=(None, 3), end=(None, 10))
+        assert out.infer_shape_partial()[1] == [(-1, 7)]
+        w = mx.sym.var('data', shape=(10, -1))
+        assert mx.sym.slice_axis(w, axis=0, begin=0, end=5).infer_shape_partial()[1] \
+            == [(5, -1)]
+    v = mx.sym.var('data', shape=(0, 20))
+    assert mx.sym.slice(v, begin=(None, 3), end=(None, 10)).infer_shape_partial()[1] == \
+        [(0, 7)]

@@ -36,7 +36,6 @@ EXCLUDED_PREFIXES = {
 EXCLUDED_NAMES = {
     '_contrib_dequantize': 'int8 quantization',
     '_contrib_requantize': 'int8 quantization',
-    '_contrib_SparseEmbedding': 'sparse storage (row_sparse gradient)',
     '_contrib_getnnz': 'sparse storage (CSR input)',
     '_contrib_edge_id': 'sparse storage (CSR graph)',
     '_contrib_dgl_adjacency': 'sparse storage (DGL CSR graph)',

@@ -41,7 +41,6 @@ HAND_WRITTEN = sorted(k for k, v in FUNCTIONS.items() if not v['op'])
 #: hand-written functions whose positional parameters differ from MXNet's, and why
 KNOWN_DIFFERENT = {
     'nd.zeros': 'no stype (symgraph has dense arrays only)',
-    'nd.empty': 'no stype (symgraph has dense arrays only)',
     'nd.from_numpy': 'no array_cls (no mx.np arrays)',
     'nd.power': 'lhs, rhs as the other arithmetic functions (MXNet: base, exp)',
     'sym.Group': 'no create_fn (one Symbol class)',

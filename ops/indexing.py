@@ -395,8 +395,11 @@ class IndexArray(Operator):
 
     def forward(self, xp, inputs, aux, is_train):
         shape = inputs[0].shape
+        axes = self._axes(len(shape))
+        if not axes:        # a 0-d input (NumPy-shape semantics): shape (0,)
+            return [xp.zeros(tuple(shape) + (0,), dtype=np.int64)]
         grids = xp.indices(shape, dtype=np.int64)
-        return [xp.stack([grids[a] for a in self._axes(len(shape))], axis=-1)]
+        return [xp.stack([grids[a] for a in axes], axis=-1)]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         return [xp.zeros_like(inputs[0]) if need[0] else None]

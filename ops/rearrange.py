@@ -173,6 +173,14 @@ class _Block(Operator):
             raise ShapeError('%s: data must be 4-D, got shape %s' % (self.name, s))
         return [s], [self.out_shape(s)], []
 
+    def _checked(self, x):
+        """``x``, refused where a dimension is 0 (MXNet: "cannot be 0"; inference reads a
+        0 as an unknown size, so only the array itself tells)."""
+        if 0 in x.shape:
+            raise ShapeError('%s: data of shape %s has a dimension of size 0'
+                             % (self.name, tuple(x.shape)))
+        return x
+
 
 def _to_space(xp, x, b):
     n, c, h, w = x.shape
@@ -200,7 +208,7 @@ class DepthToSpace(_Block):
         return (s[0], s[1] // (b * b), s[2] * b, s[3] * b)
 
     def forward(self, xp, inputs, aux, is_train):
-        return [_to_space(xp, inputs[0], self.block_size)]
+        return [_to_space(xp, self._checked(inputs[0]), self.block_size)]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         return [_to_depth(xp, out_grads[0], self.block_size)]
@@ -221,7 +229,7 @@ class SpaceToDepth(_Block):
         return (s[0], s[1] * b * b, s[2] // b, s[3] // b)
 
     def forward(self, xp, inputs, aux, is_train):
-        return [_to_depth(xp, inputs[0], self.block_size)]
+        return [_to_depth(xp, self._checked(inputs[0]), self.block_size)]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         return [_to_space(xp, out_grads[0], self.block_size)]

@@ -75,3 +75,25 @@ def test_arange_casts_start_and_step_to_an_integer_dtype_first(golden):
         assert got.dtype == np.dtype(dtype), (args, dtype)
         np.testing.assert_array_equal(got.asnumpy(), np.array(values, dtype=dtype),
                                       err_msg=str((args, repeat, dtype)))
+
+
+@pytest.mark.parametrize('op,shape', [('depth_to_space', (1, 4, 0, 3)),
+                                      ('depth_to_space', (1, 0, 2, 3)),
+                                      ('space_to_depth', (1, 0, 2, 2)),
+                                      ('space_to_depth', (0, 1, 2, 2))])
+def test_block_rearrangements_refuse_zero_size_data(op, shape):
+    with mx.np_shape():
+        data = mx.nd.zeros(shape)
+    with pytest.raises(mx.MXNetError, match='dimension of size 0'):
+        getattr(mx.nd, op)(data, 2)
+    ok = mx.nd.array(np.arange(16.0).reshape(1, 4, 2, 2))
+    np.testing.assert_array_equal(
+        mx.nd.space_to_depth(mx.nd.depth_to_space(ok, 2), 2).asnumpy(), ok.asnumpy())
+
+
+def test_index_array_of_a_scalar_is_empty():
+    with mx.np_shape():
+        got = mx.nd.contrib.index_array(mx.nd.ones(()))
+    assert got.shape == (0,) and got.dtype == np.int64
+    got = mx.nd.contrib.index_array(mx.nd.ones((2, 3)), axes=(1,))
+    np.testing.assert_array_equal(got.asnumpy()[..., 0], np.indices((2, 3))[1])

@@ -6,9 +6,10 @@ and with ``--ops`` the per-operator routing table.
 
 ``--ops`` times Pooling, the activations and softmax through each operator's own forward
 and backward, once with its oneDNN size limits lifted and once with them cleared (the
-NumPy path), alternating the two in every round; the ratio is what the limits in
-ops/pooling.py (``ONEDNN_MIN``), ops/nn.py (``_ONEDNN_ACT``, ``_ONEDNN_LEAKY``) and
-symgraph/backend/onednn/layers.py (``LIMITS``: softmax, LRN) were set from.
+NumPy path), alternating the two in every round; the ratio is what the backend's routing
+tables were set from: symgraph/backend/onednn/routing.py (``POOL_MIN``,
+``ELTWISE_FORWARD_MIN``, ``ELTWISE_BACKWARD_MIN``, ``RELU_BACKWARD_FROM_OUTPUT_MIN``) and
+symgraph/backend/onednn/layers.py (``LIMITS``: softmax, LRN).
 
 OpenBLAS's worker threads spin for a while after a GEMM and oneDNN's OpenMP (GNU libgomp)
 threads after a parallel region; on a machine with as many cores as threads each pool can
@@ -105,22 +106,23 @@ def ops():
     """Print oneDNN / NumPy time of each operator's forward and backward (same run)."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
     from symgraph.opdef import cpu_backend
-    from symgraph.backend.onednn import layers
-    from symgraph.ops import nn, pooling
+    from symgraph.backend.onednn import layers, routing
     if cpu_backend() is None:
         raise SystemExit('oneDNN is not available')
-    tables = [(pooling, 'ONEDNN_MIN', {'forward': (1, 0), 'backward_max': (1, 0),
-                                       'backward_avg': (1, 0)}),
-              (nn, '_ONEDNN_ACT', {'relu': ('relu', 0.0, 0, 0),
-                                   'sigmoid': ('sigmoid', 0.0, 0, 0),
-                                   'softrelu': ('softrelu', 1.0, 0, 0)}),
-              (nn, '_ONEDNN_LEAKY', {'leaky': (0, 0), 'elu': (0, 0), 'gelu': (0, 0)}),
-              (layers, 'LIMITS', {'softmax': 0, 'log_softmax': 0, 'lrn': 0})]
-    saved = [(m, k, getattr(m, k)) for m, k, _ in tables]
+    # (module, table, lifted value, cleared value)
+    tables = [(routing, 'POOL_MIN', {'forward': (1, 0), 'backward_max': (1, 0),
+                                     'backward_avg': (1, 0)}, {}),
+              (routing, 'ELTWISE_FORWARD_MIN', {'relu': 0, 'sigmoid': 0, 'softrelu': 0,
+                                                'elu': 0, 'gelu': 0}, {}),
+              (routing, 'ELTWISE_BACKWARD_MIN', {'relu': 0, 'elu': 0, 'gelu': 0}, {}),
+              (routing, 'RELU_BACKWARD_FROM_OUTPUT_MIN', 0, None),
+              (layers, 'LIMITS', {'softmax': 0, 'log_softmax': 0, 'lrn': 0}, {})]
+    saved = [(m, k, getattr(m, k)) for m, k, _, _ in tables]
 
     def route(on):
-        for m, k, lifted in tables:
-            setattr(m, k, dict(lifted) if on else {})
+        for m, k, lifted, cleared in tables:
+            setattr(m, k, (dict(lifted) if isinstance(lifted, dict) else lifted) if on
+                    else cleared)
     rng = np.random.RandomState(0)
     print('%-22s %-18s %10s %10s %6s | %10s %10s %6s' % (
         'operator', 'shape', 'fwd numpy', 'oneDNN', 'ratio', 'bwd numpy', 'oneDNN', 'ratio'))

@@ -274,8 +274,8 @@ def conv_forward(xp, x, w, b, stride, pad, dilate, groups, after=None, dest=None
     """Cross-correlation of x (N, C, *S) with w (F, C/groups, *K), plus bias b (F,) or None.
 
     ``pad`` pads before each spatial axis and ``after`` (default ``pad``) after it; negative
-    values crop. ``site``: (operator, tag) of a call the CPU backend may replay on the
-    same arrays (see ``BackendCore.record``).
+    values crop. ``site``: (the Step's replays, tag) of a call the CPU backend may replay
+    on the same arrays (see ``BackendCore.record``).
     """
     kernel = w.shape[2:]
     after = pad if after is None else after

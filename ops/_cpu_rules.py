@@ -56,8 +56,8 @@ def _add_post_op(op, in_index):
 
 
 def _activation_post_op(op, in_index):
-    """relu, sigmoid and tanh run as oneDNN eltwise post-ops (softrelu: see nn.py's
-    _ONEDNN_ACT; softsign: none in oneDNN)."""
+    """relu, sigmoid and tanh run as oneDNN eltwise post-ops (softrelu: see the backend's
+    routing tables; softsign: none in oneDNN)."""
     alg = {'relu': 'relu', 'sigmoid': 'sigmoid', 'tanh': 'tanh'}.get(op.act_type)
     return None if alg is None else PostOp('eltwise', op, params={'alg': alg})
 

@@ -33,14 +33,6 @@ class _Kernels:
 KERNELS = _Kernels()
 
 
-def eltwise_backend(xp, x, limit):
-    """:data:`KERNELS` when ``x`` is a NumPy float32 array of at least ``limit`` elements
-    (None: never) and a CPU backend is loaded, else None."""
-    if limit is None or xp is not np or x.dtype != np.float32 or x.size < limit:
-        return None
-    return KERNELS if KERNELS.loaded() else None
-
-
 #: float32's dtype: arrays of it are compared by identity (``a.dtype is F32``) on hot paths
 F32 = np.dtype(np.float32)
 
@@ -50,16 +42,18 @@ def on_backend(site, arrays, run, result=None):
     returns ``arrays[result]`` (an index, default the last: the destination; or a tuple of
     indexes for a tuple of results), or None where it declines.
 
-    The one record/replay path of the operators: with a ``site`` ((owner, tag): the
-    operator and which of its calls) and the first result's array offered, the backend
-    replays the call it recorded at that site on these very arrays (then their results are
-    returned without ``run()``), else records this one for the next time (the ``record``
-    and ``replay`` kernels; ``BackendCore.record``). Every input must hold this call's
-    values before it asks: a replay runs the primitives at once."""
+    The one record/replay path of the operators: with a ``site`` ((memo, tag): the
+    ``replays`` dict of the operator's Step, :attr:`symgraph.opdef.Step.replays`, or
+    another Step state's, and which of its calls) and the first result's array offered,
+    the backend replays the call it recorded in that memo on these very arrays (then their
+    results are returned without ``run()``), else records this one there for the next time
+    (the ``record`` and ``replay`` kernels; ``BackendCore.record``). The backend keeps no
+    table of its own: the recorded calls live and die with the Step. Every input must hold
+    this call's values before it asks: a replay runs the primitives at once."""
     if result is None:
         result = len(arrays) - 1
     first = result if isinstance(result, int) else result[0]
-    if site is None or arrays[first] is None:
+    if site is None or site[0] is None or arrays[first] is None:
         return run()
     replay = cpu_kernel('replay')
     if replay is None:
@@ -69,17 +63,18 @@ def on_backend(site, arrays, run, result=None):
     return cpu_kernel('record')(site[0], site[1], arrays, run, result)
 
 
-def relu_grad_from_output(xp, y, g, dest, onednn_min, site=None):
-    """g * (y > 0), relu's gradient from its output ``y``: through oneDNN from
-    ``onednn_min`` elements, else in NumPy; into ``dest`` (an offered array of g's shape
-    and dtype, which may be y's storage) where given. ``site``: (operator, tag) of a call
-    into ``dest`` the backend records and replays on the same arrays
-    (``BackendCore.record``)."""
-    be = eltwise_backend(xp, y, onednn_min)
-    if be is not None and g.dtype == y.dtype:
+def relu_grad_from_output(xp, y, g, dest, site=None):
+    """g * (y > 0), relu's gradient from its output ``y``: through the CPU kernel where it
+    takes y (the backend's routing: its size), else in NumPy; into ``dest`` (an offered
+    array of g's shape and dtype, which may be y's storage) where given. ``site``:
+    (the Step's replays, tag) of a call into ``dest`` the backend records and replays on
+    the same arrays (:func:`on_backend`)."""
+    takes = cpu_kernel('takes') if xp is np else None
+    if takes is not None and g.dtype == y.dtype and y.dtype is F32 \
+            and takes('relu_backward_from_output', y.size):
         # oneDNN's relu backward from the output, where y, g and dest share a layout
-        dx = on_backend(site, (y, g, dest),
-                        lambda: be.relu_backward_from_output(y, g, out=dest))
+        kern = cpu_kernel('relu_backward_from_output')
+        dx = on_backend(site, (y, g, dest), lambda: kern(y, g, out=dest))
         if dx is not None:
             return dx
     if dest is not None and not xp.may_share_memory(dest, g):

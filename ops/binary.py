@@ -12,10 +12,11 @@ division truncates.
 import numpy as np
 
 from symgraph.base import ParameterError
-from symgraph.opdef import Operator, Param, ShapeError, register, reduce_to_shape
+from symgraph.opdef import Operator, Param, ShapeError, Step, cpu_kernel, register, \
+    reduce_to_shape
 
 from ._elemwise import c_divide, python_mod
-from ._util import eltwise_backend, on_backend, relu_grad_from_output
+from ._util import F32, on_backend, relu_grad_from_output
 
 
 class _Binary(Operator):
@@ -85,12 +86,6 @@ class ElemwiseAdd(_Binary):
         return dy, dy
 
 
-#: sizes from which ElemwiseAddReLU runs through oneDNN: forward (one binary primitive
-#: against NumPy's add and maximum: 81 against 530 us at 2^19 elements, 44 against 126 at
-#: 2^17 on the project's 2-core AVX2 machine) and backward (Activation's relu limit)
-_ADD_RELU_ONEDNN = (1 << 14, 1 << 18)
-
-
 class ElemwiseAddReLU(ElemwiseAdd):
     """relu(lhs + rhs): what a CPU training plan runs for ``elemwise_add`` whose output
     only a relu reads (the ``fuse_training_post_op`` row of ``ops/_cpu_rules.py``). Forward is one
@@ -109,26 +104,34 @@ class ElemwiseAddReLU(ElemwiseAdd):
     def fast_forward(self, xp, is_train, in_dtypes=None):
         return None
 
-    def forward(self, xp, inputs, aux, is_train, out=None):
+    def bind(self, ctx, in_shapes, in_dtypes):
+        """A Step holding the CPU backend's recorded calls into the executor's arrays
+        (:attr:`symgraph.opdef.Step.replays`), passed back as ``replays=``."""
+        return Step(self, ctx, replays=True)
+
+    def forward(self, xp, inputs, aux, is_train, out=None, replays=None):
         a, b = inputs
         dest = out[0] if out and out[0] is not None and out[0].dtype == a.dtype \
             and out[0].shape == a.shape else None
-        be = eltwise_backend(xp, a, _ADD_RELU_ONEDNN[0])
-        if be is not None:
-            y = on_backend((self, 'f'), (a, b, dest),
-                           lambda: be.add(a, b, relu=True, out=dest))
+        # one oneDNN binary primitive where the backend's routing takes a (its size)
+        takes = cpu_kernel('takes') if xp is np else None
+        if takes is not None and a.dtype is F32 and takes('add', a.size, 'relu'):
+            add = cpu_kernel('add')
+            y = on_backend((replays, 'f'), (a, b, dest),
+                           lambda: add(a, b, relu=True, out=dest))
             if y is not None:
                 return [y]
         y = xp.add(a, b, out=dest)      # (NumPy's ufuncs handle an out overlapping an input)
         xp.maximum(y, y.dtype.type(0), out=y)
         return [y]
 
-    def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None):
+    def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None,
+                 replays=None):
         g, y = out_grads[0], outputs[0]
         # the array offered for a wanted gradient (the plan offers one: grad_same)
         dest = next((d for d, nd in zip(grad_out or (), need) if nd and d is not None
                      and d.dtype == g.dtype and d.shape == g.shape), None)
-        dx = relu_grad_from_output(xp, y, g, dest, _ADD_RELU_ONEDNN[1], site=(self, 'b'))
+        dx = relu_grad_from_output(xp, y, g, dest, site=(replays, 'b'))
         # an argument offered an array of its own gets the values there (the executor may
         # sum into one offered array in place, which must not change the other's)
         grads = []

@@ -15,7 +15,7 @@ channels-last layouts, which symgraph refuses when the operator is made.
 """
 import numpy as np
 
-from symgraph.opdef import (Operator, Param, ShapeError, register, same_type,
+from symgraph.opdef import (Operator, Param, ShapeError, Step, register, same_type,
                             unify_shape)
 
 from ._conv_impl import (_backend, conv_backward_data, conv_backward_weight, conv_forward,
@@ -203,7 +203,12 @@ class Convolution(_ConvBase):
             out.append(conv_out_size(s, k, t, p, d))
         return in_shapes, [(dshape[0], f) + tuple(out)], []
 
-    def forward(self, xp, inputs, aux, is_train, out=None):
+    def bind(self, ctx, in_shapes, in_dtypes):
+        """A Step holding the CPU backend's recorded calls into the executor's arrays
+        (:attr:`symgraph.opdef.Step.replays`), passed back as ``replays=``."""
+        return Step(self, ctx, replays=True)
+
+    def forward(self, xp, inputs, aux, is_train, out=None, replays=None):
         b = None if self.no_bias else inputs[2]
         dest = _offered(out, 0)
         if self.channels_last:
@@ -212,7 +217,7 @@ class Convolution(_ConvBase):
                              self.pd, self.dl, self.num_group, dest=view)
             return [_last(xp, y, view, dest)]
         return [conv_forward(xp, inputs[0], inputs[1], b, self.st, self.pd, self.dl,
-                             self.num_group, dest=dest, site=(self, 'f'))]
+                             self.num_group, dest=dest, site=(replays, 'f'))]
 
     def fast_forward(self, xp, is_train, in_dtypes=None):
         if self.channels_last:
@@ -222,7 +227,8 @@ class Convolution(_ConvBase):
             return lambda x, w: conv_forward(xp, x, w, None, st, pd, dl, g)
         return lambda x, w, b: conv_forward(xp, x, w, b, st, pd, dl, g)
 
-    def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None):
+    def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None,
+                 replays=None):
         if self.channels_last:
             return self._backward_last(xp, out_grads[0], inputs, need, grad_out)
         x, w = inputs[0], inputs[1]
@@ -232,11 +238,12 @@ class Convolution(_ConvBase):
         if need[0]:
             grads[0] = conv_backward_data(xp, dy, w, x.shape, self.st, self.pd, self.dl,
                                           self.num_group, dest=_offered(grad_out, 0),
-                                          site=(self, 'bd'))
+                                          site=(replays, 'bd'))
         if need[1]:
             grads[1] = conv_backward_weight(xp, x, dy, self.kernel, self.st, self.pd,
                                             self.dl, self.num_group,
-                                            dest=_offered(grad_out, 1), site=(self, 'bw'))
+                                            dest=_offered(grad_out, 1),
+                                            site=(replays, 'bw'))
         if not self.no_bias and need[2]:
             grads[2] = self.backward_bias(xp, dy)
         return grads

@@ -11,13 +11,12 @@ from math import prod
 
 import numpy as np
 
-from symgraph.opdef import (Operator, Param, ShapeError, cpu_kernel, random_state,
+from symgraph.opdef import (Operator, Param, ShapeError, Step, cpu_kernel, random_state,
                             register, same_type, unify_shape)
 
 from ._fused import FusedOperator
 from ._specfun import erf
-from ._util import eltwise_backend as _eltwise_backend, f32, float_only, \
-    relu_grad_from_output
+from ._util import f32, float_only, relu_grad_from_output
 
 
 @register
@@ -159,55 +158,27 @@ def _matmul(xp, a, b, dest=None):
     return xp.matmul(a, b)
 
 
-#: activations through oneDNN (symgraph.opdef.cpu_kernel) for float32 NumPy arrays of at
-#: least this many elements (forward, backward; None: never): act_type -> (oneDNN kind,
-#: alpha, forward size, backward size). The sizes are where oneDNN's time fell below the
-#: NumPy code's in ``python bench/bench_onednn.py --ops`` on the project's shared 2-core
-#: AVX2 machine (oneDNN / NumPy, forward / backward): relu 1.26 / 1.97 at 2^16, 0.56 / 1.50
-#: at 2^18, 0.35 / 0.69 at 2^20 with libgomp's threads sleeping at once; with the short spin
-#: the loader now sets, 0.78 / 1.66 at 2^16, 0.45 / 1.27 at 2^18 on hot data, and inside
-#: the ResNet-14 training step (arrays fresh from memory) the backward from the output
-#: (relu_use_dst_for_bwd) took 400 us against NumPy's 664 at 2^19, the same at 2^17;
-#: sigmoid 1.47 / 1.37 at 2^12, 0.68 / 0.67 at 2^14; tanh
-#: 0.9-1.07 at every size (NumPy's tanh is SIMD too), so it stays on NumPy. Below these
-#: sizes waking the OpenMP threads costs more than the work. softrelu would be faster (0.27
-#: at 2^14) but oneDNN 3.2's soft_relu errs by up to 7.6e-6 absolute for x < -3.85
-#: (tests/ops/test_nn_onednn.py), far beyond float32 rounding: NumPy.
-_ONEDNN_ACT = {
-    'relu': ('relu', 0.0, 1 << 16, 1 << 18),
-    'sigmoid': ('sigmoid', 0.0, 1 << 14, 1 << 14),
-}
+#: Activation's alpha for oneDNN's eltwise kinds (soft_relu: 1, the plain log(1 + e^x);
+#: the others take none)
+_ACT_ALPHA = {'softrelu': 1.0}
 
-#: LeakyReLU kinds through oneDNN: act_type -> (forward size, backward size), as
-#: _ONEDNN_ACT (same run: leaky 1.25 / 1.43 at 2^14, 0.17 / 0.25 at 2^16; elu 0.81 / 1.63
-#: at 2^12, 0.19 / 0.73 at 2^14; gelu (erf form) 0.15 / 0.15 at 2^12)
-_ONEDNN_LEAKY = {
-    'leaky': (1 << 16, 1 << 16),
-    'elu': (1 << 12, 1 << 14),
-    'gelu': (1 << 10, 1 << 10),
-}
+#: LeakyReLU's kinds as oneDNN's eltwise kernels name them (leaky: relu with the slope);
+#: which kinds and sizes the kernels take is the backend's routing (its ``routing``
+#: module), the others stay on NumPy
+_LEAKY_KINDS = {'leaky': 'relu', 'elu': 'elu', 'gelu': 'gelu'}
 
 
-def _act_limit(act_type, i):
-    """``_ONEDNN_ACT[act_type][i]`` (2: the forward size, 3: the backward one), or None
-    when the kind stays on NumPy."""
-    spec = _ONEDNN_ACT.get(act_type)
-    return None if spec is None else spec[i]
-
-
-def _onednn_act(xp, x, spec, backward=False, dy=None):
-    """f(x) (or dy * f'(x)) through oneDNN for a ``_ONEDNN_ACT``-style spec, else None."""
-    if spec is None:
+def _onednn_act(xp, x, kind, alpha, backward=False, dy=None):
+    """f(x) (or dy * f'(x)) through the CPU kernel (oneDNN's ``kind`` with ``alpha``) where
+    it takes x, else None."""
+    if xp is not np:
         return None
-    kind, alpha, fwd_min, bwd_min = spec
-    be = _eltwise_backend(xp, x, bwd_min if backward else fwd_min)
-    if be is None:
+    kern = cpu_kernel('eltwise_backward' if backward else 'eltwise_forward')
+    if kern is None:
         return None
     if backward:
-        if dy.dtype != np.float32:
-            return None
-        return be.eltwise_backward(x, dy, kind, alpha)
-    return be.eltwise_forward(x, kind, alpha)
+        return kern(x, dy, kind, alpha)
+    return kern(x, kind, alpha)
 
 
 def _as_2d(arrays, i, shape, dtype):
@@ -260,17 +231,27 @@ class Activation(Operator):
     #: row of ops/_cpu_rules.py)
     writes_into = True
 
-    def forward(self, xp, inputs, aux, is_train, out=None):
+    def bind(self, ctx, in_shapes, in_dtypes):
+        """relu's Step holds the CPU backend's recorded calls of its backward into the
+        executor's arrays (:attr:`symgraph.opdef.Step.replays`); the other kinds' Steps
+        are the default."""
+        return Step(self, ctx, replays=self.act_type == 'relu')
+
+    def forward(self, xp, inputs, aux, is_train, out=None, replays=None):
         x = inputs[0]
         dest = out[0] if out and out[0] is not None and out[0].dtype == x.dtype \
             and out[0].shape == x.shape else None
-        if dest is None:
-            return [self.fast_forward(xp, is_train)(x)]
         a = self.act_type
+        if dest is None:
+            # the CPU kernel where it takes the kind and size (it declines softsign: none
+            # in oneDNN)
+            kern = cpu_kernel('eltwise_forward') if xp is np else None
+            y = None if kern is None else kern(x, a, _ACT_ALPHA.get(a, 0.0))
+            return [self._fn(xp)(x) if y is None else y]
         if a == 'relu':
             # oneDNN (both cores) where it takes x and dest as they lie (one layout)
-            be = _eltwise_backend(xp, x, _act_limit('relu', 2))
-            if be is None or be.eltwise_forward(x, 'relu', out=dest) is not dest:
+            kern = cpu_kernel('eltwise_forward') if xp is np else None
+            if kern is None or kern(x, 'relu', out=dest) is not dest:
                 xp.maximum(x, x.dtype.type(0), out=dest)
         elif a == 'tanh':
             xp.tanh(x, out=dest)
@@ -279,13 +260,18 @@ class Activation(Operator):
         return [dest]
 
     def fast_forward(self, xp, is_train, in_dtypes=None):
+        # the kinds the CPU kernel may take get a function that asks it (not a plain
+        # ufunc: the storage plan then writes no buffer for it); the others are fn itself
         fn = self._fn(xp)
-        spec = _ONEDNN_ACT.get(self.act_type)
-        if spec is None or xp is not np:
+        takes = cpu_kernel('takes') if xp is np else None
+        kind = self.act_type
+        if takes is None or not takes('eltwise_forward', None, kind):
             return fn
 
+        alpha = _ACT_ALPHA.get(kind, 0.0)
+
         def act(x):
-            y = _onednn_act(xp, x, spec)
+            y = _onednn_act(xp, x, kind, alpha)
             return fn(x) if y is None else y
         return act
 
@@ -300,7 +286,8 @@ class Activation(Operator):
     def needs_outputs(self):
         return self.act_type != 'softsign'
 
-    def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None):
+    def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None,
+                 replays=None):
         g = out_grads[0]
         a = self.act_type
         # from the output (the input is not kept): relu through oneDNN's
@@ -312,8 +299,7 @@ class Activation(Operator):
         dest = grad_out[0] if grad_out and grad_out[0] is not None \
             and grad_out[0].dtype == g.dtype and grad_out[0].shape == g.shape else None
         if a == 'relu':
-            return [relu_grad_from_output(xp, y, g, dest, _act_limit('relu', 3),
-                                          site=(self, 'b'))]
+            return [relu_grad_from_output(xp, y, g, dest, site=(replays, 'b'))]
         if a in ('sigmoid', 'tanh') and y.dtype == g.dtype:
             # y (1 - y) or 1 - y^2, then times g, in one array (the same roundings as the
             # three expressions, without two temporaries the size of the activation)
@@ -419,19 +405,18 @@ class LeakyReLU(Operator):
         # (C,) broadcasts along axis 1, (1,) everywhere, (N, C) along axes 0 and 1
         return gamma.reshape(_prelu_gamma_shape(gamma.shape, x.shape))
 
-    def _onednn(self):
-        """This activation's ``_ONEDNN_ACT``-style spec (oneDNN kind, alpha, sizes), or
-        None for the kinds that stay on NumPy."""
-        limits = _ONEDNN_LEAKY.get(self.act_type)
-        if limits is None:
+    def _onednn_act(self, xp, x, backward=False, dy=None):
+        """This activation of x (or its gradient) through the CPU kernel where it takes
+        them, else None (the kinds without one in oneDNN: None)."""
+        kind = _LEAKY_KINDS.get(self.act_type)
+        if kind is None:
             return None
-        kind = 'relu' if self.act_type == 'leaky' else self.act_type
-        return (kind, self.slope if self.act_type != 'gelu' else 0.0) + limits
+        return _onednn_act(xp, x, kind, self.slope if kind != 'gelu' else 0.0, backward, dy)
 
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
         a = self.act_type
-        y = _onednn_act(xp, x, self._onednn())
+        y = self._onednn_act(xp, x)
         if y is not None:
             return [y]
         if a == 'leaky':
@@ -458,7 +443,7 @@ class LeakyReLU(Operator):
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         x, g = inputs[0], out_grads[0]
         a = self.act_type
-        dx = _onednn_act(xp, x, self._onednn(), True, g)
+        dx = self._onednn_act(xp, x, True, g)
         if dx is not None:
             return [dx] + [None] * (len(inputs) - 1)
         pos = x > 0

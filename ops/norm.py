@@ -168,7 +168,8 @@ class BatchNorm(BatchNormBase):
             ws = masks.get(dest, data) if masks is not None and relu and dest is not None \
                 else None
             arrays = (data, gamma, beta, dest, mean_out, inv_out) + ((ws,) if relu else ())
-            r = on_backend((self, 'fr' if relu else 'f'), arrays,
+            r = on_backend((None if state is None else state.replays, 'fr' if relu else 'f'),
+                           arrays,
                            lambda: be.batch_norm_forward(
                                data, gamma, beta, eps, out=dest, relu=relu,
                                stats_out=(mean_out, inv_out), ws_out=ws),
@@ -241,7 +242,8 @@ class BatchNorm(BatchNormBase):
             return be.batch_norm_backward(
                 data, dy, g, outputs[1], var, self._f32_constants()[0],
                 self.use_global_stats, dx_out=dest, ws=ws, param_out=(d_g, d_b))
-        r = on_backend((self, ('b', ws is not None)), arrays, run, (5, 6, 7))  # (var: input)
+        r = on_backend((None if state is None else state.replays, ('b', ws is not None)),
+                       arrays, run, (5, 6, 7))  # (var: input)
         if r is None:
             return None
         dx, dgamma, dbeta = r
@@ -400,13 +402,16 @@ class BatchNormState:
     """The state of a BatchNorm Step (:meth:`BatchNorm.bind`): ``masks``, oneDNN's relu
     masks of BatchNormWithReLU's training forwards by output and data; ``buffers``, the
     oneDNN backward's (variance, spare d gamma, spare d beta) buffers by the forward's
-    inverse std and data. Both :class:`symgraph.opdef.Kept`: dropped with the Step."""
+    inverse std and data. Both :class:`symgraph.opdef.Kept`: dropped with the Step.
+    ``replays``: the CPU backend's recorded calls into the executor's arrays
+    (``on_backend``), as :attr:`symgraph.opdef.Step.replays`."""
 
-    __slots__ = ('masks', 'buffers')
+    __slots__ = ('masks', 'buffers', 'replays')
 
     def __init__(self):
         self.masks = Kept()
         self.buffers = Kept()
+        self.replays = {}
 #: read-only float32 ones by length: gamma's stand-in under ``fix_gamma``
 _ONES = {}
 

@@ -7,18 +7,19 @@ backward scatters through the same offsets. Windows that run past the edge under
 share of the divisor for average pooling (explicit padding counts in the divisor when
 ``count_include_pad``), as MXNet does.
 
-Large max and average pooling of NumPy float32 arrays goes through oneDNN instead
-(``ONEDNN_MIN`` says where that measured faster), max pooling's backward with the
-workspace of the oneDNN forward that made the output.
+Large max and average pooling of NumPy float32 arrays goes through oneDNN instead (the
+CPU kernels ``pool_forward``/``pool_backward``; which sizes is the backend's routing, see
+``pool_takes``), max pooling's backward with the workspace of the oneDNN forward that made
+the output.
 """
 import math
 
 import numpy as np
 
-from symgraph.opdef import Kept, Operator, Param, ShapeError, Step, register, same_type
+from symgraph.opdef import Kept, Operator, Param, ShapeError, Step, cpu_kernel, register, \
+    same_type
 
 from ._conv_impl import _pad, _windows
-from ._util import KERNELS
 from .conv import Deconvolution
 from symgraph.base import ParameterError
 
@@ -34,27 +35,6 @@ def pool_out_size(size, kernel, stride, pad, convention):
     if convention == 'full':
         return 1 + int(math.ceil((size + 2 * pad - kernel) / stride))
     return int(math.ceil((size + 2 * pad) / stride))      # 'same'
-
-
-#: when Pooling goes through oneDNN (float32 NumPy arrays, max or avg, not global):
-#: (smallest kernel size prod(kernel), smallest input size) per direction, from
-#: ``python bench/bench_onednn.py --ops`` on the project's shared 2-core AVX2 machine
-#: (oneDNN / NumPy; channels-last kernels with reorders at the edges): forward 3x3 stride 2
-#: max on (32, 64, 56, 56) 0.31, 3x3 avg on (32, 64, 28, 28) 0.35, but 2x2 stride 2 max on
-#: (64, 20, 24, 24) 1.95 (NumPy's four strided maxima beat two reorders); backward max
-#: (with oneDNN's forward for the workspace when the forward ran on NumPy) 0.20 on
-#: (64, 20, 24, 24), 0.17 on (32, 64, 56, 56), 1.02 on (8, 8, 8, 8); backward avg 3x3
-#: 0.26 on (32, 64, 28, 28). Global pooling stayed on NumPy then (1.7x forward, 5.3x
-#: backward at (64, 64, 8, 8) in an earlier run: its mean is one reduction); see
-#: ONEDNN_MIN_GLOBAL for its average's forward since.
-ONEDNN_MIN = {'forward': (9, 1 << 16), 'backward_max': (1, 1 << 15),
-              'backward_avg': (9, 1 << 16)}
-#: smallest input of global average pooling's oneDNN forward. Measured later (same machine,
-#: `python bench/bench_onednn.py --ops` conditions): 18 against NumPy's 60 us at
-#: (32, 64, 8, 8) lying channels last (a training plan's buffer), 24 against 113 us at
-#: (64, 64, 8, 8), 64 against 149 us in C order; its backward (a broadcast) stays on NumPy,
-#: 30 against oneDNN's 49 us.
-ONEDNN_MIN_GLOBAL = 1 << 14
 
 
 def _offsets(kernel):
@@ -180,34 +160,44 @@ class Pooling(Operator):
         return Step(self, ctx, Kept(), shareable=True)
 
     def _onednn(self, xp, x, direction):
-        """(kernels, kind, kernel, stride, pad_l, pad_r, out) when this pooling of x goes
-        through oneDNN in ``direction`` ('forward' or 'backward'), else None.
+        """(kind, kernel, stride, pad_l, pad_r, out) when this pooling of x may go through
+        the CPU kernels in ``direction`` ('forward' or 'backward'), else None.
 
-        Declined: other than NumPy float32, sum / lp / global pooling, sizes below
-        :data:`ONEDNN_MIN`, and average pooling whose last windows run past the padding
-        (the 'full' convention) while padding counts: MXNet does not count that overhang,
-        oneDNN would."""
+        Declined: other than NumPy float32, sum / lp pooling, what the backend's routing
+        does not take (``pool_takes``: sizes), and average pooling whose last windows run
+        past the padding (the 'full' convention) while padding counts: MXNet does not count
+        that overhang, oneDNN would."""
         if xp is not np or x.dtype != np.float32:
             return None
         return self._onednn_spec(x.shape, direction)
 
     def _onednn_spec(self, shape, direction):
-        """:meth:`_onednn` for NumPy float32 data of ``shape``."""
+        """:meth:`_onednn` for NumPy float32 data of ``shape`` (also the layout pass's
+        question: whether the forward goes through oneDNN)."""
+        ptype = self.pool_type
+        if ptype not in ('max', 'avg'):
+            return None
+        takes = cpu_kernel('pool_takes')
+        if takes is None:
+            return None
         if self.global_pool:
-            return self._global_spec(shape, direction)
-        if self.pool_type not in ('max', 'avg'):
+            if direction != 'forward' or ptype != 'avg' or len(shape) < 3 \
+                    or not all(shape) or not takes(shape, ptype, shape[2:], direction, True):
+                return None
+            nd = len(shape) - 2
+            zero = (0,) * nd
+            return 'avg_include', tuple(shape[2:]), (1,) * nd, zero, zero, \
+                tuple(shape[:2]) + (1,) * nd
+        if not takes(shape, ptype, self.kernel, direction):
             return None
         kernel, stride, pad, out = self.geometry(shape[2:])
-        which = direction if direction == 'forward' else direction + '_' + self.pool_type
-        limits = ONEDNN_MIN.get(which)
-        if limits is None or math.prod(kernel) < limits[0] or math.prod(shape) < limits[1] \
-                or not all(out):
+        if not all(out):
             return None
         need = [(o - 1) * t + k - s - p for o, t, k, s, p in
                 zip(out, stride, kernel, shape[2:], pad)]
         over = any(r > p for r, p in zip(need, pad))
         pad_r = [max(r, p) for r, p in zip(need, pad)]
-        if self.pool_type == 'max':
+        if ptype == 'max':
             kind = 'max'
         elif self.count_include_pad is not False:
             if over and any(pad):
@@ -215,23 +205,7 @@ class Pooling(Operator):
             kind = 'avg_exclude' if over else 'avg_include'
         else:
             kind = 'avg_exclude'
-        if not KERNELS.loaded():
-            return None
-        return KERNELS, kind, kernel, stride, pad, pad_r, tuple(shape[:2]) + tuple(out)
-
-    def _global_spec(self, shape, direction):
-        """Global average pooling's forward through oneDNN (one window over all of S) for
-        data of at least :data:`ONEDNN_MIN_GLOBAL` elements; None otherwise (its backward,
-        a broadcast, and global max and sum pooling stay on NumPy)."""
-        if direction != 'forward' or self.pool_type != 'avg' or len(shape) < 3 \
-                or math.prod(shape) < ONEDNN_MIN_GLOBAL or not all(shape):
-            return None
-        if not KERNELS.loaded():
-            return None
-        nd = len(shape) - 2
-        zero = (0,) * nd
-        return KERNELS, 'avg_include', tuple(shape[2:]), (1,) * nd, zero, zero, \
-            tuple(shape[:2]) + (1,) * nd
+        return kind, kernel, stride, pad, pad_r, tuple(shape[:2]) + tuple(out)
 
     def _pool_onednn(self, xp, x, is_train, state=None):
         """The oneDNN forward (keeping max pooling's workspace for backward in the Step's
@@ -239,9 +213,10 @@ class Pooling(Operator):
         spec = self._onednn(xp, x, 'forward')
         if spec is None:
             return None
-        be, kind, kernel, stride, pad_l, pad_r, yshape = spec
-        r = be.pool_forward(x, kind, kernel, stride, pad_l, pad_r, yshape, is_train,
-                            None if is_train else self.out_layout)
+        kind, kernel, stride, pad_l, pad_r, yshape = spec
+        r = cpu_kernel('pool_forward')(x, kind, kernel, stride, pad_l, pad_r, yshape,
+                                       is_train, None if is_train else self.out_layout,
+                                       global_pool=self.global_pool)
         if r is None:
             return None
         y, ws = r
@@ -251,21 +226,17 @@ class Pooling(Operator):
 
     def _pool_grad_onednn(self, xp, x, y, dy, dest=None, state=None):
         """The oneDNN backward (into ``dest`` when given), or None. Max pooling takes the
-        workspace its oneDNN forward kept for this very output and input, else runs
-        oneDNN's forward again for one."""
+        workspace its oneDNN forward kept for this very output and input, else the kernel
+        runs oneDNN's forward on x again for one."""
         spec = self._onednn(xp, x, 'backward')
         if spec is None or dy.dtype != np.float32:
             return None
-        be, kind, kernel, stride, pad_l, pad_r, yshape = spec
+        kind, kernel, stride, pad_l, pad_r, yshape = spec
         ws = None
-        if kind == 'max':
-            ws = None if state is None else state.get(y, x)
-            if ws is None:
-                r = be.pool_forward(x, kind, kernel, stride, pad_l, pad_r, yshape, True)
-                if r is None:
-                    return None
-                ws = r[1]
-        return be.pool_backward(dy, ws, kind, kernel, stride, pad_l, pad_r, x.shape, out=dest)
+        if kind == 'max' and state is not None:
+            ws = state.get(y, x)
+        return cpu_kernel('pool_backward')(dy, ws, kind, kernel, stride, pad_l, pad_r,
+                                           x.shape, out=dest, x=x)
 
     def _pool(self, xp, x, is_train=False, state=None):
         y = self._pool_onednn(xp, x, is_train, state)

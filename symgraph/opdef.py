@@ -511,22 +511,34 @@ class Step:
     ``shareable``: the Step may serve several calls of its operator on arrays of its
     shapes in turn (``mx.nd`` then keeps one for all such calls), as a Step without state
     does, or one whose state is keyed by the arrays (:class:`Kept`: BatchNorm's relu mask,
-    max pooling's workspace); default: exactly when ``state`` is None."""
+    max pooling's workspace); default: exactly when ``state`` is None.
 
-    __slots__ = ('op', 'ctx', 'xp', 'state', 'n_args', 'shareable')
+    ``replays``: True for an operator whose calls into the executor's arrays the CPU
+    backend records and replays (``ops/_util.py``'s ``on_backend``: the convolutions,
+    relu's backward, add+relu): the Step then holds them (:attr:`replays`, a dict the
+    backend fills), and its bound functions pass it to the operator's forward and backward
+    as ``replays=`` wherever they do not call a fast function. It is no state: the
+    operator computes the same without it (``mx.nd``'s calls, which offer no arrays to
+    write into, pass none)."""
 
-    def __init__(self, op, ctx, state=None, shareable=None):
+    __slots__ = ('op', 'ctx', 'xp', 'state', 'n_args', 'shareable', 'replays')
+
+    def __init__(self, op, ctx, state=None, shareable=None, replays=False):
         self.op = op
         self.ctx = ctx
         self.xp = None if ctx is None else ctx.xp
         self.n_args = len(op.list_arguments())
         self.state = state
         self.shareable = state is None if shareable is None else bool(shareable)
+        self.replays = {} if replays else None
 
     def forward(self, arrays, is_train):
         """All outputs (hidden ones included) of the operator on ``arrays`` (arguments
         then auxiliary states, which a forward may update in place)."""
         n = self.n_args
+        if self.state is None and self.replays is not None:
+            return self.op.forward(self.xp, list(arrays[:n]), list(arrays[n:]), is_train,
+                                   replays=self.replays)
         if self.state is None:
             return self.op.forward(self.xp, list(arrays[:n]), list(arrays[n:]), is_train)
         return self.op.forward(self.xp, list(arrays[:n]), list(arrays[n:]), is_train,
@@ -539,6 +551,8 @@ class Step:
         kw = {}
         if self.state is not None:
             kw['state'] = self.state
+        if self.replays is not None:
+            kw['replays'] = self.replays
         if op.wants_req:
             kw['req'] = ['write' if nd else 'null' for nd in need]
         return op.backward(self.xp, out_grads, inputs, outputs, aux, need, **kw)
@@ -556,6 +570,8 @@ class Step:
         fast function. An operator with a state has no fast function."""
         op, xp, state, n_args = self.op, self.xp, self.state, self.n_args
         fwd = op.forward
+        if state is None and self.replays is not None:
+            return self._replaying_forward(is_train, in_dtypes, into)
         if state is not None and op.writes_into:
             def run_stateful_into(*arrays, out=None):
                 return fwd(xp, list(arrays[:n_args]), list(arrays[n_args:]), is_train,
@@ -580,6 +596,26 @@ class Step:
             return fwd(xp, list(arrays[:n_args]), list(arrays[n_args:]), is_train)
         return run, False
 
+    def _replaying_forward(self, is_train, in_dtypes, into):
+        """:meth:`forward_function` of a stateless Step with :attr:`replays`: the
+        operator's fast function where the stateless Step would call it (it records
+        nothing), else a wrapper passing ``replays=``."""
+        op, xp, n_args, replays = self.op, self.xp, self.n_args, self.replays
+        fwd = op.forward
+        fast = None if into and op.writes_into else op.fast_forward(xp, is_train, in_dtypes)
+        if fast is not None:
+            return fast, True
+        if op.writes_into:
+            def run_replaying_into(*arrays, out=None):
+                return fwd(xp, list(arrays[:n_args]), list(arrays[n_args:]), is_train,
+                           out=out, replays=replays)
+            return run_replaying_into, False
+
+        def run_replaying(*arrays):
+            return fwd(xp, list(arrays[:n_args]), list(arrays[n_args:]), is_train,
+                       replays=replays)
+        return run_replaying, False
+
     def backward_function(self, need, reqs=None, into=False):
         """``b(out_grads, inputs, outputs, aux[, grad_out=])``: the backward bound once for
         the executor's generated code, with the keywords the operator's declarations ask
@@ -591,6 +627,8 @@ class Step:
         kw = {}
         if self.state is not None:
             kw['state'] = self.state
+        if self.replays is not None:
+            kw['replays'] = self.replays
         if reqs is not None:
             kw['req'] = reqs
         if into and not kw:
@@ -1128,11 +1166,12 @@ class CpuKernels(typing.Protocol):
 
     Each takes NumPy arrays and returns its result, or None to decline: a dtype, layout,
     axis or size it does not take, or a size at which NumPy is faster -- the size thresholds
-    and the routing are the backend's, not the operators'. The operator then computes
+    and the routing are the backend's, not the operators' (oneDNN's: its ``routing``
+    module, measured with ``bench/bench_onednn.py --ops``). The operator then computes
     with NumPy, which stays the reference. An operator asks :func:`cpu_kernel` for one, as
-    it asks ``symgraph.cuda``'s loader for a CUDA kernel. (The activations', pooling's and
-    binary add's size limits are still the operators' tables, measured with
-    ``bench/bench_onednn.py --ops``, see issue 27.)
+    it asks ``symgraph.cuda``'s loader for a CUDA kernel. Where a plan must know before
+    any call what a kernel takes (a storage mode, a layout), it asks the query kernels
+    :meth:`takes` and :meth:`pool_takes`, which answer from the same tables.
 
     :meth:`record` and :meth:`replay` are the one way an operator has the backend replay
     its calls on the very arrays of an earlier one (``ops/_util.py``'s ``on_backend``).
@@ -1171,11 +1210,26 @@ class CpuKernels(typing.Protocol):
         """A convolution's weight gradient, or None."""
 
     def pool_forward(self, x, kind, kernel, stride, pad_l, pad_r, yshape, is_train,
-                     out_layout=None):
-        """(output, workspace) of max/avg pooling, or None."""
+                     out_layout=None, global_pool=False):
+        """(output, workspace) of max/avg pooling (``global_pool``: one window over all of
+        the spatial axes), or None."""
 
-    def pool_backward(self, dy, ws, kind, kernel, stride, pad_l, pad_r, xshape, out=None):
-        """Pooling's data gradient, or None."""
+    def pool_backward(self, dy, ws, kind, kernel, stride, pad_l, pad_r, xshape, out=None,
+                      x=None):
+        """Pooling's data gradient, or None; max pooling without the forward's workspace
+        ``ws`` runs the forward on the data ``x`` for one."""
+
+    def takes(self, name, size=None, kind=None):
+        """Whether the kernel ``name`` (:meth:`eltwise_forward`, :meth:`eltwise_backward`,
+        :meth:`relu_backward_from_output` or :meth:`add`) computes ``kind`` (the eltwise
+        kind; for ``add``, 'relu' or None) for float32 arrays of ``size`` elements (None:
+        of some size). Asked before a call the backend would record (``on_backend``) or
+        where the plan must know in advance."""
+
+    def pool_takes(self, xshape, pool_type, kernel, direction='forward', global_pool=False):
+        """Whether :meth:`pool_forward` (``direction`` 'forward') or :meth:`pool_backward`
+        ('backward') computes ``pool_type`` ('max' or 'avg') pooling of float32 data of
+        ``xshape`` with windows of ``kernel``."""
 
     def batch_norm_forward(self, x, gamma, beta, eps, mean=None, var=None, is_train=True,
                            out=None, relu=False, stats_out=(None, None), ws_out=None):
@@ -1200,15 +1254,17 @@ class CpuKernels(typing.Protocol):
         """At most how many bytes of reorder buffers one batch-norm call on data of
         ``xshape`` takes."""
 
-    def record(self, owner, tag, arrays, run, result):
+    def record(self, memo, tag, arrays, run, result):
         """``run()``, a call of these kernels into ``arrays`` that returns
-        ``arrays[result]`` (an index, or a tuple of them), kept for :meth:`replay` under the
-        call site ``(owner, tag)`` where every array its primitives took is one of
-        ``arrays``. Returns what ``run()`` returned."""
+        ``arrays[result]`` (an index, or a tuple of them), kept for :meth:`replay` in
+        ``memo`` (a dict of the caller's Step: :attr:`Step.replays`) under ``tag`` where
+        every array its primitives took is one of ``arrays``. Returns what ``run()``
+        returned."""
 
-    def replay(self, owner, tag, arrays):
-        """Run again the call :meth:`record` kept for ``(owner, tag)`` when ``arrays`` are
-        its very arrays (all alive); True when it did, False when the caller must call."""
+    def replay(self, memo, tag, arrays):
+        """Run again the call :meth:`record` kept in ``memo`` for ``tag`` when ``arrays``
+        are its very arrays (all alive); True when it did, False when the caller must
+        call."""
 
 
 #: the kernel names of :class:`CpuKernels` (what :func:`cpu_kernel` may be asked)
@@ -1217,12 +1273,25 @@ CPU_KERNELS = frozenset(k for k in vars(CpuKernels) if not k.startswith('_'))
 
 def cpu_kernel(name):
     """The CPU backend's kernel ``name`` (one of :class:`CpuKernels`: a function that
-    returns None to decline), or None where no CPU backend is loaded."""
+    returns None to decline), or None where no CPU backend is loaded.
+
+    Operators ask at every call: one lookup in the backend's table of the kernels it gave
+    (``symgraph.backend.onednn.KERNEL_TABLE``, emptied when the backend is reset)."""
+    try:
+        return _KERNEL_TABLE[0][name]
+    except (IndexError, KeyError):
+        pass
     if name not in CPU_KERNELS:
         raise KeyError('no CPU kernel %r; the kernels are %s'
                        % (name, ', '.join(sorted(CPU_KERNELS))))
-    be = _onednn().backend()
-    return None if be is None else getattr(be, name)
+    onednn = _onednn()
+    if not _KERNEL_TABLE:
+        _KERNEL_TABLE.append(onednn.KERNEL_TABLE)
+    return onednn.kernel(name)
+
+
+#: [the backend's kernel table] once :func:`cpu_kernel` was first asked
+_KERNEL_TABLE = []
 
 
 def cpu_backend():

@@ -1,8 +1,9 @@
 """The CPU backend's replays (``BackendCore.record`` / ``replay``): an operator's call on the
 very arrays of an earlier one runs that call's primitives again without working the call
-out anew. A replay must never run on anything but those arrays, alive: a new array, a dead
-one (its memory reused), a new operator at a dead one's address, or a call that made
-arrays of its own are worked out afresh."""
+out anew. The recorded calls live in the memo the caller passes (its Step's
+``replays``): the backend keeps no table of its own. A replay must never run on anything
+but those arrays, alive: a new array, a dead one (its memory reused), another Step's memo,
+or a call that made arrays of its own are worked out afresh."""
 import gc
 import threading
 
@@ -22,8 +23,9 @@ def _available():
     return be
 
 
-class Owner:
-    """Stands for an operator: what a call site belongs to."""
+def Owner():
+    """Stands for a Step's memo (:attr:`symgraph.opdef.Step.replays`)."""
+    return {}
 
 
 def _replays(be, monkeypatch):
@@ -31,12 +33,14 @@ def _replays(be, monkeypatch):
     done = []
     replay = type(be).replay
 
-    def counted(self, owner, tag, arrays):
-        ok = replay(self, owner, tag, arrays)
+    def counted(self, memo, tag, arrays):
+        ok = replay(self, memo, tag, arrays)
         if ok:
             done.append(tag)
         return ok
     monkeypatch.setattr(type(be), 'replay', counted)
+    # (operators get the kernel from the backend's kernel table, cpu_kernel's)
+    monkeypatch.setitem(onednn.KERNEL_TABLE, 'replay', counted.__get__(be))
     return done
 
 
@@ -51,7 +55,7 @@ def _conv_checked(x, w, y, site):
 
 @pytest.fixture
 def counted(monkeypatch):
-    """(the backend, the list of its replays, a call site's owner)."""
+    """(the backend, the list of its replays, a call site's memo)."""
     be = _available()
     return be, _replays(be, monkeypatch), Owner()
 
@@ -148,17 +152,38 @@ def test_a_dead_array_matches_neither_none_nor_a_new_array_at_its_address(monkey
         assert not be.replay(owner, 't', (a, b, new))
 
 
-def test_a_new_owner_at_a_dead_owners_id_does_not_replay():
+def test_the_calls_live_in_the_callers_memo_only():
+    """Another memo (another Step) replays nothing of this one's; the backend keeps no
+    table: a memo dropped with its Step takes its recorded calls along."""
     be = _available()
     a = np.ones(4096, np.float32)
     out = np.empty_like(a)
-    owner = Owner()
-    be.record(owner, 't', (a, a, out), lambda: be.add(a, a, out=out), 2)
-    assert be.replay(owner, 't', (a, a, out))
-    del owner
-    gc.collect()
-    others = [Owner() for _ in range(50)]      # ids get reused
+    memo = Owner()
+    be.record(memo, 't', (a, a, out), lambda: be.add(a, a, out=out), 2)
+    assert be.replay(memo, 't', (a, a, out))
+    assert len(memo) == 1
+    others = [Owner() for _ in range(50)]
     assert not any(be.replay(o, 't', (a, a, out)) for o in others)
+    assert not any(hasattr(be._local, k) for k in ('replays', 'memo'))
+    memo.clear()
+    assert not be.replay(memo, 't', (a, a, out))
+
+
+def test_a_memo_drops_the_calls_of_dead_arrays_at_its_limit():
+    """A Step that mx.nd shares sees new arrays at each call: its memo keeps at most
+    MEMO_LIMIT calls, dropping those whose arrays died first."""
+    from symgraph.backend.onednn._core import MEMO_LIMIT
+    be = _available()
+    memo = Owner()
+    a = np.ones(64, np.float32)
+    live = []
+    for k in range(MEMO_LIMIT + 10):
+        out = np.empty_like(a)
+        be.record(memo, 't', (out, a, out), lambda: be.add(a, a, out=out), 2)
+        if k % 2:
+            live.append(out)
+    assert len(memo) <= MEMO_LIMIT
+    assert be.replay(memo, 't', (live[-1], a, live[-1]))
 
 
 def test_calls_that_make_their_own_arrays_are_not_kept():
@@ -324,3 +349,49 @@ def test_training_steps_alike_bit_for_bit_with_replays_on_and_off(monkeypatch, f
     assert len(ref) == len(on)
     for k, (u, v) in enumerate(zip(ref, on)):
         np.testing.assert_allclose(v, u, rtol=1e-3, atol=1e-4, err_msg='array %d' % k)
+
+
+def test_the_recorded_calls_live_in_the_plans_steps():
+    """After training steps each replaying node's Step holds its own recorded calls (the
+    convolutions, BatchNorm, relu, the add + relu), none of another's; a second executor of
+    the same symbol has Steps of its own, whose memos start empty; a Step of an operator
+    without replays has none."""
+    be = _available()
+    assert be.replays
+    net = _net(False)
+
+    def bind():
+        exe = net.simple_bind(mx.cpu(), data=(4, 3, 12, 12))
+        for k, a in sorted(exe.arg_dict.items()):
+            a[:] = np.random.RandomState(0).uniform(-0.5, 0.5, a.shape)
+        return exe
+
+    def memos(exe):
+        plan = exe._plan
+        got = {}
+        for n in plan.steps:
+            step = plan.step(n)
+            memo = step.replays if step.replays is not None else \
+                getattr(step.state, 'replays', None)
+            got[n.op.name] = got.get(n.op.name, []) + [memo]
+        return got
+    exe = bind()
+    for _ in range(2):
+        exe.forward(is_train=True)
+        exe.backward()
+    got = memos(exe)
+    bn = got.get('BatchNorm', []) + got.get('_contrib_BatchNormWithReLU', [])
+    assert len(got['Convolution']) == 4 and len(bn) == 2
+    for memo in got['Convolution'] + bn:
+        assert memo         # every one of them recorded its calls
+    # (relu's gradient and the add + relu of arrays this small stay on NumPy: their
+    # Steps hold a memo, empty)
+    for name in ('Activation', '_sg_elemwise_add_relu'):
+        assert all(m is not None for m in got.get(name, ())), name
+    all_memos = [m for ms in got.values() for m in ms if m is not None]
+    assert len({id(m) for m in all_memos}) == len(all_memos)
+    assert all(m is None for m in got['Pooling'])
+    other = bind()
+    theirs = [m for ms in memos(other).values() for m in ms if m is not None]
+    assert theirs and not any(theirs)
+    assert not {id(m) for m in theirs} & {id(m) for m in all_memos}

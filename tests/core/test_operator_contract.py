@@ -69,9 +69,18 @@ def _uses(pattern):
                   for i, line in enumerate(text.splitlines()) if re.search(pattern, line))
 
 
+#: names of oneDNN size-limit tables as operators used to keep them (``ONEDNN_MIN``,
+#: ``_ONEDNN_ACT``, ``_ADD_RELU_ONEDNN``): the thresholds and routing are the backend's
+_SIZE_TABLES = r'\b_?[A-Z_]*ONEDNN[A-Z_]*\s*='
+
+
 def test_the_grep_finds_what_it_looks_for():
     assert re.search(r'\bcpu_backend\(', 'be = opdef.cpu_backend()')
     assert re.search(r'\bobject\.__setattr__', "object.__setattr__(self, 'x', 1)")
+    assert re.search(_SIZE_TABLES, "ONEDNN_MIN = {'forward': (9, 1 << 16)}")
+    assert re.search(_SIZE_TABLES, "_ONEDNN_ACT = {'relu': ('relu', 0.0, 1 << 16, 1 << 18)}")
+    assert re.search(_SIZE_TABLES, '_ADD_RELU_ONEDNN = (1 << 14, 1 << 18)')
+    assert not re.search(_SIZE_TABLES, "kern = cpu_kernel('eltwise_forward')")
     assert _uses(r'\bopdef\b')               # the operators do use the operator API
 
 
@@ -80,6 +89,8 @@ def test_the_grep_finds_what_it_looks_for():
     # (what an operator derives as it is made goes through Operator._fix, in opdef)
     (r'\bobject\.__setattr__', 'operators are immutable: per-bind values live in Steps'),
     (r'\bweakref\b', 'memo of "the same arrays again" lives in Steps, not weak tables'),
+    (_SIZE_TABLES, 'size thresholds and routing live inside the CPU backend '
+                   '(symgraph/backend/onednn/routing.py), not in operator tables'),
 ])
 def test_ops_do_not(pattern, why):
     found = _uses(pattern)
@@ -163,9 +174,9 @@ def test_a_step_keeps_its_nodes_workspace_and_nothing_else():
     import symgraph as mx
     if opdef.cpu_kernel('pool_forward') is None:
         pytest.skip('needs the oneDNN backend')
-    from symgraph.ops import pooling
-    shape = (2, 8, 64, 64)          # (oneDNN's from pooling.ONEDNN_MIN's sizes)
-    assert np.prod(shape) >= pooling.ONEDNN_MIN['forward'][1]
+    from symgraph.backend.onednn import routing
+    shape = (2, 8, 64, 64)          # (oneDNN's from the backend routing's sizes)
+    assert np.prod(shape) >= routing.POOL_MIN['forward'][1]
     exe = _pool_net().simple_bind(mx.cpu(), data=shape)
     exe.arg_dict['data'][:] = np.random.RandomState(0).uniform(-1, 1, shape)
     exe.forward(is_train=True)

@@ -223,11 +223,10 @@ def test_residual_add_and_relu_run_as_one_node(onednn_sizes, grad_req, monkeypat
     """elemwise_add read only by a relu runs as one node (oneDNN's binary primitive with a
     relu post-op, or NumPy below its size), with the unfused values: forward bit for bit,
     and both inputs get the masked gradient."""
-    from symgraph.ops import binary
-    if not onednn_sizes:
-        monkeypatch.setattr(binary, '_ADD_RELU_ONEDNN', (1 << 40, 1 << 40))
-    else:
-        monkeypatch.setattr(binary, '_ADD_RELU_ONEDNN', (1, 1))
+    from symgraph.backend.onednn import routing
+    size = 1 if onednn_sizes else 1 << 40
+    monkeypatch.setattr(routing, 'ADD_RELU_MIN', size)
+    monkeypatch.setattr(routing, 'RELU_BACKWARD_FROM_OUTPUT_MIN', size)
     net = _res_net()
     exe = _bind(net, monkeypatch, True, shape=(4, 5, 12, 12), grad_req=grad_req)
     assert _fused(exe).endswith('3 fused node(s) (stem_relu, a_relu, out_act)')
@@ -263,8 +262,10 @@ def test_add_relu_operator_forward_backward(layout, into, dtype, monkeypatch):
     size here) and NumPy (float64), into a new array, a given one, or either input's own
     storage (in place), in C order and lying channels last; backward against the
     numerical gradient of sum(w * relu(a + b))."""
+    from symgraph.backend.onednn import routing
     from symgraph.ops import binary
-    monkeypatch.setattr(binary, '_ADD_RELU_ONEDNN', (1, 1))
+    monkeypatch.setattr(routing, 'ADD_RELU_MIN', 1)
+    monkeypatch.setattr(routing, 'RELU_BACKWARD_FROM_OUTPUT_MIN', 1)
     rng = np.random.RandomState(3)
     shape = (2, 3, 4, 5)
 

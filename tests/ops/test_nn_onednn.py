@@ -1,6 +1,6 @@
 """Every Activation / LeakyReLU OpCase of test_nn.py through oneDNN (float32) where
-ops/nn.py routes the kind there (relu, sigmoid; leaky, elu, gelu), the size
-limits lifted. Each such case must call oneDNN's eltwise forward and backward once and
+the backend's routing takes the kind (relu, sigmoid; leaky, elu, gelu), the size
+limits (symgraph/backend/onednn/routing.py) lifted. Each such case must call oneDNN's eltwise forward and backward once and
 match the reference forward and the NumPy path's float64 gradient; the other kinds must not
 call it. Wide-range inputs (saturation, overflow of exp) match the NumPy path to float32
 rounding, and the limits keep small arrays on NumPy."""
@@ -10,6 +10,7 @@ import pytest
 from harness import parametrize_cases
 from test_nn import CASES
 from symgraph.backend import onednn
+from symgraph.backend.onednn import routing
 from symgraph.opdef import cpu_backend
 from symgraph.ops import nn
 
@@ -18,9 +19,17 @@ ACT_CASES = [c for c in CASES if c.op in ('Activation', 'LeakyReLU')]
 
 
 def _lift(monkeypatch):
-    monkeypatch.setattr(nn, '_ONEDNN_ACT', {k: v[:2] + (0, 0)
-                                            for k, v in nn._ONEDNN_ACT.items()})
-    monkeypatch.setattr(nn, '_ONEDNN_LEAKY', {k: (0, 0) for k in nn._ONEDNN_LEAKY})
+    monkeypatch.setattr(routing, 'ELTWISE_FORWARD_MIN',
+                        {k: 0 for k in routing.ELTWISE_FORWARD_MIN})
+    monkeypatch.setattr(routing, 'ELTWISE_BACKWARD_MIN',
+                        {k: 0 for k in routing.ELTWISE_BACKWARD_MIN})
+    monkeypatch.setattr(routing, 'RELU_BACKWARD_FROM_OUTPUT_MIN', 0)
+
+
+def _no_route(monkeypatch):
+    monkeypatch.setattr(routing, 'ELTWISE_FORWARD_MIN', {})
+    monkeypatch.setattr(routing, 'ELTWISE_BACKWARD_MIN', {})
+    monkeypatch.setattr(routing, 'RELU_BACKWARD_FROM_OUTPUT_MIN', None)
 
 
 @pytest.fixture
@@ -117,8 +126,7 @@ def test_wide_range_within_float32_rounding(kind, backend, monkeypatch):
     assert backend.calls.get('eltwise_forward', 0) + \
         _refused(backend, 'eltwise_forward', x.size) == before + 1
     y64, g64 = run(x.astype(np.float64), dy.astype(np.float64))
-    monkeypatch.setattr(nn, '_ONEDNN_ACT', {})
-    monkeypatch.setattr(nn, '_ONEDNN_LEAKY', {})
+    _no_route(monkeypatch)
     y0, g0 = run(x, dy)
     for got in (y, y0):
         _assert_within(got, y64, 1e-6, WIDE_ATOL[kind] + _cancellation_atol(kind, x))
@@ -130,7 +138,7 @@ def test_wide_range_within_float32_rounding(kind, backend, monkeypatch):
 def test_softrelu_stays_on_numpy(backend):
     """oneDNN 3.2's soft_relu errs by up to 7.6e-6 absolute for x < -3.85 (where the
     result is below 0.02; at x = -87 it gives 7.6e-6 for 1.7e-38): not routed."""
-    assert 'softrelu' not in nn._ONEDNN_ACT
+    assert 'softrelu' not in routing.ELTWISE_FORWARD_MIN
     before = backend.calls.get('eltwise_forward', 0)
     x = np.linspace(-90, 90, 1 << 17, dtype=np.float32)
     y = nn.Activation(act_type='softrelu').forward(np, [x], [], False)[0]
@@ -148,7 +156,7 @@ def test_small_arrays_stay_on_numpy(monkeypatch):
     before = be.calls.get('eltwise_forward', 0)
     x = np.ones(100, np.float32)
     nn.Activation(act_type='sigmoid').forward(np, [x], [], False)
-    big = np.ones(nn._ONEDNN_ACT['sigmoid'][2], np.float32)
+    big = np.ones(routing.ELTWISE_FORWARD_MIN['sigmoid'], np.float32)
     nn.Activation(act_type='sigmoid').forward(np, [big], [], False)
     assert be.calls.get('eltwise_forward', 0) == before + 1
     onednn.reset()

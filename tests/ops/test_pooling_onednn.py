@@ -1,5 +1,5 @@
 """Every Pooling OpCase of test_pooling.py through oneDNN (float32), the size limits of
-``ops.pooling.ONEDNN_MIN`` lifted.
+the backend's routing (``symgraph.backend.onednn.routing.POOL_MIN``) lifted.
 
 Cases oneDNN takes (max and average pooling, not global, except average pooling whose
 'full'-convention overhang would count in the divisor) must call it -- forward once,
@@ -15,7 +15,7 @@ import pytest
 
 from harness import parametrize_cases
 from test_pooling import CASES
-from symgraph.ops import pooling
+from symgraph.backend.onednn import routing
 from symgraph.ops.pooling import pool_out_size
 
 import symgraph as mx
@@ -25,9 +25,9 @@ POOL_CASES = [c for c in CASES if c.op == 'Pooling']
 
 @pytest.fixture
 def backend(onednn_backend, monkeypatch):
-    monkeypatch.setattr(pooling, 'ONEDNN_MIN', {'forward': (1, 0), 'backward_max': (1, 0),
-                                                 'backward_avg': (1, 0)})
-    monkeypatch.setattr(pooling, 'ONEDNN_MIN_GLOBAL', 0)
+    monkeypatch.setattr(routing, 'POOL_MIN', {'forward': (1, 0), 'backward_max': (1, 0),
+                                              'backward_avg': (1, 0)})
+    monkeypatch.setattr(routing, 'POOL_GLOBAL_MIN', 0)
     return onednn_backend
 
 
@@ -152,7 +152,7 @@ def test_simple_bind_with_and_without_onednn(pool_kw, monkeypatch, backend):
     before = backend.calls.get('pool_backward', 0)
     out, grads = _grads(pool_kw)
     assert backend.calls.get('pool_backward', 0) == before + 1
-    monkeypatch.setattr(pooling, 'ONEDNN_MIN', {})
+    monkeypatch.setattr(routing, 'POOL_MIN', {})
     ref_out, ref_grads = _grads(pool_kw)
     assert backend.calls.get('pool_backward', 0) == before + 1
     np.testing.assert_allclose(out, ref_out, rtol=1e-5)

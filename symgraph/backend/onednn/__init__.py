@@ -4,8 +4,9 @@
 dependency on x86-64 Linux) and returns a :class:`~symgraph.backend.onednn.conv.Backend`, or
 None -- with one log line saying why -- when the library is switched off
 (``SYMGRAPH_ONEDNN=0``), missing, unloadable or older than 3.0 (or 4.x and newer, whose C
-API may differ). Operators reach it only through :func:`symgraph.opdef.cpu_backend`; NumPy
-stays the reference and the fallback.
+API may differ). Operators reach its kernels only through :func:`symgraph.opdef.cpu_kernel`
+(:func:`kernel`: routed by the size tables of :mod:`.routing`); NumPy stays the reference
+and the fallback.
 """
 import logging
 import os
@@ -15,7 +16,7 @@ from . import _lib
 from .conv import Backend
 from ... import config
 
-__all__ = ['backend', 'loaded', 'reset', 'MIN_VERSION', 'Backend']
+__all__ = ['backend', 'loaded', 'reset', 'kernel', 'KERNEL_TABLE', 'MIN_VERSION', 'Backend']
 
 #: the oldest library accepted (the C API used here is oneDNN 3.0's); major 4 is refused
 MIN_VERSION = (3, 0)
@@ -23,6 +24,11 @@ MIN_VERSION = (3, 0)
 _logger = logging.getLogger(__name__)
 _lock = threading.Lock()
 _state = {}
+
+#: name -> the kernel :func:`kernel` gave for it (None: no backend), of the backend loaded
+#: now: ``symgraph.opdef.cpu_kernel`` reads this very dict first (one lookup per call);
+#: :func:`reset` empties it
+KERNEL_TABLE = {}
 
 
 def _gomp_loaded():
@@ -107,6 +113,16 @@ def backend():
     return _state['backend']
 
 
+def kernel(name):
+    """The loaded backend's kernel ``name`` as operators get it (``Backend.kernel``: routed
+    by :mod:`.routing`'s size tables), or None without a backend; kept in
+    :data:`KERNEL_TABLE`."""
+    be = backend()
+    got = None if be is None else be.kernel(name)
+    KERNEL_TABLE[name] = got
+    return got
+
+
 def loaded():
     """The backend when it is loaded (None when it is not, or not yet: loads nothing)."""
     return _state.get('backend')
@@ -119,3 +135,4 @@ def reset():
     """
     with _lock:
         _state.clear()
+        KERNEL_TABLE.clear()

@@ -395,7 +395,6 @@ class BackendCore:
             t.borrowed = 0       # calls whose buffers came from lent scratch (tests)
             t.borrow = lambda sizes, t=t: _carve(t.lent, sizes)
             t.recording = None   # a list while record() runs
-            t.replays = {}       # _site(...) -> what record() kept
         return t
 
     def primitive(self, key, build, cache=None):
@@ -424,22 +423,24 @@ class BackendCore:
             t.recording.append((key[0], prim, arrays, token))
         self.calls[key[0]] = self.calls.get(key[0], 0) + 1
 
-    def record(self, owner, tag, arrays, run, result):
+    def record(self, memo, tag, arrays, run, result):
         """``run()``, a call of this backend that returns an array of ``arrays`` (or a
-        tuple of them, or None where it declines), whose primitive calls are kept for
-        :meth:`replay` when it returned ``arrays[result]`` (``result``: an index, or a
-        tuple of indexes for a tuple) and every array those calls took is one of
-        ``arrays``, none made by the call. A call on the very same arrays then computes
+        tuple of them, or None where it declines), whose primitive calls are kept in
+        ``memo`` for :meth:`replay` when it returned ``arrays[result]`` (``result``: an
+        index, or a tuple of indexes for a tuple) and every array those calls took is one
+        of ``arrays``, none made by the call. A call on the very same arrays then computes
         what this one did (shapes, strides and dtypes are the arrays' own and never
         change, and so are the primitives the call chose), and :meth:`replay` runs its
         primitives again without working the call out anew: an executor hands an
         operator its buffers, weights and gradients every step.
 
-        ``owner`` (an operator) and ``tag`` (which of its calls) name the call site; the
-        operator's parameters must decide the rest of the call. Nothing is kept for a
-        call inside another's recording, for one that passed constant arguments (their
-        token is the caller's to change), or while an array is not weakly referenceable.
-        Returns what ``run()`` returned."""
+        ``memo`` is the caller's dict (its Step's: the backend keeps no table of its own)
+        and ``tag`` names the call in it (which call of the Step's operator); the
+        operator's parameters must decide the rest of the call. A call is kept per thread
+        (the primitives are this thread's) and per first array. Nothing is kept for a call
+        inside another's recording, for one that passed constant arguments (their token is
+        the caller's to change), or while an array is not weakly referenceable. Returns
+        what ``run()`` returned."""
         t = self._thread()
         if t.recording is not None or not self.replays:
             return run()
@@ -458,42 +459,39 @@ class BackendCore:
         if any(id(a) not in ids for _, _, used, _ in calls for a in used):
             return got
         try:
-            refs = (weakref.ref(owner),) + tuple(None if a is None else weakref.ref(a)
-                                                 for a in arrays)
+            refs = tuple(None if a is None else weakref.ref(a) for a in arrays)
         except TypeError:
             return got
-        replays = t.replays
-        if len(replays) >= 4096:
-            for k, (r, _) in list(replays.items()):
+        if len(memo) >= MEMO_LIMIT:
+            for k, (r, _) in list(memo.items()):
                 if any(x is not None and x() is None for x in r):
-                    del replays[k]
-            if len(replays) >= 4096:
-                replays.clear()
+                    del memo[k]
+            if len(memo) >= MEMO_LIMIT:
+                memo.clear()
         kept = [(kind, prim, [address(a) for a in used], token)
                 for kind, prim, used, token in calls]
-        replays[_site(owner, tag, arrays)] = (refs, kept)
+        memo[_site(tag, arrays)] = (refs, kept)
         return got
 
-    def replay(self, owner, tag, arrays):
-        """Run again the primitive calls :meth:`record` kept for ``owner``'s call ``tag``
-        when ``arrays`` are the very arrays of that call (all alive, by identity); True
-        when it did, False when the caller must make the call itself. The primitives run
-        at once: every input must hold this call's values before the caller asks."""
-        if not self.replays:
-            return False
-        t = self._thread()
-        got = t.replays.get(_site(owner, tag, arrays))
-        if got is None:
+    def replay(self, memo, tag, arrays):
+        """Run again the primitive calls :meth:`record` kept in ``memo`` for call ``tag``
+        when ``arrays`` are the very arrays of that call (all alive, by identity) and this
+        is the thread that made it; True when it did, False when the caller must make the
+        call itself. The primitives run at once: every input must hold this call's values
+        before the caller asks."""
+        got = memo.get(_site(tag, arrays))
+        if got is None or not self.replays:
             return False
         refs, calls = got
-        if refs[0]() is not owner or len(refs) != len(arrays) + 1:
+        if len(refs) != len(arrays):
             return False
-        for r, a in zip(refs[1:], arrays):
+        for r, a in zip(refs, arrays):
             if r is None:
                 if a is not None:
                     return False
             elif a is None or r() is not a:    # (a dead reference gives None)
                 return False
+        t = self._thread()
         counts = self.calls
         for kind, prim, ptrs, token in calls:
             prim.execute_at(t, ptrs, token)
@@ -528,10 +526,15 @@ class BackendCore:
         return len(self._thread().cache)
 
 
-def _site(owner, tag, arrays):
-    """The key of a recorded call: its owner and tag, and its first array, so that one
-    operator bound in several executors (a symbol bound twice) keeps a call for each."""
-    return id(owner), tag, id(arrays[0]) if arrays else None
+#: at most this many calls a memo keeps before those of dead arrays are dropped (a Step
+#: that ``mx.nd`` shares among its calls sees new arrays every call)
+MEMO_LIMIT = 256
+
+
+def _site(tag, arrays):
+    """The key of a recorded call in its memo: its tag, its first array and the thread, so
+    that one Step serving several threads (or arrays) keeps a call for each."""
+    return tag, id(arrays[0]) if arrays else None, threading.get_ident()
 
 
 def _point(set_handle, mems, last, ptrs):

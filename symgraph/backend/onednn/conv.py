@@ -19,6 +19,7 @@ from ._core import BackendCore, Primitive, act_desc, act_dest, activation, any_d
 from ._lib import check
 from .layers import ELTWISE, LayerMixin
 from .norm import NormMixin
+from .routing import RoutingMixin
 
 _VP = ctypes.c_void_p
 
@@ -35,7 +36,7 @@ def _weight_shape(wshape, groups):
     return (groups, f // groups) + tuple(wshape[1:])
 
 
-class Backend(BackendCore, NormMixin, LayerMixin):
+class Backend(BackendCore, NormMixin, LayerMixin, RoutingMixin):
     """oneDNN's CPU backend: what ``symgraph.opdef.cpu_backend()`` returns.
 
     Every method takes and returns plain C-order NumPy float32 arrays; it returns None when

@@ -8,7 +8,7 @@ starts from, foreach over 1-D data, and a while_loop whose condition is false at
 writes tests/golden/data/control_flow_parity.json (per case: the attributes MXNet gives
 the control-flow node, the output shapes) and control_flow_parity.npz
 (``<case>/in/<name>``, ``<case>/out/<i>``, ``<case>/head/<i>``, ``<case>/grad/<name>``).
-tests/ops/test_control_flow_parity.py builds the same graphs with symgraph (``CASES``
+tests/symbol/test_control_flow_parity.py builds the same graphs with symgraph (``CASES``
 takes the module, ``mx`` either) and compares.
 """
 import json

@@ -434,7 +434,6 @@ def unpack(s):
 #: arithmetic), whose segment holds the precision, height, width and component count
 _SOF_MARKERS = frozenset([0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD,
                           0xCE, 0xCF])
-_U16 = struct.Struct('>H')
 _SOF = struct.Struct('>BHHB')
 #: the largest image the fast JPEG path decodes (larger ones go through Pillow's checks)
 _FAST_PIXELS = 1 << 24
@@ -448,23 +447,22 @@ def _jpeg_size(buf):
     if n < 4 or buf[0] != 0xFF or buf[1] != 0xD8:
         return None
     pos = 2
+    sof = _SOF_MARKERS
     for _ in range(64):                 # segments before the frame: APPn, DQT, DHT, COM...
-        if pos + 4 > n or buf[pos] != 0xFF:
+        if pos + 10 > n or buf[pos] != 0xFF:
             return None
         marker = buf[pos + 1]
-        if marker == 0xFF:              # a fill byte
-            pos += 1
-            continue
-        if marker in _SOF_MARKERS:
-            if pos + 10 > n:
-                return None
+        if marker in sof:
             bits, h, w, comps = _SOF.unpack_from(buf, pos + 4)
             if bits != 8 or comps != 3 or not 0 < h * w <= _FAST_PIXELS:
                 return None
             return h, w
-        if marker == 0xD9 or marker == 0xDA:    # the end, or scan data before any frame
+        if marker == 0xFF:              # a fill byte
+            pos += 1
+        elif marker == 0xD9 or marker == 0xDA:  # the end, or scan data before any frame
             return None
-        pos += 2 + _U16.unpack_from(buf, pos + 2)[0]
+        else:
+            pos += 2 + (buf[pos + 2] << 8 | buf[pos + 3])
     return None
 
 

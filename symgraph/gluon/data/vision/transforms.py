@@ -76,10 +76,15 @@ def _channel_values(values, c):
     return np.array(values * c if len(values) == 1 else values, np.float32).reshape(c, 1, 1)
 
 
-def _hashable(value):
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return tuple(np.ravel(np.asarray(value, np.float64)).tolist())
-    return value
+def _same_values(old, new):
+    """Whether Normalize's mean/std values ``new`` are those cached as ``old`` (numbers and
+    tuples compared by value; lists and arrays, which may change in place, never match)."""
+    if len(old) != len(new):
+        return False
+    for a, b in zip(old, new):
+        if not isinstance(b, (int, float, tuple)) or type(a) is not type(b) or a != b:
+            return False
+    return True
 
 
 def _tensor_normalize(block, x):
@@ -104,9 +109,11 @@ def _tensor_normalize(block, x):
     c = src.shape[-3]
     if c not in (1, 3):
         return None
-    key = (c,) + tuple((_hashable(b._mean), _hashable(b._std)) for b in blocks[1:])
+    key = [c]
+    for b in blocks[1:]:
+        key += [b._mean, b._std]
     norms = block.__dict__.get('_symgraph_norms')
-    if norms is None or norms[0] != key:
+    if norms is None or not _same_values(norms[0], key):
         values = []
         for b in blocks[1:]:
             mean, std = _channel_values(b._mean, c), _channel_values(b._std, c)

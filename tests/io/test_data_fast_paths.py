@@ -190,3 +190,40 @@ def test_image_resize_cubic_gradient_is_the_adjoint():
     lhs = float((y.asnumpy() * head).sum())
     rhs = float((x.asnumpy() * x.grad.asnumpy()).sum())
     assert abs(lhs - rhs) < 1e-9 * max(1.0, abs(lhs))
+
+
+@pytest.mark.parametrize('kw', [
+    dict(data_shape=(3, 16, 18), rand_crop=True, rand_mirror=True, preprocess_threads=2),
+    dict(data_shape=(3, 16, 16), mean_r=123, mean_g=117, mean_b=104, std_r=58, std_g=57,
+         std_b=57, mirror=True),
+    dict(data_shape=(3, 20, 18), rand_crop=True, shuffle=True, dtype='uint8', seed=3),
+    dict(data_shape=(3, 20, 20), rand_mirror=True, scale=1 / 255., dtype='int8')])
+def test_image_record_iter_crop_fast_path_equals_the_general_path(tmp_path, monkeypatch, kw):
+    from symgraph.io import image_record
+    # JPEGs of several sizes (one smaller than data_shape: resized, the general path), a
+    # PNG (the general path)
+    images = [_image(20 + i % 3, 22 + i % 5, seed=i) for i in range(21)] + [_image(12, 14)]
+    rec = _records(str(tmp_path / 'j'), images)
+    png = io.BytesIO()
+    Image.fromarray(_image(21, 23, seed=9)).save(png, 'PNG')
+    w = recordio.MXIndexedRecordIO(str(tmp_path / 'j.idx'), rec, 'w')
+    for i, img in enumerate(images):
+        w.write_idx(i, recordio.pack(recordio.IRHeader(0, float(i), i, 0), _jpeg(img)))
+    w.write_idx(len(images), recordio.pack(recordio.IRHeader(0, 7.0, 99, 0), png.getvalue()))
+    w.close()
+
+    def batches(fast):
+        monkeypatch.setattr(image_record, '_FAST_CROP', fast)
+        it = mx.io.ImageRecordIter(path_imgrec=rec, path_imgidx=str(tmp_path / 'j.idx'),
+                                   batch_size=5, **kw)
+        out = []
+        for _ in range(2):
+            it.reset()
+            out += [(b.data[0].asnumpy(), b.label[0].asnumpy(), b.pad) for b in it]
+        return out
+    fast, slow = batches(True), batches(False)
+    assert len(fast) == len(slow) == 10
+    for (x0, y0, p0), (x1, y1, p1) in zip(fast, slow):
+        assert x0.dtype == x1.dtype and p0 == p1
+        np.testing.assert_array_equal(x0, x1)
+        np.testing.assert_array_equal(y0, y1)

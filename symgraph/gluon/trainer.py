@@ -449,7 +449,7 @@ class Trainer(object):
         on_kvstore = bool(self._kvstore and self._update_on_kvstore)
         updates = [[] for _ in self._updaters]
         for i, param in enumerate(self._params):
-            if param._grad_req == 'null':
+            if param.grad_req == 'null':    # (a Constant's is a property)
                 continue
             datas = param._data
             if datas is None:

@@ -354,3 +354,29 @@ def test_second_order_of_an_elementwise_graph_matches_finite_differences():
     num = (first(x + eps) ** 2 - first(x - eps) ** 2) / (2 * eps)
     np.testing.assert_allclose(hybrid[0], first(x), rtol=1e-5)
     np.testing.assert_allclose(hybrid[1], num, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize('hybridize', [False, True])
+def test_trainer_steps_a_block_with_a_constant(hybridize):
+    # (MXNet's test_gluon.py test_constant) a Constant's grad_req is always 'null': the
+    # Trainer skips it
+    class WithConstant(mx.gluon.HybridBlock):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            self.const = self.params.get_constant('const', np.asarray([[1, 2], [3, 4]]))
+
+        def hybrid_forward(self, F, x, const):
+            return x + const
+    net = WithConstant()
+    net.initialize()
+    if hybridize:
+        net.hybridize()
+    trainer = mx.gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 1.0})
+    x = mx.nd.ones((2, 2))
+    x.attach_grad()
+    with mx.autograd.record():
+        y = net(x)
+    y.backward()
+    trainer.step(1)
+    np.testing.assert_array_equal(net.const.data().asnumpy(), [[1, 2], [3, 4]])
+    np.testing.assert_array_equal(x.grad.asnumpy(), np.ones((2, 2)))

@@ -409,9 +409,14 @@ class LeakyReLU(Operator):
         """This activation of x (or its gradient) through the CPU kernel where it takes
         them, else None (the kinds without one in oneDNN: None)."""
         kind = _LEAKY_KINDS.get(self.act_type)
-        if kind is None:
+        if kind is None or xp is not np:
             return None
-        return _onednn_act(xp, x, kind, self.slope if kind != 'gelu' else 0.0, backward, dy)
+        alpha = self.slope if kind != 'gelu' else 0.0
+        if backward:
+            kern = cpu_kernel('eltwise_backward')
+            return None if kern is None else kern(x, dy, kind, alpha)
+        kern = cpu_kernel('eltwise_forward')
+        return None if kern is None else kern(x, kind, alpha)
 
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]

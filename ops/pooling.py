@@ -159,21 +159,16 @@ class Pooling(Operator):
         for backward, by output and input (a :class:`symgraph.opdef.Kept`)."""
         return Step(self, ctx, Kept(), shareable=True)
 
-    def _onednn(self, xp, x, direction):
-        """(kind, kernel, stride, pad_l, pad_r, out) when this pooling of x may go through
-        the CPU kernels in ``direction`` ('forward' or 'backward'), else None.
-
-        Declined: other than NumPy float32, sum / lp pooling, what the backend's routing
-        does not take (``pool_takes``: sizes), and average pooling whose last windows run
-        past the padding (the 'full' convention) while padding counts: MXNet does not count
-        that overhang, oneDNN would."""
-        if xp is not np or x.dtype != np.float32:
-            return None
-        return self._onednn_spec(x.shape, direction)
-
     def _onednn_spec(self, shape, direction):
-        """:meth:`_onednn` for NumPy float32 data of ``shape`` (also the layout pass's
-        question: whether the forward goes through oneDNN)."""
+        """(kind, kernel, stride, pad_l, pad_r, out) when this pooling of NumPy float32
+        data of ``shape`` may go through the CPU kernels in ``direction`` ('forward' or
+        'backward'), else None (also the layout pass's question: whether the forward goes
+        through oneDNN).
+
+        Declined: sum / lp pooling, what the backend's routing does not take
+        (``pool_takes``: sizes), and average pooling whose last windows run past the
+        padding (the 'full' convention) while padding counts: MXNet does not count that
+        overhang, oneDNN would."""
         ptype = self.pool_type
         if ptype not in ('max', 'avg'):
             return None
@@ -182,7 +177,7 @@ class Pooling(Operator):
             return None
         if self.global_pool:
             if direction != 'forward' or ptype != 'avg' or len(shape) < 3 \
-                    or not all(shape) or not takes(shape, ptype, shape[2:], direction, True):
+                    or not takes(shape, ptype, shape[2:], direction, True) or not all(shape):
                 return None
             nd = len(shape) - 2
             zero = (0,) * nd
@@ -210,7 +205,9 @@ class Pooling(Operator):
     def _pool_onednn(self, xp, x, is_train, state=None):
         """The oneDNN forward (keeping max pooling's workspace for backward in the Step's
         ``state``), or None."""
-        spec = self._onednn(xp, x, 'forward')
+        if xp is not np or x.dtype != np.float32:
+            return None
+        spec = self._onednn_spec(x.shape, 'forward')
         if spec is None:
             return None
         kind, kernel, stride, pad_l, pad_r, yshape = spec
@@ -228,7 +225,9 @@ class Pooling(Operator):
         """The oneDNN backward (into ``dest`` when given), or None. Max pooling takes the
         workspace its oneDNN forward kept for this very output and input, else the kernel
         runs oneDNN's forward on x again for one."""
-        spec = self._onednn(xp, x, 'backward')
+        if xp is not np or x.dtype != np.float32:
+            return None
+        spec = self._onednn_spec(x.shape, 'backward')
         if spec is None or dy.dtype != np.float32:
             return None
         kind, kernel, stride, pad_l, pad_r, yshape = spec

@@ -40,6 +40,11 @@ from symgraph.opdef import Operator, Param, ShapeError, register, same_type, uni
 from ._util import scatter_add
 
 
+class IndexOutOfBoundsError(ArgumentError, IndexError):
+    """An index outside its axis: an ``IndexError`` (as NumPy's, and the one MXNet raises
+    when the result is read) that is also the ``ValueError`` ArgumentError is."""
+
+
 def _linear(xp, i, dims):
     """Row numbers in the flattened ``dims`` of integer indices ``i`` (M, Y...)."""
     strides = [int(np.prod(dims[k + 1:], dtype=np.int64)) for k in range(len(dims))]
@@ -101,8 +106,9 @@ class GatherND(_IndexOp):
         bad = (x > n - 1) | (x < -n)
         if bool(bad.any()):
             k = int(xp.argmax(bad.reshape(m, -1).any(axis=1)))
-            raise ArgumentError('gather_nd: index %g is out of bounds for axis %d with size %d'
-                                % (float(x[k][bad[k]][0]), k, data.shape[k]))
+            raise IndexOutOfBoundsError(
+                'gather_nd: index %g is out of bounds for axis %d with size %d'
+                % (float(x[k][bad[k]][0]), k, data.shape[k]))
         i = xp.where(x < 0, x + n, x).astype(np.int64)
         return m, _linear(xp, i, data.shape[:m])
 

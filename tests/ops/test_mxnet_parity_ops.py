@@ -97,3 +97,12 @@ def test_index_array_of_a_scalar_is_empty():
     assert got.shape == (0,) and got.dtype == np.int64
     got = mx.nd.contrib.index_array(mx.nd.ones((2, 3)), axes=(1,))
     np.testing.assert_array_equal(got.asnumpy()[..., 0], np.indices((2, 3))[1])
+
+
+def test_gather_nd_out_of_bounds_is_an_index_error():
+    data = mx.nd.array([[0, 1, 2], [3, 4, 5]])
+    for bad in ([[0, 1, 0], [0, 1, 3]], [[0, 1, 0], [0, 1, -5]]):
+        with pytest.raises(IndexError, match='out of bounds for axis 1 with size 3'):
+            mx.nd.gather_nd(data, mx.nd.array(bad)).asnumpy()
+    wrapped = mx.nd.gather_nd(data, mx.nd.array([[0, 1, -1], [0, 1, -2]]))
+    np.testing.assert_array_equal(wrapped.asnumpy(), [0, 4, 4])

@@ -495,7 +495,8 @@ def _items(data):
 
 #: the largest dense array a sparse record may load into (symgraph stores sparse arrays
 #: dense): a guard against a corrupt shape asking for more memory than the machine has
-SPARSE_MAX_DENSE_BYTES = int(os.environ.get('SYMGRAPH_SPARSE_MAX_DENSE_BYTES', 2 ** 34))
+#: (a module setting: assign it to load larger ones)
+SPARSE_MAX_DENSE_BYTES = 2 ** 34
 
 
 class StoredSparse(np.ndarray):
@@ -544,8 +545,8 @@ class StoredSparse(np.ndarray):
         nbytes = int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize
         if nbytes > SPARSE_MAX_DENSE_BYTES:
             raise ValueError('its dense values would take %d bytes (symgraph stores sparse '
-                             'arrays dense; at most %d, SYMGRAPH_SPARSE_MAX_DENSE_BYTES)'
-                             % (nbytes, SPARSE_MAX_DENSE_BYTES))
+                             'arrays dense; at most %d: symgraph.ndarray.serialization.'
+                             'SPARSE_MAX_DENSE_BYTES)' % (nbytes, SPARSE_MAX_DENSE_BYTES))
         try:
             return np.zeros(shape, dtype)
         except MemoryError:

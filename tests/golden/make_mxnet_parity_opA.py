@@ -15,6 +15,8 @@ MXNet in its own unit tests (issue 29), each one MXNet-made value:
 * ``mod_grad``: forward and both gradients of ``cast(a) % cast(b)`` in int32 and float32
   with zero divisors (head gradient 0.5);
 * ``operator_arguments``: ``mx.operator.get_operator_arguments`` of a few operators;
+* ``quantize``: ``mx.nd.contrib.quantize`` / ``dequantize`` of ``data`` with several ranges
+  (``[min, max, out_type, q, min_out, max_out, dequantized]``);
 * ``arange``: ``mx.nd.arange`` with fractional start and step in integer and float dtypes
   (``[args, repeat, dtype, values]``);
 """
@@ -74,6 +76,18 @@ def make(mx):
     out['operator_arguments'] = {
         name: list(mx.operator.get_operator_arguments(name))
         for name in ('Activation', 'transpose', 'FullyConnected', 'Pooling', 'Concat')}
+    data = np.array([[0.1392, 0.5928, -0.3], [0.6027, 0.8579, 0.0], [-1.2, 1.0, 0.25]],
+                    np.float32)
+    out['quantize'] = {'data': data.tolist(), 'cases': []}
+    for lo, hi in ((0.0, 1.0), (-1.5, 1.2), (-0.5, 0.9)):
+        for out_type in ('int8', 'uint8'):
+            x = mx.nd.array(np.clip(data, lo, hi))
+            q, qmin, qmax = mx.nd.contrib.quantize(x, mx.nd.array([lo]), mx.nd.array([hi]),
+                                                   out_type=out_type)
+            back = mx.nd.contrib.dequantize(q, qmin, qmax, out_type='float32')
+            out['quantize']['cases'].append(
+                [lo, hi, out_type, q.asnumpy().tolist(), float(qmin.asscalar()),
+                 float(qmax.asscalar()), back.asnumpy().tolist()])
     out['arange'] = []
     for args in ((1.3, 45.6, 1.3), (50, -50, -7.7), (-1.5, 5, 1.5), (0.5, 300, 30.2),
                  (-5, 5, 1), (10,), (2.9, 7, 0.5)):

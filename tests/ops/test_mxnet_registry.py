@@ -25,7 +25,6 @@ EXCLUDED_PREFIXES = {
     '_npi_': 'the mx.np interface',
     '_npx_': 'the mx.npx interface',
     '_sparse_': 'sparse storage',
-    '_contrib_quantize': 'int8 quantization',
     '_contrib_quantized_': 'int8 quantization',
     '_sg_mkldnn_': 'subgraph / oneDNN-internal fused operators',
     '_TensorRT': 'TensorRT',
@@ -34,8 +33,9 @@ EXCLUDED_PREFIXES = {
 
 #: single names outside the scope, with why
 EXCLUDED_NAMES = {
-    '_contrib_dequantize': 'int8 quantization',
     '_contrib_requantize': 'int8 quantization',
+    '_contrib_quantize_v2': 'int8 quantization (calibrated; _contrib_quantize is registered)',
+    '_contrib_quantize_asym': 'int8 quantization (asymmetric)',
     '_contrib_getnnz': 'sparse storage (CSR input)',
     '_contrib_edge_id': 'sparse storage (CSR graph)',
     '_contrib_dgl_adjacency': 'sparse storage (DGL CSR graph)',

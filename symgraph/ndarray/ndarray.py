@@ -365,13 +365,15 @@ class NDArray:
         gradient would be undefined)."""
         if self._ag is not None and _AG.recording:
             raise ArgumentError(
-                'cannot write into an array of the computational graph (shape %s) while '
-                'recording: in-place operations (+=, x[:] = ..., out=x) inside '
+                _INPLACE_REFUSED + ': cannot write into an array of the computational graph '
+                '(shape %s) while recording: in-place operations (+=, x[:] = ..., out=x) inside '
                 '`autograd.record()` would make its gradient undefined; write into a copy, '
                 'or outside the recorded section' % (self.shape,))
         self._ver += 1
 
     def __setitem__(self, key, value):
+        if _AG.recording:
+            _check_recorded_write(self, key, value)
         self._wrote()
         key = _unwrap(key)
         if _is_element(key, self.ndim):
@@ -571,6 +573,24 @@ class NDArray:
             raise AttributeError("'NDArray' object has no attribute %r" % name) from None
         fn = _op_function(name)
         return lambda *a, **k: fn(self, *a, **k)
+
+
+#: the start of MXNet's message for a write autograd cannot follow (its tests look for it)
+_INPLACE_REFUSED = ('Inplace operations (+=, -=, x[:]=, etc) are not supported when '
+                    'recording with autograd')
+
+
+def _check_recorded_write(dst, key, value):
+    """As MXNet's autograd under ``record()``: no write of a value autograd follows into
+    part of an array (the tape cannot follow it); ``x[:] = v`` / ``x[...] = v`` /
+    ``x[None] = v`` of a whole array is a copy and allowed. (A write into an array
+    autograd follows is refused by :meth:`NDArray._wrote`.)"""
+    whole = key is None or key is Ellipsis or (isinstance(key, slice) and key == slice(None))
+    if isinstance(value, NDArray) and value._ag is not None and not whole:
+        raise ArgumentError('%s: x[%r] = v writes a value of the computational graph into '
+                            'part of an array (an in-place write autograd cannot follow); '
+                            'build the result out of place (e.g. with mx.nd.concat or where)'
+                            % (_INPLACE_REFUSED, key))
 
 
 def _is_element(key, ndim):

@@ -222,3 +222,32 @@ def test_zeros_and_ones_take_scalar_and_zero_size_shapes_under_np_shape():
         assert empty.shape == (0, 1, 0, 4) and empty.dtype == np.int32
         with pytest.raises(mx.MXNetError, match='non-negative'):
             mx.nd.ones((2, -1))
+
+
+def test_writes_autograd_cannot_follow_are_refused_while_recording():
+    def attempt(key, y_grad=True, x_grad=False):
+        x = mx.nd.zeros((3, 4))
+        y = mx.nd.ones((3, 4)) if key in (None, Ellipsis) or key == slice(None) \
+            else mx.nd.ones((3, 4))[key].copy()
+        if y_grad:
+            y.attach_grad()
+        if x_grad:
+            x.attach_grad()
+        with mx.autograd.record():
+            x[key] = y
+        return x
+    # as MXNet 1.9.1: a whole-array copy is fine, part of one is refused for a followed value
+    # (ValueError, with MXNet's message)
+    for key in (slice(None), Ellipsis, None):
+        assert (attempt(key).asnumpy() == 1).all()
+    for key in (0, (0, 1), slice(0, 2)):
+        with pytest.raises(mx.MXNetError, match='Inplace operations'):
+            attempt(key)
+        assert (attempt(key, y_grad=False).asnumpy().sum() > 0)
+        with pytest.raises(mx.MXNetError, match='Inplace operations'):
+            attempt(key, y_grad=False, x_grad=True)
+    # outside record() anything goes
+    x = mx.nd.zeros((2,))
+    x.attach_grad()
+    x[0] = 5
+    assert x.asnumpy()[0] == 5

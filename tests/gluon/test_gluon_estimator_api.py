@@ -115,6 +115,22 @@ def test_logger_writes_to_stdout(capsys):
                         r'\d\.\d{4}', out[-1]), out[-1]
 
 
+def test_two_contexts_train_as_one(golden):
+    # each batch is split over the devices, the step is over the whole batch: the same run
+    class Trace(event_handler.EpochEnd):
+        def __init__(self):
+            self.values = []
+
+        def epoch_end(self, estimator, *args, **kwargs):
+            self.values.append(estimator.train_metrics[0].get()[1])
+
+    est = probes.estimator(mx, context=[mx.cpu(0), mx.cpu(1)])
+    trace = Trace()
+    est.fit(probes.data(mx), val_data=probes.data(mx, n=8), epochs=3, event_handlers=[trace])
+    np.testing.assert_allclose(trace.values, golden['fit']['losses'], rtol=1e-4)
+    assert len(est.net.weight.list_data()) == 2
+
+
 def test_batches_stop_mid_epoch():
     class Count(BatchEnd):
         def __init__(self):

@@ -39,15 +39,16 @@ def data(mx, n=16, batch_size=4):
     return mx.gluon.data.DataLoader(dataset, batch_size=batch_size)
 
 
-def estimator(mx, lr=0.05):
+def estimator(mx, lr=0.05, context=None):
     """A hybridized Dense(1) with weights 0.1 and bias 0, its SGD trainer and an Estimator
-    with the default metrics (training loss) on the CPU."""
+    with the default metrics (training loss) on ``context`` (default: the CPU)."""
+    context = context or mx.cpu()
     net = mx.gluon.nn.Dense(1, in_units=3)
-    net.initialize(mx.init.Constant(0.1), ctx=mx.cpu())
+    net.initialize(mx.init.Constant(0.1), ctx=context)
     net.hybridize()
     trainer = mx.gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': lr})
     est = mx.gluon.contrib.estimator.Estimator(net, loss=mx.gluon.loss.L2Loss(),
-                                               trainer=trainer, context=mx.cpu())
+                                               trainer=trainer, context=context)
     return est
 
 

@@ -62,8 +62,8 @@ def test_helpers_ported_scripts_call():
     np.random.seed(0)
     r = tu.rand_ndarray((2,))
     assert r.dtype == np.float32 and abs(float(r.asnumpy()[0]) - 1.7640524) < 1e-6
-    with pytest.raises(mx.MXNetError, match='sparse'):
-        tu.rand_ndarray((2, 2), 'csr')
+    c = tu.rand_ndarray((4, 5), 'csr', density=0.5)
+    assert c.stype == 'csr' and c.shape == (4, 5) and (c.data.asnumpy() > 0).all()
     ex = mx.sym.var('x') * 1
     exe = ex.simple_bind(mx.cpu(), x=(3,))
     exe.arg_dict['x'][:] = 1

@@ -265,3 +265,44 @@ def test_module_layout():
     assert mx.gluon.contrib.estimator.Estimator is Estimator
     assert event_handler.GradientUpdateHandler.__module__.endswith('estimator.event_handler')
     assert mx.gluon.contrib.estimator.batch_processor.BatchProcessor is BatchProcessor
+
+
+def test_validation_handler_periods_and_custom_batch_processor():
+    class Counting(BatchProcessor):
+        def __init__(self):
+            self.fits = self.evals = 0
+
+        def fit_batch(self, estimator, train_batch, batch_axis=0):
+            self.fits += 1
+            return super().fit_batch(estimator, train_batch, batch_axis)
+
+        def evaluate_batch(self, estimator, val_batch, batch_axis=0):
+            self.evals += 1
+            return super().evaluate_batch(estimator, val_batch, batch_axis)
+
+    reference = probes.estimator(mx)
+    processor = Counting()
+    est = Estimator(reference.net, reference.loss, trainer=reference.trainer,
+                    context=mx.cpu(), batch_processor=processor)
+    calls = []
+
+    def eval_fn(val_data, batch_axis, event_handlers):
+        calls.append((batch_axis, event_handlers))
+        est.evaluate(val_data, batch_axis=batch_axis, event_handlers=event_handlers)
+
+    val = probes.data(mx, n=8)                                    # 2 batches
+    every_three = event_handler.ValidationHandler(val, eval_fn, epoch_period=None,
+                                                batch_period=3)
+    est.fit(probes.data(mx), epochs=2, event_handlers=[every_three])   # 8 batches
+    assert processor.fits == 8 and len(calls) == 2 and processor.evals == 4
+    # an evaluation pass leaves the validation metric at the mean L2 loss over val's samples
+    est.evaluate(val)
+    name, value = est.val_metrics[0].get()
+    x = np.concatenate([b[0].asnumpy() for b in val]).astype(np.float64)
+    y = np.concatenate([b[1].asnumpy() for b in val]).astype(np.float64)
+    pred = x @ est.net.weight.data().asnumpy().T + est.net.bias.data().asnumpy()
+    assert name == 'validation l2loss'
+    np.testing.assert_allclose(value, np.mean(0.5 * (pred - y) ** 2), rtol=1e-5)
+    each_epoch = event_handler.ValidationHandler(val, eval_fn)
+    est.fit(probes.data(mx), batches=9, event_handlers=[each_epoch])  # ends in epoch 3
+    assert len(calls) == 2 + 3

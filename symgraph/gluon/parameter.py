@@ -52,6 +52,13 @@ _GRAD_REQS = ('write', 'add', 'null')
 _STYPES = ('default', 'row_sparse', 'csr')
 
 
+def _ctx_key(ctx):
+    """Where a context's arrays are looked up: MXNet keys by the device type's lowest bit and
+    the device id, so ``cpu_pinned(0)`` and ``cpu_shared(0)`` (a DataLoader worker's batches)
+    find the ``cpu(0)`` copy; the last of repeated contexts wins, as MXNet's list does."""
+    return ctx.device_typeid & 1, ctx.device_id
+
+
 class Parameter:
     """A container holding the value (one copy per context) and gradient of a weight.
 
@@ -185,7 +192,7 @@ class Parameter:
                 if len(arr_list) == 1:
                     return arr_list[0]
                 ctx = current_context()
-            idx = self._ctx_map.get(ctx)
+            idx = self._ctx_map.get(_ctx_key(ctx))
             if idx is not None:
                 return arr_list[idx]
             raise UsageError("Parameter '%s' was not initialized on context %s. It was only "
@@ -324,7 +331,7 @@ class Parameter:
         self._ctx_list = list(ctx_list)
         self._ctx_map = {}
         for i, ctx in enumerate(self._ctx_list):
-            self._ctx_map.setdefault(ctx, i)
+            self._ctx_map[_ctx_key(ctx)] = i
         if data.stype != self._stype:
             data = data.tostype(self._stype)     # a sparse parameter's arrays are sparse
         self._data = [data.copyto(ctx) for ctx in self._ctx_list]

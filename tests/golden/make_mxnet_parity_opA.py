@@ -58,7 +58,7 @@ def make(mx):
     for flag in (False, True):
         with mx.np_shape(flag):
             w = mx.sym.var('weight', shape=(128, 0))
-            net = mx.sym.FullyConnected(mx.sym.var('data'), w, num_hidden=128)
+            net = mx.sym.FullyConnected(mx.sym.var('data'), w, num_hidden=128, name='fc')
             out['np_shape_json']['on' if flag else 'off'] = net.tojson()
     a_val, b_val = [[1, 2, 3], [4, -5, 0]], [[0, 1, 2], [-3, 0, 0]]
     out['mod_grad'] = {'a': a_val, 'b': b_val, 'cases': {}}

@@ -20,7 +20,7 @@ def golden():
 
 def _net():
     w = mx.sym.var('weight', shape=(128, 0))
-    return mx.sym.FullyConnected(mx.sym.var('data'), w, num_hidden=128)
+    return mx.sym.FullyConnected(mx.sym.var('data'), w, num_hidden=128, name='fc')
 
 
 @pytest.mark.parametrize('flag', [False, True])

@@ -23,10 +23,10 @@ import sys
 ROW = re.compile(r'^(?P<label>\S.*?)\s{2,}(?P<value>[0-9.]+) (?P<unit>ms|us/node|MiB|s)\b')
 
 
-def run_tree(tree, only, passes):
+def run_tree(tree, only, passes, rounds=1):
     """One run of ``tree``'s bench_cnn: {label: (value, unit)} and the load average."""
     cmd = [sys.executable, os.path.join(tree, 'bench', 'bench_cnn.py'), '--only', only,
-           '--passes', str(passes), '--rounds', '1', '--no-onednn-off']
+           '--passes', str(passes), '--rounds', str(rounds), '--no-onednn-off']
     out = subprocess.run(cmd, cwd=tree, capture_output=True, text=True, check=True).stdout
     rows, inside = {}, False
     for line in out.splitlines():
@@ -58,6 +58,7 @@ def main(argv=None):
     ap.add_argument('--new', default='.', help='the checkout after it (default: .)')
     ap.add_argument('--pairs', type=int, default=4)
     ap.add_argument('--passes', type=int, default=3, help="bench_cnn's --passes per run")
+    ap.add_argument('--rounds', type=int, default=1, help="bench_cnn's --rounds per pass")
     ap.add_argument('--only', default='resnet_train,resnet_infer,resnet_bind,chain,mlp_train')
     args = ap.parse_args(argv)
     trees = {'old': os.path.abspath(args.old), 'new': os.path.abspath(args.new)}
@@ -66,7 +67,7 @@ def main(argv=None):
     ratios, values = {}, {'old': {}, 'new': {}}
     for i in range(args.pairs):
         order = ('old', 'new') if i % 2 == 0 else ('new', 'old')
-        got = {which: run_tree(trees[which], args.only, args.passes) for which in order}
+        got = {which: run_tree(trees[which], args.only, args.passes, args.rounds) for which in order}
         for label, (v_new, unit) in got['new'].items():
             if label in got['old']:
                 v_old = got['old'][label][0]

@@ -733,13 +733,19 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
     arg_ctx = [_group_context(n, group2ctx, ctx) for n in arg_nodes]
     aux_ctx = [_group_context(n, group2ctx, ctx) for n in aux_nodes]
 
+    xp = ctx.xp
+
     def alloc(shape, t, where):
+        dtype = np.float32 if t is None else t
+        if where is ctx:                    # (inside the device scope entered below)
+            return NDArray(xp.zeros(shape, dtype=dtype), ctx)
         with where.device_scope():
-            return NDArray(where.xp.zeros(shape, dtype=np.float32 if t is None else t), where)
-    args = [alloc(s, t, c) for s, t, c in zip(arg_shapes, arg_types, arg_ctx)]
-    grads = [None if r == 'null' else alloc(s, t, c)
-             for s, t, r, c in zip(arg_shapes, arg_types, reqs, arg_ctx)]
-    aux = [alloc(s, t, c) for s, t, c in zip(aux_shapes, aux_types, aux_ctx)]
+            return NDArray(where.xp.zeros(shape, dtype=dtype), where)
+    with ctx.device_scope():
+        args = [alloc(s, t, c) for s, t, c in zip(arg_shapes, arg_types, arg_ctx)]
+        grads = [None if r == 'null' else alloc(s, t, c)
+                 for s, t, r, c in zip(arg_shapes, arg_types, reqs, arg_ctx)]
+        aux = [alloc(s, t, c) for s, t, c in zip(aux_shapes, aux_types, aux_ctx)]
     # types left unknown (float32 arrays now) are inferred again by the executor
     complete = all(t is not None for t in arg_types + aux_types)
     return Executor(symbol, ctx, args, grads, reqs, aux, group2ctx, _answers=answers,

@@ -31,7 +31,8 @@ class _Quant(Operator):
         return ['data', 'min_range', 'max_range']
 
     def list_outputs(self):
-        return ['output', 'min_output', 'max_output']
+        # MXNet registers no output names for these: output<k> (its FListOutputNames default)
+        return ['output0', 'output1', 'output2']
 
     def infer_shape(self, in_shapes):
         data = in_shapes[0]

@@ -20,6 +20,7 @@ import numbers
 
 import numpy as np
 
+from ..base import ArgumentError, ArgumentTypeError
 from ..context import current_context
 from . import ndarray as _nd
 from .serialization import StoredSparse
@@ -55,7 +56,7 @@ def _np(x, dtype=None):
 
 def _check_shape(s1, s2):
     if s1 and s2 and tuple(s1) != tuple(s2):
-        raise ValueError('Shape mismatch detected. %s v.s. %s' % (tuple(s1), tuple(s2)))
+        raise ArgumentError('Shape mismatch detected. %s v.s. %s' % (tuple(s1), tuple(s2)))
 
 
 def _on(ctx, dense_np, stype, structure=None):
@@ -75,17 +76,17 @@ def _csr_from_definition(data, indices, indptr, shape, ctx, dtype):
     indptr = _np(indptr, np.int64)
     if shape is None:
         if indices.shape[0] == 0:
-            raise ValueError('invalid shape')
+            raise ArgumentError('invalid shape')
         shape = (len(indptr) - 1, int(indices.max()) + 1)
     if data.ndim != 1 or indptr.ndim != 1 or indices.ndim != 1 or indptr.shape[0] == 0 \
             or len(shape) != 2:
-        raise ValueError('invalid shape')
+        raise ArgumentError('invalid shape')
     if len(data) != len(indices) or indptr[-1] != len(indices) or len(indptr) != shape[0] + 1:
-        raise ValueError('csr_matrix: %d values, %d column indices and indptr of length %d '
+        raise ArgumentError('csr_matrix: %d values, %d column indices and indptr of length %d '
                          '(ending at %d) do not make a %s matrix'
                          % (len(data), len(indices), len(indptr), indptr[-1], tuple(shape)))
     if len(indices) and (indices.min() < 0 or indices.max() >= shape[1]):
-        raise ValueError('csr_matrix: column indices must lie in [0, %d)' % shape[1])
+        raise ArgumentError('csr_matrix: column indices must lie in [0, %d)' % shape[1])
     dense = np.zeros(shape, dtype)
     rows = np.repeat(np.arange(shape[0]), np.diff(indptr))
     np.add.at(dense, (rows, indices), data)
@@ -120,12 +121,12 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None):
             return empty('csr', arg1, ctx=ctx, dtype=dtype)
         if len(arg1) == 3:
             return _csr_from_definition(arg1[0], arg1[1], arg1[2], shape, ctx, dtype)
-        raise ValueError('Unexpected length of input tuple: %d' % len(arg1))
+        raise ArgumentError('Unexpected length of input tuple: %d' % len(arg1))
     if isinstance(arg1, CSRNDArray) or _is_sp_scipy(arg1):
         _check_shape(arg1.shape, shape)
         return array(arg1, ctx=ctx, dtype=dtype)
     if isinstance(arg1, RowSparseNDArray):
-        raise ValueError('Unexpected input type: RowSparseNDArray')
+        raise ArgumentError('Unexpected input type: RowSparseNDArray')
     dtype = _default_dtype(arg1, dtype)
     dense = _np(arg1, dtype)
     _check_shape(dense.shape, shape)
@@ -137,7 +138,7 @@ def row_sparse_array(arg1, shape=None, ctx=None, dtype=None):
     ``data``), a shape (all zero), a RowSparseNDArray or a dense array-like."""
     if isinstance(arg1, tuple):
         if len(arg1) < 2:
-            raise ValueError('Unexpected length of input tuple: %d' % len(arg1))
+            raise ArgumentError('Unexpected length of input tuple: %d' % len(arg1))
         if len(arg1) > 2 or all(isinstance(d, numbers.Integral) for d in arg1):
             _check_shape(arg1, shape)
             return empty('row_sparse', arg1, ctx=ctx, dtype=dtype)
@@ -146,16 +147,16 @@ def row_sparse_array(arg1, shape=None, ctx=None, dtype=None):
         data, indices = _np(data, dtype), _np(indices, np.int64)
         if shape is None:
             if indices.shape[0] == 0:
-                raise ValueError('invalid shape')
+                raise ArgumentError('invalid shape')
             shape = (int(indices[-1]) + 1,) + data.shape[1:]
         shape = tuple(shape)
         if data.ndim != len(shape) or indices.ndim != 1 or int(np.prod(shape[1:])) == 0:
-            raise ValueError('invalid shape')
+            raise ArgumentError('invalid shape')
         if data.shape != (len(indices),) + shape[1:]:
-            raise ValueError('row_sparse_array: data of shape %s does not hold %d rows of '
+            raise ArgumentError('row_sparse_array: data of shape %s does not hold %d rows of '
                              'shape %s' % (data.shape, len(indices), shape[1:]))
         if len(indices) and (indices.min() < 0 or indices.max() >= shape[0]):
-            raise ValueError('row_sparse_array: row indices must lie in [0, %d)' % shape[0])
+            raise ArgumentError('row_sparse_array: row indices must lie in [0, %d)' % shape[0])
         dense = np.zeros(shape, dtype)
         dense[indices] = data
         return _on(ctx, dense, 'row_sparse', indices)
@@ -163,7 +164,7 @@ def row_sparse_array(arg1, shape=None, ctx=None, dtype=None):
         _check_shape(arg1.shape, shape)
         return array(arg1, ctx=ctx, dtype=dtype)
     if isinstance(arg1, CSRNDArray):
-        raise ValueError('Unexpected input type: CSRNDArray')
+        raise ArgumentError('Unexpected input type: CSRNDArray')
     dtype = _default_dtype(arg1, dtype)
     dns = _nd.array(_np(arg1, dtype), dtype=dtype)
     if ctx is not None and dns.context != ctx:
@@ -178,7 +179,7 @@ def zeros(stype, shape, ctx=None, dtype=None, **kwargs):
     if stype == 'default':
         return _nd.zeros(shape, ctx=ctx, dtype=dtype, **kwargs)
     if stype not in SPARSE_STYPES:
-        raise ValueError('zeros: unknown storage type %r (default, row_sparse, csr)'
+        raise ArgumentError('zeros: unknown storage type %r (default, row_sparse, csr)'
                          % (stype,))
     shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
     dtype = np.dtype(np.float32 if dtype is None else dtype)
@@ -202,7 +203,7 @@ def array(source_array, ctx=None, dtype=None):
     its structure kept); dense sources are refused, as MXNet refuses them."""
     if isinstance(source_array, _nd.NDArray):
         if source_array.stype == 'default':
-            raise ValueError('Please use `tostype` to create RowSparseNDArray or CSRNDArray '
+            raise ArgumentError('Please use `tostype` to create RowSparseNDArray or CSRNDArray '
                              'from an NDArray')
         ctx = current_context() if ctx is None else ctx
         dtype = _default_dtype(source_array, dtype)
@@ -213,9 +214,9 @@ def array(source_array, ctx=None, dtype=None):
         return _csr_from_definition(csr.data, csr.indices, csr.indptr, csr.shape, ctx,
                                     _default_dtype(source_array, dtype))
     if isinstance(source_array, (np.ndarray, np.generic)):
-        raise ValueError('Please use mx.nd.array to create an NDArray with source_array of '
+        raise ArgumentError('Please use mx.nd.array to create an NDArray with source_array of '
                          'type %s' % type(source_array))
-    raise ValueError('Unexpected source_array type: %s' % type(source_array))
+    raise ArgumentError('Unexpected source_array type: %s' % type(source_array))
 
 
 # ----------------------------------------------------------------------- operators
@@ -223,9 +224,9 @@ def cast_storage(data, stype, out=None, **kwargs):
     """``mx.nd.cast_storage``: ``data`` as ``stype`` (default, row_sparse, csr); the
     structure is worked out from the values (explicit zeros are not stored)."""
     if not isinstance(data, _nd.NDArray):
-        raise TypeError('cast_storage: data must be an NDArray, got %s' % type(data).__name__)
+        raise ArgumentTypeError('cast_storage: data must be an NDArray, got %s' % type(data).__name__)
     if stype not in ('default',) + SPARSE_STYPES:
-        raise ValueError("cast_storage: stype must be 'default', 'row_sparse' or 'csr', got %r"
+        raise ArgumentError("cast_storage: stype must be 'default', 'row_sparse' or 'csr', got %r"
                          % (stype,))
     if isinstance(data, BaseSparseNDArray):
         res = data.tostype(stype)
@@ -233,7 +234,7 @@ def cast_storage(data, stype, out=None, **kwargs):
         res = data.copy()
     else:
         if stype == 'csr' and data.ndim != 2:
-            raise ValueError('cast_storage: csr storage needs a 2-D array, got shape %s'
+            raise ArgumentError('cast_storage: csr storage needs a 2-D array, got shape %s'
                              % (data.shape,))
         with data.context.device_scope():
             res = make_sparse(stype, data._data.copy(), data.context)

@@ -23,7 +23,7 @@ import numbers
 
 import numpy as np
 
-from ..base import MXNetError
+from ..base import ArgumentError, ArgumentTypeError, MXNetError
 from ..context import Context
 from . import ndarray as _nd
 
@@ -108,7 +108,7 @@ class BaseSparseNDArray(_nd.NDArray):
             if isinstance(other, type(self)):
                 other._set_structure(given)
             return other
-        raise TypeError('copyto does not support type %s' % type(other))
+        raise ArgumentTypeError('copyto does not support type %s' % type(other))
 
     def detach(self):
         """The same values (shared memory) and structure outside the recorded graph."""
@@ -130,9 +130,9 @@ class BaseSparseNDArray(_nd.NDArray):
         if stype == self.stype:
             return self.copy()
         if stype in SPARSE_STYPES:
-            raise ValueError('cast_storage from %s to %s is not supported'
+            raise ArgumentError('cast_storage from %s to %s is not supported'
                              % (self.stype, stype))
-        raise ValueError('tostype: unknown storage type %r (default, row_sparse, csr)'
+        raise ArgumentError('tostype: unknown storage type %r (default, row_sparse, csr)'
                          % (stype,))
 
     def _scalar_keep(self, other, op):
@@ -232,7 +232,7 @@ class CSRNDArray(BaseSparseNDArray):
             return self[begin:begin + 1]
         if isinstance(key, slice):
             if key.step is not None:
-                raise ValueError('CSRNDArray only supports continuous slicing on axis 0')
+                raise ArgumentError('CSRNDArray only supports continuous slicing on axis 0')
             if key.start is None and key.stop is None:
                 return self
             begin, end, _ = key.indices(self.shape[0])
@@ -245,8 +245,8 @@ class CSRNDArray(BaseSparseNDArray):
             with self._ctx.device_scope():
                 return CSRNDArray(self._data[begin:end].copy(), self._ctx, structure)
         if isinstance(key, tuple):
-            raise ValueError('Multi-dimension indexing is not supported')
-        raise ValueError('Undefined behaviour for {}'.format(key))
+            raise ArgumentError('Multi-dimension indexing is not supported')
+        raise ArgumentError('Undefined behaviour for {}'.format(key))
 
     def asscipy(self):
         """A ``scipy.sparse.csr_matrix`` of the same structure and values."""
@@ -299,8 +299,8 @@ class RowSparseNDArray(BaseSparseNDArray):
                 and key.step is None:
             return self
         if isinstance(key, tuple):
-            raise ValueError('Multi-dimension indexing is not supported')
-        raise ValueError('RowSparseNDArray only supports [:] for __getitem__')
+            raise ArgumentError('Multi-dimension indexing is not supported')
+        raise ArgumentError('RowSparseNDArray only supports [:] for __getitem__')
 
     def retain(self, indices):
         """The rows ``indices`` of this array (``mx.nd.sparse.retain``)."""
@@ -311,7 +311,7 @@ def retain_rows(arr, indices):
     """A RowSparseNDArray storing the rows ``indices`` (in their order) with ``arr``'s values
     where ``arr`` stores them, zeros elsewhere."""
     if not isinstance(arr, RowSparseNDArray):
-        raise TypeError('retain: data must be a RowSparseNDArray, got %s' % type(arr).__name__)
+        raise ArgumentTypeError('retain: data must be a RowSparseNDArray, got %s' % type(arr).__name__)
     # MXNet's _sparse_retain stores the requested rows as given (order kept, a row the
     # input does not store held as zeros)
     rows = np.asarray(_host(indices._data) if isinstance(indices, _nd.NDArray) else indices)
@@ -350,6 +350,6 @@ def make_sparse(stype, data, ctx, structure=None):
         return RowSparseNDArray(data, ctx, structure)
     if stype == 'csr':
         if data.ndim != 2:
-            raise ValueError('csr storage needs a 2-D array, got shape %s' % (data.shape,))
+            raise ArgumentError('csr storage needs a 2-D array, got shape %s' % (data.shape,))
         return CSRNDArray(data, ctx, structure)
-    raise ValueError("unknown sparse storage type %r (row_sparse, csr)" % (stype,))
+    raise ArgumentError("unknown sparse storage type %r (row_sparse, csr)" % (stype,))

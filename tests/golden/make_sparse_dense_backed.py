@@ -12,6 +12,7 @@ the test suite rebuilds it without MXNet.
 """
 import json
 import os
+import tempfile
 
 import numpy as np
 import scipy.sparse as spsp
@@ -95,7 +96,7 @@ cases['dense_op_of_rsp'] = parts(rsp + 1)
 cases['csr_astype'] = parts(csr.astype('float64'))
 
 # ------------------------------------------------------------------------ .params bytes
-params_file = '/tmp/_sparse_golden.params'
+params_file = os.path.join(tempfile.mkdtemp(), 'sparse_golden.params')
 saved = {'rsp': rsp, 'csr': csr, 'rsp_empty': mx.nd.zeros((3, 2), stype='row_sparse'),
          'csr_empty_rows': mx.nd.sparse.csr_matrix(([5.], [1], [0, 0, 1, 1]), shape=(3, 2)),
          'rsp_f64': mx.nd.array(DENSE, dtype='float64').tostype('row_sparse')}

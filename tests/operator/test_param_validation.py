@@ -40,9 +40,10 @@ def test_a_json_file_with_none_for_a_required_int_is_refused_clearly():
         mx.sym.load_json(json.dumps(doc))
 
 
-def test_sparse_storage_types_are_refused_clearly():
-    with pytest.raises(MXNetError, match=r"sparse storage \('csr'\) is not supported"):
-        mx.sym.var('x', stype='csr')
+def test_storage_types_are_mxnets_and_unknown_ones_are_refused():
+    # sparse variables declare MXNet's storage type code (dense-backed arrays bind to them)
+    assert mx.sym.var('x', stype='csr').list_attr() == {'__storage_type__': '2'}
+    assert mx.sym.var('x', stype='row_sparse').list_attr() == {'__storage_type__': '1'}
     with pytest.raises(MXNetError, match="unknown storage type 'dense'"):
         mx.sym.var('x', stype='dense')
 

@@ -161,8 +161,9 @@ def test_zeros_without_dtype_and_cast_storage_errors():
     assert z.dtype == np.float32 and z.shape == (2, 3)
     with pytest.raises(MXNetError, match='type flags'):
         mx.nd._internal._zeros_without_dtype(shape=(2,), dtype=12)
-    for stype in ('csr', 'row_sparse'):
-        with pytest.raises(MXNetError, match="stype='%s' is sparse storage" % stype):
-            mx.nd.cast_storage(mx.nd.ones((2, 2)), stype=stype)
+    for stype in ('csr', 'row_sparse'):          # dense-backed sparse arrays, MXNet's types
+        cast = mx.nd.cast_storage(mx.nd.array([[0, 1], [0, 0]]), stype=stype)
+        assert cast.stype == stype
+        np.testing.assert_array_equal(cast.asnumpy(), [[0, 1], [0, 0]])
     with pytest.raises(MXNetError, match='stype'):
         mx.nd.cast_storage(mx.nd.ones((2, 2)), stype='dense')

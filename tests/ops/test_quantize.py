@@ -48,15 +48,16 @@ def _dequantize_ref(q, lo, hi):
 CASES = [
     OpCase('_contrib_quantize', {'out_type': 'int8'}, [(3, 5), (1,), (1,)],
            inputs=_ranged(-2.0, 1.5), ref=_quantize_ref('int8'), dtypes=('float32',),
-           grad=()),
+           input_dtypes=('float32', 'float32', 'float32'), grad=()),
     OpCase('_contrib_quantize', {}, [(4, 2, 3), (1,), (1,)], inputs=_ranged(-0.5, 3.0),
-           ref=_quantize_ref('uint8'), dtypes=('float32',), grad=()),
+           ref=_quantize_ref('uint8'), dtypes=('float32',),
+           input_dtypes=('float32', 'float32', 'float32'), grad=()),
     OpCase('_contrib_dequantize', {}, [(3, 5), (1,), (1,)],
            inputs=_ranged(-2.0, 1.5, 'int8'), ref=_dequantize_ref, dtypes=('float32',),
-           grad=(), rtol=1e-6),
+           input_dtypes=('int8', 'float32', 'float32'), grad=(), rtol=1e-6),
     OpCase('_contrib_dequantize', {'out_type': 'float32'}, [(2, 7), (1,), (1,)],
            inputs=_ranged(-0.5, 3.0, 'uint8'), ref=_dequantize_ref, dtypes=('float32',),
-           grad=(), rtol=1e-6),
+           input_dtypes=('uint8', 'float32', 'float32'), grad=(), rtol=1e-6),
 ]
 
 test_forward, test_gradient = case_tests(CASES)
@@ -95,7 +96,7 @@ def test_against_mxnet():
 def test_symbol_outputs_and_errors():
     s = mx.sym.contrib.quantize(mx.sym.var('x'), mx.sym.var('lo'), mx.sym.var('hi'),
                                 out_type='int8', name='q')
-    assert s.list_outputs() == ['q_output', 'q_min_output', 'q_max_output']
+    assert s.list_outputs() == ['q_output0', 'q_output1', 'q_output2']     # MXNet's names
     _, out, _ = s.infer_shape(x=(2, 3), lo=(1,), hi=(1,))
     assert out == [(2, 3), (1,), (1,)]
     assert s.infer_type(x='float32', lo='float32', hi='float32')[1] == [np.int8, np.float32,

@@ -23,7 +23,6 @@ from math import sqrt
 
 import numpy as np
 
-from .. import io
 from .. import ndarray as nd
 from ..base import ArgumentError, ArgumentTypeError
 from .image import (Augmenter, CastAug, ColorJitterAug, ColorNormalizeAug, ForceResizeAug,
@@ -575,29 +574,9 @@ class ImageDetIter(ImageIter):
                 raise
         return i
 
-    def next(self):
-        """The next batch (a DataBatch with ``pad`` set; labels padded with -1)."""
-        c, h, w = self.data_shape
-        if self._cache_data is not None:            # the rolled-over short batch
-            batch_data, batch_label, i = self._cache_data, self._cache_label, self._cache_idx
-        else:
-            batch_data = nd.zeros((self.batch_size, c, h, w))
-            batch_label = nd.full(self.provide_label[0][1], -1)
-            i = self._batchify(batch_data, batch_label)
-        pad = self.batch_size - i
-        if pad != 0:
-            if self.last_batch_handle == 'discard':
-                raise StopIteration
-            if self.last_batch_handle == 'roll_over' and self._cache_data is None:
-                self._cache_data, self._cache_label, self._cache_idx = (batch_data,
-                                                                         batch_label, i)
-                raise StopIteration
-            self._batchify(batch_data, batch_label, i)
-            if self.last_batch_handle == 'pad':
-                self._allow_read = False
-            else:
-                self._cache_data = self._cache_label = self._cache_idx = None
-        return io.DataBatch([batch_data], [batch_label], pad=pad)
+    def _new_label(self):
+        """A batch's label array, -1 where no object is (``next`` is ImageIter's)."""
+        return nd.full(self.provide_label[0][1], -1)
 
     def augmentation_transform(self, data, label):  # pylint: disable=arguments-differ
         """Apply the detection augmenters to an image and its label."""

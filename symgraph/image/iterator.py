@@ -270,7 +270,7 @@ class ImageIter(io.DataIter):
             batch_data, batch_label, i = self._cache_data, self._cache_label, self._cache_idx
         else:
             batch_data = nd.zeros((self.batch_size, c, h, w))
-            batch_label = nd.empty(self.provide_label[0][1])
+            batch_label = self._new_label()
             i = self._batchify(batch_data, batch_label)
         pad = self.batch_size - i
         if pad != 0:
@@ -286,6 +286,10 @@ class ImageIter(io.DataIter):
             else:
                 self._cache_data = self._cache_label = self._cache_idx = None
         return io.DataBatch([batch_data], [batch_label], pad=pad)
+
+    def _new_label(self):
+        """A batch's label array (every row is written by :meth:`_batchify`)."""
+        return nd.empty(self.provide_label[0][1])
 
     def check_data_shape(self, data_shape):
         """Refuse a ``data_shape`` that is not (3, H, W)."""

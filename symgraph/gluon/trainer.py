@@ -228,18 +228,7 @@ class Trainer(object):
                 raise ArgumentError('Please set update_on_kvstore=False when training with '
                                     '{}'.format(type(kvstore)))
             update_on_kvstore = False
-        if kvstore:
-            if self._compression_params:
-                kvstore.set_gradient_compression(self._compression_params)
-            if update_on_kvstore:
-                # before init, so that a multi-precision optimizer sees the weights' type
-                kvstore.set_optimizer(self._optimizer)
-            self._kvstore = kvstore
-            self._update_on_kvstore = update_on_kvstore
-        else:
-            self._kvstore = None
-            self._update_on_kvstore = None
-        self._kv_initialized = True
+        self._use_kvstore(kvstore, update_on_kvstore)
 
     def _init_sparse_kvstore(self, config):
         """MXNet's choices with sparse parameters: row_sparse weights live in a store that
@@ -271,10 +260,15 @@ class Trainer(object):
             if kvstore is not None and not isinstance(kvstore, KVStore):
                 raise ValueError('Cannot use {} for multi-device training with sparse '
                                  'gradients'.format(type(kvstore)))
+        self._use_kvstore(kvstore, update_on_kvstore)
+
+    def _use_kvstore(self, kvstore, update_on_kvstore):
+        """Keep the chosen store (None: none) and whether it runs the optimizer."""
         if kvstore:
             if self._compression_params:
                 kvstore.set_gradient_compression(self._compression_params)
             if update_on_kvstore:
+                # before init, so that a multi-precision optimizer sees the weights' type
                 kvstore.set_optimizer(self._optimizer)
             self._kvstore = kvstore
             self._update_on_kvstore = update_on_kvstore

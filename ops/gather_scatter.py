@@ -34,7 +34,7 @@ accepts (MXNet's applies gather_nd's float check there: 3.9 fails for n = 4);
 """
 import numpy as np
 
-from symgraph.base import ArgumentError, MXNetError
+from symgraph.base import ArgumentError
 from symgraph.opdef import Operator, Param, ShapeError, register, same_type, unify_shape
 
 from ._util import scatter_add

@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from symgraph.opdef import Operator, Param, ShapeError, np_dtype, register
-from symgraph.base import MXNetError, ParameterError
+from symgraph.base import ParameterError
 
 _DTYPES = [np_dtype(t) for t in ('float16', 'float32', 'float64', 'uint8', 'int8', 'int32',
                                  'int64', 'bool')]

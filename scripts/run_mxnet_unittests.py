@@ -35,7 +35,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HARNESS = os.path.join(ROOT, 'tests', 'mxnet_unittests')
 PASSING = os.path.join(HARNESS, 'mxnet_1.9.1_passing.json')
 TAG = '1.9.1'
-TEST_DIRS = ('tests/python/unittest', 'tests/python/common', 'tests/python/train')
+TEST_DIRS = ('tests/python/unittest', 'tests/python/common', 'tests/python/train',
+             'tests/python/quantization', 'tests/python/mkl', 'tests/python-pytest/onnx')
+#: test files outside tests/python/unittest are named with one of these folder prefixes
+#: ('onnx/test_operators'); their results are keyed 'onnx/test_operators.py'
+FOLDERS = {'onnx': 'tests/python-pytest/onnx', 'quantization': 'tests/python/quantization',
+           'mkl': 'tests/python/mkl'}
 
 #: the default unit-test files of issue 29 (MXNet's symbolic and imperative API)
 ISSUE_FILES = (
@@ -50,7 +55,14 @@ GLUON_FILES = (
     'gluon_contrib', 'gluon_save', 'gluon_utils', 'loss', 'contrib_autograd',
     'gluon_batch_processor', 'gluon_estimator', 'gluon_event_handler', 'higher_order_grad',
     'thread_local')
-SETS = {'issue': ISSUE_FILES, 'gluon': GLUON_FILES, 'all': ISSUE_FILES + GLUON_FILES}
+#: issue 31 (ONNX), issue 32 (int8 and bfloat16 on the CPU), issue 33 (profiler)
+ONNX_FILES = ('onnx/test_operators', 'onnx/test_node')
+QUANTIZATION_FILES = ('quantization/test_quantization', 'mkl/test_quantization_mkldnn',
+                      'mkl/test_subgraph')
+BF16_FILES = ('mkl/test_bf16_operator', 'mkl/test_contrib_amp')
+SETS = {'issue': ISSUE_FILES, 'gluon': GLUON_FILES, 'all': ISSUE_FILES + GLUON_FILES,
+        'onnx': ONNX_FILES, 'quantization': QUANTIZATION_FILES, 'bf16': BF16_FILES,
+        'profiler': ('profiler',)}
 
 PYTEST_INI = """[pytest]
 markers =
@@ -64,8 +76,13 @@ markers =
 
 
 def file_name(name):
-    """'attr', 'test_attr' or 'test_attr.py' -> 'test_attr.py'."""
-    name = os.path.basename(name)
+    """'attr', 'test_attr' or 'test_attr.py' -> 'test_attr.py'; 'onnx/test_node' ->
+    'onnx/test_node.py' (a folder of :data:`FOLDERS`)."""
+    folder, _, base = name.replace(os.sep, '/').rpartition('/')
+    folder = folder.rpartition('/')[2]
+    if folder in FOLDERS:
+        return folder + '/' + file_name(base)
+    name = base
     if not name.startswith('test_'):
         name = 'test_' + name
     return name if name.endswith('.py') else name + '.py'
@@ -95,13 +112,16 @@ def extract(src, dest, tag=TAG):
         for entry in filter(None, listing.split('\0')):
             meta, path = entry.split('\t', 1)
             mode, kind, sha = meta.split()
-            if kind != 'blob' or mode == '120000':
+            if kind != 'blob':
                 continue
             blob = subprocess.run(git + ['cat-file', 'blob', sha], capture_output=True)
             if blob.returncode:          # a blob missing from a partial mirror
                 continue
             out = os.path.join(dest, path)
             os.makedirs(os.path.dirname(out), exist_ok=True)
+            if mode == '120000':         # quantization/common.py -> ../unittest/common.py
+                os.symlink(blob.stdout.decode(), out)
+                continue
             with open(out, 'wb') as f:
                 f.write(blob.stdout)
     else:
@@ -113,9 +133,20 @@ def extract(src, dest, tag=TAG):
     os.makedirs(os.path.join(dest, 'tests', 'data'), exist_ok=True)
     # test_image.py writes its list files into ./data (the children run in unit/)
     os.makedirs(os.path.join(dest, 'tests', 'python', 'unittest', 'data'), exist_ok=True)
-    with open(os.path.join(unit, 'pytest.ini'), 'w') as f:
-        f.write(PYTEST_INI)
+    for sub in (unit,) + tuple(os.path.join(dest, d) for d in FOLDERS.values()):
+        if os.path.isdir(sub):
+            with open(os.path.join(sub, 'pytest.ini'), 'w') as f:
+                f.write(PYTEST_INI)
     return unit
+
+
+def run_dir(unit, name):
+    """(folder to run ``name`` in, file name there) for a :func:`file_name` result."""
+    folder, _, base = name.rpartition('/')
+    if not folder:
+        return unit, name
+    root = os.path.dirname(os.path.dirname(os.path.dirname(unit)))
+    return os.path.join(root, FOLDERS[folder]), base
 
 
 def _read_results(path):
@@ -291,12 +322,12 @@ def main(argv=None):
         for name in names:
             if unit is None:
                 record = stored[name]
-            elif not os.path.exists(os.path.join(unit, name)):
+            elif not os.path.exists(os.path.join(*run_dir(unit, name))):
                 print('%-34s missing from the MXNet sources' % name, flush=True)
                 continue
             else:
-                record = run_file(unit, name, args.python, args.reference, args.test_timeout,
-                                  args.file_timeout, extra)
+                record = run_file(*run_dir(unit, name), args.python, args.reference,
+                                  args.test_timeout, args.file_timeout, extra)
             table['files'][name] = record
             ref = passing.get(name, set()) if passing is not None else None
             if ref is not None:

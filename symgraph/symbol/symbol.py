@@ -391,6 +391,23 @@ class Symbol:
             fix = lambda lst: [() if s is None else tuple(s) for s in lst]  # noqa: E731
         return fix(arg), fix(out), fix(aux)
 
+    def explain_shape(self, name, *args, **kwargs):
+        """Why ``name`` (an input's or an output's name) has the shape inference gives it,
+        from the input shapes given as for :meth:`infer_shape`: a
+        :class:`~symgraph.graph.explain.ShapeExplanation`, whose ``str`` is the chain of
+        rules (node, operator, the shapes it saw, the dimensions it fixed, the rule's
+        file:line), or, where inference fails, the two sides that disagreed.
+
+        >>> import symgraph as mx
+        >>> fc = mx.sym.FullyConnected(mx.sym.var('data'), num_hidden=3, name='fc')
+        >>> fc.explain_shape('fc_weight', data=(2, 5)).shape
+        (3, 5)
+        """
+        from ..graph.explain import explain_shape
+        order, _, _, known = self._known(args, kwargs, 'shape')
+        given = set(kwargs) | set(self.list_arguments()[:len(args)])
+        return explain_shape(order, known, name, given)
+
     def infer_type(self, *args, **kwargs):
         """Infer dtypes: ``(arg_types, out_types, aux_types)`` of NumPy type objects."""
         return self._infer_type_complete(args, kwargs)

@@ -48,6 +48,7 @@ from .util import is_np_shape, set_np_shape, np_shape, use_np_shape, is_np_array
 from . import engine
 from . import runtime
 from . import gluon
+from . import onnx  # mx.onnx (onnx itself is imported only when an export runs)
 from . import ops  # noqa: E402,F401  (registers the operators; must come last)
 # the operators' rows in the passes' rule tables (graph/rules.py), one module of them
 from .ops import _cpu_rules  # noqa: E402

@@ -6,6 +6,7 @@ from .. import ndarray as _ndarray
 from .. import symbol as _symbol
 from . import amp
 from . import autograd
+from .. import onnx  # mx.contrib.onnx: MXNet's older home of mx.onnx
 
 #: ``mx.contrib.ndarray`` / ``mx.contrib.nd``: the contrib operators on NDArrays
 ndarray = nd = _ndarray.contrib

@@ -162,7 +162,7 @@ RULES['symgraph.module'] = RESERVED_MAY_IMPORT + ('symgraph.dist',)
 #: Optimizer) and converts a HybridBlock
 RULES['symgraph.contrib'] = ('symgraph.contrib', 'symgraph.graph', 'symgraph.symbol',
                              'symgraph.ndarray', 'symgraph.module', 'symgraph.gluon',
-                             'symgraph.optimizer')
+                             'symgraph.optimizer', 'symgraph.onnx')
 #: mx.contrib.autograd: MXNet's first autograd API, a thin layer over mx.autograd
 RULES['symgraph.contrib.autograd'] = ('symgraph.autograd', 'symgraph.ndarray')
 #: mx.contrib.svrg_optimization: a Module subclass and its optimizers (a training-stack home)
@@ -171,6 +171,11 @@ RULES['symgraph.contrib.svrg_optimization'] = RESERVED_MAY_IMPORT
 #: autograd tape, and its Trainer drives the optimizers and kvstores
 RULES['symgraph.gluon'] = ('symgraph.gluon', 'symgraph.autograd') + RESERVED_MAY_IMPORT + (
     'symgraph.dist',)
+#: mx.onnx: exports Symbols (inferring shapes with graph/), loads .params, imports ONNX
+#: files into Symbols and Gluon blocks; mx.contrib.onnx is its alias
+RULES['symgraph.onnx'] = ('symgraph.onnx', 'symgraph.graph', 'symgraph.symbol',
+                          'symgraph.ndarray', 'symgraph.executor', 'symgraph.operator',
+                          'symgraph.gluon', 'symgraph.namespaces')
 #: gluon.data's record and vision datasets read mx.recordio and decode with mx.image
 RULES['symgraph.gluon.data'] = RULES['symgraph.gluon'] + ('symgraph.recordio', 'symgraph.image')
 

@@ -1,0 +1,381 @@
+"""Converters of the ONNX shape, indexing, resizing and recurrent operators.
+
+The companion of ``_import_ops.py`` (same contract: a function of a ConvertContext per
+ONNX op_type, returning a Symbol per output). Shape arguments (Reshape's shape, Slice's
+starts and ends, Squeeze's axes, ...) must be constants by the time a node is converted;
+the importer has folded every constant-only subgraph before, so the shape arithmetic that
+exporters write around them usually is.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import symbol as S
+
+TENSOR_CONVERTERS = {}
+
+
+def _register(*names):
+    def deco(fn):
+        for n in names:
+            TENSOR_CONVERTERS[n] = fn
+        return fn
+    return deco
+
+
+def _axis(axis, rank):
+    return axis + rank if axis < 0 else axis
+
+
+@_register('Flatten')
+def _flatten(ctx):
+    axis = _axis(ctx.attr('axis', 1), ctx.rank(0))
+    if axis == 1:
+        return S.Flatten(ctx.sym(0), name=ctx.name)
+    if axis == 0:
+        return S.reshape(ctx.sym(0), shape=(1, -1), name=ctx.name)
+    lead = int(np.prod(ctx.need_shape(0)[:axis]))
+    return S.reshape(ctx.sym(0), shape=(lead, -1), name=ctx.name)
+
+
+@_register('Reshape')
+def _reshape(ctx):
+    shape = ctx.const_ints(1, 'shape')
+    if ctx.attr('allowzero', 0) and 0 in shape:
+        raise ctx.error('allowzero=1 with a 0 in the shape', NotImplementedError)
+    return S.reshape(ctx.sym(0), shape=tuple(shape), name=ctx.name)
+
+
+@_register('Transpose')
+def _transpose(ctx):
+    perm = ctx.attr('perm')
+    if perm is None:
+        perm = list(range(ctx.rank(0)))[::-1]
+    return S.transpose(ctx.sym(0), axes=tuple(perm), name=ctx.name)
+
+
+@_register('Concat')
+def _concat(ctx):
+    xs = [ctx.sym(i) for i in range(len(ctx.inputs)) if ctx.has(i)]
+    axis = _axis(ctx.attr('axis'), ctx.rank(0))
+    return S.Concat(*xs, dim=axis, num_args=len(xs), name=ctx.name)
+
+
+@_register('Split')
+def _split(ctx):
+    rank = ctx.rank(0)
+    axis = _axis(ctx.attr('axis', 0), rank)
+    n = len(ctx.outputs)
+    sizes = ctx.const_ints(1, 'split')
+    if sizes is None:
+        dim = (ctx.shape(0) or [None] * rank)[axis]
+        if dim is not None and dim % n:
+            # opset 18's num_outputs: the last part is the smaller one
+            step = -(-dim // n)
+            sizes = [step] * (n - 1) + [dim - step * (n - 1)]
+    if sizes is None or len(set(sizes)) == 1:
+        out = S.split(ctx.sym(0), num_outputs=n, axis=axis, name=ctx.name)
+    else:
+        cuts = tuple(int(v) for v in np.cumsum(sizes)[:-1])
+        out = S.split_v2(ctx.sym(0), indices=cuts, axis=axis, name=ctx.name)
+    return [out[i] for i in range(n)] if n > 1 else [out]
+
+
+@_register('Slice')
+def _slice(ctx):
+    rank = ctx.rank(0)
+    if ctx.opset < 10:
+        starts, ends = ctx.attr('starts'), ctx.attr('ends')
+        axes, steps = ctx.attr('axes'), None
+    else:
+        starts, ends = ctx.const_ints(1), ctx.const_ints(2)
+        axes, steps = ctx.const_ints(3), ctx.const_ints(4)
+    axes = list(range(len(starts))) if axes is None else axes
+    steps = [1] * len(starts) if steps is None else steps
+    shape = ctx.shape(0) or (None,) * rank
+    begin, end, step = [None] * rank, [None] * rank, [None] * rank
+    big = 1 << 62
+    for a, b, e, s in zip(axes, starts, ends, steps):
+        a = _axis(a, rank)
+        dim = shape[a]
+        if dim is not None:
+            b, e, s = slice(b, e, s).indices(dim)
+            e = None if e < 0 else e
+        else:
+            b = None if (s > 0 and b <= -big) or (s < 0 and b >= big) else b
+            e = None if abs(e) >= big else e
+        begin[a], end[a], step[a] = b, e, s
+    return S.slice(ctx.sym(0), begin=tuple(begin), end=tuple(end), step=tuple(step),
+                   name=ctx.name)
+
+
+@_register('Squeeze')
+def _squeeze(ctx):
+    axes = ctx.const_ints(1, 'axes')
+    if not axes:
+        return S.squeeze(ctx.sym(0), name=ctx.name)
+    rank = ctx.rank(0)
+    return S.squeeze(ctx.sym(0), axis=tuple(_axis(a, rank) for a in axes), name=ctx.name)
+
+
+@_register('Unsqueeze')
+def _unsqueeze(ctx):
+    axes = ctx.const_ints(1, 'axes')
+    out_rank = ctx.rank(0) + len(axes)
+    axes = sorted(_axis(a, out_rank) for a in axes)
+    x = ctx.sym(0)
+    for k, a in enumerate(axes):
+        x = S.expand_dims(x, axis=a, name=ctx.name if k == len(axes) - 1 else None)
+    return x
+
+
+@_register('Cast', 'CastLike')
+def _cast(ctx):
+    from onnx import helper
+    if ctx.op_type == 'CastLike':
+        dtype = np.dtype(ctx.const(1).dtype) if ctx.is_const(1) else None
+        if dtype is None:
+            return S.identity(ctx.sym(0), name=ctx.name)
+    else:
+        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(ctx.attr('to')))
+    return S.Cast(ctx.sym(0), dtype=dtype.name, name=ctx.name)
+
+
+@_register('Gather')
+def _gather(ctx):
+    rank = ctx.rank(0)
+    axis = _axis(ctx.attr('axis', 0), rank)
+    if ctx.is_const(1) and ctx.const(1).ndim == 0:
+        i = int(ctx.const(1))
+        dim = (ctx.shape(0) or [None] * rank)[axis]
+        if i < 0 and dim is None:
+            raise ctx.error('a negative index into an axis of unknown size',
+                            NotImplementedError)
+        i = i + dim if i < 0 else i
+        part = S.slice_axis(ctx.sym(0), axis=axis, begin=i, end=i + 1)
+        if rank == 1:
+            return S.identity(part, name=ctx.name)       # symgraph has no 0-d values
+        return S.squeeze(part, axis=axis, name=ctx.name)
+    return S.take(ctx.sym(0), ctx.sym(1), axis=axis, mode='wrap', name=ctx.name)
+
+
+@_register('GatherElements')
+def _gather_elements(ctx):
+    rank = ctx.rank(0)
+    axis = _axis(ctx.attr('axis', 0), rank)
+    ishape = ctx.need_shape(1)
+    grids = np.meshgrid(*[np.arange(d) for d in ishape], indexing='ij')
+    idx = ctx.sym(1)
+    dim = ctx.need_shape(0)[axis]
+    # negative indices count from the end, as in ONNX
+    idx = S.broadcast_add(idx, S.broadcast_lesser(idx, S.zeros_like(idx)) * dim)
+    parts = []
+    for d in range(rank):
+        if d == axis:
+            parts.append(S.expand_dims(S.Cast(idx, dtype='int64'), axis=0))
+        else:
+            parts.append(ctx.param('grid%d' % d, grids[d][None].astype(np.int64)))
+    index = S.Concat(*parts, dim=0, num_args=rank)
+    return S.gather_nd(ctx.sym(0), index, name=ctx.name)
+
+
+@_register('Expand')
+def _expand(ctx):
+    target = ctx.const_ints(1)
+    rank = ctx.rank(0)
+    x = ctx.sym(0)
+    if len(target) < rank:
+        target = [1] * (rank - len(target)) + target
+    for _ in range(len(target) - rank):
+        x = S.expand_dims(x, axis=0)
+    # ONNX broadcasts both ways: a 1 in the target keeps the input's size (0 for
+    # broadcast_to)
+    return S.broadcast_to(x, shape=tuple(0 if t == 1 else t for t in target), name=ctx.name)
+
+
+@_register('Tile')
+def _tile(ctx):
+    return S.tile(ctx.sym(0), reps=tuple(ctx.const_ints(1)), name=ctx.name)
+
+
+@_register('Pad')
+def _pad(ctx):
+    mode = ctx.attr('mode', 'constant')
+    rank = ctx.rank(0)
+    pads = ctx.const_ints(1, 'pads') if ctx.opset >= 11 else list(ctx.attr('pads'))
+    value = ctx.attr('value', 0.0)
+    if ctx.opset >= 11 and ctx.has(2):
+        value = float(ctx.const(2).reshape(-1)[0])
+    axes = ctx.const_ints(3)
+    if axes is not None:
+        full = [0] * (2 * rank)
+        for k, a in enumerate(axes):
+            a = _axis(a, rank)
+            full[a], full[rank + a] = pads[k], pads[len(axes) + k]
+        pads = full
+    begin, end = pads[:rank], pads[rank:]
+    if any(p < 0 for p in pads):
+        raise ctx.error('negative pads', NotImplementedError)
+    if mode not in ('constant', 'edge', 'reflect'):
+        raise ctx.error('pad mode %r' % mode, NotImplementedError)
+    lift = max(0, 4 - rank)
+    begin, end = [0] * lift + begin, [0] * lift + end
+    if len(begin) > 5 or any(begin[:2]) or any(end[:2]):
+        raise ctx.error('padding of the first two axes of a %d-D input' % rank,
+                        NotImplementedError)
+    x = ctx.sym(0)
+    if lift:
+        x = S.reshape(x, shape=(1,) * lift + tuple(ctx.need_shape(0)))
+    width = tuple(v for pair in zip(begin, end) for v in pair)
+    out = S.pad(x, mode=mode, pad_width=width, constant_value=value,
+                name=None if lift else ctx.name)
+    if lift:
+        out_shape = tuple(d + b + e for d, b, e in zip(ctx.need_shape(0), pads[:rank],
+                                                       pads[rank:]))
+        out = S.reshape(out, shape=out_shape, name=ctx.name)
+    return out
+
+
+@_register('Resize', 'Upsample')
+def _resize(ctx):
+    shape = ctx.need_shape(0)
+    if ctx.op_type == 'Upsample' and ctx.opset < 9:
+        scales = list(ctx.attr('scales'))
+    elif ctx.op_type == 'Upsample' or ctx.opset == 10:
+        scales = [float(v) for v in ctx.const(1).reshape(-1)]
+    else:
+        scales = [float(v) for v in ctx.const(2).reshape(-1)] if ctx.has(2) else []
+        if not scales:
+            sizes = ctx.const_ints(3)
+            scales = [o / i for o, i in zip(sizes, shape)]
+    out_hw = [int(np.floor(d * s)) for d, s in zip(shape[2:], scales[2:])]
+    mode = ctx.attr('mode', 'nearest')
+    coord = ctx.attr('coordinate_transformation_mode',
+                     'half_pixel' if ctx.op_type == 'Resize' and ctx.opset >= 11
+                     else 'asymmetric')
+    if len(shape) != 4 or scales[:2] != [1.0, 1.0]:
+        raise ctx.error('resizing other than the two spatial axes of a 4-D input',
+                        NotImplementedError)
+    if mode == 'nearest':
+        s = scales[2]
+        nearest = ctx.attr('nearest_mode', 'round_prefer_floor')
+        ok = s == scales[3] and float(s).is_integer() and coord in (
+            'half_pixel', 'pytorch_half_pixel', 'asymmetric', 'tf_half_pixel_for_nn')
+        if coord == 'asymmetric' and ctx.opset >= 11 and nearest != 'floor' and s > 2:
+            ok = False
+        if not ok:
+            raise ctx.error('nearest resizing by %s (%s) is not an integer upsampling'
+                            % (scales[2:], coord), NotImplementedError)
+        return S.UpSampling(ctx.sym(0), scale=int(s), sample_type='nearest', num_args=1,
+                            name=ctx.name)
+    if mode == 'linear' and coord in ('half_pixel', 'pytorch_half_pixel', 'align_corners'):
+        return S.contrib.BilinearResize2D(ctx.sym(0), height=out_hw[0], width=out_hw[1],
+                                          align_corners=coord == 'align_corners',
+                                          name=ctx.name)
+    raise ctx.error('Resize mode %r with coordinate_transformation_mode %r'
+                    % (mode, coord), NotImplementedError)
+
+
+@_register('DepthToSpace', 'SpaceToDepth')
+def _depth_space(ctx):
+    b = ctx.attr('blocksize')
+    if ctx.op_type == 'SpaceToDepth':
+        return S.space_to_depth(ctx.sym(0), block_size=b, name=ctx.name)
+    if ctx.attr('mode', 'DCR') == 'DCR':
+        return S.depth_to_space(ctx.sym(0), block_size=b, name=ctx.name)
+    n, c, h, w = ctx.need_shape(0)
+    x = S.reshape(ctx.sym(0), shape=(n, c // (b * b), b, b, h, w))
+    x = S.transpose(x, axes=(0, 1, 4, 2, 5, 3))
+    return S.reshape(x, shape=(n, c // (b * b), h * b, w * b), name=ctx.name)
+
+
+def _static_only(ctx):
+    raise ctx.error('its inputs depend on the graph inputs, so it cannot be computed at '
+                    'import time; symgraph graphs have static shapes (give the graph '
+                    'inputs fixed dimensions)', NotImplementedError)
+
+
+for _name in ('Shape', 'Size', 'ConstantOfShape', 'Range', 'NonZero'):
+    TENSOR_CONVERTERS[_name] = _static_only
+
+
+@_register('NonMaxSuppression')
+def _nms(ctx):
+    raise ctx.error('its output has a data-dependent number of rows, which a symgraph '
+                    'graph (static shapes) cannot hold; use mx.sym.contrib.box_nms',
+                    NotImplementedError)
+
+
+# --- recurrent layers -----------------------------------------------------------------
+#: ONNX gate blocks in MXNet's order: LSTM ONNX iofc -> MXNet ifco(g), GRU zrh -> rzn
+_GATES = {'LSTM': (4, (0, 2, 3, 1)), 'GRU': (3, (1, 0, 2)), 'RNN': (1, (0,))}
+
+
+def _reorder(w, op):
+    n, order = _GATES[op]
+    blocks = np.split(w, n, axis=0)
+    return np.concatenate([blocks[k] for k in order], axis=0)
+
+
+@_register('LSTM', 'GRU', 'RNN')
+def _rnn(ctx):
+    op = ctx.op_type
+    hidden = ctx.attr('hidden_size')
+    direction = ctx.attr('direction', 'forward')
+    if direction == 'reverse':
+        raise ctx.error("direction='reverse' is not supported", NotImplementedError)
+    dirs = 2 if direction == 'bidirectional' else 1
+    if ctx.attr('clip') is not None or ctx.attr('input_forget', 0) or ctx.has(7):
+        raise ctx.error('clip, input_forget and peepholes are not supported',
+                        NotImplementedError)
+    acts = ctx.attr('activations')
+    if op == 'RNN':
+        act = (acts or ['Tanh'])[0]
+        mode = {'Tanh': 'rnn_tanh', 'Relu': 'rnn_relu'}.get(act)
+        if mode is None or (acts and len(set(acts)) > 1):
+            raise ctx.error('RNN activations %s' % acts, NotImplementedError)
+    else:
+        mode = op.lower()
+        default = ['Sigmoid', 'Tanh', 'Tanh'] if op == 'LSTM' else ['Sigmoid', 'Tanh']
+        if acts and list(acts) != default * dirs:
+            raise ctx.error('activations %s' % acts, NotImplementedError)
+    if op == 'GRU' and not ctx.attr('linear_before_reset', 0):
+        raise ctx.error('linear_before_reset=0 (MXNet applies the reset gate after the '
+                        'hidden transform)', NotImplementedError)
+    batch_first = ctx.attr('layout', 0) == 1
+    w, r = ctx.const(1), ctx.const(2)
+    gates = _GATES[op][0]
+    b = ctx.const(3, np.zeros((dirs, 2 * gates * hidden), w.dtype))
+    weights = [np.concatenate([_reorder(w[d], op).ravel(), _reorder(r[d], op).ravel()])
+               for d in range(dirs)]
+    biases = [np.concatenate([_reorder(b[d][:gates * hidden], op),
+                              _reorder(b[d][gates * hidden:], op)]) for d in range(dirs)]
+    flat = np.concatenate(weights + biases).astype(w.dtype)
+    params = ctx.param('parameters', flat)
+    x = ctx.sym(0)
+    if batch_first:
+        x = S.swapaxes(x, dim1=0, dim2=1)
+    if ctx.has(4):
+        lens = ctx.const(4) if ctx.is_const(4) else None
+        xs = ctx.shape(0)
+        seq = None if xs is None else xs[1 if batch_first else 0]
+        if lens is None or seq is None or np.any(lens != seq):
+            raise ctx.error('sequence_lens other than the full length', NotImplementedError)
+    xshape = ctx.shape(0)
+    batch = 0 if xshape is None else xshape[0 if batch_first else 1]
+
+    def state(i):
+        if ctx.has(i):
+            s = ctx.sym(i)
+            return S.swapaxes(s, dim1=0, dim2=1) if batch_first else s
+        return S.zeros(shape=(dirs, batch, hidden))
+    args = [x, params, state(5)] + ([state(6)] if op == 'LSTM' else [])
+    out = S.RNN(*args, state_size=hidden, num_layers=1, bidirectional=dirs == 2, mode=mode,
+                state_outputs=True, name=ctx.name)
+    # MXNet: (seq, batch, dirs * hidden); ONNX: (seq, dirs, batch, hidden)
+    y = S.reshape(out[0], shape=(0, 0, dirs, hidden))
+    y = S.transpose(y, axes=(1, 0, 2, 3) if batch_first else (0, 2, 1, 3))
+    states = [out[1]] + ([out[2]] if op == 'LSTM' else [])
+    if batch_first:
+        states = [S.swapaxes(s, dim1=0, dim2=1) for s in states]
+    return [y] + states

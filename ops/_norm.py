@@ -6,7 +6,7 @@
 """
 import numpy as np
 
-from symgraph.opdef import Operator, ShapeError, unify_shape
+from symgraph.opdef import Operator, ShapeError, is_bfloat16, unify_shape
 
 
 def channel_param_shapes(op, in_shapes, axis, n_params):
@@ -81,7 +81,7 @@ class BatchNormBase(Operator):
         return [data, c, c], [data, c, c], [c, c]
 
     def infer_type(self, in_types):
-        # float16 data keeps float32 parameters and statistics, as in MXNet
+        # float16 and bfloat16 data keep float32 parameters and statistics, as in MXNet
         t = in_types[0]
         p = None
         for x in in_types[1:]:
@@ -89,5 +89,5 @@ class BatchNormBase(Operator):
         if t is None:
             return [None, p, p], [None, p, p], [p, p]
         t = np.dtype(t)
-        p = np.dtype(np.float32) if t == np.float16 else t
+        p = np.dtype(np.float32) if t == np.float16 or is_bfloat16(t) else t
         return [t, p, p], [t, p, p], [p, p]

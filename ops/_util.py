@@ -8,7 +8,8 @@ instead of from each other.
 """
 import numpy as np
 
-from symgraph.opdef import CPU_KERNELS, Operator, ShapeError, TypeInferenceError, cpu_kernel
+from symgraph.opdef import CPU_KERNELS, Operator, ShapeError, TypeInferenceError, cpu_kernel, \
+    is_bfloat16
 
 
 class _Kernels:
@@ -140,7 +141,7 @@ def sliced_len(sl, n):
 
 def float_only(op, t):
     """``t``, refused unless floating point (MXNet: 'only support floating point types')."""
-    if t is not None and np.dtype(t).kind != 'f':
+    if t is not None and np.dtype(t).kind != 'f' and not is_bfloat16(t):
         raise TypeInferenceError('this operation only supports floating point types, not %s'
                                  % np.dtype(t).name)
     return t

@@ -1,36 +1,44 @@
 """Mixed precision casts (MXNet 1.9.1 ``src/operator/tensor/amp_cast.h``): the nodes that
 ``mx.contrib.amp.convert_symbol`` / ``convert_model`` insert into a graph.
 
-* ``amp_cast(data, dtype)`` casts *floating* inputs (float16, float32) to ``dtype``; any
+* ``amp_cast(data, dtype)`` casts *floating* inputs (float16, bfloat16, float32) to ``dtype``; any
   other input type (float64, integers) passes through unchanged, as MXNet's type rule
   says. The gradient is the head gradient cast back to the input's type.
-* ``amp_multicast(*data, num_outputs, cast_narrow=False)`` casts its float16/float32 inputs
-  to the widest of them (float32 when any is float32), or with ``cast_narrow`` to the
-  narrowest (float16 when any is float16); other types pass through. One output per input.
+* ``amp_multicast(*data, num_outputs, cast_narrow=False)`` casts its float16/bfloat16/float32
+  inputs to the widest of them (float32 when any is float32, else the first input's type),
+  or with ``cast_narrow`` to the narrowest (the last float16 or bfloat16 among them, as
+  MXNet's loop picks it); other types pass through. One output per input.
 
-bfloat16 is not an array type here: ``dtype='bfloat16'`` is refused with an error.
+bfloat16 is ``ml_dtypes.bfloat16`` (``symgraph.base.bfloat16()``).
 """
 import numpy as np
 
-from symgraph.opdef import MXNetError, Operator, Param, TypeInferenceError, np_dtype, register
+from symgraph.opdef import (MXNetError, Operator, Param, TypeInferenceError, is_bfloat16,
+                            np_dtype, register, takes_bfloat16)
 
 _F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
-_AMP_FLOATS = (_F16, _F32)
 _CAST_TYPES = ('float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8')
 
 
+def _amp_float(t):
+    """Whether dtype ``t`` is one amp_cast and amp_multicast cast (float16, bfloat16,
+    float32), as MXNet's type rules list them."""
+    return t == _F16 or t == _F32 or is_bfloat16(t)
+
+
+@takes_bfloat16
 @register
 class AMPCast(Operator):
     """Cast float16/float32 ``data`` to ``dtype``; other types pass through."""
 
     name = 'amp_cast'
     dtype = Param('dtype', doc='Output data type.',
-                  choices=[np_dtype(t) for t in _CAST_TYPES])
+                  choices=[np_dtype(t) for t in _CAST_TYPES] + ['bfloat16'])
     inplace = ((0, 0),)
     needs_inputs = True
 
     def _out(self, t):
-        return np.dtype(self.dtype) if np.dtype(t) in _AMP_FLOATS else np.dtype(t)
+        return np.dtype(self.dtype) if _amp_float(np.dtype(t)) else np.dtype(t)
 
     def infer_shape(self, in_shapes):
         s = None if in_shapes[0] is None else tuple(in_shapes[0])
@@ -50,6 +58,7 @@ class AMPCast(Operator):
         return [out_grads[0].astype(inputs[0].dtype, copy=False) if need[0] else None]
 
 
+@takes_bfloat16
 @register
 class AMPMultiCast(Operator):
     """Cast float16/float32 inputs to their widest (or, ``cast_narrow``, narrowest) type."""
@@ -78,7 +87,12 @@ class AMPMultiCast(Operator):
     def _target(self, types):
         known = [np.dtype(t) for t in types if t is not None]
         if self.cast_narrow:
-            return _F16 if _F16 in known else _F32
+            # MXNet's loop: the last float16 or bfloat16 input decides
+            target = _F32
+            for t in known:
+                if t == _F16 or is_bfloat16(t):
+                    target = t
+            return target
         return _F32 if (_F32 in known or not known) else np.dtype(types[0] or _F32)
 
     def infer_type(self, in_types):
@@ -86,13 +100,13 @@ class AMPMultiCast(Operator):
             raise TypeInferenceError('amp_multicast: %d inputs for num_outputs=%d'
                                      % (len(in_types), self.num_outputs))
         target = self._target(in_types)
-        outs = [None if t is None else (target if np.dtype(t) in _AMP_FLOATS
+        outs = [None if t is None else (target if _amp_float(np.dtype(t))
                                         else np.dtype(t)) for t in in_types]
         return list(in_types), outs, []
 
     def forward(self, xp, inputs, aux, is_train):
         target = self._target([x.dtype for x in inputs])
-        return [x.astype(target, copy=False) if x.dtype in _AMP_FLOATS else x
+        return [x.astype(target, copy=False) if _amp_float(x.dtype) else x
                 for x in inputs]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):

@@ -9,7 +9,7 @@ cannot be used.
 import numpy as np
 
 from symgraph.opdef import (Operator, Param, ShapeError, TypeInferenceError, cpu_kernel,
-                            register)
+                            is_bfloat16, register)
 
 from ._util import norm_axis
 from symgraph.base import ArgumentError
@@ -54,7 +54,7 @@ class _SoftmaxBase(Operator):
 
     def infer_type(self, in_types):
         t = in_types[0]
-        if t is not None and np.dtype(t).kind != 'f':
+        if t is not None and np.dtype(t).kind != 'f' and not is_bfloat16(t):
             raise TypeInferenceError('%s: this operation only supports floating point types, '
                                      'not %s' % (self.name, np.dtype(t).name))
         if self.use_length and len(in_types) > 1 and in_types[1] is not None \

@@ -342,7 +342,8 @@ class Cast(Unary):
     name, aliases = 'Cast', ('cast',)
     dtype = Param('dtype', doc='Output data type.',
                   choices=[np_dtype(t) for t in ('float16', 'float32', 'float64', 'uint8',
-                                                 'int8', 'int32', 'int64', 'bool')])
+                                                 'int8', 'int32', 'int64', 'bool')]
+                  + ['bfloat16'])         # (last: compared by name, see Param.parse)
     inplace = ()
 
     def fn(self, xp, x):

@@ -15,7 +15,7 @@ __all__ = ['SymgraphError', 'MXNetError', 'ShapeError', 'TypeInferenceError',
            'UsageError',
            'NotSupportedError', 'close_names', 'rewrap', 'user_location', 'string_types',
            'numeric_types', 'integer_types', 'mx_real_t', 'py_str', 'NotImplementedForSymbol',
-           'atomic_write']
+           'atomic_write', 'bfloat16', 'as_dtype', 'is_bfloat16']
 
 # MXNet's type tuples: numpy scalars count as numbers (metrics return them)
 string_types = (str,)
@@ -23,6 +23,38 @@ integer_types = (int, _np.int32, _np.int64)
 numeric_types = (float, int, _np.generic)
 #: MXNet's default real type
 mx_real_t = _np.float32
+
+
+_BFLOAT16 = []
+
+
+def bfloat16():
+    """NumPy's dtype for bfloat16: ``ml_dtypes.bfloat16`` (JAX's; NumPy has none).
+
+    ml_dtypes is imported at the first call, not with the package: its import costs about
+    0.6 s, as much as the rest of ``import symgraph``."""
+    if not _BFLOAT16:
+        import ml_dtypes        # noqa: lazily, see above
+        _BFLOAT16.append(_np.dtype(ml_dtypes.bfloat16))
+    return _BFLOAT16[0]
+
+
+def as_dtype(t):
+    """``np.dtype(t)``, knowing the name ``'bfloat16'`` before ml_dtypes is imported."""
+    if isinstance(t, str) and t.strip() == 'bfloat16':
+        return bfloat16()
+    return _np.dtype(t)
+
+
+def is_bfloat16(t):
+    """Whether ``t`` (a dtype, None, or anything ``np.dtype`` reads) is bfloat16, without
+    importing ml_dtypes (no bfloat16 array exists before something imported it)."""
+    if t is None:
+        return False
+    if isinstance(t, str):
+        return t.strip() == 'bfloat16'
+    return _BFLOAT16 != [] and t == _BFLOAT16[0] or (
+        type(t) is _np.dtype and t.kind == 'V' and t.name == 'bfloat16')
 
 
 def py_str(x):

@@ -57,7 +57,8 @@ import weakref
 import numpy as np
 
 from .base import (MXNetError, ShapeError, TypeInferenceError, ArgumentError, ParameterError,
-                   UnknownNameError, UnknownOperatorError, close_names)
+                   UnknownNameError, UnknownOperatorError, close_names, as_dtype, bfloat16,
+                   is_bfloat16)
 
 __all__ = ['Param', 'Operator', 'register', 'get_op', 'unknown_operator', 'list_ops',
            'OpNamespace', 'ShapeError',
@@ -67,11 +68,13 @@ __all__ = ['Param', 'Operator', 'register', 'get_op', 'unknown_operator', 'list_
            'using_device_group', 'ProcessGroup', 'process_group', 'set_process_group',
            'Subgraph', 'SubgraphRunner', 'cpu_backend', 'PostOp', 'CpuKernels', 'cpu_kernel',
            'lend_scratch', 'same_bits', 'Snapshot', 'Step', 'Kept', 'format_value', 'param_names',
-           'positional_params', 'split_positional']
+           'positional_params', 'split_positional', 'bind_step', 'takes_bfloat16',
+           'is_bfloat16', 'bfloat16', 'as_dtype']
 
 REQUIRED = object()
 
-_DTYPE_NAMES = ('float16', 'float32', 'float64', 'uint8', 'int8', 'int32', 'int64', 'bool')
+_DTYPE_NAMES = ('float16', 'bfloat16', 'float32', 'float64', 'uint8', 'int8', 'int32', 'int64',
+                'bool')
 
 
 # ----------------------------------------------------------------------------------
@@ -147,7 +150,7 @@ def _parse_dtype(v):
     v = _literal(v) if isinstance(v, str) and v.strip() == 'None' else v
     if v is None:
         return None
-    return np.dtype(v)
+    return as_dtype(v)
 
 
 def _parse_str(v):
@@ -648,6 +651,114 @@ class Step:
         def run(out_grads, inputs, outputs, aux):
             return bwd(xp, out_grads, inputs, outputs, aux, need)
         return run
+
+
+#: operator classes that compute on bfloat16 inputs themselves (see :func:`bind_step`)
+_TAKES_BFLOAT16 = set()
+
+
+def takes_bfloat16(cls):
+    """Class decorator: operator ``cls`` computes on bfloat16 arrays itself (a cast, a shape
+    operator, one with a bfloat16 kernel). Other operators given bfloat16 inputs compute
+    in float32 and round their results (:func:`bind_step`)."""
+    _TAKES_BFLOAT16.add(cls)
+    return cls
+
+
+def bind_step(op, ctx, in_shapes, in_dtypes):
+    """``op.bind(ctx, in_shapes, in_dtypes)``: what the executor and ``mx.nd`` call. Where
+    a bfloat16 input meets an operator not declared with :func:`takes_bfloat16`, a
+    :class:`WidenedStep`: the operator computes on float32 copies of its bfloat16 inputs
+    and the outputs it types bfloat16 are rounded back, as MXNet runs an operator without
+    a bf16 kernel between ``amp_cast`` nodes. (One loop over the dtypes at bind; no cost
+    per call for other dtypes.)"""
+    for t in in_dtypes:
+        if t is not None and np.dtype(t).kind == 'V' and is_bfloat16(t):
+            if type(op) in _TAKES_BFLOAT16:
+                break
+            return WidenedStep(op, ctx, in_shapes, in_dtypes)
+    return op.bind(ctx, in_shapes, in_dtypes)
+
+
+class WidenedStep(Step):
+    """An operator's :class:`Step` on float32 copies of its bfloat16 inputs (see
+    :func:`bind_step`): its ``state`` is the operator's own Step, bound for the widened
+    dtypes. Outputs the operator types bfloat16 are rounded to it; auxiliary states that
+    are bfloat16 get the forward's updates back; gradients take their inputs' dtypes."""
+
+    __slots__ = ('wide', 'wide_dtypes', 'narrow')
+
+    def __init__(self, op, ctx, in_shapes, in_dtypes):
+        f32 = np.dtype(np.float32)
+        self.wide = [is_bfloat16(t) for t in in_dtypes]
+        self.wide_dtypes = [f32 if w else t for w, t in zip(self.wide, in_dtypes)]
+        inner = op.bind(ctx, in_shapes, self.wide_dtypes)
+        super().__init__(op, ctx, state=inner, shareable=inner.shareable)
+        try:
+            outs = op.infer_type(list(in_dtypes))[1]
+            self.narrow = [is_bfloat16(t) for t in outs]
+        except TypeInferenceError:
+            # an operator refusing bfloat16 by name: float outputs round back to it
+            outs = op.infer_type(list(self.wide_dtypes))[1]
+            self.narrow = [t is not None and np.dtype(t) == f32 for t in outs]
+
+    def _widen(self, arrays):
+        return [a.astype(np.float32) if w and a is not None else a
+                for a, w in zip(arrays, self.wide)]
+
+    def _narrow(self, outs, wide, arrays):
+        n = self.n_args
+        for k in range(n, len(arrays)):         # moving statistics updated in the copies
+            if self.wide[k] and wide[k] is not arrays[k]:
+                arrays[k][...] = wide[k]
+        bf, narrow = bfloat16(), self.narrow
+        return [o.astype(bf) if k < len(narrow) and narrow[k] and o is not None
+                and o.dtype != bf else o for k, o in enumerate(outs)]
+
+    def forward(self, arrays, is_train):
+        wide = self._widen(arrays)
+        self.state.xp = self.xp
+        return self._narrow(self.state.forward(wide, is_train), wide, arrays)
+
+    def _backward_args(self, out_grads, inputs, outputs, aux):
+        f32 = np.float32
+        n = self.n_args
+        wide_in = self._widen(list(inputs) + list(aux))
+        bf, narrow = bfloat16(), self.narrow
+        og = [g.astype(f32) if g is not None and g.dtype == bf else g for g in out_grads]
+        outs = [o.astype(f32) if o is not None and k < len(narrow) and narrow[k] else o
+                for k, o in enumerate(outputs)]
+        return og, wide_in[:n], outs, wide_in[n:]
+
+    def _grads_back(self, grads):
+        bf = bfloat16()
+        return [g.astype(bf) if g is not None and w else g
+                for g, w in zip(grads, self.wide)]
+
+    def backward(self, out_grads, inputs, outputs, aux, need):
+        self.state.xp = self.xp
+        return self._grads_back(self.state.backward(
+            *self._backward_args(out_grads, inputs, outputs, aux), need))
+
+    def forward_function(self, is_train, in_dtypes=None, into=False):
+        self.state.xp = self.xp
+        f, fast = self.state.forward_function(is_train, self.wide_dtypes, False)
+        widen, narrow = self._widen, self._narrow
+
+        def run_widened(*arrays, out=None):
+            wide = widen(arrays)
+            outs = f(*wide)
+            return narrow([outs] if fast else outs, wide, arrays)
+        return run_widened, False
+
+    def backward_function(self, need, reqs=None, into=False):
+        self.state.xp = self.xp
+        b = self.state.backward_function(need, reqs, False)
+        args, back = self._backward_args, self._grads_back
+
+        def run_widened(out_grads, inputs, outputs, aux, grad_out=None):
+            return back(b(*args(out_grads, inputs, outputs, aux)))
+        return run_widened
 
 
 class Kept:
@@ -1368,11 +1479,11 @@ def same_type(op, in_types):
 
 
 def dtype_name(t):
-    return None if t is None else np.dtype(t).name
+    return None if t is None else as_dtype(t).name
 
 
 def np_dtype(t):
-    return None if t is None else np.dtype(t)
+    return None if t is None else as_dtype(t)
 
 
 def reduce_to_shape(xp, g, shape):

@@ -3,12 +3,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..base import as_dtype
+
 __all__ = ['Node', 'topo_order', 'aux_variable_ids', 'variable_name_clash', 'TYPE_CODE',
            'CODE_TYPE']
 
 #: MXNet's type flags (``__dtype__`` attributes and ``.params`` files)
 TYPE_CODE = {'float32': 0, 'float64': 1, 'float16': 2, 'uint8': 3, 'int32': 4, 'int8': 5,
-             'int64': 6, 'bool': 7, 'int16': 8, 'uint16': 9, 'uint32': 10, 'uint64': 11}
+             'int64': 6, 'bool': 7, 'int16': 8, 'uint16': 9, 'uint32': 10, 'uint64': 11,
+             'bfloat16': 12}
 CODE_TYPE = {v: k for k, v in TYPE_CODE.items()}
 
 
@@ -137,5 +140,5 @@ def parse_shape_attr(s):
 def dtype_from_attr(s):
     s = s.strip()
     if s.lstrip('-').isdigit():
-        return np.dtype(CODE_TYPE[int(s)])
-    return np.dtype(s)
+        return as_dtype(CODE_TYPE[int(s)])
+    return as_dtype(s)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..opdef import bind_step
 from . import codegen
 from .codegen import check_error
 from .rules import instead
@@ -93,8 +94,8 @@ class Plan:
             ins = self._io[id(n)][0]
             got = steps.get(id(n))
             if got is None:
-                got = self.run_op[id(n)].bind(ctx, [shape_of[e] for e in ins],
-                                              [self.dtypes[e] for e in ins])
+                got = bind_step(self.run_op[id(n)], ctx, [shape_of[e] for e in ins],
+                                [self.dtypes[e] for e in ins])
                 got.xp = xp
             self.bound[id(n)] = got
         self._requires_grad()

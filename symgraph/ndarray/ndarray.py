@@ -254,7 +254,7 @@ class NDArray:
         return self.copyto(context)
 
     def astype(self, dtype, copy=True):
-        dtype = np.dtype(dtype)
+        dtype = opdef.as_dtype(dtype)
         if not copy and dtype == self._data.dtype:
             return self
         if self._ag is not None and _AG.recording:
@@ -681,8 +681,7 @@ def array(source_array, ctx=None, dtype=None):
     else:
         src = source_array.get() if hasattr(source_array, 'get') and not isinstance(
             source_array, np.ndarray) else np.asarray(source_array)
-    if dtype is None:
-        dtype = np.float32
+    dtype = np.float32 if dtype is None else opdef.as_dtype(dtype)
     return _alloc(ctx, lambda xp: xp.array(src, dtype=dtype))
 
 
@@ -711,7 +710,7 @@ def _filled(func, fill, shape, ctx, dtype, kwargs):
         raise ShapeError('%s: shape %s must have one or more positive int dimensions (MXNet '
                          '1.9.1 reads 0 as an unknown size; mx.np_shape() makes it a zero size)'
                          % (func, (shape,)[0]))
-    dtype = np.float32 if dtype is None else dtype
+    dtype = np.float32 if dtype is None else opdef.as_dtype(dtype)
     arr = _alloc(ctx, lambda xp: xp.full(dims, fill, dtype=dtype))
     out = kwargs.get('out')
     if out is not None:
@@ -730,7 +729,7 @@ def empty(shape, ctx=None, dtype=None, stype=None):
     uninitialised memory. A sparse ``stype`` gives an empty sparse array."""
     if stype not in (None, 'default'):
         return _SPARSE['zeros'](stype, shape, ctx, dtype)
-    dtype = np.float32 if dtype is None else dtype
+    dtype = np.float32 if dtype is None else opdef.as_dtype(dtype)
     return _alloc(ctx, lambda xp: xp.zeros(shape, dtype=dtype))
 
 
@@ -740,7 +739,7 @@ def ones(shape, ctx=None, dtype=None, **kwargs):
 
 
 def full(shape, val, ctx=None, dtype=None, out=None):
-    dtype = np.float32 if dtype is None else dtype
+    dtype = np.float32 if dtype is None else opdef.as_dtype(dtype)
     if isinstance(val, numbers.Integral) and np.dtype(dtype).kind in 'iu':
         val = _wrap_int(val, np.dtype(dtype))      # -1 in uint8 is 255, as MXNet
     arr = _alloc(ctx, lambda xp: xp.full(shape, val, dtype=dtype))
@@ -1027,18 +1026,19 @@ def _saved(v):
     return v.asnumpy() if v.stype == 'default' else _SPARSE['stored'](v)
 
 
-def load(fname, ctx=None, bfloat16='error'):
+def load(fname, ctx=None, bfloat16='bfloat16'):
     """Load a ``.params`` file written by MXNet or :func:`save`: a list or a dict.
 
-    ``bfloat16``: what to do with bfloat16 arrays, which symgraph does not hold:
-    ``'error'``, ``'float32'`` (exact widening) or ``'raw'`` (the uint16 bit patterns).
+    ``bfloat16``: what to do with bfloat16 arrays (MXNet's type flag 12): load them as
+    bfloat16 arrays (``'bfloat16'``, ``ml_dtypes.bfloat16``), refuse them (``'error'``),
+    widen them exactly (``'float32'``) or give the uint16 bit patterns (``'raw'``).
     """
     from .serialization import load_arrays
     return _wrap_loaded(load_arrays(fname, bfloat16=bfloat16,
                                     np_shape=bool(is_np_shape())), ctx)
 
 
-def load_frombuffer(buf, ctx=None, bfloat16='error'):
+def load_frombuffer(buf, ctx=None, bfloat16='bfloat16'):
     """:func:`load` from the bytes of such a file."""
     from .serialization import loads_arrays
     return _wrap_loaded(loads_arrays(buf, bfloat16=bfloat16,
@@ -1226,7 +1226,8 @@ def _invoke(func_name, args, kwargs):
             # MXNet refuses mixed dtypes too (float32 + float64, int8 + int32, ...)
             raise TypeInferenceError('operator %s: %s (inputs: %s)' % (cls.name, e, ', '.join(
                 '%s=%s' % (n, d.dtype) for n, d in zip(names, datas)))) from None
-        step = op.bind(ctx, [d.shape for d in datas], [np.dtype(d.dtype) for d in datas])
+        step = opdef.bind_step(op, ctx, [d.shape for d in datas],
+                               [np.dtype(d.dtype) for d in datas])
         outs = step.forward(datas, _AG.training)
     res = [NDArray(_own(o, datas, ctx), ctx) for o in outs[:op.num_visible_outputs()]]
     if _AG.recording:
@@ -1305,7 +1306,8 @@ def _record(op, step, inputs, datas, outs, res, ctx, seen=None):
             recipe = seen[3] = _recipe(op, len(outs)) or False
             # the calls of one row are alike: they share one Step (shareable)
             if seen[4] is None:
-                seen[4] = op.bind(ctx, [d.shape for d in datas], [d.dtype for d in datas])
+                seen[4] = opdef.bind_step(op, ctx, [d.shape for d in datas],
+                                          [d.dtype for d in datas])
         step = seen[4]
     else:
         recipe = _recipe(op, len(outs))

@@ -33,8 +33,10 @@ Behaviours worth knowing (checked against MXNet 1.9.1):
 * Bytes after the names are ignored, as MXNet ignores them.
 * Sparse records (row_sparse, csr) load as :class:`StoredSparse`: the dense values, with the
   storage type and the structure as stored; ``save`` writes one back as MXNet does.
-* bfloat16 data (unless asked for) and uninitialised arrays are reported with the
-  array's name rather than loaded. A truncated or corrupt record is reported by its index
+* bfloat16 data (type flag 12) loads as ``ml_dtypes.bfloat16`` arrays (or, if asked,
+  widened to float32 or as the raw uint16 bit patterns, or refused); bfloat16 arrays are
+  written with that flag. Uninitialised arrays are reported with the array's name rather
+  than loaded. A truncated or corrupt record is reported by its index
   (``array #3``): the names are stored after all the arrays.
 """
 from __future__ import annotations
@@ -48,7 +50,8 @@ import sys
 
 import numpy as np
 
-from ..base import MissingFileError, MXNetError, atomic_write
+from ..base import MissingFileError, MXNetError, atomic_write, bfloat16 as _bf16_dtype, \
+    is_bfloat16
 
 __all__ = ['ParamsFormatError', 'StoredSparse', 'save_arrays', 'load_arrays', 'dumps_arrays',
            'loads_arrays']
@@ -188,12 +191,14 @@ def _read_data(r, flag, shape, bfloat16):
                % (name, shape, extent))
     if flag == _BFLOAT16:
         if bfloat16 == 'error':
-            return _Record(problem='has dtype bfloat16, which symgraph does not hold; '
-                                   "load with bfloat16='float32' (exact widening) or "
-                                   "bfloat16='raw' (the uint16 bit patterns)")
+            return _Record(problem="has dtype bfloat16, refused (bfloat16='error'); load "
+                                   "with bfloat16='bfloat16' (the default), 'float32' "
+                                   "(exact widening) or 'raw' (the uint16 bit patterns)")
         bits = np.frombuffer(r.buf, np.dtype('<u2'), count, start)
         if bfloat16 == 'raw':
             return _Record(bits.astype(np.uint16).reshape(shape))
+        if bfloat16 == 'bfloat16':
+            return _Record(bits.astype(np.uint16).view(_bf16_dtype()).reshape(shape))
         # bfloat16 is the upper half of a float32
         wide = bits.astype(np.uint32) << 16
         return _Record(wide.view(np.float32).reshape(shape))
@@ -297,8 +302,9 @@ def _guess_kind(head):
 
 
 def _parse(buf, source, bfloat16, np_shape=None):
-    if bfloat16 not in ('error', 'float32', 'raw'):
-        raise ValueError("bfloat16 must be 'error', 'float32' or 'raw', not %r" % (bfloat16,))
+    if bfloat16 not in ('bfloat16', 'error', 'float32', 'raw'):
+        raise ValueError("bfloat16 must be 'bfloat16', 'error', 'float32' or 'raw', not %r"
+                         % (bfloat16,))
     r = _Reader(buf, source, np_shape)
     head = bytes(buf[:16])
     if len(head) < 8 or struct.unpack_from('<Q', head)[0] != LIST_MAGIC:
@@ -343,16 +349,16 @@ def _parse(buf, source, bfloat16, np_shape=None):
     return out
 
 
-def loads_arrays(data, bfloat16='error', source='<bytes>', np_shape=None):
+def loads_arrays(data, bfloat16='bfloat16', source='<bytes>', np_shape=None):
     """Parse the bytes of an MXNet NDArray file (``mx.nd.load_frombuffer``).
 
     Parameters
     ----------
     data : bytes-like
         The whole file content.
-    bfloat16 : {'error', 'float32', 'raw'}
-        What to do with bfloat16 arrays: raise, widen exactly to float32, or return the uint16
-        bit patterns.
+    bfloat16 : {'bfloat16', 'error', 'float32', 'raw'}
+        What to do with bfloat16 arrays: load them as ``ml_dtypes.bfloat16`` arrays, raise,
+        widen exactly to float32, or return the uint16 bit patterns.
     source : str
         Name used in error messages.
     np_shape : bool or None
@@ -368,7 +374,8 @@ def loads_arrays(data, bfloat16='error', source='<bytes>', np_shape=None):
     ------
     ParamsFormatError
         Not an NDArray file, truncated or corrupt, or holding arrays symgraph cannot represent
-        (sparse storage, bfloat16 by default); the message names the source and the array.
+        (uninitialised, or bfloat16 with ``bfloat16='error'``); the message names the source
+        and the array.
 
     Examples
     --------
@@ -423,7 +430,7 @@ def loads_record(data, source='<pickled NDArray>', np_shape=None):
     """
     with _bytes_view(data) as view, view.cast('B') as buf:
         r = _Reader(buf, source, np_shape)
-        rec = _read_record(r, 'error')
+        rec = _read_record(r, 'bfloat16')
         if rec.problem is not None:
             r.fail('the array %s' % rec.problem)
         if r.pos != r.size:
@@ -431,14 +438,14 @@ def loads_record(data, source='<pickled NDArray>', np_shape=None):
         return rec.array, r.context
 
 
-def load_arrays(fname, bfloat16='error', np_shape=None):
+def load_arrays(fname, bfloat16='bfloat16', np_shape=None):
     """Load the arrays of an MXNet ``.params`` / ``mx.nd.save`` file.
 
     Parameters
     ----------
     fname : str, os.PathLike or binary file object
         Where to read from; a file object is read from its current position to its end.
-    bfloat16 : {'error', 'float32', 'raw'}
+    bfloat16 : {'bfloat16', 'error', 'float32', 'raw'}
         See :func:`loads_arrays`.
     np_shape : bool or None
         See :func:`loads_arrays`.
@@ -577,12 +584,13 @@ def _prepare(data, magic):
     records = []
     for i, arr in enumerate(arrays):
         a = np.asarray(arr)
-        flag = _DTYPE_TO_FLAG.get((a.dtype.kind, a.dtype.itemsize))
+        flag = _BFLOAT16 if a.dtype.kind == 'V' and is_bfloat16(a.dtype) \
+            else _DTYPE_TO_FLAG.get((a.dtype.kind, a.dtype.itemsize))
         if flag is None:
             label = 'array %r' % names[i] if names else 'array #%d' % i
             raise TypeError('%s has dtype %s, which MXNet NDArray files cannot hold '
-                            '(supported: float32, float64, float16, uint8, int8, int32, int64, '
-                            'bool)' % (label, a.dtype))
+                            '(supported: float32, float64, float16, bfloat16, uint8, int8, '
+                            'int32, int64, bool)' % (label, a.dtype))
         if getattr(arr, 'stype', 'default') != 'default':
             code, values, aux = arr.parts()
             values = np.asarray(values, dtype=_FLAG_TO_DTYPE[flag], order='C')
@@ -593,7 +601,10 @@ def _prepare(data, magic):
             records.append((head, [values] + aux))
             continue
         # (not ascontiguousarray: it turns a 0-d array into shape (1,))
-        a = np.asarray(a, dtype=_FLAG_TO_DTYPE[flag], order='C')
+        if flag == _BFLOAT16:       # its bits, little-endian
+            a = np.asarray(a, order='C').view(np.uint16).astype('<u2', copy=False)
+        else:
+            a = np.asarray(a, dtype=_FLAG_TO_DTYPE[flag], order='C')
         head = struct.pack('<Iii%dqiii' % a.ndim, magic, 0, a.ndim, *a.shape, _CPU, 0, flag)
         records.append((head, [a]))
     encoded = [n.encode('utf-8') for n in names] if names else []
@@ -649,8 +660,8 @@ def save_arrays(fname, data, np_shape=False):
     fname : str, os.PathLike or binary file object
         Destination.
     data : numpy.ndarray, list of arrays or dict of str to array
-        See :func:`dumps_arrays`. Supported dtypes: float32, float64, float16, uint8, int8,
-        int32, int64 and bool. Arrays are written as if they lived on ``cpu(0)``.
+        See :func:`dumps_arrays`. Supported dtypes: float32, float64, float16, bfloat16,
+        uint8, int8, int32, int64 and bool. Arrays are written as if they lived on ``cpu(0)``.
     np_shape : bool
         See :func:`dumps_arrays`.
 

@@ -338,7 +338,7 @@ class Symbol:
         for n in arg_nodes + aux_nodes:
             if n in known:
                 known[n] = (_input_shape(n.name, known[n]) if kind == 'shape'
-                            else np.dtype(known[n]))
+                            else opdef.as_dtype(known[n]))
             elif kind == 'shape' and '__shape__' in n.attrs:
                 known[n] = parse_shape_attr(n.attrs['__shape__'])
                 if is_np_shape():
@@ -634,7 +634,7 @@ def Variable(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None
     if wd_mult is not None:
         attrs['__wd_mult__'] = str(wd_mult)
     if dtype is not None:
-        attrs['__dtype__'] = str(TYPE_CODE[np.dtype(dtype).name])
+        attrs['__dtype__'] = str(TYPE_CODE[opdef.as_dtype(dtype).name])
     if init is not None:
         attrs['__init__'] = init if isinstance(init, str) else init.dumps()
     if stype is not None:
@@ -842,7 +842,7 @@ def hypot(left, right):
 
 def _dtype_name(dtype):
     """MXNet's wrappers write the dtype (float32 when none is given)."""
-    return 'float32' if dtype is None else np.dtype(dtype).name
+    return 'float32' if dtype is None else opdef.as_dtype(dtype).name
 
 
 def zeros(shape, dtype=None, **kwargs):

@@ -134,8 +134,11 @@ def test_duplicate_names_keep_first_position_last_value():
 
 def test_bfloat16():
     bits = EXPECTED['bfloat16.params|0']
+    got = load_arrays(golden_path('bfloat16.params'))[0]       # bfloat16 by default
+    assert got.dtype.name == 'bfloat16'
+    np.testing.assert_array_equal(got.view(np.uint16), bits)
     with pytest.raises(ParamsFormatError, match=r"array #0 has dtype bfloat16"):
-        load_arrays(golden_path('bfloat16.params'))
+        load_arrays(golden_path('bfloat16.params'), bfloat16='error')
     raw = load_arrays(golden_path('bfloat16.params'), bfloat16='raw')[0]
     assert raw.dtype == np.uint16
     np.testing.assert_array_equal(raw, bits)
@@ -396,8 +399,9 @@ def test_trailing_bytes_are_ignored_like_mxnet():
 
 def test_nd_load_takes_the_bfloat16_choice_its_error_suggests_and_load_frombuffer():
     path = golden_path('bfloat16.params')
-    with pytest.raises(ParamsFormatError, match="load with bfloat16='float32'"):
-        mx.nd.load(path)
+    with pytest.raises(ParamsFormatError, match=r"'float32' \(exact widening\)"):
+        mx.nd.load(path, bfloat16='error')
+    assert mx.nd.load(path)[0].dtype.__name__ == 'bfloat16'
     wide = mx.nd.load(path, bfloat16='float32')[0]
     assert wide.dtype == np.float32
     np.testing.assert_array_equal(wide.asnumpy(), [1.5, -2.25, 3.0, 9999220736.0, -0.0])

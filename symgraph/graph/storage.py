@@ -272,6 +272,10 @@ def plan_storage(plan):
     st.grad_offer = grad_offer
     st.lend_step = {(kind, s): T for (_, kind, s), T in scratch.items()}
     st.peak_bytes = arena + _most_alive(own, plan, end)
+    # for drawings of the plan (symgraph.viz.memory): the arrays the operators return,
+    # (first step, last step, key), and the scratch asked for at a step, {key: (step, bytes)}
+    st.own_spans = own
+    st.scratch = {k: (T, sizes[k]) for k, T in scratch.items()}
     st.naive_bytes = sum(plan.nbytes(_entry(k)) for k in birth if k not in users
                          and (not isinstance(k, tuple) or k[0] == 'g'))
     return st

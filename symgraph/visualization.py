@@ -26,6 +26,8 @@ import numpy as np
 
 from .graph.infer import infer_shapes, infer_types, shape_complete
 from .base import ArgumentError, ArgumentTypeError
+# mx.viz.diff (two graphs compared) and mx.viz.plot_memory (an executor's storage plan)
+from .viz import diff, plot_memory  # noqa: F401
 
 __all__ = ['plot_network', 'print_summary', 'summary', 'to_networkx', 'repr_svg',
            'clusters', 'dot_program', 'RENDER_HINT']

@@ -102,14 +102,19 @@ def test_no_import_cycles_local_imports_included():
 #: who may import whom, by package: graph <- ndarray <- symbol <- executor/operator/... .
 #: (module, allowed symgraph modules, by prefix). ``FOUNDATION`` is open to everyone.
 FOUNDATION = ('symgraph.base', 'symgraph.opdef', 'symgraph.context', 'symgraph.name',
-              'symgraph.attribute', 'symgraph.util', 'symgraph.config')
+              'symgraph.attribute', 'symgraph.util', 'symgraph.config',
+              # mx.profiler: the recorder every layer reports to (it imports the
+              # foundation only, and reaches the CPU backend through opdef.cpu_backend())
+              'symgraph.profiler')
 RESERVED = ('symgraph.module', 'symgraph.optimizer', 'symgraph.io', 'symgraph.kvstore',
             'symgraph.rnn', 'symgraph.metric', 'symgraph.lr_scheduler', 'symgraph.callback',
             'symgraph.monitor', 'symgraph.contrib')
 RULES = {
     'symgraph.graph': ('symgraph.graph',),
     'symgraph.namespaces': (),
-    'symgraph.visualization': ('symgraph.graph',),
+    'symgraph.visualization': ('symgraph.graph', 'symgraph.viz'),
+    # mx.viz.diff and mx.viz.plot_memory: graph diffs and storage plans drawn as SVG
+    'symgraph.viz': ('symgraph.viz', 'symgraph.graph'),
     # ndarray/serialization.py (the .params format) imports nothing else of the package
     'symgraph.ndarray.serialization': (),
     'symgraph.ndarray': ('symgraph.ndarray', 'symgraph.graph', 'symgraph.namespaces'),

@@ -138,7 +138,7 @@ _UNARY = {'abs': 'Abs', 'negative': 'Neg', 'sqrt': 'Sqrt', 'exp': 'Exp', 'log': 
           'sin': 'Sin', 'cos': 'Cos', 'tan': 'Tan', 'arcsin': 'Asin', 'arccos': 'Acos',
           'arctan': 'Atan', 'sinh': 'Sinh', 'cosh': 'Cosh', 'arcsinh': 'Asinh',
           'arccosh': 'Acosh', 'arctanh': 'Atanh', 'ceil': 'Ceil', 'floor': 'Floor',
-          'sign': 'Sign', 'reciprocal': 'Reciprocal', 'erf': 'Erf', 'rint': 'Round'}
+          'sign': 'Sign', 'reciprocal': 'Reciprocal', 'erf': 'Erf'}
 
 
 @converter(*_UNARY)
@@ -151,7 +151,7 @@ def _scaled_log(g, x, out, dtype, base):
 
 
 @converter('log2', 'log10', 'log1p', 'expm1', 'square', 'rsqrt', 'cbrt', 'rcbrt', 'round',
-           'fix', 'trunc', 'degrees', 'radians', 'logical_not')
+           'rint', 'fix', 'trunc', 'degrees', 'radians', 'logical_not')
 def _unary_composed(g, node):
     x, = g.inputs(node)
     out = g.outputs(node)[0]
@@ -182,6 +182,11 @@ def _unary_composed(g, node):
         if name == 'round':
             mag = g.add('Add', [mag, scalar_const(g, 0.5, dtype)])[0]
         g.add('Mul', [g.add('Sign', [x])[0], g.add('Floor', [mag])[0]], [out])
+    elif name == 'rint':
+        # MXNet's rint: ties go to the floor (ONNX Round: to even)
+        lo, hi = g.add('Floor', [x])[0], g.add('Ceil', [x])[0]
+        down = g.add('LessOrEqual', [g.add('Sub', [x, lo])[0], g.add('Sub', [hi, x])[0]])[0]
+        g.add('Where', [down, lo, hi], [out])
     elif name in ('degrees', 'radians'):
         k = 180.0 / math.pi if name == 'degrees' else math.pi / 180.0
         g.add('Mul', [x, scalar_const(g, k, dtype)], [out])

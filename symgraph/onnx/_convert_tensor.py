@@ -9,6 +9,8 @@ each operator becomes. Where MXNet needed the input's shape at run time (Reshape
 inferred shapes; with ``dynamic=True`` the batch axis is kept symbolic where the
 operator keeps it (ONNX's copy code 0).
 """
+import ast
+
 import numpy as np
 
 from ._common import (INT64_MIN, bool_of, cast, reduce, reshape, slice_, squeeze,
@@ -147,13 +149,20 @@ def _bounds(begin, end, step, dim):
     return start, stop, step
 
 
+def _tuple(v):
+    """slice's bounds: a tuple, or its MXNet text ('(0, None)')."""
+    if isinstance(v, str):
+        v = ast.literal_eval(v.strip() or '()')
+    if v is None:
+        return ()
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,)
+
+
 @converter('slice')
 def _slice(g, node):
     x, out = _one(g, node)
     shape = g.in_shape(node, 0)
-    begin, end = g.attr(node, 'begin'), g.attr(node, 'end')
-    step = g.attr(node, 'step')
-    step = tuple(step) if isinstance(step, (tuple, list)) else ()
+    begin, end, step = (_tuple(g.attr(node, k)) for k in ('begin', 'end', 'step'))
     starts, ends, axes, steps = [], [], [], []
     for i in range(len(begin)):
         s = step[i] if i < len(step) else None
@@ -292,10 +301,14 @@ def _pick(g, node):
 def _one_hot(g, node):
     idx, out = _one(g, node)
     dtype = g.out_dtype(node, 0)
-    values = g.const(np.array([g.attr(node, 'off_value'), g.attr(node, 'on_value')], dtype))
+    # ONNX Runtime's OneHot kernels give float32 (and int64) values: cast to the rest
+    kind = dtype if dtype in (np.float32, np.int64) else np.dtype(np.float32)
+    values = g.const(np.array([g.attr(node, 'off_value'), g.attr(node, 'on_value')], kind))
     idx = cast(g, idx, np.int64) if g.in_dtype(node, 0) != np.int64 else idx
-    g.add('OneHot', [idx, g.const(np.array(int(g.attr(node, 'depth')), np.int64)), values],
-          [out], axis=-1)
+    r = g.add('OneHot', [idx, g.const(np.array(int(g.attr(node, 'depth')), np.int64)), values],
+              [out] if kind == dtype else 1, axis=-1)[0]
+    if kind != dtype:
+        cast(g, r, dtype, out)
 
 
 @converter('where')

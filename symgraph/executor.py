@@ -19,6 +19,8 @@ from .graph.plan import Plan, check_error
 from .graph.cse import eliminate_common_expr
 from .graph.passes import InferencePasses, TRAINING_FUSION_ENV, fuse_for_training
 from .opdef import lend_scratch
+from .profiler import _recorder as _prof
+from .profiler import _plans as _prof_plans
 
 __all__ = ['Executor', 'simple_bind']
 
@@ -299,8 +301,10 @@ class Executor:
             rewritten = self._passes.plan()
             if rewritten is not None:   # the inference plan has buffers of its own
                 plan, pool_name = rewritten, '_pool_inference'
+        # one flag test: while profiling, the plan's instrumented variant (mx.profiler)
+        prof = _prof.executor
         fn, fname, line_step = plan.forward_fn(is_train, self._monitor_level, keep,
-                                               buffered=self._use_buffers)
+                                               buffered=self._use_buffers, profile=prof)
         if self._off_ctx:
             self._sync(self.arg_arrays, self._dev_args)
             self._sync(self.aux_arrays, self._dev_aux)
@@ -318,8 +322,13 @@ class Executor:
                 self._trace_base = tracemalloc.get_traced_memory()[0]
                 tracemalloc.reset_peak()
             try:
-                heads, saved = fn(A, X, O, self._monitor_fn if self._monitor is not None
-                                  else None, getattr(self, pool_name))
+                if prof:
+                    heads, saved = _prof_plans.run(plan, 'forward', fn, (
+                        A, X, O, self._monitor_fn if self._monitor is not None else None,
+                        getattr(self, pool_name)), self._use_buffers)
+                else:
+                    heads, saved = fn(A, X, O, self._monitor_fn if self._monitor is not None
+                                      else None, getattr(self, pool_name))
             except Exception as e:
                 self._saved = None
                 lend_scratch(None)      # a step that failed lends nothing on
@@ -376,9 +385,10 @@ class Executor:
             with self._ctx.device_scope():
                 og.append(arr.astype(self.outputs[k]._data.dtype, copy=False))
         ready = self._ready_fn
+        prof = _prof.executor       # (see forward)
         fn, fname, line_step = plan.backward_fn(self._monitor_level,
                                                 buffered=self._use_buffers,
-                                                ready=ready is not None)
+                                                ready=ready is not None, profile=prof)
         if self._off_ctx:
             self._sync(self.grad_arrays, self._dev_grads, self._grad_req)
         G = [None if g is None else g._data for g in self._dev_grads]
@@ -391,7 +401,11 @@ class Executor:
             tracemalloc.reset_peak()
         with self._ctx.device_scope():
             try:
-                if ready is None:
+                if prof:
+                    _prof_plans.run(plan, 'backward', fn, (
+                        saved, og, G, self._monitor_fn if self._monitor is not None else None,
+                        self._pool, ready), self._use_buffers)
+                elif ready is None:
                     fn(saved, og, G, self._monitor_fn if self._monitor is not None else None,
                        self._pool)
                 else:

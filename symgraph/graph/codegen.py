@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import itertools
 import linecache
+import time
 import warnings
 import weakref
 
@@ -28,12 +29,17 @@ __all__ = ['gen_forward', 'gen_backward', 'check_error', 'step_of']
 _counter = itertools.count(1)
 
 
-def gen_forward(plan, is_train, monitor, keep_saved, buffered=False):
+def gen_forward(plan, is_train, monitor, keep_saved, buffered=False, profile=False):
     """(function, file name, {generated line: node}) of a plan's forward: see
-    :meth:`Plan.forward_fn <symgraph.graph.plan.Plan.forward_fn>`."""
+    :meth:`Plan.forward_fn <symgraph.graph.plan.Plan.forward_fn>`.
+
+    ``profile``: the profiler's instrumented variant, which takes a list ``T`` and appends
+    a clock reading (``time.perf_counter_ns``) at its start and after each step (its call,
+    its copies and its ``del``), so that step ``s`` ran from ``T[s]`` to ``T[s + 1]``; the
+    plain variant has no such line at all."""
     env = {}
     st = plan.storage() if buffered else None
-    lines = ['def forward(A, X, O, M=None, P=None):']
+    lines = ['def forward(A, X, O, M=None, P=None%s):' % (', T=None' if profile else '')]
     if st is not None:
         lines += ['    p%d = P[%d]' % (k, k) for k in st.forward_slots()]
     # heads an operator may compute straight into the user's output arrays O
@@ -45,6 +51,9 @@ def gen_forward(plan, is_train, monitor, keep_saved, buffered=False):
         lines.append('    v%d = A[%d]' % (e, j))
     for j, e in enumerate(plan.aux_entries):
         lines.append('    v%d = X[%d]' % (e, j))
+    stamp = ['    _t(_now())'] if profile else []
+    if profile:
+        lines += ['    _t = T.append'] + stamp
     keep = set(plan.head_entries) | set(plan.arg_entries) | set(plan.aux_entries)
     if keep_saved:
         keep |= set(plan.saved)
@@ -99,10 +108,12 @@ def gen_forward(plan, is_train, monitor, keep_saved, buffered=False):
         dead += [e for e in outs if e not in keep and e not in last_use]
         if dead:
             lines.append('    del %s' % ', '.join('v%d' % e for e in sorted(dead)))
+        lines += stamp
     heads = ''.join('v%d, ' % e for e in plan.head_entries)
     saved = ''.join('v%d, ' % e for e in plan.saved) if keep_saved else ''
     lines.append('    return (%s), (%s)' % (heads, saved))
     env['_lend'] = lend_scratch
+    env['_now'] = time.perf_counter_ns
     fn, fname = _compile('\n'.join(lines) + '\n', env, 'forward')
     return fn, fname, line_step
 
@@ -121,13 +132,21 @@ def _monitor_inputs(plan, node, entries, names, prefix=None):
     return lines
 
 
-def gen_backward(plan, monitor=0, buffered=False, ready=False):
+def gen_backward(plan, monitor=0, buffered=False, ready=False, profile=False):
     """(function, file name, {generated line: node}) of a plan's backward: see
-    :meth:`Plan.backward_fn <symgraph.graph.plan.Plan.backward_fn>`."""
+    :meth:`Plan.backward_fn <symgraph.graph.plan.Plan.backward_fn>`.
+
+    ``profile``: as for :func:`gen_forward` (``T``, one reading at the start and one after
+    each backward step); without ``ready`` the gradients written at the end take one more
+    reading, after them."""
     xp = plan.xp
     env = {}
     st = plan.storage() if buffered else None
-    lines = ['def backward(S, OG, G, M=None, P=None, R=None):']
+    lines = ['def backward(S, OG, G, M=None, P=None, R=None%s):'
+             % (', T=None' if profile else '')]
+    stamp = ['    _t(_now())'] if profile else []
+    if profile:
+        lines += ['    _t = T.append'] + stamp
     line_step = {}
     if plan.saved:
         lines.append('    %s, = S' % ', '.join('v%d' % e for e in plan.saved))
@@ -298,15 +317,18 @@ def gen_backward(plan, monitor=0, buffered=False, ready=False):
         dead += ['v%d' % e for e, t in last_read.items() if t == s]
         lines.append('    del r%s' % ''.join(', ' + g for g in dead))
         have.difference_update(e for e in outs if e not in arg_set)
+        lines += stamp
     if not ready:
         for j, req in enumerate(plan.grad_reqs):
             if req != 'null':
                 lines += write_grad(j)
+        lines += stamp
     lines.append('    return None')
     env['_zeros'] = lambda shape, dtype: xp.zeros(shape, dtype=dtype)
     env['_add'] = xp.add
     env['_own'] = _own_gradient(xp)
     env['_lend'] = lend_scratch
+    env['_now'] = time.perf_counter_ns
     fn, fname = _compile('\n'.join(lines) + '\n', env, 'backward')
     return fn, fname, line_step
 

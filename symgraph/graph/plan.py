@@ -197,7 +197,7 @@ class Plan:
         return names
 
     # ------------------------------------------------------------------ code
-    def forward_fn(self, is_train, monitor=0, keep_saved=None, buffered=False):
+    def forward_fn(self, is_train, monitor=0, keep_saved=None, buffered=False, profile=False):
         """The compiled forward; it returns what backward needs when ``keep_saved``
         (default: in training), so that backward may also follow an inference forward,
         as MXNet allows.
@@ -208,14 +208,17 @@ class Plan:
         ``monitor_all``).
 
         ``buffered``: the function takes ``P``, the views of :meth:`storage` (from
-        :meth:`allocate`), and computes the outputs the storage plan buffers into them."""
+        :meth:`allocate`), and computes the outputs the storage plan buffers into them.
+
+        ``profile``: the profiler's instrumented variant (one more argument, ``T``: see
+        :func:`~symgraph.graph.codegen.gen_forward`), generated apart from the plain one."""
         keep_saved = bool(is_train) if keep_saved is None else bool(keep_saved)
-        key = (bool(is_train), int(monitor), keep_saved, bool(buffered))
+        key = (bool(is_train), int(monitor), keep_saved, bool(buffered), bool(profile))
         if key not in self._fwd_cache:
             self._fwd_cache[key] = codegen.gen_forward(self, *key)
         return self._fwd_cache[key]
 
-    def backward_fn(self, monitor=0, buffered=False, ready=False):
+    def backward_fn(self, monitor=0, buffered=False, ready=False, profile=False):
         """The compiled backward; with ``monitor`` (1 or 2, as for :meth:`forward_fn`) it
         takes a callback ``M`` and reports each backward step's input gradients as
         ``<node>_backward_output<i>`` (and with 2, its inputs before it runs).
@@ -226,8 +229,10 @@ class Plan:
         With ``ready`` it also takes a callback ``R`` and calls ``R(j)`` as soon as the
         gradient of argument ``j`` is final (written into ``G[j]``), in the order of
         :meth:`grad_ready_order`; without, every gradient is written at the end and the
-        function has no such calls at all."""
-        key = (int(monitor), bool(buffered), bool(ready))
+        function has no such calls at all.
+
+        ``profile``: the profiler's instrumented variant (see :meth:`forward_fn`)."""
+        key = (int(monitor), bool(buffered), bool(ready), bool(profile))
         if key not in self._bwd_cache:
             self._bwd_cache[key] = codegen.gen_backward(self, *key)
         return self._bwd_cache[key]

@@ -23,6 +23,7 @@ from ..util import is_np_shape
 from ..graph.plan import needed
 from ..graph.rules import instead as _instead
 from ..namespaces import make_namespaces
+from ..profiler import _recorder as _prof
 from . import tape
 from .tape import STATE as _AG
 
@@ -420,8 +421,9 @@ class NDArray:
         array's dtype), without its dispatch: an optimizer loop's ``lr * g``. None for
         anything else (the operator path)."""
         d = self._data
-        if self._ag is not None and _AG.recording:
-            return None                  # through the operator, which the tape records
+        if self._ag is not None and _AG.recording or _prof.imperative:
+            # through the operator, which the tape records (and the profiler names)
+            return None
         if (s.__class__ is not float and s.__class__ is not int) \
                 or d.__class__ is not np.ndarray or d.dtype not in _SCALAR_FAST_DTYPES:
             return None
@@ -711,7 +713,11 @@ def _filled(func, fill, shape, ctx, dtype, kwargs):
                          '1.9.1 reads 0 as an unknown size; mx.np_shape() makes it a zero size)'
                          % (func, (shape,)[0]))
     dtype = np.float32 if dtype is None else opdef.as_dtype(dtype)
+    t0 = _prof.now() if _prof.imperative else None
     arr = _alloc(ctx, lambda xp: xp.full(dims, fill, dtype=dtype))
+    if t0 is not None:      # (mx.profiler: MXNet's _zeros / _ones operators)
+        prefix, cat = _prof.scope()
+        _prof.record('%s_%s' % (prefix, func), cat, t0, _prof.now())
     out = kwargs.get('out')
     if out is not None:
         out[:] = arr
@@ -1088,16 +1094,44 @@ def _is_symbol(v):
 def invoke(func_name, args, kwargs):
     """Run an operator imperatively on NDArrays (the body of ``mx.nd.<op>``). An error the
     call causes names, besides the operator and the argument, the user's file:line."""
+    if _prof.imperative:        # one flag test: mx.profiler times the call
+        return _invoke_profiled(func_name, args, kwargs)
     try:
         return _invoke(func_name, args, kwargs)
     except SymgraphError as e:
-        # the same exception (class, attributes, traceback), its message completed; an inner
-        # invoke (control flow) has already named the place
-        if (type(e).__str__ is BaseException.__str__ or isinstance(e, UnknownNameError)) \
-                and len(e.args) == 1 and isinstance(e.args[0], str) \
-                and ' called at ' not in e.args[0]:
-            e.args = ('%s (mx.nd.%s called at %s)' % (e.args[0], func_name, user_location()),)
+        _name_the_call(e, func_name)
         raise
+
+
+def _name_the_call(e, func_name):
+    """Complete the message of ``e`` (the same exception: class, attributes, traceback)
+    with the user's file:line; an inner invoke (control flow) has already named it."""
+    if (type(e).__str__ is BaseException.__str__ or isinstance(e, UnknownNameError)) \
+            and len(e.args) == 1 and isinstance(e.args[0], str) \
+            and ' called at ' not in e.args[0]:
+        e.args = ('%s (mx.nd.%s called at %s)' % (e.args[0], func_name, user_location()),)
+
+
+def _invoke_profiled(func_name, args, kwargs):
+    """:func:`invoke` while mx.profiler records imperative calls: the call is an event
+    named as MXNet names it (the operator's name; ``MyOp::<name>`` inside a custom
+    operator), and with API profiling an ``MXImperativeInvokeEx`` event."""
+    t0 = _prof.now()
+    try:
+        return _invoke(func_name, args, kwargs)
+    except SymgraphError as e:
+        _name_the_call(e, func_name)
+        raise
+    finally:
+        t1 = _prof.now()
+        try:
+            name = opdef.get_op(func_name).name
+        except KeyError:
+            name = func_name
+        prefix, cat = _prof.scope()
+        _prof.record(prefix + name, cat, t0, t1)
+        if _prof.api:
+            _prof.record('MXImperativeInvokeEx', 'MXNET_C_API', t0, t1)
 
 
 #: imperative calls seen before: (operator name, parameters, inputs' shapes, dtypes and

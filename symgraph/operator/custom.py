@@ -22,6 +22,7 @@ from ..base import (MXNetError, ShapeError, TypeInferenceError, ArgumentError, P
 from ..context import cpu, gpu, context_of
 from ..graph import TYPE_CODE
 from ..ndarray import NDArray
+from ..profiler import _recorder as _prof
 from .api import (CustomOp, CustomOpError, NotAvailable, UnassignedResultError, lookup_prop,
                   registered_props)
 
@@ -401,7 +402,24 @@ class Custom(opdef.Operator):
 
 
 def _call_user(op, what, fn, *args, **kwargs):
-    """Run user code; a failure becomes a CustomOpError naming the op (original chained)."""
+    """Run user code; a failure becomes a CustomOpError naming the op (original chained).
+
+    While mx.profiler runs, the call is an event of category ``Custom Operator`` named as
+    MXNet names it (``MyOp::pure_python``, ``_backward_MyOp::pure_python``), and the
+    ``mx.nd`` calls it makes are named ``MyOp::<operator>``."""
+    if (_prof.symbolic or _prof.imperative) and what in ('forward', 'backward'):
+        prefix = ('' if what == 'forward' else '_backward_') + op.op_type + '::'
+        _prof.push_scope(prefix, 'Custom Operator')
+        t0 = _prof.now()
+        try:
+            return _call_user_code(op, what, fn, *args, **kwargs)
+        finally:
+            _prof.record(prefix + 'pure_python', 'Custom Operator', t0, _prof.now())
+            _prof.pop_scope()
+    return _call_user_code(op, what, fn, *args, **kwargs)
+
+
+def _call_user_code(op, what, fn, *args, **kwargs):
     try:
         return fn(*args, **kwargs)
     except Exception as e:

@@ -47,6 +47,7 @@ from . import util
 from .util import is_np_shape, set_np_shape, np_shape, use_np_shape, is_np_array, np_array, use_np_array, use_np  # noqa: E501
 from . import engine
 from . import runtime
+from . import profiler
 from . import gluon
 from . import onnx  # mx.onnx (onnx itself is imported only when an export runs)
 from . import ops  # noqa: E402,F401  (registers the operators; must come last)

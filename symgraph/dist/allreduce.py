@@ -22,6 +22,7 @@ import collections
 
 import numpy
 from ..base import ArgumentError, ArgumentTypeError
+from ..profiler import _recorder as _prof
 
 __all__ = ['Step', 'ring_schedule', 'allreduce', 'NumpyRing']
 
@@ -242,5 +243,10 @@ def allreduce(arrays, backend=None):
         backend = _CupyRing() if kinds.pop() else NumpyRing()
     steps = ring_schedule(len(arrays), first.size)
     if steps:
+        t0 = _prof.now() if _prof.active else None
         backend.run([a.reshape(-1) for a in arrays], steps)
+        if t0 is not None:      # (mx.profiler: on the kvstore's row)
+            _prof.record('ring allreduce', 'kvstore', t0, _prof.now(),
+                         {'bytes': int(first.nbytes), 'devices': len(arrays)},
+                         row=_prof.KVSTORE_ROW)
     return arrays

@@ -48,6 +48,7 @@ from ..context import cpu
 from ..ndarray import NDArray
 from ..dist.mpi import world
 from ..dist.nccl import ProcessNccl
+from ..profiler import _recorder as _prof
 from .base import MULTI_PROCESS_TYPES
 from .kvstore import KVStore, _pairs
 
@@ -147,13 +148,18 @@ class DistKVStore(KVStore):
                 open_bucket = by_dtype[a.dtype] = []
                 buckets.append(open_bucket)
             open_bucket.append(a)
-        for bucket in buckets:
+        for k, bucket in enumerate(buckets):
             self.num_collectives += 1
+            t0 = _prof.now() if _prof.active else None
             if len(bucket) == 1:
                 collective(bucket[0].reshape(-1))
+                if t0 is not None:
+                    _record_bucket(k, bucket, t0)
                 continue
             flat = numpy.concatenate([b.reshape(-1) for b in bucket])
             collective(flat)
+            if t0 is not None:      # (mx.profiler: the bucket on the kvstore's row)
+                _record_bucket(k, bucket, t0)
             start = 0
             for b in bucket:
                 b.reshape(-1)[...] = flat[start:start + b.size]
@@ -406,6 +412,7 @@ class GradientOverlap:
         self._bucket_left = [len(b) for b in self.buckets]
         self._next = 0
         self._started = []          # (bucket, flat buffer, request or event, merged)
+        self._started_t = {}        # bucket -> when it started (while profiling)
         self.started_at = []
 
     # ----------------------------------------------------------------- backward side
@@ -445,6 +452,8 @@ class GradientOverlap:
         store.num_collectives += 1
         store.num_overlapped += 1
         self._started.append((b, flat, handle, merged))
+        if _prof.active:        # (mx.profiler: from its start until it is waited for)
+            self._started_t[b] = _prof.now()
         self.started_at.append(len(self._reported))
 
     def _wait_started(self):
@@ -455,6 +464,14 @@ class GradientOverlap:
                 store._nccl_of(merged[0].context.device_id).wait(handle, what)
         else:
             store._grad_comm.wait([s[2] for s in self._started], what)
+        if self._started_t:
+            for b, flat, _, _ in self._started:
+                if b in self._started_t:
+                    _prof.record('Iallreduce bucket %d' % b, 'kvstore', self._started_t[b],
+                                 _prof.now(), {'bytes': int(flat.nbytes),
+                                               'keys': len(self.buckets[b])},
+                                 row=_prof.KVSTORE_ROW)
+            self._started_t.clear()
 
     def _drop(self):
         """Wait for what was started (every worker started it) and forget the round."""
@@ -497,6 +514,13 @@ class GradientOverlap:
         for k, _ in store._grouped(pairs):
             store._apply(k, store._stored(k), totals[k])
         return True
+
+
+def _record_bucket(k, bucket, t0):
+    """mx.profiler: a bucket's all-reduce (a push's), on the kvstore's row."""
+    _prof.record('allreduce bucket %d' % k, 'kvstore', t0, _prof.now(),
+                 {'bytes': int(sum(b.nbytes for b in bucket)), 'keys': len(bucket)},
+                 row=_prof.KVSTORE_ROW)
 
 
 _live_overlaps = []

@@ -44,6 +44,7 @@ import os
 import threading
 import warnings
 
+from .. import opdef
 from ..base import ArgumentError, ArgumentTypeError, UnknownNameError
 from . import _recorder as rec
 from ._output import Aggregate, TraceFile, expand
@@ -464,6 +465,22 @@ class Marker:
                                 "'thread', 'task' or 'marker', got %r" % (scope,))
         if rec.active:
             rec.instant(self.name, self.domain.name + ',instant_marker', scope)
+
+
+# ------------------------------------------------------------------ oneDNN
+def _onednn_primitive(impl, t0, t1):
+    rec.record(impl, 'oneDNN', t0, t1, row=rec.ONEDNN_ROW)
+
+
+def _time_onednn(on):
+    """While profiling runs, the CPU backend reports each oneDNN primitive it runs (on
+    the row of oneDNN's OpenMP team); otherwise its runs carry no timing at all."""
+    backend = opdef.cpu_backend()
+    if backend is not None:
+        backend.time_primitives(_onednn_primitive if on else None, rec.now)
+
+
+rec.STATE.hooks.append(_time_onednn)
 
 
 # ------------------------------------------------------------------ environment

@@ -329,6 +329,17 @@ class Primitive:
             self.token = token
         del slots           # only now may a replaced slot be freed
 
+    def impl(self):
+        """The implementation oneDNN chose ('brgconv:avx2', 'jit:uni', ...), asked once."""
+        name = self.__dict__.get('_impl')
+        if name is None:
+            try:
+                name = _lib.impl_name(self.lib, self.pd) if self.pd else 'closed'
+            except _lib.DnnlError:
+                name = 'unknown'
+            self._impl = name
+        return name
+
     def __del__(self):
         # primitives kept in an executor's state go with it (thread caches live on)
         try:
@@ -353,6 +364,23 @@ class Primitive:
             lib.dnnl_primitive_desc_destroy(self.pd)
             self.pd = None
         self.inner = []
+
+
+#: the untimed run (see :meth:`BackendCore.time_primitives`)
+_EXECUTE_AT = Primitive.execute_at
+
+
+def _timed_execute_at(hook, clock):
+    """:meth:`Primitive.execute_at` reporting ``hook(implementation, t0, t1)`` after each
+    run (its reorders and the wait included), ``t0``/``t1`` readings of ``clock``."""
+    def execute_at(self, thread, ptrs, token=None):
+        t0 = clock()
+        try:
+            _EXECUTE_AT(self, thread, ptrs, token)
+        finally:
+            hook(self.impl(), t0, clock())
+    execute_at.__doc__ = _EXECUTE_AT.__doc__
+    return execute_at
 
 
 class BackendCore:
@@ -497,6 +525,14 @@ class BackendCore:
             prim.execute_at(t, ptrs, token)
             counts[kind] = counts.get(kind, 0) + 1
         return True
+
+    @staticmethod
+    def time_primitives(hook, clock=None):
+        """Report every primitive run, in every thread, as ``hook(implementation, t0, t1)``
+        (``clock()`` readings around it), or stop doing so (``hook=None``). mx.profiler sets
+        it while it runs: the timing lives in a method swapped in for that time, so that
+        runs while nobody profiles pay nothing for it."""
+        Primitive.execute_at = _EXECUTE_AT if hook is None else _timed_execute_at(hook, clock)
 
     def run(self, key, build, arrays, token=None):
         """Execute the primitive cached under ``key`` (made by ``build()`` -> Primitive on

@@ -12,15 +12,16 @@ unchanged); the ``list_*`` functions give the names among them that are register
 
 The Gluon parts (``init_trainer``, ``scale_loss``, ``unscale``, ``convert_hybrid_block``)
 are in :mod:`.gluon_amp`; this module keeps the loss scaler that :func:`init` makes for the
-imperative loss outputs and hands to the first Trainer. bfloat16 is not an array type of
-symgraph: ``target_dtype='bfloat16'`` is refused.
+imperative loss outputs and hands to the first Trainer. ``target_dtype='bfloat16'`` (MXNet's
+CPU precision) converts with MXNet's bf16 lists through the same pass, as MXNet's does;
+bfloat16 arrays are ``ml_dtypes.bfloat16``.
 """
 import logging
 
 import numpy as np
 
 from ... import opdef
-from ...base import ArgumentTypeError, NotSupportedError, ParameterError, UsageError, \
+from ...base import ArgumentTypeError, ParameterError, UsageError, as_dtype, is_bfloat16, \
     user_location
 from ...graph import Node, topo_order, TYPE_CODE
 from ...graph.nodes import CODE_TYPE
@@ -71,19 +72,25 @@ _F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
 
 
 # --------------------------------------------------------------------------- op lists
-def _target_name(target_dtype, allow_bf16=False):
-    if isinstance(target_dtype, str) and target_dtype == 'bfloat16':
-        if allow_bf16:
-            return 'bfloat16'
-        raise NotSupportedError('AMP: target_dtype bfloat16 is not supported: symgraph has no '
-                                'bfloat16 arrays (MXNet runs it on oneDNN CPUs only)')
+def _target_name(target_dtype):
+    """'float16' or 'bfloat16' for the ``target_dtype`` given (a name or a dtype)."""
+    if is_bfloat16(target_dtype):
+        return 'bfloat16'
     try:
         if np.dtype(target_dtype) == _F16:
             return 'float16'
     except TypeError:
         pass
-    raise ParameterError("AMP: target_dtype must be 'float16' (or 'bfloat16', which symgraph "
-                         "does not support), got %r" % (target_dtype,))
+    raise ParameterError("AMP: target_dtype must be 'float16' or 'bfloat16', got %r"
+                         % (target_dtype,))
+
+
+def _lists(target):
+    """MXNet's op lists module of ``target`` ('float16' or 'bfloat16') and its names of
+    the low precision and the either-precision lists."""
+    if target == 'float16':
+        return lists.symbol_fp16, 'FP16_FUNCS', 'FP16_FP32_FUNCS'
+    return lists.symbol_bf16, 'BF16_FUNCS', 'BF16_FP32_FUNCS'
 
 
 def _known():
@@ -99,7 +106,7 @@ def _registered(names):
 def _mxnet_list(target_dtype, fp16_name, bf16_name=None):
     """MXNet's list ``fp16_name`` of symbol_fp16 (``bf16_name`` of symbol_bf16 for
     bfloat16, default the same name)."""
-    if _target_name(target_dtype, allow_bf16=True) == 'float16':
+    if _target_name(target_dtype) == 'float16':
         return getattr(lists.symbol_fp16, fp16_name)
     return getattr(lists.symbol_bf16, bf16_name or fp16_name)
 
@@ -140,7 +147,7 @@ def list_loss_output_functions(target_dtype):
 def list_lp16_use_fp32_params(target_dtype):
     """None for float16; for bfloat16 MXNet's ``{operator: [flags]}`` of parameters that
     stay float32."""
-    if _target_name(target_dtype, True) == 'float16':
+    if _target_name(target_dtype) == 'float16':
         return None
     known = _known()
     return {k: v for k, v in lists.symbol_bf16.BF16_USE_FP32_PARAMS.items() if k in known}
@@ -342,8 +349,8 @@ def convert_symbol(sym, target_dtype='float16', target_dtype_ops=None, fp32_ops=
     ----------
     sym : Symbol
         The float32 network.
-    target_dtype : {'float16'}
-        The low precision type ('bfloat16' is refused: symgraph has no bfloat16 arrays).
+    target_dtype : {'float16', 'bfloat16'}
+        The low precision type (bfloat16: MXNet's CPU lists, ``symbol_bf16.py``).
     target_dtype_ops, fp32_ops : list of str, optional
         Operators to run in ``target_dtype`` / float32, in place of the default lists
         (:func:`list_lp16_ops`, :func:`list_fp32_ops`).
@@ -378,14 +385,14 @@ def convert_symbol(sym, target_dtype='float16', target_dtype_ops=None, fp32_ops=
         raise ArgumentTypeError('amp.convert_symbol: the first argument must be a Symbol, '
                                 'got %s' % type(sym).__name__)
     target = _target_name(target_dtype)
-    mod = lists.symbol_fp16
+    mod, low_name, _ = _lists(target)
     target_dtype_ops = _check_list(target_dtype_ops, 'target_dtype_ops')
     fp32_ops = _check_list(fp32_ops, 'fp32_ops')
     conditional_fp32_ops = _check_list(conditional_fp32_ops, 'conditional_fp32_ops')
     excluded_sym_names = _check_list(excluded_sym_names, 'excluded_sym_names') or []
     data_names = _check_list(data_names, 'data_names')
     if target_dtype_ops is None:
-        target_dtype_ops = list(mod.FP16_FUNCS)
+        target_dtype_ops = list(getattr(mod, low_name))
     if fp32_ops is None:
         fp32_ops = list(mod.FP32_FUNCS)
     if conditional_fp32_ops is None:
@@ -416,7 +423,7 @@ def convert_symbol(sym, target_dtype='float16', target_dtype_ops=None, fp32_ops=
     if data_names is None:
         data_names = [n.name for n in variables if '__dtype__' not in n.attrs]
     model_params = {n.name for n in variables} - set(data_names)
-    rp = _ReducePrecision(_F16, set(target_dtype_ops), set(fp32_ops),
+    rp = _ReducePrecision(as_dtype(target), set(target_dtype_ops), set(fp32_ops),
                           set(mod.WIDEST_TYPE_CASTS), conditional, set(excluded_sym_names),
                           set(data_names), bool(cast_optional_params))
     heads = rp.run(list(sym.output_entries))
@@ -472,7 +479,7 @@ def convert_model(sym, arg_params, aux_params, target_dtype='float16', target_dt
         for name in names:
             code = attrs.get(name, {}).get('__dtype__', '-1')
             if name in out and code != '-1':
-                out[name] = out[name].astype(np.dtype(CODE_TYPE[int(code)]))
+                out[name] = out[name].astype(as_dtype(CODE_TYPE[int(code)]))
         return out
     return (sym, cast(arg_params, sym.list_arguments()),
             cast(aux_params, sym.list_auxiliary_states()))
@@ -526,7 +533,8 @@ def _cast_input(x, dtype):
     another type; anything else unchanged."""
     if isinstance(x, Symbol):
         return symbol.amp_cast(x, dtype=np.dtype(dtype).name)
-    if isinstance(x, NDArray) and x.dtype != dtype and np.dtype(x.dtype) in (_F16, _F32):
+    if isinstance(x, NDArray) and x.dtype != dtype and (
+            np.dtype(x.dtype) in (_F16, _F32) or is_bfloat16(np.dtype(x.dtype))):
         return ndarray.amp_cast(x, dtype=np.dtype(dtype).name)
     return x
 
@@ -658,7 +666,7 @@ def init(target_dtype='float16', target_precision_ops=None, conditional_fp32_ops
     global _initialized, _loss_scaler, _loss_scaler_taken
     if _initialized:
         return
-    target = np.dtype(_target_name(target_dtype))
+    target = as_dtype(_target_name(target_dtype))
     low = list_lp16_ops(target) if target_precision_ops is None else target_precision_ops
     high = list_fp32_ops(target) if fp32_ops is None else fp32_ops
     cond = list_conditional_fp32_ops(target) if conditional_fp32_ops is None \

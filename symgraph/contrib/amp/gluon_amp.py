@@ -20,7 +20,7 @@ import contextlib
 import numpy as np
 
 from ... import optimizer as opt
-from ...base import ArgumentTypeError, UsageError
+from ...base import ArgumentTypeError, UsageError, as_dtype
 from ...graph.nodes import CODE_TYPE
 from ...gluon.trainer import Trainer
 from ...gluon.block import HybridBlock, SymbolBlock
@@ -152,7 +152,7 @@ def convert_hybrid_block(block, target_dtype='float16', target_dtype_ops=None, f
         value = param._reduce()
         code = attr_dict.get(name, {}).get('__dtype__')
         if code is not None and code != '-1':
-            value = value.astype(np.dtype(CODE_TYPE[int(code)]))
+            value = value.astype(as_dtype(CODE_TYPE[int(code)]))
         arg_dict[key] = value
     ret = SymbolBlock(converted, inputs)
     for name, param in ret.collect_params().items():

@@ -898,8 +898,13 @@ def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
         Remove the split axis from pieces of length 1.
     """
     indices, sections = _split_v2_params(indices_or_sections)
-    return _invoke('_split_v2', (ary,), dict(indices=indices, axis=axis,
-                                             squeeze_axis=squeeze_axis, sections=sections))
+    params = dict(indices=indices, axis=axis, squeeze_axis=squeeze_axis, sections=sections)
+    # as MXNet's wrapper, which calls mx.sym._internal._split_v2: a function given there
+    # (mx.contrib.amp.init's casting wrapper) is used
+    fn = _internal.function('_split_v2')
+    if fn is not None:
+        return fn(ary, **params)
+    return _invoke('_split_v2', (ary,), params)
 
 
 def histogram(a, bins=10, range=None, **kwargs):

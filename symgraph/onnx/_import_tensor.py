@@ -76,8 +76,8 @@ def _split(ctx):
     if sizes is None or len(set(sizes)) == 1:
         out = S.split(ctx.sym(0), num_outputs=n, axis=axis, name=ctx.name)
     else:
-        cuts = tuple(int(v) for v in np.cumsum(sizes)[:-1])
-        out = S.split_v2(ctx.sym(0), indices=cuts, axis=axis, name=ctx.name)
+        cuts = (0,) + tuple(int(v) for v in np.cumsum(sizes)[:-1])   # MXNet: 0 first
+        out = S._split_v2(ctx.sym(0), indices=cuts, axis=axis, sections=0, name=ctx.name)
     return [out[i] for i in range(n)] if n > 1 else [out]
 
 

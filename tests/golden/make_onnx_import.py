@@ -10,6 +10,10 @@ interpreter when started by another one.) Writes ``tests/golden/data/onnx/``:
   for the installed ``onnx``);
 * ``<model>-io.npz``: ``in:<name>`` the seeded inputs, ``out:<i>`` MXNet's outputs of
   ``forward(is_train=False)`` on them;
+* ``<model>-mxnet-import.json``: what MXNet 1.9.1's own importer
+  (``mx.contrib.onnx``) makes of the file: ``metadata`` (``get_model_metadata``), and
+  ``outputs``, ``arg_params``, ``aux_params`` (names, from ``import_model``) or
+  ``error`` where it fails;
 * ``cnn-symbol.json`` / ``cnn-0000.params``: the small CNN as an MXNet checkpoint
   (``mx.model.save_checkpoint``), the input of ``examples/onnx_to_pytorch.py``.
 
@@ -18,7 +22,8 @@ average Pooling, Flatten, FullyConnected, softmax), ``mlp`` (FullyConnected, rel
 sigmoid), ``resnet_tiny`` (Gluon model zoo ``ResNetV1`` with ``BasicBlockV1``, one block per
 stage, 4-32 channels, hybridized and exported: the resnet18_v1 structure small enough to
 commit), ``lstm`` (a Gluon two-layer ``rnn.LSTM``, run with oneDNN on: MXNet's native CPU
-RNN refuses Gluon-exported graphs) and ``transformer`` (FullyConnected with
+RNN refuses Gluon-exported graphs; its input size equals its hidden size because MXNet's
+exporter slices layer 0's input weights as if they were hidden x hidden) and ``transformer`` (FullyConnected with
 ``flatten=False``, LayerNorm, batch_dot attention, softmax, GELU).
 """
 import os
@@ -122,6 +127,25 @@ def _gluon(mx, name):
     return sym, args, aux, shapes
 
 
+def _mxnet_import(mx, name, path):
+    """What MXNet's own importer makes of the file: names and metadata (JSON)."""
+    import contextlib
+    import io
+    import json
+    out = {}
+    with contextlib.redirect_stdout(io.StringIO()):    # its deprecation notices
+        meta = mx.contrib.onnx.get_model_metadata(path)
+        out['metadata'] = {k: [list(t) for t in v] for k, v in meta.items()}
+        try:
+            sym, args, aux = mx.contrib.onnx.import_model(path)
+            out.update(outputs=sym.list_outputs(), arg_params=sorted(args),
+                       aux_params=sorted(aux))
+        except Exception as e:      # noqa: BLE001 - recorded: MXNet cannot import it
+            out['error'] = '%s: %s' % (type(e).__name__, str(e).splitlines()[0][:200])
+    with open(os.path.join(OUT, name + '-mxnet-import.json'), 'w') as f:
+        json.dump(out, f, indent=1, sort_keys=True)
+
+
 def make(name):
     import numpy as np
     import mxnet as mx
@@ -144,6 +168,7 @@ def make(name):
     np.savez_compressed(os.path.join(OUT, name + '-io.npz'), **arrays)
     if name == 'cnn':
         mx.model.save_checkpoint(os.path.join(OUT, 'cnn'), 0, sym, args, aux)
+    _mxnet_import(mx, name, path)
     print('%s: %s, outputs %s' % (name, path, [o.shape for o in outs]))
 
 

@@ -168,6 +168,10 @@ RULES['symgraph.module'] = RESERVED_MAY_IMPORT + ('symgraph.dist',)
 RULES['symgraph.contrib'] = ('symgraph.contrib', 'symgraph.graph', 'symgraph.symbol',
                              'symgraph.ndarray', 'symgraph.module', 'symgraph.gluon',
                              'symgraph.optimizer', 'symgraph.onnx')
+#: mx.contrib.quantization: the int8 graph rewrite (graph/), calibration runs of the float
+#: model over a DataIter (io), Gluon's quantize_net exports and reloads a checkpoint (model)
+RULES['symgraph.contrib.quantization'] = RULES['symgraph.contrib'] + ('symgraph.io',
+                                                                      'symgraph.model')
 #: mx.contrib.autograd: MXNet's first autograd API, a thin layer over mx.autograd
 RULES['symgraph.contrib.autograd'] = ('symgraph.autograd', 'symgraph.ndarray')
 #: mx.contrib.svrg_optimization: a Module subclass and its optimizers (a training-stack home)

@@ -60,8 +60,12 @@ class Quantize(_Quant):
         f = np.float32
         if self.out_type == 'int8':
             real = xp.maximum(xp.abs(lo), xp.abs(hi)).astype(f)
-            scale = f(127.0) / real
-            q = xp.sign(x) * xp.minimum(xp.abs(x) * scale + f(0.5), f(127.0))
+            # a zero range (an all-zero bias) quantizes to zeros, as MXNet's kernel
+            # leaves them (sign 0 times its NaN)
+            with np.errstate(divide='ignore', invalid='ignore'):
+                scale = f(127.0) / real
+                q = xp.sign(x) * xp.minimum(xp.abs(x) * scale + f(0.5), f(127.0))
+            q = xp.nan_to_num(q, nan=0.0)
             return [q.astype(np.int8), (-real).reshape(1), real.reshape(1)]
         scale = f(255.0) / (hi - lo)
         q = (x - lo) * scale + f(0.5)

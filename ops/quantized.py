@@ -61,16 +61,6 @@ def one_level(dtype, lo, hi, all_sign):
     return F32(max_abs(lo, hi) / F32(rng))
 
 
-def product_range(dtype_a, lo_a, hi_a, lo_b, hi_b):
-    """QuantizationRangeForMultiplication for an int32 product of ``dtype_a`` data and int8
-    weights: S8S8 (all sign) for int8 data, S8U8 for uint8 data."""
-    signed = np.dtype(dtype_a) == np.int8
-    a = one_level(dtype_a, lo_a, hi_a, signed)
-    b = one_level(np.int8, lo_b, hi_b, signed)
-    hi = F32(F32(a * b) * F32(INT32_MAX))
-    return -hi, hi
-
-
 def out_type_of(out_type, min_calib):
     """MXNet's GetQuantizeOutputType: 'auto' is uint8 for a calibrated range from 0 up,
     else int8."""
@@ -263,9 +253,15 @@ class Requantize(Operator):
 
 @register
 class QuantizedAct(QuantizedBase, params_from=Activation):
-    """relu on quantized data; the range passes through."""
+    """relu on quantized data; the range passes through. MXNet declares the output int8
+    whatever the input (QuantizedActivationType): uint8 results keep their bits."""
 
     name = '_contrib_quantized_act'
+
+    def infer_type(self, in_types):
+        ins, outs, aux = super().infer_type(in_types)
+        outs[0] = np.dtype(np.int8)
+        return ins, outs, aux
 
     def check(self):
         super().check()
@@ -275,7 +271,7 @@ class QuantizedAct(QuantizedBase, params_from=Activation):
 
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
-        return [np.maximum(x, x.dtype.type(0))] + [a.copy() for a in inputs[1:3]]
+        return [np.maximum(x, x.dtype.type(0)).view(np.int8)] + [a.copy() for a in inputs[1:3]]
 
 
 @register
@@ -480,5 +476,7 @@ class QuantizedElemwiseMul(_QuantizedBinary):
             scale = F32(F32(F32(INT8_RANGE / max_abs(lo, hi)) / lhs_scale) / rhs_scale)
             q = np.clip(np.trunc(prod.astype(F32) * scale), -128, 127).astype(np.int8)
             return [q] + rng(lo, hi)
-        return [prod] + list(map(lambda v: np.array([v], F32),
-                                 product_range(np.int8, amin, amax, bmin, bmax)))
+        # QuantizationRangeForS8S8MultiplicationStruct: one step each 1/127 of its range
+        hi = F32(F32(one_level(np.int8, amin, amax, True) * one_level(np.int8, bmin, bmax,
+                                                                       True)) * F32(INT32_MAX))
+        return [prod] + rng(-hi, hi)

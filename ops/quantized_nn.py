@@ -23,11 +23,13 @@ from .quantized import (F32, INT8_RANGE, UINT8_RANGE, QuantizedBase, _int_dtype,
 
 
 def product_range(data_dtype, lo_a, hi_a, lo_b, hi_b, all_sign=None):
-    """(min, max) of the int32 result of ``data_dtype`` data times int8 weights (MXNet's
-    QuantizationRangeForS8S8/S8U8MultiplicationStruct; ``all_sign`` forces S8S8)."""
+    """(min, max) of the int32 result of ``data_dtype`` data times int8 weights: MXNet's
+    QuantizationRangeForS8S8MultiplicationStruct for int8 data (or ``all_sign``), one
+    step of each 1/127 of its range; its S8U8 struct for uint8 data, whose template types
+    make the data's step 1/127 and the weight's 1/255 of their ranges."""
     signed = np.dtype(data_dtype) == np.int8 if all_sign is None else all_sign
-    a = one_level(data_dtype, lo_a, hi_a, signed)
-    b = one_level(np.int8, lo_b, hi_b, signed)
+    a = one_level(np.int8, lo_a, hi_a, signed)
+    b = one_level(np.int8 if signed else np.uint8, lo_b, hi_b, signed)
     hi = F32(F32(a * b) * F32(2147483647))
     return -hi, hi
 

@@ -12,3 +12,6 @@ from .. import onnx  # mx.contrib.onnx: MXNet's older home of mx.onnx
 ndarray = nd = _ndarray.contrib
 #: ``mx.contrib.symbol`` / ``mx.contrib.sym``: the contrib operators on Symbols
 symbol = sym = _symbol.contrib
+from . import quantization
+#: ``mx.contrib.quant``: MXNet's short name of ``mx.contrib.quantization``
+quant = quantization

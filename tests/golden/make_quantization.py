@@ -1,0 +1,175 @@
+"""Golden data for symgraph's int8 quantization (mx.contrib.quantization), made with MXNet
+1.9.1's CPU build.
+
+Run with MXNet's interpreter (the path given as the first argument, or $MXNET_PYTHON)::
+
+    python tests/golden/make_quantization.py /path/to/mxnet/python
+
+Writes tests/golden/data/quantization/:
+
+* ``graphs.json``: for each test network and each setting (quantize_mode, quantized_dtype,
+  excluded names/operators, calib_mode 'none' or 'naive' with given thresholds), the float
+  symbol's JSON, MXNet's quantized symbol JSON and its calibration layer names;
+* ``model.npz``/``model.json``: a small residual network's float parameters, calibration
+  batches (data in [0, 1): MXNet's oneDNN quantized_conv takes uint8 only, and its
+  quantized relu declares an int8 output, hence Activation excluded) and MXNet's
+  quantized graphs (calib_mode naive, entropy, none) and their outputs on a test batch.
+"""
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, 'data', 'quantization')
+
+
+def _networks(mx):
+    """name -> (symbol, data shape) of the networks whose graphs are compared."""
+    nets = {}
+    data = mx.sym.Variable('data')
+    conv = mx.sym.Convolution(data, kernel=(1, 1), num_filter=16, name='conv')
+    bn = mx.sym.BatchNorm(data=conv, eps=2e-05, fix_gamma=False, momentum=0.9, name='bn')
+    act = mx.sym.Activation(data=bn, act_type='relu', name='relu')
+    pool = mx.sym.Pooling(act, kernel=(4, 4), pool_type='avg', name='pool')
+    fc = mx.sym.FullyConnected(pool, num_hidden=10, flatten=True, name='fc')
+    nets['fp32'] = (mx.sym.SoftmaxOutput(fc, name='softmax'), (4, 4, 10, 10))
+
+    conv0 = mx.sym.Convolution(data=data, num_filter=4, kernel=(1, 1), no_bias=True,
+                               name='conv0')
+    bn = mx.sym.BatchNorm(data=conv0, fix_gamma=False, eps=2e-5, momentum=0.9, name='bn')
+    sum0 = mx.sym.elemwise_add(bn, data, name='sum0')
+    act0 = mx.sym.Activation(data=sum0, act_type='relu', name='relu0')
+    pool0 = mx.sym.Pooling(act0, kernel=(4, 4), pool_type='avg', name='pool0')
+    conv1 = mx.sym.Convolution(data=pool0, num_filter=4, kernel=(1, 1), name='conv1')
+    act1 = mx.sym.Activation(data=conv1, act_type='relu', name='relu1')
+    pool1 = mx.sym.Pooling(act1, kernel=(4, 4), pool_type='avg', name='pool1')
+    fc = mx.sym.FullyConnected(pool1, num_hidden=10, flatten=True, name='fc')
+    nets['residual'] = (mx.sym.SoftmaxOutput(fc, name='softmax'), (4, 4, 10, 10))
+
+    # a small CIFAR-style residual network: conv-relu, residual add, max pool, flatten, concat
+    c1 = mx.sym.Convolution(data, kernel=(3, 3), pad=(1, 1), num_filter=8, name='c1')
+    r1 = mx.sym.Activation(c1, act_type='relu', name='r1')
+    c2 = mx.sym.Convolution(r1, kernel=(3, 3), pad=(1, 1), num_filter=8, name='c2')
+    r2 = mx.sym.Activation(c2, act_type='relu', name='r2')
+    c3 = mx.sym.Convolution(r2, kernel=(3, 3), pad=(1, 1), num_filter=8, name='c3')
+    add = mx.sym.elemwise_add(c3, r1, name='add')
+    r3 = mx.sym.Activation(add, act_type='relu', name='r3')
+    p1 = mx.sym.Pooling(r3, kernel=(2, 2), stride=(2, 2), pool_type='max', name='p1')
+    c4 = mx.sym.Convolution(p1, kernel=(1, 1), num_filter=4, name='c4')
+    cat = mx.sym.Concat(p1, c4, dim=1, name='cat')
+    fl = mx.sym.Flatten(cat, name='flat')
+    fc = mx.sym.FullyConnected(fl, num_hidden=10, name='fc')
+    nets['small_resnet'] = (mx.sym.SoftmaxOutput(fc, name='softmax'), (8, 3, 8, 8))
+
+    inputs = list(mx.sym.split(data, axis=0, num_outputs=2, squeeze_axis=1, name='split'))
+    outs = [mx.sym.expand_dims(mx.sym.Convolution(inputs[i], kernel=(1, 1), num_filter=16,
+                                                  name='conv_%d' % i), axis=0)
+            for i in range(2)]
+    cat = mx.sym.Concat(*outs, dim=0, name='concat')
+    fc = mx.sym.FullyConnected(mx.sym.reshape(cat, shape=(2, -1), name='reshape'),
+                               num_hidden=10, name='fc')
+    nets['multi_out'] = (mx.sym.SoftmaxOutput(fc, name='softmax'), (2, 4, 4, 10, 10))
+    return nets
+
+
+MODES = ('naive', 'entropy', 'none')
+
+SETTINGS = [
+    dict(quantize_mode='full', quantized_dtype='int8'),
+    dict(quantize_mode='smart', quantized_dtype='int8'),
+    dict(quantize_mode='full', quantized_dtype='uint8'),
+    dict(quantize_mode='full', quantized_dtype='auto', excluded_op_names=['FullyConnected']),
+    dict(quantize_mode='smart', quantized_dtype='int8', excluded_sym_names=['conv1', 'pool0',
+                                                                             'c2', 'p1']),
+]
+
+
+def make(mx, np):
+    os.makedirs(OUT, exist_ok=True)
+    graphs = []
+    for name, (sym, dshape) in sorted(_networks(mx).items()):
+        mod = mx.mod.Module(sym, context=mx.cpu())
+        mod.bind(for_training=False, data_shapes=[('data', dshape)],
+                 label_shapes=[('softmax_label', dshape[:1])])
+        mx.random.seed(0)
+        mod.init_params(initializer=mx.init.Uniform(0.5))
+        args, auxs = mod.get_params()
+        for setting in SETTINGS:
+            kw = dict(setting)
+            qsym, calib = mx.contrib.quant._quantize_symbol(
+                sym, mx.cpu(), excluded_symbols=kw.get('excluded_sym_names'),
+                excluded_operators=kw.get('excluded_op_names'),
+                offline_params=list(args), quantized_dtype=kw['quantized_dtype'],
+                quantize_mode=kw['quantize_mode'])
+            quantized = qsym.tojson()     # (calibration writes into these very nodes)
+            th = {c: (-1.0 - 0.125 * i, 2.0 + 0.25 * i) for i, c in enumerate(calib)}
+            csym = mx.contrib.quant._calibrate_quantized_sym(qsym, th)
+            qparams = mx.contrib.quant._quantize_params(csym, args, th)
+            graphs.append(dict(net=name, setting=setting, fp32=sym.tojson(),
+                               quantized=quantized, calib_layers=calib,
+                               thresholds=th, calibrated=csym.tojson(),
+                               qparam_names=sorted(qparams)))
+    with open(os.path.join(OUT, 'graphs.json'), 'w') as f:
+        json.dump(graphs, f, sort_keys=True)
+    make_model(mx, np)
+
+
+def make_model(mx, np):
+    """The small residual network quantized with naive and entropy calibration: its float
+    parameters, the calibration batches, and MXNet's thresholds and outputs."""
+    sym, dshape = _networks(mx)['small_resnet']
+    sym = sym.get_internals()['fc_output']
+    mod = mx.mod.Module(sym, label_names=None, context=mx.cpu())
+    mod.bind(for_training=False, data_shapes=[('data', dshape)])
+    mx.random.seed(1)
+    mod.init_params(initializer=mx.init.Xavier(magnitude=2.0))
+    args, auxs = mod.get_params()
+    rng = np.random.RandomState(0)
+    calib = rng.uniform(0, 1, size=(3,) + dshape).astype(np.float32)
+    test = rng.uniform(0, 1, size=dshape).astype(np.float32)
+    arrays = {'arg:' + k: v.asnumpy() for k, v in args.items()}
+    arrays['calib'] = calib
+    arrays['test'] = test
+    results = {}
+    for mode in MODES:
+        for qdtype in ('uint8',):
+            it = mx.io.NDArrayIter(calib.reshape((-1,) + dshape[1:]), batch_size=dshape[0])
+            qsym, qargs, qaux = mx.contrib.quant.quantize_model(
+                sym, args, auxs, label_names=None, ctx=mx.cpu(), calib_mode=mode,
+                calib_data=it if mode != 'none' else None, num_calib_examples=20,
+                excluded_op_names=['Activation'],
+                quantized_dtype=qdtype, quantize_mode='full')
+            key = '%s_%s' % (mode, qdtype)
+            results[key] = qsym.tojson()
+            qmod = mx.mod.Module(qsym, label_names=None, context=mx.cpu())
+            qmod.bind(for_training=False, data_shapes=[('data', dshape)])
+            qmod.set_params(qargs, qaux)
+            qmod.forward(mx.io.DataBatch([mx.nd.array(test)]), is_train=False)
+            arrays['out:' + key] = qmod.get_outputs()[0].asnumpy()
+    mod.forward(mx.io.DataBatch([mx.nd.array(test)]), is_train=False)
+    arrays['out:fp32'] = mod.get_outputs()[0].asnumpy()
+    np.savez_compressed(os.path.join(OUT, 'model.npz'), **arrays)
+    with open(os.path.join(OUT, 'model.json'), 'w') as f:
+        json.dump({'symbol': sym.tojson(), 'quantized': results}, f, indent=0,
+                  sort_keys=True)
+
+
+def main():
+    python = sys.argv[1] if len(sys.argv) > 1 else os.environ.get('MXNET_PYTHON')
+    if python and os.path.abspath(python) != os.path.abspath(sys.executable):
+        subprocess.check_call([python, os.path.abspath(__file__)])
+        return
+    # MXNet binds the float model's calibration run with its default oneDNN subgraph
+    # backend, which fuses conv+relu and hides those convolutions' outputs from the
+    # monitor (their requantize nodes stay uncalibrated); the golden graphs calibrate all
+    os.environ['MXNET_SUBGRAPH_BACKEND'] = 'NONE'
+    import mxnet as mx
+    import numpy as np
+    make(mx, np)
+    sys.stdout.flush()
+    os._exit(0)
+
+
+if __name__ == '__main__':
+    main()

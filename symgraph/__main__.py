@@ -4,9 +4,14 @@
 
     python -m symgraph summary model-symbol.json --shape data=1,3,224,224
     python -m symgraph plot model-symbol.json --shape data=1,3,224,224 -o graph.svg
+    python -m symgraph memory model-symbol.json --shape data=1,3,224,224 --train -o mem.svg
+    python -m symgraph diff a-symbol.json b-symbol.json --params a.params b.params -o d.svg
 
 ``plot`` writes SVG, PNG or PDF (chosen by the output's extension or ``--format``) with
-the Graphviz ``dot`` program, or the DOT source itself for ``.gv``/``.dot``.
+the Graphviz ``dot`` program, or the DOT source itself for ``.gv``/``.dot``. ``memory``
+prints an executor's storage plan (``mx.viz.plot_memory``) and draws it with ``-o x.svg``;
+``diff`` prints what changed between two graphs (``mx.viz.diff``; exit status 0 when only
+names differ, 2 otherwise, as ``diff`` does) and draws it with ``-o x.svg``.
 """
 from __future__ import annotations
 
@@ -64,7 +69,68 @@ def _parser():
                    help='do not group nodes into clusters by name prefix')
     p.add_argument('--collapse', type=int, default=None, metavar='DEPTH',
                    help='draw every cluster at this depth (1: outermost) as one node')
+
+    m = sub.add_parser('memory', help="the storage plan over the step (mx.viz.plot_memory)")
+    common(m)
+    m.add_argument('--train', action='store_true',
+                   help='bind for training (gradients of every argument but those given '
+                        "by --shape and the labels, '*label'): forward then backward steps")
+    m.add_argument('-o', '--output', help='write the drawing (.svg) or the report (other)')
+    m.add_argument('--top', type=int, default=10, help='list this many largest buffers')
+
+    d = sub.add_parser('diff', help='what changed between two graphs (mx.viz.diff)')
+    d.add_argument('symbol', help="graph A's symbol JSON file")
+    d.add_argument('symbol_b', help="graph B's symbol JSON file")
+    d.add_argument('--params', nargs=2, metavar=('A.params', 'B.params'),
+                   help='compare the parameters too (shapes, max abs diff)')
+    d.add_argument('--rtol', type=float, default=0.0,
+                   help="list a parameter whose max abs diff exceeds RTOL x A's largest "
+                        'magnitude (default 0: any difference)')
+    d.add_argument('--no-renames', action='store_true',
+                   help='do not list the nodes that differ in name alone')
+    d.add_argument('-o', '--output', help='write the drawing (.svg)')
     return ap
+
+
+def _memory(sym, shapes, args):
+    from .visualization import plot_memory
+    if not shapes:
+        raise CommandError('memory needs the input shapes: --shape data=1,3,224,224')
+    # (as Module binds: no gradient for the data and the labels)
+    req = {n: ('write' if args.train and n not in shapes and not n.endswith('label')
+               else 'null') for n in sym.list_arguments()}
+    exe = sym.simple_bind(None, grad_req=req, **shapes)
+    mp = plot_memory(exe, is_train=args.train)
+    print(mp.text(top=args.top))
+    if args.output:
+        mp.save(args.output, title=os.path.basename(args.symbol))
+        print('wrote %s' % args.output)
+
+
+def _diff(sym_a, args):
+    from . import symbol as sym_mod
+    from .visualization import diff
+    sym_b = sym_mod.load(args.symbol_b)
+    params = [None, None]
+    if args.params:
+        from .ndarray.serialization import load_arrays
+        for i, fname in enumerate(args.params):
+            if not os.path.exists(fname):
+                raise CommandError('no such parameter file: %s' % fname)
+            got = load_arrays(fname)
+            if not isinstance(got, dict):
+                raise CommandError('%s holds arrays without names; a checkpoint\'s .params '
+                                   'file names them' % fname)
+            params[i] = got
+    result = diff(sym_a, sym_b, params[0], params[1], rtol=args.rtol)
+    print(result.text(renames=not args.no_renames))
+    if args.output:
+        if not args.output.lower().endswith('.svg'):
+            raise CommandError('diff draws SVG only: give -o NAME.svg')
+        result.save_svg(args.output, title='%s -> %s' % (os.path.basename(args.symbol),
+                                                         os.path.basename(args.symbol_b)))
+        print('wrote %s' % args.output)
+    return 0 if result.same else 2
 
 
 def _plot(sym, shapes, args):
@@ -110,8 +176,12 @@ def main(argv=None):
     from .base import MXNetError
     try:
         sym = sym_mod.load(args.symbol)
-        shapes = dict(args.shape)
-        if args.command == 'summary':
+        shapes = dict(getattr(args, 'shape', None) or ())
+        if args.command == 'diff':
+            return _diff(sym, args)
+        if args.command == 'memory':
+            _memory(sym, shapes, args)
+        elif args.command == 'summary':
             from .visualization import print_summary
             print_summary(sym, shape=shapes or None, line_length=args.line_length,
                           count=args.count)

@@ -140,7 +140,8 @@ RULES = {
     # mx.engine (bulk sizes) and mx.runtime (Features) stand on the foundation alone
     'symgraph.engine': (),
     'symgraph.runtime': (),
-    'symgraph.__main__': ('symgraph.symbol', 'symgraph.visualization'),
+    'symgraph.__main__': ('symgraph.symbol', 'symgraph.visualization',
+                          'symgraph.ndarray.serialization'),
     'symgraph.context': ('symgraph.cuda',),
     # the launcher only starts mpiexec
     'symgraph.launch': (),

@@ -27,7 +27,7 @@ __all__ = ['diff', 'DiffResult']
 _STYLE = {'added': ('#d9f2d9', '#2e8b2e', None), 'removed': ('#f8d7d7', '#c0392b', '5,3'),
           'changed': ('#fde7c8', '#d9822b', None), 'renamed': ('#eef2f7', '#7f8c9d', None),
           'same': ('#ffffff', '#7f8c9d', None)}
-_BOX_W, _BOX_H, _GAP_X, _GAP_Y, _TOP = 200, 48, 22, 34, 64
+_BOX_W, _BOX_H, _GAP_X, _GAP_Y, _TOP = 220, 48, 22, 34, 64
 
 
 class DiffResult(GraphDiff):
@@ -161,12 +161,18 @@ def _draw(d, title):
                  fill='none', stroke=colour, stroke_width=1.3,
                  stroke_dasharray='5,3' if gone else None)
     changes = {id(c.b): c for c in d.changed + d.renamed}
+    param_changes = {}          # B's parameter name -> its ParamChange
+    for p in d.params:
+        if p.name_b is not None:
+            param_changes.setdefault(p.name_b, []).append(p)
     for n in shown:
         x, y = pos[id(n)]
         st = status[id(n)]
         fill, stroke, dash = _STYLE[st]
         c = changes.get(id(n))
-        tip = '%s: %s' % (st, c if c is not None else n.name)
+        moved = [p for src, _ in n.inputs for p in param_changes.get(src.name, ())]
+        tip = '%s: %s%s' % (st, c if c is not None else n.name,
+                            ''.join('\nparameter %s' % p for p in moved))
         svg.rect(x, y, _BOX_W, _BOX_H, tip=tip, rx=6, fill=fill, stroke=stroke,
                  stroke_width=1.6 if st != 'same' else 1, stroke_dasharray=dash)
         svg.text(x + _BOX_W / 2, y + 15, _clip(n.name, 32), text_anchor='middle',
@@ -179,21 +185,40 @@ def _draw(d, title):
                                if c.inputs else [])) or sub
         svg.text(x + _BOX_W / 2, y + 29, _clip(sub, 36), text_anchor='middle', font_size=10,
                  fill='#333333')
+        notes = []
         if c is not None and c.renamed:
-            svg.text(x + _BOX_W / 2, y + 42, _clip('was ' + c.name_a, 36),
-                     text_anchor='middle', font_size=9, fill='#666666', font_style='italic')
+            notes.append(('was ' + c.name_a, '#666666'))
+        if moved:
+            notes.append(('params: ' + ', '.join(_param_note(p) for p in moved), '#7d3c98'))
+        if notes:
+            text, colour = notes[-1] if len(notes) == 1 or not moved else (
+                '%s; %s' % (notes[0][0], notes[1][0]), '#7d3c98')
+            svg.text(x + _BOX_W / 2, y + 42, _clip(text, 40), text_anchor='middle',
+                     font_size=9, fill=colour, font_style='italic')
     return str(svg)
 
 
 def _legend(svg, d):
     x = 12
-    svg.text(x, 20, 'A -> B: %d added, %d removed, %d changed, %d renamed only'
-             % (len(d.added), len(d.removed), len(d.changed), len(d.renamed)), font_size=13)
+    svg.text(x, 20, 'A -> B: %d added, %d removed, %d changed, %d renamed only%s'
+             % (len(d.added), len(d.removed), len(d.changed), len(d.renamed),
+                '; %d parameter(s) differ' % len(d.params) if d.params else ''),
+             font_size=13)
     for label in ('added', 'removed', 'changed', 'renamed', 'same'):
         fill, stroke, dash = _STYLE[label]
         svg.rect(x, 32, 14, 14, fill=fill, stroke=stroke, stroke_dasharray=dash)
         svg.text(x + 19, 44, label, font_size=11)
         x += 90
+
+
+def _param_note(p):
+    short = p.name_b.rsplit('_', 1)[-1]
+    if p.name_a is None:
+        return '%s new' % short
+    if p.shape_a != p.shape_b:
+        return '%s %s->%s' % (short, 'x'.join(map(str, p.shape_a or ())) or '-',
+                              'x'.join(map(str, p.shape_b or ())))
+    return '%s |d|<=%.3g' % (short, p.max_abs_diff)
 
 
 def _clip(s, n):

@@ -184,7 +184,7 @@ def plot_memory(exe, is_train=None, output=None, title='memory plan'):
                           first, min(last, end), plan.nbytes(_storage._entry(k)), off))
     lend = dict(zip(sorted(getattr(st, 'scratch', {})), st.lend))
     for key, (T, size) in sorted(getattr(st, 'scratch', {}).items()):
-        kind, s = key[1], key[2]
+        kind = key[1]
         where = lend.get(key, (0, size))
         label = steps[T][1] if T < len(steps) else str(T)
         bands.append(Band('scratch(%s %s)' % ('forward' if kind == 'f' else 'backward', label),

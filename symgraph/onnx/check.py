@@ -25,6 +25,11 @@ RTOL = 1e-4
 ATOL_SCALE = 1e-4
 
 
+class OnnxMismatchError(ValueError):
+    """An exported ONNX model that fails ``onnx.checker`` or computes other values than
+    the symgraph graph (the message holds the comparison table)."""
+
+
 class CheckRow:
     """One compared tensor: its name, shapes, differences and verdict."""
 
@@ -67,6 +72,12 @@ class CheckReport:
                  for x in [head] + body]
         lines.insert(1, '  '.join('-' * w for w in widths))
         return '\n'.join(lines)
+
+    def raise_if_mismatch(self):
+        """Raise :class:`OnnxMismatchError` with :meth:`summary` unless ``ok``."""
+        if not self.ok:
+            raise OnnxMismatchError('the ONNX model does not compute what the symgraph '
+                                    'graph computes:\n' + self.summary())
 
     def summary(self):
         """The tables and the verdict, as printed by ``onnx-check``."""

@@ -391,7 +391,7 @@ def _data_inputs(graph, params, n_given):
 def export_model(sym, params, in_shapes=None, in_types=np.float32,
                  onnx_file_path='model.onnx', verbose=False, dynamic=False,
                  dynamic_input_shapes=None, run_shape_inference=False, input_type=None,
-                 input_shape=None, opset_version=None):
+                 input_shape=None, opset_version=None, verify=False):
     """Export a symbol and its parameters to an ONNX file (MXNet 1.9.1's function).
 
     Parameters
@@ -417,6 +417,11 @@ def export_model(sym, params, in_shapes=None, in_types=np.float32,
         MXNet's old names of ``in_types`` and ``in_shapes``.
     opset_version : int
         The ONNX opset (13 to the newest the installed ``onnx`` knows; default newest).
+    verify : bool
+        Check the file (:func:`symgraph.onnx.check.verify`: ``onnx.checker``, then ONNX
+        Runtime against symgraph's forward on seeded inputs); a mismatch raises
+        :class:`~symgraph.onnx.check.OnnxMismatchError` with the table (the file is
+        written first).
 
     Returns
     -------
@@ -436,7 +441,22 @@ def export_model(sym, params, in_shapes=None, in_types=np.float32,
     with open(onnx_file_path, 'wb') as f:
         f.write(model.SerializeToString())
     _LOG.info('Exported ONNX file %s (input shapes %s)', onnx_file_path, in_shapes)
+    if verify:
+        _verify(model, sym, params, in_shapes if input_shape is None else input_shape,
+                in_types if input_type is None else input_type)
     return onnx_file_path
+
+
+def _verify(model, sym, params, in_shapes, in_types):
+    """``export_model(verify=True)``: check.verify over the data inputs the export took."""
+    from .check import verify
+    sym, params = _load_inputs(sym, params)
+    in_shapes = [tuple(int(d) for d in s) for s in (in_shapes or [])]
+    data, _ = _data_inputs(sym.graph(), params, len(in_shapes))
+    if not isinstance(in_types, (list, tuple)):
+        in_types = [in_types] * len(in_shapes)
+    verify(model, sym, params, {n.name: s for n, s in zip(data, in_shapes)},
+           {n.name: np.dtype(t) for n, t in zip(data, in_types)}).raise_if_mismatch()
 
 
 def export_onnx_model(sym, params, in_shapes=None, in_types=np.float32, verbose=False,

@@ -18,7 +18,7 @@ suppression so that both agree.
 """
 import numpy as np
 
-from ._convert_misc import (cast, fill_like, i64, onnx_type, reduce, reshape, scalar,
+from ._convert_misc import (cast, fill_like, i64, reduce, reshape, scalar,
                             slice_axis, squeeze, unsqueeze)
 from ._registry import converter
 

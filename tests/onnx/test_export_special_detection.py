@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import symgraph as mx
-from onnx_special_check import check, forward, export, run_onnx
+from onnx_special_check import check
 
 pytest.importorskip('onnx')
 pytest.importorskip('onnxruntime')

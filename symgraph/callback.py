@@ -1,4 +1,5 @@
-"""Callbacks for ``fit`` (MXNet 1.9.1's ``mxnet.callback``), plus a tqdm progress bar.
+"""Callbacks for ``fit`` (MXNet 1.9.1's ``mxnet.callback``), plus a progress bar (tqdm's, or a
+plain line without tqdm).
 
 Batch-end callbacks receive a :class:`symgraph.model.BatchEndParam` ``(epoch, nbatch,
 eval_metric, locals)``; epoch-end callbacks receive ``(epoch, symbol, arg_params,
@@ -6,13 +7,13 @@ aux_params)``. As in MXNet, the log lines go through the root ``logging`` functi
 """
 from __future__ import annotations
 
-import importlib
 import logging
 import math
 import time
 
 from .model import save_checkpoint
 from .base import ArgumentError
+from .progress import bar as progress_bar, have_tqdm
 
 __all__ = ['module_checkpoint', 'do_checkpoint', 'log_train_metric', 'Speedometer',
            'ProgressBar', 'LogValidationMetricsCallback', 'TqdmProgress']
@@ -191,16 +192,10 @@ class LogValidationMetricsCallback(object):
             logging.info('Epoch[%d] Validation-%s=%f', param.epoch, name, value)
 
 
-def _import_tqdm():
-    try:
-        return importlib.import_module('tqdm')
-    except ImportError as e:
-        raise ImportError('TqdmProgress needs the tqdm package, which is not installed: '
-                          'pip install symgraph[tqdm] (or pip install tqdm)') from e
-
-
 class TqdmProgress(object):
-    """Batch-end callback drawing a tqdm progress bar per epoch (not part of MXNet).
+    """Batch-end callback drawing a progress bar per epoch (not part of MXNet): tqdm's where
+    tqdm is installed, else a plain line redrawn with a carriage return
+    (:class:`symgraph.progress.LineBar`).
 
     ``mod.fit(..., batch_end_callback=mx.callback.TqdmProgress(total=num_batches))``.
     A new bar starts when the epoch changes (or the batch count starts over); a bar closes
@@ -215,20 +210,24 @@ class TqdmProgress(object):
         Show the metric values as the bar's postfix.
     desc : str, optional
         Format of the bar's label, with the epoch as ``{epoch}`` (default ``'Epoch[{epoch}]'``).
+    use_tqdm : bool, optional
+        None (default): tqdm where installed, else the plain line; False: the plain line;
+        True: tqdm or an ImportError naming the extra (``pip install symgraph[tqdm]``).
     **tqdm_kwargs
-        Passed to ``tqdm.tqdm`` (``file``, ``leave``, ``ncols``, ``mininterval``, ...).
-
-    Raises
-    ------
-    ImportError
-        When tqdm is not installed (install the extra: ``pip install symgraph[tqdm]``).
+        Passed to ``tqdm.tqdm`` (``file``, ``leave``, ``ncols``, ``mininterval``, ...); the
+        plain line takes ``file`` and ``mininterval`` (seconds between redraws).
     """
 
-    def __init__(self, total=None, show_metric=True, desc='Epoch[{epoch}]', **tqdm_kwargs):
+    def __init__(self, total=None, show_metric=True, desc='Epoch[{epoch}]', use_tqdm=None,
+                 **tqdm_kwargs):
         if total is not None and (not isinstance(total, int) or total <= 0):
             raise ArgumentError('TqdmProgress: total must be a positive int or None, not %r'
                                 % (total,))
-        self._tqdm = _import_tqdm().tqdm
+        if use_tqdm and not have_tqdm():
+            raise ImportError('TqdmProgress(use_tqdm=True) needs the tqdm package, which is '
+                              'not installed: pip install symgraph[tqdm] (or pip install '
+                              'tqdm)')
+        self.use_tqdm = use_tqdm
         self.total = total
         self.show_metric = show_metric
         self.desc = desc
@@ -241,8 +240,9 @@ class TqdmProgress(object):
         """Advance the bar to ``param.nbatch + 1`` batches of epoch ``param.epoch``."""
         if self.bar is None or param.epoch != self._epoch or param.nbatch <= self._last:
             self.close()
-            self.bar = self._tqdm(total=self.total, desc=self.desc.format(epoch=param.epoch),
-                                  unit='batch', **self.tqdm_kwargs)
+            kw = dict(self.tqdm_kwargs)
+            self.bar = progress_bar(self.total, self.desc.format(epoch=param.epoch),
+                                    kw.pop('file', None), 'batch', self.use_tqdm, **kw)
             self._epoch = param.epoch
             self._last = -1
         done = param.nbatch + 1

@@ -123,10 +123,18 @@ def test_tqdm_progress_without_total_closes_on_the_next_epoch():
     assert '4batch' in text.replace(' ', '') and 'accuracy' not in text
 
 
-def test_tqdm_progress_names_the_extra_when_tqdm_is_missing(monkeypatch):
+def test_tqdm_progress_draws_a_plain_line_without_tqdm(monkeypatch):
     monkeypatch.setitem(sys.modules, 'tqdm', None)     # what an absent package looks like
+    out = io.StringIO()
+    bar = mx.callback.TqdmProgress(total=3, file=out, mininterval=0)
+    _fit_with(bar, metric=mx.metric.Accuracy())
+    lines = out.getvalue().splitlines()
+    # (not a terminal: whole lines) each epoch ends on its full count with the metric
+    finals = [line for line in lines if line.startswith(('Epoch[0]: 3/3', 'Epoch[1]: 3/3'))]
+    assert len(finals) >= 2 and all('[100%]' in f and 'batch/s' in f for f in finals)
+    assert finals[-1].endswith('accuracy=0.3333')      # labels 0, 1, 0; predicted 1
     with pytest.raises(ImportError, match=r'pip install symgraph\[tqdm\]'):
-        mx.callback.TqdmProgress(total=3)
+        mx.callback.TqdmProgress(total=3, use_tqdm=True)
 
 
 def test_tqdm_progress_rejects_a_bad_total():

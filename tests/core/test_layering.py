@@ -103,6 +103,7 @@ def test_no_import_cycles_local_imports_included():
 #: (module, allowed symgraph modules, by prefix). ``FOUNDATION`` is open to everyone.
 FOUNDATION = ('symgraph.base', 'symgraph.opdef', 'symgraph.context', 'symgraph.name',
               'symgraph.attribute', 'symgraph.util', 'symgraph.config',
+              'symgraph.progress',
               # mx.profiler: the recorder every layer reports to (it imports the
               # foundation only, and reaches the CPU backend through opdef.cpu_backend())
               'symgraph.profiler')

@@ -66,3 +66,45 @@ def run(symbol_file, params_file, shapes, output=None, opset=None, per_node=Fals
                           dict(zip(in_names, types)), rtol=rtol, atol=atol,
                           per_node=per_node, names=names, seed=seed)
     return report, output
+
+
+# --------------------------------------------------------------------- the command line
+def add_parser(subparsers, parse_shape):
+    """The ``onnx-check`` subcommand of ``python -m symgraph`` (``parse_shape``: the
+    command line's ``NAME=D1,D2,...`` reader)."""
+    p = subparsers.add_parser(
+        'onnx-check', help='export to ONNX, run onnx.checker and ONNX Runtime, compare '
+                           "every output with symgraph's forward")
+    p.add_argument('symbol', help='a symbol JSON file (e.g. model-symbol.json)')
+    p.add_argument('params', help='its parameters (e.g. model-0000.params)')
+    p.add_argument('--shape', action='append', type=parse_shape, default=[],
+                   metavar='NAME=D1,D2,...', help='shape of a data input; repeat for several')
+    p.add_argument('-o', '--output', help='also write the ONNX model to this file')
+    p.add_argument('--opset', type=int, default=None,
+                   help='ONNX opset (default: the newest the installed onnx knows)')
+    p.add_argument('--per-node', action='store_true',
+                   help="compare every node's output too and name the first that differs")
+    p.add_argument('--rtol', type=float, default=check.RTOL,
+                   help='relative tolerance (default %(default)s)')
+    p.add_argument('--atol', type=float, default=None,
+                   help="absolute tolerance (default: 1e-4 x each output's largest "
+                        'magnitude)')
+    p.add_argument('--seed', type=int, default=0, help='seed of the random inputs')
+    return p
+
+
+def main(args):
+    """Run ``onnx-check`` for parsed ``args``; the exit status (0: every value agrees,
+    1: a mismatch or a checker failure)."""
+    import sys
+    if not args.shape:
+        print('error: onnx-check needs the input shapes: --shape data=1,3,224,224',
+              file=sys.stderr)
+        return 1
+    report, out = run(args.symbol, args.params, dict(args.shape), output=args.output,
+                      opset=args.opset, per_node=args.per_node, rtol=args.rtol,
+                      atol=args.atol, seed=args.seed)
+    print(report.summary())
+    if out:
+        print('wrote %s' % out)
+    return 0 if report.ok else 1

@@ -149,6 +149,26 @@ def test_worker_batches_come_through_shared_memory():
     loader.close()
 
 
+@needs_fork
+def test_worker_slots_are_recycled_but_never_under_a_live_batch():
+    ds = gdata.SimpleDataset(np.arange(400, dtype=np.float32).reshape(100, 4))
+    loader = gdata.DataLoader(ds, batch_size=4, num_workers=2, prefetch=2)
+    for epoch in range(2):
+        kept = None
+        for i, batch in enumerate(loader):
+            # each batch holds its own rows, also while a kept one is alive
+            np.testing.assert_array_equal(batch.asnumpy()[:, 0], np.arange(16 * i, 16 * i + 16, 4))
+            if i == 3:
+                kept = batch[1:3]           # a view keeps the whole slot busy
+            del batch
+        np.testing.assert_array_equal(kept.asnumpy()[:, 0], [52, 56])
+        del kept
+    # 50 batches went through a handful of slots (2 workers, 2 prefetched, 1 kept)
+    assert len(loader._pool._maps._maps) <= 2 * (workers._FREE_SLOTS + 3)
+    assert _empty_dir(loader._pool.directory)      # the slot files are unlinked once mapped
+    loader.close()
+
+
 def test_transport_pickles_descriptions_not_arrays(tmp_path):
     big = np.random.RandomState(0).rand(256, 512).astype(np.float32)      # 512 KiB
     batch = [mx.nd.array(big), (np.arange(3, dtype=np.int16), 'label'), {'k': 7}]

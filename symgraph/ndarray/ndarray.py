@@ -476,13 +476,13 @@ class NDArray:
         return power(self._operand(o), self)
 
     def __neg__(self):
-        if self._ag is not None and _AG.recording:
+        if self._ag is not None and _AG.recording or _prof.imperative:
             return invoke('_mul_scalar', (self,), {'scalar': -1.0})
         with self._ctx.device_scope():
             return NDArray(-self._data, self._ctx)
 
     def __abs__(self):
-        if self._ag is not None and _AG.recording:
+        if self._ag is not None and _AG.recording or _prof.imperative:
             return invoke('abs', (self,), {})
         with self._ctx.device_scope():
             return NDArray(abs(self._data), self._ctx)

@@ -6,12 +6,15 @@
     python -m symgraph plot model-symbol.json --shape data=1,3,224,224 -o graph.svg
     python -m symgraph memory model-symbol.json --shape data=1,3,224,224 --train -o mem.svg
     python -m symgraph diff a-symbol.json b-symbol.json --params a.params b.params -o d.svg
+    python -m symgraph onnx-check model-symbol.json model-0000.params --shape data=1,3,224,224
 
 ``plot`` writes SVG, PNG or PDF (chosen by the output's extension or ``--format``) with
 the Graphviz ``dot`` program, or the DOT source itself for ``.gv``/``.dot``. ``memory``
 prints an executor's storage plan (``mx.viz.plot_memory``) and draws it with ``-o x.svg``;
 ``diff`` prints what changed between two graphs (``mx.viz.diff``; exit status 0 when only
-names differ, 2 otherwise, as ``diff`` does) and draws it with ``-o x.svg``.
+names differ, 2 otherwise, as ``diff`` does) and draws it with ``-o x.svg``. ``onnx-check``
+exports to ONNX and checks the file with ``onnx.checker`` and ONNX Runtime against
+symgraph's forward (``--per-node``: every node's output; ``symgraph/onnx/onnx_check.py``).
 """
 from __future__ import annotations
 
@@ -89,6 +92,8 @@ def _parser():
     d.add_argument('--no-renames', action='store_true',
                    help='do not list the nodes that differ in name alone')
     d.add_argument('-o', '--output', help='write the drawing (.svg)')
+    from .onnx.onnx_check import add_parser as onnx_check_parser
+    onnx_check_parser(sub, _parse_shape)
     return ap
 
 
@@ -175,6 +180,9 @@ def main(argv=None):
     from . import symbol as sym_mod
     from .base import MXNetError
     try:
+        if args.command == 'onnx-check':
+            from .onnx.onnx_check import main as onnx_check
+            return onnx_check(args)
         sym = sym_mod.load(args.symbol)
         shapes = dict(getattr(args, 'shape', None) or ())
         if args.command == 'diff':

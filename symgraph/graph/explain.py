@@ -18,6 +18,7 @@ happened; on a conflict, the two sides that disagreed, each with its own chain.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 
@@ -121,13 +122,15 @@ def _fixed(old, new):
     return [d for d, (a, b) in enumerate(zip(old, new)) if not a and b]
 
 
+@functools.lru_cache(maxsize=None)
 def _where(fn):
-    """'file:line' of a function, relative to the source tree where it lies inside it."""
+    """'file:line' of a function, relative to the source tree where it lies inside it
+    (the function's first line: its code object's, read without the source)."""
     fn = inspect.unwrap(fn)
     try:
-        path = inspect.getsourcefile(fn)
-        line = inspect.getsourcelines(fn)[1]
-    except (TypeError, OSError):
+        path = inspect.getsourcefile(fn) or fn.__code__.co_filename
+        line = fn.__code__.co_firstlineno
+    except (TypeError, OSError, AttributeError):
         return getattr(fn, '__qualname__', str(fn))
     rel = os.path.relpath(path, _ROOT)
     return '%s:%d' % (path if rel.startswith('..') else rel, line)

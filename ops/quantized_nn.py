@@ -166,25 +166,31 @@ class QuantizedBatchNorm(QuantizedBase, params_from=BatchNorm):
     max_calib_range = Param(float, None, doc='calibrated maximum of the output')
 
     def list_arguments(self):
-        return ['data', 'gamma', 'beta', 'moving_mean', 'moving_var', 'min_data', 'max_data']
+        return ['data', 'gamma', 'beta', 'min_data', 'max_data']
+
+    def list_auxiliary_states(self):
+        # MXNet lists them between beta and min_data (its FMutateInputs 3, 4); symgraph
+        # keeps auxiliary states last (docs/differences.md)
+        return ['moving_mean', 'moving_var']
 
     def infer_shape(self, in_shapes):
         c = None
         if in_shapes[0] is not None and len(in_shapes[0]) > 1:
             c = (in_shapes[0][self.axis % len(in_shapes[0])],)
-        return [in_shapes[0]] + [c] * 4 + [(1,), (1,)], [in_shapes[0], (1,), (1,)], []
+        return [in_shapes[0], c, c, (1,), (1,)], [in_shapes[0], (1,), (1,)], [c, c]
 
     def infer_type(self, in_types):
         _int_dtype(in_types[0], ('int8', 'uint8'), self.name)
         f = np.dtype(F32)
-        return [in_types[0]] + [f] * 6, [np.dtype(np.int8), f, f], []
+        return [in_types[0]] + [f] * 4, [np.dtype(np.int8), f, f], [f, f]
 
     def forward(self, xp, inputs, aux, is_train):
         if self.min_calib_range is None or self.max_calib_range is None:
             raise TypeInferenceError('_contrib_quantized_batch_norm needs min_calib_range '
                                      'and max_calib_range (MXNet refuses it uncalibrated)')
-        x, gamma, beta, mean, var = inputs[:5]
-        abs_data = max_abs(scalar(inputs[5]), scalar(inputs[6]))
+        x, gamma, beta = inputs[:3]
+        mean, var = aux
+        abs_data = max_abs(scalar(inputs[3]), scalar(inputs[4]))
         lo, hi = F32(self.min_calib_range), F32(self.max_calib_range)
         abs_out = max_abs(lo, hi)
         if x.dtype == np.uint8:

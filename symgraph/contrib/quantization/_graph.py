@@ -29,12 +29,14 @@ class Rule:
     it (None: the node stays float); ``kind``: MUST (FQuantizable kMust) or SUPPORT;
     ``requantize``: an int32 result gets a requantize node; ``float_inputs``: indices of
     inputs passed on as they are (FAvoidQuantizeInput); ``calib_output``: the quantized
-    node itself takes a calibrated output range (FNeedCalibrateOutput).
+    node itself takes a calibrated output range (FNeedCalibrateOutput); ``n_aux``: the
+    last float inputs are the quantized operator's auxiliary states, which symgraph puts
+    after the ranges.
     """
 
     def __init__(self, qop, kind=SUPPORT, requantize=False, float_inputs=(),
-                 calib_output=False):
-        self.qop, self.kind, self.requantize = qop, kind, requantize
+                 calib_output=False, n_aux=0):
+        self.qop, self.kind, self.requantize, self.n_aux = qop, kind, requantize, n_aux
         self.float_inputs, self.calib_output = float_inputs, calib_output
 
     def quantized_op(self, attrs):
@@ -61,7 +63,7 @@ QUANTIZE_RULES = {
     'elemwise_add': Rule('_contrib_quantized_elemwise_add', requantize=True),
     'elemwise_mul': Rule('_contrib_quantized_elemwise_mul', requantize=True),
     'BatchNorm': Rule('_contrib_quantized_batch_norm', float_inputs=(1, 2, 3, 4),
-                      calib_output=True),
+                      calib_output=True, n_aux=2),
     'Embedding': Rule('_contrib_quantized_embedding', float_inputs=(0,)),
 }
 
@@ -215,8 +217,11 @@ class _Pass:
                     if (id(src), idx) in quantize_of:
                         m = quantize_of[(id(src), idx)]
                     range_in += [(m, lo), (m, hi)]
-                new = make_node(qop, qname, dict(node.attrs), data_in + range_in,
-                                node.op.subgraphs)
+                # symgraph keeps auxiliary states last (MXNet's quantized BatchNorm has
+                # them before the ranges)
+                n_aux = rule.n_aux
+                ins = data_in[:len(data_in) - n_aux] + range_in + data_in[len(data_in) - n_aux:]
+                new = make_node(qop, qname, dict(node.attrs), ins, node.op.subgraphs)
                 if rule.requantize:
                     self.reverse[id(new)] = node
                     new = make_node('_contrib_requantize', 'requantize_' + node.name,

@@ -159,9 +159,12 @@ def _box_nms(g, node):
         out = _convert_format(g, out, cs, w, out_format, dt)
     g.add('Reshape', [out, g.add('Shape', [x])[0]], outs[:1])
     # the hidden output: the flat input row of each output row, -1 elsewhere
-    base = g.const((np.arange(lead, dtype=np.int64) * n).reshape(-1, 1))
+    batches = g.add('Gather', [g.add('Shape', [data])[0], scalar(g, 0, np.int64)], axis=0)[0]
+    base = g.add('Range', [scalar(g, 0, np.int64), batches, scalar(g, 1, np.int64)])[0]
+    base = unsqueeze(g, g.add('Mul', [base, scalar(g, n, np.int64)])[0], [1])
     src = g.add('Where', [kept, g.add('Add', [order, base])[0], i64(g, -1)])[0]
-    rec_shape = i64(g, list(shape[:-1]) + [1])
+    lead_shape = g.add('Slice', [g.add('Shape', [x])[0], i64(g, [0]), i64(g, [-1])])[0]
+    rec_shape = g.add('Concat', [lead_shape, i64(g, [1])], axis=0)[0]
     g.add('Reshape', [cast(g, src, dt), rec_shape], outs[1:2])
 
 

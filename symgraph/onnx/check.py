@@ -127,8 +127,8 @@ def compare(name, got, ref, rtol=RTOL, atol=None, node=''):
     if got.size == 0:
         return CheckRow(name, node, got.shape, ref.shape, 0.0, 0.0, True, note)
     g64, r64 = got.astype(np.float64), ref.astype(np.float64)
-    diff = np.abs(g64 - r64)
     finite = np.isfinite(r64) & np.isfinite(g64)
+    diff = np.abs(np.where(finite, g64, 0.0) - np.where(finite, r64, 0.0))
     same_nonfinite = np.all((g64 == r64) | finite | (np.isnan(g64) & np.isnan(r64)))
     max_abs = float(diff[finite].max()) if finite.any() else 0.0
     scale = float(np.abs(r64[finite]).max()) if finite.any() else 0.0

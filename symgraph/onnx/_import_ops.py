@@ -100,9 +100,12 @@ def _binary(ctx):
     # a scalar constant keeps the other operand's shape only when that operand has at
     # least its rank (a (1,) constant broadcast against a 0-d value would add an axis)
     a, b = _scalar(ctx, 0), _scalar(ctx, 1)
-    if b is not None and not ctx.is_const(0) and ctx.const(1).ndim <= (ctx.rank(0) or 0):
+    rank = ctx.imp.rank
+    if b is not None and not ctx.is_const(0) and \
+            ctx.const(1).ndim <= (rank(ctx.inputs[0]) or 0):
         return getattr(S, scal)(ctx.sym(0), scalar=b, name=ctx.name)
-    if a is not None and not ctx.is_const(1) and ctx.const(0).ndim <= (ctx.rank(1) or 0):
+    if a is not None and not ctx.is_const(1) and \
+            ctx.const(0).ndim <= (rank(ctx.inputs[1]) or 0):
         return getattr(S, rscal)(ctx.sym(1), scalar=a, name=ctx.name)
     return getattr(S, full)(ctx.sym(0), ctx.sym(1), name=ctx.name)
 

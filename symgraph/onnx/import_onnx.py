@@ -212,9 +212,13 @@ class OnnxImporter:
         s = self._shapes.get(name)
         if s is not None and None not in s:
             return s
-        if name in self.syms and self._input_shapes is not None:
+        if name in self.syms:
+            sym = self.syms[name]
+            shapes = self._arg_shapes(sym)
+            if set(sym.list_inputs()) - set(shapes):
+                return None         # an input of dynamic shape: not static
             try:
-                _, out, _ = self.syms[name].infer_shape(**self._arg_shapes(self.syms[name]))
+                _, out, _ = sym.infer_shape(**shapes)
             except Exception:       # noqa: BLE001 - any failure means "not static"
                 out = None
             if out and out[0] and all(d > 0 for d in out[0]):

@@ -141,6 +141,18 @@ def test_round_trip_mxnet_checkpoint(tmp_path):
     assert set(args2) == set(args) and set(aux2) == set(aux)
 
 
+def test_dynamic_batch_export_imports_and_runs_any_batch(tmp_path):
+    sym, args, aux = mx.model.load_checkpoint(os.path.join(DATA, 'cnn'), 0)
+    path = str(tmp_path / 'dyn.onnx')
+    mx.onnx.export_model(sym, [args, aux], [(2, 3, 16, 16)], onnx_file_path=path,
+                         dynamic=True)
+    meta = mx.onnx.get_model_metadata(path)
+    assert meta['input_tensor_data'] == [('data', (0, 0, 0, 0), 1)]
+    sym2, args2, aux2 = mx.onnx.import_model(path)
+    x = {'data': np.random.RandomState(0).uniform(-1, 1, (5, 3, 16, 16)).astype('f')}
+    assert_close(forward(sym2, args2, aux2, x)[0], forward(sym, args, aux, x)[0])
+
+
 def _params(sym, shapes, seed=1):
     rng = np.random.RandomState(seed)
     arg_s, _, aux_s = sym.infer_shape(**shapes)

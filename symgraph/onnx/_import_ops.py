@@ -54,6 +54,9 @@ _UNARY = {
     'Tan': lambda x, n: S.tan(x, name=n), 'Asin': lambda x, n: S.arcsin(x, name=n),
     'Acos': lambda x, n: S.arccos(x, name=n), 'Atan': lambda x, n: S.arctan(x, name=n),
     'Sinh': lambda x, n: S.sinh(x, name=n), 'Cosh': lambda x, n: S.cosh(x, name=n),
+    'Asinh': lambda x, n: S.arcsinh(x, name=n), 'Acosh': lambda x, n: S.arccosh(x, name=n),
+    'Atanh': lambda x, n: S.arctanh(x, name=n),
+    'IsNaN': lambda x, n: S.broadcast_not_equal(x, x, name=n),
     'Identity': lambda x, n: S.identity(x, name=n),
 }
 
@@ -139,6 +142,19 @@ def _clip(ctx):
     if hi is not None:
         return S.minimum(x, hi, name=ctx.name)
     return S.identity(x, name=ctx.name)
+
+
+@_register('IsInf')
+def _isinf(ctx):
+    x = ctx.sym(0)
+    pos, neg = ctx.attr('detect_positive', 1), ctx.attr('detect_negative', 1)
+    if pos and neg:
+        return S._equal_scalar(S.abs(x), scalar=float('inf'), name=ctx.name)
+    if pos:
+        return S._equal_scalar(x, scalar=float('inf'), name=ctx.name)
+    if neg:
+        return S._equal_scalar(x, scalar=float('-inf'), name=ctx.name)
+    return S.zeros_like(x, name=ctx.name)
 
 
 @_register('Where')
@@ -394,6 +410,22 @@ def _pool(ctx, pool_type):
 
 CONVERTERS['MaxPool'] = lambda ctx: _pool(ctx, 'max')
 CONVERTERS['AveragePool'] = lambda ctx: _pool(ctx, 'avg')
+
+
+@_register('LpPool', 'GlobalLpPool')
+def _lp_pool(ctx):
+    p = ctx.attr('p', 2)
+    if ctx.op_type == 'GlobalLpPool':
+        return S.Pooling(ctx.sym(0), kernel=(1,) * (ctx.rank(0) - 2), global_pool=True,
+                         pool_type='lp', p_value=p, name=ctx.name)
+    kernel = tuple(ctx.attr('kernel_shape'))
+    strides = tuple(ctx.attr('strides', (1,) * len(kernel)))
+    begin, end = _pads(ctx, kernel, strides, (1,) * len(kernel), ctx.shape(0))
+    x = ctx.sym(0)
+    if begin != end:
+        x, begin = _pad_input(x, begin, end), [0] * len(kernel)
+    return S.Pooling(x, kernel=kernel, stride=strides, pad=tuple(begin), pool_type='lp',
+                     p_value=p, name=ctx.name)
 
 
 @_register('GlobalAveragePool', 'GlobalMaxPool')

@@ -179,6 +179,24 @@ def _gather_elements(ctx):
     return S.gather_nd(ctx.sym(0), index, name=ctx.name)
 
 
+@_register('OneHot')
+def _one_hot(ctx):
+    depth = int(ctx.const(1).reshape(-1)[0])
+    off, on = [v.item() for v in ctx.const(2).reshape(-1)]
+    dtype = ctx.const(2).dtype
+    idx = ctx.sym(0)
+    # ONNX counts negative indices from the end; MXNet's one_hot leaves them all off
+    idx = S.broadcast_add(idx, S.broadcast_lesser(idx, S.zeros_like(idx)) * depth)
+    out = S.one_hot(idx, depth=depth, on_value=on, off_value=off, dtype=dtype.name)
+    rank = ctx.rank(0) + 1
+    axis = _axis(ctx.attr('axis', -1), rank)
+    if axis == rank - 1:
+        return S.identity(out, name=ctx.name)
+    axes = list(range(rank - 1))
+    axes.insert(axis, rank - 1)
+    return S.transpose(out, axes=tuple(axes), name=ctx.name)
+
+
 @_register('Expand')
 def _expand(ctx):
     target = ctx.const_ints(1)

@@ -105,8 +105,9 @@ def render_svg(trace, path=None, width=1400, title='symgraph profile', start=Non
     plot = width - _LABEL - 20
     x = lambda t: _LABEL + (min(max(t, t0), t1) - t0) / (t1 - t0) * plot  # noqa: E731
     body, y = [], 40
+    # rows: by process, then the trace's sort index, then the first event
     for key in sorted(rows, key=lambda k: (k[0] is None, str(k[0]), order.get(k, 0),
-                                           str(k[1]))):
+                                           min(s[0] for s in rows[k]))):
         spans = [s for s in _depths(rows[key]) if s[0] + s[1] >= t0 and s[0] <= t1]
         if not spans:
             continue

@@ -201,5 +201,7 @@ class QuantizedBatchNorm(QuantizedBase, params_from=BatchNorm):
         shift = ((beta - mean * g * invstd) * INT8_RANGE / abs_out).astype(F32)
         shape = [1] * x.ndim
         shape[self.axis % x.ndim] = -1
-        y = x.astype(F32) * scale.reshape(shape) + shift.reshape(shape)
+        # oneDNN normalises with the rescaled statistics mean 0, variance 1, and eps kept
+        inv = F32(1.0 / np.sqrt(F32(1.0) + F32(self.eps)))
+        y = (x.astype(F32) * inv) * scale.reshape(shape) + shift.reshape(shape)
         return [saturate(y, np.int8)] + rng(lo, hi)

@@ -33,8 +33,6 @@ EXCLUDED_PREFIXES = {
 
 #: single names outside the scope, with why
 EXCLUDED_NAMES = {
-    '_contrib_requantize': 'int8 quantization',
-    '_contrib_quantize_v2': 'int8 quantization (calibrated; _contrib_quantize is registered)',
     '_contrib_quantize_asym': 'int8 quantization (asymmetric)',
     '_contrib_getnnz': 'sparse storage (CSR input)',
     '_contrib_edge_id': 'sparse storage (CSR graph)',

@@ -17,6 +17,8 @@ import collections
 import threading
 
 from ..base import ArgumentError, UsageError
+from ..profiler import _recorder as _prof
+from ..profiler._plans import backward_event_name, op_event_name
 
 __all__ = ['STATE', 'Entry', 'Node', 'GraphCall', 'needs_grad', 'backward']
 
@@ -217,6 +219,19 @@ def _run_node(node, out_grads):
         return node.run(out_grads)
 
 
+def _run_node_profiled(node, out_grads):
+    """:func:`_run_node` while mx.profiler records imperative calls: the node's backward
+    is an event named as MXNet names it (``_backward_<operator>``)."""
+    t0 = _prof.now()
+    try:
+        return _run_node(node, out_grads)
+    finally:
+        prefix, cat = _prof.scope()
+        _prof.record(prefix + backward_event_name(
+            op_event_name(node.op) if node.op is not None else node.name), cat, t0,
+            _prof.now())
+
+
 def sweep(entries, head_grads, nodes, run, add, retain_graph, free_unreached, stop=()):
     """The one backward sweep: seed the heads' entries with ``head_grads``, then for each
     node of ``nodes`` (in order) that received an output gradient, ``run(node,
@@ -310,7 +325,10 @@ def backward(heads, head_grads, retain_graph=False, variables=None, create_graph
         lending = _readers(entries, nodes) if has_graph else {}
     prev, STATE.lending = STATE.lending, lending
     try:
-        var_grads = sweep(entries, head_grads, nodes, _run_node, _add, retain_graph, True)
+        # (one flag test: mx.profiler times each node's backward)
+        var_grads = sweep(entries, head_grads, nodes,
+                          _run_node_profiled if _prof.imperative else _run_node, _add,
+                          retain_graph, True)
     finally:
         STATE.lending = prev
     if variables is not None:

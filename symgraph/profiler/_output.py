@@ -17,6 +17,7 @@ import json
 import os
 
 from . import _recorder as rec
+from ..progress import progress
 
 __all__ = ['expand', 'Aggregate', 'TraceFile']
 
@@ -24,6 +25,8 @@ __all__ = ['expand', 'Aggregate', 'TraceFile']
 MEMORY_CATEGORIES = ('Device Storage', 'Pool Memory')
 #: the memory counter of the executor's buffers (MXNet's name for a CPU device's)
 MEMORY_COUNTER = 'Memory: cpu/0'
+#: a dump writing this many events or more draws a progress line
+LONG_TRACE = 200000
 _MARKER_SCOPE = {'global': 'g', 'process': 'p', 'thread': 't', 'task': 't', 'marker': 't'}
 
 
@@ -204,7 +207,11 @@ class TraceFile:
         with open(self.filename, mode) as f:
             if mode == 'w':
                 f.write('{\n    "traceEvents": [\n')
-            for ev in meta + events:
+            items = meta + events
+            if len(items) >= LONG_TRACE:
+                items = progress(items, len(items), 'profiler dump: %s' % self.filename,
+                                 unit='events')
+            for ev in items:
                 f.write(('        ' if not self.any else ',\n        ') + json.dumps(ev))
                 self.any = True
             if last:

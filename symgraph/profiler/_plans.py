@@ -17,7 +17,7 @@ import weakref
 
 from . import _recorder as rec
 
-__all__ = ['run', 'table', 'op_event_name']
+__all__ = ['run', 'table', 'op_event_name', 'backward_event_name']
 
 _TABLES = weakref.WeakKeyDictionary()
 _API = {'forward': 'MXExecutorForward', 'backward': 'MXExecutorBackwardEx'}
@@ -29,6 +29,13 @@ def op_event_name(op):
     if op.name == 'Custom':
         return str(getattr(op, 'op_type', 'Custom'))
     return op.name
+
+
+def backward_event_name(name):
+    """The event name of the backward of the operator whose forward event is ``name``:
+    ``_backward_Convolution``; ``_backward_mul_scalar`` for ``_mul_scalar`` (MXNet's
+    backward operators are ``'_backward' + name`` for the names that start with ``_``)."""
+    return '_backward' + (name if name.startswith('_') else '_' + name)
 
 
 def run(plan, kind, fn, args, buffered):
@@ -59,7 +66,8 @@ def table(plan, kind, buffered):
             live = _forward_live(plan, buffered)
         else:
             nodes = list(reversed(plan.bwd_steps))
-            names = ['_backward_' + op_event_name(n.op) for n in nodes] + ['CopyGradients']
+            names = [backward_event_name(op_event_name(n.op)) for n in nodes] + \
+                ['CopyGradients']
             live = _backward_live(plan, buffered)
             live.append(live[-1] if live else 0)
         args = [{'node': n.name} for n in nodes] + [None] * (len(names) - len(nodes))

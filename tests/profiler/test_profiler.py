@@ -140,8 +140,11 @@ def test_a_profiled_training_step_with_a_custom_operator(trace_file):
     # (a custom operator's node by its op_type), once per step
     def name(op):
         return op.op_type if op.name == 'Custom' else op.name
+
+    def backward(name):     # MXNet's: '_backward' + name for names that start with '_'
+        return '_backward' + (name if name.startswith('_') else '_' + name)
     want = sorted([(name(n.op), n.name) for n in plan.steps]
-                  + [('_backward_' + name(n.op), n.name) for n in plan.bwd_steps]) * steps
+                  + [(backward(name(n.op)), n.name) for n in plan.bwd_steps]) * steps
     got = sorted((e['name'], e['args']['node']) for e in main)
     assert got == sorted(want)
     assert ('ProfSigmoid', 'sig') in got and ('_backward_ProfSigmoid', 'sig') in got
@@ -270,13 +273,21 @@ def test_imperative_calls_and_pause(trace_file):
     profiler.resume()
     with profiler.scope('net:'):
         mx.nd.relu(x)
+    # the autograd tape's backward: each node's, as MXNet names the backward operators
+    w = mx.nd.ones((3, 3))
+    w.attach_grad()
+    with mx.autograd.record():
+        loss = (mx.nd.relu(w) * 2).sum()
+    loss.backward()
     profiler.set_state('stop')
     stats = json.loads(profiler.dumps(format='json'))
     ops = stats['Time']['operator']
     assert ops['sqrt']['Count'] == 1 and ops['_plus_scalar']['Count'] == 2
-    assert ops['_zeros']['Count'] == 1 and ops['_mul_scalar']['Count'] == 1
+    assert ops['_zeros']['Count'] == 1 and ops['_mul_scalar']['Count'] == 2
     assert ops['net:relu']['Count'] == 1
-    assert stats['Time']['MXNET_C_API']['MXImperativeInvokeEx']['Count'] == 5
+    for name in ('_backward_relu', '_backward_mul_scalar', '_backward_sum'):
+        assert ops[name]['Count'] == 1
+    assert stats['Time']['MXNET_C_API']['MXImperativeInvokeEx']['Count'] == 8
     assert set(stats) == {'Time', 'Memory', 'Unit'}
     assert stats['Unit'] == {'Time': 'ms', 'Memory': 'kB'}
     # reset clears

@@ -494,6 +494,14 @@ class Operator:
         ``Step(self, ctx, state)`` and takes ``state=`` in both."""
         return Step(self, ctx)
 
+    def mxnet_input_order(self):
+        """None, or MXNet's order of this node's inputs where it differs from symgraph's
+        (arguments, then auxiliary states): a list ``p`` such that MXNet's input k is
+        symgraph's input ``p[k]`` (MXNet's quantized BatchNorm and ``_sg_mkldnn_conv``
+        list their moving statistics before later arguments). The JSON reader and writer
+        permute by it."""
+        return None
+
     def fast_forward(self, xp, is_train, in_dtypes=None):
         """Optionally a bare function ``f(*inputs) -> array`` (single output, no aux) that
         the executor calls directly (e.g. ``xp.exp``), or None (the default).
@@ -832,6 +840,13 @@ class Subgraph:
 
     def infer_type(self, in_types, out_types):
         """Type inference through the graph, as :meth:`infer_shape`."""
+        raise NotImplementedError
+
+    def nodes(self):
+        """The graph's nodes in MXNet's order, each ``(op, name, inputs)``: ``op`` the
+        Operator (None for an input Variable), ``inputs`` ``(position in this list,
+        output index)`` pairs; for operators that read a fused graph's layers
+        (``_sg_mkldnn_conv``: its convolution, batch norm, activation)."""
         raise NotImplementedError
 
     def bind(self, ctx, xp, in_shapes, in_dtypes, need_grad):
@@ -1376,6 +1391,14 @@ class CpuKernels(typing.Protocol):
         """Run again the call :meth:`record` kept in ``memo`` for ``tag`` when ``arrays``
         are its very arrays (all alive); True when it did, False when the caller must
         call."""
+
+
+    def int8_conv(self, x, w, bias, stride, pad, dilate, groups):
+        """The exact int32 convolution of uint8/int8 ``x`` (N, C, *S) with int8 ``w``
+        (F, C / groups, *K) plus an int32 ``bias`` (F,) or None, or None."""
+
+    def int8_matmul(self, x, w):
+        """``x @ w.T`` of 2-D uint8/int8 ``x`` and int8 ``w``, exact in int32, or None."""
 
 
 #: the kernel names of :class:`CpuKernels` (what :func:`cpu_kernel` may be asked)

@@ -1,25 +1,33 @@
 """What changed between two graphs: nodes matched by structure and by name, and the
 parameters whose shapes or values differ.
 
-:func:`diff_graphs` matches the nodes of graph B to those of graph A from the inputs
-forward: each operator of B, in topological order, to an unmatched one of A with the same
-operator whose inputs are the matches of its own (an input Variable not paired yet is a
-wildcard, then paired with A's: renamed weights follow their layer), the one with the
-most equal attributes first, then the same name, then the nearest position. So a graph
-whose automatic names shifted by one (``convolution3`` for ``convolution4``), or whose
-prefix changed, matches node for node, and a changed attribute shows as a change rather
-than as a node removed and one added. Where no input structure fits, an operator is
-matched loosely (same operator and attributes, some inputs in common: a node was
-inserted before it), else by name; then, from the outputs backward, an unmatched
-operator read where its match's reader reads an unmatched one of the same operator (an
-attribute changed and an input replaced at once); Variables no operator paired are
-matched by name.
-Unmatched nodes of A are removed, of B added; matched ones may differ in operator,
-attributes or inputs, or only in name.
+:func:`diff_graphs` matches the nodes of graph B to those of graph A in steps, the surest
+first:
 
-Rendering is :mod:`symgraph.viz.diff`'s (text here, SVG there).
+1. from the inputs forward, each operator of B (in topological order) to an unmatched one
+   of A with the same operator and attributes whose inputs are the matches of its own (an
+   input Variable not paired yet is a wildcard, then paired with A's: renamed weights
+   follow their layer), the nearest in position among equals: so a graph whose automatic
+   names shifted by one (``convolution3`` for ``convolution4``), or whose prefix changed,
+   matches node for node;
+2. the operators left, aligned as sequences in topological order by operator and
+   attributes (:class:`difflib.SequenceMatcher`): units inserted into or removed from a
+   chain of layers leave the layers around them in step (ResNet-18 against ResNet-34);
+3. to a fixed point: the same forward step, from the outputs backward (an unmatched
+   operator read where its match's reader in A reads an unmatched one), and forward again
+   loosely (an input inserted or removed before a node); then, one pair at a time with
+   step 3 run again after each, operators whose attributes changed;
+4. what is left by name (without each graph's common prefix), Variables last.
+
+Unmatched nodes of A are removed, of B added; matched ones may differ in operator,
+attributes or inputs, or only in name. The text report is here.
+
+The SVG drawing is :mod:`symgraph.viz.diff`'s.
 """
 from __future__ import annotations
+
+import difflib
+import os
 
 import numpy as np
 
@@ -172,24 +180,31 @@ def node_attrs(node):
     return out
 
 
-def diff_graphs(order_a, order_b, params_a=None, params_b=None, rtol=0.0):
+def diff_graphs(order_a, order_b, params_a=None, params_b=None, rtol=0.0, heads_a=None,
+                heads_b=None):
     """Match graph B's nodes (``order_b``, topologically ordered) to graph A's and list
     what differs (a :class:`GraphDiff`). ``params_a`` / ``params_b``: {name: array} (names
     as a checkpoint writes them, ``arg:``/``aux:`` prefixes allowed; arrays anything with
     ``asnumpy()`` or NumPy arrays); parameters are paired through the matched Variables,
     and a pair is listed where the shapes differ or the largest absolute difference of the
-    values exceeds ``rtol`` times the largest absolute value of A's."""
+    values exceeds ``rtol`` times the largest absolute value of A's. ``heads_a`` /
+    ``heads_b``: the output nodes (default: the nodes nothing reads), paired by position
+    where their operators agree."""
     attrs_a = {id(n): node_attrs(n) for n in order_a}
     attrs_b = {id(n): node_attrs(n) for n in order_b}
     pos_a = {id(n): k for k, n in enumerate(order_a)}
     pos_b = {id(n): k for k, n in enumerate(order_b)}
+    # names without each graph's common prefix (a Gluon export's 'resnetv10_'), for the
+    # tie-breaks and the matches by name
+    key_a, key_b = _name_keys(order_a), _name_keys(order_b)
     match, taken = {}, set()
 
     def pair(b, a):
         match[id(b)] = a
         taken.add(id(a))
+        if b.op is not None and a.op is not None:
+            _pair_inputs(b, a, match, taken)
 
-    # 2. operators by structure, from the inputs forward
     by_op = {}
     for n in order_a:
         if n.op is not None:
@@ -209,7 +224,7 @@ def diff_graphs(order_a, order_b, params_a=None, params_b=None, rtol=0.0):
             if m is sa and ib == ia:
                 hits += 1
             elif m is None and sb.op is None and sa.op is None and id(sa) not in taken:
-                hits += sb.name == sa.name      # a Variable not paired yet: a wildcard
+                hits += key_b[id(sb)] == key_a[id(sa)]  # a Variable not paired yet: a wildcard
             elif not loose:
                 return None
             elif m is not None and id(sa) in taken:
@@ -218,64 +233,97 @@ def diff_graphs(order_a, order_b, params_a=None, params_b=None, rtol=0.0):
             return None
         return hits
 
-    def best(b, cands, loose=False):
-        scored = []
-        ab = attrs_b[id(b)]
-        for a in cands:
-            if id(a) in taken:
+    def forward(loose, same_attrs):
+        """One sweep over B's unmatched operators, inputs first: each paired with the best
+        unmatched operator of A that fits (most inputs corresponding, then equal
+        attributes, the same name, the nearest position)."""
+        found = False
+        for b in order_b:
+            if b.op is None or id(b) in match:
                 continue
-            hits = fits(b, a, loose)
-            if hits is None:
-                continue
-            aa = attrs_a[id(a)]
-            if loose and aa != ab:
-                continue
-            equal = sum(aa.get(k) == v for k, v in ab.items()) - sum(k not in ab for k in aa)
-            scored.append(((-hits, -(aa == ab), -equal, a.name != b.name,
-                            abs(pos_a[id(a)] - pos_b[id(b)]), pos_a[id(a)]), a))
-        return min(scored, key=lambda t: t[0]) if scored else None
+            ab, scored = attrs_b[id(b)], []
+            for a in by_op.get(b.op.name, ()):
+                if id(a) in taken:
+                    continue
+                aa = attrs_a[id(a)]
+                if same_attrs and aa != ab:
+                    continue
+                hits = fits(b, a, loose)
+                if hits is None:
+                    continue
+                equal = sum(aa.get(k) == v for k, v in ab.items()) - \
+                    sum(k not in ab for k in aa)
+                scored.append(((-hits, -equal, key_a[id(a)] != key_b[id(b)],
+                                abs(pos_a[id(a)] - pos_b[id(b)]), pos_a[id(a)]), a))
+            if scored:
+                pair(b, min(scored, key=lambda t: t[0])[1])
+                found = True
+        return found
 
-    name_a = {n.name: n for n in order_a}
-    for b in order_b:
-        if b.op is None:
-            continue
-        got = best(b, by_op.get(b.op.name, ()))
-        if got is None:
-            # a loose match with inputs in common beats a mere namesake (names may have
-            # shifted), which beats a loose match on position alone
-            loose = best(b, by_op.get(b.op.name, ()), loose=True)
-            a = name_a.get(b.name)
-            if loose is not None and loose[0][0] < 0:
-                got = loose
-            elif a is not None and a.op is not None and id(a) not in taken:
-                got = ((), a)
-            else:
-                got = loose
-        if got is not None:
-            pair(b, got[1])
-            _pair_inputs(b, got[1], match, taken)
+    heads_a = _sinks(order_a) if heads_a is None else list(heads_a)
+    heads_b = _sinks(order_b) if heads_b is None else list(heads_b)
 
-    # 3. from the outputs backward: an unmatched operator of B read where its match's
-    # reader in A reads an unmatched one of the same operator (an attribute changed and
-    # an input replaced at once), until nothing more pairs
-    more = True
-    while more:
-        more = False
+    def backward(same_attrs):
+        """From the outputs backward: an unmatched operator of B read where its match's
+        reader in A reads an unmatched one of the same operator (the outputs themselves
+        pair by position)."""
+        found = False
+        todo = list(zip(heads_b, heads_a))
         for c in reversed(order_b):
             ca = match.get(id(c))
-            if c.op is None or ca is None or ca.op is None:
+            if c.op is not None and ca is not None and ca.op is not None:
+                todo += [(sb, sa) for (sb, ib), (sa, ia) in zip(c.inputs, ca.inputs)
+                         if ib == ia]
+        for sb, sa in todo:
+            if id(sb) in match or id(sa) in taken or sb.op is None or sa.op is None \
+                    or sb.op.name != sa.op.name \
+                    or (same_attrs and attrs_a[id(sa)] != attrs_b[id(sb)]):
                 continue
-            for (sb, ib), (sa, ia) in zip(c.inputs, ca.inputs):
-                if id(sb) in match or id(sa) in taken or sb.op is None or sa.op is None \
-                        or sb.op.name != sa.op.name or ib != ia:
-                    continue
-                pair(sb, sa)
-                _pair_inputs(sb, sa, match, taken)
-                more = True
+            pair(sb, sa)
+            found = True
+        return found
 
-    # 4. Variables no operator paired: by name
+    def settle():
+        """The sure matches (equal attributes) to a fixed point: strictly forward, from
+        the outputs backward, loosely forward (a node inserted or removed before)."""
+        while forward(False, True) or backward(True) or forward(True, True):
+            pass
+
+    def align():
+        """The operators left, aligned as sequences in topological order by operator and
+        attributes (difflib's longest matching runs): blocks of layers inserted or
+        removed leave the layers around them in step."""
+        left_a = [n for n in order_a if n.op is not None and id(n) not in taken]
+        left_b = [n for n in order_b if n.op is not None and id(n) not in match]
+        sig = lambda n, attrs: (n.op.name, tuple(sorted(attrs[id(n)].items())))  # noqa: E731
+        sm = difflib.SequenceMatcher(None, [sig(n, attrs_a) for n in left_a],
+                                     [sig(n, attrs_b) for n in left_b], autojunk=False)
+        for i, j, size in sm.get_matching_blocks():
+            for a, b in zip(left_a[i:i + size], left_b[j:j + size]):
+                pair(b, a)
+
+    # 1. operators with equal attributes and inputs, from the inputs forward; the rest
+    # aligned by sequence; then, one at a time with the sure ones settled after each,
+    # those whose attributes changed (strictly forward, then backward)
+    while forward(False, True):
+        pass
+    align()
+    settle()
+    while forward(False, False) or backward(False):
+        settle()
+    # 2. what is left by name (without the graph's common prefix), then settled again
+    name_a = {}
+    for n in order_a:
+        name_a.setdefault(key_a[id(n)], n)
     for b in order_b:
-        a = name_a.get(b.name)
+        a = name_a.get(key_b[id(b)])
+        if b.op is not None and id(b) not in match and a is not None \
+                and a.op is not None and id(a) not in taken:
+            pair(b, a)
+            settle()
+    # 3. Variables no operator paired: by name
+    for b in order_b:
+        a = name_a.get(key_b[id(b)])
         if b.op is None and id(b) not in match and a is not None and a.op is None \
                 and id(a) not in taken:
             pair(b, a)
@@ -311,6 +359,23 @@ def diff_graphs(order_a, order_b, params_a=None, params_b=None, rtol=0.0):
     params = _diff_params(order_a, order_b, match, params_a, params_b, rtol) \
         if params_a is not None or params_b is not None else []
     return GraphDiff(order_a, order_b, match, added, removed, changed, renamed, params)
+
+
+def _sinks(order):
+    """The nodes of ``order`` that no other node reads, in order."""
+    read = {id(s) for n in order for s, _ in n.inputs}
+    return [n for n in order if id(n) not in read]
+
+
+def _name_keys(order):
+    """{id(node): its name without the prefix that every name of the graph shares, cut
+    after its last '_'} (the names themselves where that leaves any empty)."""
+    names = [n.name for n in order]
+    common = os.path.commonprefix(names) if len(names) > 1 else ''
+    cut = common.rfind('_') + 1
+    if cut and all(len(x) > cut for x in names):
+        return {id(n): n.name[cut:] for n in order}
+    return {id(n): n.name for n in order}
 
 
 def _pair_inputs(b, a, match, taken):

@@ -48,9 +48,9 @@ class DiffResult(GraphDiff):
             f.write(self.svg(title))
 
 
-def _order(sym, which):
+def _graph(sym, which):
     try:
-        return sym.graph(check_names=False).order
+        return sym.graph(check_names=False)
     except (AttributeError, TypeError):
         raise ArgumentTypeError('diff: %s must be a Symbol, got %s'
                                 % (which, type(sym).__name__)) from None
@@ -65,8 +65,9 @@ def diff(sym_a, sym_b, params_a=None, params_b=None, rtol=0.0):
 
     Returns a :class:`DiffResult`: ``str()`` / ``.text()`` the report, ``.svg()`` the
     drawing; ``.added``, ``.removed``, ``.changed``, ``.renamed``, ``.params``."""
-    got = diff_graphs(_order(sym_a, 'sym_a'), _order(sym_b, 'sym_b'), params_a, params_b,
-                      rtol)
+    ga, gb = _graph(sym_a, 'sym_a'), _graph(sym_b, 'sym_b')
+    got = diff_graphs(ga.order, gb.order, params_a, params_b, rtol,
+                      [n for n, _ in ga.outputs], [n for n, _ in gb.outputs])
     got.__class__ = DiffResult
     return got
 

@@ -198,3 +198,42 @@ def test_committed_example_is_what_the_script_makes(tmp_path):
         assert f.read() == made, 'run python scripts/make_diff_example.py'
     d = make_diff_example.example()
     assert len(d.added) == 5 and len(d.changed) == 1 and not d.removed
+
+
+def _resnet(blocks, prefix):
+    """A small residual network with ``blocks`` units per stage, names under ``prefix``."""
+    with mx.name.Prefix(prefix):
+        x = mx.sym.Convolution(mx.sym.var('data'), kernel=(3, 3), num_filter=8, name='stem')
+        for s, n in enumerate(blocks):
+            for u in range(n):
+                stride = (2, 2) if s and not u else (1, 1)
+                h = mx.sym.Convolution(x, kernel=(3, 3), pad=(1, 1), stride=stride,
+                                       num_filter=8 << s)
+                h = mx.sym.Activation(mx.sym.BatchNorm(h), act_type='relu')
+                h = mx.sym.BatchNorm(mx.sym.Convolution(h, kernel=(3, 3), pad=(1, 1),
+                                                        num_filter=8 << s))
+                short = x if not (s and not u) else mx.sym.Convolution(
+                    x, kernel=(1, 1), stride=stride, num_filter=8 << s)
+                x = mx.sym.Activation(h + short, act_type='relu')
+        return mx.sym.FullyConnected(mx.sym.flatten(x), num_hidden=10, name='fc')
+
+
+def test_deeper_network_with_another_prefix_is_the_shallow_one_plus_units():
+    # (ResNet-18 against ResNet-34 in small: one more unit in each stage, names shifted)
+    a, b = _resnet((2, 2), 'v1_'), _resnet((3, 3), 'v2_')
+    d = mx.viz.diff(a, b)
+    assert not d.removed
+    n_op = lambda s: sum(n.op is not None for n in s.graph().order)  # noqa: E731
+    added_ops = [n for n in d.added if n.op is not None]
+    assert len(added_ops) == n_op(b) - n_op(a) == 2 * 7
+    # every operator of A is matched to one of B with the same operator and attributes
+    attrs = {}
+    for b_node in d.order_b:
+        a_node = d.match.get(id(b_node))
+        if a_node is not None and a_node.op is not None:
+            assert a_node.op == b_node.op, (a_node, b_node)
+            attrs[a_node.name] = b_node.name
+    assert len(attrs) == n_op(a)
+    # the only changes: where the new units were wired in
+    assert all(c.inputs and not c.attrs and not c.op for c in d.changed)
+    assert attrs['v1_fc'] == 'v2_fc'

@@ -231,6 +231,20 @@ def _gelu(ctx):
     return S.LeakyReLU(x, act_type='gelu', name=ctx.name)
 
 
+@_register('Mish', 'Celu', 'ThresholdedRelu')
+def _more_activations(ctx):
+    x = ctx.sym(0)
+    if ctx.op_type == 'Mish':
+        return S.broadcast_mul(x, S.tanh(S.Activation(x, act_type='softrelu')),
+                               name=ctx.name)
+    if ctx.op_type == 'Celu':
+        alpha = ctx.attr('alpha', 1.0)
+        neg = (S.exp(S.minimum(x, 0.0) / alpha) - 1.0) * alpha
+        return S.broadcast_add(S.relu(x), neg, name=ctx.name)
+    alpha = ctx.attr('alpha', 1.0)
+    return S.broadcast_mul(x, S._greater_scalar(x, scalar=alpha), name=ctx.name)
+
+
 @_register('Softmax', 'LogSoftmax')
 def _softmax(ctx):
     fn = S.softmax if ctx.op_type == 'Softmax' else S.log_softmax

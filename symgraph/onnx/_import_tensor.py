@@ -197,6 +197,49 @@ def _one_hot(ctx):
     return S.transpose(out, axes=tuple(axes), name=ctx.name)
 
 
+@_register('GatherND')
+def _gather_nd(ctx):
+    if ctx.attr('batch_dims', 0):
+        raise ctx.error('batch_dims other than 0', NotImplementedError)
+    # ONNX puts the coordinates on the last axis of the indices, MXNet on the first
+    rank = ctx.rank(1)
+    idx = S.transpose(ctx.sym(1), axes=(rank - 1,) + tuple(range(rank - 1)))
+    return S.gather_nd(ctx.sym(0), idx, name=ctx.name)
+
+
+@_register('CumSum')
+def _cumsum(ctx):
+    axis = _axis(int(ctx.const(1).reshape(-1)[0]), ctx.rank(0))
+    x = ctx.sym(0)
+    if ctx.attr('reverse', 0):
+        x = S.reverse(x, axis=axis)
+    out = S.cumsum(x, axis=axis)
+    if ctx.attr('exclusive', 0):
+        out = out - x
+    if ctx.attr('reverse', 0):
+        out = S.reverse(out, axis=axis)
+    return S.identity(out, name=ctx.name)
+
+
+@_register('RoiAlign', 'MaxRoiPool')
+def _roi(ctx):
+    scale = ctx.attr('spatial_scale', 1.0)
+    if ctx.op_type == 'MaxRoiPool':
+        return S.ROIPooling(ctx.sym(0), ctx.sym(1), pooled_size=tuple(ctx.attr('pooled_shape')),
+                            spatial_scale=scale, name=ctx.name)
+    if ctx.attr('mode', 'avg') != 'avg':
+        raise ctx.error('RoiAlign mode %r' % ctx.attr('mode'), NotImplementedError)
+    coord = ctx.attr('coordinate_transformation_mode',
+                     'half_pixel' if ctx.opset >= 16 else 'output_half_pixel')
+    # MXNet's rois carry their batch index first
+    index = S.Cast(S.expand_dims(ctx.sym(2), axis=1), dtype='float32')
+    rois = S.Concat(index, ctx.sym(1), dim=1, num_args=2)
+    return S.contrib.ROIAlign(ctx.sym(0), rois, pooled_size=(ctx.attr('output_height', 1),
+                                                             ctx.attr('output_width', 1)),
+                              spatial_scale=scale, sample_ratio=ctx.attr('sampling_ratio', 0),
+                              aligned=coord == 'half_pixel', name=ctx.name)
+
+
 @_register('Expand')
 def _expand(ctx):
     target = ctx.const_ints(1)

@@ -318,3 +318,29 @@ def test_unsupported_forms_say_why():
     m = model([N('NonZero', ['x'], ['y'])], {'x': x}, ['y'])
     with pytest.raises(NotImplementedError, match='NonZero'):
         mx.onnx.import_model(m)
+
+
+def test_gather_nd_cumsum_and_more_activations():
+    x = _x(3, 4, 5)
+    nodes = [N('GatherND', ['x', 'gi'], ['g']),
+             N('CumSum', ['x', 'ax'], ['cs']),
+             N('CumSum', ['x', 'ax'], ['csr'], reverse=1, exclusive=1),
+             N('Mish', ['x'], ['mi']), N('Celu', ['x'], ['ce'], alpha=0.7),
+             N('ThresholdedRelu', ['x'], ['tr'], alpha=0.5)]
+    inits = {'gi': _i64([[0, 1], [2, 3], [1, 0]]), 'ax': _i64(1)}
+    m = model(nodes, {'x': x}, ['g', 'cs', 'csr', 'mi', 'ce', 'tr'], inits, opset=18)
+    check(m, {'x': x})
+
+
+def test_roi_align_and_max_roi_pool_detection_heads():
+    x = _x(2, 3, 12, 12)
+    rois = np.array([[1, 1, 8, 9], [0, 2.5, 11, 6], [3, 3, 5, 5]], np.float32)
+    batch = _i64([0, 1, 1])
+    nodes = [N('RoiAlign', ['x', 'rois', 'bi'], ['ra'], output_height=3, output_width=2,
+               sampling_ratio=2, spatial_scale=0.5)]
+    m = model(nodes, {'x': x}, ['ra'], {'rois': rois, 'bi': batch}, opset=16)
+    check(m, {'x': x}, exact_ops=['_contrib_ROIAlign'])
+    rois5 = np.concatenate([batch[:, None].astype(np.float32), rois], axis=1)
+    m = model([N('MaxRoiPool', ['x', 'r5'], ['mp'], pooled_shape=[2, 2], spatial_scale=1.0)],
+              {'x': x}, ['mp'], {'r5': rois5})
+    check(m, {'x': x}, exact_ops=['ROIPooling'])

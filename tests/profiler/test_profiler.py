@@ -487,3 +487,25 @@ def test_autostart_from_the_environment(tmp_path):
     names = [e['name'] for e in events if e['ph'] == 'X']
     # mode 2: imperative calls only (no C API events)
     assert 'sqrt' in names and 'MXImperativeInvokeEx' not in names
+
+
+def test_dataloader_worker_processes_send_their_events(trace_file):
+    ds = mx.gluon.data.ArrayDataset(np.arange(32 * 6, dtype='float32').reshape(32, 6),
+                                    np.arange(32))
+    loader = mx.gluon.data.DataLoader(ds, batch_size=8, num_workers=2)
+    profiler.set_config(profile_all=True, filename=trace_file, continuous_dump=False)
+    profiler.set_state('run')
+    batches = [b for b, _ in loader]
+    profiler.set_state('stop')
+    profiler.dump()
+    assert len(batches) == 4
+    trace, events = _events(trace_file)
+    _check_chrome_trace(trace)
+    made = [e for e in events if e['name'] == 'DataLoader batch']
+    assert len(made) == 4 and all(e['args']['samples'] == 8 for e in made)
+    workers = {e['pid'] for e in made}
+    assert os.getpid() not in workers
+    names = {e['pid']: e['args']['name'] for e in events if e['name'] == 'process_name'}
+    assert all(names[p] == 'DataLoader worker (pid %d)' % p for p in workers)
+    # the workers stop recording with their batch: nothing of theirs is left pending
+    assert rec.take_events() == []

@@ -53,6 +53,7 @@ from ... import config
 from ...context import Context
 from ...ndarray import NDArray
 from ...base import ArgumentError, SymgraphError
+from ...profiler import _recorder as _prof
 
 __all__ = ['WorkerPool', 'WorkerDiedError', 'default_start_method']
 
@@ -433,6 +434,51 @@ def _process_worker(samples):
     return to_slot(batch, _WORKER['slots'])
 
 
+class _Profiled(object):
+    """A worker process's batch value with the profiler's records it made meanwhile."""
+    __slots__ = ('value', 'pid', 'records', 'threads')
+
+    def __init__(self, value, pid, records, threads):
+        self.value, self.pid, self.records, self.threads = value, pid, records, threads
+
+
+def _profiled_work(work, samples, mode, parent):
+    """``work(samples)`` while the parent's mx.profiler runs: the batch is an event
+    (``DataLoader batch``, on the worker's row). A worker process records with the
+    parent's mode for the time of this batch and sends its records back with the value
+    (:class:`_Profiled`); a thread of the parent's process records in place."""
+    own = os.getpid() != parent
+    st = _prof.STATE
+    if own:
+        st.mode, st.running, st.paused = mode, True, False
+        _prof.update()
+    t0 = _prof.now()
+    try:
+        value = work(samples)
+    finally:
+        _prof.record('DataLoader batch', 'dataloader', t0, _prof.now(),
+                     {'samples': len(samples)})
+        if own:
+            st.running = False
+            _prof.update()
+    if not own:
+        return value
+    records = _prof.take_events()
+    used = {r[-2] if r[0] == 'X' else r[-1] for r in records if r[0] in 'XSCi'}
+    return _Profiled(value, os.getpid(), records,
+                     {tid: name for tid, name in st.threads.items() if tid in used})
+
+
+def _arrived_profiled(arrived, value):
+    """The pool's callback for a batch made by :func:`_profiled_work`: the records of a
+    worker process go to this process's profiler (as that process's), then the value on."""
+    if value.__class__ is _Profiled:
+        _prof.add_process(value.pid, 'DataLoader worker (pid %d)' % value.pid, value.records,
+                          value.threads)
+        value = value.value
+    arrived(value)
+
+
 class _ThreadWorker(object):
     """The work of a thread pool: the batch itself travels (same process)."""
 
@@ -561,6 +607,12 @@ class WorkerPool(object):
         """Ask for the batch of the sample indices ``samples``; returns its ticket."""
         # the ticket holds the slot maps, not the pool (which must stay collectable)
         ticket = _Ticket(_no_release if self._maps is None else self._maps.release)
+        if _prof.active:        # (one flag test: mx.profiler times the batch in the worker)
+            ticket.result = self._pool.apply_async(
+                _profiled_work, (self._work, list(samples), _prof.STATE.mode, os.getpid()),
+                callback=lambda value, arrived=ticket.arrived: _arrived_profiled(arrived,
+                                                                                 value))
+            return ticket
         ticket.result = self._pool.apply_async(self._work, (list(samples),),
                                                callback=ticket.arrived)
         return ticket

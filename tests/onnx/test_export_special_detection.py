@@ -11,9 +11,9 @@ from onnx_special_check import check
 pytest.importorskip('onnx')
 pytest.importorskip('onnxruntime')
 
-#: ONNX Runtime 1.32 has no kernels for MaxRoiPool and RoiAlign of opset 22 (their
-#: bfloat16 versions): the ROI pooling graphs are exported at opset 21 to run them
-ROI_OPSET = 21
+#: MaxRoiPool / RoiAlign (to opset 21) and the Loop form the converters write from opset
+#: 22 (ONNX Runtime 1.32 has no kernels for those operators' opset-22 versions)
+ROI_OPSETS = [21, None]
 
 
 def _boxes(rng, n, lo=0.0, hi=10.0, size=(0.5, 4.0)):
@@ -137,19 +137,21 @@ def _rois(rng, r, n, h, w, scale):
     return np.concatenate([b, xy, xy + wh], axis=1).astype(np.float32)
 
 
-def test_roi_pooling():
+@pytest.mark.parametrize('opset', ROI_OPSETS)
+def test_roi_pooling(opset):
     rng = np.random.RandomState(5)
     data, rois = mx.sym.var('data'), mx.sym.var('rois')
     y = mx.sym.ROIPooling(data, rois, pooled_size=(3, 4), spatial_scale=0.5)
     r = _rois(rng, 12, 2, 9, 11, 0.5)
     r[0, 0] = 5                                # a batch index past the data: zeros
     check(y, {'data': rng.standard_normal((2, 3, 9, 11)).astype(np.float32), 'rois': r},
-          exact=True, opset=ROI_OPSET)
+          exact=True, opset=opset)
 
 
 @pytest.mark.parametrize('kw', [dict(), dict(sample_ratio=2), dict(aligned=True),
                                 dict(position_sensitive=True, sample_ratio=1)])
-def test_roi_align(kw):
+@pytest.mark.parametrize('opset', ROI_OPSETS)
+def test_roi_align(kw, opset):
     rng = np.random.RandomState(6)
     data, rois = mx.sym.var('data'), mx.sym.var('rois')
     y = mx.sym.contrib.ROIAlign(data, rois, pooled_size=(2, 3), spatial_scale=0.25, **kw)
@@ -157,16 +159,17 @@ def test_roi_align(kw):
     r[:, 3:] += 1.0                             # positive sizes (aligned=True needs them)
     r[1, 0] = -1                                # no image: zeros
     check(y, {'data': rng.standard_normal((2, 12, 10, 12)).astype(np.float32), 'rois': r},
-          opset=ROI_OPSET)
+          opset=opset)
 
 
-def test_roi_align_four_columns():
+@pytest.mark.parametrize('opset', ROI_OPSETS)
+def test_roi_align_four_columns(opset):
     rng = np.random.RandomState(7)
     data, rois = mx.sym.var('data'), mx.sym.var('rois')
     y = mx.sym.contrib.ROIAlign(data, rois, pooled_size=(3, 3), spatial_scale=1.0)
     r = _rois(rng, 5, 1, 8, 8, 1.0)[:, 1:]
     check(y, {'data': rng.standard_normal((1, 2, 8, 8)).astype(np.float32), 'rois': r},
-          opset=ROI_OPSET)
+          opset=opset)
 
 
 # ---------------------------------------------------------------- region proposals
@@ -194,7 +197,8 @@ def test_proposal(multi, kw):
     check(y, {'cls': cls, 'bbox': bbox, 'info': info})
 
 
-def test_faster_rcnn_test_graph():
+@pytest.mark.parametrize('opset', ROI_OPSETS)
+def test_faster_rcnn_test_graph(opset):
     """Faster R-CNN's test graph: RPN head, Proposal, ROIPooling and the two heads."""
     rng = np.random.RandomState(9)
     data, info = mx.sym.var('data'), mx.sym.var('im_info')
@@ -220,4 +224,4 @@ def test_faster_rcnn_test_graph():
               for n, s in zip(sym.list_arguments(), arg_shapes) if n not in ('data', 'im_info')}
     inputs = {'data': rng.standard_normal(shape).astype(np.float32),
               'im_info': np.array([[24, 30, 1.0]], np.float32)}
-    check(sym, inputs, params, opset=ROI_OPSET)
+    check(sym, inputs, params, opset=opset)

@@ -18,9 +18,13 @@ epoch (``shuffle``, ``seed``); a short last batch is filled from the start of th
 with ``round_batch`` (``pad`` tells how many, and the next pass begins after them), else it
 keeps the rows of the previous batch and ``pad`` tells how many.
 
-Speed: records are read in order by the calling thread; decoding and augmentation run in
-``preprocess_threads`` threads (Pillow and NumPy release the GIL while they work), up to
-``prefetch_buffer`` batches ahead.
+Speed: the calling thread plans the batches and draws their random numbers; reading
+(``os.pread``, one read per run of adjacent records), decoding and augmentation run in
+``preprocess_threads`` threads (the kernel, OpenCV or Pillow, and NumPy release the GIL
+while they work), up to ``prefetch_buffer`` batches ahead. Colour JPEGs are decoded by
+OpenCV where ``cv2`` is installed (``pip install "symgraph[image-fast]"``), as MXNet
+decodes them, else by Pillow (the same libjpeg-turbo: the same pixels, or within one grey
+level across library versions).
 
 Differences from MXNet (also in docs/differences.md): random augmentations take their
 numbers from a NumPy generator seeded per pass from (``seed``, pass), or from ``seed_aug``
@@ -51,6 +55,8 @@ from .native import MXDataIter, _as_bool, _as_int, _as_shape
 __all__ = ['ImageRecordIter', 'ImageRecordUInt8Iter', 'ImageRecordInt8Iter']
 
 _MAGIC = 0xced7230a
+_LEN_MASK = (1 << 29) - 1
+_HEAD = struct.Struct('<II')
 #: MXNet's eigenvalue-scaled eigenvectors of ImageNet's RGB covariance (pca_noise)
 _EIGVEC = np.array([[55.46 * -0.5675, 4.794 * 0.7192, 1.148 * 0.4009],
                     [55.46 * -0.5808, 4.794 * -0.0045, 1.148 * -0.8140],
@@ -146,8 +152,13 @@ def _read_imglist(path, label_width):
 def _decode(buf, channels):
     """(H, W, C) uint8 RGB (or gray) of an encoded image, as MXNet's OpenCV decodes it."""
     if channels == 3:
-        # the common case: an 8-bit colour JPEG decoded straight into an array (a view of
-        # its RGB bytes), without Pillow's Python-level header parsing or a copy
+        # the common case: an 8-bit colour JPEG decoded straight into an array (OpenCV's
+        # where it is installed; else a view of Pillow's RGBX), without Pillow's
+        # Python-level header parsing or a copy
+        cv = recordio._decode_jpeg_cv(buf)
+        if cv is not None:
+            img, rgb = cv
+            return img if rgb else img[..., ::-1]
         rgbx = recordio._decode_jpeg_rgbx(buf)
         if rgbx is not None:
             return rgbx[..., :3]
@@ -416,11 +427,59 @@ class _Normalizer(object):
 
 
 # ------------------------------------------------------------------ batching
+class _Spans(object):
+    """The records of ``keys`` (by position in ``keys``) as the decoding threads read them:
+    ``os.pread`` on a descriptor of its own (no shared file position, so no lock; the GIL
+    is released while the kernel copies), one read for a run of records that lie back to
+    back in the file (a record ends where the index's next offset, or the file, begins).
+    A record split in parts (its payload holds the magic number), a bad head or an offset
+    past the end goes through the reader, which reports errors as MXRecordIO does."""
+
+    def __init__(self, reader, keys):
+        self._reader = reader
+        self._keys = keys
+        idx = reader.idx
+        self._off = np.array([idx[k] for k in keys], np.int64)
+        every = np.unique(np.fromiter(idx.values(), np.int64, len(idx)))
+        after = np.searchsorted(every, self._off, 'right')
+        self._end = np.where(after < len(every), every[np.minimum(after, len(every) - 1)],
+                             np.int64(os.path.getsize(reader.uri)))
+        self._fd = os.open(reader.uri, os.O_RDONLY)
+
+    def read(self, positions):
+        """The payloads (bytes) of the records at ``positions``, in order."""
+        offs, ends = self._off[positions].tolist(), self._end[positions].tolist()
+        out, n, i = [], len(positions), 0
+        while i < n:
+            start, stop, j = offs[i], ends[i], i + 1
+            while j < n and offs[j] == stop:
+                stop, j = ends[j], j + 1
+            buf = os.pread(self._fd, stop - start, start) if stop > start else b''
+            for k in range(i, j):
+                out.append(self._record(buf, offs[k] - start, ends[k] - start, positions[k]))
+            i = j
+        return out
+
+    def _record(self, buf, pos, end, position):
+        if pos + 8 <= len(buf):
+            magic, lrec = _HEAD.unpack_from(buf, pos)
+            stop = pos + 8 + (lrec & _LEN_MASK)
+            if magic == _MAGIC and lrec >> 29 == 0 and stop <= min(end, len(buf)):
+                return buf[pos + 8:stop]
+        return self._reader.read_idx(self._keys[position])
+
+    def close(self):
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
 class _RecordBatches(object):
     """The batch maker behind :class:`ImageRecordIter` (an MXDataIter handle): plans each
-    pass's batches of record keys, reads the records in order, and has ``threads`` threads
-    decode them (one task per thread and batch, each writing its rows of the batch),
-    ``prefetch`` batches ahead."""
+    pass's batches of records (positions in ``keys``) and has ``threads`` threads read and
+    decode them (one task per thread and batch, each reading its run of the batch's
+    records with :class:`_Spans` and writing its rows of the batch), ``prefetch`` batches
+    ahead."""
 
     def __init__(self, reader, keys, batch_size, round_batch, shuffle, seed, prepare,
                  data_shape, label_width, dtype, threads, prefetch, tmpdir, seed_aug=None,
@@ -446,8 +505,9 @@ class _RecordBatches(object):
         self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix='imagerecord')
         self._prefetch = max(1, prefetch)
         self._tmpdir = tmpdir
+        self._spans = _Spans(reader, self._keys)
         self._epoch = -1
-        self._order = None              # this pass's order of keys
+        self._order = None              # this pass's order of records (positions)
         self._next_order = None         # the next pass's, once a wrap has begun it
         self._carry = 0                 # records of the next pass a wrap already used
         self._plan = deque()
@@ -461,8 +521,8 @@ class _RecordBatches(object):
 
     def _new_order(self):
         if self._shuffle:
-            return [self._keys[i] for i in self._rng.permutation(len(self._keys))]
-        return list(self._keys)
+            return self._rng.permutation(len(self._keys)).tolist()
+        return list(range(len(self._keys)))
 
     def before_first(self):
         for job in self._pending:
@@ -491,23 +551,24 @@ class _RecordBatches(object):
             plan.append((keys, pad, wrap))
         self._plan = deque(plan)
 
-    def _work(self, raws, draws, data, label, index, rows):
-        for raw, row, i in zip(raws, draws, rows):
+    def _work(self, positions, draws, data, label, index, rows):
+        for raw, row, i in zip(self._spans.read(positions), draws, rows):
             label[i], index[i] = self._prepare(raw, row, data[i])
 
     def _schedule(self):
         while self._plan and len(self._pending) < self._prefetch:
             keys, pad, wrap = self._plan.popleft()
-            raws = [self._reader.read_idx(k) for k in keys]        # sequential reads here
             draws = self._draws.random_sample((len(keys), self._ndraws))
             data = np.empty((self._batch_size,) + self._data_shape, self._dtype)
             label = np.empty((self._batch_size,) + self._label_shape, np.float32)
             index = np.empty(self._batch_size, np.uint64)
             futures = []
-            for t in range(min(self._threads, len(keys))):
-                rows = range(t, len(keys), self._threads)
-                futures.append(self._pool.submit(self._work, [raws[i] for i in rows],
-                                                 [draws[i] for i in rows], data, label,
+            n, threads = len(keys), min(self._threads, len(keys))
+            for t in range(threads):
+                # a run of rows per thread: its records lie together in an unshuffled file
+                rows = range(t * n // threads, (t + 1) * n // threads)
+                futures.append(self._pool.submit(self._work, keys[rows.start:rows.stop],
+                                                 draws[rows.start:rows.stop], data, label,
                                                  index, rows))
             self._pending.append((futures, pad, wrap, len(keys), (data, label, index)))
 
@@ -533,6 +594,9 @@ class _RecordBatches(object):
 
     def close(self):
         self._pool.shutdown(wait=False, cancel_futures=True)
+        spans = getattr(self, '_spans', None)
+        if spans is not None:
+            spans.close()
         if self._tmpdir:
             shutil.rmtree(self._tmpdir, ignore_errors=True)
             self._tmpdir = None
@@ -570,7 +634,8 @@ def _crop_only(p, imglist):
     """A per-image function for the common settings (colour, no resize, affine, padding,
     colour or lighting changes; crop, centred or random, and mirror), or None: it parses
     the record's header with one ``struct`` call, decodes an 8-bit colour JPEG straight into
-    an array (``recordio._decode_jpeg_rgbx``), crops and mirrors views of it and writes the
+    an array (``recordio._decode_jpeg_cv`` where OpenCV is installed, else
+    ``recordio._decode_jpeg_rgbx``), crops and mirrors views of it and writes the
     normalised pixels into the batch's row, drawing the same numbers in the same order as
     :class:`_Augmenter` (so the batches are the same). Fewer Python steps per image also
     means less time holding the GIL, which the decoding threads share. It returns None for
@@ -585,7 +650,8 @@ def _crop_only(p, imglist):
         return None
     rand_crop, mirror, rand_mirror = p['rand_crop'], p['mirror'], p['rand_mirror']
     unpack_from, size = _IR_HEAD.unpack_from, recordio._IR_SIZE
-    decode = recordio._decode_jpeg_rgbx
+    decode, decode_cv = recordio._decode_jpeg_rgbx, recordio._decode_jpeg_cv
+    use_cv = recordio._opencv_jpeg() is not None
 
     def crop_only(raw, draws, out, normalize):
         if len(raw) <= size:
@@ -593,9 +659,13 @@ def _crop_only(p, imglist):
         flag, label, image_id, _ = unpack_from(raw)
         if flag:
             return None
-        rgbx = decode(memoryview(raw)[size:])
-        if rgbx is None:
-            return None
+        cv = decode_cv(memoryview(raw)[size:]) if use_cv else None
+        if cv is None:
+            rgbx, channels = decode(memoryview(raw)[size:]), slice(0, 3)
+            if rgbx is None:
+                return None
+        else:                       # RGB, or BGR read backwards
+            rgbx, channels = cv[0], slice(None) if cv[1] else slice(None, None, -1)
         h, w = rgbx.shape[0] - dh, rgbx.shape[1] - dw
         if h < 0 or w < 0:
             return None
@@ -606,7 +676,7 @@ def _crop_only(p, imglist):
             k = 2
         else:
             y, x = h // 2, w // 2
-        img = rgbx[y:y + dh, x:x + dw, :3]
+        img = rgbx[y:y + dh, x:x + dw, channels]
         if mirror or (rand_mirror and float(draws[k]) < 0.5):
             img = img[:, ::-1]
         normalize(img, out)

@@ -33,7 +33,8 @@ def _image(h, w, seed=0):
 
 @pytest.mark.parametrize('kw', [{}, {'progressive': True}, {'subsampling': 0},
                                 {'subsampling': 1}, {'quality': 40, 'optimize': True}])
-def test_direct_jpeg_decode_equals_pillow(kw):
+def test_direct_jpeg_decode_equals_pillow(kw, monkeypatch):
+    monkeypatch.setattr(recordio, '_USE_OPENCV', False)
     data = _jpeg(_image(37, 53), **kw)
     want = np.asarray(Image.open(io.BytesIO(data)).convert('RGB'))
     rgbx = recordio._decode_jpeg_rgbx(data)
@@ -42,6 +43,60 @@ def test_direct_jpeg_decode_equals_pillow(kw):
     rgb = recordio._decode_jpeg_rgb(memoryview(data))
     assert rgb.flags.c_contiguous and rgb.shape == (37, 53, 3)
     np.testing.assert_array_equal(rgb, want)
+
+
+@pytest.mark.parametrize('kw', [{}, {'progressive': True}, {'subsampling': 0},
+                                {'quality': 40, 'optimize': True}])
+def test_opencv_jpeg_decode_within_one_grey_level_of_pillow(kw, monkeypatch):
+    pytest.importorskip('cv2')
+    data = _jpeg(_image(37, 53), **kw)
+    want = np.asarray(Image.open(io.BytesIO(data)).convert('RGB')).astype(int)
+    img, rgb = recordio._decode_jpeg_cv(memoryview(data))
+    assert img.shape == (37, 53, 3)
+    assert np.abs((img if rgb else img[..., ::-1]) - want).max() <= 1
+    got = recordio._decode_jpeg_rgb(data)
+    assert got.flags.c_contiguous and np.abs(got - want).max() <= 1
+    for bad in (_jpeg(_image(9, 9)[..., 0]), data[:len(data) // 2], b'', b'\xff\xd8\xff'):
+        assert recordio._decode_jpeg_cv(bad) is None    # gray, truncated, not a JPEG
+    monkeypatch.setattr(recordio, '_USE_OPENCV', False)
+    assert recordio._decode_jpeg_cv(data) is None
+
+
+def test_image_record_iter_with_opencv_within_one_grey_level(tmp_path, monkeypatch):
+    pytest.importorskip('cv2')
+    rec = _records(str(tmp_path / 'c'), [_image(20 + i % 3, 22, seed=i) for i in range(9)])
+
+    def batches(opencv):
+        monkeypatch.setattr(recordio, '_USE_OPENCV', opencv)
+        it = mx.io.ImageRecordIter(path_imgrec=rec, path_imgidx=str(tmp_path / 'c.idx'),
+                                   batch_size=4, data_shape=(3, 18, 20), rand_crop=True,
+                                   rand_mirror=True, dtype='uint8', preprocess_threads=2)
+        return [b.data[0].asnumpy().astype(int) for b in it]
+    for a, b in zip(batches(True), batches(False)):
+        assert np.abs(a - b).max() <= 1
+
+
+def test_decoding_threads_read_records_as_the_reader(tmp_path):
+    from symgraph.io.image_record import _Spans
+    magic = recordio._MAGIC_BYTES
+    # records split where their payload holds the magic number, an empty one, records the
+    # index leaves out (gaps between the runs)
+    payloads = [b'a' * 5, b'xxxx' + magic + b'yy', b'', magic * 3, b'q' * 70, b'z' * 3,
+                b'end' + magic]
+    w = recordio.MXRecordIO(str(tmp_path / 's.rec'), 'w')
+    offsets = []
+    for p in payloads:
+        offsets.append(w._file.tell())
+        w.write(p)
+    w.close()
+    keys = [0, 1, 2, 3, 5, 6]
+    with open(tmp_path / 's.idx', 'w') as f:
+        f.writelines('%d\t%d\n' % (k, offsets[k]) for k in keys)
+    reader = recordio.MXIndexedRecordIO(str(tmp_path / 's.idx'), str(tmp_path / 's.rec'), 'r')
+    spans = _Spans(reader, keys)
+    for positions in ([0, 1, 2, 3, 4, 5], [5, 4, 3, 2, 1, 0], [2, 3, 4], [4], [0, 0, 1]):
+        assert spans.read(positions) == [payloads[keys[p]] for p in positions]
+    spans.close()
 
 
 def test_direct_jpeg_decode_declines_what_it_does_not_handle():

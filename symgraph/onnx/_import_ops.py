@@ -198,13 +198,13 @@ def _selu(ctx):
 @_register('PRelu')
 def _prelu(ctx):
     x_rank = ctx.rank(0)
-    if ctx.is_const(1) and x_rank >= 2:
-        slope = ctx.const(1)
-        chans = (ctx.shape(0) or (None, None))[1]
-        if slope.size == chans and slope.shape[-(x_rank - 1):][1:] in (
-                (1,) * (x_rank - 2), ()) and slope.ndim <= x_rank - 1:
-            gamma = ctx.param('gamma', slope.reshape(-1).astype(np.float32))
-            return S.LeakyReLU(ctx.sym(0), gamma, act_type='prelu', name=ctx.name)
+    chans = (ctx.shape(0) or (None, None))[1] if x_rank >= 2 else None
+    # MXNet's prelu has one slope per channel (axis 1): a constant slope of shape
+    # (C, 1, ..., 1) broadcast over (N, C, ...); any other slope is written out
+    if chans is not None and ctx.is_const(1) and \
+            ctx.const(1).shape == (chans,) + (1,) * (x_rank - 2):
+        gamma = ctx.param('gamma', ctx.const(1).reshape(-1))
+        return S.LeakyReLU(ctx.sym(0), gamma, act_type='prelu', name=ctx.name)
     x = ctx.sym(0)
     neg = S.broadcast_mul(S.minimum(x, 0.0), ctx.sym(1))
     return S.broadcast_add(S.relu(x), neg, name=ctx.name)

@@ -447,7 +447,9 @@ def import_to_gluon(model_file, ctx):
     model = _load(model_file)
     imp = OnnxImporter(model, _source(model_file))
     sym, (args, aux) = imp.run()
-    names = [d[0] for d in imp.metadata()['input_tensor_data']]
+    # inputs folded away (only their shape was read) are no inputs of the block
+    used = set(sym.list_inputs())
+    names = [d[0] for d in imp.metadata()['input_tensor_data'] if d[0] in used]
     net = SymbolBlock(outputs=sym, inputs=[symbol.var(n) for n in names])
     net_params = net.collect_params()
     for params in (args, aux):

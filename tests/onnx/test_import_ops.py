@@ -193,7 +193,7 @@ def test_conv_transpose_batchnorm_activations():
                pads=[1, 1, 1, 1], output_padding=[1, 1], group=2),
              N('ConvTranspose', ['x', 'w'], ['d2'], strides=[2, 2], pads=[0, 1, 1, 0]),
              N('BatchNormalization', ['d', 'g', 'be', 'mu', 'var'], ['bn'], epsilon=1e-3),
-             N('PRelu', ['bn', 'slope'], ['pr']),
+             N('PRelu', ['bn', 'slope'], ['pr']), N('PRelu', ['d2', 'slope_w'], ['pw']),
              N('LeakyRelu', ['pr'], ['lr'], alpha=0.2), N('HardSigmoid', ['lr'], ['hs']),
              N('Elu', ['d2'], ['el']), N('Selu', ['d2'], ['se']),
              N('Softplus', ['d2'], ['sp']), N('HardSwish', ['d2'], ['hw']),
@@ -202,7 +202,8 @@ def test_conv_transpose_batchnorm_activations():
              'be': _x(6, seed=4), 'mu': _x(6, seed=5), 'var': _x(6, seed=6, low=0.5),
              'slope': _x(6, 1, 1, seed=7), 'lo': np.array(-0.5, np.float32),
              'hi': np.array(1.0, np.float32)}
-    m = model(nodes, {'x': x}, ['hs', 'el', 'se', 'sp', 'hw', 'cl'], inits)
+    inits['slope_w'] = _x(10, seed=8)           # along the last axis: not per channel
+    m = model(nodes, {'x': x}, ['hs', 'el', 'se', 'sp', 'hw', 'cl', 'pw'], inits)
     check(m, {'x': x}, rtol=1e-4, atol=1e-4, exact_ops=['Deconvolution', 'BatchNorm'])
 
 

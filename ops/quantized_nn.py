@@ -169,9 +169,11 @@ class QuantizedBatchNorm(QuantizedBase, params_from=BatchNorm):
         return ['data', 'gamma', 'beta', 'min_data', 'max_data']
 
     def list_auxiliary_states(self):
-        # MXNet lists them between beta and min_data (its FMutateInputs 3, 4); symgraph
-        # keeps auxiliary states last (docs/differences.md)
         return ['moving_mean', 'moving_var']
+
+    def mxnet_input_order(self):
+        # MXNet lists the moving statistics between beta and min_data (FMutateInputs 3, 4)
+        return [0, 1, 2, 5, 6, 3, 4]
 
     def infer_shape(self, in_shapes):
         c = None

@@ -154,6 +154,12 @@ def _graph_doc(heads, remove_amp_cast=False):
     else:
         def inputs_of(n):
             return n.inputs
+    plain = inputs_of
+
+    def inputs_of(n):      # (in MXNet's order where the operator says it differs)
+        order = n.op.mxnet_input_order() if n.op is not None else None
+        ins = plain(n)
+        return ins if order is None else [ins[p] for p in order]
     order = topo_order([n for n, _ in heads], inputs_of)
     index = {id(n): k for k, n in enumerate(order)}
     nodes, arg_nodes, row_ptr = [], [], [0]
@@ -173,10 +179,12 @@ def _graph_doc(heads, remove_amp_cast=False):
             entries = [[index[id(src)], i, v] for (src, i), v in zip(inputs, loaded[1])]
         else:
             entries = []
+            perm = n.op.mxnet_input_order() if n.op is not None else None
             for j, (src, i) in enumerate(inputs):
                 version = 0
                 if src.op is None:
-                    version = versions.get(id(src), 0) + (j >= n_args)
+                    is_aux = (j if perm is None else perm[j]) >= n_args
+                    version = versions.get(id(src), 0) + is_aux
                     versions[id(src)] = version
                 entries.append([index[id(src)], i, version])
         d['inputs'] = entries
@@ -505,8 +513,14 @@ def _build(recs, source, version, warn_duplicates=True):
                     op = op.with_subgraphs(graphs)
                 except MXNetError as e:
                     _fail(source, 'node %d (%s): %s' % (rec.index, rec.name, e))
+            perm = op.mxnet_input_order()
+            file_inputs = inputs
+            if perm is not None:        # the file lists them in MXNet's order
+                inputs = [None] * len(file_inputs)
+                for k, p in enumerate(perm):
+                    inputs[p] = file_inputs[k]
             node = Node(op, rec.name, rec.attrs, inputs, rec.loc)
-            _LOADED_VERSIONS[node] = (tuple((id(n), i) for n, i in inputs),
+            _LOADED_VERSIONS[node] = (tuple((id(n), i) for n, i in file_inputs),
                                       tuple(rec.versions.get(id(p), 0) for p in rec.inputs))
         built[id(rec)] = node
         return node

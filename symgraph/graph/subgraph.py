@@ -33,6 +33,10 @@ class GraphSubgraph(opdef.Subgraph):
     def num_outputs(self):
         return len(self.heads)
 
+    def nodes(self):
+        return [(n.op, n.name, [(self._index[id(src)], i) for src, i in n.inputs])
+                for n in self.order]
+
     def __repr__(self):
         return '<GraphSubgraph inputs=%s outputs=%d>' % (self.list_inputs(), len(self.heads))
 

@@ -22,17 +22,10 @@ GRAPHS = _load('graphs.json')
 
 
 def _nodes(js, mxnet=False):
-    """(op, name, attrs, inputs) of each node and the heads; ``mxnet``: a file of MXNet's,
-    whose quantized BatchNorm lists its moving statistics before the ranges (symgraph
-    keeps auxiliary states last: docs/differences.md)."""
+    """(op, name, attrs, inputs) of each node, and the heads."""
     doc = json.loads(js)
-    nodes = []
-    for n in doc['nodes']:
-        inputs = [i[:2] for i in n['inputs']]
-        if mxnet and n['op'] == '_contrib_quantized_batch_norm':
-            inputs = [inputs[k] for k in (0, 1, 2, 5, 6, 3, 4)]
-        nodes.append((n['op'], n['name'], n.get('attrs', {}), inputs))
-    return nodes, doc['heads']
+    return [(n['op'], n['name'], n.get('attrs', {}), [i[:2] for i in n['inputs']])
+            for n in doc['nodes']], doc['heads']
 
 
 @pytest.mark.parametrize('case', range(len(GRAPHS)),

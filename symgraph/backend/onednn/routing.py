@@ -113,12 +113,13 @@ class RoutingMixin:
     def kernel(self, name):
         """The kernel ``name`` as ``symgraph.opdef.cpu_kernel`` gives it: routed by the
         tables of this module where it has them (declining what NumPy computes faster),
-        else the backend's method itself."""
+        else the backend's method itself (None for a kernel of the protocol this backend
+        does not have: the operator computes with NumPy)."""
         routed = getattr(self, '_routed', None)
         if routed is None:
             routed = self._routed = _routed_kernels(self)
         got = routed.get(name)
-        return got if got is not None else getattr(self, name)
+        return got if got is not None else getattr(self, name, None)
 
 
 def _routed_kernels(be):

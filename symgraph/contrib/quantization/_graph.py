@@ -31,7 +31,7 @@ class Rule:
     inputs passed on as they are (FAvoidQuantizeInput); ``calib_output``: the quantized
     node itself takes a calibrated output range (FNeedCalibrateOutput); ``n_aux``: the
     last float inputs are the quantized operator's auxiliary states, which symgraph puts
-    after the ranges.
+    after the ranges (its JSON writes MXNet's order: ``Operator.mxnet_input_order``).
     """
 
     def __init__(self, qop, kind=SUPPORT, requantize=False, float_inputs=(),
@@ -217,8 +217,7 @@ class _Pass:
                     if (id(src), idx) in quantize_of:
                         m = quantize_of[(id(src), idx)]
                     range_in += [(m, lo), (m, hi)]
-                # symgraph keeps auxiliary states last (MXNet's quantized BatchNorm has
-                # them before the ranges)
+                # symgraph keeps auxiliary states last
                 n_aux = rule.n_aux
                 ins = data_in[:len(data_in) - n_aux] + range_in + data_in[len(data_in) - n_aux:]
                 new = make_node(qop, qname, dict(node.attrs), ins, node.op.subgraphs)

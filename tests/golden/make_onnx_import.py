@@ -23,8 +23,9 @@ sigmoid), ``resnet_tiny`` (Gluon model zoo ``ResNetV1`` with ``BasicBlockV1``, o
 stage, 4-32 channels, hybridized and exported: the resnet18_v1 structure small enough to
 commit), ``lstm`` (a Gluon two-layer ``rnn.LSTM``, run with oneDNN on: MXNet's native CPU
 RNN refuses Gluon-exported graphs; its input size equals its hidden size because MXNet's
-exporter slices layer 0's input weights as if they were hidden x hidden) and ``transformer`` (FullyConnected with
-``flatten=False``, LayerNorm, batch_dot attention, softmax, GELU).
+exporter slices layer 0's input weights as if they were hidden x hidden) and
+``transformer`` (FullyConnected with ``flatten=False``, LayerNorm, batch_dot attention,
+softmax, GELU).
 """
 import os
 import subprocess
@@ -38,7 +39,7 @@ MODELS = ('cnn', 'mlp', 'resnet_tiny', 'lstm', 'transformer')
 def _reexec():
     """Run this script under $MXNET_PYTHON when the current interpreter lacks MXNet."""
     try:
-        import mxnet  # noqa: F401
+        import mxnet  # noqa: F401  (only whether it imports)
         return False
     except ImportError:
         py = os.environ.get('MXNET_PYTHON')

@@ -4,8 +4,8 @@ and as an SVG drawing of the union of both with the changes coloured.
 The drawing is made here, without Graphviz: layers by depth from the inputs, each layer
 ordered by the mean position of its inputs (one sweep), edges as curves. Nodes of B only
 are green, of A only red (dashed), changed ones orange (with what changed), renamed ones
-show both names; parameter Variables are drawn only where they were added, removed or
-changed.
+show both names; parameter Variables are drawn only where they changed, or were added or
+removed without the layer that reads them.
 
 >>> import symgraph as mx
 >>> a = mx.sym.FullyConnected(mx.sym.var('data'), num_hidden=4, name='fc')
@@ -101,12 +101,21 @@ def _draw(d, title):
                 in_b.add((id(us), id(un)))
                 edges.append((us, un, 'a'))
     readers = {}            # id(node) -> the input positions it is read at
+    reader_status = {}      # id(node) -> the statuses of the nodes that read it
     for n in nodes:
         for j, (src, _) in enumerate(n.inputs):
             src = as_union(src) if id(n) in removed_ids else src
             readers.setdefault(id(src), []).append(j)
-    shown = [n for n in nodes if not (_is_param(n, readers) and status[id(n)] in
-                                      ('same', 'renamed'))]
+            reader_status.setdefault(id(src), set()).add(status[id(n)])
+
+    def hidden(n):
+        # a parameter drawn only where it tells something: changed, or added or removed
+        # on its own (not with the layer that reads it)
+        if not _is_param(n, readers):
+            return False
+        st = status[id(n)]
+        return st in ('same', 'renamed') or reader_status.get(id(n)) == {st}
+    shown = [n for n in nodes if not hidden(n)]
     shown_ids = {id(n) for n in shown}
     edges = [(s, n, w) for s, n, w in edges if id(s) in shown_ids and id(n) in shown_ids]
     ins = {}
@@ -157,8 +166,13 @@ def _draw(d, title):
         gone = which == 'a'
         new = which == 'b' and (status[id(n)] == 'added' or status[id(s)] == 'added')
         colour = '#c0392b' if gone else '#2e8b2e' if new else '#8c96a3'
-        svg.path('M%.1f,%.1f C%.1f,%.1f %.1f,%.1f %.1f,%.1f' % (x1, y1, x1, mid, x2, mid, x2,
-                                                                 y2),
+        # an edge that skips layers, or one of A's alone, bows aside so that it passes
+        # beside the boxes and B's edges rather than over them
+        skip = round((y2 - y1) / float(_BOX_H + _GAP_Y)) - 1     # layers skipped
+        bow = (1 if gone else -1) * 0.9 * _BOX_W if (gone or skip > 0) and \
+            abs(x1 - x2) < _BOX_W else 0
+        svg.path('M%.1f,%.1f C%.1f,%.1f %.1f,%.1f %.1f,%.1f'
+                 % (x1, y1, x1 + bow, mid, x2 + bow, mid, x2, y2),
                  fill='none', stroke=colour, stroke_width=1.3,
                  stroke_dasharray='5,3' if gone else None)
     changes = {id(c.b): c for c in d.changed + d.renamed}

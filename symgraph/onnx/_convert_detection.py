@@ -672,3 +672,81 @@ def _proposal(g, node):
 
 
 converter('_contrib_Proposal', '_contrib_MultiProposal')(_proposal)
+
+
+# ------------------------------------------------------------------ box utilities
+def _corners_of(g, boxes, fmt, dt):
+    """(x1, y1, x2, y2, area) of (..., 4) boxes; the area 0 for negative extents."""
+    a, b, c, d = (_col(g, boxes, k) for k in range(4))
+    if fmt == 'corner':
+        x1, y1, x2, y2 = a, b, c, d
+        w, h = g.add('Sub', [c, a])[0], g.add('Sub', [d, b])[0]
+    else:
+        dt_two = scalar(g, 2, dt)
+        hw, hh = g.add('Div', [c, dt_two])[0], g.add('Div', [d, dt_two])[0]
+        x1, x2 = g.add('Sub', [a, hw])[0], g.add('Add', [a, hw])[0]
+        y1, y2 = g.add('Sub', [b, hh])[0], g.add('Add', [b, hh])[0]
+        w, h = c, d
+    zero = scalar(g, 0, dt)
+    nonneg = g.add('And', [g.add('GreaterOrEqual', [w, zero])[0],
+                           g.add('GreaterOrEqual', [h, zero])[0]])[0]
+    area = g.add('Where', [nonneg, g.add('Mul', [w, h])[0], zero])[0]
+    return x1, y1, x2, y2, area
+
+
+@converter('_contrib_box_iou')
+def _box_iou(g, node):
+    """IoU of every lhs box with every rhs box, MXNet's arithmetic (0 where the boxes do
+    not intersect)."""
+    lhs, rhs = g.inputs(node)
+    dt = g.in_dtype(node, 0)
+    fmt = g.attr(node, 'format')
+    ls, rs = g.in_shape(node, 0), g.in_shape(node, 1)
+    left = _corners_of(g, reshape(g, lhs, [-1, 1, 4]), fmt, dt)     # (L, 1) each
+    right = _corners_of(g, reshape(g, rhs, [1, -1, 4]), fmt, dt)    # (1, R) each
+    zero, one = scalar(g, 0, dt), scalar(g, 1, dt)
+
+    def op(kind, u, v):
+        return g.add(kind, [u, v])[0]
+    w = op('Sub', op('Min', left[2], right[2]), op('Max', left[0], right[0]))
+    h = op('Sub', op('Min', left[3], right[3]), op('Max', left[1], right[1]))
+    pos_w = g.add('Where', [op('Greater', w, zero), w, zero])[0]
+    pos_h = g.add('Where', [op('Greater', h, zero), h, zero])[0]
+    inter = op('Mul', pos_w, pos_h)
+    hit = op('Greater', inter, zero)
+    den = g.add('Where', [hit, op('Sub', op('Add', left[4], right[4]), inter), one])[0]
+    iou = g.add('Where', [hit, op('Div', inter, den), zero])[0]
+    g.add('Reshape', [iou, i64(g, list(ls[:-1]) + list(rs[:-1]))], g.outputs(node)[:1])
+
+
+@converter('_contrib_box_decode')
+def _box_decode(g, node):
+    """``contrib.box_decode`` (ops/detection.py's arithmetic): corner boxes from offsets
+    and (1, N, 4) anchors."""
+    x, anchors = g.inputs(node)
+    dt = g.in_dtype(node, 0)
+    a = squeeze(g, anchors, [0])
+
+    def op(kind, u, v):
+        return g.add(kind, [u, v])[0]
+    half = scalar(g, 0.5, dt)
+    if g.attr(node, 'format') == 'corner':
+        a0, a1, a2, a3 = (_col(g, a, k) for k in range(4))
+        aw, ah = op('Sub', a2, a0), op('Sub', a3, a1)
+        ax, ay = op('Add', a0, op('Mul', aw, half)), op('Add', a1, op('Mul', ah, half))
+    else:
+        ax, ay, aw, ah = (_col(g, a, k) for k in range(4))
+    d = [_col(g, x, k) for k in range(4)]
+    std = [scalar(g, _f32(g.attr(node, 'std%d' % k)), dt) for k in range(4)]
+    ox = op('Add', op('Mul', op('Mul', d[0], std[0]), aw), ax)
+    oy = op('Add', op('Mul', op('Mul', d[1], std[1]), ah), ay)
+    dw, dh = op('Mul', d[2], std[2]), op('Mul', d[3], std[3])
+    clip = g.attr(node, 'clip')
+    if clip > 0:
+        dw = op('Min', dw, scalar(g, _f32(clip), dt))
+        dh = op('Min', dh, scalar(g, _f32(clip), dt))
+    ow = op('Mul', op('Mul', g.add('Exp', [dw])[0], aw), half)
+    oh = op('Mul', op('Mul', g.add('Exp', [dh])[0], ah), half)
+    g.add('Concat', [unsqueeze(g, v, [-1]) for v in (op('Sub', ox, ow), op('Sub', oy, oh),
+                                                     op('Add', ox, ow), op('Add', oy, oh))],
+          g.outputs(node)[:1], axis=-1)

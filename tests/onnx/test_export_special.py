@@ -33,7 +33,10 @@ SPELLING = {'_contrib_AdaptiveAvgPooling2D': 'AdaptiveAvgPooling2D',
             '_contrib_ROIAlign': 'ROIAlign', '_contrib_Proposal': 'Proposal(',
             '_contrib_MultiProposal': 'MultiProposal', 'RNN': 'RNN(',
             '_foreach': 'foreach', '_while_loop': 'while_loop', '_cond': '.cond(',
-            'CTCLoss': 'CTCLoss'}
+            'CTCLoss': 'CTCLoss', '_contrib_box_iou': 'box_iou',
+            '_contrib_box_decode': 'box_decode', 'SpatialTransformer': 'SpatialTransformer',
+            '_contrib_DeformableConvolution': 'DeformableConvolution',
+            '_contrib_ModulatedDeformableConvolution': 'ModulatedDeformableConvolution'}
 
 
 def _read(path):

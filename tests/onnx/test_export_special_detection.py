@@ -225,3 +225,17 @@ def test_faster_rcnn_test_graph(opset):
     inputs = {'data': rng.standard_normal(shape).astype(np.float32),
               'im_info': np.array([[24, 30, 1.0]], np.float32)}
     check(sym, inputs, params, opset=opset)
+
+
+@pytest.mark.parametrize('fmt', ['corner', 'center'])
+def test_box_iou_and_decode(fmt):
+    rng = np.random.RandomState(10)
+    lhs, rhs, d, anc = (mx.sym.var(n) for n in ('lhs', 'rhs', 'd', 'anc'))
+    y = mx.sym.Group([mx.sym.contrib.box_iou(lhs, rhs, format=fmt),
+                      mx.sym.contrib.box_decode(d, anc, std0=0.1, std1=0.1, std2=0.2,
+                                                std3=0.2, clip=1.5, format=fmt)])
+    boxes = _boxes(rng, 12).astype(np.float32)
+    boxes[3, 2] = boxes[3, 0] - 1                                # negative width: area 0
+    anchors = _boxes(rng, 5, 0, 1, (0.1, 0.5)).astype(np.float32)[None]
+    check(y, {'lhs': boxes.reshape(2, 6, 4), 'rhs': _boxes(rng, 7).astype(np.float32),
+              'd': rng.standard_normal((3, 5, 4)).astype(np.float32) * 3, 'anc': anchors})

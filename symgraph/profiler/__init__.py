@@ -502,9 +502,10 @@ def _from_environment():
         rec.update()
 
 
-def _at_exit():
-    # MXNet's Profiler destructor dumps what is left
-    if rec.STATE.enable_output:
+def _at_exit(pid=os.getpid()):
+    # MXNet's Profiler destructor dumps what is left (in this process: a forked child that
+    # runs its exit handlers must not write its parent's file)
+    if rec.STATE.enable_output and os.getpid() == pid:
         try:
             _dump(True)
         except OSError:

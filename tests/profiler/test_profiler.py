@@ -6,7 +6,6 @@ own output (tests/golden/make_profiler.py -> tests/golden/data/profiler/aggregat
 """
 import json
 import os
-import re
 import subprocess
 import sys
 import time

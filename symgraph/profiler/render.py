@@ -67,7 +67,9 @@ def _depths(spans):
     """Each span with its nesting depth in its row (spans inside another go one down)."""
     out, stack = [], []
     for ts, dur, name, cat in sorted(spans, key=lambda s: (s[0], -s[1])):
-        while stack and stack[-1] <= ts:
+        # (an event that starts where the last one ended is its sibling: the end, a sum
+        # of microsecond floats, may exceed the start by a rounding error)
+        while stack and stack[-1] <= ts + 1e-3:
             stack.pop()
         out.append((ts, dur, name, cat, len(stack)))
         stack.append(ts + dur)
@@ -151,7 +153,7 @@ def render_svg(trace, path=None, width=1400, title='symgraph profile', start=Non
         xx = x(t0 + k * step * 1e3)
         body.append('<line x1="%.2f" x2="%.2f" y1="30" y2="%d" class="tick"/>' % (xx, xx, y))
         body.append('<text x="%.2f" y="%d" class="axis">%s ms</text>'
-                    % (xx + 2, y + 14, ('%.3g' % (k * step))))
+                    % (xx + 2, y + 14, '%g' % round(k * step, 9)))
         k += 1
     height = y + 24
     head = ('<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '

@@ -549,3 +549,79 @@ def _ctc_loss(g, node):
     g.error(node, 'CTCLoss is not expressible in ONNX (no CTC operator; the loss is a '
                   'dynamic program over label alignments). Export the network without '
                   'the loss: its forward up to the activations CTCLoss reads')
+
+
+@converter('SpatialTransformer')
+def _spatial_transformer(g, node):
+    """The affine grid (target coordinates computed in double, then rounded, as MXNet's
+    SpatialTransformer) and ONNX GridSample (opset 16)."""
+    if g.opset < 16:
+        g.error(node, 'SpatialTransformer needs ONNX GridSample (opset 16 or newer; opset %d '
+                      'was asked)' % g.opset)
+    data, loc = g.inputs(node)[:2]
+    dt = g.in_dtype(node, 0)
+    h, w = g.attr(node, 'target_shape')
+    p = np.arange(h * w)
+    col, row = (p % w).astype(np.float64), (p // w).astype(np.float64)
+    with np.errstate(divide='ignore', invalid='ignore'):
+        gx = -1.0 + col * 2.0 / (w - 1) if w > 1 else col * 2.0 / 0.0 - 1.0
+        gy = -1.0 + row * 2.0 / (h - 1) if h > 1 else row * 2.0 / 0.0 - 1.0
+    dst = np.stack([gx, gy, np.ones(h * w)]).astype(dt)
+    grid = g.add('MatMul', [reshape(g, loc, [-1, 2, 3]), g.const(dst)])[0]
+    grid = g.add('Transpose', [reshape(g, grid, [-1, 2, h, w])], perm=[0, 2, 3, 1])[0]
+    g.add('GridSample', [data, grid], g.outputs(node)[:1],
+          mode='linear' if g.opset >= 20 else 'bilinear', padding_mode='zeros',
+          align_corners=1)
+
+
+@converter('_contrib_DeformableConvolution', '_contrib_ModulatedDeformableConvolution')
+def _deformable_conv(g, node):
+    """ONNX DeformConv (opset 19), whose sampling is DCNv2's (ModulatedDeformable-
+    Convolution's). For DeformableConvolution (v1) the offsets are adjusted first so that
+    DeformConv samples as MXNet's v1 kernel: a position outside [0, H) x [0, W) is moved
+    to -2 (sampled as 0), one in [H - 1, H) onto H - 1 (the last row without interpolation
+    toward the outside); columns alike."""
+    if g.opset < 19:
+        g.error(node, 'deformable convolution needs ONNX DeformConv (opset 19 or newer; '
+                      'opset %d was asked)' % g.opset)
+    names = node.op.list_arguments()
+    arg = dict(zip(names, g.inputs(node)))
+    n, c, h, w = g.in_shape(node, 0)
+    dt = g.in_dtype(node, 0)
+    kh, kw = g.attr(node, 'kernel')
+    sh, sw = g.attr(node, 'stride') or (1, 1)
+    dh, dw = g.attr(node, 'dilate') or (1, 1)
+    ph, pw = g.attr(node, 'pad') or (0, 0)
+    dg = g.attr(node, 'num_deformable_group')
+    _, _, ho, wo = g.out_shape(node, 0)
+    offset = arg['offset']
+    if node.op.name == '_contrib_DeformableConvolution':
+        off = reshape(g, offset, [-1, dg, kh * kw, 2, ho, wo])
+        ki, kj = np.meshgrid(np.arange(kh), np.arange(kw), indexing='ij')
+        base_h = (np.arange(ho)[None, :, None] * sh - ph + ki.reshape(-1, 1, 1) * dh)
+        base_w = (np.arange(wo)[None, None, :] * sw - pw + kj.reshape(-1, 1, 1) * dw)
+        bases = [g.const(np.broadcast_to(b, (kh * kw, ho, wo)).astype(dt)[None, None])
+                 for b in (base_h, base_w)]
+        offs = [g.add('Gather', [off, scalar(g, k, np.int64)], axis=3)[0] for k in range(2)]
+        pos = [g.add('Add', [b, o])[0] for b, o in zip(bases, offs)]
+        zero = scalar(g, 0, dt)
+        out_of = None
+        for p, size in zip(pos, (h, w)):
+            bad = g.add('Or', [g.add('Less', [p, zero])[0],
+                               g.add('GreaterOrEqual', [p, scalar(g, size, dt)])[0]])[0]
+            out_of = bad if out_of is None else g.add('Or', [out_of, bad])[0]
+        fixed = []
+        for p, o, b, size in zip(pos, offs, bases, (h, w)):
+            last = g.add('GreaterOrEqual', [p, scalar(g, size - 1, dt)])[0]
+            o = g.add('Where', [last, g.add('Sub', [scalar(g, size - 1, dt), b])[0], o])[0]
+            o = g.add('Where', [out_of, g.add('Sub', [scalar(g, -2, dt), b])[0], o])[0]
+            fixed.append(unsqueeze(g, o, [3]))
+        offset = reshape(g, g.add('Concat', fixed, axis=3)[0], [-1, dg * 2 * kh * kw, ho, wo])
+    inputs = [arg['data'], arg['weight'], offset, arg.get('bias', '')]
+    if 'mask' in arg:
+        inputs.append(arg['mask'])
+    while inputs[-1] == '':
+        inputs.pop()
+    g.add('DeformConv', inputs, g.outputs(node)[:1], kernel_shape=[kh, kw],
+          strides=[sh, sw], dilations=[dh, dw], pads=[ph, pw, ph, pw],
+          group=g.attr(node, 'num_group'), offset_group=dg)

@@ -202,3 +202,39 @@ def test_ctc_loss_is_a_clear_error():
     loss = mx.sym.contrib.CTCLoss(data, label)
     with pytest.raises(ExportError, match='CTCLoss is not expressible in ONNX'):
         export(loss, {'data': _x(6, 2, 5), 'label': np.ones((2, 3), np.float32)})
+
+
+def test_spatial_transformer():
+    data, loc = mx.sym.var('data'), mx.sym.var('loc')
+    y = mx.sym.SpatialTransformer(data, loc, target_shape=(4, 6), transform_type='affine',
+                                  sampler_type='bilinear')
+    theta = np.array([[0.8, -0.3, 0.1, 0.25, 1.2, -0.05]], np.float32) + 0.1 * _x(3, 6)
+    check(y, {'data': _x(3, 2, 7, 5), 'loc': theta})
+
+
+@pytest.mark.parametrize('modulated', [False, True])
+@pytest.mark.parametrize('kw', [dict(kernel=(3, 3), pad=(1, 1), num_filter=4),
+                                dict(kernel=(3, 2), stride=(2, 1), dilate=(1, 2), pad=(2, 1),
+                                     num_filter=6, num_group=2, num_deformable_group=2,
+                                     no_bias=True)])
+def test_deformable_convolution(modulated, kw):
+    """Offsets large enough to reach past every border, and positions at exactly the
+    last row and column (v1's clamped border)."""
+    rng = np.random.RandomState(1)
+    args = [mx.sym.var('data'), mx.sym.var('offset')]
+    if modulated:
+        args.append(mx.sym.var('mask'))
+    args.append(mx.sym.var('weight'))
+    if not kw.get('no_bias'):
+        args.append(mx.sym.var('bias'))
+    op = mx.sym.contrib.ModulatedDeformableConvolution if modulated else \
+        mx.sym.contrib.DeformableConvolution
+    y = op(*args, **kw)
+    shapes = {'data': (2, 4, 6, 7)}
+    arg_shapes, _, _ = y.infer_shape(**shapes)
+    inputs = {}
+    for name, shape in zip(y.list_arguments(), arg_shapes):
+        inputs[name] = _x(*shape)
+    inputs['offset'] = 2.5 * inputs['offset']
+    inputs['offset'][:, ::7] = np.round(inputs['offset'][:, ::7])   # integer positions
+    check(y, inputs)

@@ -220,7 +220,6 @@ def test_spatial_transformer():
 def test_deformable_convolution(modulated, kw):
     """Offsets large enough to reach past every border, and positions at exactly the
     last row and column (v1's clamped border)."""
-    rng = np.random.RandomState(1)
     args = [mx.sym.var('data'), mx.sym.var('offset')]
     if modulated:
         args.append(mx.sym.var('mask'))

@@ -463,14 +463,17 @@ def _roi_align_loop(g, node, data, boxes, batch):
 def _roi_batch(g, node, rois, rows):
     """(batch indices int64 clamped to [0, N), (R, 1, 1, 1) 0/1 mask of the valid ones):
     a batch index outside the data pools nothing (zeros, as symgraph's operators)."""
-    n = g.in_shape(node, 0)[0]
     dt = g.in_dtype(node, 0)
     if rows == 4:
         return None, None
+    # the batch size at run time (a symbolic batch axis may differ from the export's)
+    n = g.add('Gather', [g.add('Shape', [g.inputs(node)[0]])[0], scalar(g, 0, np.int64)],
+              axis=0)[0]
     b = cast(g, _col(g, rois, 0), np.int64)
-    ok = g.add('And', [_binary(g, 'GreaterOrEqual', b, i64(g, 0)),
-                       _binary(g, 'Less', b, i64(g, n))])[0]
-    clamped = g.add('Clip', [b, i64(g, 0), i64(g, n - 1)])[0]
+    ok = g.add('And', [_binary(g, 'GreaterOrEqual', b, scalar(g, 0, np.int64)),
+                       _binary(g, 'Less', b, n)])[0]
+    clamped = g.add('Clip', [b, scalar(g, 0, np.int64),
+                             g.add('Sub', [n, scalar(g, 1, np.int64)])[0]])[0]
     return clamped, reshape(g, cast(g, ok, dt), [-1, 1, 1, 1])
 
 

@@ -117,6 +117,28 @@ def test_dynamic_batch_sequence_resize_rnn():
     _dynamic(sym, make, params)
 
 
+def test_dynamic_batch_detection_heads():
+    rng = np.random.RandomState(3)
+    cls, loc, anchor, img, rois = (mx.sym.var(n) for n in ('cls', 'loc', 'anchor', 'img',
+                                                           'rois'))
+    sym = mx.sym.Group([
+        mx.sym.contrib.MultiBoxDetection(mx.sym.softmax(cls, axis=1), loc, anchor,
+                                         nms_threshold=0.4),
+        mx.sym.contrib.ROIAlign(img, rois, pooled_size=(2, 2), spatial_scale=0.5),
+        mx.sym.ROIPooling(img, rois, pooled_size=(2, 3), spatial_scale=0.5)])
+    anchors = rng.uniform(0, 0.7, (1, 16, 2))
+    anchors = np.concatenate([anchors, anchors + rng.uniform(0.1, 0.3, (1, 16, 2))], axis=-1)
+
+    def make(b):
+        return {'cls': rng.standard_normal((b, 3, 16)).astype(np.float32),
+                'loc': (0.3 * rng.standard_normal((b, 64))).astype(np.float32),
+                'anchor': anchors.astype(np.float32),
+                'img': rng.standard_normal((b, 2, 6, 8)).astype(np.float32),
+                'rois': np.array([[0, 1, 1, 9, 7], [1, 0, 2, 13, 4], [b - 1, 3, 3, 5, 5]],
+                                 np.float32)}
+    _dynamic(sym, make)
+
+
 # ------------------------------------------------------------------------ opsets
 @pytest.mark.parametrize('opset', [13, 16, 21])
 def test_opsets(opset):

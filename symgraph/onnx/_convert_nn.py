@@ -226,8 +226,15 @@ def _batch_norm(g, node):
     if relu:
         g.add('Relu', [y], [outs[0]])
     if g.attr(node, 'output_mean_var') and len(outs) >= 3:
-        g.add('Identity', [mean], [outs[1]])
-        g.add('Identity', [var], [outs[2]])
+        # MXNet's inference outputs: the moving mean and 1 / sqrt(moving_var + eps)
+        # (BatchNorm_v1: the moving variance itself)
+        mean_in, var_in = ins[3], ins[4]
+        g.add('Identity', [mean_in], [outs[1]])
+        if node.op.name == 'BatchNorm_v1':
+            g.add('Identity', [var_in], [outs[2]])
+        else:
+            shifted = g.add('Add', [var_in, scalar_const(g, eps, g.in_dtype(node, 4))])[0]
+            g.add('Reciprocal', [g.add('Sqrt', [shifted])[0]], [outs[2]])
 
 
 def _normalize(g, x, axes, eps, dtype):

@@ -27,8 +27,12 @@ def _one(g, node):
 def _reshape(g, node):
     x, out = _one(g, node)
     in_shape, out_shape = g.in_shape(node, 0), g.out_shape(node, 0)
-    keep = bool(in_shape) and bool(out_shape) and in_shape[0] == out_shape[0]
-    to_shape(g, x, out_shape, out, keep_batch=keep)
+    shape = list(out_shape)
+    if g.dynamic and shape and in_shape:
+        # the batch axis stays symbolic: copied where it stays first (ONNX's 0), else
+        # the first axis takes what is left (the batch merged into it: -3, -1 codes)
+        shape[0] = 0 if in_shape[0] == out_shape[0] else -1
+    reshape(g, x, shape, out)
 
 
 @converter('reshape_like')
@@ -247,6 +251,11 @@ def _reverse(g, node):
     rank = len(g.in_shape(node, 0))
     axis = g.attr(node, 'axis')
     axes = [a % rank for a in (axis if isinstance(axis, tuple) else (axis,))]
+    # an axis named twice is reversed twice (MXNet flips once per mention)
+    axes = sorted(a for a in set(axes) if axes.count(a) % 2)
+    if not axes:
+        g.add('Identity', [x], [out])
+        return
     slice_(g, x, [-1] * len(axes), [INT64_MIN] * len(axes), axes, [-1] * len(axes), out)
 
 
@@ -305,6 +314,10 @@ def _one_hot(g, node):
     kind = dtype if dtype in (np.float32, np.int64) else np.dtype(np.float32)
     values = g.const(np.array([g.attr(node, 'off_value'), g.attr(node, 'on_value')], kind))
     idx = cast(g, idx, np.int64) if g.in_dtype(node, 0) != np.int64 else idx
+    # MXNet: a negative index is out of range (all off_value); ONNX counts it from the end
+    depth = g.const(np.array(int(g.attr(node, 'depth')), np.int64))
+    negative = g.add('Less', [idx, g.const(np.array(0, np.int64))])[0]
+    idx = g.add('Where', [negative, depth, idx])[0]
     r = g.add('OneHot', [idx, g.const(np.array(int(g.attr(node, 'depth')), np.int64)), values],
               [out] if kind == dtype else 1, axis=-1)[0]
     if kind != dtype:

@@ -46,7 +46,8 @@ def _onnx():
 
 
 #: the modules holding converters, imported at the first export
-CONVERTER_MODULES = ('_convert_nn', '_convert_tensor', '_convert_math', '_convert_detection',
+CONVERTER_MODULES = ('_convert_nn', '_convert_tensor', '_convert_math', '_convert_extra',
+                     '_convert_detection',
                      '_convert_rnn', '_convert_control', '_convert_misc')
 
 

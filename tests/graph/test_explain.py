@@ -8,6 +8,8 @@ import pytest
 import symgraph as mx
 from symgraph.base import UnknownNameError
 
+from harness import resnet_block
+
 
 def _mlp():
     data = mx.sym.var('data')
@@ -26,8 +28,7 @@ def test_fc_weight_chain_names_the_rule_the_inputs_and_the_dimensions():
     assert ('data', (32, 784)) in last.seen and ('weight', None) in last.seen
     # the rule's own file:line, and the user's line that made the node
     assert re.search(r'ops/nn\.py:\d+$', last.rule_location)
-    assert last.location.startswith(__file__.rsplit('/', 1)[-1]) or \
-        'test_explain.py' in last.location
+    assert 'test_explain.py:' in last.location
     text = str(why)
     assert text.splitlines()[0] == 'fc1_weight: (128, 784)'
     assert 'FullyConnected.infer_shape' in text and 'given by the caller' in text
@@ -136,7 +137,6 @@ def test_unknown_name_and_unknown_shape():
 
 
 def test_explain_agrees_with_infer_shape_on_a_resnet_block():
-    from harness import resnet_block
     net = resnet_block()
     names = net.list_arguments()
     shapes = dict(zip(names, net.infer_shape(data=(2, 4, 8, 8))[0]))

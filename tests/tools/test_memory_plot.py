@@ -3,7 +3,6 @@
 storage plan's buffers, and the commands run on files."""
 import os
 import re
-import sys
 import tracemalloc
 import xml.etree.ElementTree as ET
 
@@ -13,8 +12,7 @@ import pytest
 import symgraph as mx
 from symgraph.__main__ import main
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'ops'))
-from harness import resnet_block  # noqa: E402
+from harness import resnet_block    # (tests/conftest.py puts tests/ops on the path)
 
 
 def _debug_numbers(exe):

@@ -63,6 +63,8 @@ def test_rows_events_nesting_and_counters(tmp_path):
     assert rects['Convolution'][0] == pytest.approx(x0)
     assert rects['Convolution'][2] == pytest.approx(600 * scale, abs=0.01)
     assert rects['relu'][0] == pytest.approx(x0 + 900 * scale, abs=0.01)  # B/E paired
+    # siblings: one event starting where the last ended stays on its level
+    assert rects['MyOp'][1] == rects['Convolution'][1] == rects['relu'][1]
     # nested: the custom operator's Python code one level below its node, same row
     assert rects['MyOp::pure_python'][1] == rects['MyOp'][1] + 18
     # the oneDNN row below the main thread's

@@ -496,11 +496,6 @@ def _build(recs, source, version, warn_duplicates=True):
                     _fail(source, '%s reads output %d of %r, which has %d outputs'
                           % (rec.where(), i, src.name, src_node.num_outputs()))
                 inputs.append((src_node, i))
-            n_inputs = len(op.list_arguments()) + len(op.list_auxiliary_states())
-            if len(inputs) != n_inputs:
-                _fail(source, 'node %d (%s, operator %s) has %d inputs but the operator '
-                      'takes %d: %s' % (rec.index, rec.name, op.name, len(inputs),
-                                        n_inputs, _input_names(op)))
             if op.num_subgraphs or rec.subgraphs:
                 if len(rec.subgraphs or ()) != op.num_subgraphs:
                     _fail(source, 'node %d (%s, operator %s) has %d subgraphs but the '
@@ -513,6 +508,11 @@ def _build(recs, source, version, warn_duplicates=True):
                     op = op.with_subgraphs(graphs)
                 except MXNetError as e:
                     _fail(source, 'node %d (%s): %s' % (rec.index, rec.name, e))
+            n_inputs = len(op.list_arguments()) + len(op.list_auxiliary_states())
+            if len(inputs) != n_inputs:
+                _fail(source, 'node %d (%s, operator %s) has %d inputs but the operator '
+                      'takes %d: %s' % (rec.index, rec.name, op.name, len(inputs),
+                                        n_inputs, _input_names(op)))
             perm = op.mxnet_input_order()
             file_inputs = inputs
             if perm is not None:        # the file lists them in MXNet's order

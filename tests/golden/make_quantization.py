@@ -114,6 +114,7 @@ def make(mx, np):
         json.dump(graphs, f, sort_keys=True)
     make_ops(mx, np)
     make_model(mx, np)
+    make_mkldnn_model(mx, np)
 
 
 def make_ops(mx, np):
@@ -261,6 +262,92 @@ def make_model(mx, np):
     with open(os.path.join(OUT, 'model.json'), 'w') as f:
         json.dump({'symbol': sym.tojson(), 'quantized': results}, f, indent=0,
                   sort_keys=True)
+
+
+def _cifar_resnet(mx, blocks=(1, 1, 1), width=8):
+    """A CIFAR-style ResNet (conv-bn-relu stem, basic residual blocks with a projection
+    where the shape changes, global average pooling, a dense layer), as Gluon's model zoo
+    CIFAR ResNets are built; ``blocks=(2, 2, 2)`` is ResNet-14."""
+    data = mx.sym.var('data')
+
+    def conv_bn(x, name, filters, stride=1, kernel=3, relu=True):
+        pad = (kernel // 2,) * 2
+        x = mx.sym.Convolution(x, kernel=(kernel,) * 2, stride=(stride,) * 2, pad=pad,
+                               num_filter=filters, no_bias=True, name=name + '_conv')
+        x = mx.sym.BatchNorm(x, fix_gamma=False, eps=1e-5, name=name + '_bn')
+        return mx.sym.Activation(x, act_type='relu', name=name + '_relu') if relu else x
+
+    x = conv_bn(data, 'stem', width)
+    filters = width
+    for stage, n in enumerate(blocks):
+        for i in range(n):
+            stride = 2 if stage > 0 and i == 0 else 1
+            out = width * 2 ** stage
+            name = 's%d_b%d' % (stage, i)
+            y = conv_bn(x, name + '_a', out, stride)
+            y = conv_bn(y, name + '_b', out, relu=False)
+            short = x if stride == 1 and out == filters else \
+                conv_bn(x, name + '_proj', out, stride, kernel=1, relu=False)
+            x = mx.sym.Activation(mx.sym.elemwise_add(y, short, name=name + '_add'),
+                                  act_type='relu', name=name + '_out')
+            filters = out
+    x = mx.sym.Pooling(x, global_pool=True, kernel=(1, 1), pool_type='avg', name='pool')
+    x = mx.sym.Flatten(x, name='flat')
+    return mx.sym.FullyConnected(x, num_hidden=10, name='fc')
+
+
+def make_mkldnn_model(mx, np):
+    """A CIFAR-style ResNet written by MXNet's oneDNN int8 flow (quantize_model_mkldnn, as
+    example/quantization/imagenet_gen_qsym_mkldnn.py): the fused float32 and the quantized
+    symbols, their parameters, and MXNet's outputs on a seeded batch (mkldnn_model.*)."""
+    sym = _cifar_resnet(mx)
+    dshape = (8, 3, 16, 16)
+    mod = mx.mod.Module(sym, label_names=None, context=mx.cpu())
+    mod.bind(for_training=False, data_shapes=[('data', dshape)])
+    mx.random.seed(3)
+    mod.init_params(initializer=mx.init.Xavier(magnitude=2.0))
+    args, auxs = mod.get_params()
+    rng = np.random.RandomState(5)
+    for k in sorted(auxs):          # running statistics away from 0 and 1
+        shape = auxs[k].shape
+        auxs[k] = mx.nd.array(rng.uniform(0.5, 1.5, shape) if k.endswith('var')
+                              else rng.uniform(-0.2, 0.2, shape))
+    for k in sorted(args):
+        if k.endswith(('gamma', 'beta')):
+            args[k] = mx.nd.array(rng.uniform(0.8, 1.2, args[k].shape) if k.endswith('gamma')
+                                  else rng.uniform(-0.1, 0.1, args[k].shape))
+    calib = rng.uniform(0, 1, size=(2,) + dshape).astype(np.float32)
+    test = rng.uniform(0, 1, size=dshape).astype(np.float32)
+    arrays = {'calib': calib, 'test': test}
+    for k, v in args.items():
+        arrays['arg:' + k] = v.asnumpy()
+    for k, v in auxs.items():
+        arrays['aux:' + k] = v.asnumpy()
+    doc = {'fp32': sym.tojson()}
+
+    def run(s, a, x):
+        m = mx.mod.Module(s, label_names=None, context=mx.cpu())
+        m.bind(for_training=False, data_shapes=[('data', dshape)])
+        m.set_params(a, x)
+        m.forward(mx.io.DataBatch([mx.nd.array(test)]), is_train=False)
+        return m.get_outputs()[0].asnumpy()
+
+    arrays['out:fp32'] = run(sym, args, auxs)
+    fused = sym.get_backend_symbol('MKLDNN')
+    doc['fused'] = fused.tojson()
+    arrays['out:fused'] = run(fused, args, auxs)
+    for mode in ('naive', 'entropy'):
+        it = mx.io.NDArrayIter(calib.reshape((-1,) + dshape[1:]), batch_size=dshape[0])
+        qsym, qargs, qauxs = mx.contrib.quant.quantize_model_mkldnn(
+            sym, args, auxs, label_names=None, ctx=mx.cpu(), calib_mode=mode,
+            calib_data=it, num_calib_examples=16, quantized_dtype='auto')
+        doc[mode] = qsym.tojson()
+        for k, v in qargs.items():
+            arrays['%s:arg:%s' % (mode, k)] = v.asnumpy()
+        arrays['out:' + mode] = run(qsym, qargs, qauxs)
+    np.savez_compressed(os.path.join(OUT, 'mkldnn_model.npz'), **arrays)
+    with open(os.path.join(OUT, 'mkldnn_model.json'), 'w') as f:
+        json.dump(doc, f, sort_keys=True)
 
 
 def main():

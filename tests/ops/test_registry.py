@@ -43,6 +43,10 @@ TESTED_ELSEWHERE = {
                    'gradients)',
     '_cond': 'tests/ops/test_control_flow.py (holds subgraphs: built through '
              'mx.sym.contrib.cond; MXNet 1.9.1 golden data and numeric gradients)',
+    '_sg_mkldnn_conv': 'tests/contrib/test_quantization_mkldnn.py (holds the fused layers as '
+                       'a subgraph: read from MXNet 1.9.1-written JSON; outputs bit for bit)',
+    '_sg_mkldnn_fully_connected': 'tests/contrib/test_quantization_mkldnn.py (holds its '
+                                  'subgraph: read from MXNet 1.9.1-written JSON)',
 }
 
 

@@ -1,0 +1,396 @@
+"""The fused operators MXNet 1.9.1's oneDNN backend writes into symbol JSON:
+``_sg_mkldnn_conv`` (a convolution with its batch norm, activation, residual sum and
+post-sum activation) and ``_sg_mkldnn_fully_connected``, float32 and quantized, after
+src/operator/subgraph/mkldnn/mkldnn_conv.cc, mkldnn_fc.cc and mkldnn_common.h.
+
+Each node holds the fused layers as a graph (JSON ``subgraphs``). In float32 the node runs
+that graph. Quantized (``quantized=True``), it does what MXNet's kernel does: folds the
+batch norm into the weights, quantizes the weights per output channel (calibrated, or one
+scale uncalibrated) at ``127.5 / max|w|`` and the bias to int32 at the data's and weight's
+scales, accumulates int8 products exactly, scales the sums onto the calibrated output
+range (``min_calib_range``/``max_calib_range``: uint8 after a relu, else int8; int32
+uncalibrated) and applies the post-ops in oneDNN's order (activation, sum, post-sum
+activation), rounding to nearest even and saturating once at the end.
+
+Inputs in symgraph's order (arguments, then auxiliary states; the JSON keeps MXNet's,
+``mxnet_input_order``): data, weight, [bias], [gamma, beta], [sum], then quantized
+[min_data, max_data, [min_sum, max_sum]], then [moving_mean, moving_var].
+"""
+import numpy as np
+
+from symgraph.base import NotSupportedError
+from symgraph.opdef import Operator, Param, ShapeError, Step, register
+
+from .quantized import F32, INT32_MAX, max_abs, quantize_scale, rng, saturate, scalar
+from .quantized_nn import conv_int32, int_matmul, product_range
+
+_RELU_LIKE = ('relu',)
+
+
+def _layers(graph):
+    """{'conv'|'fc'|'bn'|'act'|'sum'|'postsum_act': (op, inputs)} of a fused graph, and the
+    position of the sum's other operand among the graph's inputs."""
+    nodes = graph.nodes()
+    found, sum_input = {}, None
+    inputs = [k for k, (op, _, _) in enumerate(nodes) if op is None]
+    for k, (op, name, ins) in enumerate(nodes):
+        if op is None:
+            continue
+        kind = op.name
+        if kind == 'Convolution':
+            found['conv'] = op
+        elif kind == 'FullyConnected':
+            found['fc'] = op
+        elif kind == 'BatchNorm':
+            found['bn'] = op
+        elif kind in ('elemwise_add', '_Plus', '_plus', '_add'):
+            found['sum'] = op
+            for src, _ in ins:
+                if nodes[src][0] is None:
+                    sum_input = inputs.index(src)
+        elif kind in ('Activation', 'relu', 'LeakyReLU', 'clip', 'sigmoid', 'tanh'):
+            found['postsum_act' if 'sum' in found else 'act'] = op
+    return found, sum_input
+
+
+def _act_kind(op):
+    if op is None:
+        return None
+    if op.name == 'Activation':
+        return op.act_type
+    return op.name
+
+
+def _apply_act(y, kind):
+    if kind is None:
+        return y
+    if kind == 'relu':
+        return np.maximum(y, F32(0))
+    raise NotSupportedError('quantized _sg_mkldnn_* fusion of %r is not supported (relu only)'
+                            % kind)
+
+
+class _SgBase(Operator):
+    """A node holding one fused graph; float32 runs the graph itself."""
+
+    num_subgraphs = 1
+    no_grad = True
+    needs_inputs = False
+    quantized = Param(bool, False, doc='int8 computation')
+    min_calib_range = Param(float, None, doc='calibrated minimum of the output')
+    max_calib_range = Param(float, None, doc='calibrated maximum of the output')
+
+    def calibrated(self):
+        return self.min_calib_range is not None and self.max_calib_range is not None
+
+    def graph_inputs(self):
+        """Number of the fused graph's inputs (the node's float inputs)."""
+        return len(self.subgraphs[0].list_inputs()) if self.subgraphs else 0
+
+    def bind(self, ctx, in_shapes, in_dtypes):
+        return Step(self, ctx, state={})
+
+    def run_graph(self, xp, inputs, state):
+        """The fused graph's output on its inputs (MXNet's order), compiled once per Step."""
+        key = tuple((a.shape, a.dtype.str) for a in inputs)
+        runner = state.get(key) if state is not None else None
+        if runner is None:
+            runner = self.subgraphs[0].bind(None, xp, [a.shape for a in inputs],
+                                            [a.dtype for a in inputs],
+                                            [False] * len(inputs))
+            if state is not None:
+                state[key] = runner
+        return runner.forward(list(inputs), False)[0][0]
+
+
+@register
+class SgMKLDNNConv(_SgBase):
+    """MXNet's fused oneDNN convolution (``_sg_mkldnn_conv``)."""
+
+    name = '_sg_mkldnn_conv'
+    with_bn = Param(bool, False, doc='a batch norm follows the convolution')
+    with_act = Param(bool, False, doc='an activation follows')
+    with_sum = Param(bool, False, doc='a residual sum follows')
+    with_postsum_act = Param(bool, False, doc='an activation follows the sum')
+
+    def check(self):
+        if not self.subgraphs:
+            return
+        layers, sum_input = _layers(self.subgraphs[0])
+        if 'conv' not in layers:
+            raise ShapeError('_sg_mkldnn_conv: its graph holds no Convolution')
+        self._fix(layers=layers, sum_input=sum_input)
+
+    # --- structure (MXNet order: data, weight, [bias], [gamma, beta, mean, var], [sum],
+    #     [min_data, max_data, [min_sum, max_sum]])
+    def _mx_names(self):
+        names = ['data', 'weight']
+        if self.subgraphs and not self.layers['conv'].no_bias:
+            names.append('bias')
+        if self.with_bn:
+            names += ['gamma', 'beta', 'moving_mean', 'moving_var']
+        if self.with_sum:
+            names.append('sum')
+        if self.quantized:
+            names += ['min_data', 'max_data']
+            if self.with_sum:
+                names += ['min_sum', 'max_sum']
+        return names
+
+    def list_arguments(self):
+        return [n for n in self._mx_names() if n not in ('moving_mean', 'moving_var')]
+
+    def list_auxiliary_states(self):
+        return ['moving_mean', 'moving_var'] if self.with_bn else []
+
+    def mxnet_input_order(self):
+        names = self._mx_names()
+        ours = self.list_arguments() + self.list_auxiliary_states()
+        return [ours.index(n) for n in names]
+
+    def list_outputs(self):
+        return ['output', 'min_output', 'max_output'] if self.quantized else ['output']
+
+    def _to_mx(self, items):
+        """Our input list (args then aux) in MXNet's order."""
+        ours = self.list_arguments() + self.list_auxiliary_states()
+        return [items[ours.index(n)] for n in self._mx_names()]
+
+    def _from_mx(self, items):
+        names = self._mx_names()
+        ours = self.list_arguments() + self.list_auxiliary_states()
+        return [items[names.index(n)] for n in ours]
+
+    def _split(self, items):
+        n = self.graph_inputs()
+        mx_items = self._to_mx(items)
+        return mx_items[:n], mx_items[n:]
+
+    def infer_shape(self, in_shapes):
+        if not self.subgraphs:
+            raise ShapeError('_sg_mkldnn_conv needs its graph (the JSON subgraphs field)')
+        graph_shapes, ranges = self._split(list(in_shapes))
+        ins, outs = self.subgraphs[0].infer_shape(graph_shapes, [None])
+        full = self._from_mx(list(ins) + [(1,)] * len(ranges))
+        n_args = len(self.list_arguments())
+        out = [outs[0]] + ([(1,), (1,)] if self.quantized else [])
+        return full[:n_args], out, full[n_args:]
+
+    def out_dtype(self):
+        if not self.calibrated():
+            return np.dtype(np.int32)
+        relu_last = (self.with_act and not self.with_sum and
+                     _act_kind(self.layers.get('act')) in _RELU_LIKE) or \
+            (self.with_postsum_act and _act_kind(self.layers.get('postsum_act')) in _RELU_LIKE)
+        return np.dtype(np.uint8 if relu_last else np.int8)
+
+    def infer_type(self, in_types):
+        f = np.dtype(F32)
+        n_args = len(self.list_arguments())
+        if not self.quantized:
+            graph_types, _ = self._split(list(in_types))
+            ins, outs = self.subgraphs[0].infer_type(graph_types, [None])
+            full = self._from_mx(list(ins))
+            return full[:n_args], [outs[0]], full[n_args:]
+        names = self._mx_names()
+        types = [f] * len(names)
+        given = self._to_mx(list(in_types))
+        types[0] = given[0]
+        if self.with_sum:
+            types[names.index('sum')] = given[names.index('sum')]
+        full = self._from_mx(types)
+        return full[:n_args], [self.out_dtype(), f, f], full[n_args:]
+
+    def forward(self, xp, inputs, aux, is_train, state=None):
+        items = self._to_mx(list(inputs) + list(aux))
+        if not self.quantized:
+            return [self.run_graph(xp, items[:self.graph_inputs()], state)]
+        return self._quantized_forward(items, state)
+
+    def _folded(self, items):
+        """Float32 weight and bias after the batch norm (MXNet's UpdateConvWeightBias)."""
+        conv = self.layers['conv']
+        w = items[1].astype(F32)
+        k = 2
+        b = None
+        if not conv.no_bias:
+            b = items[k].astype(F32)
+            k += 1
+        if self.with_bn:
+            bn = self.layers['bn']
+            gamma, beta, mean, var = (a.astype(F32) for a in items[k:k + 4])
+            g = np.ones_like(gamma) if bn.fix_gamma else gamma
+            alpha = (g.astype(np.float64) / np.sqrt(var.astype(np.float64) + bn.eps)) \
+                .astype(F32)
+            if b is not None:
+                b = (beta + alpha * (b - mean)).astype(F32)
+            else:
+                b = (beta - alpha * mean).astype(F32)
+            w = (w * alpha.reshape((-1,) + (1,) * (w.ndim - 1))).astype(F32)
+        return w, b
+
+    def _quantized_forward(self, items, state):
+        memo = state.get('weights') if state is not None else None
+        x = items[0]
+        n = self.graph_inputs()
+        dmin, dmax = scalar(items[n]), scalar(items[n + 1])
+        data_scale = quantize_scale(x.dtype, dmin, dmax)
+        key = (float(dmin), float(dmax))
+        if memo is None or memo[0] != key:
+            memo = (key, self._quantize_weights(items, data_scale))
+            if state is not None:
+                state['weights'] = memo
+        wq, bq, wscales, total = memo[1]
+        acc = conv_int32(self.layers['conv'], x, wq, bq)
+        shape = (1, -1) + (1,) * (acc.ndim - 2)
+        if self.calibrated():
+            lo, hi = F32(self.min_calib_range), F32(self.max_calib_range)
+            out = self.out_dtype()
+            out_scale = quantize_scale(out, lo, hi)
+            requant = (out_scale / data_scale / wscales).astype(F32)
+            y = acc.astype(F32) * requant.reshape(shape)
+        else:
+            # one weight scale; the int32 result keeps MXNet's product range
+            out_scale = F32(data_scale * wscales[0])
+            lo, hi = product_range(x.dtype, dmin, dmax, total[0], total[1])
+            out = np.dtype(np.int32)
+            y = acc.astype(np.float64)
+        if self.with_act:
+            y = _apply_act(y, _act_kind(self.layers.get('act')))
+        if self.with_sum:
+            s = items[self.sum_input]
+            smin, smax = scalar(items[n + 2]), scalar(items[n + 3])
+            sum_scale = F32(out_scale / quantize_scale(s.dtype, smin, smax))
+            y = y + s.astype(F32) * sum_scale
+        if self.with_postsum_act:
+            y = _apply_act(y, _act_kind(self.layers.get('postsum_act')))
+        if self.with_sum and out != np.int32 and items[self.sum_input].dtype != out:
+            # MXNet computes into the sum operand's buffer, whose oneDNN descriptor keeps
+            # the operand's type (mkldnn_conv.cc): the result saturates to that type and
+            # its bytes are the output (an int8 operand caps a uint8 output at 127)
+            return [saturate(y, items[self.sum_input].dtype).view(out)] + rng(lo, hi)
+        return [saturate(y, out)] + rng(lo, hi)
+
+    def _quantize_weights(self, items, data_scale):
+        """(int8 weights, int32 bias or None, per-channel float32 scales, (min, max))."""
+        w, b = self._folded(items)
+        flat = w.reshape(w.shape[0], -1)
+        wmin, wmax = flat.min(axis=1), flat.max(axis=1)
+        if self.calibrated():
+            scales = np.array([quantize_scale(np.int8, a, c) for a, c in zip(wmin, wmax)], F32)
+            if b is not None:
+                for c in range(len(scales)):
+                    if b[c]:
+                        lim = F32(F32(F32(INT32_MAX if b[c] > 0 else -INT32_MAX - 1) / F32(2))
+                                  / b[c]) / data_scale
+                        scales[c] = min(scales[c], F32(lim))
+        else:
+            s = quantize_scale(np.int8, wmin.min(), wmax.max())
+            scales = np.full(w.shape[0], s, F32)
+        wq = saturate(w * scales.reshape((-1,) + (1,) * (w.ndim - 1)), np.int8)
+        bq = None
+        if b is not None:
+            bq = saturate(b * (scales * data_scale).astype(F32), np.int32)
+        return wq, bq, scales, (F32(wmin.min()), F32(wmax.max()))
+
+
+@register
+class SgMKLDNNFullyConnected(_SgBase):
+    """MXNet's fused oneDNN fully connected layer (``_sg_mkldnn_fully_connected``);
+    quantized: int8 weights with their ranges (tensor-wise), an int32 result, a
+    requantized int8/uint8 one (calibrated) or float32 (``enable_float_output``)."""
+
+    name = '_sg_mkldnn_fully_connected'
+    enable_float_output = Param(bool, False, doc='float32 output (dequantize fused)')
+    with_eltwise = Param(bool, False, doc='an activation follows')
+    with_relu = Param(bool, None, doc="MXNet's older name of with_eltwise")
+    channel_wise_quantize = Param(bool, None, doc='per-channel weight scales')
+
+    def check(self):
+        if self.channel_wise_quantize:
+            raise NotSupportedError('_sg_mkldnn_fully_connected: channel_wise_quantize is '
+                                    'not supported')
+        if self.subgraphs:
+            layers, _ = _layers(self.subgraphs[0])
+            if 'fc' not in layers:
+                raise ShapeError('_sg_mkldnn_fully_connected: its graph holds no '
+                                 'FullyConnected')
+            self._fix(layers=layers)
+
+    def _base(self):
+        no_bias = self.subgraphs and self.layers['fc'].no_bias
+        return ['data', 'weight'] + ([] if no_bias else ['bias'])
+
+    def list_arguments(self):
+        base = self._base()
+        if not self.quantized:
+            return base
+        return base + [s + n for n in base for s in ('min_', 'max_')]
+
+    def list_outputs(self):
+        if self.quantized and not self.enable_float_output:
+            return ['output', 'min_output', 'max_output']
+        return ['output']
+
+    def out_dtype(self):
+        if self.enable_float_output:
+            return np.dtype(F32)
+        if not self.calibrated():
+            return np.dtype(np.int32)
+        relu = self.with_eltwise or self.with_relu or 'act' in self.layers
+        return np.dtype(np.uint8 if relu and self.min_calib_range >= 0 else np.int8)
+
+    def infer_shape(self, in_shapes):
+        if not self.subgraphs:
+            raise ShapeError('_sg_mkldnn_fully_connected needs its graph (the JSON subgraphs '
+                             'field)')
+        n = len(self._base())
+        ins, outs = self.subgraphs[0].infer_shape(list(in_shapes[:n]), [None])
+        extra = [(1,)] * (len(in_shapes) - n)
+        out = [outs[0]] + [(1,), (1,)] * (len(self.list_outputs()) > 1)
+        return list(ins) + extra, out, []
+
+    def infer_type(self, in_types):
+        n = len(self._base())
+        f = np.dtype(F32)
+        if not self.quantized:
+            ins, outs = self.subgraphs[0].infer_type(list(in_types), [None])
+            return list(ins), [outs[0]], []
+        ins = [in_types[0]] + [np.dtype(np.int8)] * (n - 1) + [f] * (2 * n)
+        outs = [self.out_dtype()] + [f, f] * (len(self.list_outputs()) > 1)
+        return ins, outs, []
+
+    def forward(self, xp, inputs, aux, is_train, state=None):
+        n = len(self._base())
+        if not self.quantized:
+            return [self.run_graph(xp, inputs[:n], state)]
+        fc = self.layers['fc']
+        x, w = inputs[0], inputs[1]
+        r = [scalar(a) for a in inputs[n:]]
+        data_scale = quantize_scale(x.dtype, r[0], r[1])
+        w_scale = quantize_scale(np.int8, r[2], r[3])
+        x2 = x.reshape(x.shape[0], -1) if fc.flatten else x.reshape(-1, x.shape[-1])
+        acc = int_matmul(x2, w)
+        if not fc.no_bias:
+            b_scale = quantize_scale(np.int8, r[4], r[5])
+            rescale = F32(F32(data_scale * w_scale) / b_scale)
+            top = max_abs(r[4], r[5])
+            limit = F32(F32(F32(INT32_MAX) / F32(2)) / top) / b_scale if top else np.inf
+            if rescale > limit:
+                raise NotSupportedError('_sg_mkldnn_fully_connected: bias would overflow '
+                                        'int32 (MXNet then requantizes the weights)')
+            b = inputs[2].astype(np.float64) * float(rescale)
+            acc = acc + (np.sign(b) * np.floor(np.abs(b) + 0.5)).astype(np.int32)
+        oshape = (x.shape[0], w.shape[0]) if fc.flatten else x.shape[:-1] + (w.shape[0],)
+        relu = self.with_eltwise or self.with_relu
+        if self.enable_float_output:
+            y = acc.astype(F32) * F32(F32(F32(1.0) / data_scale) / w_scale)
+            return [_apply_act(y, 'relu' if relu else None).reshape(oshape)]
+        if self.calibrated():
+            lo, hi = F32(self.min_calib_range), F32(self.max_calib_range)
+            out = self.out_dtype()
+            y = acc.astype(F32) * F32(F32(quantize_scale(out, lo, hi) / data_scale) / w_scale)
+            y = _apply_act(y, 'relu' if relu else None)
+            return [saturate(y, out).reshape(oshape)] + rng(lo, hi)
+        lo, hi = product_range(x.dtype, r[0], r[1], r[2], r[3])
+        return [acc.reshape(oshape)] + rng(lo, hi)

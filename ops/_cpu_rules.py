@@ -17,6 +17,7 @@ import numpy as np
 
 from symgraph.opdef import PostOp, cpu_kernel
 
+from ._bf16 import bf16_instead
 from ._util import lies_channels_last
 from .binary import ElemwiseAdd, ElemwiseAddReLU
 from .conv import _ConvBase, Convolution, FusedConvolution
@@ -28,6 +29,7 @@ from .norm import BatchNorm, BatchNormWithReLU
 from .norm_layers import LRN, LRNInference
 from .optimizer_updates import NAGMomUpdate
 from .pooling import Pooling, PoolingChannelsLast
+from .softmax import LogSoftmax, Softmax
 from .syncbn import SyncBatchNorm
 from .unary import BlockGrad, Copy
 
@@ -257,7 +259,10 @@ def _bn_scratch(op, in_shapes, out_shapes, dtypes, layouts=None):
 
 # --- which operator runs instead ------------------------------------------------------------
 def _conv_instead(op, why, *facts):
-    """In the layout pass: a FusedConvolution without post-ops writing the layout."""
+    """In the layout pass: a FusedConvolution without post-ops writing the layout; for
+    bfloat16 data, the bfloat16 variant."""
+    if why == 'bfloat16':
+        return bf16_instead(op, *facts)
     if why != 'layout':
         return None
     layout, in_shapes = facts
@@ -267,7 +272,10 @@ def _conv_instead(op, why, *facts):
 
 
 def _fused_conv_instead(op, why, *facts):
-    """In the layout pass: this fused convolution writing the layout."""
+    """In the layout pass: this fused convolution writing the layout; for bfloat16 data,
+    the bfloat16 variant."""
+    if why == 'bfloat16':
+        return bf16_instead(op, *facts)
     if why != 'layout':
         return None
     layout, in_shapes = facts
@@ -278,7 +286,9 @@ def _fused_conv_instead(op, why, *facts):
 
 def _pool_instead(op, why, *facts):
     """In the layout pass: a channels-last output where oneDNN pools and the output has
-    more than one position per channel."""
+    more than one position per channel; for bfloat16 data, the bfloat16 variant."""
+    if why == 'bfloat16':
+        return bf16_instead(op, *facts)
     if why != 'layout':
         return None
     layout, in_shapes = facts
@@ -299,8 +309,16 @@ def _lrn_instead(op, why, *facts):
 
 def _shapes_instead(op, why, *facts):
     """Fitted to the inferred shapes (the operator's ``fitted(in_shapes, out_shapes)``:
-    zeros(shape=(0, H)), a 2-D bias of FullyConnected)."""
+    zeros(shape=(0, H)), a 2-D bias of FullyConnected); for bfloat16 data, the bfloat16
+    variant (FullyConnected)."""
+    if why == 'bfloat16':
+        return bf16_instead(op, *facts)
     return op.fitted(*facts) if why == 'shapes' else None
+
+
+def _bf16_instead(op, why, *facts):
+    """For bfloat16 data: the bfloat16 variant (ops/_bf16.py)."""
+    return bf16_instead(op, *facts) if why == 'bfloat16' else None
 
 
 def _syncbn_instead(op, why, *facts):
@@ -357,5 +375,8 @@ RULES = (
     ('instead', _Filled, _shapes_instead),
     ('instead', SetValue, _shapes_instead),
     ('instead', SyncBatchNorm, _syncbn_instead),
+    ('instead', Activation, _bf16_instead),
+    ('instead', Softmax, _bf16_instead),
+    ('instead', LogSoftmax, _bf16_instead),
     ('instead', NAGMomUpdate, _nag_instead),
 )

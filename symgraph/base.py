@@ -53,8 +53,11 @@ def is_bfloat16(t):
         return False
     if isinstance(t, str):
         return t.strip() == 'bfloat16'
-    return _BFLOAT16 != [] and t == _BFLOAT16[0] or (
-        type(t) is _np.dtype and t.kind == 'V' and t.name == 'bfloat16')
+    if isinstance(t, type):         # a scalar type: ml_dtypes.bfloat16 itself
+        return t.__name__ == 'bfloat16' and t.__module__.startswith('ml_dtypes')
+    if _BFLOAT16:
+        return t == _BFLOAT16[0]
+    return isinstance(t, _np.dtype) and t.kind == 'V' and t.name == 'bfloat16'
 
 
 def py_str(x):

@@ -1335,6 +1335,25 @@ class CpuKernels(typing.Protocol):
     def conv_backward_weights(self, x, dy, wshape, stride, pad, dilate, groups, out=None):
         """A convolution's weight gradient, or None."""
 
+    def conv_forward_bf16(self, x, w, b, stride, pad, dilate, groups, yshape,
+                          is_train=False, post_ops=()):
+        """A convolution's output from bfloat16 data and weights, in bfloat16, or None."""
+
+    def fc_forward_bf16(self, x, w, b):
+        """``x @ w.T + b`` of 2-D bfloat16 ``x`` and ``w``, in bfloat16, or None."""
+
+    def eltwise_forward_bf16(self, x, kind, alpha=0.0, beta=0.0):
+        """f(x) elementwise of bfloat16 ``x``, in bfloat16, or None."""
+
+    def softmax_forward_bf16(self, x, axis, log=False):
+        """softmax (log-softmax) of bfloat16 ``x`` along ``axis``, in bfloat16, or None."""
+
+    def pool_forward_bf16(self, x, kind, kernel, stride, pad_l, pad_r, yshape):
+        """Inference pooling of bfloat16 ``x``, in bfloat16, or None."""
+
+    def add_bf16(self, a, b, relu=False):
+        """a + b (relu'd) of bfloat16 arrays, in bfloat16, or None."""
+
     def pool_forward(self, x, kind, kernel, stride, pad_l, pad_r, yshape, is_train,
                      out_layout=None, global_pool=False):
         """(output, workspace) of max/avg pooling (``global_pool``: one window over all of

@@ -80,9 +80,12 @@ class Plan:
         self.run_op = {}
         for n in self.steps:
             ins, outs, _ = self._io[id(n)]
-            self.run_op[id(n)] = instead(instead(n.op, 'node', n.name), 'shapes',
-                                         [shape_of[e] for e in ins],
-                                         [shape_of[e] for e in outs])
+            op = instead(instead(n.op, 'node', n.name), 'shapes',
+                         [shape_of[e] for e in ins], [shape_of[e] for e in outs])
+            in_dtypes = [self.dtypes[e] for e in ins]
+            if any(t.kind == 'V' for t in in_dtypes):      # bfloat16 kernels' variants
+                op = instead(op, 'bfloat16', in_dtypes)
+            self.run_op[id(n)] = op
         # one Step per node (Operator.bind: what the operator keeps, its state, lives
         # there), bound with the plan, as MXNet's bind makes a Custom operator's CustomOp;
         # ``steps`` (id(node) -> Step) hands over those another plan of the same bind made

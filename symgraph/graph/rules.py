@@ -151,7 +151,8 @@ question, asked for these reasons:
   'shapes', in_shapes, out_shapes: fitted to the inferred shapes (zeros(shape=(0, H)));
   'out_is_input': mx.nd's out= is the first input array itself (in-place update kernels);
   'unread', unread_outputs: an inference plan where nobody reads those outputs (LRN);
-  'layout', layout, in_shapes: output 0 written in that layout (the inference layout pass).
+  'layout', layout, in_shapes: output 0 written in that layout (the inference layout pass);
+  'bfloat16', in_dtypes: a bfloat16 input (a variant computing with bfloat16 kernels).
 The result keeps op's inputs and outputs; the graph, its JSON and mx.nd keep op.""")
 
 #: every table by name (what :func:`register_rules` rows name)

@@ -1260,8 +1260,10 @@ def _invoke(func_name, args, kwargs):
             # MXNet refuses mixed dtypes too (float32 + float64, int8 + int32, ...)
             raise TypeInferenceError('operator %s: %s (inputs: %s)' % (cls.name, e, ', '.join(
                 '%s=%s' % (n, d.dtype) for n, d in zip(names, datas)))) from None
-        step = opdef.bind_step(op, ctx, [d.shape for d in datas],
-                               [np.dtype(d.dtype) for d in datas])
+        in_dtypes = [np.dtype(d.dtype) for d in datas]
+        if any(t.kind == 'V' for t in in_dtypes):      # bfloat16 kernels' variants
+            op = _instead(op, 'bfloat16', in_dtypes)
+        step = opdef.bind_step(op, ctx, [d.shape for d in datas], in_dtypes)
         outs = step.forward(datas, _AG.training)
     res = [NDArray(_own(o, datas, ctx), ctx) for o in outs[:op.num_visible_outputs()]]
     if _AG.recording:

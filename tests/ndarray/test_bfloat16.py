@@ -56,7 +56,8 @@ def test_arrays_of_bfloat16_are_made_cast_and_read_back():
 
 def test_operators_compute_in_float32_and_round():
     """Without a bfloat16 kernel an operator runs on the float32 values of its bfloat16
-    inputs and rounds its outputs: exactly float32's result rounded once."""
+    inputs and rounds its outputs: float32's result rounded once; with one (softmax,
+    relu: oneDNN's) within one bfloat16 step of it."""
     rng = np.random.RandomState(0)
     x = rounded(rng.normal(size=(3, 5)))
     y = rounded(rng.normal(size=(3, 5)))
@@ -69,7 +70,7 @@ def test_operators_compute_in_float32_and_round():
                       (mx.nd.dot(a, b.T), xf @ yf.T)):
         assert got.dtype is ml_dtypes.bfloat16
         np.testing.assert_allclose(got.asnumpy().astype(np.float32),
-                                   rounded(want).astype(np.float32), rtol=2 ** -8, atol=1e-6)
+                                   rounded(want).astype(np.float32), rtol=2 ** -7, atol=1e-6)
     # argmax's indices take the input's type (MXNet's rule), exact for small indices
     idx = mx.nd.argmax(a, axis=1)
     assert idx.dtype is ml_dtypes.bfloat16

@@ -1,0 +1,303 @@
+"""bfloat16 kernels of the oneDNN backend: convolution, inner product (as a matmul),
+eltwise activations, softmax and pooling on ``ml_dtypes.bfloat16`` arrays.
+
+oneDNN's bf16 primitives (data type ``dnnl_bf16`` = 2) read and write bfloat16 and
+accumulate in float32 (AVX-512 BF16 instructions where the CPU has them, as this
+project's machines do; emulated on AVX-512 cores without them), as MXNet 1.9.1's MKLDNN
+bf16 operators do. Arrays come and go in plain C order; the primitives choose their own
+layouts (``format_tag_any``) and the shared :class:`~._core.Primitive` reorders at their
+edges, as the float32 kernels do. Biases may be float32 or bfloat16 (oneDNN takes both).
+
+Every method returns None where it does not take the case (not bfloat16, a geometry
+oneDNN refuses): the operator then computes in float32 and rounds
+(``symgraph.opdef.bind_step``). The dtype object is taken from the arrays themselves, so
+this module never imports ml_dtypes.
+"""
+import ctypes
+
+import numpy as np
+
+from . import _lib
+from ._core import Primitive
+from ._lib import check
+from .layers import ELTWISE, POOL
+
+_VP = ctypes.c_void_p
+#: implementation names of oneDNN's slow kernels (reference; im2col + GEMM)
+_SLOW = ('ref', 'gemm', 'x64:gemm')
+#: oneDNN's data type enum (dnnl_data_type_t)
+BF16 = 2
+F32 = _lib.F32
+
+
+def is_bf16(a):
+    """Whether ``a`` is a NumPy array of ml_dtypes' bfloat16."""
+    dt = getattr(a, 'dtype', None)
+    return dt is not None and dt.kind == 'V' and dt.name == 'bfloat16'
+
+
+def _c_strides(shape):
+    strides, acc = [], 1
+    for s in reversed(shape):
+        strides.append(acc)
+        acc *= max(s, 1)
+    return tuple(reversed(strides))
+
+
+def desc(lib, shape, dtype=BF16, strides=None, any_layout=False):
+    """A ``dnnl_memory_desc_t`` of ``dtype`` (a oneDNN data type) for ``shape``: element
+    ``strides`` (C order when None), or the layout the primitive chooses. The caller
+    destroys it."""
+    shape = tuple(int(s) for s in shape)
+    md = _VP()
+    if any_layout:
+        check(lib.dnnl_memory_desc_create_with_tag(ctypes.byref(md), len(shape),
+                                                   _lib.Dims(*shape), dtype,
+                                                   _lib.FORMAT_TAG_ANY),
+              'dnnl_memory_desc_create_with_tag%s' % (shape,))
+    else:
+        strides = _c_strides(shape) if strides is None else strides
+        check(lib.dnnl_memory_desc_create_with_strides(ctypes.byref(md), len(shape),
+                                                       _lib.Dims(*shape), dtype,
+                                                       _lib.Dims(*strides)),
+              'dnnl_memory_desc_create_with_strides%s' % (shape,))
+    return md
+
+
+def _dnnl_type(a):
+    return BF16 if is_bf16(a) else F32
+
+
+def _plain(a):
+    """``a`` C-contiguous (a copy where it is not)."""
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+
+
+def _dense(a):
+    """``a`` if it lies densely in C order or channels last (its memory, from its first
+    element, is its values in memory order), else a C-order copy."""
+    if a.flags.c_contiguous or (a.ndim > 2 and np.moveaxis(a, 1, -1).flags.c_contiguous):
+        return a
+    return np.ascontiguousarray(a)
+
+
+def _elem_strides(a):
+    return tuple(s // a.itemsize for s in a.strides)
+
+
+def _empty(shape, dtype, layout):
+    """An (N, C, *S) array, lying channels last where ``layout`` says so."""
+    if layout != 'channels_last':
+        return np.empty(shape, dtype)
+    return np.moveaxis(np.empty(shape[:1] + shape[2:] + shape[1:2], dtype), -1, 1)
+
+
+class Bf16Mixin:
+    """The bfloat16 kernels, mixed into the backend (they use its engine, cache, the
+    convolution geometry and post-op helpers of :mod:`.conv` and the pooling ones of
+    :mod:`.layers`)."""
+
+    def conv_forward_bf16(self, x, w, b, stride, pad, dilate, groups, yshape,
+                          is_train=False, post_ops=(), out_layout=None):
+        """y = post_ops(conv(x, w) + b) in bfloat16 (x and w bfloat16; b None, float32 or
+        bfloat16), or None. ``post_ops`` as the float32 fused convolution takes them
+        (eltwise only). ``x`` is taken as it lies (C order or channels last: oneDNN's
+        bf16 kernels read both); ``out_layout`` ``'channels_last'`` writes y so (an
+        (N, C, *S) view of (N, *S, C) memory), else in C order."""
+        if not (is_bf16(x) and is_bf16(w)) or any(p[0] == 'sum' for p in post_ops):
+            return None
+        x, w = _dense(x), _plain(w)
+        xs = _elem_strides(x)
+        b = None if b is None else _plain(b)
+        yshape = tuple(int(s) for s in yshape)
+        prop = _lib.FORWARD_TRAINING if is_train else _lib.FORWARD_INFERENCE
+        key = ('conv_forward_bf16', x.shape, xs, w.shape, yshape, tuple(stride), tuple(pad),
+               tuple(dilate), groups, None if b is None else _dnnl_type(b), prop,
+               tuple(post_ops), out_layout)
+        y = _empty(yshape, x.dtype, out_layout)
+        wshape = tuple(w.shape) if groups == 1 else \
+            (groups, w.shape[0] // groups) + tuple(w.shape[1:])
+
+        def build():
+            lib = self.lib
+            mds = []
+            try:
+                mds.append(desc(lib, x.shape, strides=xs))
+                mds.append(desc(lib, wshape))
+                mds.append(desc(lib, yshape, strides=_elem_strides(y)))
+                # data and output as they lie when channels last (oneDNN's NHWC bf16
+                # kernels are its fast ones), else the layouts oneDNN prefers
+                cl = not x.flags.c_contiguous or out_layout == 'channels_last'
+                mds.append(desc(lib, x.shape, strides=xs) if cl
+                           else desc(lib, x.shape, any_layout=True))
+                mds.append(desc(lib, wshape, any_layout=True))
+                mds.append(desc(lib, yshape, strides=_elem_strides(y)) if cl
+                           else desc(lib, yshape, any_layout=True))
+                bmd = None
+                if b is not None:
+                    bmd = desc(lib, b.shape, _dnnl_type(b))
+                    mds.append(bmd)
+                geom = self._geometry(x.shape, yshape, w.shape[2:], stride, pad, dilate)
+                attr = self._post_ops_attr(post_ops) if post_ops else None
+                try:
+                    pd = self._fwd_pd(prop, mds[3:6], geom, bmd, attr)
+                    if cl and _lib.impl_name(lib, pd).startswith(_SLOW):
+                        # only a slow kernel for the layouts as they lie (few channels):
+                        # oneDNN's own layouts, reordered at the edges
+                        for sh in (x.shape, wshape, yshape):
+                            mds.append(desc(lib, sh, any_layout=True))
+                        lib.dnnl_primitive_desc_destroy(pd)
+                        pd = self._fwd_pd(prop, mds[-3:], geom, bmd, attr)
+                finally:
+                    if attr is not None:
+                        lib.dnnl_primitive_attr_destroy(attr)
+                args = [(_lib.ARG_SRC, mds[0], False), (_lib.ARG_WEIGHTS, mds[1], False),
+                        (_lib.ARG_DST, mds[2], True)]
+                if b is not None:
+                    args.append((_lib.ARG_BIAS, bmd, False))
+                return Primitive(self, pd, args)
+            finally:
+                self._destroy(mds)
+
+        arrays = [x, w, y] + ([b] if b is not None else [])
+        return y if self.run(key, build, arrays) else None
+
+    def fc_forward_bf16(self, x, w, b):
+        """y = x @ w.T + b for 2-D bfloat16 ``x`` (m, k) and ``w`` (n, k) (b: None,
+        float32 or bfloat16 of (n,)), in bfloat16, or None."""
+        if not (is_bf16(x) and is_bf16(w)) or x.ndim != 2 or w.ndim != 2 \
+                or x.shape[1] != w.shape[1]:
+            return None
+        x, w = _plain(x), _plain(w)
+        b = None if b is None else _plain(b).reshape(1, -1)
+        m, k = x.shape
+        n = w.shape[0]
+        key = ('fc_forward_bf16', m, k, n, None if b is None else _dnnl_type(b))
+
+        def build():
+            lib = self.lib
+            # w (n, k) in C order is w.T (k, n) with strides (1, k)
+            mds = [desc(lib, (m, k)), desc(lib, (k, n), strides=(1, k)), desc(lib, (m, n))]
+            try:
+                bmd = None
+                if b is not None:
+                    bmd = desc(lib, (1, n), _dnnl_type(b))
+                    mds.append(bmd)
+                pd = _VP()
+                check(lib.dnnl_matmul_primitive_desc_create(
+                    ctypes.byref(pd), self.engine, mds[0], mds[1], bmd, mds[2], None),
+                    'dnnl_matmul_primitive_desc_create')
+                args = [(_lib.ARG_SRC, mds[0], False), (_lib.ARG_WEIGHTS, mds[1], False),
+                        (_lib.ARG_DST, mds[2], True)]
+                if b is not None:
+                    args.append((_lib.ARG_BIAS, bmd, False))
+                return Primitive(self, pd, args)
+            finally:
+                self._destroy(mds)
+
+        y = np.empty((m, n), x.dtype)
+        arrays = [x, w, y] + ([b] if b is not None else [])
+        return y if self.run(key, build, arrays) else None
+
+    def eltwise_forward_bf16(self, x, kind, alpha=0.0, beta=0.0):
+        """f(x) elementwise in bfloat16 (``kind`` a key of ``layers.ELTWISE``), or
+        None."""
+        if not is_bf16(x) or kind not in ELTWISE:
+            return None
+        x = _dense(x)
+        n = x.size
+        key = ('eltwise_forward_bf16', n, kind, float(alpha), float(beta))
+
+        def build():
+            md = desc(self.lib, (n,))
+            try:
+                pd = _VP()
+                check(self.lib.dnnl_eltwise_forward_primitive_desc_create(
+                    ctypes.byref(pd), self.engine, _lib.FORWARD_INFERENCE, ELTWISE[kind], md,
+                    md, alpha, beta, None), 'dnnl_eltwise_forward_primitive_desc_create')
+                return Primitive(self, pd, [(_lib.ARG_SRC, md, False),
+                                            (_lib.ARG_DST, md, True)])
+            finally:
+                self._destroy([md])
+
+        y = np.empty_like(x)            # (in x's memory order)
+        return y if n and self.run(key, build, [x, y]) else None
+
+    def softmax_forward_bf16(self, x, axis, log=False):
+        """softmax (log-softmax) of bfloat16 ``x`` along ``axis`` (non-negative), or
+        None."""
+        if not is_bf16(x) or not 0 <= axis < x.ndim or x.size == 0:
+            return None
+        x = _plain(x)
+        alg = _lib.SOFTMAX_LOG if log else _lib.SOFTMAX_ACCURATE
+        key = ('softmax_forward_bf16', x.shape, axis, alg)
+
+        def build():
+            md = desc(self.lib, x.shape)
+            try:
+                pd = _VP()
+                check(self.lib.dnnl_softmax_forward_primitive_desc_create(
+                    ctypes.byref(pd), self.engine, _lib.FORWARD_INFERENCE, alg, md, md, axis,
+                    None), 'dnnl_softmax_forward_primitive_desc_create')
+                return Primitive(self, pd, [(_lib.ARG_SRC, md, False),
+                                            (_lib.ARG_DST, md, True)])
+            finally:
+                self._destroy([md])
+
+        y = np.empty(x.shape, x.dtype)
+        return y if self.run(key, build, [x, y]) else None
+
+    def pool_forward_bf16(self, x, kind, kernel, stride, pad_l, pad_r, yshape):
+        """Inference pooling of bfloat16 ``x`` (N, C, *S) into ``yshape`` (``kind`` as
+        the float32 ``pool_forward`` takes it), or None."""
+        if not is_bf16(x) or kind not in POOL:
+            return None
+        x = _plain(x)
+        yshape = tuple(int(s) for s in yshape)
+        key = ('pool_forward_bf16', x.shape, yshape, kind, tuple(kernel), tuple(stride),
+               tuple(pad_l), tuple(pad_r))
+
+        def build():
+            # (pooling takes its source's layout as given: the plain one)
+            mds = [desc(self.lib, x.shape), desc(self.lib, yshape)]
+            try:
+                pd = self._pool_fwd_pd(_lib.FORWARD_INFERENCE, POOL[kind], mds[0], mds[1],
+                                       self._pool_geom(kernel, stride, pad_l, pad_r))
+                return Primitive(self, pd, [(_lib.ARG_SRC, mds[0], False),
+                                            (_lib.ARG_DST, mds[1], True)])
+            finally:
+                self._destroy(mds)
+
+        y = np.empty(yshape, x.dtype)
+        return y if self.run(key, build, [x, y]) else None
+
+    def add_bf16(self, a, b, relu=False):
+        """a + b (relu'd when ``relu``) of bfloat16 arrays of one shape, in bfloat16 (a
+        residual sum after a bfloat16 convolution), or None."""
+        if not (is_bf16(a) and is_bf16(b)) or a.shape != b.shape or not a.size:
+            return None
+        a, b = _dense(a), _dense(b)
+        if a.strides != b.strides:
+            a, b = _plain(a), _plain(b)
+        n = a.size
+        key = ('add_bf16', n, bool(relu))
+
+        def build():
+            md = desc(self.lib, (n,))
+            attr = None
+            try:
+                attr = self._post_ops_attr([('eltwise', 'relu', 0.0)]) if relu else None
+                pd = _VP()
+                check(self.lib.dnnl_binary_primitive_desc_create(
+                    ctypes.byref(pd), self.engine, _lib.BINARY_ADD, md, md, md, attr),
+                    'dnnl_binary_primitive_desc_create')
+                return Primitive(self, pd, [(_lib.ARG_SRC, md, False),
+                                            (_lib.ARG_SRC_1, md, False),
+                                            (_lib.ARG_DST, md, True)])
+            finally:
+                if attr:
+                    self.lib.dnnl_primitive_attr_destroy(attr)
+                self._destroy([md])
+
+        y = np.empty_like(a)            # (in a's memory order)
+        return y if self.run(key, build, [a, b, y]) else None

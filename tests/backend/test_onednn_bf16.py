@@ -1,0 +1,159 @@
+"""oneDNN's bfloat16 kernels (symgraph/backend/onednn/bf16.py) and the operators' bfloat16
+variants that reach them (ops/_bf16.py, through the ``instead`` rule for bfloat16 inputs):
+values against float32 within bfloat16 rounding, layouts, the kernels oneDNN picks, and
+the fallback (float32 and round) where a kernel declines."""
+import numpy as np
+import pytest
+
+ml_dtypes = pytest.importorskip('ml_dtypes')
+
+import symgraph as mx  # noqa: E402
+from symgraph import opdef  # noqa: E402
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+pytestmark = pytest.mark.skipif(opdef.cpu_backend() is None, reason='oneDNN is not loaded')
+
+
+@pytest.fixture
+def be():
+    """The backend as loaded for this test (conftest.py loads it afresh for each)."""
+    return opdef.cpu_backend()
+
+
+def bf(a):
+    return np.asarray(a, np.float32).astype(BF16)
+
+
+def f32(a):
+    return np.asarray(a).astype(np.float32)
+
+
+def close(got, want, steps=2):
+    """``got`` (bfloat16) within ``steps`` bfloat16 rounding steps of float32's ``want``
+    (relative to the largest value: accumulations round once at the end)."""
+    assert got.dtype == BF16
+    tol = steps * 2 ** -8 * max(1e-6, float(np.abs(want).max()))
+    np.testing.assert_allclose(f32(got), want, rtol=0, atol=tol)
+
+
+def conv_ref(be, x, w, b, stride, pad):
+    return be.conv_forward(x, w, b, stride, pad, (1, 1), 1,
+                           (x.shape[0], w.shape[0]) + tuple(
+                               (s + 2 * p - k) // t + 1 for s, k, t, p in
+                               zip(x.shape[2:], w.shape[2:], stride, pad)), is_train=False)
+
+
+@pytest.mark.parametrize('c,stride,pad', [(3, (1, 1), (1, 1)), (16, (2, 2), (1, 1)),
+                                          (16, (1, 1), (0, 0))])
+def test_convolution_matches_float32(be, c, stride, pad):
+    rng = np.random.RandomState(c)
+    x = bf(rng.normal(size=(2, c, 9, 11)))
+    w = bf(rng.normal(0, 0.3, size=(8, c, 3, 3)))
+    b = rng.normal(size=8).astype(np.float32)
+    want = conv_ref(be, f32(x), f32(w), b, stride, pad)
+    got = be.conv_forward_bf16(x, w, b, stride, pad, (1, 1), 1, want.shape)
+    close(got, want)
+    # the relu post-op, and data lying channels last in and out
+    xl = np.moveaxis(np.ascontiguousarray(np.moveaxis(x, 1, -1)), -1, 1)
+    got = be.conv_forward_bf16(xl, w, b, stride, pad, (1, 1), 1, want.shape,
+                               post_ops=(('eltwise', 'relu', 0.0),),
+                               out_layout='channels_last')
+    assert not got.flags.c_contiguous and np.moveaxis(got, 1, -1).flags.c_contiguous
+    close(got, np.maximum(want, 0))
+
+
+def test_the_kernels_are_onednns_bf16_ones(be):
+    from symgraph.backend.onednn import _lib
+    x, w = bf(np.ones((1, 16, 8, 8))), bf(np.ones((16, 16, 3, 3)))
+    assert be.conv_forward_bf16(x, w, None, (1, 1), (1, 1), (1, 1), 1, (1, 16, 8, 8)) \
+        is not None
+    names = {k[0]: _lib.impl_name(be.lib, p.pd) for k, p in be._thread().cache.items()
+             if p and k[0].endswith('bf16')}
+    assert 'ref' not in names['conv_forward_bf16']
+    # (this project's machines have AVX-512 BF16; elsewhere oneDNN emulates it)
+    print(names)
+
+
+def test_inner_product_eltwise_softmax_pooling_add(be):
+    rng = np.random.RandomState(3)
+    x, w = bf(rng.normal(size=(5, 40))), bf(rng.normal(size=(7, 40)))
+    b = bf(rng.normal(size=7))
+    close(be.fc_forward_bf16(x, w, b), f32(x) @ f32(w).T + f32(b))
+    close(be.fc_forward_bf16(x, w, None), f32(x) @ f32(w).T)
+    assert be.fc_forward_bf16(f32(x), w, None) is None          # float32 data: declined
+    for kind, fn in (('relu', lambda v: np.maximum(v, 0)), ('tanh', np.tanh),
+                     ('sigmoid', lambda v: 1 / (1 + np.exp(-v)))):
+        close(be.eltwise_forward_bf16(x, kind), fn(f32(x)), 1)
+    e = np.exp(f32(x) - f32(x).max(1, keepdims=True))
+    close(be.softmax_forward_bf16(x, 1), e / e.sum(1, keepdims=True), 1)
+    close(be.softmax_forward_bf16(x, 1, log=True),
+          np.log(e / e.sum(1, keepdims=True)), 2)
+    img = bf(rng.normal(size=(2, 3, 6, 6)))
+    close(be.pool_forward_bf16(img, 'max', (2, 2), (2, 2), (0, 0), (0, 0), (2, 3, 3, 3)),
+          f32(img).reshape(2, 3, 3, 2, 3, 2).max(axis=(3, 5)), 0)
+    close(be.pool_forward_bf16(img, 'avg_include', (2, 2), (2, 2), (0, 0), (0, 0),
+                               (2, 3, 3, 3)),
+          f32(img).reshape(2, 3, 3, 2, 3, 2).mean(axis=(3, 5)), 1)
+    close(be.add_bf16(img, img[::-1].copy(), relu=True),
+          np.maximum(f32(img) + f32(img[::-1]), 0), 1)
+
+
+def test_operators_take_the_bf16_variants_and_match_float32(be):
+    rng = np.random.RandomState(4)
+    x = bf(rng.normal(size=(2, 3, 8, 8)))
+    w = bf(rng.normal(0, 0.3, size=(4, 3, 3, 3)))
+    fw = bf(rng.normal(0, 0.2, size=(5, 4 * 4 * 4)))
+    outs = {}
+    for dt in (np.float32, BF16):
+        h = mx.nd.Convolution(mx.nd.array(x, dtype=dt), mx.nd.array(w, dtype=dt),
+                              kernel=(3, 3), pad=(1, 1), num_filter=4, no_bias=True)
+        h = mx.nd.Activation(h, act_type='relu')
+        h = mx.nd.Pooling(h, kernel=(2, 2), stride=(2, 2), pool_type='max')
+        h = mx.nd.FullyConnected(h, mx.nd.array(fw, dtype=dt), num_hidden=5, no_bias=True)
+        outs[np.dtype(dt).name] = mx.nd.softmax(h).asnumpy()
+    close(outs['bfloat16'], outs['float32'], 4)
+    # the variants ran (oneDNN counted their calls)
+    # (pooling this small stays with the float32 code: the backend's routing)
+    assert {'conv_forward_bf16', 'eltwise_forward_bf16', 'fc_forward_bf16',
+            'softmax_forward_bf16'} <= set(be.calls)
+
+
+def test_a_declined_case_computes_in_float32_and_rounds():
+    """Lp pooling has no oneDNN kernel: the bf16 variant computes it in float32."""
+    x = bf(np.random.RandomState(5).uniform(0, 1, (1, 2, 4, 4)))
+    got = mx.nd.Pooling(mx.nd.array(x, dtype=BF16), kernel=(2, 2), stride=(2, 2),
+                        pool_type='lp', p_value=2).asnumpy()
+    want = np.sqrt((f32(x) ** 2).reshape(1, 2, 2, 2, 2, 2).sum(axis=(3, 5)))
+    np.testing.assert_array_equal(f32(got), f32(bf(want)))
+
+
+def test_bf16_inference_graph_through_the_passes_matches_float32(be):
+    """A converted ResNet block in an inference executor: the passes fold BatchNorm into the
+    bf16 convolution and run the residual sum + relu through the bf16 add."""
+    from symgraph.contrib import amp
+    d = mx.sym.var('data')
+    h = mx.sym.Convolution(d, num_filter=8, kernel=(3, 3), pad=(1, 1), no_bias=True, name='c1')
+    h = mx.sym.Activation(mx.sym.BatchNorm(h, fix_gamma=False, name='bn1'), act_type='relu')
+    s = mx.sym.Convolution(h, num_filter=8, kernel=(3, 3), pad=(1, 1), no_bias=True, name='c2')
+    s = mx.sym.BatchNorm(s, fix_gamma=False, name='bn2')
+    out = mx.sym.Activation(s + h, act_type='relu')
+    out = mx.sym.FullyConnected(mx.sym.Flatten(out), num_hidden=4, name='fc')
+    rng = np.random.RandomState(6)
+    arg_shapes, _, aux_shapes = out.infer_shape(data=(2, 8, 6, 6))
+    arg = {n: mx.nd.array(rng.normal(0, 0.3, s)) for n, s in
+           zip(out.list_arguments(), arg_shapes) if n != 'data'}
+    aux = {n: mx.nd.array(rng.uniform(0.5, 1.5, s)) for n, s in
+           zip(out.list_auxiliary_states(), aux_shapes)}
+    x = mx.nd.array(rng.normal(size=(2, 8, 6, 6)))
+    res = {}
+    calls = dict(be.calls)
+    for target in ('float32', 'bfloat16'):
+        sym, a, b = (out, arg, aux) if target == 'float32' else amp.convert_model(
+            out, arg, aux, target_dtype='bfloat16', cast_optional_params=True)
+        exe = sym.bind(mx.cpu(), dict(a, data=x), aux_states=b, grad_req='null')
+        res[target] = exe.forward(is_train=False)[0].asnumpy()
+    assert be.calls.get('conv_forward_bf16', 0) > calls.get('conv_forward_bf16', 0)
+    assert be.calls.get('add_bf16', 0) > calls.get('add_bf16', 0)
+    ref = res['float32']
+    np.testing.assert_allclose(res['bfloat16'], ref, rtol=0,
+                               atol=0.05 * np.abs(ref).max())

@@ -110,17 +110,16 @@ class GraphDiff:
 
     def status(self, node):
         """'added', 'removed', 'changed', 'renamed' or 'same' for a node of either graph."""
-        if any(node is n for n in self.added):
-            return 'added'
-        if any(node is n for n in self.removed):
-            return 'removed'
-        for c in self.changed:
-            if node is c.a or node is c.b:
-                return 'changed'
-        for c in self.renamed:
-            if node is c.a or node is c.b:
-                return 'renamed'
-        return 'same'
+        if getattr(self, '_status', None) is None:
+            st = {}
+            for c in self.renamed:
+                st[id(c.a)] = st[id(c.b)] = 'renamed'
+            for c in self.changed:
+                st[id(c.a)] = st[id(c.b)] = 'changed'
+            st.update((id(n), 'added') for n in self.added)
+            st.update((id(n), 'removed') for n in self.removed)
+            self._status = st
+        return self._status.get(id(node), 'same')
 
     def text(self, renames=True):
         """The differences as lines of text (``renames``: list the renamed nodes too)."""

@@ -231,6 +231,8 @@ class _Recorder(_Pass):
             where = _where(type(op).infer_shape)
         else:
             rule = '%s.infer_shape' % type(op).__name__
+            if isinstance(getattr(op, 'op_type', None), str):     # a Custom operator's prop
+                rule = '%s(op_type=%r).infer_shape' % (type(op).__name__, op.op_type)
             where = _where(type(op).infer_shape)
         seen = []
         if kind in ('rule', 'copy'):

@@ -126,6 +126,7 @@ def test_conflict_between_two_rules_on_one_entry():
     assert [(r.node, r.entry, r.new) for r in c['earlier']] == [('r', 'r_output', (2,))]
     assert [r.entry for r in c['chain']] == ['a', 'r_output']
     assert 'would be (3,) (it holds (2,))' in str(why)
+    assert c['rule'].rule == "Custom(op_type='explain_wants3').infer_shape"
 
 
 def test_unknown_name_and_unknown_shape():

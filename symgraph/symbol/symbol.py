@@ -45,6 +45,12 @@ class SymbolGraph(NamedTuple):
     outputs: tuple
 
 
+#: the subgraph backends of :meth:`Symbol.get_backend_symbol`: name -> function(symbol,
+#: name) -> Symbol, registered by the package that owns the passes (mx.contrib.quantization
+#: registers MXNet's 'MKLDNN' and 'MKLDNN_QUANTIZE'), so that symbol/ imports none of them
+BACKEND_PASSES = {}
+
+
 class Symbol:
     """A symbolic graph with one or more outputs."""
 
@@ -443,6 +449,18 @@ class Symbol:
                 [t(get(n)) for n in aux_nodes])
 
     # ------------------------------------------------------------------ JSON
+    def get_backend_symbol(self, backend):
+        """This symbol rewritten by a subgraph backend's passes, as MXNet's
+        ``get_backend_symbol`` (``'MKLDNN'``: the oneDNN fusion of convolution, batch norm,
+        sum and activation into ``_sg_mkldnn_conv`` nodes; ``'MKLDNN_QUANTIZE'``: the same
+        for int8 graphs)."""
+        try:
+            rewrite = BACKEND_PASSES[backend]
+        except KeyError:
+            raise UnknownNameError('get_backend_symbol: unknown backend %r; the backends are '
+                                   '%s' % (backend, ', '.join(sorted(BACKEND_PASSES))))
+        return rewrite(self, backend)
+
     def tojson(self, remove_amp_cast=True):
         """The graph in MXNet's JSON format; as MXNet, without the ``amp_cast`` /
         ``amp_multicast`` nodes that feed other nodes unless ``remove_amp_cast=False``."""

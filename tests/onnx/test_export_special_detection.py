@@ -239,3 +239,15 @@ def test_box_iou_and_decode(fmt):
     anchors = _boxes(rng, 5, 0, 1, (0.1, 0.5)).astype(np.float32)[None]
     check(y, {'lhs': boxes.reshape(2, 6, 4), 'rhs': _boxes(rng, 7).astype(np.float32),
               'd': rng.standard_normal((3, 5, 4)).astype(np.float32) * 3, 'anc': anchors})
+
+
+def test_box_nms_float64_and_topk_int32():
+    """float64 rows (the suppression runs in float32: coordinates on a coarse grid keep
+    every IoU exact) and int32 data sorted by TopK."""
+    rng = np.random.RandomState(11)
+    x, k = mx.sym.var('x'), mx.sym.var('k')
+    data = _nms_data(rng, 2, 25).astype(np.float64)
+    data[..., 2:] = np.round(data[..., 2:] * 4) / 4
+    y = mx.sym.Group([mx.sym.contrib.box_nms(x, id_index=0, overlap_thresh=0.25),
+                      mx.sym.topk(k, k=3, ret_typ='both', dtype='int64')])
+    check(y, {'x': data, 'k': rng.randint(-5, 5, (4, 6)).astype(np.int32)}, exact=True)

@@ -65,3 +65,37 @@ def test_quantized_json_round_trips():
             [len(n.get('subgraphs', ())) for n in theirs['nodes']]
         assert sym.list_auxiliary_states() == [n for n in sym.list_inputs()
                                                if n.endswith(('moving_mean', 'moving_var'))]
+
+
+def _structure(js):
+    doc = json.loads(js)
+    return [(n['op'], n['name'], n.get('attrs'), [i[:2] for i in n['inputs']],
+             [[(m['op'], m['name'], m.get('attrs'), [i[:2] for i in m['inputs']])
+               for m in g['nodes']] for g in n.get('subgraphs', [])])
+            for n in doc['nodes']]
+
+
+def test_backend_symbol_fuses_as_mxnet():
+    """get_backend_symbol('MKLDNN'): MXNet's fused graph node for node (names, attributes,
+    subgraphs with their cut Variables)."""
+    sym = mx.sym.load_json(DOC['fp32'])
+    assert _structure(sym.get_backend_symbol('MKLDNN').tojson()) == _structure(DOC['fused'])
+    with pytest.raises(KeyError, match='backend'):
+        sym.get_backend_symbol('TensorRT')
+
+
+@pytest.mark.parametrize('mode', ['naive', 'entropy'])
+def test_quantize_model_mkldnn_writes_mxnets_model(mode):
+    """quantize_model_mkldnn on MXNet's parameters and calibration batches: MXNet's
+    quantized graph (thresholds to its six decimals included), its parameter names, and
+    its outputs bit for bit."""
+    sym = mx.sym.load_json(DOC['fp32'])
+    calib = NPZ['calib'].reshape((-1,) + TEST.shape[1:])
+    it = mx.io.NDArrayIter(calib, batch_size=TEST.shape[0])
+    qsym, qargs, qauxs = mx.contrib.quant.quantize_model_mkldnn(
+        sym, _params('arg:'), _params('aux:'), label_names=None, calib_mode=mode,
+        calib_data=it, num_calib_examples=16, quantized_dtype='auto')
+    assert _structure(qsym.tojson()) == _structure(DOC[mode])
+    assert sorted(qargs) == sorted(_params(mode + ':arg:'))
+    out = _run(qsym.tojson(), qargs, qauxs)
+    np.testing.assert_array_equal(out, NPZ['out:' + mode])

@@ -15,17 +15,21 @@ import tempfile
 import warnings
 
 from ... import ndarray
-from ...base import NotSupportedError
 from ...context import Context, cpu
 from ...io import DataBatch, DataDesc, DataIter
 from ... import symbol as _symbol
 from ._graph import QUANTIZE_RULES, quantize_symbol, set_calib_table
+from ._mkldnn import BACKENDS, backend_symbol
+from ...symbol import symbol as _symbol_module
 from ._calib import (LayerHistogramCollector, LayerOutputMinMaxCollector, collect_statistics,
                      combine_histogram, get_optimal_threshold, get_optimal_thresholds,
                      smooth_distribution)
 
 __all__ = ['quantize_model', 'quantize_model_mkldnn', 'quantize_graph', 'calib_graph',
            'quantize_net', 'quantize_net_v2', 'combine_histogram', 'QUANTIZE_RULES']
+
+for _name in BACKENDS:
+    _symbol_module.BACKEND_PASSES[_name] = backend_symbol
 
 # MXNet's private names, which its tests call
 _LayerHistogramCollector = LayerHistogramCollector
@@ -38,18 +42,12 @@ _get_optimal_thresholds = get_optimal_thresholds
 def _backend_symbol(sym, backend):
     """``sym.get_backend_symbol(backend)``: the oneDNN fusion MXNet runs around its int8
     pass."""
-    if not hasattr(sym, 'get_backend_symbol'):
-        raise NotSupportedError('Symbol.get_backend_symbol(%r) (the oneDNN graph fusion) is '
-                                'not available in symgraph yet; use quantize_model' % backend)
     return sym.get_backend_symbol(backend)
 
 
 def _maybe_fused(sym):
-    """The oneDNN-fused graph where symgraph has the fusion, else ``sym`` itself (the
-    quantized SymbolBlock then runs unfused quantized layers)."""
-    if hasattr(sym, 'get_backend_symbol'):
-        return sym.get_backend_symbol('MKLDNN_QUANTIZE')
-    return sym
+    """The oneDNN-fused graph (MXNet fuses on the CPU)."""
+    return sym.get_backend_symbol('MKLDNN_QUANTIZE')
 
 
 def _quantize_params(qsym, params, th_dict):

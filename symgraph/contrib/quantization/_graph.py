@@ -29,18 +29,24 @@ class Rule:
     it (None: the node stays float); ``kind``: MUST (FQuantizable kMust) or SUPPORT;
     ``requantize``: an int32 result gets a requantize node; ``float_inputs``: indices of
     inputs passed on as they are (FAvoidQuantizeInput); ``calib_output``: the quantized
-    node itself takes a calibrated output range (FNeedCalibrateOutput); ``n_aux``: the
-    last float inputs are the quantized operator's auxiliary states, which symgraph puts
-    after the ranges (its JSON writes MXNet's order: ``Operator.mxnet_input_order``).
+    node itself takes a calibrated output range (FNeedCalibrateOutput); ``extra_attrs``:
+    attributes the quantized node adds (``quantized``). Inputs are in MXNet's order
+    (``Operator.mxnet_input_order``; a function ``float_inputs(node)`` may give them).
     """
 
     def __init__(self, qop, kind=SUPPORT, requantize=False, float_inputs=(),
-                 calib_output=False, n_aux=0):
-        self.qop, self.kind, self.requantize, self.n_aux = qop, kind, requantize, n_aux
+                 calib_output=False, extra_attrs=None):
+        self.qop, self.kind, self.requantize = qop, kind, requantize
         self.float_inputs, self.calib_output = float_inputs, calib_output
+        self.extra_attrs = extra_attrs or {}
 
     def quantized_op(self, attrs):
         return self.qop(attrs) if callable(self.qop) else self.qop
+
+    def float_input_set(self, node):
+        """Indices (MXNet's input order) of the inputs passed on as they are."""
+        f = self.float_inputs
+        return set(f(node) if callable(f) else f)
 
 
 def _if_attr(key, test, qop, default=None):
@@ -63,7 +69,7 @@ QUANTIZE_RULES = {
     'elemwise_add': Rule('_contrib_quantized_elemwise_add', requantize=True),
     'elemwise_mul': Rule('_contrib_quantized_elemwise_mul', requantize=True),
     'BatchNorm': Rule('_contrib_quantized_batch_norm', float_inputs=(1, 2, 3, 4),
-                      calib_output=True, n_aux=2),
+                      calib_output=True),
     'Embedding': Rule('_contrib_quantized_embedding', float_inputs=(0,)),
 }
 
@@ -90,6 +96,39 @@ def make_node(op_name, name, attrs, inputs, subgraphs=()):
     if subgraphs:
         op = op.with_subgraphs(subgraphs)
     return Node(op, name, attrs, inputs)
+
+
+def _sg_conv_float_inputs(node):
+    """MXNet's SgMKLDNNAvoidConvQuantizeInput: all but the data and the sum operand."""
+    op = node.op
+    n = 1 + (0 if op.layers['conv'].no_bias else 1) + (4 if op.with_bn else 0)
+    return range(1, n + 1)
+
+
+QUANTIZE_RULES['_sg_mkldnn_conv'] = Rule('_sg_mkldnn_conv', MUST, requantize=True,
+                                         float_inputs=_sg_conv_float_inputs,
+                                         extra_attrs={'quantized': 'true'})
+QUANTIZE_RULES['_sg_mkldnn_fully_connected'] = Rule('_sg_mkldnn_fully_connected', MUST,
+                                                    requantize=True,
+                                                    extra_attrs={'quantized': 'True'})
+
+
+def mx_inputs(node):
+    """``node``'s inputs in MXNet's order."""
+    order = node.op.mxnet_input_order() if node.op is not None else None
+    return list(node.inputs) if order is None else [node.inputs[p] for p in order]
+
+
+def make_mx_node(op_name, name, attrs, inputs, subgraphs=()):
+    """:func:`make_node` with ``inputs`` in MXNet's order."""
+    node = make_node(op_name, name, attrs, inputs, subgraphs)
+    order = node.op.mxnet_input_order()
+    if order is None:
+        return node
+    ours = [None] * len(inputs)
+    for k, p in enumerate(order):
+        ours[p] = inputs[k]
+    return Node(node.op, name, attrs, ours)
 
 
 def _op_name(node):
@@ -187,9 +226,11 @@ class _Pass:
                 rule, qop = self.quantized[id(node)]
                 qname = 'quantized_' + node.name
                 data_in, range_in = [], []
-                for i, (src, idx) in enumerate(node.inputs):
+                floats = rule.float_input_set(node)
+                node_inputs = mx_inputs(node)
+                for i, (src, idx) in enumerate(node_inputs):
                     m = mirror[id(src)]
-                    if i in rule.float_inputs:
+                    if i in floats:
                         data_in.append((m, idx))
                     elif id(src) not in self.quantized:
                         key = (id(src), idx)
@@ -203,8 +244,8 @@ class _Pass:
                         data_in.append((m.inputs[0][0], idx))
                     else:
                         data_in.append((m, idx))
-                for i, (src, idx) in enumerate(node.inputs):
-                    if i in rule.float_inputs:
+                for i, (src, idx) in enumerate(node_inputs):
+                    if i in floats:
                         continue
                     m = mirror[id(src)]
                     if _op_name(m) == '_contrib_dequantize':
@@ -217,10 +258,9 @@ class _Pass:
                     if (id(src), idx) in quantize_of:
                         m = quantize_of[(id(src), idx)]
                     range_in += [(m, lo), (m, hi)]
-                # symgraph keeps auxiliary states last
-                n_aux = rule.n_aux
-                ins = data_in[:len(data_in) - n_aux] + range_in + data_in[len(data_in) - n_aux:]
-                new = make_node(qop, qname, dict(node.attrs), ins, node.op.subgraphs)
+                attrs = dict(node.attrs)
+                attrs.update(rule.extra_attrs)
+                new = make_mx_node(qop, qname, attrs, data_in + range_in, node.op.subgraphs)
                 if rule.requantize:
                     self.reverse[id(new)] = node
                     new = make_node('_contrib_requantize', 'requantize_' + node.name,

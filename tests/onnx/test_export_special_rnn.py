@@ -154,3 +154,27 @@ def test_gluon_rnn_layer_export(cls, tmp_path):
         inputs[k] = rng.standard_normal((4, 3, 6)).astype(np.float32)
     assert set(inputs) | set(params) == set(sym.list_arguments())
     check(sym, inputs, params)
+
+
+@pytest.mark.parametrize('name', ['lstm', 'bilstm', 'gru', 'rnn_states'])
+def test_mxnet_exported_gluon_rnn_files(name):
+    """Gluon recurrent layers as MXNet 1.9.1 exported them (tests/golden/data/rnn_export):
+    ONNX Runtime's outputs against MXNet's own."""
+    import os
+    base = os.path.join(os.path.dirname(__file__), '..', 'golden', 'data', 'rnn_export')
+    sym = mx.sym.load(os.path.join(base, name + '-symbol.json'))
+    params = {k.split(':', 1)[1]: v.asnumpy()
+              for k, v in mx.nd.load(os.path.join(base, name + '-0000.params')).items()}
+    expected = np.load(os.path.join(base, 'expected.npz'))
+    inputs = {'data0': expected[name + '|data']}
+    if name + '|state' in expected:
+        inputs['data1'] = expected[name + '|state']
+    else:       # begin states not given: zeros, as the Gluon layer makes them
+        arg_shapes, _, _ = sym.infer_shape(data0=inputs['data0'].shape)
+        for k, s in zip(sym.list_arguments(), arg_shapes):
+            if k not in params and k != 'data0':
+                inputs[k] = np.zeros(s, np.float32)
+    _, got = check(sym, inputs, params)
+    for j, o in enumerate(got):
+        np.testing.assert_allclose(o, expected['%s|out|%d' % (name, j)], rtol=1e-4,
+                                   atol=1e-5)

@@ -59,8 +59,8 @@ def _empty_flipped(g, boxes, center):
     """Boxes (..., 4) for NonMaxSuppression in which a box of negative width or height
     has no area (MXNet's arithmetic) instead of being flipped (ONNX Runtime's)."""
     a, b, c, d = (_col(g, boxes, k) for k in range(4))
-    zero = scalar(g, 0, np.float32)
     if center:
+        zero = scalar(g, 0, np.float32)
         bad = g.add('Or', [_binary(g, 'Less', c, zero), _binary(g, 'Less', d, zero)])[0]
         fixed = _stack_last(g, [a, b, fill_like(g, c, 0, np.float32),
                                 fill_like(g, d, 0, np.float32)])

@@ -396,11 +396,20 @@ def _erfinv(g, node):
     g.add('Identity', [y], g.outputs(node)[:1])
 
 
-def _index_rows_last(g, node, i):
-    """MXNet's (M, ...) index array as ONNX's (..., M) int64 one."""
+def _index_rows_last(g, node, i, wrap=False):
+    """MXNet's (M, ...) index array as ONNX's (..., M) int64 one; with ``wrap`` (gather_nd)
+    negative float indices count from the end before they are truncated, as the
+    operator does (-1.5 on an axis of 4 is 2)."""
     idx = g.inputs(node)[i]
-    nd = len(g.in_shape(node, i))
-    if g.in_dtype(node, i) != np.int64:
+    shape = g.in_shape(node, i)
+    nd = len(shape)
+    dt = g.in_dtype(node, i)
+    if wrap and dt.kind == 'f':
+        m = shape[0]
+        n = g.const(np.array(g.in_shape(node, 0)[:m], dt).reshape((m,) + (1,) * (nd - 1)))
+        neg = g.add('Less', [idx, scalar(g, 0, dt)])[0]
+        idx = g.add('Where', [neg, g.add('Add', [idx, n])[0], idx])[0]
+    if dt != np.int64:
         idx = cast(g, idx, np.int64)
     if nd > 1:
         idx = g.add('Transpose', [idx], perm=list(range(1, nd)) + [0])[0]
@@ -410,7 +419,7 @@ def _index_rows_last(g, node, i):
 @converter('gather_nd')
 def _gather_nd(g, node):
     data = g.inputs(node)[0]
-    g.add('GatherND', [data, _index_rows_last(g, node, 1)], g.outputs(node)[:1])
+    g.add('GatherND', [data, _index_rows_last(g, node, 1, wrap=True)], g.outputs(node)[:1])
 
 
 @converter('scatter_nd')

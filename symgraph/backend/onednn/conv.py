@@ -18,6 +18,7 @@ from ._core import BackendCore, Primitive, act_desc, act_dest, activation, any_d
     as_f32, dest, dest_layout, strided_desc
 from ._lib import check
 from .bf16 import Bf16Mixin
+from .int8 import Int8Mixin
 from .layers import ELTWISE, LayerMixin
 from .norm import NormMixin
 from .routing import RoutingMixin
@@ -37,7 +38,7 @@ def _weight_shape(wshape, groups):
     return (groups, f // groups) + tuple(wshape[1:])
 
 
-class Backend(BackendCore, NormMixin, LayerMixin, RoutingMixin, Bf16Mixin):
+class Backend(BackendCore, NormMixin, LayerMixin, RoutingMixin, Bf16Mixin, Int8Mixin):
     """oneDNN's CPU backend: what ``symgraph.opdef.cpu_backend()`` returns.
 
     Every method takes and returns plain C-order NumPy float32 arrays; it returns None when

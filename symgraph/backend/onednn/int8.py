@@ -1,0 +1,114 @@
+"""int8 kernels of the oneDNN backend: the exact int32 convolution and inner product of
+uint8/int8 data with int8 weights (``dnnl_u8``/``dnnl_s8`` in, ``dnnl_s32`` out), which
+oneDNN runs with AVX-512 VNNI (``vpdpbusd``) where the CPU has it.
+
+The kernels return the integer sums only: the quantized operators (ops/quantized_nn.py,
+ops/subgraph_mkldnn.py) apply MXNet's scales, bias and post-ops to them in NumPy, so that
+the result is the same bits with or without this backend. Mixed into ``conv.Backend``;
+operators reach it through ``opdef.cpu_kernel('int8_conv')`` / ``('int8_matmul')``.
+"""
+import ctypes
+
+import numpy as np
+
+from . import _lib
+from ._core import Primitive
+from ._lib import check
+from .bf16 import desc
+
+__all__ = ['Int8Mixin', 'S8', 'U8', 'S32']
+
+#: oneDNN's dnnl_data_type_t codes
+S32, S8, U8 = 4, 5, 6
+_CODE = {np.dtype(np.int8): S8, np.dtype(np.uint8): U8, np.dtype(np.int32): S32}
+_VP = ctypes.c_void_p
+
+
+def _plain(a):
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+
+
+class Int8Mixin:
+    """The int8 kernels (see the module docstring)."""
+
+    #: smallest multiply-adds (output elements x reduction length) sent to oneDNN; below,
+    #: NumPy's exact float64 product is as quick
+    INT8_MIN_MACS = 1 << 14
+
+    def int8_conv(self, x, w, bias, stride, pad, dilate, groups):
+        """The exact int32 convolution of uint8/int8 ``x`` (N, C, *S) with int8 ``w``
+        (F, C / groups, *K), plus int32 ``bias`` (F,) or None, or None (declined)."""
+        if x.dtype not in (np.int8, np.uint8) or w.dtype != np.int8 or x.ndim not in (4, 5) \
+                or (bias is not None and bias.dtype != np.int32):
+            return None
+        x, w = _plain(x), _plain(w)
+        stride, pad, dilate = (tuple(int(v) for v in t) for t in (stride, pad, dilate))
+        out = tuple((s + 2 * p - d * (k - 1) - 1) // t + 1 for s, k, t, p, d in
+                    zip(x.shape[2:], w.shape[2:], stride, pad, dilate))
+        yshape = (x.shape[0], w.shape[0]) + out
+        if int(np.prod(yshape)) * int(np.prod(w.shape[1:])) < self.INT8_MIN_MACS:
+            return None
+        wshape = tuple(w.shape) if groups == 1 else \
+            (groups, w.shape[0] // groups) + tuple(w.shape[1:])
+        key = ('int8_conv', x.shape, x.dtype.str, w.shape, stride, pad, dilate, groups,
+               bias is not None)
+
+        def build():
+            lib = self.lib
+            mds = []
+            try:
+                mds.append(desc(lib, x.shape, _CODE[x.dtype]))
+                mds.append(desc(lib, wshape, S8))
+                mds.append(desc(lib, yshape, S32))
+                mds.append(desc(lib, x.shape, _CODE[x.dtype], any_layout=True))
+                mds.append(desc(lib, wshape, S8, any_layout=True))
+                mds.append(desc(lib, yshape, S32, any_layout=True))
+                bmd = None
+                if bias is not None:
+                    bmd = desc(lib, bias.shape, S32)
+                    mds.append(bmd)
+                geom = self._geometry(x.shape, yshape, w.shape[2:], stride, pad, dilate)
+                pd = self._fwd_pd(_lib.FORWARD_INFERENCE, mds[3:6], geom, bmd, None)
+                args = [(_lib.ARG_SRC, mds[0], False), (_lib.ARG_WEIGHTS, mds[1], False),
+                        (_lib.ARG_DST, mds[2], True)]
+                if bias is not None:
+                    args.append((_lib.ARG_BIAS, bmd, False))
+                return Primitive(self, pd, args)
+            finally:
+                self._destroy(mds)
+
+        y = np.empty(yshape, np.int32)
+        arrays = [x, w, y] + ([_plain(bias)] if bias is not None else [])
+        return y if self.run(key, build, arrays) else None
+
+    def int8_matmul(self, x, w):
+        """``x @ w.T`` of 2-D uint8/int8 ``x`` (M, K) and int8 ``w`` (N, K), exact in
+        int32, or None (declined)."""
+        if x.dtype not in (np.int8, np.uint8) or w.dtype != np.int8 or x.ndim != 2 \
+                or w.ndim != 2 or x.shape[1] != w.shape[1]:
+            return None
+        m, k = x.shape
+        n = w.shape[0]
+        if m * n * k < self.INT8_MIN_MACS:
+            return None
+        x, w = _plain(x), _plain(w)
+        key = ('int8_matmul', m, k, n, x.dtype.str)
+
+        def build():
+            lib = self.lib
+            # w (n, k) in C order is w.T (k, n) with strides (1, k)
+            mds = [desc(lib, (m, k), _CODE[x.dtype]), desc(lib, (k, n), S8, strides=(1, k)),
+                   desc(lib, (m, n), S32)]
+            try:
+                pd = _VP()
+                check(lib.dnnl_matmul_primitive_desc_create(
+                    ctypes.byref(pd), self.engine, mds[0], mds[1], None, mds[2], None),
+                    'dnnl_matmul_primitive_desc_create')
+                args = [(_lib.ARG_SRC, mds[0], False), (_lib.ARG_WEIGHTS, mds[1], False),
+                        (_lib.ARG_DST, mds[2], True)]
+                return Primitive(self, pd, args)
+            finally:
+                self._destroy(mds)
+
+        y = np.empty((m, n), np.int32)
+        return y if self.run(key, build, [x, w, y]) else None

@@ -178,3 +178,38 @@ def test_mxnet_exported_gluon_rnn_files(name):
     for j, o in enumerate(got):
         np.testing.assert_allclose(o, expected['%s|out|%d' % (name, j)], rtol=1e-4,
                                    atol=1e-5)
+
+
+def _rnn_golden():
+    import json
+    import os
+    base = os.path.join(os.path.dirname(__file__), '..', 'golden', 'data')
+    with open(os.path.join(base, 'rnn_op.json')) as f:
+        cases = json.load(f)['cases']
+    return cases, dict(np.load(os.path.join(base, 'rnn_op.npz')))
+
+
+RNN_CASES, RNN_ARRAYS = _rnn_golden()
+
+
+@pytest.mark.parametrize('name', sorted(RNN_CASES))
+def test_mxnet_rnn_golden_cases(name):
+    """MXNet 1.9.1's RNN outputs (tests/golden/make_rnn.py: every mode, 1-2 layers, both
+    directions, state outputs, sequence lengths) against ONNX Runtime's run of the
+    export; LSTM projection cases are export errors."""
+    case = RNN_CASES[name]
+    attrs = case['attrs']
+    order = ['data', 'parameters', 'state', 'state_cell', 'sequence_length']
+    inputs = {k: RNN_ARRAYS['%s|in|%s' % (name, k)] for k in order
+              if '%s|in|%s' % (name, k) in RNN_ARRAYS}
+    sym = mx.sym.RNN(*[mx.sym.var(k) for k in order if k in inputs], name='rnn', **attrs)
+    params = {'parameters': inputs.pop('parameters')}
+    if 'projection_size' in attrs:
+        from symgraph.onnx import ExportError
+        with pytest.raises(ExportError, match='projection'):
+            export(sym, inputs, params)
+        return
+    _, got = check(sym, inputs, params)
+    for j, o in enumerate(got):
+        np.testing.assert_allclose(o, RNN_ARRAYS['%s|out|%d' % (name, j)], rtol=1e-4,
+                                   atol=1e-5, err_msg='output %d' % j)

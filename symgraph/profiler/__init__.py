@@ -18,8 +18,10 @@ What is recorded (each while its mode is on, ``profile_all`` turning on every mo
   (``_backward_Convolution``), category ``operator``; a custom operator's node by its
   ``op_type`` (``MyOp``, ``_backward_MyOp``), with MXNet's ``MyOp::pure_python`` events
   (category ``Custom Operator``) for its Python code and ``MyOp::<op>`` for the ``mx.nd``
-  calls it makes; the time of the oneDNN primitives each step runs, on a row of their
-  own; the kvstore's all-reduce buckets, on a row of their own.
+  calls it makes; the oneDNN primitives each step runs, on a row of their own, their time
+  inside each step in its event's ``args.onednn_us``; the kvstore's all-reduce buckets,
+  on a row of their own; the batches DataLoader worker processes make, in those
+  processes' own rows (they send their records back with each batch).
 - ``profile_imperative``: every ``mx.nd`` operator call, by the operator's name.
 - ``profile_memory``: the bytes alive in the executor's buffers (its arena and the arrays
   its operators return) at each step, a counter ``Memory: cpu/0`` (``Device Storage``).
@@ -469,7 +471,8 @@ class Marker:
 
 # ------------------------------------------------------------------ oneDNN
 def _onednn_primitive(impl, t0, t1):
-    rec.record(impl, 'oneDNN', t0, t1, row=rec.ONEDNN_ROW)
+    # (the calling thread in args: a dump adds each step's oneDNN time to its event)
+    rec.record(impl, 'oneDNN', t0, t1, {'thread': rec.thread_row()}, row=rec.ONEDNN_ROW)
 
 
 def _time_onednn(on):

@@ -13,6 +13,7 @@ row (thread), one row per thread.
 """
 from __future__ import annotations
 
+import bisect
 import json
 import os
 
@@ -37,6 +38,7 @@ def expand(records, pid, out, agg=None):
     rows, procs = set(), {}
     add = out.append
     stat = agg.add if agg is not None else None
+    onednn = _onednn_spans(records)
     for r in records:
         kind = r[0]
         if kind == 'X':
@@ -52,12 +54,17 @@ def expand(records, pid, out, agg=None):
         elif kind == 'S':
             _, table, stamps, tid = r
             rows.add((pid, tid))
+            spans = onednn.get(tid)
             for (name, cat, args, live), t0, t1 in zip(table, stamps, stamps[1:]):
                 if name is not None:        # (None: memory alone is profiled)
                     ev = {'name': name, 'cat': cat, 'ph': 'X', 'ts': t0 / 1e3,
                           'dur': (t1 - t0) / 1e3, 'pid': pid, 'tid': tid}
                     if args:
                         ev['args'] = args
+                    if spans:
+                        inside = _inside(spans, t0, t1)
+                        if inside:
+                            ev['args'] = dict(args or (), onednn_us=inside / 1e3)
                     add(ev)
                     if stat:
                         stat(cat, name, (t1 - t0) / 1e3)
@@ -88,6 +95,31 @@ def expand(records, pid, out, agg=None):
             for tid, tname in names.items():
                 rec.STATE.threads.setdefault(('remote', other, tid), tname)
     return rows, procs
+
+
+def _onednn_spans(records):
+    """{calling thread: ([starts], [ends])} of the oneDNN primitives in ``records``."""
+    spans = {}
+    for r in records:
+        if r[0] == 'X' and r[5] == rec.ONEDNN_ROW and r[6]:
+            got = spans.setdefault(r[6]['thread'], [])
+            got.append((r[3], r[4]))
+    out = {}
+    for tid, got in spans.items():
+        got.sort()
+        out[tid] = ([a for a, _ in got], [b for _, b in got])
+    return out
+
+
+def _inside(spans, t0, t1):
+    """Nanoseconds of the primitives that ran within [t0, t1]."""
+    starts, ends = spans
+    k = bisect.bisect_left(starts, t0)
+    total = 0
+    while k < len(starts) and starts[k] < t1:
+        total += min(ends[k], t1) - starts[k]
+        k += 1
+    return total
 
 
 class Aggregate:

@@ -454,6 +454,18 @@ def test_onednn_primitives_on_their_row(trace_file):
                    for n in nodes), p
     assert any(n['name'] == 'Convolution' and n['ts'] <= p['ts'] <= n['ts'] + n['dur']
                for n in nodes for p in prims)
+    # each step's event says how much of it the oneDNN primitives took
+    main_tid = {p['args']['thread'] for p in prims}
+    assert len(main_tid) == 1
+    for n in nodes:
+        if 'node' not in n.get('args', {}):
+            continue
+        inner = sum(p['dur'] for p in prims
+                    if n['ts'] <= p['ts'] and p['ts'] + p['dur'] <= n['ts'] + n['dur'])
+        assert n['args'].get('onednn_us', 0) == pytest.approx(inner, abs=1e-2)
+        assert n['args'].get('onednn_us', 0) <= n['dur'] + 1e-3
+    conv = [n for n in nodes if n['name'] == 'Convolution']
+    assert conv and all(n['args']['onednn_us'] > 0 for n in conv)
     # stopped: the backend's runs are untimed again
     from symgraph.backend.onednn import _core
     assert _core.Primitive.execute_at is _core._EXECUTE_AT

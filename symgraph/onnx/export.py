@@ -340,7 +340,13 @@ def _load_inputs(sym, params):
         raise ArgumentTypeError('export_model: sym must be a Symbol or the path of a '
                                 'symbol JSON file, got %s' % type(sym).__name__)
     if isinstance(params, str):
-        params = _nd_load(params)
+        path, params = params, _nd_load(params)
+        if isinstance(params, list):
+            # a graph without parameters is saved as an empty file (nd.load gives [])
+            if params:
+                raise ArgumentTypeError('export_model: %s holds unnamed arrays; a .params '
+                                        'file of named (arg:/aux:) arrays is needed' % path)
+            params = {}
     if isinstance(params, (list, tuple)):
         if len(params) != 2 or not all(isinstance(p, dict) for p in params):
             raise ArgumentTypeError('export_model: params as a list must be '

@@ -48,6 +48,7 @@ import numpy as np
 
 from .. import ndarray as nd
 from .. import recordio
+from . import _decode_procs
 from ..base import ArgumentError, ArgumentTypeError, MissingFileError
 from ..context import cpu
 from .native import MXDataIter, _as_bool, _as_int, _as_shape
@@ -474,6 +475,23 @@ class _Spans(object):
             self._fd = None
 
 
+class _Work(object):
+    """One decoding task: read the records at ``positions`` and write rows ``rows`` of a
+    batch (a thread's or a decoding process's share of it)."""
+
+    def __init__(self, spans, prepare):
+        self._spans, self._prepare = spans, prepare
+
+    def __call__(self, positions, draws, data, label, index, rows):
+        prepare = self._prepare
+        for raw, row, i in zip(self._spans.read(positions), draws, rows):
+            label[i], index[i] = prepare(raw, row, data[i])
+
+
+#: decode in forked processes where possible (:mod:`._decode_procs`); tests switch it
+_PROCESSES = True
+
+
 class _RecordBatches(object):
     """The batch maker behind :class:`ImageRecordIter` (an MXDataIter handle): plans each
     pass's batches of records (positions in ``keys``) and has ``threads`` threads read and
@@ -502,10 +520,20 @@ class _RecordBatches(object):
         self._label_shape = () if label_width == 1 else (label_width,)
         self._dtype = dtype
         self._threads = max(1, threads)
-        self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix='imagerecord')
         self._prefetch = max(1, prefetch)
         self._tmpdir = tmpdir
         self._spans = _Spans(reader, self._keys)
+        self._work = _Work(self._spans, prepare)
+        self._pool = self._procs = None
+        if _PROCESSES and _decode_procs.available() and \
+                len(self._keys) >= _decode_procs.MIN_RECORDS:
+            self._threads = min(self._threads, os.cpu_count() or 1)
+            self._procs = _decode_procs.DecodePool(self._threads, self._work, batch_size,
+                                                   self._data_shape, dtype,
+                                                   self._label_shape, self._prefetch,
+                                                   self._ndraws)
+        else:
+            self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix='imagerecord')
         self._epoch = -1
         self._order = None              # this pass's order of records (positions)
         self._next_order = None         # the next pass's, once a wrap has begun it
@@ -526,7 +554,8 @@ class _RecordBatches(object):
 
     def before_first(self):
         for job in self._pending:
-            for fut in job[0]:
+            # (a decoding process's batch keeps its slot until its tasks end)
+            for fut in job[0] if self._pool is not None else ():
                 fut.cancel()
         self._pending.clear()
         self._epoch += 1
@@ -551,25 +580,22 @@ class _RecordBatches(object):
             plan.append((keys, pad, wrap))
         self._plan = deque(plan)
 
-    def _work(self, positions, draws, data, label, index, rows):
-        for raw, row, i in zip(self._spans.read(positions), draws, rows):
-            label[i], index[i] = self._prepare(raw, row, data[i])
-
     def _schedule(self):
         while self._plan and len(self._pending) < self._prefetch:
             keys, pad, wrap = self._plan.popleft()
             draws = self._draws.random_sample((len(keys), self._ndraws))
+            n, threads = len(keys), min(self._threads, len(keys))
+            # a run of rows per thread: its records lie together in an unshuffled file
+            runs = [(t * n // threads, (t + 1) * n // threads) for t in range(threads)]
+            if self._procs is not None:
+                batch, arrays = self._procs.submit(keys, draws, runs)
+                self._pending.append((batch, pad, wrap, n, arrays))
+                continue
             data = np.empty((self._batch_size,) + self._data_shape, self._dtype)
             label = np.empty((self._batch_size,) + self._label_shape, np.float32)
             index = np.empty(self._batch_size, np.uint64)
-            futures = []
-            n, threads = len(keys), min(self._threads, len(keys))
-            for t in range(threads):
-                # a run of rows per thread: its records lie together in an unshuffled file
-                rows = range(t * n // threads, (t + 1) * n // threads)
-                futures.append(self._pool.submit(self._work, keys[rows.start:rows.stop],
-                                                 draws[rows.start:rows.stop], data, label,
-                                                 index, rows))
+            futures = [self._pool.submit(self._work, keys[a:b], draws[a:b], data, label,
+                                         index, range(a, b)) for a, b in runs]
             self._pending.append((futures, pad, wrap, len(keys), (data, label, index)))
 
     def next(self):
@@ -580,8 +606,11 @@ class _RecordBatches(object):
         if wrap is not None:            # the next pass begins with this batch's tail
             self._next_order, self._carry = wrap, pad
         self._schedule()
-        for fut in futures:
-            fut.result()
+        if self._procs is not None:
+            self._procs.wait(futures)
+        else:
+            for fut in futures:
+                fut.result()
         data, label, index = arrays
         # a short batch without round_batch keeps the previous batch's last rows (MXNet
         # reuses its buffer)
@@ -593,7 +622,10 @@ class _RecordBatches(object):
         return True
 
     def close(self):
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        if getattr(self, '_pool', None) is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+        if getattr(self, '_procs', None) is not None:
+            self._procs.close()
         spans = getattr(self, '_spans', None)
         if spans is not None:
             spans.close()

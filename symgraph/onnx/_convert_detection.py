@@ -335,24 +335,33 @@ def _per_roi_loop(g, node, rois, body_fn, out_shape, dtype):
     return g.add('Loop', [count, true], 1, body=body)[0]
 
 
-def _c_round(g, v):
+def _c_round(g, v, wt):
     """C round (halves away from zero; ONNX Round takes them to even)."""
-    mag = g.add('Floor', [g.add('Add', [g.add('Abs', [v])[0],
-                                        scalar(g, 0.5, np.float32)])[0]])[0]
+    mag = g.add('Floor', [g.add('Add', [g.add('Abs', [v])[0], scalar(g, 0.5, wt)])[0]])[0]
     return g.add('Mul', [g.add('Sign', [v])[0], mag])[0]
 
 
-def _pool_bins(g, lo_coord, hi_coord, scale, pooled, size):
-    """ROIPooling's clipped bin edges along one axis: (start, end) int64 (pooled,)."""
-    f32 = np.float32
-    lo = cast(g, _c_round(g, g.add('Mul', [lo_coord, scale])[0]), np.int64)
-    hi = cast(g, _c_round(g, g.add('Mul', [hi_coord, scale])[0]), np.int64)
+def _rounder(g, dt, wt):
+    """``x -> x`` rounded to the data's dtype ``dt`` when the work dtype ``wt`` is wider
+    (float16 data: ROIPooling's bin arithmetic is float16 arithmetic)."""
+    if dt == wt:
+        return lambda x: x
+    return lambda x: cast(g, cast(g, x, dt), wt)
+
+
+def _pool_bins(g, lo_coord, hi_coord, scale, pooled, size, dt, wt):
+    """ROIPooling's clipped bin edges along one axis: (start, end) int64 (pooled,), the
+    arithmetic in the data's dtype ``dt`` (computed in ``wt``)."""
+    rnd = _rounder(g, dt, wt)
+    lo = cast(g, _c_round(g, rnd(g.add('Mul', [lo_coord, scale])[0]), wt), np.int64)
+    hi = cast(g, _c_round(g, rnd(g.add('Mul', [hi_coord, scale])[0]), wt), np.int64)
     length = g.add('Max', [g.add('Add', [g.add('Sub', [hi, lo])[0], i64(g, 1)])[0],
                            i64(g, 1)])[0]
-    binsz = g.add('Div', [cast(g, length, f32), scalar(g, pooled, f32)])[0]
-    k = g.const(np.arange(pooled, dtype=f32))
-    start = g.add('Floor', [g.add('Mul', [k, binsz])[0]])[0]
-    end = g.add('Ceil', [g.add('Mul', [g.add('Add', [k, scalar(g, 1, f32)])[0], binsz])[0]])[0]
+    binsz = rnd(g.add('Div', [rnd(cast(g, length, wt)), scalar(g, pooled, wt)])[0])
+    k = g.const(np.arange(pooled, dtype=wt))
+    start = g.add('Floor', [rnd(g.add('Mul', [k, binsz])[0])])[0]
+    end = g.add('Ceil', [rnd(g.add('Mul', [g.add('Add', [k, scalar(g, 1, wt)])[0],
+                                           binsz])[0])])[0]
     bounds = []
     for v in (start, end):
         v = g.add('Add', [cast(g, v, np.int64), lo])[0]
@@ -362,18 +371,23 @@ def _pool_bins(g, lo_coord, hi_coord, scale, pooled, size):
 
 def _roi_pool_loop(g, node, data, rois):
     """Max pooling of each ROI as separable masked maxima (columns, then rows) of its
-    image, the bins computed as ROIPooling's: exact, as MaxRoiPool."""
+    image, the bins computed as ROIPooling's: exact, as MaxRoiPool. float16 data is
+    pooled in float32 (maxima are exact) with the bin arithmetic rounded to float16."""
     n, c, h, w = g.in_shape(node, 0)
     ph, pw = g.attr(node, 'pooled_size')
-    scale = scalar(g, _f32(g.attr(node, 'spatial_scale')), np.float32)
-    neg_inf = scalar(g, -np.inf, np.float32)
+    dt = g.in_dtype(node, 0)
+    wt = np.dtype(np.float64 if dt == np.float64 else np.float32)
+    if dt != wt:
+        data, rois = cast(g, data, wt), cast(g, rois, wt)
+    scale = scalar(g, float(dt.type(_f32(g.attr(node, 'spatial_scale')))), wt)
+    neg_inf = scalar(g, -np.inf, wt)
 
     def body(roi):
         b = cast(g, g.add('Gather', [roi, scalar(g, 0, np.int64)], axis=0)[0], np.int64)
         img = g.add('Gather', [data, b], axis=0)[0]                          # (C, H, W)
         coord = [g.add('Gather', [roi, scalar(g, k, np.int64)], axis=0)[0] for k in range(5)]
-        ws, we = _pool_bins(g, coord[1], coord[3], scale, pw, w)
-        hs, he = _pool_bins(g, coord[2], coord[4], scale, ph, h)
+        ws, we = _pool_bins(g, coord[1], coord[3], scale, pw, w, dt, wt)
+        hs, he = _pool_bins(g, coord[2], coord[4], scale, ph, h, dt, wt)
 
         def inside(start, end, size):
             pos = g.const(np.arange(size, dtype=np.int64).reshape(1, size))
@@ -387,8 +401,9 @@ def _roi_pool_loop(g, node, data, rois):
                     [2], keepdims=0)                                     # (C, PH, PW)
         empty = g.add('Or', [unsqueeze(g, g.add('LessOrEqual', [he, hs])[0], [1]),
                              unsqueeze(g, g.add('LessOrEqual', [we, ws])[0], [0])])[0]
-        return g.add('Where', [empty, scalar(g, 0, np.float32), m2])[0]
-    return _per_roi_loop(g, node, rois, body, (c, ph, pw), np.float32)
+        return g.add('Where', [empty, scalar(g, 0, wt), m2])[0]
+    out = _per_roi_loop(g, node, rois, body, (c, ph, pw), wt)
+    return out if dt == wt else cast(g, out, dt)
 
 
 def _align_axis(g, start, size, pooled, grid, limit, dt):
@@ -480,17 +495,15 @@ def _roi_batch(g, node, rois, rows):
 @converter('ROIPooling')
 def _roi_pooling(g, node):
     """ONNX MaxRoiPool (its bins are MXNet's: C rounding of the scaled corners, floor and
-    ceil of the bin edges, empty bins 0); from opset 22 a Loop over the ROIs
-    (:func:`_roi_pool_loop`). The hidden ``maxidx`` output (for the gradient) is not
-    exported."""
+    ceil of the bin edges, empty bins 0); from opset 22, and for data other than float32,
+    a Loop over the ROIs (:func:`_roi_pool_loop`). The hidden ``maxidx`` output (for the
+    gradient) is not exported."""
     data, rois = g.inputs(node)
     dt = g.in_dtype(node, 0)
-    if dt != np.float32:
-        g.error(node, 'ONNX Runtime runs MaxRoiPool on float32 only, got %s' % dt.name)
     b, ok = _roi_batch(g, node, rois, 5)
     rois = g.add('Concat', [unsqueeze(g, cast(g, b, dt), [1]), slice_axis(g, rois, 1, 1, 5)],
                  axis=1)[0]
-    if g.opset <= _NATIVE_ROI_OPSET:
+    if g.opset <= _NATIVE_ROI_OPSET and dt == np.float32:       # (ONNX Runtime: float32)
         out = g.add('MaxRoiPool', [data, rois], pooled_shape=list(g.attr(node, 'pooled_size')),
                     spatial_scale=_f32(g.attr(node, 'spatial_scale')))[0]
     else:

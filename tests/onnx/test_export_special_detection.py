@@ -251,3 +251,16 @@ def test_box_nms_float64_and_topk_int32():
     y = mx.sym.Group([mx.sym.contrib.box_nms(x, id_index=0, overlap_thresh=0.25),
                       mx.sym.topk(k, k=3, ret_typ='both', dtype='int64')])
     check(y, {'x': data, 'k': rng.randint(-5, 5, (4, 6)).astype(np.int32)}, exact=True)
+
+
+@pytest.mark.parametrize('dtype', [np.float16, np.float64])
+@pytest.mark.parametrize('opset', ROI_OPSETS)
+def test_roi_pooling_other_dtypes(dtype, opset):
+    """float16 (MXNet's own export test: its bin arithmetic in float16) and float64 data
+    through the Loop form."""
+    rng = np.random.RandomState(12)
+    data, rois = mx.sym.var('data'), mx.sym.var('rois')
+    y = mx.sym.ROIPooling(data, rois, pooled_size=(3, 2), spatial_scale=0.7)
+    r = _rois(rng, 9, 2, 8, 6, 0.7).astype(dtype)
+    check(y, {'data': np.arange(2 * 3 * 8 * 6).reshape(2, 3, 8, 6).astype(dtype) / 7,
+              'rois': r}, exact=True, opset=opset)

@@ -8,7 +8,8 @@ calls and a symbolic forward/backward with a custom operator (:func:`run`), what
 (``table_fixed``: the title, each category's name, header and dash lines, in order, with
 the rows' names and counts in place of the rows: ``row <name> <count>``), and the JSON
 form's structure (``json``: {"Time"/"Memory": {category: {name: [the keys of its
-item], count}}}, "Unit"), and the names and categories of the trace events (``trace``).
+item] joined by commas, count}}}, "Unit"), and the trace's events as
+``name|category|phase`` strings (``trace``).
 Times differ from run to run and between machines; tests/profiler/test_profiler.py
 compares everything else.
 """
@@ -101,7 +102,8 @@ def structure(table, js):
     d = json.loads(js)
     shape = {}
     for kind in ('Time', 'Memory'):
-        shape[kind] = {cat: {name: [sorted(item), item['Count']] for name, item in rows.items()}
+        shape[kind] = {cat: {name: [','.join(sorted(item)), item['Count']]
+                             for name, item in rows.items()}
                        for cat, rows in d[kind].items()}
     shape['Unit'] = d['Unit']
     return fixed, shape
@@ -117,8 +119,8 @@ def main():
         with open(trace_file) as f:
             trace = json.load(f)
     fixed, shape = structure(table, js)
-    names = sorted({(e.get('name'), e.get('cat'), e.get('ph')) for e in trace['traceEvents']
-                    if e.get('ph') != 'M'}, key=str)
+    names = sorted({'%s|%s|%s' % (e.get('name'), e.get('cat'), e.get('ph'))
+                    for e in trace['traceEvents'] if e.get('ph') != 'M'})
     with open(os.path.join(OUT, 'aggregate.json'), 'w') as f:
         json.dump({'mxnet': mx.__version__, 'table_fixed': fixed, 'json': shape,
                    'trace': names, 'display_time_unit': trace.get('displayTimeUnit')},

@@ -4,8 +4,8 @@ MXNet reports the features its library was compiled with; symgraph reports, unde
 32 feature names and in MXNet's order, what it can use here: ``CUDA``/``CUDA_RTC`` when CuPy
 imports, ``MKLDNN``/``OPENMP`` when the oneDNN backend loaded, the CPU's SSE/AVX flags,
 ``LAPACK``/``BLAS_OPEN`` through NumPy, ``DIST_KVSTORE`` when mpi4py is installed,
-``INT64_TENSOR_SIZE`` (NumPy indexes with 64-bit integers). The rest (cuDNN, NCCL, TensorRT,
-OpenCV, Caffe, the profiler, TVM operators, ...) symgraph does not have.
+``INT64_TENSOR_SIZE`` (NumPy indexes with 64-bit integers), ``PROFILER`` (mx.profiler). The
+rest (cuDNN, NCCL, TensorRT, OpenCV, Caffe, TVM operators, ...) symgraph does not have.
 """
 import collections
 import importlib.util
@@ -60,7 +60,7 @@ def feature_list():
     cuda = _installed('cupy')
     enabled = {'CUDA': cuda, 'CUDA_RTC': cuda, 'OPENMP': onednn, 'MKLDNN': onednn,
                'BLAS_OPEN': True, 'LAPACK': True, 'DIST_KVSTORE': _installed('mpi4py'),
-               'CXX14': False, 'INT64_TENSOR_SIZE': True}
+               'CXX14': False, 'INT64_TENSOR_SIZE': True, 'PROFILER': True}
     enabled.update({name: flag in flags for name, flag in _CPU_FLAGS.items()})
     return [Feature(name, bool(enabled.get(name, False))) for name in FEATURE_NAMES]
 

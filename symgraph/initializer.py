@@ -150,6 +150,14 @@ class Initializer:
     def _init_beta(self, _, arr):
         arr[:] = 0.0
 
+    def _init_quantized_weight(self, _, arr):
+        # MXNet draws one integer in [-127, 127) (its randint without a shape) for the
+        # whole int8 array of a quantized model's weight
+        arr[:] = np.int8(np.random.randint(-127, 127))
+
+    def _init_quantized_bias(self, _, arr):
+        arr[:] = 0
+
     def _init_weight(self, name, arr):
         raise NotImplementedError('%s must override _init_weight' % type(self).__name__)
 
@@ -175,6 +183,8 @@ class Initializer:
 _DISPATCH = (
     (('weight',), '_init_weight'), (('bias',), '_init_bias'), (('gamma',), '_init_gamma'),
     (('beta',), '_init_beta'), (('min',), '_init_zero'), (('max',), '_init_one'),
+    (('weight_quantize',), '_init_quantized_weight'),
+    (('bias_quantize',), '_init_quantized_bias'),
     (('moving_mean', 'running_mean'), '_init_zero'),
     (('moving_var', 'running_var'), '_init_one'),
 )

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import difflib
 import inspect
 import os
@@ -81,6 +82,35 @@ def _as_list(obj):
     """``obj`` if it is a list or tuple, else ``[obj]``."""
     if isinstance(obj, (list, tuple)):
         return obj
+#: MXNet's ctypes names for its C API (``mxnet.base``), for code that imports them: the
+#: types are the same aliases; symgraph has no C library, so a call through ``_LIB``
+#: raises NotSupportedError naming the function
+SymbolHandle = NDArrayHandle = ctypes.c_void_p
+mx_uint = ctypes.c_uint
+
+
+def c_str(string):
+    """A ``char*`` of ``string`` (MXNet's ``c_str``)."""
+    return ctypes.c_char_p(string.encode('utf-8'))
+
+
+class _NoCLibrary:
+    """``mxnet.base._LIB`` where there is no libmxnet: every function raises."""
+
+    def __getattr__(self, name):
+        raise NotSupportedError('symgraph has no C library: MXNet C API function %s is not '
+                                'available' % name)
+
+
+_LIB = _NoCLibrary()
+
+
+def check_call(ret):
+    """MXNet's check of a C API return code: nonzero raises MXNetError."""
+    if ret != 0:
+        raise MXNetError('C API call failed with code %r' % (ret,))
+
+
     return [obj]
 
 

@@ -11,8 +11,9 @@ run by both frameworks):
 * ``resnet50``: the Gluon model zoo's ResNet-50 v1 (224x224), inference at batch 16.
 
 Each is bound once in float32 and once converted by ``amp.convert_model(...,
-target_dtype='bfloat16', cast_optional_params=True)`` (bfloat16 weights; MXNet's bf16 lists: Convolution and FullyConnected in
-bfloat16, what runs either way follows its input); the figure is the best of ``--rounds``
+target_dtype='bfloat16', cast_optional_params=True)`` (bfloat16 weights; MXNet's bf16
+lists: Convolution and FullyConnected in bfloat16, what runs either way follows its
+input); the figure is the best of ``--rounds``
 rounds of ``--repeat`` forward passes (``forward(is_train=False)`` and reading the
 output). MXNet runs in a worker process of the other interpreter with its default
 oneDNN (MKLDNN) subgraph backend; both get ``--threads`` OpenMP threads. The workloads
@@ -181,8 +182,8 @@ def main():
     args = ap.parse_args()
     if args.worker:
         import mxnet
+        import mxnet.contrib.amp  # noqa: F401  (makes mx.contrib.amp)
         mx = mxnet
-        from mxnet.contrib import amp  # noqa: F401  (mx.contrib.amp)
         serve()
         return
     os.environ['OMP_NUM_THREADS'] = str(args.threads)

@@ -32,9 +32,8 @@ def _wide(a):
 class _Bf16Kernel:
     """The variant's compute: ``_bf16_forward`` (a kernel call, or None), else the
     operator's own float32 forward on widened copies, rounded; backward likewise in
-    float32. No state, no buffers offered (its results are new arrays)."""
-
-    writes_into = False
+    float32. No state; arrays offered to write into (``out=``, ``grad_out=``) are left
+    alone (its results are new arrays, which the executor copies in)."""
 
     def bind(self, ctx, in_shapes, in_dtypes):
         return Step(self, ctx)
@@ -42,7 +41,7 @@ class _Bf16Kernel:
     def fast_forward(self, xp, is_train, in_dtypes=None):
         return None
 
-    def forward(self, xp, inputs, aux, is_train):
+    def forward(self, xp, inputs, aux, is_train, out=None, **kw):
         if xp is np:
             y = self._bf16_forward(inputs, is_train)
             if y is not None:

@@ -16,7 +16,7 @@ __all__ = ['SymgraphError', 'MXNetError', 'ShapeError', 'TypeInferenceError',
            'UsageError',
            'NotSupportedError', 'close_names', 'rewrap', 'user_location', 'string_types',
            'numeric_types', 'integer_types', 'mx_real_t', 'py_str', 'NotImplementedForSymbol',
-           'atomic_write', 'bfloat16', 'as_dtype', 'is_bfloat16']
+           'atomic_write', 'bfloat16', 'as_dtype', 'is_bfloat16', 'MX_BFLOAT16', 'mx_type']
 
 # MXNet's type tuples: numpy scalars count as numbers (metrics return them)
 string_types = (str,)
@@ -27,6 +27,9 @@ mx_real_t = _np.float32
 
 
 _BFLOAT16 = []
+#: MXNet's NumPy spelling of bfloat16 (``mxnet.contrib.amp``'s and its tests'): what
+#: ``NDArray.dtype`` and ``Symbol.infer_type`` give for bfloat16, as MXNet's do
+MX_BFLOAT16 = _np.dtype([('bfloat16', _np.uint16)])
 
 
 def bfloat16():
@@ -41,10 +44,14 @@ def bfloat16():
 
 
 def as_dtype(t):
-    """``np.dtype(t)``, knowing the name ``'bfloat16'`` before ml_dtypes is imported."""
+    """``np.dtype(t)``, knowing the name ``'bfloat16'`` before ml_dtypes is imported, and
+    MXNet's own spelling of the type, ``np.dtype([('bfloat16', np.uint16)])``."""
     if isinstance(t, str) and t.strip() == 'bfloat16':
         return bfloat16()
-    return _np.dtype(t)
+    d = _np.dtype(t)
+    if d.names == ('bfloat16',):
+        return bfloat16()
+    return d
 
 
 def is_bfloat16(t):
@@ -56,9 +63,18 @@ def is_bfloat16(t):
         return t.strip() == 'bfloat16'
     if isinstance(t, type):         # a scalar type: ml_dtypes.bfloat16 itself
         return t.__name__ == 'bfloat16' and t.__module__.startswith('ml_dtypes')
+    if isinstance(t, _np.dtype) and t.names == ('bfloat16',):      # MXNet's spelling
+        return True
     if _BFLOAT16:
         return t == _BFLOAT16[0]
     return isinstance(t, _np.dtype) and t.kind == 'V' and t.name == 'bfloat16'
+
+
+def mx_type(t):
+    """What MXNet's API gives for dtype ``t`` (``NDArray.dtype``, ``infer_type``): the
+    NumPy scalar type (``np.float32``), and for bfloat16 :data:`MX_BFLOAT16`."""
+    t = _np.dtype(t)
+    return MX_BFLOAT16 if t.kind == 'V' and is_bfloat16(t) else t.type
 
 
 def py_str(x):
@@ -66,22 +82,6 @@ def py_str(x):
     return x.decode('utf-8') if isinstance(x, (bytes, bytearray)) else x
 
 
-def data_dir_default():
-    """MXNet's default data directory: ``%APPDATA%/mxnet`` on Windows, else ``~/.mxnet``."""
-    if sys.platform.startswith('win'):
-        return os.path.join(os.environ.get('APPDATA', ''), 'mxnet')
-    return os.path.join(os.path.expanduser('~'), '.mxnet')
-
-
-def data_dir():
-    """The data directory (datasets, models): ``$MXNET_HOME``, else :func:`data_dir_default`."""
-    return os.getenv('MXNET_HOME', data_dir_default())
-
-
-def _as_list(obj):
-    """``obj`` if it is a list or tuple, else ``[obj]``."""
-    if isinstance(obj, (list, tuple)):
-        return obj
 #: MXNet's ctypes names for its C API (``mxnet.base``), for code that imports them: the
 #: types are the same aliases; symgraph has no C library, so a call through ``_LIB``
 #: raises NotSupportedError naming the function
@@ -111,6 +111,22 @@ def check_call(ret):
         raise MXNetError('C API call failed with code %r' % (ret,))
 
 
+def data_dir_default():
+    """MXNet's default data directory: ``%APPDATA%/mxnet`` on Windows, else ``~/.mxnet``."""
+    if sys.platform.startswith('win'):
+        return os.path.join(os.environ.get('APPDATA', ''), 'mxnet')
+    return os.path.join(os.path.expanduser('~'), '.mxnet')
+
+
+def data_dir():
+    """The data directory (datasets, models): ``$MXNET_HOME``, else :func:`data_dir_default`."""
+    return os.getenv('MXNET_HOME', data_dir_default())
+
+
+def _as_list(obj):
+    """``obj`` if it is a list or tuple, else ``[obj]``."""
+    if isinstance(obj, (list, tuple)):
+        return obj
     return [obj]
 
 

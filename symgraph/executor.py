@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 
 from .base import (BindError, ArgumentError, ArgumentTypeError, ShapeError, UnknownNameError,
-                   UsageError)
+                   UsageError, as_dtype)
 from .context import Context, current_context
 from .graph.infer import (infer_shapes, infer_types, shape_complete, Wiring,
                           warn_unknown_shapes, warn_unknown_types)
@@ -144,8 +144,8 @@ class Executor:
             return known
 
         def type_known():
-            known = {n: np.dtype(a.dtype) for n, a in zip(arg_nodes, args)}
-            known.update({n: np.dtype(a.dtype) for n, a in zip(aux_nodes, aux)
+            known = {n: as_dtype(a.dtype) for n, a in zip(arg_nodes, args)}
+            known.update({n: as_dtype(a.dtype) for n, a in zip(aux_nodes, aux)
                           if a is not None})
             return known
         # (simple_bind's inference already asked the rules: _answers keeps what they said)
@@ -186,9 +186,9 @@ class Executor:
                 if g.shape != want[0]:
                     raise BindError('bind: gradient array of %r has shape %s but the argument '
                                     'has shape %s' % (n.name, g.shape, want[0]))
-                if np.dtype(g.dtype) != want[1]:    # it would be cast (and truncated)
+                if as_dtype(g.dtype) != want[1]:    # it would be cast (and truncated)
                     raise BindError('bind: gradient array of %r has dtype %s but the argument '
-                                    'has dtype %s' % (n.name, np.dtype(g.dtype), want[1]))
+                                    'has dtype %s' % (n.name, as_dtype(g.dtype), want[1]))
             heads = graph.outputs
             self.outputs = [NDArray(xp.zeros(shapes[(index[id(n)], i)],
                                              dtype=dtypes[(index[id(n)], i)]), self._ctx)

@@ -13,7 +13,8 @@ import warnings
 
 import numpy as np
 
-from .base import MXNetError, ArgumentError, ArgumentTypeError, ShapeError, UnknownNameError
+from .base import MXNetError, ArgumentError, ArgumentTypeError, ShapeError, UnknownNameError, \
+    is_bfloat16
 
 __all__ = ['InitDesc', 'Initializer', 'Zero', 'One', 'Constant', 'Uniform', 'Normal',
            'Xavier', 'MSRAPrelu', 'Orthogonal', 'Bilinear', 'LSTMBias', 'Load', 'Mixed',
@@ -249,7 +250,7 @@ class Constant(Initializer):
 
 def _check_float(arr, what):
     # MXNet's samplers write only floating-point arrays
-    if np.dtype(arr.dtype).kind != 'f':
+    if np.dtype(arr.dtype).kind != 'f' and not is_bfloat16(arr.dtype):
         raise InitializerError('%s: output type must be float16, float32 or float64, got %s'
                                % (what, np.dtype(arr.dtype).name))
 

@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 
-from ..base import ArgumentError, ArgumentTypeError, UsageError
+from ..base import ArgumentError, ArgumentTypeError, UsageError, as_dtype
 from .. import autograd
 from .. import initializer
 from .. import ndarray
@@ -362,12 +362,12 @@ class Parameter:
                                                      str(data.shape)))
             self.shape = tuple(i if i != 0 else j for i, j in zip(self.shape, data.shape))
         if self.dtype:
-            if cast_dtype and np.dtype(self.dtype) != np.dtype(data.dtype):
+            if cast_dtype and as_dtype(self.dtype) != as_dtype(data.dtype):
                 if dtype_source == 'current':
                     data = data.astype(self.dtype, copy=False)
                 else:
                     self.dtype = data.dtype
-            elif np.dtype(self.dtype) != np.dtype(data.dtype):
+            elif as_dtype(self.dtype) != as_dtype(data.dtype):
                 raise GluonArgumentError(
                     "Failed loading Parameter '%s' from saved params: dtype incompatible "
                     "expected %s vs saved %s. Set cast_dtype=True to cast the dtype of saved "

@@ -15,7 +15,8 @@ import numpy as np
 
 from .. import ndarray as nd
 from ..ndarray import NDArray
-from ..base import ArgumentError, ArgumentTypeError, NotSupportedError, ShapeError, UsageError
+from ..base import ArgumentError, ArgumentTypeError, NotSupportedError, ShapeError, UsageError, \
+    as_dtype
 from ..context import Context, cpu
 from ..opdef import using_random_state
 from ..io import DataDesc
@@ -439,7 +440,7 @@ class DataParallelExecutorGroup:
 
         def fits(arr, shape, dtype):
             return arr is not None and arr.shape == tuple(shape) and \
-                (dtype is None or np.dtype(arr.dtype) == np.dtype(dtype))
+                (dtype is None or as_dtype(arr.dtype) == as_dtype(dtype))
 
         def alloc(shape, dtype):
             return nd.zeros(shape, ctx=context, dtype=dtype or np.float32)
@@ -488,7 +489,7 @@ class DataParallelExecutorGroup:
                     src = block[0]
                 else:
                     src = sum(w.copyto(cpu()) for w in block) / len(block)
-                if np.dtype(src.dtype) != np.dtype(dst.dtype):
+                if as_dtype(src.dtype) != as_dtype(dst.dtype):
                     src = src.astype(dst.dtype)
                 src.copyto(dst)
 

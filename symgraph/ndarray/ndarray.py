@@ -16,7 +16,7 @@ import numpy as np
 from .. import opdef
 from ..base import (MXNetError, ArgumentError, ArgumentTypeError, NotSupportedError,
                     ParameterError, ShapeError, SymgraphError, TypeInferenceError,
-                    UnknownNameError, user_location)
+                    UnknownNameError, user_location, mx_type)
 from ..context import Context, current_context, cpu, context_of
 from ..context import num_gpus as _num_gpus
 from ..util import is_np_shape
@@ -92,7 +92,9 @@ class NDArray:
 
     @property
     def dtype(self):
-        return self._data.dtype.type
+        t = self._data.dtype
+        # bfloat16 (ml_dtypes) as MXNet spells it: np.dtype([('bfloat16', np.uint16)])
+        return t.type if t.kind != 'V' else mx_type(t)
 
     @property
     def size(self):

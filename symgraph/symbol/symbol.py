@@ -15,7 +15,7 @@ from .. import opdef
 from ..attribute import PLAIN_KEYS, AttrScope, check_attrs, plain_keys, with_plain_copies
 from ..base import (MXNetError, user_location, ArgumentError, ArgumentTypeError,
                     ParameterError, UnknownNameError, MissingFileError, NameCollisionError,
-                    NotImplementedForSymbol, rewrap, atomic_write)
+                    NotImplementedForSymbol, rewrap, atomic_write, mx_type)
 from ..graph import Node, topo_order, aux_variable_ids, TYPE_CODE, parse_shape_attr, \
     dtype_from_attr, variable_name_clash
 from ..graph.infer import (infer_shapes, infer_types, shape_complete, warn_unknown_shapes,
@@ -426,7 +426,7 @@ class Symbol:
 
         def get(node, i=0):
             t = values.get((index[id(node)], i))
-            return None if t is None else np.dtype(t).type
+            return None if t is None else mx_type(t)
         arg = [get(n) for n in arg_nodes]
         out = [get(n, i) for n, i in self._outputs]
         aux = [get(n) for n in aux_nodes]
@@ -444,7 +444,7 @@ class Symbol:
         values = infer_types(order, known, answers)
         index = {id(n): k for k, n in enumerate(order)}
         get = lambda n, i=0: values.get((index[id(n)], i))  # noqa: E731
-        t = lambda x: None if x is None else np.dtype(x).type  # noqa: E731
+        t = lambda x: None if x is None else mx_type(x)  # noqa: E731
         return ([t(get(n)) for n in arg_nodes], [t(get(n, i)) for n, i in self._outputs],
                 [t(get(n)) for n in aux_nodes])
 

@@ -32,7 +32,7 @@ __all__ = ['effective_dtype', 'random_uniform_arrays', 'DummyIter',
            'rand_coord_2d', 'assign_each', 'assign_each2', 'get_zip_data', 'get_bz2_data',
            'new_matrix_with_real_eigvals_2d', 'new_matrix_with_real_eigvals_nd',
            'new_orthonormal_matrix_2d', 'new_sym_matrix_with_real_eigvals_2d',
-           'new_sym_matrix_with_real_eigvals_nd']
+           'new_sym_matrix_with_real_eigvals_nd', 'download_model']
 
 
 def effective_dtype(dat):
@@ -347,6 +347,60 @@ def get_zip_data(data_dir, url, data_origin_name):
         download(url, dirname=data_dir, overwrite=False)
         with zipfile.ZipFile(data_origin_name) as zf:
             zf.extractall(data_dir)
+
+
+_MODEL_URL = 'http://data.mxnet.io/models/'
+#: MXNet 1.9.1's ``download_model`` table: name -> (symbol path, params path) under
+#: _MODEL_URL
+_MODELS = {
+    'imagenet1k-inception-bn': ('imagenet/inception-bn/Inception-BN-symbol.json',
+                                'imagenet/inception-bn/Inception-BN-0126.params'),
+    'imagenet1k-resnet-18': ('imagenet/resnet/18-layers/resnet-18-symbol.json',
+                             'imagenet/resnet/18-layers/resnet-18-0000.params'),
+    'imagenet1k-resnet-34': ('imagenet/resnet/34-layers/resnet-34-symbol.json',
+                             'imagenet/resnet/34-layers/resnet-34-0000.params'),
+    'imagenet1k-resnet-50': ('imagenet/resnet/50-layers/resnet-50-symbol.json',
+                             'imagenet/resnet/50-layers/resnet-50-0000.params'),
+    'imagenet1k-resnet-101': ('imagenet/resnet/101-layers/resnet-101-symbol.json',
+                              'imagenet/resnet/101-layers/resnet-101-0000.params'),
+    'imagenet1k-resnet-152': ('imagenet/resnet/152-layers/resnet-152-symbol.json',
+                              'imagenet/resnet/152-layers/resnet-152-0000.params'),
+    'imagenet1k-resnext-50': ('imagenet/resnext/50-layers/resnext-50-symbol.json',
+                              'imagenet/resnext/50-layers/resnext-50-0000.params'),
+    'imagenet1k-resnext-101': ('imagenet/resnext/101-layers/resnext-101-symbol.json',
+                               'imagenet/resnext/101-layers/resnext-101-0000.params'),
+    'imagenet1k-resnext-101-64x4d': (
+        'imagenet/resnext/101-layers/resnext-101-64x4d-symbol.json',
+        'imagenet/resnext/101-layers/resnext-101-64x4d-0000.params'),
+    'imagenet11k-resnet-152': ('imagenet-11k/resnet-152/resnet-152-symbol.json',
+                               'imagenet-11k/resnet-152/resnet-152-0000.params'),
+    'imagenet11k-place365ch-resnet-152': ('imagenet-11k-place365-ch/resnet-152-symbol.json',
+                                          'imagenet-11k-place365-ch/resnet-152-0000.params'),
+    'imagenet11k-place365ch-resnet-50': ('imagenet-11k-place365-ch/resnet-50-symbol.json',
+                                         'imagenet-11k-place365-ch/resnet-50-0000.params'),
+}
+
+
+def download_model(model_name, dst_dir='./', meta_info=None):
+    """Download a checkpoint from data.mxnet.io (MXNet 1.9.1's ``download_model``):
+    ``(path prefix, epoch)`` of the files written into ``dst_dir``, or ``(None, 0)`` for
+    a name not in ``meta_info`` (``{name: {'symbol': url, 'params': url}}``; default
+    MXNet's table of ImageNet models)."""
+    if meta_info is None:
+        meta_info = {k: {'symbol': _MODEL_URL + s, 'params': _MODEL_URL + p}
+                     for k, (s, p) in _MODELS.items()}
+    if model_name not in meta_info:
+        return None, 0
+    os.makedirs(dst_dir, exist_ok=True)
+    meta = dict(meta_info[model_name])
+    if 'symbol' not in meta or 'params' not in meta:
+        raise KeyError('download_model: meta_info[%r] needs a symbol and a params url'
+                       % model_name)
+    prefix = os.path.join(dst_dir, model_name)
+    download(meta['symbol'], prefix + '-symbol.json')
+    params = prefix + '-0000.params'
+    download(meta['params'], params)
+    return prefix, 0
 
 
 def get_bz2_data(data_dir, data_name, url, data_origin_name):

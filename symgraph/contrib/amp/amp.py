@@ -427,20 +427,55 @@ def convert_symbol(sym, target_dtype='float16', target_dtype_ops=None, fp32_ops=
                           set(mod.WIDEST_TYPE_CASTS), conditional, set(excluded_sym_names),
                           set(data_names), bool(cast_optional_params))
     heads = rp.run(list(sym.output_entries))
-    _set_param_dtypes(heads, set(data_names), model_params)
+    _set_param_dtypes(heads, set(data_names), model_params,
+                      as_dtype(target) if cast_optional_params else None)
     return Symbol(heads)
 
 
-def _set_param_dtypes(heads, data_names, model_params):
+def _infer_unknown(order, index, types, target):
+    """MXNet's AMPInferUnknown pass (``cast_optional_params``): an input of unknown type
+    that only ``amp_cast`` nodes to one type read takes that type; the inputs of an
+    ``amp_multicast`` whose inputs are all variables take ``target``; an input asked two
+    types keeps the one inferred."""
+    result = dict(types)
+    visited = {}
+
+    def check(var, dtype):
+        key = (index[id(var)], 0)
+        if var.name not in visited:
+            if result.get(key) is None:
+                visited[var.name] = dtype
+                result[key] = dtype
+        elif visited[var.name] != dtype:
+            result[key] = types.get(key)
+
+    for node in order:
+        if node.op is None:
+            continue
+        if node.op.name == 'amp_cast' and 'dtype' in node.attrs:
+            for src, _ in node.inputs:
+                if src.op is None:
+                    check(src, as_dtype(node.op.dtype))
+        elif node.op.name == 'amp_multicast':
+            if all(src.op is None for src, _ in node.inputs):
+                for src, _ in node.inputs:
+                    check(src, target)
+    return result
+
+
+def _set_param_dtypes(heads, data_names, model_params, target=None):
     """MXNet's type inference after the pass (data float32, ``__dtype__`` attributes not
     read) and its update of the inputs' ``__dtype__``: every parameter gets its inferred
     type (float32 where unknown); without parameters, inputs that had ``__dtype__`` keep
-    it, updated to the inferred type."""
+    it, updated to the inferred type. ``target``: the low precision type when
+    ``cast_optional_params`` (then :func:`_infer_unknown` first, as MXNet)."""
     order = topo_order([n for n, _ in heads])
     variables = [n for n in order if n.op is None]
     known = {n: _F32 for n in variables if n.name in data_names}
     types = infer_types(order, known)
     index = {id(n): k for k, n in enumerate(order)}
+    if target is not None:
+        types = _infer_unknown(order, index, types, target)
     for n in variables:
         t = types.get((index[id(n)], 0))
         code = str(TYPE_CODE[np.dtype(t).name] if t is not None else 0)

@@ -17,8 +17,6 @@ A training loop::
 """
 import contextlib
 
-import numpy as np
-
 from ... import optimizer as opt
 from ...base import ArgumentTypeError, UsageError, as_dtype
 from ...graph.nodes import CODE_TYPE
@@ -157,7 +155,7 @@ def convert_hybrid_block(block, target_dtype='float16', target_dtype_ops=None, f
     ret = SymbolBlock(converted, inputs)
     for name, param in ret.collect_params().items():
         for key in ('arg:%s' % name, 'aux:%s' % name):
-            if key in arg_dict and np.dtype(param.dtype) != np.dtype(arg_dict[key].dtype):
+            if key in arg_dict and as_dtype(param.dtype) != as_dtype(arg_dict[key].dtype):
                 param.cast(arg_dict[key].dtype)
     ret.collect_params().load_dict(arg_dict, ctx=ctx)
     return ret

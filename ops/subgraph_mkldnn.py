@@ -24,7 +24,8 @@ from symgraph.opdef import Operator, Param, ShapeError, Step, register
 from .quantized import F32, INT32_MAX, max_abs, quantize_scale, rng, saturate, scalar
 from .quantized_nn import conv_int32, int_matmul, product_range
 
-_RELU_LIKE = ('relu',)
+#: activations after which MXNet's fused layer writes uint8 (IsOutputUInt8)
+_RELU_LIKE = ('relu', 'sigmoid', 'softrelu', 'bounded_relu')
 
 
 def _layers(graph):
@@ -54,20 +55,41 @@ def _layers(graph):
 
 
 def _act_kind(op):
+    """The oneDNN eltwise kind of a fused activation node (None: none)."""
     if op is None:
         return None
     if op.name == 'Activation':
         return op.act_type
+    if op.name == 'LeakyReLU':
+        return op.act_type         # 'leaky' or 'gelu' (what the selector fuses)
+    if op.name == 'clip':
+        return 'bounded_relu'
     return op.name
 
 
-def _apply_act(y, kind):
+def _apply_act(y, kind, op=None, scale=None):
+    """A fused activation applied to ``y`` as oneDNN's eltwise post-op does (on the
+    scaled output levels where the layer is quantized; ``scale``: the output scale a
+    bounded relu's bound is multiplied by)."""
     if kind is None:
         return y
     if kind == 'relu':
         return np.maximum(y, F32(0))
-    raise NotSupportedError('quantized _sg_mkldnn_* fusion of %r is not supported (relu only)'
-                            % kind)
+    if kind == 'leaky':
+        return np.where(y > 0, y, y * F32(op.slope)).astype(F32)
+    if kind == 'gelu':
+        from math import erf, sqrt
+        verf = np.vectorize(erf, otypes=[np.float64])
+        return (y * 0.5 * (1.0 + verf(y / sqrt(2.0)))).astype(F32)
+    if kind == 'bounded_relu':
+        return np.clip(y, F32(0), F32(F32(op.a_max) * (F32(1) if scale is None else scale)))
+    if kind == 'sigmoid':
+        return (1.0 / (1.0 + np.exp(-y))).astype(F32)
+    if kind == 'tanh':
+        return np.tanh(y).astype(F32)
+    if kind == 'softrelu':
+        return np.logaddexp(0, y).astype(F32)
+    raise NotSupportedError('quantized _sg_mkldnn_* fusion of %r is not supported' % kind)
 
 
 class _SgBase(Operator):
@@ -256,14 +278,23 @@ class SgMKLDNNConv(_SgBase):
             out = np.dtype(np.int32)
             y = acc.astype(np.float64)
         if self.with_act:
-            y = _apply_act(y, _act_kind(self.layers.get('act')))
+            act = self.layers.get('act')
+            kind = _act_kind(act)
+            if kind == 'bounded_relu':
+                # MXNet: without a sum the output range does the clipping (no post-op);
+                # with one the bound is scaled onto the output levels
+                if self.with_sum:
+                    y = _apply_act(y, kind, act, out_scale)
+            else:
+                y = _apply_act(y, kind, act)
         if self.with_sum:
             s = items[self.sum_input]
             smin, smax = scalar(items[n + 2]), scalar(items[n + 3])
             sum_scale = F32(out_scale / quantize_scale(s.dtype, smin, smax))
             y = y + s.astype(F32) * sum_scale
         if self.with_postsum_act:
-            y = _apply_act(y, _act_kind(self.layers.get('postsum_act')))
+            act = self.layers.get('postsum_act')
+            y = _apply_act(y, _act_kind(act), act, out_scale)
         if self.with_sum and out != np.int32 and items[self.sum_input].dtype != out:
             # MXNet computes into the sum operand's buffer, whose oneDNN descriptor keeps
             # the operand's type (mkldnn_conv.cc): the result saturates to that type and
@@ -337,8 +368,8 @@ class SgMKLDNNFullyConnected(_SgBase):
             return np.dtype(F32)
         if not self.calibrated():
             return np.dtype(np.int32)
-        relu = self.with_eltwise or self.with_relu or 'act' in self.layers
-        return np.dtype(np.uint8 if relu and self.min_calib_range >= 0 else np.int8)
+        act = self.layers.get('act') if (self.with_eltwise or self.with_relu) else None
+        return np.dtype(np.uint8 if _act_kind(act) in _RELU_LIKE else np.int8)
 
     def infer_shape(self, in_shapes):
         if not self.subgraphs:
@@ -377,20 +408,31 @@ class SgMKLDNNFullyConnected(_SgBase):
             top = max_abs(r[4], r[5])
             limit = F32(F32(F32(INT32_MAX) / F32(2)) / top) / b_scale if top else np.inf
             if rescale > limit:
-                raise NotSupportedError('_sg_mkldnn_fully_connected: bias would overflow '
-                                        'int32 (MXNet then requantizes the weights)')
+                # MXNet rescales the int8 weights so that the bias fits int32
+                rescale = F32(limit)
+                w_rescale = F32(F32(F32(rescale * b_scale) / data_scale) / w_scale)
+                wf = w.astype(np.float64) * float(w_rescale)
+                w = (np.sign(wf) * np.floor(np.abs(wf) + 0.5)).astype(np.int8)
+                w_scale = F32(w_scale * w_rescale)
+                acc = int_matmul(x2, w)
             b = inputs[2].astype(np.float64) * float(rescale)
             acc = acc + (np.sign(b) * np.floor(np.abs(b) + 0.5)).astype(np.int32)
         oshape = (x.shape[0], w.shape[0]) if fc.flatten else x.shape[:-1] + (w.shape[0],)
-        relu = self.with_eltwise or self.with_relu
+        act = self.layers.get('act') if (self.with_eltwise or self.with_relu) else None
+        kind = _act_kind(act)
+        real = F32(F32(F32(1.0) / data_scale) / w_scale)
         if self.enable_float_output:
-            y = acc.astype(F32) * F32(F32(F32(1.0) / data_scale) / w_scale)
-            return [_apply_act(y, 'relu' if relu else None).reshape(oshape)]
+            y = acc.astype(F32) * real
+            return [_apply_act(y, kind, act).reshape(oshape)]
         if self.calibrated():
             lo, hi = F32(self.min_calib_range), F32(self.max_calib_range)
             out = self.out_dtype()
-            y = acc.astype(F32) * F32(F32(quantize_scale(out, lo, hi) / data_scale) / w_scale)
-            y = _apply_act(y, 'relu' if relu else None)
+            out_scale = quantize_scale(out, lo, hi)
+            if act is not None:
+                # MXNet: the activation on the real values, then the output scale
+                y = _apply_act(acc.astype(F32) * real, kind, act) * out_scale
+            else:
+                y = acc.astype(F32) * F32(F32(out_scale / data_scale) / w_scale)
             return [saturate(y, out).reshape(oshape)] + rng(lo, hi)
         lo, hi = product_range(x.dtype, r[0], r[1], r[2], r[3])
         return [acc.reshape(oshape)] + rng(lo, hi)

@@ -172,8 +172,9 @@ def collect_statistics(sym, arg_params, aux_params, data, collector, data_names,
     if not heads:
         return 0
     group = Group(heads)
-    shapes = {d.name: d.shape for d in data.provide_data}
-    label_shapes = {d.name: d.shape for d in (getattr(data, 'provide_label', None) or [])}
+    # (descriptions may be DataDesc or plain (name, shape) pairs, as MXNet accepts)
+    shapes = {d[0]: tuple(d[1]) for d in data.provide_data}
+    label_shapes = {d[0]: tuple(d[1]) for d in (getattr(data, 'provide_label', None) or [])}
     args_needed = group.list_arguments()
     shapes.update({k: v for k, v in label_shapes.items() if k in args_needed})
     exe = group.simple_bind(ctx, grad_req='null',
@@ -184,12 +185,12 @@ def collect_statistics(sym, arg_params, aux_params, data, collector, data_names,
     for k, v in aux_params.items():
         if k in exe.aux_dict:
             exe.aux_dict[k][:] = v
-    names_in = [d.name for d in data.provide_data]
+    names_in = [d[0] for d in data.provide_data]
     num_batches = num_examples = 0
     for batch in data:
         feed = dict(zip(names_in, batch.data))
         if batch.label and getattr(data, 'provide_label', None):
-            feed.update(zip([d.name for d in data.provide_label], batch.label))
+            feed.update(zip([d[0] for d in data.provide_label], batch.label))
         for k, v in feed.items():
             if k in exe.arg_dict:
                 exe.arg_dict[k][:] = v

@@ -516,7 +516,8 @@ def _roi_align(g, node):
     """ONNX RoiAlign, average mode: aligned=False is 'output_half_pixel' (ROIs at least
     1x1), aligned=True 'half_pixel' (opset 16); sample_ratio <= 0 is the adaptive 0.
     position_sensitive (R-FCN) pools every channel and gathers, for each bin, its channel
-    group's value. From opset 22 a Loop over the ROIs (:func:`_roi_align_loop`)."""
+    group's value. From opset 22 (and for aligned=True below opset 16) a Loop over the
+    ROIs (:func:`_roi_align_loop`)."""
     data, rois = g.inputs(node)
     ph, pw = g.attr(node, 'pooled_size')
     rows = g.in_shape(node, 1)[1]
@@ -531,13 +532,12 @@ def _roi_align(g, node):
     attrs = dict(mode='avg', output_height=ph, output_width=pw,
                  sampling_ratio=max(0, g.attr(node, 'sample_ratio')),
                  spatial_scale=_f32(g.attr(node, 'spatial_scale')))
+    aligned = g.attr(node, 'aligned')
     if g.opset >= 16:
-        attrs['coordinate_transformation_mode'] = 'half_pixel' if g.attr(node, 'aligned') \
+        attrs['coordinate_transformation_mode'] = 'half_pixel' if aligned \
             else 'output_half_pixel'
-    elif g.attr(node, 'aligned'):
-        g.error(node, 'aligned=True needs RoiAlign of opset 16 or newer (opset %d asked)'
-                % g.opset)
-    if g.opset <= _NATIVE_ROI_OPSET:
+    # RoiAlign before opset 16 has no half-pixel offset: aligned=True takes the Loop form
+    if g.opset <= _NATIVE_ROI_OPSET and (g.opset >= 16 or not aligned):
         out = g.add('RoiAlign', [data, boxes, b], **attrs)[0]
     else:
         out = _roi_align_loop(g, node, data, boxes, b)

@@ -157,11 +157,11 @@ def test_opsets(opset):
     check(mx.sym.Group(outs), inputs, opset=opset)
 
 
-def test_aligned_roi_align_needs_opset_16():
-    from symgraph.onnx import ExportError
+def test_aligned_roi_align_before_opset_16():
+    """RoiAlign has no half-pixel mode before opset 16: aligned=True takes the Loop form."""
+    rng = np.random.RandomState(4)
     img, rois = mx.sym.var('img'), mx.sym.var('rois')
-    y = mx.sym.contrib.ROIAlign(img, rois, pooled_size=(2, 2), spatial_scale=1.0,
+    y = mx.sym.contrib.ROIAlign(img, rois, pooled_size=(2, 3), spatial_scale=0.5,
                                 aligned=True)
-    with pytest.raises(ExportError, match='opset 16'):
-        export(y, {'img': np.zeros((1, 1, 4, 4), np.float32),
-                   'rois': np.zeros((1, 5), np.float32)}, opset=15)
+    check(y, {'img': rng.standard_normal((2, 2, 6, 7)).astype(np.float32),
+              'rois': np.array([[0, 1, 1, 9, 7], [1, 0.5, 2, 12, 4]], np.float32)}, opset=15)

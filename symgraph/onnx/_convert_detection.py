@@ -1,7 +1,8 @@
 """ONNX converters for the detection operators MXNet 1.9.1 could not export (or exported
 with other results): ``_contrib_box_nms``, ``_contrib_nms``, ``_contrib_MultiBoxPrior``,
-``_contrib_MultiBoxDetection``, ``ROIPooling``, ``_contrib_ROIAlign``,
-``_contrib_Proposal`` and ``_contrib_MultiProposal``.
+``_contrib_MultiBoxDetection``, ``_contrib_Proposal``, ``_contrib_MultiProposal``,
+``_contrib_box_iou`` and ``_contrib_box_decode`` (the ROI operators are in
+:mod:`symgraph.onnx._convert_roi`).
 
 The suppression itself is ONNX ``NonMaxSuppression``, whose decisions are MXNet's: boxes in
 descending score order, equal scores in index order, IoU > threshold suppresses (MXNet's
@@ -18,11 +19,15 @@ suppression so that both agree.
 """
 import numpy as np
 
-from ._convert_misc import (cast, fill_like, i64, onnx_type, reduce, reshape, scalar,
+from ._convert_misc import (cast, fill_like, i64, reduce, reshape, scalar,
                             slice_axis, squeeze, unsqueeze)
 from ._registry import converter
+from . import _convert_roi
 
 __all__ = []
+#: the ROI operators' converters register when their module is imported (with this one)
+_PARTS = (_convert_roi,)
+
 
 _F32_LOWEST = float(np.finfo(np.float32).min)
 
@@ -303,254 +308,6 @@ def _multibox_detection(g, node):
     gone = g.add('And', [top, g.add('Not', [_keep_mask(g, selected, s)])[0]])[0]
     ids = g.add('Where', [gone, minus1, ids])[0]
     g.add('Concat', [unsqueeze(g, ids, [-1]), slice_axis(g, out, 2, 1, 6)], out_name, axis=-1)
-
-
-# ----------------------------------------------------------------------- ROI pooling
-#: ONNX Runtime 1.32 has no kernels for the opset-22 versions of MaxRoiPool and RoiAlign
-#: (their bfloat16 revisions): from opset 22 the ROI operators are exported as a Loop
-#: over the ROIs of plain operators instead
-_NATIVE_ROI_OPSET = 21
-
-
-def _per_roi_loop(g, node, rois, body_fn, out_shape, dtype):
-    """An ONNX Loop over the rows of ``rois`` whose body computes ``body_fn(roi)`` (roi
-    the (cols,) row) as a (C, PH, PW) array; the results stacked (R, C, PH, PW)."""
-    from onnx import helper
-    it, cond = g.fresh('roi_index'), g.fresh('roi_cond')
-    saved, g.nodes = g.nodes, []
-    try:
-        roi = g.add('Gather', [rois, it], axis=0)[0]
-        result = body_fn(roi)
-        cond_out = g.add('Identity', [cond])[0]
-    finally:
-        body_nodes, g.nodes = g.nodes, saved
-    body = helper.make_graph(
-        body_nodes, g.fresh('roi_body'),
-        [helper.make_tensor_value_info(it, onnx_type(np.int64), []),
-         helper.make_tensor_value_info(cond, onnx_type(np.bool_), [])],
-        [helper.make_tensor_value_info(cond_out, onnx_type(np.bool_), []),
-         helper.make_tensor_value_info(result, onnx_type(dtype), list(out_shape))])
-    count = g.add('Gather', [g.add('Shape', [rois])[0], scalar(g, 0, np.int64)], axis=0)[0]
-    true = g.add('Constant', [], value=np.array(True))[0]
-    return g.add('Loop', [count, true], 1, body=body)[0]
-
-
-def _c_round(g, v, wt):
-    """C round (halves away from zero; ONNX Round takes them to even)."""
-    mag = g.add('Floor', [g.add('Add', [g.add('Abs', [v])[0], scalar(g, 0.5, wt)])[0]])[0]
-    return g.add('Mul', [g.add('Sign', [v])[0], mag])[0]
-
-
-def _rounder(g, dt, wt):
-    """``x -> x`` rounded to the data's dtype ``dt`` when the work dtype ``wt`` is wider
-    (float16 data: ROIPooling's bin arithmetic is float16 arithmetic)."""
-    if dt == wt:
-        return lambda x: x
-    return lambda x: cast(g, cast(g, x, dt), wt)
-
-
-def _pool_bins(g, lo_coord, hi_coord, scale, pooled, size, dt, wt):
-    """ROIPooling's clipped bin edges along one axis: (start, end) int64 (pooled,), the
-    arithmetic in the data's dtype ``dt`` (computed in ``wt``)."""
-    rnd = _rounder(g, dt, wt)
-    lo = cast(g, _c_round(g, rnd(g.add('Mul', [lo_coord, scale])[0]), wt), np.int64)
-    hi = cast(g, _c_round(g, rnd(g.add('Mul', [hi_coord, scale])[0]), wt), np.int64)
-    length = g.add('Max', [g.add('Add', [g.add('Sub', [hi, lo])[0], i64(g, 1)])[0],
-                           i64(g, 1)])[0]
-    binsz = rnd(g.add('Div', [rnd(cast(g, length, wt)), scalar(g, pooled, wt)])[0])
-    k = g.const(np.arange(pooled, dtype=wt))
-    start = g.add('Floor', [rnd(g.add('Mul', [k, binsz])[0])])[0]
-    end = g.add('Ceil', [rnd(g.add('Mul', [g.add('Add', [k, scalar(g, 1, wt)])[0],
-                                           binsz])[0])])[0]
-    bounds = []
-    for v in (start, end):
-        v = g.add('Add', [cast(g, v, np.int64), lo])[0]
-        bounds.append(g.add('Clip', [v, i64(g, 0), i64(g, size)])[0])
-    return bounds
-
-
-def _roi_pool_loop(g, node, data, rois):
-    """Max pooling of each ROI as separable masked maxima (columns, then rows) of its
-    image, the bins computed as ROIPooling's: exact, as MaxRoiPool. float16 data is
-    pooled in float32 (maxima are exact) with the bin arithmetic rounded to float16."""
-    n, c, h, w = g.in_shape(node, 0)
-    ph, pw = g.attr(node, 'pooled_size')
-    dt = g.in_dtype(node, 0)
-    wt = np.dtype(np.float64 if dt == np.float64 else np.float32)
-    if dt != wt:
-        data, rois = cast(g, data, wt), cast(g, rois, wt)
-    scale = scalar(g, float(dt.type(_f32(g.attr(node, 'spatial_scale')))), wt)
-    neg_inf = scalar(g, -np.inf, wt)
-
-    def body(roi):
-        b = cast(g, g.add('Gather', [roi, scalar(g, 0, np.int64)], axis=0)[0], np.int64)
-        img = g.add('Gather', [data, b], axis=0)[0]                          # (C, H, W)
-        coord = [g.add('Gather', [roi, scalar(g, k, np.int64)], axis=0)[0] for k in range(5)]
-        ws, we = _pool_bins(g, coord[1], coord[3], scale, pw, w, dt, wt)
-        hs, he = _pool_bins(g, coord[2], coord[4], scale, ph, h, dt, wt)
-
-        def inside(start, end, size):
-            pos = g.const(np.arange(size, dtype=np.int64).reshape(1, size))
-            return g.add('And', [g.add('GreaterOrEqual', [pos, unsqueeze(g, start, [1])])[0],
-                                 g.add('Less', [pos, unsqueeze(g, end, [1])])[0]])[0]
-        cols = reshape(g, inside(ws, we, w), [1, 1, pw, w])
-        rows = reshape(g, inside(hs, he, h), [1, ph, h, 1])
-        m1 = reduce(g, 'ReduceMax', g.add('Where', [cols, unsqueeze(g, img, [2]), neg_inf])[0],
-                    [3], keepdims=0)                                     # (C, H, PW)
-        m2 = reduce(g, 'ReduceMax', g.add('Where', [rows, unsqueeze(g, m1, [1]), neg_inf])[0],
-                    [2], keepdims=0)                                     # (C, PH, PW)
-        empty = g.add('Or', [unsqueeze(g, g.add('LessOrEqual', [he, hs])[0], [1]),
-                             unsqueeze(g, g.add('LessOrEqual', [we, ws])[0], [0])])[0]
-        return g.add('Where', [empty, scalar(g, 0, wt), m2])[0]
-    out = _per_roi_loop(g, node, rois, body, (c, ph, pw), wt)
-    return out if dt == wt else cast(g, out, dt)
-
-
-def _align_axis(g, start, size, pooled, grid, limit, dt):
-    """ROIAlign's averaging matrix (pooled, limit) along one axis of one ROI: the bilinear
-    weights of its ``grid`` samples per bin (ops/roi.py's arithmetic and order)."""
-    t = dt.type
-    binsz = g.add('Div', [size, scalar(g, pooled, dt)])[0]
-    k = g.const(np.arange(pooled, dtype=dt).reshape(pooled, 1))
-    gmax = g.add('Reshape', [grid, i64(g, [])])[0]
-    i = cast(g, g.add('Range', [scalar(g, 0, np.int64), gmax, scalar(g, 1, np.int64)])[0], dt)
-    i = unsqueeze(g, i, [0])                                            # (1, G)
-    gf = cast(g, grid, dt)
-    v = g.add('Add', [g.add('Add', [start, g.add('Mul', [k, binsz])[0]])[0],
-                      g.add('Div', [g.add('Mul', [g.add('Add', [i, scalar(g, 0.5, dt)])[0],
-                                                  binsz])[0], gf])[0]])[0]   # (P, G)
-    ok = g.add('And', [g.add('GreaterOrEqual', [v, scalar(g, -1.0, dt)])[0],
-                       g.add('LessOrEqual', [v, scalar(g, t(limit), dt)])[0]])[0]
-    v = g.add('Max', [v, scalar(g, 0, dt)])[0]
-    low = cast(g, g.add('Floor', [v])[0], np.int64)
-    top = g.add('GreaterOrEqual', [low, i64(g, limit - 1)])[0]
-    low = g.add('Where', [top, i64(g, limit - 1), low])[0]
-    high = g.add('Where', [top, i64(g, limit - 1), g.add('Add', [low, i64(g, 1)])[0]])[0]
-    v = g.add('Where', [top, cast(g, low, dt), v])[0]
-    lw = g.add('Sub', [v, cast(g, low, dt)])[0]
-    hw = g.add('Sub', [scalar(g, 1, dt), lw])[0]
-    zero = scalar(g, 0, dt)
-    pos = g.const(np.arange(limit, dtype=np.int64).reshape(1, 1, limit))
-
-    def spread(index, weight):                                           # (P, limit)
-        hit = cast(g, g.add('Equal', [unsqueeze(g, index, [2]), pos])[0], dt)
-        wt = unsqueeze(g, g.add('Where', [ok, weight, zero])[0], [2])
-        return reduce(g, 'ReduceSum', g.add('Mul', [hit, wt])[0], [1], keepdims=0)
-    return g.add('Add', [spread(low, hw), spread(high, lw)])[0]
-
-
-def _roi_align_loop(g, node, data, boxes, batch):
-    """ROIAlign per ROI as two MatMuls with its averaging matrices (separable bilinear
-    sampling), the sample grid adaptive or fixed as the operator's."""
-    n, c, h, w = g.in_shape(node, 0)
-    ph, pw = g.attr(node, 'pooled_size')
-    dt = g.in_dtype(node, 0)
-    rois = g.add('Concat', [unsqueeze(g, cast(g, batch, dt), [1]), boxes], axis=1)[0]
-    aligned = g.attr(node, 'aligned')
-    ratio = g.attr(node, 'sample_ratio')
-
-    def body(roi):
-        b = cast(g, g.add('Gather', [roi, scalar(g, 0, np.int64)], axis=0)[0], np.int64)
-        img = g.add('Gather', [data, b], axis=0)[0]
-        scale = scalar(g, _f32(g.attr(node, 'spatial_scale')), dt)
-        off = scalar(g, 0.5 if aligned else 0.0, dt)
-        x1, y1, x2, y2 = (g.add('Sub', [g.add('Mul', [g.add('Gather', [
-            roi, scalar(g, k, np.int64)], axis=0)[0], scale])[0], off])[0] for k in range(1, 5))
-        rw, rh = g.add('Sub', [x2, x1])[0], g.add('Sub', [y2, y1])[0]
-        if not aligned:
-            rw = g.add('Max', [rw, scalar(g, 1, dt)])[0]
-            rh = g.add('Max', [rh, scalar(g, 1, dt)])[0]
-        if ratio > 0:
-            gh = gw = i64(g, [ratio])
-        else:
-            gh = cast(g, g.add('Ceil', [g.add('Div', [rh, scalar(g, ph, dt)])[0]])[0], np.int64)
-            gw = cast(g, g.add('Ceil', [g.add('Div', [rw, scalar(g, pw, dt)])[0]])[0], np.int64)
-            gh, gw = reshape(g, gh, [1]), reshape(g, gw, [1])
-        ay = _align_axis(g, y1, rh, ph, gh, h, dt)                        # (PH, H)
-        ax = _align_axis(g, x1, rw, pw, gw, w, dt)                        # (PW, W)
-        count = cast(g, g.add('Mul', [gh, gw])[0], dt)
-        rows = g.add('MatMul', [ay, img])[0]                              # (C, PH, W)
-        out = g.add('MatMul', [rows, g.add('Transpose', [ax], perm=[1, 0])[0]])[0]
-        return g.add('Div', [out, count])[0]
-    return _per_roi_loop(g, node, rois, body, (c, ph, pw), dt)
-
-
-def _roi_batch(g, node, rois, rows):
-    """(batch indices int64 clamped to [0, N), (R, 1, 1, 1) 0/1 mask of the valid ones):
-    a batch index outside the data pools nothing (zeros, as symgraph's operators)."""
-    dt = g.in_dtype(node, 0)
-    if rows == 4:
-        return None, None
-    # the batch size at run time (a symbolic batch axis may differ from the export's)
-    n = g.add('Gather', [g.add('Shape', [g.inputs(node)[0]])[0], scalar(g, 0, np.int64)],
-              axis=0)[0]
-    b = cast(g, _col(g, rois, 0), np.int64)
-    ok = g.add('And', [_binary(g, 'GreaterOrEqual', b, scalar(g, 0, np.int64)),
-                       _binary(g, 'Less', b, n)])[0]
-    clamped = g.add('Clip', [b, scalar(g, 0, np.int64),
-                             g.add('Sub', [n, scalar(g, 1, np.int64)])[0]])[0]
-    return clamped, reshape(g, cast(g, ok, dt), [-1, 1, 1, 1])
-
-
-@converter('ROIPooling')
-def _roi_pooling(g, node):
-    """ONNX MaxRoiPool (its bins are MXNet's: C rounding of the scaled corners, floor and
-    ceil of the bin edges, empty bins 0); from opset 22, and for data other than float32,
-    a Loop over the ROIs (:func:`_roi_pool_loop`). The hidden ``maxidx`` output (for the
-    gradient) is not exported."""
-    data, rois = g.inputs(node)
-    dt = g.in_dtype(node, 0)
-    b, ok = _roi_batch(g, node, rois, 5)
-    rois = g.add('Concat', [unsqueeze(g, cast(g, b, dt), [1]), slice_axis(g, rois, 1, 1, 5)],
-                 axis=1)[0]
-    if g.opset <= _NATIVE_ROI_OPSET and dt == np.float32:       # (ONNX Runtime: float32)
-        out = g.add('MaxRoiPool', [data, rois], pooled_shape=list(g.attr(node, 'pooled_size')),
-                    spatial_scale=_f32(g.attr(node, 'spatial_scale')))[0]
-    else:
-        out = _roi_pool_loop(g, node, data, rois)
-    g.add('Mul', [out, ok], g.outputs(node)[:1])
-
-
-@converter('_contrib_ROIAlign')
-def _roi_align(g, node):
-    """ONNX RoiAlign, average mode: aligned=False is 'output_half_pixel' (ROIs at least
-    1x1), aligned=True 'half_pixel' (opset 16); sample_ratio <= 0 is the adaptive 0.
-    position_sensitive (R-FCN) pools every channel and gathers, for each bin, its channel
-    group's value. From opset 22 (and for aligned=True below opset 16) a Loop over the
-    ROIs (:func:`_roi_align_loop`)."""
-    data, rois = g.inputs(node)
-    ph, pw = g.attr(node, 'pooled_size')
-    rows = g.in_shape(node, 1)[1]
-    b, ok = _roi_batch(g, node, rois, rows)
-    if b is None:
-        b = g.add('ConstantOfShape', [g.add('Slice', [g.add('Shape', [rois])[0], i64(g, [0]),
-                                                      i64(g, [1])])[0]],
-                  value=np.zeros(1, np.int64))[0]
-        boxes = rois
-    else:
-        boxes = slice_axis(g, rois, 1, 1, 5)
-    attrs = dict(mode='avg', output_height=ph, output_width=pw,
-                 sampling_ratio=max(0, g.attr(node, 'sample_ratio')),
-                 spatial_scale=_f32(g.attr(node, 'spatial_scale')))
-    aligned = g.attr(node, 'aligned')
-    if g.opset >= 16:
-        attrs['coordinate_transformation_mode'] = 'half_pixel' if aligned \
-            else 'output_half_pixel'
-    # RoiAlign before opset 16 has no half-pixel offset: aligned=True takes the Loop form
-    if g.opset <= _NATIVE_ROI_OPSET and (g.opset >= 16 or not aligned):
-        out = g.add('RoiAlign', [data, boxes, b], **attrs)[0]
-    else:
-        out = _roi_align_loop(g, node, data, boxes, b)
-    if g.attr(node, 'position_sensitive'):
-        c = g.out_shape(node, 0)[1]
-        k = ph * pw
-        flat = reshape(g, out, [-1, c, k * k])          # (R, C', group * bins)
-        out = g.add('Gather', [flat, g.const(np.arange(k, dtype=np.int64) * (k + 1))],
-                    axis=2)[0]
-        out = reshape(g, out, [-1, c, ph, pw])
-    if ok is not None:
-        out = g.add('Mul', [out, ok])[0]
-    g.add('Identity', [out], g.outputs(node)[:1])
 
 
 # ----------------------------------------------------------------- region proposals

@@ -17,7 +17,8 @@ pytest.importorskip('onnxruntime')
 
 HERE = os.path.dirname(__file__)
 PACKAGE = os.path.join(HERE, '..', '..', 'symgraph', 'onnx')
-MODULES = ('_convert_misc', '_convert_detection', '_convert_rnn', '_convert_control')
+MODULES = ('_convert_misc', '_convert_detection', '_convert_roi', '_convert_rnn',
+           '_convert_control')
 
 #: operator name -> the mx.sym spelling the tests use for it
 SPELLING = {'_contrib_AdaptiveAvgPooling2D': 'AdaptiveAvgPooling2D',

@@ -18,7 +18,8 @@ pytest.importorskip('onnxruntime')
 
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..')
 GOLDEN = os.path.join(ROOT, 'tests', 'golden', 'data')
-MODULES = ('_convert_misc', '_convert_detection', '_convert_rnn', '_convert_control')
+MODULES = ('_convert_misc', '_convert_detection', '_convert_roi', '_convert_rnn',
+           '_convert_control')
 #: operators with no converter that appear beside the special ones (training only)
 TRAINING_ONLY = {'_contrib_MultiBoxTarget'}
 

@@ -9,6 +9,8 @@ Constant-only nodes never reach a converter: the importer folds them.
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from .. import symbol as S
@@ -201,8 +203,10 @@ def _prelu(ctx):
     chans = (ctx.shape(0) or (None, None))[1] if x_rank >= 2 else None
     # MXNet's prelu has one slope per channel (axis 1): a constant slope of shape
     # (C, 1, ..., 1) broadcast over (N, C, ...); any other slope is written out
-    if chans is not None and ctx.is_const(1) and \
-            ctx.const(1).shape == (chans,) + (1,) * (x_rank - 2):
+    per_channel = (chans,) + (1,) * (x_rank - 2)
+    if ctx.opset < 7:       # PRelu-6 and older: a 1-D slope is per channel
+        per_channel = (chans,)
+    if chans is not None and ctx.is_const(1) and ctx.const(1).shape == per_channel:
         gamma = ctx.param('gamma', ctx.const(1).reshape(-1))
         return S.LeakyReLU(ctx.sym(0), gamma, act_type='prelu', name=ctx.name)
     x = ctx.sym(0)
@@ -350,8 +354,14 @@ def _pads(ctx, kernel, strides, dilations, in_shape):
     return begin, end
 
 
-def _pad_input(x, begin, end, value=0.0):
+def _pad_input(x, begin, end, value=0.0, shape=None):
+    """Constant padding of the spatial axes (MXNet's pad takes 4-D and 5-D inputs: a 3-D
+    one of known ``shape`` is padded as (N, C, 1, L))."""
     rank = 2 + len(begin)
+    if rank == 3 and shape is not None:
+        x = S.reshape(x, shape=(shape[0], shape[1], 1, shape[2]))
+        out = _pad_input(x, [0] + list(begin), [0] + list(end), value)
+        return S.reshape(out, shape=(shape[0], shape[1], shape[2] + begin[0] + end[0]))
     if rank not in (4, 5):
         raise NotImplementedError('asymmetric padding of a %d-D input' % rank)
     width = (0, 0, 0, 0) + tuple(v for pair in zip(begin, end) for v in pair)
@@ -406,9 +416,12 @@ def _pool(ctx, pool_type):
     nd_ = len(kernel)
     strides = tuple(ctx.attr('strides', (1,) * nd_))
     dil = tuple(ctx.attr('dilations', (1,) * nd_))
-    if any(d != 1 for d in dil):
-        raise ctx.error('dilated pooling is not supported', NotImplementedError)
     begin, end = _pads(ctx, kernel, strides, dil, ctx.shape(0))
+    if any(d != 1 for d in dil):
+        if pool_type != 'max' or ctx.attr('ceil_mode', 0):
+            raise ctx.error('dilated pooling other than max pooling with ceil_mode=0',
+                            NotImplementedError)
+        return _dilated_max_pool(ctx, kernel, strides, dil, begin, end)
     include = bool(ctx.attr('count_include_pad', 0))
     x = ctx.sym(0)
     if begin != end:
@@ -420,6 +433,37 @@ def _pool(ctx, pool_type):
     conv = 'full' if ctx.attr('ceil_mode', 0) else 'valid'
     return S.Pooling(x, kernel=kernel, stride=strides, pad=tuple(begin), pool_type=pool_type,
                      pooling_convention=conv, count_include_pad=include, name=ctx.name)
+
+
+def _dilated_max_pool(ctx, kernel, strides, dil, begin, end):
+    """MXNet's Pooling has no dilation: the maximum over one strided slice of the padded
+    input per kernel offset."""
+    shape = ctx.need_shape(0)
+    x = ctx.sym(0)
+    if any(begin) or any(end):
+        x = _pad_input(x, begin, end, -np.inf, shape)
+    size = [d + b + e for d, b, e in zip(shape[2:], begin, end)]
+    out = [(n - dl * (k - 1) - 1) // st + 1 for n, k, st, dl in zip(size, kernel, strides, dil)]
+    if all(st % dl == 0 for st, dl in zip(strides, dil)):
+        # every window reads positions d * (i * s/d + k): one plain pool of x[::d]
+        sub = S.slice(x, begin=(None, None) + (0,) * len(dil), end=(None,) * (2 + len(dil)),
+                      step=(None, None) + tuple(dil))
+        pooled = S.Pooling(sub, kernel=kernel, stride=tuple(st // dl for st, dl in
+                                                           zip(strides, dil)),
+                           pool_type='max')
+        return S.slice(pooled, begin=(None, None) + (0,) * len(out),
+                       end=(None, None) + tuple(out), name=ctx.name)
+    if np.prod(kernel) > 64:
+        raise ctx.error('dilated max pooling with a %s kernel and strides that are not '
+                        'multiples of the dilation' % (kernel,), NotImplementedError)
+    result = None
+    for offsets in itertools.product(*[range(k) for k in kernel]):
+        b = tuple(o * dl for o, dl in zip(offsets, dil))
+        e = tuple(bi + (n - 1) * st + 1 for bi, n, st in zip(b, out, strides))
+        part = S.slice(x, begin=(None, None) + b, end=(None, None) + e,
+                       step=(None, None) + strides)
+        result = part if result is None else S.broadcast_maximum(result, part)
+    return S.identity(result, name=ctx.name)
 
 
 CONVERTERS['MaxPool'] = lambda ctx: _pool(ctx, 'max')

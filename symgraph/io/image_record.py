@@ -488,8 +488,13 @@ class _Work(object):
             label[i], index[i] = prepare(raw, row, data[i])
 
 
-#: decode in forked processes where possible (:mod:`._decode_procs`); tests switch it
-_PROCESSES = True
+#: decode in forked processes where possible (:mod:`._decode_procs`) instead of threads.
+#: Off: on the shared 2-core machine the processes used as much CPU per image as the
+#: threads (with OpenCV; 0.87 of it with Pillow) but made half the images per second in
+#: paired runs under load (their workers stayed runnable yet unscheduled twice as long);
+#: they take the GIL out of the per-image Python, which may pay on machines with more
+#: cores: measure there before switching it on. Tests switch it on.
+_PROCESSES = False
 
 
 class _RecordBatches(object):

@@ -276,3 +276,70 @@ def _roi_align(g, node):
     if ok is not None:
         out = g.add('Mul', [out, ok])[0]
     g.add('Identity', [out], g.outputs(node)[:1])
+
+
+# ------------------------------------------------------------------ PSROIPooling
+@converter('_contrib_PSROIPooling')
+def _psroi_pooling(g, node):
+    """Position-sensitive average pooling (R-FCN; no ONNX operator): per ROI the bin sums
+    of every channel as two MatMuls with 0/1 bin matrices (in float64), then for each
+    output channel and bin the sum of its channel group, divided by the bin's area (0 for
+    an empty bin). The bins are ops/psroi.py's: corners rounded (halves away from zero),
+    then scaled, the end + 1, floor/ceil of the bin edges clipped to the map."""
+    data, rois = g.inputs(node)
+    n, c, h, w = g.in_shape(node, 0)
+    dt = g.in_dtype(node, 0)
+    p = g.attr(node, 'pooled_size')
+    grp = g.attr(node, 'group_size') or p
+    dim = g.attr(node, 'output_dim')
+    wt = np.dtype(np.float64 if dt == np.float64 else np.float32)
+    rnd = _rounder(g, dt, wt)
+    f64 = np.dtype(np.float64)
+    if dt != wt:
+        rois = cast(g, rois, wt)
+    img_all = data if dt == f64 else cast(g, data, f64)
+    b, ok = _roi_batch(g, node, rois, 5)
+    rois = g.add('Concat', [unsqueeze(g, cast(g, b, wt), [1]), slice_axis(g, rois, 1, 1, 5)],
+                 axis=1)[0]
+    sc = scalar(g, float(dt.type(_f32(g.attr(node, 'spatial_scale')))), wt)
+    gi = np.clip(np.floor(np.arange(p) * grp / p).astype(np.int64), 0, grp - 1)
+    ch = (np.arange(dim)[:, None, None] * grp + gi[None, :, None]) * grp + gi[None, None, :]
+    flat_idx = g.const((ch * p * p + np.arange(p)[None, :, None] * p
+                        + np.arange(p)[None, None, :]).astype(np.int64))
+
+    def bins(start, end, limit):
+        size = rnd(g.add('Div', [rnd(g.add('Max', [rnd(g.add('Sub', [end, start])[0]),
+                                                   scalar(g, float(dt.type(0.1)), wt)])[0]),
+                                 scalar(g, p, wt)])[0])
+        k = g.const(np.arange(p, dtype=wt))
+        lo = g.add('Floor', [rnd(g.add('Add', [rnd(g.add('Mul', [k, size])[0]), start])[0])])[0]
+        k1 = g.const(np.arange(1, p + 1, dtype=wt))
+        hi = g.add('Ceil', [rnd(g.add('Add', [rnd(g.add('Mul', [k1, size])[0]), start])[0])])[0]
+        lo, hi = (g.add('Clip', [cast(g, v, np.int64), i64(g, 0), i64(g, limit)])[0]
+                  for v in (lo, hi))
+        pos = g.const(np.arange(limit, dtype=np.int64).reshape(1, limit))
+        mask = g.add('And', [g.add('GreaterOrEqual', [pos, unsqueeze(g, lo, [1])])[0],
+                             g.add('Less', [pos, unsqueeze(g, hi, [1])])[0]])[0]
+        return cast(g, mask, f64), g.add('Sub', [hi, lo])[0]
+
+    def body(roi):
+        bi = cast(g, g.add('Gather', [roi, scalar(g, 0, np.int64)], axis=0)[0], np.int64)
+        img = g.add('Gather', [img_all, bi], axis=0)[0]                      # (C, H, W)
+        one = scalar(g, 1, wt)
+        x1, y1, x2, y2 = (_c_round(g, g.add('Gather', [roi, scalar(g, k, np.int64)],
+                                             axis=0)[0], wt) for k in range(1, 5))
+        x1, y1 = rnd(g.add('Mul', [x1, sc])[0]), rnd(g.add('Mul', [y1, sc])[0])
+        x2 = rnd(g.add('Mul', [rnd(g.add('Add', [x2, one])[0]), sc])[0])
+        y2 = rnd(g.add('Mul', [rnd(g.add('Add', [y2, one])[0]), sc])[0])
+        rows, bh = bins(y1, y2, h)                                           # (P, H)
+        cols, bw = bins(x1, x2, w)                                           # (P, W)
+        sums = g.add('MatMul', [g.add('MatMul', [rows, img])[0],
+                                g.add('Transpose', [cols], perm=[1, 0])[0]])[0]  # (C, P, P)
+        picked = g.add('Gather', [reshape(g, sums, [-1]), flat_idx], axis=0)[0]
+        area = g.add('Mul', [unsqueeze(g, bh, [1]), unsqueeze(g, bw, [0])])[0]   # (P, P)
+        mean = g.add('Div', [picked, cast(g, g.add('Max', [area, i64(g, 1)])[0], f64)])[0]
+        empty = g.add('LessOrEqual', [area, i64(g, 0)])[0]
+        return g.add('Where', [empty, scalar(g, 0, f64), mean])[0]
+    out = _per_roi_loop(g, node, rois, body, (dim, p, p), f64)
+    out = out if dt == f64 else cast(g, out, dt)
+    g.add('Mul', [out, ok], g.outputs(node)[:1])

@@ -37,7 +37,8 @@ SPELLING = {'_contrib_AdaptiveAvgPooling2D': 'AdaptiveAvgPooling2D',
             'CTCLoss': 'CTCLoss', '_contrib_box_iou': 'box_iou',
             '_contrib_box_decode': 'box_decode', 'SpatialTransformer': 'SpatialTransformer',
             '_contrib_DeformableConvolution': 'DeformableConvolution',
-            '_contrib_ModulatedDeformableConvolution': 'ModulatedDeformableConvolution'}
+            '_contrib_ModulatedDeformableConvolution': 'ModulatedDeformableConvolution',
+            '_contrib_PSROIPooling': 'PSROIPooling'}
 
 
 def _read(path):

@@ -264,3 +264,16 @@ def test_roi_pooling_other_dtypes(dtype, opset):
     r = _rois(rng, 9, 2, 8, 6, 0.7).astype(dtype)
     check(y, {'data': np.arange(2 * 3 * 8 * 6).reshape(2, 3, 8, 6).astype(dtype) / 7,
               'rois': r}, exact=True, opset=opset)
+
+
+@pytest.mark.parametrize('kw', [dict(output_dim=2, pooled_size=3),
+                                dict(output_dim=3, pooled_size=4, group_size=2)])
+def test_psroi_pooling(kw):
+    rng = np.random.RandomState(13)
+    data, rois = mx.sym.var('data'), mx.sym.var('rois')
+    y = mx.sym.contrib.PSROIPooling(data, rois, spatial_scale=0.5, **kw)
+    g = kw.get('group_size') or kw['pooled_size']
+    r = _rois(rng, 7, 2, 9, 10, 0.5)
+    r[2, 1:] = [30, 30, 34, 33]                 # past the map: empty bins
+    check(y, {'data': rng.standard_normal((2, kw['output_dim'] * g * g, 9, 10))
+              .astype(np.float32), 'rois': r})

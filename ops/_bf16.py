@@ -187,11 +187,14 @@ class Bf16FusedConvolution(FusedConvolution):
         add = cpu_kernel('add_bf16')
         if kern is None or (at is not None and add is None):
             return None
-        wf, bf, _ = self.folded(np, w, b, per, state, (-1,) + (1,) * (w.ndim - 1))
+        wf, bf, token = self.folded(np, w, b, per, state, (-1,) + (1,) * (w.ndim - 1))
         shapes = [x.shape, w.shape] + ([] if b is None else [b.shape])
         yshape = conv.infer_shape([tuple(s) for s in shapes])[1][0]
+        # (the folded weights are constants: reordered once per token, in this layer's
+        # own primitive where the Step keeps one)
         y = kern(x, wf, bf, conv.st, conv.pd, conv.dl, conv.num_group, yshape, False, pre,
-                 self.out_layout)
+                 self.out_layout, token if state is not None else None,
+                 None if state is None else state['primitives'])
         if y is None or at is None:
             return y
         return add(y, args[at][0], relu=bool(post))

@@ -98,12 +98,16 @@ class Bf16Mixin:
     :mod:`.layers`)."""
 
     def conv_forward_bf16(self, x, w, b, stride, pad, dilate, groups, yshape,
-                          is_train=False, post_ops=(), out_layout=None):
+                          is_train=False, post_ops=(), out_layout=None, token=None,
+                          cache=None):
         """y = post_ops(conv(x, w) + b) in bfloat16 (x and w bfloat16; b None, float32 or
         bfloat16), or None. ``post_ops`` as the float32 fused convolution takes them
         (eltwise only). ``x`` is taken as it lies (C order or channels last: oneDNN's
         bf16 kernels read both); ``out_layout`` ``'channels_last'`` writes y so (an
-        (N, C, *S) view of (N, *S, C) memory), else in C order."""
+        (N, C, *S) view of (N, *S, C) memory), else in C order. With a ``token`` the
+        weights and bias are constants (inference): the primitive reorders them into its
+        own buffer only when the token changes, and ``cache`` (a dict of the caller's,
+        one layer's) keeps that primitive, as the float32 fused convolution does."""
         if not (is_bf16(x) and is_bf16(w)) or any(p[0] == 'sum' for p in post_ops):
             return None
         x, w = _dense(x), _plain(w)
@@ -151,16 +155,24 @@ class Bf16Mixin:
                 finally:
                     if attr is not None:
                         lib.dnnl_primitive_attr_destroy(attr)
-                args = [(_lib.ARG_SRC, mds[0], False), (_lib.ARG_WEIGHTS, mds[1], False),
+                const = ('const',) if token is not None else ()
+                args = [(_lib.ARG_SRC, mds[0], False),
+                        (_lib.ARG_WEIGHTS, mds[1], False) + const,
                         (_lib.ARG_DST, mds[2], True)]
                 if b is not None:
-                    args.append((_lib.ARG_BIAS, bmd, False))
+                    args.append((_lib.ARG_BIAS, bmd, False) + const)
                 return Primitive(self, pd, args)
             finally:
                 self._destroy(mds)
 
         arrays = [x, w, y] + ([b] if b is not None else [])
-        return y if self.run(key, build, arrays) else None
+        if token is None:
+            return y if self.run(key, build, arrays) else None
+        prim = self.primitive(key + ('const',), build, cache)
+        if prim is None:
+            return None
+        self.execute(key, prim, arrays, token)
+        return y
 
     def fc_forward_bf16(self, x, w, b):
         """y = x @ w.T + b for 2-D bfloat16 ``x`` (m, k) and ``w`` (n, k) (b: None,

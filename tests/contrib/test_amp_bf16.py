@@ -164,3 +164,36 @@ def test_converted_model_trains_in_bfloat16_with_float32_gradients_flowing():
     # of terms that nearly cancel, less so
     assert min(v for k, v in cos.items() if k.endswith('weight')) > 0.98, cos
     assert min(cos.values()) > 0.85, cos
+
+
+with open(os.path.join(DATA, 'casting.json')) as _f:
+    CASTING = json.load(_f)
+
+
+@pytest.mark.parametrize('case', sorted(CASTING))
+def test_cast_optional_params_infers_unknown_inputs_as_mxnet(case):
+    """MXNet's AMPInferUnknown: an input of unknown type that casts read takes their type
+    (the first of two different ones leaves it as inferred); the variable inputs of an
+    amp_multicast of variables only take bfloat16."""
+    rec = CASTING[case]
+    sym = mx.sym.load_json(json.dumps(rec['input']))
+    out = amp.convert_symbol(sym, target_dtype=BF, cast_optional_params=True,
+                             **rec['kwargs'])
+    assert_same_graph(out.tojson(remove_amp_cast=False), rec['output'], case)
+
+
+def test_convert_hybrid_block_to_bfloat16_runs_close_to_float32():
+    from symgraph.gluon import nn
+    net = nn.HybridSequential()
+    net.add(nn.Conv2D(8, 3, padding=1, in_channels=3), nn.BatchNorm(in_channels=8),
+            nn.Activation('relu'), nn.Dense(5, in_units=8 * 6 * 6))
+    net.initialize(mx.init.Xavier())
+    net.hybridize()
+    x = mx.nd.array(np.random.RandomState(7).normal(size=(2, 3, 6, 6)))
+    ref = net(x).asnumpy()
+    conv = amp.convert_hybrid_block(net, target_dtype=BF, cast_optional_params=True)
+    params = conv.collect_params()
+    assert any(is_bfloat16(p.data().dtype) for p in params.values())
+    got = conv(x).asnumpy()
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, ref, rtol=0, atol=0.05 * np.abs(ref).max())

@@ -14,6 +14,8 @@ writes ``tests/golden/data/amp_bf16/``:
   ``cast_optional_params``, ``excluded_sym_names``, own lists), recurrent ones
   (``others``: Embedding + fused RNN; ``foreach_rnn``), ``transformer``, ``mixed``,
   ``edges``;
+* ``casting.json``: MXNet's AMPInferUnknown cases (``cast_optional_params`` with inputs
+  of unknown type read by casts: which ``__dtype__`` they get);
 * ``init.json``: the graphs of ``resnet`` and ``mixed`` built after
   ``amp.init(target_dtype='bfloat16')``;
 * ``bf16.params`` (``mx.nd.save`` of bfloat16 arrays made with ``amp_cast``: rounding
@@ -94,6 +96,38 @@ def conversions(mx, amp):
     return got
 
 
+def casting(mx, amp):
+    """MXNet's AMPInferUnknown cases (its mkl/test_contrib_amp.py test_bf16_casting):
+    inputs of unknown type read by casts, converted with ``cast_optional_params``; name ->
+    the converted graph (JSON, casts kept): its inputs' ``__dtype__`` is the point."""
+    bf16 = np.dtype([('bfloat16', np.uint16)])
+    out = {}
+    data = mx.sym.var('data')
+    c1 = mx.sym.amp_cast(data, dtype=bf16, name='c1')
+    c2 = mx.sym.amp_cast(data, dtype='float32', name='c2')
+    c3 = mx.sym.amp_cast(data, dtype=bf16, name='c3')
+    cases = {
+        'two_types': (mx.sym.Group([c1, c2]), {'data_names': []}),
+        'one_type': (mx.sym.Group([c1, c3]), {'data_names': []}),
+    }
+    d1 = mx.sym.var('data', dtype='float32')
+    d2 = mx.sym.var('data2', dtype=bf16)
+    d3 = mx.sym.var('data3', dtype=bf16)
+    cases['multicast_vars'] = (mx.sym.amp_multicast(d1, d2, num_outputs=2, name='m1'), {})
+    cases['multicast_node'] = (
+        mx.sym.amp_multicast(d1, mx.sym.elemwise_add(d2, d3, name='add'), num_outputs=2,
+                             name='m2'), {'target_dtype_ops': [], 'fp32_ops': []})
+    d4 = mx.sym.var('data4')
+    cases['multicast_unknown'] = (
+        mx.sym.amp_multicast(d2, d1, d4, num_outputs=3, name='m3'),
+        {'target_dtype_ops': [], 'fp32_ops': []})
+    for name, (sym, kw) in cases.items():
+        res = amp.convert_symbol(sym, target_dtype='bfloat16', cast_optional_params=True, **kw)
+        out[name] = {'input': json.loads(sym.tojson()), 'kwargs': kw,
+                     'output': json.loads(res.tojson(remove_amp_cast=False))}
+    return out
+
+
 def params_file(mx):
     """bfloat16 arrays saved by MXNet, and their values as MXNet widens them."""
     vals = {
@@ -141,6 +175,8 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     with open(os.path.join(OUT, 'convert.json'), 'w') as f:
         json.dump(conversions(mx, amp), f, sort_keys=True)
+    with open(os.path.join(OUT, 'casting.json'), 'w') as f:
+        json.dump(casting(mx, amp), f, sort_keys=True)
     params_file(mx)
     checkpoint(mx, amp)
     amp.init(target_dtype='bfloat16')       # last: it patches mx.sym for good

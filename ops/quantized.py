@@ -16,8 +16,6 @@ even and saturated, as oneDNN's reorders do; scales are float32 products compute
 MXNet's order. The first-generation ``_contrib_quantize``/``_contrib_dequantize`` keep the
 reference formulas (``quantize.py``).
 """
-import copy
-
 import numpy as np
 
 from symgraph.opdef import Operator, Param, ShapeError, TypeInferenceError, register
@@ -99,7 +97,7 @@ class QuantizedBase(Operator):
             cls.float_cls = params_from
             for k, p in params_from._params.items():
                 if k not in vars(cls):
-                    setattr(cls, k, copy.copy(p))
+                    setattr(cls, k, p)      # (the same Param: its name is k in both)
             cls.param_order = params_from.param_order
             cls.key_var_num_args = getattr(params_from, 'key_var_num_args', None)
         super().__init_subclass__(**kw)

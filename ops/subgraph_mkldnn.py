@@ -21,6 +21,7 @@ import numpy as np
 from symgraph.base import NotSupportedError
 from symgraph.opdef import Operator, Param, ShapeError, Step, register
 
+from ._specfun import erf
 from .quantized import F32, INT32_MAX, max_abs, quantize_scale, rng, saturate, scalar
 from .quantized_nn import conv_int32, int_matmul, product_range
 
@@ -78,9 +79,7 @@ def _apply_act(y, kind, op=None, scale=None):
     if kind == 'leaky':
         return np.where(y > 0, y, y * F32(op.slope)).astype(F32)
     if kind == 'gelu':
-        from math import erf, sqrt
-        verf = np.vectorize(erf, otypes=[np.float64])
-        return (y * 0.5 * (1.0 + verf(y / sqrt(2.0)))).astype(F32)
+        return (y * 0.5 * (1.0 + erf(np, y.astype(np.float64) / np.sqrt(2.0)))).astype(F32)
     if kind == 'bounded_relu':
         return np.clip(y, F32(0), F32(F32(op.a_max) * (F32(1) if scale is None else scale)))
     if kind == 'sigmoid':

@@ -159,7 +159,7 @@ class _Pass:
 
     def __init__(self, sym, excluded_nodes, excluded_ops, offline, qdtype, mode,
                  granularity, rules):
-        self.sym, self.order = sym, topo_order([n for n, _ in sym._outputs])
+        self.sym, self.order = sym, topo_order([n for n, _ in sym.output_entries])
         self.excluded_nodes, self.excluded_ops = set(excluded_nodes), set(excluded_ops)
         self.offline, self.qdtype, self.mode = set(offline), qdtype, mode
         self.granularity, self.rules = granularity, rules
@@ -288,7 +288,7 @@ class _Pass:
             mirror[id(node)] = new
             self.reverse[id(new)] = node
         outputs = []
-        for node, idx in self.sym._outputs:
+        for node, idx in self.sym.output_entries:
             m = mirror[id(node)]
             if id(node) in self.quantized:
                 n_out = node.num_visible_outputs()
@@ -381,7 +381,7 @@ def set_calib_table(qsym, table, rules=None):
         name = output_name(src, idx)
         return name[len('quantized_'):] if src.name.startswith('quantized_') else name
 
-    for node in topo_order([n for n, _ in qsym._outputs]):
+    for node in topo_order([n for n, _ in qsym.output_entries]):
         if node.op is None:
             made[id(node)] = node
             continue
@@ -400,4 +400,4 @@ def set_calib_table(qsym, table, rules=None):
                                        node.op.subgraphs)
         else:
             made[id(node)] = Node(node.op, node.name, node.attrs, inputs, node.location)
-    return Symbol([(made[id(n)], i) for n, i in qsym._outputs])
+    return Symbol([(made[id(n)], i) for n, i in qsym.output_entries])

@@ -245,7 +245,7 @@ def backend_symbol(sym, backend):
         raise UnknownNameError('get_backend_symbol: unknown backend %r; symgraph has %s'
                                % (backend, ', '.join(sorted(BACKENDS))))
     quantize = backend == 'MKLDNN_QUANTIZE'
-    heads = list(sym._outputs)
+    heads = list(sym.output_entries)
     heads = _partition(heads, 'Convolution', _conv_chain, _conv_node, quantize)
     heads = _partition(heads, 'FullyConnected', _fc_chain, _fc_node, quantize)
     if quantize:

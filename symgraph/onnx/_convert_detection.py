@@ -19,7 +19,7 @@ suppression so that both agree.
 """
 import numpy as np
 
-from ._convert_misc import (cast, fill_like, i64, reduce, reshape, scalar,
+from ._convert_misc import (cast, claim, fill_like, i64, reduce, reshape, scalar,
                             slice_axis, squeeze, unsqueeze)
 from ._registry import converter
 from . import _convert_roi
@@ -467,7 +467,7 @@ def _corners_of(g, boxes, fmt, dt):
     return x1, y1, x2, y2, area
 
 
-@converter('_contrib_box_iou')
+@claim('_contrib_box_iou')
 def _box_iou(g, node):
     """IoU of every lhs box with every rhs box, MXNet's arithmetic (0 where the boxes do
     not intersect)."""
@@ -492,7 +492,7 @@ def _box_iou(g, node):
     g.add('Reshape', [iou, i64(g, list(ls[:-1]) + list(rs[:-1]))], g.outputs(node)[:1])
 
 
-@converter('_contrib_box_decode')
+@claim('_contrib_box_decode')
 def _box_decode(g, node):
     """``contrib.box_decode`` (ops/detection.py's arithmetic): corner boxes from offsets
     and (1, N, 4) anchors."""

@@ -11,9 +11,22 @@ import math
 
 import numpy as np
 
-from ._registry import converter
+from ._registry import CONVERTERS, converter
 
 __all__ = []
+
+
+def claim(*op_names):
+    """:func:`converter` for operators outside this module set's brief (the deformable
+    convolutions, SpatialTransformer, box_iou/box_decode, PSROIPooling): a name another
+    converter module registered first keeps that converter (the core's modules load
+    first), so that two modules never fight over a name at import."""
+    def register(fn):
+        free = [n for n in op_names if n not in CONVERTERS]
+        if free:
+            converter(*free)(fn)
+        return fn
+    return register
 
 
 # ------------------------------------------------------------------------ helpers
@@ -560,7 +573,7 @@ def _ctc_loss(g, node):
                   'the loss: its forward up to the activations CTCLoss reads')
 
 
-@converter('SpatialTransformer')
+@claim('SpatialTransformer')
 def _spatial_transformer(g, node):
     """The affine grid (target coordinates computed in double, then rounded, as MXNet's
     SpatialTransformer) and ONNX GridSample (opset 16)."""
@@ -583,7 +596,7 @@ def _spatial_transformer(g, node):
           align_corners=1)
 
 
-@converter('_contrib_DeformableConvolution', '_contrib_ModulatedDeformableConvolution')
+@claim('_contrib_DeformableConvolution', '_contrib_ModulatedDeformableConvolution')
 def _deformable_conv(g, node):
     """ONNX DeformConv (opset 19), whose sampling is DCNv2's (ModulatedDeformable-
     Convolution's). For DeformableConvolution (v1) the offsets are adjusted first so that

@@ -11,7 +11,8 @@ symgraph's operators.
 """
 import numpy as np
 
-from ._convert_misc import cast, i64, onnx_type, reduce, reshape, scalar, slice_axis, unsqueeze
+from ._convert_misc import (cast, claim, i64, onnx_type, reduce, reshape, scalar, slice_axis,
+                            unsqueeze)
 from ._registry import converter
 
 __all__ = []
@@ -279,7 +280,7 @@ def _roi_align(g, node):
 
 
 # ------------------------------------------------------------------ PSROIPooling
-@converter('_contrib_PSROIPooling')
+@claim('_contrib_PSROIPooling')
 def _psroi_pooling(g, node):
     """Position-sensitive average pooling (R-FCN; no ONNX operator): per ROI the bin sums
     of every channel as two MatMuls with 0/1 bin matrices (in float64), then for each

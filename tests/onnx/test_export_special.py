@@ -52,9 +52,10 @@ def _claimed():
     for mod in MODULES:
         tree = ast.parse(_read(os.path.join(PACKAGE, mod + '.py')))
         for n in ast.walk(tree):
-            if isinstance(n, ast.Call) and getattr(n.func, 'id', None) == 'converter':
+            if isinstance(n, ast.Call) and getattr(n.func, 'id', None) in ('converter', 'claim'):
                 for a in n.args:
-                    names[a.value] = mod
+                    if isinstance(a, ast.Constant):
+                        names[a.value] = mod
     return names
 
 

@@ -30,8 +30,8 @@ def _special_ops():
         with open(os.path.join(ROOT, 'symgraph', 'onnx', mod + '.py')) as f:
             tree = ast.parse(f.read())
         for n in ast.walk(tree):
-            if isinstance(n, ast.Call) and getattr(n.func, 'id', None) == 'converter':
-                names.update(a.value for a in n.args)
+            if isinstance(n, ast.Call) and getattr(n.func, 'id', None) in ('converter', 'claim'):
+                names.update(a.value for a in n.args if isinstance(a, ast.Constant))
     return names
 
 

@@ -426,9 +426,16 @@ def _pool(ctx, pool_type):
     x = ctx.sym(0)
     if begin != end:
         if pool_type == 'avg' and not include:
-            raise ctx.error('asymmetric padding of an average pool that leaves the padding '
-                            'out of the count', NotImplementedError)
-        x = _pad_input(x, begin, end, -np.inf if pool_type == 'max' else 0.0)
+            # the padding left out of the count: the mean of the zero-padded input over
+            # the mean of zero-padded ones
+            ones = _pad_input(S.ones_like(x), begin, end, 0.0, ctx.shape(0))
+            x = _pad_input(x, begin, end, 0.0, ctx.shape(0))
+            conv = 'full' if ctx.attr('ceil_mode', 0) else 'valid'
+            pool = [S.Pooling(v, kernel=kernel, stride=strides, pool_type='avg',
+                              pooling_convention=conv, count_include_pad=True)
+                    for v in (x, ones)]
+            return S.broadcast_div(pool[0], pool[1], name=ctx.name)
+        x = _pad_input(x, begin, end, -np.inf if pool_type == 'max' else 0.0, ctx.shape(0))
         begin = [0] * nd_
     conv = 'full' if ctx.attr('ceil_mode', 0) else 'valid'
     return S.Pooling(x, kernel=kernel, stride=strides, pad=tuple(begin), pool_type=pool_type,

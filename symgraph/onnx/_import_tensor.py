@@ -356,8 +356,19 @@ def _static_only(ctx):
                     'inputs fixed dimensions)', NotImplementedError)
 
 
-for _name in ('Shape', 'Size', 'ConstantOfShape', 'Range', 'NonZero'):
+for _name in ('Shape', 'Size', 'Range', 'NonZero'):
     TENSOR_CONVERTERS[_name] = _static_only
+
+
+@_register('ConstantOfShape')
+def _constant_of_shape(ctx):
+    if not ctx.is_const(0):
+        _static_only(ctx)
+    # a constant too large to fold into a parameter: made at run time
+    value = ctx.attr('value')
+    value = np.zeros(1, np.float32) if value is None else np.asarray(value).reshape(-1)
+    return S.full(shape=tuple(ctx.const_ints(0)), val=value[0].item(),
+                  dtype=value.dtype.name, name=ctx.name)
 
 
 @_register('NonMaxSuppression')

@@ -76,11 +76,13 @@ class ConvertContext:
         self.inputs = list(node.input)
         self.outputs = list(node.output)
         self.opset = importer.opset
-        from onnx import helper
+        from onnx import TensorProto, helper, numpy_helper
         attrs = {}
         for a in node.attribute:
             v = helper.get_attribute_value(a)
-            if isinstance(v, bytes):
+            if isinstance(v, TensorProto):
+                v = numpy_helper.to_array(v)
+            elif isinstance(v, bytes):
                 v = v.decode('utf-8')
             elif isinstance(v, list) and v and isinstance(v[0], bytes):
                 v = [s.decode('utf-8') for s in v]

@@ -181,8 +181,13 @@ def test_conv_auto_pad_asymmetric_pool_ceil_mode():
                count_include_pad=1),
              N('AveragePool', ['c2'], ['a2'], kernel_shape=[2, 2], strides=[2, 2],
                ceil_mode=1),
-             N('GlobalMaxPool', ['c2'], ['g'])]
-    m = model(nodes, {'x': x}, ['p', 'a', 'a2', 'g'],
+             N('GlobalMaxPool', ['c2'], ['g']),
+             N('AveragePool', ['c2'], ['a3'], kernel_shape=[3, 3], pads=[0, 0, 1, 2]),
+             N('MaxPool', ['x'], ['md'], kernel_shape=[2, 3], dilations=[2, 2],
+               strides=[2, 2]),
+             N('MaxPool', ['x'], ['md2'], kernel_shape=[2, 3], dilations=[2, 3],
+               pads=[1, 0, 1, 2])]
+    m = model(nodes, {'x': x}, ['p', 'a', 'a2', 'g', 'a3', 'md', 'md2'],
               {'w': _x(4, 3, 3, 3, seed=1), 'b': _x(4, seed=2), 'w2': _x(2, 4, 2, 2, seed=3)})
     check(m, {'x': x}, exact_ops=['Convolution', 'Pooling', 'Pad'])
 

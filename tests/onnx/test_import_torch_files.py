@@ -57,3 +57,28 @@ def test_the_files_are_there():
     if not DIRS:
         pytest.skip('this onnx package ships no backend test data')
     assert len(DIRS) > 100
+
+
+@pytest.mark.parametrize('name', ['light_squeezenet', 'light_inception_v1',
+                                  'light_shufflenet'])
+def test_onnx_light_models_against_onnxruntime(name):
+    # the onnx package's opset-9 classics (weights made by ConstantOfShape at run time);
+    # inception_v1 pools with asymmetric padding left out of the average
+    ort = pytest.importorskip('onnxruntime')
+    path = os.path.join(DATA, 'light', name + '.onnx')
+    if not os.path.exists(path):
+        pytest.skip('this onnx package has no %s' % path)
+    model = onnx.load(path)
+    inits = {t.name for t in model.graph.initializer}
+    rng = np.random.RandomState(0)
+    feeds = {i.name: rng.uniform(0, 1, [d.dim_value for d in i.type.tensor_type.shape.dim])
+             .astype(np.float32) for i in model.graph.input if i.name not in inits}
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 3
+    want = ort.InferenceSession(path, opts, providers=['CPUExecutionProvider']).run(None,
+                                                                                    feeds)
+    sym, args, aux = mx.onnx.import_model(path)
+    arrays = dict(args, **{k: mx.nd.array(v) for k, v in feeds.items()})
+    got = sym.bind(mx.cpu(), arrays, aux_states=aux, grad_req='null').forward()
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.asnumpy(), w, rtol=1e-4, atol=1e-6)

@@ -337,10 +337,10 @@ def _proposal_boxes(g, node, cls, bbox, info, n, h, w, a):
                          np.arange(w, dtype=np.float32) * s, indexing='ij')
     shift = np.stack([sx, sy, sx, sy], axis=-1)
     anc = (shift[:, :, None, :] + anchors[None, None]).reshape(-1, 4)
-    deltas = g.add('Transpose', [reshape(g, bbox, [n, a, 4, h, w])], perm=[0, 3, 4, 1, 2])[0]
-    deltas = reshape(g, deltas, [n, k, 4])
+    deltas = g.add('Transpose', [reshape(g, bbox, [-1, a, 4, h, w])], perm=[0, 3, 4, 1, 2])[0]
+    deltas = reshape(g, deltas, [-1, k, 4])
     score = g.add('Transpose', [slice_axis(g, cls, 1, a, 2 * a)], perm=[0, 2, 3, 1])[0]
-    score = reshape(g, score, [n, k])
+    score = reshape(g, score, [-1, k])
     d = [_col(g, deltas, i) for i in range(4)]
     f32, f64 = np.float32, np.float64
 
@@ -401,9 +401,6 @@ def _proposal(g, node):
     fill its ``rpn_post_nms_top_n`` rows."""
     cls, bbox, info = g.inputs(node)
     dt = g.in_dtype(node, 0)
-    if g.dynamic:
-        g.error(node, 'the proposal operators are exported for a fixed batch size only '
-                      '(dynamic=False)')
     n, ch, h, w = g.in_shape(node, 0)
     a = ch // 2
     k = h * w * a
@@ -420,8 +417,12 @@ def _proposal(g, node):
     selected = _nms(g, plus1, unsqueeze(g, top_score, [1]), post,
                     _f32(g.attr(node, 'threshold')))
     img, box = _col(g, selected, 0, axis=1), _col(g, selected, 2, axis=1)     # (M,)
-    # kept boxes per image and where each image's run starts in ``selected``
-    images = g.const(np.arange(n, dtype=np.int64).reshape(1, n))
+    # kept boxes per image and where each image's run starts in ``selected`` (the images
+    # counted at run time: the batch axis may be symbolic)
+    images = g.add('Range', [scalar(g, 0, np.int64), g.add('Gather', [
+        g.add('Shape', [cls])[0], scalar(g, 0, np.int64)], axis=0)[0],
+        scalar(g, 1, np.int64)])[0]
+    images = unsqueeze(g, images, [0])                                   # (1, N)
     counts = reduce(g, 'ReduceSum', cast(g, g.add('Equal', [unsqueeze(g, img, [1]),
                                                             images])[0], np.int64),
                     [0], keepdims=0)                                     # (N,)
@@ -431,11 +432,13 @@ def _proposal(g, node):
     pos = g.add('Add', [unsqueeze(g, starts, [1]),
                         g.add('Mod', [i, unsqueeze(g, safe, [1])])[0]])[0]    # (N, post)
     rows = g.add('Gather', [box, pos], axis=0)[0]                         # box per image
-    flat = g.add('Add', [rows, g.const((np.arange(n, dtype=np.int64) * pre).reshape(n, 1))])[0]
+    image_col = g.add('Transpose', [images], perm=[1, 0])[0]             # (N, 1)
+    flat = g.add('Add', [rows, g.add('Mul', [image_col, i64(g, pre)])[0]])[0]
     flat = reshape(g, flat, [-1])
     picked = g.add('Gather', [reshape(g, boxes, [-1, 4]), flat], axis=0)[0]
     scores = g.add('Gather', [reshape(g, top_score, [-1]), flat], axis=0)[0]
-    batch = g.const(np.repeat(np.arange(n, dtype=np.float32), post).reshape(-1, 1))
+    batch = g.add('Expand', [image_col, g.add('Shape', [pos])[0]])[0]       # (N, post)
+    batch = cast(g, reshape(g, batch, [-1, 1]), np.float32)
     out = g.add('Concat', [batch, picked], axis=1)[0]
     outs = g.outputs(node)
     if dt != np.float32:

@@ -142,6 +142,20 @@ def test_dynamic_batch_detection_heads():
     _dynamic(sym, make)
 
 
+def test_dynamic_batch_multi_proposal():
+    rng = np.random.RandomState(5)
+    cls, bbox, info = (mx.sym.var(n) for n in ('cls', 'bbox', 'info'))
+    sym = mx.sym.contrib.MultiProposal(cls, bbox, info, feature_stride=8, scales=(2, 4),
+                                       ratios=(0.5, 1, 2), rpn_pre_nms_top_n=50,
+                                       rpn_post_nms_top_n=12, output_score=True)
+
+    def make(b):
+        return {'cls': rng.uniform(0, 1, (b, 12, 4, 5)).astype(np.float32),
+                'bbox': (0.2 * rng.standard_normal((b, 24, 4, 5))).astype(np.float32),
+                'info': np.tile(np.array([[32, 40, 1.0]], np.float32), (b, 1))}
+    _dynamic(sym, make)
+
+
 # ------------------------------------------------------------------------ opsets
 @pytest.mark.parametrize('opset', [13, 16, 21])
 def test_opsets(opset):

@@ -163,14 +163,14 @@ class Bf16FusedConvolution(FusedConvolution):
     def compute(self, xp, base, per, state, dest=None):
         x = base[0]
         if xp is np and _all_bf16(base[:2]) and min(self.base.pd) >= 0:
-            y = self._bf16(base, per, state)
+            y = self._bf16(base, per, state, dest)
             if y is not None:
                 return y
         wide = super().compute(xp, [_wide(a) for a in base],
                                [[_wide(a) for a in arrays] for arrays in per], None)
         return wide.astype(x.dtype) if is_bfloat16(x.dtype) else wide
 
-    def _bf16(self, base, per, state):
+    def _bf16(self, base, per, state, dest):
         conv, x, w = self.base, base[0], base[1]
         b = None if conv.no_bias else base[2]
         k = self.n_affine
@@ -192,9 +192,17 @@ class Bf16FusedConvolution(FusedConvolution):
         yshape = conv.infer_shape([tuple(s) for s in shapes])[1][0]
         # (the folded weights are constants: reordered once per token, in this layer's
         # own primitive where the Step keeps one)
+        token = token if state is not None else None
+        cache = None if state is None else state['primitives']
+        if at is not None and self.out_layout is not None:
+            # the sum as oneDNN's post-op (into the residual's memory where the plan
+            # gives it): no second pass over the activations
+            y = kern(x, wf, bf, conv.st, conv.pd, conv.dl, conv.num_group, yshape, False,
+                     ops, self.out_layout, token, cache, args[at][0], dest)
+            if y is not None:
+                return y
         y = kern(x, wf, bf, conv.st, conv.pd, conv.dl, conv.num_group, yshape, False, pre,
-                 self.out_layout, token if state is not None else None,
-                 None if state is None else state['primitives'])
+                 self.out_layout, token, cache)
         if y is None or at is None:
             return y
         return add(y, args[at][0], relu=bool(post))

@@ -60,6 +60,23 @@ def test_convolution_matches_float32(be, c, stride, pad):
                                out_layout='channels_last')
     assert not got.flags.c_contiguous and np.moveaxis(got, 1, -1).flags.c_contiguous
     close(got, np.maximum(want, 0))
+    # a residual summed by the primitive (channels last), then relu: into the residual's
+    # own memory where it is offered as the output, else into a new array
+    res = np.moveaxis(np.ascontiguousarray(np.moveaxis(
+        bf(rng.normal(size=want.shape)), 1, -1)), -1, 1)
+    ref = np.maximum(want + f32(res), 0)
+    ops = (('sum',), ('eltwise', 'relu', 0.0))
+    got = be.conv_forward_bf16(xl, w, b, stride, pad, (1, 1), 1, want.shape, post_ops=ops,
+                               out_layout='channels_last', residual=res)
+    assert got is not res
+    close(got, ref, 3)
+    got = be.conv_forward_bf16(xl, w, b, stride, pad, (1, 1), 1, want.shape, post_ops=ops,
+                               out_layout='channels_last', residual=res, out=res)
+    assert got is res
+    close(got, ref, 3)
+    # the sum needs the channels-last output
+    assert be.conv_forward_bf16(x, w, b, stride, pad, (1, 1), 1, want.shape, post_ops=ops,
+                                residual=res) is None
 
 
 def test_the_kernels_are_onednns_bf16_ones(be):

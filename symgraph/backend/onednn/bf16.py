@@ -99,7 +99,7 @@ class Bf16Mixin:
 
     def conv_forward_bf16(self, x, w, b, stride, pad, dilate, groups, yshape,
                           is_train=False, post_ops=(), out_layout=None, token=None,
-                          cache=None):
+                          cache=None, residual=None, out=None):
         """y = post_ops(conv(x, w) + b) in bfloat16 (x and w bfloat16; b None, float32 or
         bfloat16), or None. ``post_ops`` as the float32 fused convolution takes them
         (eltwise only). ``x`` is taken as it lies (C order or channels last: oneDNN's
@@ -107,8 +107,15 @@ class Bf16Mixin:
         (N, C, *S) view of (N, *S, C) memory), else in C order. With a ``token`` the
         weights and bias are constants (inference): the primitive reorders them into its
         own buffer only when the token changes, and ``cache`` (a dict of the caller's,
-        one layer's) keeps that primitive, as the float32 fused convolution does."""
-        if not (is_bf16(x) and is_bf16(w)) or any(p[0] == 'sum' for p in post_ops):
+        one layer's) keeps that primitive, as the float32 fused convolution does.
+
+        A ``('sum',)`` post-op adds ``residual`` (bfloat16, of y's shape) and needs the
+        channels-last output: y starts as the residual (``out`` itself when it is the
+        residual's memory laid out as y, as the storage plan's in-place pair gives it,
+        else a copy) and the primitive adds to it where it lies."""
+        summed = any(p[0] == 'sum' for p in post_ops)
+        if not (is_bf16(x) and is_bf16(w)) or (summed and (
+                out_layout != 'channels_last' or residual is None or not is_bf16(residual))):
             return None
         x, w = _dense(x), _plain(w)
         xs = _elem_strides(x)
@@ -118,7 +125,17 @@ class Bf16Mixin:
         key = ('conv_forward_bf16', x.shape, xs, w.shape, yshape, tuple(stride), tuple(pad),
                tuple(dilate), groups, None if b is None else _dnnl_type(b), prop,
                tuple(post_ops), out_layout)
-        y = _empty(yshape, x.dtype, out_layout)
+        if summed and out is not None and out.shape == yshape and is_bf16(out) \
+                and out.__array_interface__['data'][0] == \
+                residual.__array_interface__['data'][0] \
+                and out.strides == residual.strides:
+            y = out                     # the residual's own memory: added in place
+        else:
+            y = _empty(yshape, x.dtype, out_layout)
+            if summed:
+                np.copyto(y, residual)
+        if summed and _elem_strides(y) != _elem_strides(_empty(yshape, x.dtype, out_layout)):
+            return None
         wshape = tuple(w.shape) if groups == 1 else \
             (groups, w.shape[0] // groups) + tuple(w.shape[1:])
 

@@ -50,7 +50,8 @@ def _layers(graph):
             for src, _ in ins:
                 if nodes[src][0] is None:
                     sum_input = inputs.index(src)
-        elif kind in ('Activation', 'relu', 'LeakyReLU', 'clip', 'sigmoid', 'tanh'):
+        elif kind in ('Activation', 'relu', 'LeakyReLU', 'clip', 'sigmoid', 'tanh', 'abs',
+                      'square', 'sqrt', 'exp'):
             found['postsum_act' if 'sum' in found else 'act'] = op
     return found, sum_input
 
@@ -88,6 +89,10 @@ def _apply_act(y, kind, op=None, scale=None):
         return np.tanh(y).astype(F32)
     if kind == 'softrelu':
         return np.logaddexp(0, y).astype(F32)
+    if kind == 'abs':
+        return np.abs(y)
+    if kind == 'elu':
+        return np.where(y > 0, y, F32(op.slope) * np.expm1(y)).astype(F32)
     raise NotSupportedError('quantized _sg_mkldnn_* fusion of %r is not supported' % kind)
 
 

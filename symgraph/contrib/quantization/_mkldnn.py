@@ -9,14 +9,16 @@ and the generic partitioner's naming (build_subgraph.cc).
   0) becomes ``sg_mkldnn_conv_[bn_][add_][act_]<k>``, a ``_sg_mkldnn_conv`` node holding
   them as its subgraph, whose inputs are Variables named after the entries they cut
   (``<output name><n>``, n counting repeats);
-* fully connected property: FullyConnected and an activation after it become
+* fully connected property: FullyConnected and an activation after it (those of the
+  convolution, elu, abs; square, sqrt and exp in float32) become
   ``sg_mkldnn_fully_connected_[eltwise_]<k>``;
 * after quantization (MKLDNN_QUANTIZE on a quantized graph): a quantized
   ``_sg_mkldnn_conv`` or ``_contrib_quantized_elemwise_add`` takes over the calibrated
   range of the requantize node after it; a quantized ``_sg_mkldnn_fully_connected`` that of
   its requantize, or, when a dequantize follows, returns float32 (``enable_float_output``).
 
-MXNet's identity (Dropout), transformer and scale-alignment properties are not applied.
+MXNet's identity property drops a ``_copy`` or a training-mode Dropout after an operator
+node; its transformer and scale-alignment properties are not applied.
 """
 from ...base import UnknownNameError
 from ...graph import Node, topo_order
@@ -86,6 +88,9 @@ def _fc_chain(seed, readers, quantize, taken):
         if node.op.name == 'Activation' and _act_ok(node, quantize, False):
             return [seed, node]
         if node.op.name == 'LeakyReLU' and node.op.act_type in ('leaky', 'elu', 'gelu'):
+            return [seed, node]
+        if (not quantize and node.op.name in ('square', 'sqrt', 'exp')) or \
+                node.op.name == 'abs' or (node.op.name == 'clip' and node.op.a_min == 0):
             return [seed, node]
     return [seed]
 
@@ -238,6 +243,24 @@ def _post_quantize(heads):
     return _rewire(heads, replace)
 
 
+def _remove_identities(heads):
+    """MXNet's identity property: a ``_copy``, or a Dropout in training mode (inference
+    does nothing), read only from an operator node that nothing else reads, is dropped:
+    its readers read that node."""
+    order = topo_order([n for n, _ in heads])
+    readers = _consumers(order, heads)
+    replace = {}
+    for node in order:
+        if node.op is None or not (node.op.name == '_copy' or (
+                node.op.name == 'Dropout' and node.op.mode == 'training')):
+            continue
+        src, idx = node.inputs[0]
+        if src.op is None or len(readers.get(id(src), [])) != 1:
+            continue
+        replace[id(node)] = (lambda e: lambda i: e)((src, idx))
+    return _rewire(heads, replace) if replace else heads
+
+
 def backend_symbol(sym, backend):
     """``sym`` rewritten by MXNet's ``backend`` subgraph properties ('MKLDNN' or
     'MKLDNN_QUANTIZE')."""
@@ -245,7 +268,7 @@ def backend_symbol(sym, backend):
         raise UnknownNameError('get_backend_symbol: unknown backend %r; symgraph has %s'
                                % (backend, ', '.join(sorted(BACKENDS))))
     quantize = backend == 'MKLDNN_QUANTIZE'
-    heads = list(sym.output_entries)
+    heads = _remove_identities(list(sym.output_entries))
     heads = _partition(heads, 'Convolution', _conv_chain, _conv_node, quantize)
     heads = _partition(heads, 'FullyConnected', _fc_chain, _fc_node, quantize)
     if quantize:

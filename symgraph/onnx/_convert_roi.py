@@ -1,4 +1,4 @@
-"""ONNX converters of the region-of-interest operators: ``ROIPooling``,
+"""ONNX converters of the region-of-interest operators: ``ROIPooling``, ``_contrib_RROIAlign``,
 ``_contrib_ROIAlign`` and ``_contrib_PSROIPooling`` (imported by
 :mod:`symgraph.onnx._convert_detection`).
 
@@ -344,3 +344,79 @@ def _psroi_pooling(g, node):
     out = _per_roi_loop(g, node, rois, body, (dim, p, p), f64)
     out = out if dt == f64 else cast(g, out, dt)
     g.add('Mul', [out, ok], g.outputs(node)[:1])
+
+
+# -------------------------------------------------------------------- RROIAlign
+@claim('_contrib_RROIAlign')
+def _rroi_align(g, node):
+    """Rotated ROI align (no ONNX operator): a Loop over the ROIs whose body places each
+    bin's sample grid in the ROI's rotated frame and gathers the four bilinear corners of
+    every sample from the flattened image (ops/roi.py's arithmetic: samples more than a
+    pixel outside read 0, the others are clamped)."""
+    data, rois = g.inputs(node)
+    n, c, h, w = g.in_shape(node, 0)
+    dt = g.in_dtype(node, 0)
+    ph, pw = g.attr(node, 'pooled_size')
+    ratio = g.attr(node, 'sampling_ratio')
+    i64s = np.int64
+
+    def s(v):
+        return scalar(g, v, dt)
+
+    def op(kind, *xs):
+        return g.add(kind, list(xs))[0]
+
+    def body(roi):
+        col = [g.add('Gather', [roi, scalar(g, k, i64s)], axis=0)[0] for k in range(6)]
+        img = reshape(g, g.add('Gather', [data, cast(g, col[0], i64s)], axis=0)[0], [c, h * w])
+        sc = s(float(dt.type(g.attr(node, 'spatial_scale'))))
+        cx, cy = op('Mul', col[1], sc), op('Mul', col[2], sc)
+        rw = op('Max', op('Mul', col[3], sc), s(1))
+        rh = op('Max', op('Mul', col[4], sc), s(1))
+        theta = op('Div', op('Mul', col[5], s(np.pi)), s(180.0))
+        bh, bw = op('Div', rh, s(ph)), op('Div', rw, s(pw))
+        if ratio > 0:
+            gh = gw = scalar(g, ratio, i64s)
+        else:
+            gh = cast(g, op('Ceil', op('Div', rh, s(ph))), i64s)
+            gw = cast(g, op('Ceil', op('Div', rw, s(pw))), i64s)
+
+        def offsets(grid, binsz):            # (G,) sample offsets inside a bin
+            k = cast(g, op('Range', scalar(g, 0, i64s), grid, scalar(g, 1, i64s)), dt)
+            return op('Div', op('Mul', op('Add', k, s(0.5)), binsz), cast(g, grid, dt))
+        two = s(2)
+        ys = op('Add', op('Div', op('Neg', rh), two), op('Mul', g.const(
+            np.arange(ph, dtype=dt).reshape(ph, 1, 1, 1)), bh))
+        yy = op('Add', ys, reshape(g, offsets(gh, bh), [1, 1, -1, 1]))      # (ph,1,gh,1)
+        xs = op('Add', op('Div', op('Neg', rw), two), op('Mul', g.const(
+            np.arange(pw, dtype=dt).reshape(1, pw, 1, 1)), bw))
+        xx = op('Add', xs, reshape(g, offsets(gw, bw), [1, 1, 1, -1]))      # (1,pw,1,gw)
+        cos, sin = op('Cos', theta), op('Sin', theta)
+        y = op('Add', op('Sub', op('Mul', yy, cos), op('Mul', xx, sin)), cy)
+        x = op('Add', op('Add', op('Mul', yy, sin), op('Mul', xx, cos)), cx)
+        outside = op('Or', op('Or', op('Less', y, s(-1)), op('Greater', y, s(h))),
+                     op('Or', op('Less', x, s(-1)), op('Greater', x, s(w))))
+        mask = cast(g, op('Not', outside), dt)
+
+        def axis(v, size):
+            v = op('Max', v, s(0))
+            lo = cast(g, op('Floor', v), i64s)
+            top = op('GreaterOrEqual', lo, i64(g, size - 1))
+            lo = op('Where', top, i64(g, size - 1), lo)
+            hi = op('Where', top, i64(g, size - 1), op('Add', lo, i64(g, 1)))
+            frac = op('Where', top, s(0), op('Sub', v, cast(g, lo, dt)))
+            return lo, hi, frac
+        y0, y1, ly = axis(y, h)
+        x0, x1, lx = axis(x, w)
+        hy, hx = op('Sub', s(1), ly), op('Sub', s(1), lx)
+        total = None
+        for yi, xi, wt in ((y0, x0, op('Mul', hy, hx)), (y0, x1, op('Mul', hy, lx)),
+                           (y1, x0, op('Mul', ly, hx)), (y1, x1, op('Mul', ly, lx))):
+            idx = op('Add', op('Mul', yi, i64(g, w)), xi)                   # (ph,pw,gh,gw)
+            vals = g.add('Gather', [img, idx], axis=1)[0]                   # (C,ph,pw,gh,gw)
+            term = op('Mul', vals, unsqueeze(g, op('Mul', wt, mask), [0]))
+            total = term if total is None else op('Add', total, term)
+        summed = reduce(g, 'ReduceSum', total, [3, 4], keepdims=0)
+        return op('Div', summed, cast(g, op('Mul', gh, gw), dt))
+    g.add('Identity', [_per_roi_loop(g, node, rois, body, (c, ph, pw), dt)],
+          g.outputs(node)[:1])

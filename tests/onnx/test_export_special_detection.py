@@ -277,3 +277,15 @@ def test_psroi_pooling(kw):
     r[2, 1:] = [30, 30, 34, 33]                 # past the map: empty bins
     check(y, {'data': rng.standard_normal((2, kw['output_dim'] * g * g, 9, 10))
               .astype(np.float32), 'rois': r})
+
+
+@pytest.mark.parametrize('ratio', [-1, 2])
+def test_rroi_align(ratio):
+    rng = np.random.RandomState(14)
+    data, rois = mx.sym.var('data'), mx.sym.var('rois')
+    y = mx.sym.contrib.RROIAlign(data, rois, pooled_size=(2, 3), spatial_scale=0.5,
+                                 sampling_ratio=ratio)
+    r = np.column_stack([rng.randint(0, 2, 6), rng.uniform(0, 20, (6, 2)),
+                         rng.uniform(1, 12, (6, 2)), rng.uniform(-90, 90, 6)])
+    check(y, {'data': rng.standard_normal((2, 3, 9, 11)).astype(np.float32),
+              'rois': r.astype(np.float32)})

@@ -1,7 +1,8 @@
 """ONNX converters for operators MXNet 1.9.1 could not export, or exported wrongly: the
 sorts (``topk``, ``sort``, ``argsort``), the resizes (``_contrib_AdaptiveAvgPooling2D``,
-``_contrib_BilinearResize2D``), the sequence operators, BERT's
-fused attention products, the spatial transformer pieces and a few tensor operators.
+``_contrib_BilinearResize2D``), the sequence operators, BERT's fused attention products,
+the spatial transformer pieces, the deformable convolutions, FlowNet's Correlation and a
+few tensor operators.
 
 Each converter follows the operator's own forward in ``ops/`` (the reference the tests
 compare ONNX Runtime's outputs with), not MXNet's exporter; the module also holds the
@@ -18,7 +19,8 @@ __all__ = []
 
 def claim(*op_names):
     """:func:`converter` for operators outside this module set's brief (the deformable
-    convolutions, SpatialTransformer, box_iou/box_decode, PSROIPooling): a name another
+    convolutions, SpatialTransformer, Correlation, box_iou/box_decode, PSROIPooling,
+    RROIAlign): a name another
     converter module registered first keeps that converter (the core's modules load
     first), so that two modules never fight over a name at import."""
     def register(fn):
@@ -647,3 +649,41 @@ def _deformable_conv(g, node):
     g.add('DeformConv', inputs, g.outputs(node)[:1], kernel_shape=[kh, kw],
           strides=[sh, sw], dilations=[dh, dw], pads=[ph, pw, ph, pw],
           group=g.attr(node, 'num_group'), offset_group=dg)
+
+
+@claim('Correlation')
+def _correlation(g, node):
+    """FlowNet's correlation (no ONNX operator): for every displacement and kernel tap a
+    strided Slice of each zero-padded input, their product (or absolute difference)
+    summed over the channels, the taps added and divided by kernel_size**2 * channels, as
+    ops/spatial.py's forward."""
+    d1, d2 = g.inputs(node)[:2]
+    _, c, h, w = g.in_shape(node, 0)
+    _, _, th, tw = g.out_shape(node, 0)
+    dt = g.in_dtype(node, 0)
+    k, md = g.attr(node, 'kernel_size'), g.attr(node, 'max_displacement')
+    s1, s2, p = g.attr(node, 'stride1'), g.attr(node, 'stride2'), g.attr(node, 'pad_size')
+    gr = md // s2
+    gw = 2 * gr + 1
+    pads = i64(g, [0, 0, p, p, 0, 0, p, p])
+    p1, p2 = (g.add('Pad', [x, pads])[0] if p else x for x in (d1, d2))
+
+    def window(x, y0, x0):
+        return g.add('Slice', [x, i64(g, [y0, x0]), i64(g, [y0 + (th - 1) * s1 + 1,
+                                                            x0 + (tw - 1) * s1 + 1]),
+                               i64(g, [2, 3]), i64(g, [s1, s1])])[0]
+    first = {(i, j): window(p1, md + i, md + j) for i in range(k) for j in range(k)}
+    n_sum = scalar(g, k * k * c, dt)
+    chans = []
+    for tc in range(gw * gw):
+        dx, dy = (tc % gw - gr) * s2, (tc // gw - gr) * s2
+        acc = None
+        for i in range(k):
+            for j in range(k):
+                a, b = first[(i, j)], window(p2, md + i + dy, md + j + dx)
+                v = g.add('Mul', [a, b])[0] if g.attr(node, 'is_multiply') else \
+                    g.add('Abs', [g.add('Sub', [a, b])[0]])[0]
+                v = reduce(g, 'ReduceSum', v, [1], keepdims=1)
+                acc = v if acc is None else g.add('Add', [acc, v])[0]
+        chans.append(g.add('Div', [acc, n_sum])[0])
+    g.add('Concat', chans, g.outputs(node)[:1], axis=1)

@@ -38,7 +38,8 @@ SPELLING = {'_contrib_AdaptiveAvgPooling2D': 'AdaptiveAvgPooling2D',
             '_contrib_box_decode': 'box_decode', 'SpatialTransformer': 'SpatialTransformer',
             '_contrib_DeformableConvolution': 'DeformableConvolution',
             '_contrib_ModulatedDeformableConvolution': 'ModulatedDeformableConvolution',
-            '_contrib_PSROIPooling': 'PSROIPooling', '_contrib_RROIAlign': 'RROIAlign'}
+            '_contrib_PSROIPooling': 'PSROIPooling', '_contrib_RROIAlign': 'RROIAlign',
+            'Correlation': 'Correlation'}
 
 
 def _read(path):

@@ -237,3 +237,12 @@ def test_deformable_convolution(modulated, kw):
     inputs['offset'] = 2.5 * inputs['offset']
     inputs['offset'][:, ::7] = np.round(inputs['offset'][:, ::7])   # integer positions
     check(y, inputs)
+
+
+@pytest.mark.parametrize('kw', [dict(), dict(kernel_size=3, max_displacement=2, stride1=2,
+                                             stride2=2, pad_size=2),
+                                dict(kernel_size=1, max_displacement=3, stride2=1,
+                                     pad_size=3, is_multiply=False)])
+def test_correlation(kw):
+    a, b = mx.sym.var('a'), mx.sym.var('b')
+    check(mx.sym.Correlation(a, b, **kw), {'a': _x(2, 3, 7, 8), 'b': _x(2, 3, 7, 8)})

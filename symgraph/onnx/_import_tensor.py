@@ -197,14 +197,70 @@ def _one_hot(ctx):
     return S.transpose(out, axes=tuple(axes), name=ctx.name)
 
 
+def _batch_grid(ctx, lead, batch_dims):
+    """Constant coordinates of the ``batch_dims`` leading axes over index shape ``lead``,
+    as a (batch_dims, *lead) parameter."""
+    grids = np.meshgrid(*[np.arange(d) for d in lead], indexing='ij')[:batch_dims]
+    return ctx.param('batch_grid', np.stack(grids).astype(np.int64))
+
+
 @_register('GatherND')
 def _gather_nd(ctx):
-    if ctx.attr('batch_dims', 0):
-        raise ctx.error('batch_dims other than 0', NotImplementedError)
+    batch_dims = ctx.attr('batch_dims', 0)
     # ONNX puts the coordinates on the last axis of the indices, MXNet on the first
     rank = ctx.rank(1)
     idx = S.transpose(ctx.sym(1), axes=(rank - 1,) + tuple(range(rank - 1)))
+    if batch_dims:
+        lead = ctx.need_shape(1)[:-1]
+        idx = S.Concat(_batch_grid(ctx, lead, batch_dims), S.Cast(idx, dtype='int64'),
+                       dim=0, num_args=2)
     return S.gather_nd(ctx.sym(0), idx, name=ctx.name)
+
+
+def _scatter(ctx, index):
+    """``data`` with ``updates`` written at the MXNet-layout coordinates ``index``."""
+    shape = ctx.need_shape(0)
+    upd = ctx.sym(2)
+    if ctx.attr('reduction', 'none') != 'none':
+        raise ctx.error('reduction %r' % ctx.attr('reduction'), NotImplementedError)
+    written = S.scatter_nd(upd, index, shape=shape)
+    mask = S.scatter_nd(S.ones_like(upd), index, shape=shape)
+    kept = S.broadcast_mul(ctx.sym(0), 1 - mask)
+    return S.broadcast_add(kept, written, name=ctx.name)
+
+
+@_register('ScatterND')
+def _scatter_nd(ctx):
+    rank = ctx.rank(1)
+    idx = S.transpose(ctx.sym(1), axes=(rank - 1,) + tuple(range(rank - 1)))
+    return _scatter(ctx, S.Cast(idx, dtype='int64'))
+
+
+@_register('ScatterElements', 'Scatter')
+def _scatter_elements(ctx):
+    rank = ctx.rank(0)
+    axis = _axis(ctx.attr('axis', 0), rank)
+    ishape = ctx.need_shape(1)
+    grids = np.meshgrid(*[np.arange(d) for d in ishape], indexing='ij')
+    idx = ctx.sym(1)
+    dim = ctx.need_shape(0)[axis]
+    idx = S.broadcast_add(idx, S.broadcast_lesser(idx, S.zeros_like(idx)) * dim)
+    parts = [S.expand_dims(S.Cast(idx, dtype='int64'), axis=0) if d == axis else
+             ctx.param('grid%d' % d, grids[d][None].astype(np.int64)) for d in range(rank)]
+    return _scatter(ctx, S.Concat(*parts, dim=0, num_args=rank))
+
+
+@_register('ReverseSequence')
+def _reverse_sequence(ctx):
+    time_axis, batch_axis = ctx.attr('time_axis', 0), ctx.attr('batch_axis', 1)
+    x = ctx.sym(0)
+    if (time_axis, batch_axis) == (1, 0):
+        x = S.swapaxes(x, dim1=0, dim2=1)
+    lens = S.Cast(ctx.sym(1), dtype='float32')
+    out = S.SequenceReverse(x, lens, use_sequence_length=True)
+    if (time_axis, batch_axis) == (1, 0):
+        out = S.swapaxes(out, dim1=0, dim2=1)
+    return S.identity(out, name=ctx.name)
 
 
 @_register('CumSum')
@@ -389,6 +445,35 @@ def _reorder(w, op):
     return np.concatenate([blocks[k] for k in order], axis=0)
 
 
+def _packed_weights(ctx, op, dirs, gates, hidden):
+    """MXNet's flat RNN parameter vector built in the graph from W, R, B that are not
+    constants: per direction the gate blocks reordered, weights then biases."""
+    order = _GATES[op][1]
+
+    def blocks(sym, d):
+        part = S.reshape(S.slice_axis(sym, axis=0, begin=d, end=d + 1), shape=(-3, -2))
+        if gates == 1:
+            return [part]
+        pieces = S.split(part, num_outputs=gates, axis=0)
+        return [pieces[k] for k in order]
+
+    weights, biases = [], []
+    for d in range(dirs):
+        for i in (1, 2):
+            weights.append(S.reshape(S.Concat(*blocks(ctx.sym(i), d), dim=0,
+                                              num_args=gates), shape=(-1,)))
+        if ctx.has(3):          # the input-side bias blocks, then the hidden-side ones
+            row = S.reshape(S.slice_axis(ctx.sym(3), axis=0, begin=d, end=d + 1),
+                            shape=(-1,))
+            parts = S.split(row, num_outputs=2 * gates, axis=0)
+            seq = [parts[k] for k in order] + [parts[gates + k] for k in order]
+            biases.append(S.Concat(*seq, dim=0, num_args=len(seq)))
+        else:
+            biases.append(ctx.param('bias%d' % d, np.zeros(2 * gates * hidden, np.float32)))
+    flat = weights + biases
+    return S.Concat(*flat, dim=0, num_args=len(flat))
+
+
 @_register('LSTM', 'GRU', 'RNN')
 def _rnn(ctx):
     op = ctx.op_type
@@ -415,24 +500,27 @@ def _rnn(ctx):
         raise ctx.error('linear_before_reset=0 (MXNet applies the reset gate after the '
                         'hidden transform)', NotImplementedError)
     batch_first = ctx.attr('layout', 0) == 1
-    w, r = ctx.const(1), ctx.const(2)
     gates = _GATES[op][0]
-    b = ctx.const(3, np.zeros((dirs, 2 * gates * hidden), w.dtype))
-    weights = [np.concatenate([_reorder(w[d], op).ravel(), _reorder(r[d], op).ravel()])
-               for d in range(dirs)]
-    biases = [np.concatenate([_reorder(b[d][:gates * hidden], op),
-                              _reorder(b[d][gates * hidden:], op)]) for d in range(dirs)]
-    flat = np.concatenate(weights + biases).astype(w.dtype)
-    params = ctx.param('parameters', flat)
+    if all(ctx.is_const(i) or not ctx.has(i) for i in (1, 2, 3)):
+        w, r = ctx.const(1), ctx.const(2)
+        b = ctx.const(3, np.zeros((dirs, 2 * gates * hidden), w.dtype))
+        weights = [np.concatenate([_reorder(w[d], op).ravel(), _reorder(r[d], op).ravel()])
+                   for d in range(dirs)]
+        biases = [np.concatenate([_reorder(b[d][:gates * hidden], op),
+                                  _reorder(b[d][gates * hidden:], op)]) for d in range(dirs)]
+        params = ctx.param('parameters', np.concatenate(weights + biases).astype(w.dtype))
+    else:
+        params = _packed_weights(ctx, op, dirs, gates, hidden)
     x = ctx.sym(0)
     if batch_first:
         x = S.swapaxes(x, dim1=0, dim2=1)
+    lengths = None
     if ctx.has(4):
-        lens = ctx.const(4) if ctx.is_const(4) else None
         xs = ctx.shape(0)
         seq = None if xs is None else xs[1 if batch_first else 0]
-        if lens is None or seq is None or np.any(lens != seq):
-            raise ctx.error('sequence_lens other than the full length', NotImplementedError)
+        if not (ctx.is_const(4) and seq is not None and np.all(ctx.const(4) == seq)):
+            # steps past a sequence's length: zero outputs, states of its last step
+            lengths = S.Cast(ctx.sym(4), dtype='int32')
     xshape = ctx.shape(0)
     batch = 0 if xshape is None else xshape[0 if batch_first else 1]
 
@@ -442,8 +530,10 @@ def _rnn(ctx):
             return S.swapaxes(s, dim1=0, dim2=1) if batch_first else s
         return S.zeros(shape=(dirs, batch, hidden))
     args = [x, params, state(5)] + ([state(6)] if op == 'LSTM' else [])
+    if lengths is not None:
+        args.append(lengths)
     out = S.RNN(*args, state_size=hidden, num_layers=1, bidirectional=dirs == 2, mode=mode,
-                state_outputs=True, name=ctx.name)
+                state_outputs=True, use_sequence_length=lengths is not None, name=ctx.name)
     # MXNet: (seq, batch, dirs * hidden); ONNX: (seq, dirs, batch, hidden)
     y = S.reshape(out[0], shape=(0, 0, dirs, hidden))
     y = S.transpose(y, axes=(1, 0, 2, 3) if batch_first else (0, 2, 1, 3))

@@ -350,3 +350,30 @@ def test_roi_align_and_max_roi_pool_detection_heads():
     m = model([N('MaxRoiPool', ['x', 'r5'], ['mp'], pooled_shape=[2, 2], spatial_scale=1.0)],
               {'x': x}, ['mp'], {'r5': rois5})
     check(m, {'x': x}, exact_ops=['ROIPooling'])
+
+
+@pytest.mark.parametrize('op', ['LSTM', 'GRU'])
+def test_recurrent_weights_as_inputs_and_sequence_lengths(op):
+    dirs, hidden, seq, batch, inp = 2, 3, 5, 3, 2
+    w = _rnn_weights(op, dirs, hidden, inp, seed=2)
+    x = _x(seq, batch, inp)
+    lens = np.array([5, 2, 4], np.int32)
+    outs = ['Y', 'Y_h']
+    node = N(op, ['x', 'W', 'R', 'B', 'lens'], outs, hidden_size=hidden,
+             direction='bidirectional', **({'linear_before_reset': 1} if op == 'GRU' else {}))
+    feeds = dict(w, x=x, lens=lens)
+    m = model([node], feeds, outs, opset=14)
+    check(m, feeds, atol=1e-5, exact_ops=['RNN'])
+
+
+def test_gather_nd_batch_dims_scatter_and_reverse_sequence():
+    x = _x(2, 4, 3)
+    nodes = [N('GatherND', ['x', 'gi'], ['g'], batch_dims=1),
+             N('ScatterND', ['x', 'si', 'su'], ['sn']),
+             N('ScatterElements', ['x', 'ei', 'eu'], ['se'], axis=1),
+             N('ReverseSequence', ['x', 'lens'], ['rs'], time_axis=1, batch_axis=0)]
+    inits = {'gi': _i64([[[1], [3]], [[0], [2]]]), 'si': _i64([[0, 1], [1, 3]]),
+             'su': _x(2, 3, seed=1), 'ei': _i64([[[1, 0, 3]], [[2, 2, -1]]]),
+             'eu': _x(2, 1, 3, seed=2), 'lens': _i64([3, 4])}
+    m = model(nodes, {'x': x}, ['g', 'sn', 'se', 'rs'], inits, opset=16)
+    check(m, {'x': x})

@@ -1,6 +1,6 @@
-"""ONNX converters of the region-of-interest operators: ``ROIPooling``, ``_contrib_RROIAlign``,
-``_contrib_ROIAlign`` and ``_contrib_PSROIPooling`` (imported by
-:mod:`symgraph.onnx._convert_detection`).
+"""ONNX converters of the region-of-interest operators: ``ROIPooling``,
+``_contrib_ROIAlign``, ``_contrib_RROIAlign``, ``_contrib_PSROIPooling`` and
+``_contrib_DeformablePSROIPooling`` (imported by :mod:`symgraph.onnx._convert_detection`).
 
 ``MaxRoiPool`` and ``RoiAlign`` where ONNX Runtime runs them; otherwise (their opset-22
 versions, which ONNX Runtime 1.32 has no kernels for, other dtypes, ROIAlign's half-pixel
@@ -420,3 +420,97 @@ def _rroi_align(g, node):
         return op('Div', summed, cast(g, op('Mul', gh, gw), dt))
     g.add('Identity', [_per_roi_loop(g, node, rois, body, (c, ph, pw), dt)],
           g.outputs(node)[:1])
+
+
+# ------------------------------------------------------ DeformablePSROIPooling
+@claim('_contrib_DeformablePSROIPooling')
+def _deformable_psroi_pooling(g, node):
+    """Deformable position-sensitive ROI pooling (no ONNX operator), vectorised over
+    (R, output_dim, P, P, S, S) samples as ops/psroi.py's forward: the bins moved by the
+    trans offsets of their class and part, ``sample_per_part``**2 bilinear samples per bin
+    gathered from the flattened data, samples more than half a pixel outside skipped. The
+    hidden sample-count output is not exported."""
+    ins = g.inputs(node)
+    data, rois = ins[:2]
+    n, c, h, w = g.in_shape(node, 0)
+    dt = g.in_dtype(node, 0)
+    t = dt.type
+    p, grp, s = (g.attr(node, k) for k in ('pooled_size', 'group_size', 'sample_per_part'))
+    q = g.attr(node, 'part_size') or p
+    dim = g.attr(node, 'output_dim')
+    i64s = np.int64
+
+    def sc(v):
+        return scalar(g, v, dt)
+
+    def op(kind, *xs):
+        return g.add(kind, list(xs))[0]
+
+    def at(x, shape):
+        return reshape(g, x, shape)
+    r = [g.add('Gather', [rois, scalar(g, k, i64s)], axis=1)[0] for k in range(5)]
+    scale = sc(float(t(g.attr(node, 'spatial_scale'))))
+    half = sc(0.5)
+    x1 = op('Sub', op('Mul', _c_round(g, r[1], dt), scale), half)
+    y1 = op('Sub', op('Mul', _c_round(g, r[2], dt), scale), half)
+    x2 = op('Sub', op('Mul', op('Add', _c_round(g, r[3], dt), sc(1)), scale), half)
+    y2 = op('Sub', op('Mul', op('Add', _c_round(g, r[4], dt), sc(1)), scale), half)
+    rw = op('Max', op('Sub', x2, x1), sc(float(t(0.1))))
+    rh = op('Max', op('Sub', y2, y1), sc(float(t(0.1))))
+    bw, bh = op('Div', rw, sc(p)), op('Div', rh, sc(p))
+    r4 = [-1, 1, 1, 1]
+    pf = np.arange(p).astype(dt)
+    ws = op('Add', op('Mul', g.const(pf.reshape(1, 1, 1, p)), at(bw, r4)), at(x1, r4))
+    hs = op('Add', op('Mul', g.const(pf.reshape(1, 1, p, 1)), at(bh, r4)), at(y1, r4))
+    if not g.attr(node, 'no_trans'):
+        trans = ins[2]
+        ncls = g.in_shape(node, 2)[1] // 2
+        cls = np.arange(dim) // (dim // ncls)
+        part = np.floor(np.arange(p).astype(dt) / t(p) * t(q)).astype(i64s)
+        std = sc(float(t(g.attr(node, 'trans_std'))))
+        for k, (pos, size) in enumerate(((ws, rw), (hs, rh))):
+            tr = g.add('Gather', [trans, g.const((2 * cls + k).astype(i64s))], axis=1)[0]
+            tr = g.add('Gather', [tr, g.const(part)], axis=2)[0]
+            tr = op('Mul', g.add('Gather', [tr, g.const(part)], axis=3)[0], std)
+            moved = op('Add', pos, op('Mul', tr, at(size, r4)))
+            if k == 0:
+                ws = moved
+            else:
+                hs = moved
+    sf = np.arange(s).astype(dt)
+    r6 = [-1, 1, 1, 1, 1, 1]
+    wpos = op('Add', unsqueeze(g, ws, [4, 5]), op('Mul', g.const(sf.reshape(1, 1, 1, 1, 1, s)),
+                                                   at(op('Div', bw, sc(s)), r6)))
+    hpos = op('Add', unsqueeze(g, hs, [4, 5]), op('Mul', g.const(sf.reshape(1, 1, 1, 1, s, 1)),
+                                                   at(op('Div', bh, sc(s)), r6)))
+    valid = op('And', op('And', op('GreaterOrEqual', wpos, sc(-0.5)),
+                         op('LessOrEqual', wpos, sc(float(t(w - 0.5))))),
+               op('And', op('GreaterOrEqual', hpos, sc(-0.5)),
+                  op('LessOrEqual', hpos, sc(float(t(h - 0.5))))))
+    wc = op('Max', op('Min', wpos, sc(w - 1)), sc(0))
+    hc = op('Max', op('Min', hpos, sc(h - 1)), sc(0))
+    y0f, x0f = g.add('Floor', [hc])[0], g.add('Floor', [wc])[0]
+    y1i, x1i = cast(g, g.add('Ceil', [hc])[0], i64s), cast(g, g.add('Ceil', [wc])[0], i64s)
+    y0i, x0i = cast(g, y0f, i64s), cast(g, x0f, i64s)
+    dy, dx = op('Sub', hc, y0f), op('Sub', wc, x0f)
+    one = sc(1)
+    gi = np.clip(np.floor(np.arange(p) * grp / p).astype(i64s), 0, grp - 1)
+    ch = (np.arange(dim)[:, None, None] * grp + gi[None, :, None]) * grp + gi[None, None, :]
+    b = at(cast(g, r[0], i64s), r6)
+    base = op('Mul', op('Add', op('Mul', b, i64(g, c)), g.const(ch.reshape(1, dim, p, p, 1, 1))),
+              i64(g, h))
+    flat = reshape(g, data, [-1])
+
+    def value(yi, xi):
+        idx = op('Add', op('Mul', op('Add', base, yi), i64(g, w)), xi)
+        return g.add('Gather', [flat, idx], axis=0)[0]
+    ndx, ndy = op('Sub', one, dx), op('Sub', one, dy)
+    v = op('Mul', op('Mul', ndx, ndy), value(y0i, x0i))
+    v = op('Add', v, op('Mul', op('Mul', ndx, dy), value(y1i, x0i)))
+    v = op('Add', v, op('Mul', op('Mul', dx, ndy), value(y0i, x1i)))
+    v = op('Add', v, op('Mul', op('Mul', dx, dy), value(y1i, x1i)))
+    v = g.add('Where', [valid, v, sc(0)])[0]
+    count = reduce(g, 'ReduceSum', cast(g, valid, dt), [4, 5], keepdims=0)
+    total = reduce(g, 'ReduceSum', v, [4, 5], keepdims=0)
+    mean = op('Div', total, op('Max', count, one))
+    g.add('Where', [op('Greater', count, sc(0)), mean, sc(0)], g.outputs(node)[:1])

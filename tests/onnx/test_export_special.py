@@ -39,7 +39,8 @@ SPELLING = {'_contrib_AdaptiveAvgPooling2D': 'AdaptiveAvgPooling2D',
             '_contrib_DeformableConvolution': 'DeformableConvolution',
             '_contrib_ModulatedDeformableConvolution': 'ModulatedDeformableConvolution',
             '_contrib_PSROIPooling': 'PSROIPooling', '_contrib_RROIAlign': 'RROIAlign',
-            'Correlation': 'Correlation'}
+            'Correlation': 'Correlation',
+            '_contrib_DeformablePSROIPooling': 'DeformablePSROIPooling'}
 
 
 def _read(path):

@@ -289,3 +289,19 @@ def test_rroi_align(ratio):
                          rng.uniform(1, 12, (6, 2)), rng.uniform(-90, 90, 6)])
     check(y, {'data': rng.standard_normal((2, 3, 9, 11)).astype(np.float32),
               'rois': r.astype(np.float32)})
+
+
+@pytest.mark.parametrize('no_trans', [False, True])
+def test_deformable_psroi_pooling(no_trans):
+    rng = np.random.RandomState(15)
+    data, rois, trans = mx.sym.var('data'), mx.sym.var('rois'), mx.sym.var('trans')
+    args = [data, rois] if no_trans else [data, rois, trans]
+    y = mx.sym.contrib.DeformablePSROIPooling(*args, spatial_scale=0.5, output_dim=4,
+                                              group_size=3, pooled_size=3, part_size=2,
+                                              sample_per_part=2, trans_std=0.2,
+                                              no_trans=no_trans)
+    r = _rois(rng, 5, 2, 9, 10, 0.5)
+    inputs = {'data': rng.standard_normal((2, 36, 9, 10)).astype(np.float32), 'rois': r}
+    if not no_trans:
+        inputs['trans'] = rng.standard_normal((5, 4, 2, 2)).astype(np.float32)
+    check(y, inputs)

@@ -1,8 +1,8 @@
 """ONNX converters for the detection operators MXNet 1.9.1 could not export (or exported
 with other results): ``_contrib_box_nms``, ``_contrib_nms``, ``_contrib_MultiBoxPrior``,
 ``_contrib_MultiBoxDetection``, ``_contrib_Proposal``, ``_contrib_MultiProposal``,
-``_contrib_box_iou`` and ``_contrib_box_decode`` (the ROI operators are in
-:mod:`symgraph.onnx._convert_roi`).
+``_contrib_box_iou``, ``_contrib_box_decode`` and ``_contrib_box_encode`` (the ROI
+operators are in :mod:`symgraph.onnx._convert_roi`).
 
 The suppression itself is ONNX ``NonMaxSuppression``, whose decisions are MXNet's: boxes in
 descending score order, equal scores in index order, IoU > threshold suppresses (MXNet's
@@ -526,3 +526,32 @@ def _box_decode(g, node):
     g.add('Concat', [unsqueeze(g, v, [-1]) for v in (op('Sub', ox, ow), op('Sub', oy, oh),
                                                      op('Add', ox, ow), op('Add', oy, oh))],
           g.outputs(node)[:1], axis=-1)
+
+
+@claim('_contrib_box_encode')
+def _box_encode(g, node):
+    """``contrib.box_encode`` (training targets; ops/detection.py's arithmetic): the
+    matched reference of every anchor gathered per batch, centre/size offsets, masked by
+    samples > 0.5, normalised by means and stds."""
+    samples, matches, anchors, refs, means, stds = g.inputs(node)
+    dt = g.in_dtype(node, 2)
+
+    def op(kind, *xs):
+        return g.add(kind, list(xs))[0]
+
+    def centres(b):
+        c = [_col(g, b, k) for k in range(4)]
+        w, h = op('Sub', c[2], c[0]), op('Sub', c[3], c[1])
+        half = scalar(g, 0.5, dt)
+        return op('Add', c[0], op('Mul', w, half)), op('Add', c[1], op('Mul', h, half)), w, h
+    valid = cast(g, op('Greater', samples, scalar(g, 0.5, g.in_dtype(node, 0))), dt)
+    ref = _rows_at(g, refs, cast(g, matches, np.int64))                  # (B, N, 4)
+    ax, ay, aw, ah = centres(anchors)
+    rx, ry, rw, rh = centres(ref)
+    t = _stack_last(g, [op('Div', op('Sub', rx, ax), aw), op('Div', op('Sub', ry, ay), ah),
+                        g.add('Log', [op('Div', rw, aw)])[0],
+                        g.add('Log', [op('Div', rh, ah)])[0]])
+    v = unsqueeze(g, valid, [-1])
+    outs = g.outputs(node)
+    g.add('Div', [op('Mul', v, op('Sub', t, means)), stds], outs[:1])
+    g.add('Expand', [v, g.add('Shape', [t])[0]], outs[1:2])

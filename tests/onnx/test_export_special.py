@@ -40,7 +40,8 @@ SPELLING = {'_contrib_AdaptiveAvgPooling2D': 'AdaptiveAvgPooling2D',
             '_contrib_ModulatedDeformableConvolution': 'ModulatedDeformableConvolution',
             '_contrib_PSROIPooling': 'PSROIPooling', '_contrib_RROIAlign': 'RROIAlign',
             'Correlation': 'Correlation',
-            '_contrib_DeformablePSROIPooling': 'DeformablePSROIPooling'}
+            '_contrib_DeformablePSROIPooling': 'DeformablePSROIPooling',
+            '_contrib_box_encode': 'box_encode'}
 
 
 def _read(path):

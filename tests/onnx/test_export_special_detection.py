@@ -305,3 +305,16 @@ def test_deformable_psroi_pooling(no_trans):
     if not no_trans:
         inputs['trans'] = rng.standard_normal((5, 4, 2, 2)).astype(np.float32)
     check(y, inputs)
+
+
+def test_box_encode():
+    rng = np.random.RandomState(16)
+    names = ('samples', 'matches', 'anchors', 'refs', 'means', 'stds')
+    y = mx.sym.contrib.box_encode(*[mx.sym.var(n) for n in names])
+    inputs = {'samples': rng.choice([-1.0, 0.0, 1.0], (2, 6)).astype(np.float32),
+              'matches': rng.randint(0, 3, (2, 6)).astype(np.float32),
+              'anchors': np.stack([_boxes(rng, 6) for _ in range(2)]).astype(np.float32),
+              'refs': np.stack([_boxes(rng, 3) for _ in range(2)]).astype(np.float32),
+              'means': np.array([0, 0.1, 0, -0.1], np.float32),
+              'stds': np.array([0.1, 0.1, 0.2, 0.2], np.float32)}
+    check(y, inputs)

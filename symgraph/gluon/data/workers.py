@@ -14,9 +14,10 @@ is freed the lease's finalizer clears the slot's busy byte (its first byte, in t
 memory itself), which tells the worker that made it that the slot may take another batch.
 A fresh file per batch cost the worker its pages (allocated and zeroed by the kernel) and
 the main process its page faults and unmapping, every batch: ~35 us per 48 KB image, more
-than a quarter of the worker's time for 64x64 JPEG samples. A worker keeps at most
-``_FREE_SLOTS`` free slots and retires the others (it unmaps them and names them with its
-next batch, so the main process drops its mappings too).
+than a quarter of the worker's time for 64x64 JPEG samples. A worker retires a slot that
+stayed free through ``_SLOT_IDLE`` of its batches (it unmaps it and names it with its next
+batch, so the main process drops its mapping too): the slots in use while the caller keeps
+a few batches stay, those of a burst of kept batches go.
 
 Each batch is a :class:`_Ticket`: when the iterator that asked for it is dropped before the
 batch arrives, the pool's result thread frees the slot on arrival, so an abandoned epoch
@@ -63,8 +64,9 @@ _ALIGN = 64
 _POLL = 0.25
 #: the bytes before a slot's first array: the busy byte, then padding to an alignment
 _SLOT_HEAD = _ALIGN
-#: the free slots a worker keeps for its next batches (more are retired)
-_FREE_SLOTS = 2
+#: a worker retires a slot left free through this many of its batches (keeping only a
+#: couple of free slots made new ones, and their page faults, every few batches)
+_SLOT_IDLE = 8
 #: a new slot's size is rounded up to this (a later, slightly larger batch still fits)
 _SLOT_GRAIN = 1 << 16
 
@@ -239,11 +241,12 @@ def _write_arrays(buf, arrays, base):
 
 class _ShmSlot(object):
     """One of a worker's slots: a shared-memory file of ``capacity`` bytes, mapped."""
-    __slots__ = ('name', 'buf', 'capacity', 'handed')
+    __slots__ = ('name', 'buf', 'capacity', 'handed', 'idle')
 
     def __init__(self, name, buf, capacity):
         self.name, self.buf, self.capacity = name, buf, capacity
         self.handed = False             # seen by the main process (which unlinked it)
+        self.idle = 0                   # batches made since it was last taken
 
 
 class _WorkerSlots(object):
@@ -265,13 +268,15 @@ class _WorkerSlots(object):
             free.remove(slot)
         else:
             slot = self._new(need)
-        # keep the largest free slots; retire the rest (their memory goes back to the
-        # system once the main process drops its mapping too)
-        free.sort(key=lambda s: s.capacity)
-        for old in free[:max(0, len(free) - _FREE_SLOTS)]:
-            self.slots.remove(old)
-            old.buf.close()
-            self.retired.append(old.name)
+        # retire the slots that stayed free too long (their memory goes back to the system
+        # once the main process drops its mapping too)
+        for old in free:
+            old.idle += 1
+            if old.idle > _SLOT_IDLE:
+                self.slots.remove(old)
+                old.buf.close()
+                self.retired.append(old.name)
+        slot.idle = 0
         slot.buf[0] = 1
         return slot
 

@@ -1,7 +1,8 @@
 """ONNX converters for the detection operators MXNet 1.9.1 could not export (or exported
 with other results): ``_contrib_box_nms``, ``_contrib_nms``, ``_contrib_MultiBoxPrior``,
 ``_contrib_MultiBoxDetection``, ``_contrib_Proposal``, ``_contrib_MultiProposal``,
-``_contrib_box_iou``, ``_contrib_box_decode`` and ``_contrib_box_encode`` (the ROI
+``_contrib_box_iou``, ``_contrib_box_decode``, ``_contrib_box_encode`` and
+``_contrib_bipartite_matching`` (the ROI
 operators are in :mod:`symgraph.onnx._convert_roi`).
 
 The suppression itself is ONNX ``NonMaxSuppression``, whose decisions are MXNet's: boxes in
@@ -19,7 +20,7 @@ suppression so that both agree.
 """
 import numpy as np
 
-from ._convert_misc import (cast, claim, fill_like, i64, reduce, reshape, scalar,
+from ._convert_misc import (cast, claim, fill_like, i64, onnx_type, reduce, reshape, scalar,
                             slice_axis, squeeze, unsqueeze)
 from ._registry import converter
 from . import _convert_roi
@@ -555,3 +556,68 @@ def _box_encode(g, node):
     outs = g.outputs(node)
     g.add('Div', [op('Mul', v, op('Sub', t, means)), stds], outs[:1])
     g.add('Expand', [v, g.add('Shape', [t])[0]], outs[1:2])
+
+
+@claim('_contrib_bipartite_matching')
+def _bipartite_matching(g, node):
+    """Greedy bipartite matching (no ONNX operator): an ONNX Loop of min(N, M) steps
+    (topk + 1 with topk > 0, as MXNet) each taking, per batch, the best remaining pair
+    (ArgMin over the flattened scores, in float64 and negated unless is_ascend: the first
+    of equal scores in row-major order) while its score is within the threshold, then
+    closing its row and column (ops/detection.py's forward)."""
+    from onnx import helper
+    x, = g.inputs(node)
+    shape = g.in_shape(node, 0)
+    dt = g.in_dtype(node, 0)
+    n, m = shape[-2], shape[-1]
+    topk = g.attr(node, 'topk')
+    most = min(n, m) if topk <= 0 else min(n, m, topk + 1)
+    ascend = g.attr(node, 'is_ascend')
+    limit = g.attr(node, 'threshold') if ascend else -g.attr(node, 'threshold')
+    f64, i64s = np.float64, np.int64
+    score = cast(g, reshape(g, x, [-1, n * m]), f64)
+    if not ascend:
+        score = g.add('Neg', [score])[0]
+    batch = g.add('Slice', [g.add('Shape', [score])[0], i64(g, [0]), i64(g, [1])])[0]
+    rows0, cols0 = (g.add('Expand', [i64(g, [[-1]]), g.add('Concat', [batch, i64(g, [k])],
+                                                              axis=0)[0]])[0] for k in (n, m))
+    active0 = g.add('Expand', [g.const(np.array([True])), batch])[0]        # (B,)
+    names = [g.fresh(k) for k in ('step', 'cond', 'score', 'rows', 'cols', 'active')]
+    saved, g.nodes = g.nodes, []
+    try:
+        it, cond, sc, rows, cols, active = names
+
+        def op(kind, *xs, **kw):
+            return g.add(kind, list(xs), **kw)[0]
+        best = op('ArgMin', sc, axis=1, keepdims=1)                          # (B, 1)
+        value = squeeze(g, op('GatherElements', sc, best, axis=1), [1])
+        act = op('And', active, op('LessOrEqual', value, scalar(g, limit, f64)))
+        r, c = op('Div', best, i64(g, m)), op('Mod', best, i64(g, m))         # (B, 1)
+        a1 = unsqueeze(g, act, [1])
+        new_rows = op('ScatterElements', rows, r,
+                      op('Where', a1, c, op('GatherElements', rows, r, axis=1)), axis=1)
+        new_cols = op('ScatterElements', cols, c,
+                      op('Where', a1, r, op('GatherElements', cols, c, axis=1)), axis=1)
+        hit_r = op('And', op('Equal', g.const(np.arange(n, dtype=i64s).reshape(1, n)), r), a1)
+        hit_c = op('And', op('Equal', g.const(np.arange(m, dtype=i64s).reshape(1, m)), c), a1)
+        gone = op('Or', unsqueeze(g, hit_r, [2]), unsqueeze(g, hit_c, [1]))  # (B, N, M)
+        new_sc = reshape(g, op('Where', gone, scalar(g, np.inf, f64),
+                               reshape(g, sc, [-1, n, m])), [-1, n * m])
+        outs = [op('Identity', cond), new_sc, new_rows, new_cols, act]
+    finally:
+        body_nodes, g.nodes = g.nodes, saved
+    vi = helper.make_tensor_value_info
+    b_t, i_t, f_t = onnx_type(np.bool_), onnx_type(i64s), onnx_type(f64)
+    body = helper.make_graph(
+        body_nodes, g.fresh('matching_body'),
+        [vi(it, i_t, []), vi(cond, b_t, []), vi(sc, f_t, [None, n * m]),
+         vi(rows, i_t, [None, n]), vi(cols, i_t, [None, m]), vi(active, b_t, [None])],
+        [vi(outs[0], b_t, []), vi(outs[1], f_t, [None, n * m]), vi(outs[2], i_t, [None, n]),
+         vi(outs[3], i_t, [None, m]), vi(outs[4], b_t, [None])])
+    true = g.add('Constant', [], value=np.array(True))[0]
+    _, rows_out, cols_out, _ = g.add('Loop', [scalar(g, most, i64s), true, score, rows0,
+                                              cols0, active0], 4, body=body)
+    lead = list(shape[:-2])
+    res = g.outputs(node)
+    g.add('Reshape', [cast(g, rows_out, dt), i64(g, lead + [n])], res[:1])
+    g.add('Reshape', [cast(g, cols_out, dt), i64(g, lead + [m])], res[1:2])

@@ -41,7 +41,8 @@ SPELLING = {'_contrib_AdaptiveAvgPooling2D': 'AdaptiveAvgPooling2D',
             '_contrib_PSROIPooling': 'PSROIPooling', '_contrib_RROIAlign': 'RROIAlign',
             'Correlation': 'Correlation',
             '_contrib_DeformablePSROIPooling': 'DeformablePSROIPooling',
-            '_contrib_box_encode': 'box_encode'}
+            '_contrib_box_encode': 'box_encode',
+            '_contrib_bipartite_matching': 'bipartite_matching'}
 
 
 def _read(path):

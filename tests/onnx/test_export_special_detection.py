@@ -318,3 +318,13 @@ def test_box_encode():
               'means': np.array([0, 0.1, 0, -0.1], np.float32),
               'stds': np.array([0.1, 0.1, 0.2, 0.2], np.float32)}
     check(y, inputs)
+
+
+@pytest.mark.parametrize('kw', [dict(threshold=0.2), dict(threshold=0.5, is_ascend=True),
+                                dict(threshold=-1.0, topk=2)])
+def test_bipartite_matching(kw):
+    rng = np.random.RandomState(17)
+    x = mx.sym.var('x')
+    y = mx.sym.contrib.bipartite_matching(x, **kw)
+    data = np.round(rng.uniform(0, 1, (2, 3, 5, 4)) * 8) / 8       # ties: row-major first
+    check(y, {'x': data.astype(np.float32)}, exact=True)

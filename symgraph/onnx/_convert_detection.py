@@ -2,8 +2,8 @@
 with other results): ``_contrib_box_nms``, ``_contrib_nms``, ``_contrib_MultiBoxPrior``,
 ``_contrib_MultiBoxDetection``, ``_contrib_Proposal``, ``_contrib_MultiProposal``,
 ``_contrib_box_iou``, ``_contrib_box_decode``, ``_contrib_box_encode`` and
-``_contrib_bipartite_matching`` (the ROI
-operators are in :mod:`symgraph.onnx._convert_roi`).
+``_contrib_bipartite_matching`` (the ROI operators are in
+:mod:`symgraph.onnx._convert_roi`).
 
 The suppression itself is ONNX ``NonMaxSuppression``, whose decisions are MXNet's: boxes in
 descending score order, equal scores in index order, IoU > threshold suppresses (MXNet's

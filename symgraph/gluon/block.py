@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 
-from ..base import ArgumentTypeError, NotSupportedError, UsageError
+from ..base import ArgumentTypeError, NotSupportedError, UsageError, as_dtype, is_bfloat16
 from .. import initializer
 from .. import ndarray
 from .. import symbol
@@ -704,8 +704,9 @@ class SymbolBlock(HybridBlock):
     def cast(self, dtype):
         self._clear_cached_op()
         super().cast(dtype)
-        if np.dtype(dtype).name == 'float16':
-            # BatchNorm's statistics and scale stay float32 (its float16 kernels want that)
+        if as_dtype(dtype).name == 'float16' or is_bfloat16(dtype):
+            # BatchNorm's statistics and scale stay float32 (its float16 and bfloat16
+            # kernels want that)
             out = self._cached_graph[1]
             names = out.get_internals().list_inputs()
             for node in names:

@@ -200,3 +200,32 @@ def test_bind_step_widens_only_undeclared_operators():
                           opdef.WidenedStep)
     cast = opdef.get_op('amp_cast')(dtype='float32')
     assert not isinstance(opdef.bind_step(cast, mx.cpu(), [(2,)], [BF16]), opdef.WidenedStep)
+
+
+def test_gluon_block_cast_to_bfloat16_runs_and_trains():
+    """``net.cast('bfloat16')``: BatchNorm keeps float32 parameters (as for float16);
+    imperative and hybridized calls agree with float32 within bfloat16 rounding, and the
+    weights get bfloat16 gradients."""
+    from symgraph.gluon import nn
+    net = nn.HybridSequential()
+    net.add(nn.Conv2D(8, 3, padding=1, in_channels=3), nn.BatchNorm(in_channels=8),
+            nn.Activation('relu'), nn.Dense(5, in_units=8 * 6 * 6))
+    net.initialize(mx.init.Xavier())
+    x = mx.nd.array(np.random.RandomState(8).uniform(-1, 1, (2, 3, 6, 6)))
+    ref = net(x).asnumpy()
+    net.cast('bfloat16')
+    types = {k: v.dtype for k, v in net.collect_params().items()}
+    assert types['conv0_weight'] == 'bfloat16' and types['batchnorm0_gamma'] == 'float32'
+    xb = x.astype('bfloat16')
+    tol = 0.03 * np.abs(ref).max()
+    for hybrid in (False, True):
+        if hybrid:
+            net.hybridize()
+        y = net(xb)
+        assert y.dtype == MXBF16
+        np.testing.assert_allclose(y.asnumpy().astype(np.float32), ref, rtol=0, atol=tol)
+    with mx.autograd.record():
+        loss = net(xb).astype('float32').sum()
+    loss.backward()
+    g = net[0].weight.grad()
+    assert g.dtype == MXBF16 and np.abs(g.asnumpy().astype(np.float32)).max() > 0

@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 
 from ... import ndarray, symbol
-from ...base import ArgumentError, ArgumentTypeError
+from ...base import ArgumentError, ArgumentTypeError, as_dtype, is_bfloat16
 from ..block import Block, HybridBlock
 from ..utils import _indent
 from .activations import Activation
@@ -266,8 +266,9 @@ class _BatchNorm(HybridBlock):
                                            allow_deferred_init=True, differentiable=False)
 
     def cast(self, dtype):
-        # float16 BatchNorm keeps float32 parameters, as MXNet's operator requires
-        if np.dtype(dtype).name == 'float16':
+        # float16 (and bfloat16) BatchNorm keeps float32 parameters, as MXNet's operator
+        # requires
+        if as_dtype(dtype).name == 'float16' or is_bfloat16(dtype):
             dtype = 'float32'
         super(_BatchNorm, self).cast(dtype)
 

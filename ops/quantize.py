@@ -11,7 +11,8 @@ registers none).
 """
 import numpy as np
 
-from symgraph.opdef import Operator, Param, ShapeError, TypeInferenceError, register
+from symgraph.opdef import Operator, Param, ShapeError, TypeInferenceError, register, \
+    unify_shape
 
 _LIMITS = {'int8': 127.0, 'uint8': 255.0}
 
@@ -82,8 +83,13 @@ class Dequantize(_Quant):
     def list_outputs(self):
         return ['output']
 
-    def infer_shape(self, in_shapes):
-        return _range_shapes(self.name, in_shapes), [in_shapes[0]], []
+    #: a known output shape fills the data's (the same shape)
+    infer_shape_uses_outputs = True
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        ins = _range_shapes(self.name, in_shapes)
+        ins[0] = unify_shape(ins[0], out_shapes[0] if out_shapes else None)
+        return ins, [ins[0]], []
 
     def infer_type(self, in_types):
         t = in_types[0]

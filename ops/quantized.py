@@ -18,7 +18,8 @@ reference formulas (``quantize.py``).
 """
 import numpy as np
 
-from symgraph.opdef import Operator, Param, ShapeError, TypeInferenceError, register
+from symgraph.opdef import Operator, Param, ShapeError, TypeInferenceError, register, \
+    unify_shape
 
 from .nn import Activation
 from .pooling import Pooling
@@ -123,18 +124,29 @@ class QuantizedBase(Operator):
     def n_data(self):
         return len(self.data_names())
 
-    def infer_shape(self, in_shapes):
+    #: a known output shape fills the data's (MXNet's quantized shape rules copy the
+    #: output's batch size back, as the float operators do)
+    infer_shape_uses_outputs = True
+
+    def infer_shape(self, in_shapes, out_shapes=None):
         n = self.n_data()
         for name, s in zip(self.list_arguments()[n:], in_shapes[n:]):
             if s is not None and s and int(np.prod(s)) != 1:
                 raise ShapeError('%s: %s must hold one value, got shape %s'
                                  % (self.name, name, s))
-        data, out = self.data_shapes(list(in_shapes[:n]))
+        out = out_shapes[0] if out_shapes else None
+        data, out = self.data_shapes(list(in_shapes[:n]), out)
         return list(data) + [(1,)] * (2 * n), [out, (1,), (1,)], []
 
-    def data_shapes(self, shapes):
-        """(input data shapes, output shape) from the data shapes: the float operator's."""
-        ins, outs, _ = self.float_op.infer_shape(shapes)
+    def data_shapes(self, shapes, out=None):
+        """(input data shapes, output shape) from the data shapes and what is known of the
+        output: the float operator's rule."""
+        if self.float_cls.infer_shape_uses_outputs:
+            ins, outs, _ = self.float_op.infer_shape(shapes, [out])
+        elif self.float_op.same_shape_io and out is not None:
+            ins, outs, _ = self.float_op.infer_shape([unify_shape(s, out) for s in shapes])
+        else:
+            ins, outs, _ = self.float_op.infer_shape(shapes)
         return ins, outs[0]
 
     def infer_type(self, in_types):
@@ -164,8 +176,11 @@ class QuantizeV2(Operator):
     def calibrated(self):
         return self.min_calib_range is not None and self.max_calib_range is not None
 
-    def infer_shape(self, in_shapes):
-        return [in_shapes[0]], [in_shapes[0], (1,), (1,)], []
+    infer_shape_uses_outputs = True
+
+    def infer_shape(self, in_shapes, out_shapes=None):
+        s = unify_shape(in_shapes[0], out_shapes[0] if out_shapes else None)
+        return [s], [s, (1,), (1,)], []
 
     def infer_type(self, in_types):
         t = in_types[0]
@@ -220,12 +235,15 @@ class Requantize(Operator):
     def calibrated(self):
         return self.min_calib_range is not None and self.max_calib_range is not None
 
-    def infer_shape(self, in_shapes):
+    infer_shape_uses_outputs = True
+
+    def infer_shape(self, in_shapes, out_shapes=None):
         for what, s in zip(('min_range', 'max_range'), in_shapes[1:]):
             if s is not None and s and int(np.prod(s)) != 1:
                 raise ShapeError('_contrib_requantize: %s must hold one value, got shape %s'
                                  % (what, s))
-        return [in_shapes[0], (1,), (1,)], [in_shapes[0], (1,), (1,)], []
+        s = unify_shape(in_shapes[0], out_shapes[0] if out_shapes else None)
+        return [s, (1,), (1,)], [s, (1,), (1,)], []
 
     def infer_type(self, in_types):
         _int_dtype(in_types[0], ('int32',), self.name)
@@ -362,9 +380,10 @@ class _QuantizedBinary(QuantizedBase):
     def calibrated(self):
         return self.min_calib_range is not None and self.max_calib_range is not None
 
-    def data_shapes(self, shapes):
+    def data_shapes(self, shapes, out=None):
         a, b = shapes
-        s = a if a is not None else b
+        s = unify_shape(unify_shape(a, b) if a is not None and b is not None else
+                        (a if a is not None else b), out)
         if a is not None and b is not None and tuple(a) != tuple(b):
             raise ShapeError('%s: lhs %s and rhs %s differ' % (self.name, a, b))
         return [s, s], s
@@ -447,8 +466,8 @@ class QuantizedElemwiseMul(_QuantizedBinary):
             return ['output']
         return ['output', 'min_output', 'max_output']
 
-    def infer_shape(self, in_shapes):
-        ins, outs, aux = super().infer_shape(in_shapes)
+    def infer_shape(self, in_shapes, out_shapes=None):
+        ins, outs, aux = super().infer_shape(in_shapes, out_shapes)
         return ins, outs[:len(self.list_outputs())], aux
 
     def infer_type(self, in_types):

@@ -142,7 +142,7 @@ class QuantizedEmbedding(QuantizedBase, params_from=Embedding):
     def list_arguments(self):
         return ['data', 'weight', 'min_weight', 'max_weight']
 
-    def infer_shape(self, in_shapes):
+    def infer_shape(self, in_shapes, out_shapes=None):
         ins, outs, _ = self.float_op.infer_shape(list(in_shapes[:2]))
         return list(ins) + [(1,), (1,)], [outs[0], (1,), (1,)], []
 
@@ -175,7 +175,7 @@ class QuantizedBatchNorm(QuantizedBase, params_from=BatchNorm):
         # MXNet lists the moving statistics between beta and min_data (FMutateInputs 3, 4)
         return [0, 1, 2, 5, 6, 3, 4]
 
-    def infer_shape(self, in_shapes):
+    def infer_shape(self, in_shapes, out_shapes=None):
         c = None
         if in_shapes[0] is not None and len(in_shapes[0]) > 1:
             c = (in_shapes[0][self.axis % len(in_shapes[0])],)

@@ -249,6 +249,48 @@ def _more_activations(ctx):
     return S.broadcast_mul(x, S._greater_scalar(x, scalar=alpha), name=ctx.name)
 
 
+@_register('LpNormalization')
+def _lp_normalization(ctx):
+    p, axis = ctx.attr('p', 2), ctx.attr('axis', -1)
+    x = ctx.sym(0)
+    norm = S.norm(x, ord=p, axis=axis, keepdims=True)
+    return S.broadcast_div(x, norm, name=ctx.name)
+
+
+@_register('Hardmax')
+def _hardmax(ctx):
+    rank = ctx.rank(0)
+    axis = _axis(ctx.attr('axis', -1 if ctx.opset >= 13 else 1), rank)
+    if ctx.opset < 13 and axis != rank - 1:
+        raise ctx.error('Hardmax before opset 13 over axes %d.. of a %d-D input'
+                        % (axis, rank), NotImplementedError)
+    depth = ctx.need_shape(0)[axis]
+    hot = S.one_hot(S.argmax(ctx.sym(0), axis=axis), depth=depth)
+    if axis != rank - 1:
+        axes = list(range(rank - 1))
+        axes.insert(axis, rank - 1)
+        hot = S.transpose(hot, axes=tuple(axes))
+    return S.identity(hot, name=ctx.name)
+
+
+@_register('RandomUniform', 'RandomNormal', 'RandomUniformLike', 'RandomNormalLike')
+def _random(ctx):
+    # drawn from symgraph's generator (mx.random.seed), not from the ONNX seed attribute
+    from onnx import helper
+    dtype = np.dtype(helper.tensor_dtype_to_np_dtype(ctx.attr('dtype', 1))).name
+    uniform = ctx.op_type.startswith('RandomUniform')
+    a = ctx.attr('low', 0.0) if uniform else ctx.attr('mean', 0.0)
+    b = ctx.attr('high', 1.0) if uniform else ctx.attr('scale', 1.0)
+    if ctx.op_type.endswith('Like'):
+        fn = S._random_uniform_like if uniform else S._random_normal_like
+        kw = {'low': a, 'high': b} if uniform else {'loc': a, 'scale': b}
+        return fn(ctx.sym(0), name=ctx.name, **kw)
+    shape = tuple(ctx.attr('shape'))
+    if uniform:
+        return S.random.uniform(low=a, high=b, shape=shape, dtype=dtype, name=ctx.name)
+    return S.random.normal(loc=a, scale=b, shape=shape, dtype=dtype, name=ctx.name)
+
+
 @_register('Softmax', 'LogSoftmax')
 def _softmax(ctx):
     fn = S.softmax if ctx.op_type == 'Softmax' else S.log_softmax

@@ -263,6 +263,17 @@ def _reverse_sequence(ctx):
     return S.identity(out, name=ctx.name)
 
 
+@_register('Trilu')
+def _trilu(ctx):
+    shape = ctx.need_shape(0)
+    k = int(ctx.const(1).reshape(-1)[0]) if ctx.has(1) else 0
+    rows, cols = shape[-2:]
+    keep = np.triu(np.ones((rows, cols)), k) if ctx.attr('upper', 1) else \
+        np.tril(np.ones((rows, cols)), k)
+    mask = ctx.param('mask', keep.astype(np.float32))
+    return S.broadcast_mul(ctx.sym(0), mask, name=ctx.name)
+
+
 @_register('CumSum')
 def _cumsum(ctx):
     axis = _axis(int(ctx.const(1).reshape(-1)[0]), ctx.rank(0))

@@ -13,8 +13,10 @@ ONNX node, the metadata lists), with three differences of method:
   Reshape``, the parameter slicing before an ``LSTM``) disappears from the graph;
 * a scalar constant operand of an arithmetic node becomes a scalar operator
   (``x * 0.5``) instead of a parameter;
-* the converters (``_import_ops.py``) follow the current ONNX operator definitions
-  (opsets 7 to 21: attributes that became inputs are read from either place).
+* the converters (``_import_ops.py``, ``_import_tensor.py``) follow the current ONNX
+  operator definitions (attributes that became inputs in later opsets are read from
+  either place), and cover the operators PyTorch's and tf2onnx's exports use besides
+  MXNet's list.
 
 ``onnx`` is imported only when these functions run.
 """

@@ -377,3 +377,25 @@ def test_gather_nd_batch_dims_scatter_and_reverse_sequence():
              'eu': _x(2, 1, 3, seed=2), 'lens': _i64([3, 4])}
     m = model(nodes, {'x': x}, ['g', 'sn', 'se', 'rs'], inits, opset=16)
     check(m, {'x': x})
+
+
+def test_lp_normalization_hardmax_trilu():
+    x = _x(3, 4, 5)
+    nodes = [N('LpNormalization', ['x'], ['l2'], axis=1, p=2),
+             N('LpNormalization', ['x'], ['l1'], axis=-1, p=1),
+             N('Hardmax', ['x'], ['hm'], axis=1), N('Trilu', ['x', 'k'], ['tu']),
+             N('Trilu', ['x'], ['tl'], upper=0)]
+    m = model(nodes, {'x': x}, ['l2', 'l1', 'hm', 'tu', 'tl'], {'k': _i64(1)}, opset=14)
+    check(m, {'x': x})
+
+
+def test_random_generators_draw_in_range():
+    x = _x(2, 3)
+    nodes = [N('RandomUniform', [], ['u'], shape=[200, 3], low=2.0, high=3.0),
+             N('RandomNormalLike', ['x'], ['n'], mean=5.0, scale=0.1)]
+    m = model(nodes, {'x': x}, ['u', 'n'])
+    sym, args, aux = mx.onnx.import_model(m)
+    u, n = sym.bind(mx.cpu(), {'x': mx.nd.array(x)}, grad_req='null').forward()
+    u, n = u.asnumpy(), n.asnumpy()
+    assert u.shape == (200, 3) and 2 <= u.min() and u.max() < 3 and u.std() > 0.2
+    assert n.shape == (2, 3) and abs(n.mean() - 5) < 0.3

@@ -438,6 +438,25 @@ def _constant_of_shape(ctx):
                   dtype=value.dtype.name, name=ctx.name)
 
 
+@_register('If')
+def _if(ctx):
+    branches = ctx.attr('then_branch'), ctx.attr('else_branch')
+    if ctx.is_const(0):         # a condition known at import: the branch taken, inlined
+        taken = branches[0] if bool(np.asarray(ctx.const(0)).reshape(-1)[0]) else branches[1]
+        return [S.identity(o, name=ctx.sub('out%d' % k) if ctx.name else None)
+                for k, o in enumerate(ctx.imp.subgraph(taken))]
+    n = len(ctx.outputs)
+
+    def body(graph):
+        def build():
+            outs = ctx.imp.subgraph(graph)
+            return outs if n > 1 else outs[0]
+        return build
+    out = S.contrib.cond(ctx.sym(0), body(branches[0]), body(branches[1]),
+                         name=ctx.name or 'cond')
+    return [out[k] for k in range(n)] if n > 1 else [out]
+
+
 @_register('NonMaxSuppression')
 def _nms(ctx):
     raise ctx.error('its output has a data-dependent number of rows, which a symgraph '

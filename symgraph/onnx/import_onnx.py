@@ -372,6 +372,19 @@ class OnnxImporter:
                 self.consts[name] = np.asarray(value)
         return True
 
+    def subgraph(self, graph):
+        """The outputs of a control-flow body (an ``If`` branch) as Symbols: its nodes see
+        this graph's tensors; the parameters they make are this import's."""
+        from onnx import numpy_helper
+        child = OnnxImporter.__new__(OnnxImporter)
+        child.__dict__.update(self.__dict__)
+        child.syms, child.consts = dict(self.syms), dict(self.consts)
+        for t in graph.initializer:
+            child.consts[t.name] = numpy_helper.to_array(t)
+        for node in graph.node:
+            child._node(node)
+        return [child.symbol_of(o.name) for o in graph.output]
+
     def metadata(self):
         """MXNet's ``get_graph_metadata``: input (name, shape, elem type), output (name,
         shape) lists, dimensions as ``dim_value`` (0 where symbolic)."""

@@ -399,3 +399,22 @@ def test_random_generators_draw_in_range():
     u, n = u.asnumpy(), n.asnumpy()
     assert u.shape == (200, 3) and 2 <= u.min() and u.max() < 3 and u.std() > 0.2
     assert n.shape == (2, 3) and abs(n.mean() - 5) < 0.3
+
+
+def test_if_with_a_data_dependent_and_a_constant_condition():
+    x = _x(2, 3)
+    h = helper
+    then_g = h.make_graph([N('Mul', ['x', 'two'], ['t'])], 'then', [],
+                          [h.make_tensor_value_info('t', F, [2, 3])],
+                          initializer=[numpy_helper.from_array(np.float32(2.0), 'two')])
+    else_g = h.make_graph([N('Sub', ['x', 'w'], ['e'])], 'else', [],
+                          [h.make_tensor_value_info('e', F, [2, 3])])
+    nodes = [N('ReduceSum', ['x'], ['s'], keepdims=0), N('Greater', ['s', 'zero'], ['c']),
+             N('If', ['c'], ['y'], then_branch=then_g, else_branch=else_g),
+             N('If', ['yes'], ['z'], then_branch=then_g, else_branch=else_g)]
+    inits = {'zero': np.array(0.0, np.float32), 'w': _x(2, 3, seed=1),
+             'yes': np.array(True)}
+    m = model(nodes, {'x': x}, ['y', 'z'], inits, opset=13)
+    sym = check(m, {'x': x}, exact_ops=['_cond'])
+    check(m, {'x': -x})
+    assert sum(n['op'] == '_cond' for n in __import__('json').loads(sym.tojson())['nodes']) == 1

@@ -457,6 +457,28 @@ def _if(ctx):
     return [out[k] for k in range(n)] if n > 1 else [out]
 
 
+@_register('Scan')
+def _scan(ctx):
+    m = ctx.attr('num_scan_inputs')
+    n_states = len(ctx.inputs) - m
+    for key in ('scan_input_axes', 'scan_output_axes', 'scan_input_directions',
+                'scan_output_directions'):
+        if any(ctx.attr(key) or ()):
+            raise ctx.error('%s other than 0' % key, NotImplementedError)
+    body_graph = ctx.attr('body')
+    states = [ctx.sym(i) for i in range(n_states)]
+    data = [ctx.sym(i) for i in range(n_states, len(ctx.inputs))]
+
+    def body(slices, carried):
+        slices = slices if isinstance(slices, list) else [slices]
+        outs = ctx.imp.subgraph(body_graph, list(carried) + slices)
+        return outs[n_states:], outs[:n_states]
+    outputs, final = S.contrib.foreach(body, data, states, name=ctx.name or 'foreach')
+    outputs = outputs if isinstance(outputs, list) else [outputs]
+    final = final if isinstance(final, list) else [final]
+    return list(final) + list(outputs)
+
+
 @_register('NonMaxSuppression')
 def _nms(ctx):
     raise ctx.error('its output has a data-dependent number of rows, which a symgraph '

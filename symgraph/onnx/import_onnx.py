@@ -372,13 +372,22 @@ class OnnxImporter:
                 self.consts[name] = np.asarray(value)
         return True
 
-    def subgraph(self, graph):
-        """The outputs of a control-flow body (an ``If`` branch) as Symbols: its nodes see
-        this graph's tensors; the parameters they make are this import's."""
+    def subgraph(self, graph, inputs=()):
+        """The outputs of a control-flow body (an ``If`` branch, a ``Scan`` body) as
+        Symbols: its graph inputs are ``inputs`` (Symbols, in order), its nodes see this
+        graph's tensors; the parameters they make are this import's."""
         from onnx import numpy_helper
         child = OnnxImporter.__new__(OnnxImporter)
         child.__dict__.update(self.__dict__)
         child.syms, child.consts = dict(self.syms), dict(self.consts)
+        child._shapes = dict(self._shapes)
+        for vi, sym in zip(graph.input, inputs):
+            child.syms[vi.name] = sym
+            child.consts.pop(vi.name, None)
+            t = vi.type.tensor_type
+            if t.HasField('shape'):     # the body's declared input shapes
+                child._shapes[vi.name] = tuple(d.dim_value if d.dim_value > 0 else None
+                                               for d in t.shape.dim)
         for t in graph.initializer:
             child.consts[t.name] = numpy_helper.to_array(t)
         for node in graph.node:

@@ -418,3 +418,19 @@ def test_if_with_a_data_dependent_and_a_constant_condition():
     sym = check(m, {'x': x}, exact_ops=['_cond'])
     check(m, {'x': -x})
     assert sum(n['op'] == '_cond' for n in __import__('json').loads(sym.tojson())['nodes']) == 1
+
+
+def test_scan_cumulative_state():
+    # a recurrent accumulator: state' = tanh(state + x_t @ w), output_t = state' * 2
+    x = _x(5, 2, 3)
+    h = helper
+    body = h.make_graph(
+        [N('MatMul', ['xt', 'w'], ['xw']), N('Add', ['s', 'xw'], ['a']),
+         N('Tanh', ['a'], ['s2']), N('Mul', ['s2', 'two'], ['o'])], 'body',
+        [h.make_tensor_value_info('s', F, [2, 4]), h.make_tensor_value_info('xt', F, [2, 3])],
+        [h.make_tensor_value_info('s2', F, [2, 4]), h.make_tensor_value_info('o', F, [2, 4])],
+        initializer=[numpy_helper.from_array(np.float32(2.0), 'two')])
+    m = model([N('Scan', ['s0', 'x'], ['sN', 'ys'], num_scan_inputs=1, body=body)],
+              {'x': x}, ['sN', 'ys'], {'s0': _x(2, 4, seed=1), 'w': _x(3, 4, seed=2)},
+              opset=16)
+    check(m, {'x': x}, exact_ops=['_foreach'])

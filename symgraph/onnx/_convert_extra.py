@@ -34,18 +34,30 @@ def _random_normal(g, node):
           dtype=_float_dtype(g, node, 'RandomNormal'))
 
 
+def _random_like(g, node, op_type, **attrs):
+    """Random*Like drawing float32 (ONNX Runtime's kernels: float and double), cast to
+    the output's dtype."""
+    x, = g.inputs(node)
+    out = g.outputs(node)[0]
+    dtype = g.out_dtype(node, 0)
+    _float_dtype(g, node, op_type)
+    kind = dtype if dtype in (np.float32, np.float64) else np.dtype(np.float32)
+    r = g.add(op_type, [x], [out] if kind == dtype else 1, dtype=tensor_type(kind),
+              **attrs)[0]
+    if kind != dtype:
+        cast(g, r, dtype, out)
+
+
 @converter('_random_uniform_like')
 def _random_uniform_like(g, node):
-    g.add('RandomUniformLike', g.inputs(node), g.outputs(node),
-          low=float(g.attr(node, 'low')), high=float(g.attr(node, 'high')),
-          dtype=_float_dtype(g, node, 'RandomUniformLike'))
+    _random_like(g, node, 'RandomUniformLike', low=float(g.attr(node, 'low')),
+                 high=float(g.attr(node, 'high')))
 
 
 @converter('_random_normal_like')
 def _random_normal_like(g, node):
-    g.add('RandomNormalLike', g.inputs(node), g.outputs(node),
-          mean=float(g.attr(node, 'loc')), scale=float(g.attr(node, 'scale')),
-          dtype=_float_dtype(g, node, 'RandomNormalLike'))
+    _random_like(g, node, 'RandomNormalLike', mean=float(g.attr(node, 'loc')),
+                 scale=float(g.attr(node, 'scale')))
 
 
 @converter('_sample_multinomial')

@@ -60,17 +60,21 @@ def _logic(g, op_type, a, b, out, in_dtypes, out_dtype):
 
 
 def _mod(g, a, b, out, dtype):
-    """MXNet's mod: the result takes the divisor's sign (Python's %)."""
-    if np.dtype(dtype).kind in 'iu':
-        return g.add('Mod', [a, b], [out], fmod=0)[0]
-    r = g.add('Mod', [a, b], 1, fmod=1)[0]
-    # fmod has the dividend's sign: add b where r != 0 and sign(r) != sign(b)
+    """MXNet's mod: the result takes the divisor's sign (Python's %), and x mod 0 is 0."""
     zero = scalar_const(g, 0, dtype)
-    r_neg = g.add('Less', [r, zero])[0]
-    b_neg = g.add('Less', [b, zero])[0]
-    nonzero = g.add('Not', [g.add('Equal', [r, zero])[0]])[0]
-    differ = g.add('And', [g.add('Xor', [r_neg, b_neg])[0], nonzero])[0]
-    return g.add('Where', [differ, g.add('Add', [r, b])[0], r], [out])[0]
+    b_zero = g.add('Equal', [b, zero])[0]
+    safe_b = g.add('Where', [b_zero, scalar_const(g, 1, dtype), b])[0]
+    if np.dtype(dtype).kind in 'iu':
+        r = g.add('Mod', [a, safe_b], 1, fmod=0)[0]
+    else:
+        r = g.add('Mod', [a, safe_b], 1, fmod=1)[0]
+        # fmod has the dividend's sign: add b where r != 0 and sign(r) != sign(b)
+        r_neg = g.add('Less', [r, zero])[0]
+        b_neg = g.add('Less', [safe_b, zero])[0]
+        nonzero = g.add('Not', [g.add('Equal', [r, zero])[0]])[0]
+        differ = g.add('And', [g.add('Xor', [r_neg, b_neg])[0], nonzero])[0]
+        r = g.add('Where', [differ, g.add('Add', [r, safe_b])[0], r])[0]
+    return g.add('Where', [b_zero, zero, r], [out])[0]
 
 
 def _hypot(g, a, b, out):

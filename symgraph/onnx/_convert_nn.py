@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ._common import (cast, channel_vector, reduce, reshape, to_shape, unsqueeze,
+from ._common import (cast, channel_vector, reduce, reshape, slice_, to_shape, unsqueeze,
                       scalar_const, ONNX_FLOATS)
 from ._registry import converter
 
@@ -348,26 +348,56 @@ def _pooling(g, node):
     stride = _spatial(g, node, 'stride', n, 1)
     pad = _spatial(g, node, 'pad', n, 0)
     convention = g.attr(node, 'pooling_convention')
-    attrs = dict(kernel_shape=kernel, strides=stride, pads=pad + pad)
-    if convention == 'full':
-        attrs['ceil_mode'] = 1
-    elif convention == 'same':
+    if convention == 'same':
         g.error(node, "pooling_convention='same' has no ONNX form")
+    # 'full' (MXNet's ceil rounding) as explicit padding at the end: ONNX's ceil_mode
+    # drops a last window that starts in the padding, MXNet keeps it. Windows that start
+    # past the input hold no element: MXNet gives them the lowest value (max) or 0; they
+    # are padded onto the result (ONNX Runtime wants pads smaller than the kernel)
+    in_sp, out_sp = shape[2:], g.out_shape(node, 0)[2:]
+    if convention == 'full':
+        keep = [min(out_sp[i], -(-(in_sp[i] + pad[i]) // stride[i])) for i in range(n)]
+        end = [max(0, (keep[i] - 1) * stride[i] - pad[i] + kernel[i] - in_sp[i])
+               for i in range(n)]
+    else:
+        keep, end = list(out_sp), list(pad)
+    attrs = dict(kernel_shape=kernel, strides=stride)
+    dtype = g.in_dtype(node, 0)
+    y = g.fresh(out + '_pool')
     if pool == 'max':
-        g.add('MaxPool', [x], [out], **attrs)
-    elif pool in ('avg', 'sum'):
+        g.add('MaxPool', [x], [y], pads=pad + end, **attrs)
+    elif pool == 'sum':
+        # the padded zeros add nothing and the divisor is the whole window
+        avg = g.add('AveragePool', [x], 1, pads=pad + end, count_include_pad=1, **attrs)[0]
+        g.add('Mul', [avg, scalar_const(g, float(np.prod(kernel)), dtype)], [y])
+    elif pool == 'avg':
         include = g.attr(node, 'count_include_pad')
         include = True if include is None else include
-        if pool == 'sum':
-            avg = g.add('AveragePool', [x], 1, count_include_pad=1, **attrs)[0]
-            area = float(np.prod(kernel))
-            g.add('Mul', [avg, scalar_const(g, area, g.in_dtype(node, 0))], [out])
+        if include and any(e > p for e, p in zip(end, pad)):
+            # MXNet counts the explicit padding, not the area past it that 'full' adds:
+            # pad the zeros as data, leave the rest out of the divisor
+            real = [min(p, e) for p, e in zip(pad, end)]
+            x = g.add('Pad', [x, g.const(np.array([0, 0] + pad + [0, 0] + real, np.int64))],
+                      1, mode='constant')[0]
+            g.add('AveragePool', [x], [y], pads=[0] * n + [e - r for e, r in zip(end, real)],
+                  count_include_pad=0, **attrs)
         else:
-            g.add('AveragePool', [x], [out], count_include_pad=int(bool(include)), **attrs)
+            g.add('AveragePool', [x], [y], pads=pad + end,
+                  count_include_pad=int(bool(include)), **attrs)
     elif pool == 'lp':
-        g.add('LpPool', [x], [out], p=int(g.attr(node, 'p_value') or 2), **attrs)
+        g.add('LpPool', [x], [y], p=int(g.attr(node, 'p_value') or 2), pads=pad + end,
+              **attrs)
     else:
         g.error(node, 'pool_type %r has no ONNX form' % pool)
+    got = [(in_sp[i] + pad[i] + end[i] - kernel[i]) // stride[i] + 1 for i in range(n)]
+    if got != keep:
+        y = slice_(g, y, [0] * n, keep, list(range(2, 2 + n)))
+    if keep != list(out_sp):
+        fill = np.finfo(dtype).min if pool == 'max' and dtype.kind == 'f' else 0
+        missing = [o - k for o, k in zip(out_sp, keep)]
+        y = g.add('Pad', [y, g.const(np.array([0] * (n + 2) + [0, 0] + missing, np.int64)),
+                          scalar_const(g, fill, dtype)], 1, mode='constant')[0]
+    g.add('Identity', [y], [out])
 
 
 # ---------------------------------------------------------------------- softmax family

@@ -479,12 +479,21 @@ def _reduction(g, node, op_type, pre=None):
         return
     if pre is not None:
         x = pre(x)
+    dtype = g.in_dtype(node, 0)
+    # ONNX Runtime's integer ReduceProd saturates; MXNet's wraps: multiply in int64
+    # (whose low bits are the same) and cast back
+    widen = op_type == 'ReduceProd' and dtype.kind in 'iu' and dtype.itemsize < 8
+    if widen:
+        x = cast(g, x, np.int64)
+    target = g.fresh(out + '_wide') if widen else out
     full = axes is None or len(axes) == len(shape)
     if full and not keep:       # MXNet's full reduction is (1,), not a scalar
         r = reduce(g, op_type, x, axes, True)
-        reshape(g, r, [1], out)
+        reshape(g, r, [1], target)
     else:
-        reduce(g, op_type, x, axes, keep, out)
+        reduce(g, op_type, x, axes, keep, target)
+    if widen:
+        cast(g, target, dtype, out)
 
 
 _REDUCTIONS = {'sum': 'ReduceSum', 'mean': 'ReduceMean', 'max': 'ReduceMax',

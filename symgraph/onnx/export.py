@@ -22,12 +22,17 @@ from ..ndarray import NDArray, load as _nd_load
 from ..symbol import Symbol, load as _sym_load
 from ._registry import CONVERTERS, CUSTOM_EXPORTERS, ExportError
 
-__all__ = ['export_model', 'ExportGraph', 'get_operator_support', 'MIN_OPSET']
+__all__ = ['export_model', 'ExportGraph', 'get_operator_support', 'MIN_OPSET', 'DEFAULT_OPSET']
 
 _LOG = logging.getLogger(__name__)
 
 #: the oldest ONNX opset the converters write
 MIN_OPSET = 13
+#: the opset written when none is asked for (capped by the installed onnx's newest):
+#: ONNX Runtime (1.19 to 1.32) has no CPU kernel for RandomNormal, RandomUniform(Like),
+#: Multinomial and GlobalLpPool at their opset-22 versions, so a newer default would
+#: write models it cannot run (MXNet 1.9.1 stamps the newest, which breaks the same way)
+DEFAULT_OPSET = 21
 #: the ONNX domain of Custom operators that have no registered exporter
 CUSTOM_DOMAIN = 'symgraph.custom'
 #: loss operators whose inference forward ignores their label input
@@ -423,7 +428,8 @@ def export_model(sym, params, in_shapes=None, in_types=np.float32,
     input_type, input_shape :
         MXNet's old names of ``in_types`` and ``in_shapes``.
     opset_version : int
-        The ONNX opset (13 to the newest the installed ``onnx`` knows; default newest).
+        The ONNX opset (13 to the newest the installed ``onnx`` knows; default
+        :data:`DEFAULT_OPSET`, 21, or onnx's newest if older).
     verify : bool
         Check the file (:func:`symgraph.onnx.check.verify`: ``onnx.checker``, then ONNX
         Runtime against symgraph's forward on seeded inputs); a mismatch raises
@@ -478,7 +484,7 @@ def export_onnx_model(sym, params, in_shapes=None, in_types=np.float32, verbose=
     if input_shape is not None:
         in_shapes = input_shape
     newest = onnx.defs.onnx_opset_version()
-    opset = newest if opset_version is None else int(opset_version)
+    opset = min(newest, DEFAULT_OPSET) if opset_version is None else int(opset_version)
     if not MIN_OPSET <= opset <= newest:
         raise ArgumentError('export_model: opset_version must be between %d and %d (the '
                             'newest the installed onnx %s knows), got %s'

@@ -46,10 +46,10 @@ def bfloat16():
 def as_dtype(t):
     """``np.dtype(t)``, knowing the name ``'bfloat16'`` before ml_dtypes is imported, and
     MXNet's own spelling of the type, ``np.dtype([('bfloat16', np.uint16)])``."""
-    if isinstance(t, str) and t.strip() == 'bfloat16':
-        return bfloat16()
+    if type(t) is str:
+        return bfloat16() if t == 'bfloat16' else _np.dtype(t)
     d = _np.dtype(t)
-    if d.names == ('bfloat16',):
+    if d.names is not None and d.names == ('bfloat16',):
         return bfloat16()
     return d
 

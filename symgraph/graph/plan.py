@@ -83,7 +83,7 @@ class Plan:
             op = instead(instead(n.op, 'node', n.name), 'shapes',
                          [shape_of[e] for e in ins], [shape_of[e] for e in outs])
             in_dtypes = [self.dtypes[e] for e in ins]
-            if any(t.kind == 'V' for t in in_dtypes):      # bfloat16 kernels' variants
+            if in_dtypes and in_dtypes[0].kind == 'V':      # bfloat16 kernels' variants
                 op = instead(op, 'bfloat16', in_dtypes)
             self.run_op[id(n)] = op
         # one Step per node (Operator.bind: what the operator keeps, its state, lives

@@ -1263,7 +1263,7 @@ def _invoke(func_name, args, kwargs):
             raise TypeInferenceError('operator %s: %s (inputs: %s)' % (cls.name, e, ', '.join(
                 '%s=%s' % (n, d.dtype) for n, d in zip(names, datas)))) from None
         in_dtypes = [np.dtype(d.dtype) for d in datas]
-        if any(t.kind == 'V' for t in in_dtypes):      # bfloat16 kernels' variants
+        if in_dtypes and in_dtypes[0].kind == 'V':      # bfloat16 kernels' variants
             op = _instead(op, 'bfloat16', in_dtypes)
         step = opdef.bind_step(op, ctx, [d.shape for d in datas], in_dtypes)
         outs = step.forward(datas, _AG.training)

@@ -204,3 +204,20 @@ def test_round_trip_rnn(mode, tmp_path):
     sym = layer(data)
     params = {k: v.data() for k, v in layer.collect_params().items()}
     _round_trip(sym, params, {'data': (4, 2, 3)}, tmp_path)
+
+
+def test_round_trip_control_flow(tmp_path):
+    data = mx.sym.var('data')
+    w = mx.sym.var('w')
+
+    def step(x_t, states):
+        h = mx.sym.tanh(mx.sym.dot(x_t, w) + states[0])
+        return h * 2, [h]
+    outs, final = mx.sym.contrib.foreach(step, data, [mx.sym.zeros((2, 4))])
+    y = mx.sym.contrib.cond(mx.sym.sum(final[0]) > 0, lambda: final[0] + 1,
+                            lambda: final[0] - 1)
+    sym = mx.sym.Group([outs, y])
+    params = {'w': mx.nd.array(np.random.RandomState(2).uniform(-1, 1, (3, 4)))}
+    sym2, _, _ = _round_trip(sym, params, {'data': (5, 2, 3)}, tmp_path)
+    ops = {n['op'] for n in json.loads(sym2.tojson())['nodes']}
+    assert {'_foreach', '_cond'} <= ops

@@ -172,10 +172,14 @@ def _run_onnxruntime(model_bytes, feeds, optimize=True):
     opts.log_severity_level = 3
     if not optimize:
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(model_bytes, opts, providers=['CPUExecutionProvider'])
-    names = [o.name for o in sess.get_outputs()]
-    wanted = {i.name for i in sess.get_inputs()}
-    return names, sess.run(None, {k: v for k, v in feeds.items() if k in wanted})
+    try:
+        sess = ort.InferenceSession(model_bytes, opts, providers=['CPUExecutionProvider'])
+        names = [o.name for o in sess.get_outputs()]
+        wanted = {i.name for i in sess.get_inputs()}
+        return names, sess.run(None, {k: v for k, v in feeds.items() if k in wanted})
+    except Exception as e:      # noqa: BLE001 - onnxruntime's own exception types
+        raise OnnxMismatchError('ONNX Runtime cannot run the model: %s'
+                                % str(e).strip().splitlines()[0]) from None
 
 
 def _checker(model):

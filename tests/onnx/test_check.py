@@ -137,3 +137,10 @@ def test_onnx_check_command_mismatch_and_errors(tmp_path, capsys, monkeypatch):
     assert rc == 1 and 'x' in cap.err
     rc, cap = _cli(['onnx-check', SYMBOL, PARAMS], capsys)
     assert rc == 1 and '--shape' in cap.err
+
+
+def test_a_model_onnxruntime_cannot_run_is_an_error(capsys):
+    model, sym, params = _tampered_model('fc_bias', 1.0)
+    model.graph.node[-1].op_type = 'NoSuchOperator'
+    with pytest.raises(check.OnnxMismatchError, match='ONNX Runtime cannot run'):
+        check.verify(model, sym, params, SHAPE)

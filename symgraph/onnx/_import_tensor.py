@@ -438,6 +438,24 @@ def _constant_of_shape(ctx):
                   dtype=value.dtype.name, name=ctx.name)
 
 
+@_register('GridSample')
+def _grid_sample(ctx):
+    mode = ctx.attr('mode', 'linear' if ctx.opset >= 20 else 'bilinear')
+    if mode not in ('linear', 'bilinear') or ctx.attr('padding_mode', 'zeros') != 'zeros' \
+            or ctx.rank(0) != 4:
+        raise ctx.error('GridSample other than bilinear with zero padding on 4-D inputs',
+                        NotImplementedError)
+    grid = ctx.sym(1)
+    if not ctx.attr('align_corners', 0):
+        # MXNet's BilinearSampler maps -1..1 onto the corner pixels' centres
+        # (align_corners=1): with 0, the same pixel lies at x * W / (W - 1)
+        h, w = ctx.need_shape(0)[2:]
+        scale = np.array([w / (w - 1.0), h / (h - 1.0)], np.float32)
+        grid = S.broadcast_mul(grid, ctx.param('grid_scale', scale))
+    grid = S.transpose(grid, axes=(0, 3, 1, 2))
+    return S.BilinearSampler(ctx.sym(0), grid, name=ctx.name)
+
+
 @_register('If')
 def _if(ctx):
     branches = ctx.attr('then_branch'), ctx.attr('else_branch')

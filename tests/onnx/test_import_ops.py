@@ -434,3 +434,11 @@ def test_scan_cumulative_state():
               {'x': x}, ['sN', 'ys'], {'s0': _x(2, 4, seed=1), 'w': _x(3, 4, seed=2)},
               opset=16)
     check(m, {'x': x}, exact_ops=['_foreach'])
+
+
+@pytest.mark.parametrize('align', [0, 1])
+def test_grid_sample(align):
+    x, grid = _x(2, 3, 5, 6), _x(2, 4, 7, 2, seed=1, low=-1.1, high=1.1)
+    m = model([N('GridSample', ['x', 'g'], ['y'], align_corners=align)],
+              {'x': x, 'g': grid}, ['y'], opset=16)
+    check(m, {'x': x, 'g': grid}, atol=1e-5, exact_ops=['BilinearSampler'])

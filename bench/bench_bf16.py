@@ -17,8 +17,9 @@ input); the figure is the best of ``--rounds``
 rounds of ``--repeat`` forward passes (``forward(is_train=False)`` and reading the
 output). MXNet runs in a worker process of the other interpreter with its default
 oneDNN (MKLDNN) subgraph backend; both get ``--threads`` OpenMP threads. The workloads
-alternate between the frameworks round by round, so that a change in the machine's load
-hits both alike: quote the same-run ratios.
+alternate between the frameworks measurement by measurement, so that a change in the
+machine's load hits both alike: quote the same-run ratios (the median of the back-to-back
+pairs is the one to trust on a shared machine).
 """
 import argparse
 import json
@@ -194,15 +195,21 @@ def main():
         runners['mxnet'] = Worker(args.mxnet, args.threads)
     repeats = {'resnet14': 5, 'resnet50': 2}
     best = {}
+    paired = {}         # (net, dtype) -> per-round symgraph/MXNet ratios
     try:
         for _ in range(args.rounds):
             for key in args.nets.split(','):
                 for dtype in ('float32', 'bfloat16'):
+                    ms = {}
                     for name, r in runners.items():
                         got = r.measure(key, dtype, repeats[key])
+                        ms[name] = got['ms']
                         k = (key, dtype, name)
                         if k not in best or got['ms'] < best[k]['ms']:
                             best[k] = got
+                    if 'mxnet' in ms:
+                        paired.setdefault((key, dtype), []).append(
+                            ms['symgraph'] / ms['mxnet'])
     finally:
         if 'mxnet' in runners:
             runners['mxnet'].close()
@@ -216,8 +223,11 @@ def main():
         if 'mxnet' in runners:
             for dtype in ('float32', 'bfloat16'):
                 ours, theirs = best[(key, dtype, 'symgraph')], best[(key, dtype, 'mxnet')]
-                print('%-9s %-8s symgraph/MXNet %.2f' % (key, dtype,
-                                                         ours['ms'] / theirs['ms']))
+                ratios = sorted(paired[(key, dtype)])
+                print('%-9s %-8s symgraph/MXNet %.2f (best of each); median of the rounds\' '
+                      'back-to-back ratios %.2f (range %.2f-%.2f)'
+                      % (key, dtype, ours['ms'] / theirs['ms'], ratios[len(ratios) // 2],
+                         ratios[0], ratios[-1]))
 
 
 if __name__ == '__main__':

@@ -479,21 +479,37 @@ def _reduction(g, node, op_type, pre=None):
         return
     if pre is not None:
         x = pre(x)
-    dtype = g.in_dtype(node, 0)
-    # ONNX Runtime's integer ReduceProd saturates; MXNet's wraps: multiply in int64
-    # (whose low bits are the same) and cast back
-    widen = op_type == 'ReduceProd' and dtype.kind in 'iu' and dtype.itemsize < 8
-    if widen:
-        x = cast(g, x, np.int64)
-    target = g.fresh(out + '_wide') if widen else out
+    if op_type == 'ReduceProd' and g.in_dtype(node, 0).kind in 'iu':
+        _wrapping_prod(g, node, x, shape, axes, out)
+        return
     full = axes is None or len(axes) == len(shape)
     if full and not keep:       # MXNet's full reduction is (1,), not a scalar
         r = reduce(g, op_type, x, axes, True)
-        reshape(g, r, [1], target)
+        reshape(g, r, [1], out)
     else:
-        reduce(g, op_type, x, axes, keep, target)
-    if widen:
-        cast(g, target, dtype, out)
+        reduce(g, op_type, x, axes, keep, out)
+
+
+def _wrapping_prod(g, node, x, shape, axes, out):
+    """An integer product that wraps around as MXNet's does (ONNX Runtime's ReduceProd
+    saturates): the reduced axes brought to the front and halved by elementwise Mul."""
+    axes = list(range(len(shape))) if axes is None else list(axes)
+    rest = [i for i in range(len(shape)) if i not in axes]
+    n = int(np.prod([shape[i] for i in axes]))
+    x = g.add('Transpose', [x], 1, perm=axes + rest)[0]
+    x = reshape(g, x, [n, -1])
+    size = 1
+    while size < n:
+        size *= 2
+    if size > n:
+        one = scalar_const(g, 1, g.in_dtype(node, 0))
+        x = g.add('Pad', [x, g.const(np.array([0, 0, size - n, 0], np.int64)), one], 1,
+                  mode='constant')[0]
+    while size > 1:
+        size //= 2
+        halves = g.add('Split', [x, g.const(np.array([size, size], np.int64))], 2, axis=0)
+        x = g.add('Mul', halves)[0]
+    to_shape(g, x, g.out_shape(node, 0), out)
 
 
 _REDUCTIONS = {'sum': 'ReduceSum', 'mean': 'ReduceMean', 'max': 'ReduceMax',

@@ -19,7 +19,7 @@ from symgraph.opdef import Step, cpu_kernel, is_bfloat16, takes_bfloat16
 from ._fused import eltwise_post_ops
 from .conv import Convolution, FusedConvolution
 from .nn import _ACT_ALPHA, Activation, FullyConnected
-from .pooling import Pooling
+from .pooling import Pooling, PoolingChannelsLast
 from .softmax import LogSoftmax, Softmax
 
 _F32 = np.dtype(np.float32)
@@ -150,7 +150,12 @@ class Bf16Pooling(_Bf16Kernel, Pooling):
         if spec is None:
             return None
         kind, kernel, stride, pad_l, pad_r, out = spec
-        return kern(x, kind, kernel, stride, pad_l, pad_r, out)
+        return kern(x, kind, kernel, stride, pad_l, pad_r, out, self.out_layout)
+
+
+@takes_bfloat16
+class Bf16PoolingChannelsLast(Bf16Pooling, PoolingChannelsLast):
+    """The layout pass's channels-last pooling in bfloat16."""
 
 
 @takes_bfloat16
@@ -211,7 +216,7 @@ class Bf16FusedConvolution(FusedConvolution):
 #: operator class -> its bfloat16 variant
 VARIANTS = {Convolution: Bf16Convolution, FullyConnected: Bf16FullyConnected,
             Activation: Bf16Activation, Softmax: Bf16Softmax, LogSoftmax: Bf16LogSoftmax,
-            Pooling: Bf16Pooling}
+            Pooling: Bf16Pooling, PoolingChannelsLast: Bf16PoolingChannelsLast}
 
 
 def bf16_instead(op, in_dtypes):

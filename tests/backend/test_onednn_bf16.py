@@ -111,6 +111,12 @@ def test_inner_product_eltwise_softmax_pooling_add(be):
     close(be.pool_forward_bf16(img, 'avg_include', (2, 2), (2, 2), (0, 0), (0, 0),
                                (2, 3, 3, 3)),
           f32(img).reshape(2, 3, 3, 2, 3, 2).mean(axis=(3, 5)), 1)
+    # channels last in and out (the layout pass's pooling)
+    img_l = np.moveaxis(np.ascontiguousarray(np.moveaxis(img, 1, -1)), -1, 1)
+    got = be.pool_forward_bf16(img_l, 'max', (2, 2), (2, 2), (0, 0), (0, 0), (2, 3, 3, 3),
+                               'channels_last')
+    assert np.moveaxis(got, 1, -1).flags.c_contiguous
+    close(got, f32(img).reshape(2, 3, 3, 2, 3, 2).max(axis=(3, 5)), 0)
     close(be.add_bf16(img, img[::-1].copy(), relu=True),
           np.maximum(f32(img) + f32(img[::-1]), 0), 1)
 

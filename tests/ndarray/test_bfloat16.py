@@ -214,8 +214,7 @@ def test_gluon_block_cast_to_bfloat16_runs_and_trains():
     x = mx.nd.array(np.random.RandomState(8).uniform(-1, 1, (2, 3, 6, 6)))
     ref = net(x).asnumpy()
     net.cast('bfloat16')
-    types = {k: v.dtype for k, v in net.collect_params().items()}
-    assert types['conv0_weight'] == 'bfloat16' and types['batchnorm0_gamma'] == 'float32'
+    assert net[0].weight.dtype == 'bfloat16' and net[1].gamma.dtype == 'float32'
     xb = x.astype('bfloat16')
     tol = 0.03 * np.abs(ref).max()
     for hybrid in (False, True):

@@ -276,19 +276,28 @@ class Bf16Mixin:
         y = np.empty(x.shape, x.dtype)
         return y if self.run(key, build, [x, y]) else None
 
-    def pool_forward_bf16(self, x, kind, kernel, stride, pad_l, pad_r, yshape):
-        """Inference pooling of bfloat16 ``x`` (N, C, *S) into ``yshape`` (``kind`` as
-        the float32 ``pool_forward`` takes it), or None."""
+    def pool_forward_bf16(self, x, kind, kernel, stride, pad_l, pad_r, yshape,
+                          out_layout=None):
+        """Inference pooling of bfloat16 ``x`` (N, C, *S; taken as it lies, C order or
+        channels last) into ``yshape`` (``kind`` as the float32 ``pool_forward`` takes it),
+        written channels last where ``out_layout`` says so, or None."""
         if not is_bf16(x) or kind not in POOL:
             return None
-        x = _plain(x)
+        x = _dense(x)
+        xs = _elem_strides(x)
         yshape = tuple(int(s) for s in yshape)
-        key = ('pool_forward_bf16', x.shape, yshape, kind, tuple(kernel), tuple(stride),
-               tuple(pad_l), tuple(pad_r))
+        if (out_layout == 'channels_last') != (not x.flags.c_contiguous):
+            # oneDNN pools between two layouts only in its reference kernel: the output
+            # takes the input's layout (the executor copies it where its buffer lies)
+            out_layout = None if x.flags.c_contiguous else 'channels_last'
+        key = ('pool_forward_bf16', x.shape, xs, yshape, kind, tuple(kernel), tuple(stride),
+               tuple(pad_l), tuple(pad_r), out_layout)
+        y = _empty(yshape, x.dtype, out_layout)
 
         def build():
-            # (pooling takes its source's layout as given: the plain one)
-            mds = [desc(self.lib, x.shape), desc(self.lib, yshape)]
+            # (pooling takes its source's layout as given)
+            mds = [desc(self.lib, x.shape, strides=xs),
+                   desc(self.lib, yshape, strides=_elem_strides(y))]
             try:
                 pd = self._pool_fwd_pd(_lib.FORWARD_INFERENCE, POOL[kind], mds[0], mds[1],
                                        self._pool_geom(kernel, stride, pad_l, pad_r))
@@ -297,7 +306,6 @@ class Bf16Mixin:
             finally:
                 self._destroy(mds)
 
-        y = np.empty(yshape, x.dtype)
         return y if self.run(key, build, [x, y]) else None
 
     def add_bf16(self, a, b, relu=False):

@@ -15,10 +15,11 @@ and the generic partitioner's naming (build_subgraph.cc).
 * after quantization (MKLDNN_QUANTIZE on a quantized graph): a quantized
   ``_sg_mkldnn_conv`` or ``_contrib_quantized_elemwise_add`` takes over the calibrated
   range of the requantize node after it; a quantized ``_sg_mkldnn_fully_connected`` that of
-  its requantize, or, when a dequantize follows, returns float32 (``enable_float_output``).
+  its requantize, or, when a dequantize follows, returns float32 (``enable_float_output``);
+  and the calibrated layers feeding a quantized concat take one range (scale alignment).
 
 MXNet's identity property drops a ``_copy`` or a training-mode Dropout after an operator
-node; its transformer and scale-alignment properties are not applied.
+node; its transformer properties are not applied.
 """
 from ...base import UnknownNameError
 from ...graph import Node, topo_order
@@ -261,6 +262,50 @@ def _remove_identities(heads):
     return _rewire(heads, replace) if replace else heads
 
 
+_ALIGN_THROUGH = ('_contrib_quantized_concat', '_contrib_quantized_pooling')
+
+
+def _align_scales(heads):
+    """MXNet's scale alignment: the calibrated layers feeding a quantized concat (through
+    other quantized concats and poolings), each read by those alone, take one range, the
+    union of theirs, so that the concat needs no rescaling."""
+    order = topo_order([n for n, _ in heads])
+    readers = _consumers(order, heads)
+    replace = {}
+    for head in order:
+        if head.op is None or head.op.name != '_contrib_quantized_concat':
+            continue
+        visit, matched, queue = {id(head)}, [], [head]
+        select_output = len(readers.get(id(head), [])) <= 1
+        while queue:
+            node = queue.pop(0)
+            for src, _ in node.inputs:
+                if src.op is None or id(src) in visit or any(src is m for m in matched):
+                    continue
+                if any(r is None or id(r) not in visit for r in readers.get(id(src), [])):
+                    continue
+                if 'min_calib_range' in src.attrs and 'max_calib_range' in src.attrs:
+                    matched.append(src)
+                elif src.op.name in _ALIGN_THROUGH:
+                    visit.add(id(src))
+                    queue.append(src)
+            if select_output:
+                for r in readers.get(id(node), []):
+                    if r is not None and r.op is not None and id(r) not in visit and \
+                            r.op.name in _ALIGN_THROUGH:
+                        visit.add(id(r))
+                        queue.append(r)
+        if len(matched) < 2:
+            continue
+        lo = min(float(m.attrs['min_calib_range']) for m in matched)
+        hi = max(float(m.attrs['max_calib_range']) for m in matched)
+        for m in matched:
+            attrs = dict(m.attrs, min_calib_range='%f' % lo, max_calib_range='%f' % hi)
+            new = make_mx_node(m.op.name, m.name, attrs, mx_inputs(m), m.op.subgraphs)
+            replace[id(m)] = (lambda f: lambda idx: (f, idx))(new)
+    return _rewire(heads, replace) if replace else heads
+
+
 def backend_symbol(sym, backend):
     """``sym`` rewritten by MXNet's ``backend`` subgraph properties ('MKLDNN' or
     'MKLDNN_QUANTIZE')."""
@@ -272,7 +317,7 @@ def backend_symbol(sym, backend):
     heads = _partition(heads, 'Convolution', _conv_chain, _conv_node, quantize)
     heads = _partition(heads, 'FullyConnected', _fc_chain, _fc_node, quantize)
     if quantize:
-        heads = _post_quantize(heads)
+        heads = _align_scales(_post_quantize(heads))
     return Symbol(heads)
 
 

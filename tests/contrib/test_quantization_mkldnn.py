@@ -99,3 +99,38 @@ def test_quantize_model_mkldnn_writes_mxnets_model(mode):
     assert sorted(qargs) == sorted(_params(mode + ':arg:'))
     out = _run(qsym.tojson(), qargs, qauxs)
     np.testing.assert_array_equal(out, NPZ['out:' + mode])
+
+
+def test_concat_inputs_share_one_calibrated_range():
+    """MXNet's scale alignment: the calibrated convolutions feeding a quantized concat get
+    the union of their ranges (so the concat needs no rescaling)."""
+    data = mx.sym.var('data')
+    convs = [mx.sym.Convolution(data, kernel=(3, 3), pad=(1, 1), num_filter=4, no_bias=True,
+                                name='conv%d' % i) for i in range(3)]
+    sym = mx.sym.Concat(*convs, dim=1, name='concat')
+    rng = np.random.RandomState(0)
+    args = {'conv%d_weight' % i: mx.nd.array(rng.uniform(-1, 1, (4, 3, 3, 3)) * (i + 1))
+            for i in range(3)}
+    x = rng.uniform(0, 1, (4, 3, 6, 6)).astype(np.float32)
+    qsym, _, _ = mx.contrib.quant.quantize_model_mkldnn(
+        sym, args, {}, label_names=None, calib_mode='naive',
+        calib_data=mx.io.NDArrayIter(x, batch_size=4), num_calib_examples=4,
+        quantized_dtype='auto', quantize_mode='full')
+    ranges = {n['name']: (n['attrs']['min_calib_range'], n['attrs']['max_calib_range'])
+              for n in json.loads(qsym.tojson())['nodes'] if n['op'] == '_sg_mkldnn_conv'}
+    assert len(ranges) == 3 and len(set(ranges.values())) == 1
+    # the union of the three convolutions' ranges
+    outs = [_conv_np(x, args['conv%d_weight' % i].asnumpy()) for i in range(3)]
+    lo, hi = list(ranges.values())[0]
+    assert float(lo) == pytest.approx(min(o.min() for o in outs), rel=1e-4)
+    assert float(hi) == pytest.approx(max(o.max() for o in outs), rel=1e-4)
+
+
+def _conv_np(x, w):
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    out = np.zeros((x.shape[0], w.shape[0]) + x.shape[2:])
+    for i in range(3):
+        for j in range(3):
+            out += np.einsum('nchw,fc->nfhw', xp[:, :, i:i + x.shape[2], j:j + x.shape[3]],
+                             w[:, :, i, j])
+    return out

@@ -202,6 +202,9 @@ def main():
                 for dtype in ('float32', 'bfloat16'):
                     ms = {}
                     for name, r in runners.items():
+                        # the other framework's OpenMP threads spin a while after its
+                        # last call (Intel OpenMP's KMP_BLOCKTIME: 200 ms): let them sleep
+                        time.sleep(0.3)
                         got = r.measure(key, dtype, repeats[key])
                         ms[name] = got['ms']
                         k = (key, dtype, name)

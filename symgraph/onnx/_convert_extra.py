@@ -20,18 +20,29 @@ def _float_dtype(g, node, ops):
     return tensor_type(dtype)
 
 
+def _random(g, node, op_type, **attrs):
+    """Random* drawing float32 or float64 (ONNX Runtime's kernels), cast to the output's
+    dtype."""
+    out = g.outputs(node)[0]
+    dtype = g.out_dtype(node, 0)
+    _float_dtype(g, node, op_type)
+    kind = dtype if dtype in (np.float32, np.float64) else np.dtype(np.float32)
+    r = g.add(op_type, [], [out] if kind == dtype else 1, shape=list(g.out_shape(node, 0)),
+              dtype=tensor_type(kind), **attrs)[0]
+    if kind != dtype:
+        cast(g, r, dtype, out)
+
+
 @converter('_random_uniform')
 def _random_uniform(g, node):
-    g.add('RandomUniform', [], g.outputs(node), shape=list(g.out_shape(node, 0)),
-          low=float(g.attr(node, 'low')), high=float(g.attr(node, 'high')),
-          dtype=_float_dtype(g, node, 'RandomUniform'))
+    _random(g, node, 'RandomUniform', low=float(g.attr(node, 'low')),
+            high=float(g.attr(node, 'high')))
 
 
 @converter('_random_normal')
 def _random_normal(g, node):
-    g.add('RandomNormal', [], g.outputs(node), shape=list(g.out_shape(node, 0)),
-          mean=float(g.attr(node, 'loc')), scale=float(g.attr(node, 'scale')),
-          dtype=_float_dtype(g, node, 'RandomNormal'))
+    _random(g, node, 'RandomNormal', mean=float(g.attr(node, 'loc')),
+            scale=float(g.attr(node, 'scale')))
 
 
 def _random_like(g, node, op_type, **attrs):
@@ -215,11 +226,11 @@ def _softmax_cross_entropy(g, node):
 
 # ---------------------------------------------------------------------- checks
 def _flag(g, node, bad_bool):
-    """(1,) of the output dtype: 1 where no element is ``bad``, else 0."""
+    """The output (its shape and dtype): 1 where no element is ``bad``, else 0."""
     dtype = g.out_dtype(node, 0)
     any_bad = reduce(g, 'ReduceMax', cast(g, bad_bool, np.float32), None, True)
     ok = g.add('Sub', [g.const(np.array(1.0, np.float32)), any_bad])[0]
-    flat = reshape(g, ok, [1])
+    flat = reshape(g, ok, list(g.out_shape(node, 0)))
     cast(g, flat, dtype, g.outputs(node)[0])
 
 
@@ -274,3 +285,93 @@ def _image_normalize(g, node):
         return g.const(np.array(values[:channels], dtype).reshape(-1, 1, 1))
     centered = g.add('Sub', [x, per_channel(g.attr(node, 'mean'))])[0]
     g.add('Div', [centered, per_channel(g.attr(node, 'std'))], g.outputs(node))
+
+
+@converter('_image_flip_left_right', '_image_flip_top_bottom')
+def _image_flip(g, node):
+    x, = g.inputs(node)
+    rank = len(g.in_shape(node, 0))
+    # (H, W, C) images (a leading batch axis counts from the end too)
+    axis = rank - 2 if node.op.name == '_image_flip_left_right' else rank - 3
+    g.add('Slice', [x, g.const(np.array([-1], np.int64)),
+                    g.const(np.array([np.iinfo(np.int64).min], np.int64)),
+                    g.const(np.array([axis], np.int64)), g.const(np.array([-1], np.int64))],
+          g.outputs(node))
+
+
+@converter('_image_crop')
+def _image_crop(g, node):
+    x, = g.inputs(node)
+    rank = len(g.in_shape(node, 0))
+    top, left = int(g.attr(node, 'y')), int(g.attr(node, 'x'))
+    h, w = int(g.attr(node, 'height')), int(g.attr(node, 'width'))
+    g.add('Slice', [x, g.const(np.array([top, left], np.int64)),
+                    g.const(np.array([top + h, left + w], np.int64)),
+                    g.const(np.array([rank - 3, rank - 2], np.int64))], g.outputs(node))
+
+
+# ---------------------------------------------------------------------- linear algebra
+@converter('_linalg_gemm')
+def _linalg_gemm(g, node):
+    a, b, c = g.inputs(node)
+    out = g.outputs(node)[0]
+    dtype = g.in_dtype(node, 0)
+    rank = len(g.in_shape(node, 0))
+    axis = g.attr(node, 'axis') % rank
+    swap = None
+    if axis != rank - 2:
+        # the rows lie along ``axis``: swap it with the second last, as MXNet does
+        swap = list(range(rank))
+        swap[axis], swap[rank - 2] = swap[rank - 2], swap[axis]
+        a, b, c = (g.add('Transpose', [t], 1, perm=swap)[0] for t in (a, b, c))
+    perm = list(range(rank - 2)) + [rank - 1, rank - 2]
+    if g.attr(node, 'transpose_a'):
+        a = g.add('Transpose', [a], 1, perm=perm)[0]
+    if g.attr(node, 'transpose_b'):
+        b = g.add('Transpose', [b], 1, perm=perm)[0]
+    ab = g.add('Mul', [g.add('MatMul', [a, b])[0],
+                       scalar_const(g, g.attr(node, 'alpha'), dtype)])[0]
+    bc = g.add('Mul', [c, scalar_const(g, g.attr(node, 'beta'), dtype)])[0]
+    if swap is None:
+        g.add('Add', [ab, bc], [out])
+    else:
+        g.add('Transpose', [g.add('Add', [ab, bc])[0]], [out], perm=swap)
+
+
+def _diag_positions(rows, cols, offset):
+    """Flat positions (row * cols + col) of the ``offset`` diagonal of a rows x cols
+    matrix."""
+    i = np.arange(max(0, -offset), min(rows, cols - offset))
+    return i * cols + i + offset
+
+
+@converter('_linalg_extractdiag')
+def _linalg_extractdiag(g, node):
+    a, = g.inputs(node)
+    shape = g.in_shape(node, 0)
+    rows, cols = shape[-2:]
+    flat = reshape(g, a, list(shape[:-2]) + [rows * cols])
+    pos = _diag_positions(rows, cols, int(g.attr(node, 'offset')))
+    g.add('Gather', [flat, g.const(pos.astype(np.int64))], g.outputs(node), axis=-1)
+
+
+@converter('_linalg_makediag')
+def _linalg_makediag(g, node):
+    """(..., k) to (..., n, n) with the vector on the ``offset`` diagonal: a product with
+    a 0/1 placement matrix (exact: one nonzero term per element)."""
+    a, = g.inputs(node)
+    shape = g.in_shape(node, 0)
+    k = shape[-1]
+    offset = int(g.attr(node, 'offset'))
+    n = k + abs(offset)
+    place = np.zeros((k, n * n), g.in_dtype(node, 0))
+    place[np.arange(k), _diag_positions(n, n, offset)] = 1
+    flat = g.add('MatMul', [a, g.const(place)])[0]
+    reshape(g, flat, list(shape[:-1]) + [n, n], g.outputs(node)[0])
+
+
+@converter('_contrib_index_copy')
+def _index_copy(g, node):
+    old, index, new = g.inputs(node)
+    idx = unsqueeze(g, cast(g, index, np.int64), [1])
+    g.add('ScatterND', [old, idx, new], g.outputs(node))

@@ -1412,12 +1412,22 @@ class CpuKernels(typing.Protocol):
         call."""
 
 
-    def int8_conv(self, x, w, bias, stride, pad, dilate, groups):
+    def int8_conv(self, x, w, bias, stride, pad, dilate, groups, token=None, cache=None):
         """The exact int32 convolution of uint8/int8 ``x`` (N, C, *S) with int8 ``w``
-        (F, C / groups, *K) plus an int32 ``bias`` (F,) or None, or None."""
+        (F, C / groups, *K) plus an int32 ``bias`` (F,) or None, or None; with a ``token``
+        the weights and bias are one layer's constants (``cache``: the caller's dict)."""
 
     def int8_matmul(self, x, w):
         """``x @ w.T`` of 2-D uint8/int8 ``x`` and int8 ``w``, exact in int32, or None."""
+
+    def rnn_forward(self, mode, x, w, hx, cx, H, L, D, is_train):
+        """The fused ``RNN`` operator's forward (float32; no projection, state clipping,
+        sequence lengths or dropout): ``(y, hy, cy, kept)``, ``kept`` what
+        :meth:`rnn_backward` takes (training only), or None."""
+
+    def rnn_backward(self, mode, x, w, hx, cx, H, L, D, kept, hy, cy, dy, dhy, dcy):
+        """The fused ``RNN`` operator's gradients ``(dx, dw, dhx, dcx)`` from what
+        :meth:`rnn_forward` kept and returned, or None."""
 
 
 #: the kernel names of :class:`CpuKernels` (what :func:`cpu_kernel` may be asked)

@@ -92,13 +92,16 @@ class QuantizedConv(_WeightedBase, params_from=Convolution):
         return [y] + rng(lo, hi)
 
 
-def conv_int32(conv, x, w, bias=None):
+def conv_int32(conv, x, w, bias=None, token=None, cache=None):
     """The exact int32 convolution of integer arrays (``conv`` the float Convolution
-    giving strides and padding), plus an int32 ``bias``."""
+    giving strides and padding), plus an int32 ``bias``. With a ``token`` (and the
+    caller's ``cache`` dict) ``w`` and ``bias`` are one layer's constants, reordered by
+    the backend only when the token changes."""
     kernel = _kernel('int8_conv')
     y = None
     if kernel is not None:
-        y = kernel(x, w, bias, conv.st, conv.pd, conv.dl, conv.num_group)
+        y = kernel(x, w, bias, conv.st, conv.pd, conv.dl, conv.num_group, token=token,
+                   cache=cache)
     if y is None:
         y = conv.forward(np, [x.astype(np.float64), w.astype(np.float64)]
                          + ([] if conv.no_bias else [np.zeros(w.shape[0])]), [], False)[0]

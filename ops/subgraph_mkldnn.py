@@ -267,7 +267,9 @@ class SgMKLDNNConv(_SgBase):
             if state is not None:
                 state['weights'] = memo
         wq, bq, wscales, total = memo[1]
-        acc = conv_int32(self.layers['conv'], x, wq, bq)
+        cache = state.setdefault('primitives', {}) if state is not None else None
+        acc = conv_int32(self.layers['conv'], x, wq, bq, token=id(memo) if cache is not None
+                         else None, cache=cache)
         shape = (1, -1) + (1,) * (acc.ndim - 2)
         if self.calibrated():
             lo, hi = F32(self.min_calib_range), F32(self.max_calib_range)

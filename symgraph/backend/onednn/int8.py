@@ -28,6 +28,23 @@ def _plain(a):
     return a if a.flags.c_contiguous else np.ascontiguousarray(a)
 
 
+def _moved(a):
+    """``a`` (N, C, *S) with its channels moved last."""
+    return np.moveaxis(a, 1, -1)
+
+
+def _activation(a):
+    """``a`` as it lies when C order or channels last, else a C-order copy."""
+    if a.flags.c_contiguous or _moved(a).flags.c_contiguous:
+        return a
+    return np.ascontiguousarray(a)
+
+
+def _channels_last(shape, dtype):
+    """A new (N, C, *S) array of ``dtype`` lying channels last."""
+    return np.moveaxis(np.empty((shape[0],) + tuple(shape[2:]) + (shape[1],), dtype), -1, 1)
+
+
 class Int8Mixin:
     """The int8 kernels (see the module docstring)."""
 
@@ -35,13 +52,20 @@ class Int8Mixin:
     #: NumPy's exact float64 product is as quick
     INT8_MIN_MACS = 1 << 14
 
-    def int8_conv(self, x, w, bias, stride, pad, dilate, groups):
+    def int8_conv(self, x, w, bias, stride, pad, dilate, groups, token=None, cache=None):
         """The exact int32 convolution of uint8/int8 ``x`` (N, C, *S) with int8 ``w``
-        (F, C / groups, *K), plus int32 ``bias`` (F,) or None, or None (declined)."""
+        (F, C / groups, *K), plus int32 ``bias`` (F,) or None, or None (declined).
+
+        The result is an (N, F, *S') view of a channels-last array (the layout oneDNN's
+        int8 kernels write: no reorder after the primitive), and ``x`` is taken as it lies
+        when it is such a view too. With a ``token`` the weights and bias are constants:
+        reordered into the primitive's own buffer only when the token changes (``cache``,
+        a dict of the caller's, keeps that primitive with one layer; see
+        :meth:`primitive`)."""
         if x.dtype not in (np.int8, np.uint8) or w.dtype != np.int8 or x.ndim not in (4, 5) \
                 or (bias is not None and bias.dtype != np.int32):
             return None
-        x, w = _plain(x), _plain(w)
+        x, w = _activation(x), _plain(w)
         stride, pad, dilate = (tuple(int(v) for v in t) for t in (stride, pad, dilate))
         out = tuple((s + 2 * p - d * (k - 1) - 1) // t + 1 for s, k, t, p, d in
                     zip(x.shape[2:], w.shape[2:], stride, pad, dilate))
@@ -50,36 +74,48 @@ class Int8Mixin:
             return None
         wshape = tuple(w.shape) if groups == 1 else \
             (groups, w.shape[0] // groups) + tuple(w.shape[1:])
-        key = ('int8_conv', x.shape, x.dtype.str, w.shape, stride, pad, dilate, groups,
-               bias is not None)
+        xstrides = tuple(s // x.itemsize for s in x.strides)
+        last = _moved(x).flags.c_contiguous and x.shape[1] > 1
+        y = _channels_last(yshape, np.int32)
+        ystrides = tuple(s // 4 for s in y.strides)
+        key = ('int8_conv', x.shape, x.dtype.str, xstrides, last, w.shape, stride, pad, dilate,
+               groups, bias is not None, token is not None)
+        const = ('const',) if token is not None else ()
 
         def build():
             lib = self.lib
             mds = []
             try:
-                mds.append(desc(lib, x.shape, _CODE[x.dtype]))
+                mds.append(desc(lib, x.shape, _CODE[x.dtype], strides=xstrides))
                 mds.append(desc(lib, wshape, S8))
-                mds.append(desc(lib, yshape, S32))
-                mds.append(desc(lib, x.shape, _CODE[x.dtype], any_layout=True))
+                mds.append(desc(lib, yshape, S32, strides=ystrides))
+                # a C-order input: oneDNN's int8 kernels take channels last (or blocked),
+                # the reference kernel anything else (~50x slower): reordered first
+                mds.append(desc(lib, x.shape, _CODE[x.dtype], strides=xstrides,
+                                any_layout=not last))
                 mds.append(desc(lib, wshape, S8, any_layout=True))
-                mds.append(desc(lib, yshape, S32, any_layout=True))
+                mds.append(desc(lib, yshape, S32, strides=ystrides))
                 bmd = None
                 if bias is not None:
                     bmd = desc(lib, bias.shape, S32)
                     mds.append(bmd)
                 geom = self._geometry(x.shape, yshape, w.shape[2:], stride, pad, dilate)
                 pd = self._fwd_pd(_lib.FORWARD_INFERENCE, mds[3:6], geom, bmd, None)
-                args = [(_lib.ARG_SRC, mds[0], False), (_lib.ARG_WEIGHTS, mds[1], False),
+                args = [(_lib.ARG_SRC, mds[0], False),
+                        (_lib.ARG_WEIGHTS, mds[1], False) + const,
                         (_lib.ARG_DST, mds[2], True)]
                 if bias is not None:
-                    args.append((_lib.ARG_BIAS, bmd, False))
+                    args.append((_lib.ARG_BIAS, bmd, False) + const)
                 return Primitive(self, pd, args)
             finally:
                 self._destroy(mds)
 
-        y = np.empty(yshape, np.int32)
+        prim = self.primitive(key, build, cache)
+        if prim is None:
+            return None
         arrays = [x, w, y] + ([_plain(bias)] if bias is not None else [])
-        return y if self.run(key, build, arrays) else None
+        self.execute(key, prim, arrays, token)
+        return y
 
     def int8_matmul(self, x, w):
         """``x @ w.T`` of 2-D uint8/int8 ``x`` (M, K) and int8 ``w`` (N, K), exact in

@@ -32,8 +32,8 @@ import math
 
 import numpy as np
 
-from symgraph.opdef import (Operator, Param, ShapeError, TypeInferenceError, np_dtype,
-                            random_state, register, unify_shape)
+from symgraph.opdef import (Kept, Operator, Param, ShapeError, Step, TypeInferenceError,
+                            cpu_kernel, np_dtype, random_state, register, unify_shape)
 from symgraph.base import ParameterError
 
 _GATES = {'rnn_relu': 1, 'rnn_tanh': 1, 'lstm': 4, 'gru': 3}
@@ -270,7 +270,44 @@ class RNN(Operator):
         ln = inputs[-1].astype(np.int64)
         return (xp.arange(T)[:, None] < ln[None, :])[:, :, None]
 
-    def forward(self, xp, inputs, aux, is_train):
+    def bind(self, ctx, in_shapes, in_dtypes):
+        """A Step whose state keeps the oneDNN forward's per-layer workspaces of training
+        forwards for backward, by output and data (a :class:`symgraph.opdef.Kept`)."""
+        return Step(self, ctx, Kept(), shareable=True)
+
+    def _onednn(self, xp, lay, inputs):
+        """Whether this call may go through the CPU kernels (oneDNN's RNN primitives):
+        NumPy arrays, and none of projection, state clipping, sequence lengths or
+        (training) dropout."""
+        return xp is np and not (lay.proj or lay.clip or self.use_sequence_length
+                                 or lay.dropout) and isinstance(inputs[0], np.ndarray)
+
+    def _forward_onednn(self, lay, inputs, is_train, state):
+        """The outputs from oneDNN's RNN primitives, or None where they decline."""
+        kernel = cpu_kernel('rnn_forward')
+        if kernel is None:
+            return None
+        x, w, hx = inputs[0], inputs[1], inputs[2]
+        cx = inputs[3] if self.mode == 'lstm' else None
+        got = kernel(self.mode, x, w, hx, cx, lay.H, lay.L, lay.D, is_train)
+        if got is None:
+            return None
+        y, hy, cy, kept = got
+        if state is not None:
+            if is_train:
+                state.keep(y, x, (kept, hy, cy))
+            else:
+                state.forget(y)
+        outs = [y]
+        if self.state_outputs:
+            outs.append(hy)
+            if cy is not None:
+                outs.append(cy)
+        # the reserve (the NumPy backward's) stays unwritten: the backward of this forward
+        # reads what the state kept, or runs oneDNN's training forward again
+        return outs + [np.empty((lay.reserve_size(),), x.dtype)]
+
+    def forward(self, xp, inputs, aux, is_train, state=None):
         x, w, hx = inputs[0], inputs[1], inputs[2]
         cx = inputs[3] if self.mode == 'lstm' else None
         T, N, C = x.shape
@@ -278,6 +315,16 @@ class RNN(Operator):
         if w.shape != (lay.param_size(),):
             raise ShapeError('RNN: argument %r has shape %s, expected %s'
                              % ('parameters', tuple(w.shape), (lay.param_size(),)))
+        if self._onednn(xp, lay, inputs):
+            got = self._forward_onednn(lay, inputs, is_train, state)
+            if got is not None:
+                return got
+        return self._forward_numpy(xp, lay, inputs, is_train)
+
+    def _forward_numpy(self, xp, lay, inputs, is_train):
+        x, w, hx = inputs[0], inputs[1], inputs[2]
+        cx = inputs[3] if self.mode == 'lstm' else None
+        T, N = lay.T, lay.N
         mask = self._lengths_mask(xp, inputs, T, N)
         reserve = xp.empty((lay.reserve_size(),), dtype=x.dtype)
         r = lay.views(reserve)
@@ -467,12 +514,53 @@ class RNN(Operator):
                 dht += dy[steps[j + 1]]
         return dht, dcn
 
-    def backward(self, xp, out_grads, inputs, outputs, aux, need):
+    def _backward_onednn(self, lay, out_grads, inputs, outputs, need, state):
+        """The gradients from oneDNN's RNN primitives, or None where they decline."""
+        kernel = cpu_kernel('rnn_backward')
+        if kernel is None:
+            return None
+        x, w, hx = inputs[0], inputs[1], inputs[2]
+        is_lstm = self.mode == 'lstm'
+        cx = inputs[3] if is_lstm else None
+        got = None if state is None else state.get(outputs[0], x)
+        if got is None:
+            # the forward that made the outputs kept nothing (an inference forward, or
+            # another Step's): oneDNN's training forward again, for its workspaces
+            fwd = cpu_kernel('rnn_forward')(self.mode, x, w, hx, cx, lay.H, lay.L, lay.D,
+                                            True)
+            if fwd is None:
+                return None
+            got = (fwd[3], fwd[1], fwd[2])
+        kept, hy, cy = got
+        dhy = dcy = None
+        if self.state_outputs:
+            dhy = out_grads[1]
+            dcy = out_grads[2] if is_lstm else None
+        dy = out_grads[0]
+        dy = np.zeros(outputs[0].shape, x.dtype) if dy is None else dy
+        res = kernel(self.mode, x, w, hx, cx, lay.H, lay.L, lay.D, kept, hy, cy, dy, dhy,
+                     dcy)
+        if res is None:
+            return None
+        grads = [g if nd else None for g, nd in zip(res[:3], need)]
+        if is_lstm:
+            grads.append(res[3] if need[3] else None)
+        if self.use_sequence_length:
+            grads.append(np.zeros_like(inputs[-1]) if need[-1] else None)
+        return grads
+
+    def backward(self, xp, out_grads, inputs, outputs, aux, need, state=None):
         x, w, hx = inputs[0], inputs[1], inputs[2]
         is_lstm = self.mode == 'lstm'
         cx = inputs[3] if is_lstm else None
         T, N, C = x.shape
         lay = _Layout(self, T, N, C)
+        if self._onednn(xp, lay, inputs):
+            got = self._backward_onednn(lay, out_grads, inputs, outputs, need, state)
+            if got is not None:
+                return got
+            # the forward may have run on oneDNN, which leaves the reserve unwritten
+            outputs = self._forward_numpy(xp, lay, inputs, True)
         r = lay.views(outputs[-1])
         params = lay.split_params(w)
         mask = self._lengths_mask(xp, inputs, T, N)

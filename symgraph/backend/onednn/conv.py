@@ -21,6 +21,7 @@ from .bf16 import Bf16Mixin
 from .int8 import Int8Mixin
 from .layers import ELTWISE, LayerMixin
 from .norm import NormMixin
+from .rnn import RnnMixin
 from .routing import RoutingMixin
 
 _VP = ctypes.c_void_p
@@ -38,7 +39,8 @@ def _weight_shape(wshape, groups):
     return (groups, f // groups) + tuple(wshape[1:])
 
 
-class Backend(BackendCore, NormMixin, LayerMixin, RoutingMixin, Bf16Mixin, Int8Mixin):
+class Backend(BackendCore, NormMixin, LayerMixin, RoutingMixin, Bf16Mixin, Int8Mixin,
+              RnnMixin):
     """oneDNN's CPU backend: what ``symgraph.opdef.cpu_backend()`` returns.
 
     Every method takes and returns plain C-order NumPy float32 arrays; it returns None when

@@ -19,8 +19,8 @@ import math
 import numpy as np
 
 __all__ = ['ELTWISE_FORWARD_MIN', 'ELTWISE_BACKWARD_MIN', 'RELU_BACKWARD_FROM_OUTPUT_MIN',
-           'ADD_RELU_MIN', 'ADD_MIN', 'POOL_MIN', 'POOL_GLOBAL_MIN', 'takes', 'pool_takes',
-           'RoutingMixin']
+           'ADD_RELU_MIN', 'ADD_MIN', 'POOL_MIN', 'POOL_GLOBAL_MIN', 'RNN_MODES', 'takes',
+           'pool_takes', 'RoutingMixin']
 
 _F32 = np.dtype(np.float32)
 
@@ -70,6 +70,13 @@ POOL_MIN = {'forward': (9, 1 << 16), 'backward_max': (1, 1 << 15),
 #: 24 against 113 us at (64, 64, 8, 8), 64 against 149 us in C order; its backward (a
 #: broadcast) stays on NumPy, 30 against oneDNN's 49 us, and so do global max and sum
 POOL_GLOBAL_MIN = 1 << 14
+
+
+#: the fused RNN's modes through oneDNN's RNN primitives (``rnn_forward`` /
+#: ``rnn_backward``); the others, and the cases these kernels do not take (projection,
+#: state clipping, sequence lengths, dropout in training), run on NumPy. An empty tuple
+#: sends every RNN to NumPy (bench/bench_rnn.py's ``--numpy-rnn`` lifts it to compare).
+RNN_MODES = ('lstm', 'gru', 'rnn_tanh', 'rnn_relu')
 
 
 def takes(name, size=None, kind=None):
@@ -175,7 +182,20 @@ def _routed_kernels(be):
             ws = r[1]
         return pool_bwd(dy, ws, kind, kernel, stride, pad_l, pad_r, xshape, out=out)
 
-    return {'eltwise_forward': eltwise_forward, 'eltwise_backward': eltwise_backward,
+    rnn_fwd, rnn_bwd = be.rnn_forward, be.rnn_backward
+
+    def rnn_forward(mode, x, w, hx, cx, H, L, D, is_train):
+        if mode not in RNN_MODES or x.dtype is not _F32 or w.dtype is not _F32:
+            return None
+        return rnn_fwd(mode, x, w, hx, cx, H, L, D, is_train)
+
+    def rnn_backward(mode, x, w, hx, cx, H, L, D, kept, hy, cy, dy, dhy, dcy):
+        if mode not in RNN_MODES or x.dtype is not _F32 or w.dtype is not _F32:
+            return None
+        return rnn_bwd(mode, x, w, hx, cx, H, L, D, kept, hy, cy, dy, dhy, dcy)
+
+    return {'rnn_forward': rnn_forward, 'rnn_backward': rnn_backward,
+            'eltwise_forward': eltwise_forward, 'eltwise_backward': eltwise_backward,
             'relu_backward_from_output': relu_backward_from_output, 'add': add,
             'pool_forward': pool_forward, 'pool_backward': pool_backward,
             'takes': takes, 'pool_takes': pool_takes}

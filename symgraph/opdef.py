@@ -1420,6 +1420,10 @@ class CpuKernels(typing.Protocol):
     def int8_matmul(self, x, w):
         """``x @ w.T`` of 2-D uint8/int8 ``x`` and int8 ``w``, exact in int32, or None."""
 
+    def int8_requantize(self, acc, scales, dtype, token, cache):
+        """int32 ``acc`` (N, C, *S) times per-channel float32 ``scales``: float32, or
+        rounded to nearest even and saturated into int8/uint8 ``dtype``; or None."""
+
     def rnn_forward(self, mode, x, w, hx, cx, H, L, D, is_train):
         """The fused ``RNN`` operator's forward (float32; no projection, state clipping,
         sequence lengths or dropout): ``(y, hy, cy, kept)``, ``kept`` what

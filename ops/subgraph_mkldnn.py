@@ -19,11 +19,20 @@ Inputs in symgraph's order (arguments, then auxiliary states; the JSON keeps MXN
 import numpy as np
 
 from symgraph.base import NotSupportedError
-from symgraph.opdef import Operator, Param, ShapeError, Step, register
+from symgraph.opdef import CPU_KERNELS, Operator, Param, ShapeError, Step, cpu_kernel, register
 
 from ._specfun import erf
 from .quantized import F32, INT32_MAX, max_abs, quantize_scale, rng, saturate, scalar
 from .quantized_nn import conv_int32, int_matmul, product_range
+
+def _requantize(acc, scales, dtype, token, cache):
+    """The backend's per-channel requantization of an int32 ``acc`` (see
+    ``CpuKernels.int8_requantize``), or None."""
+    if token is None or 'int8_requantize' not in CPU_KERNELS:
+        return None
+    kernel = cpu_kernel('int8_requantize')
+    return None if kernel is None else kernel(acc, scales, dtype, token, cache)
+
 
 #: activations after which MXNet's fused layer writes uint8 (IsOutputUInt8)
 _RELU_LIKE = ('relu', 'sigmoid', 'softrelu', 'bounded_relu')
@@ -268,15 +277,26 @@ class SgMKLDNNConv(_SgBase):
                 state['weights'] = memo
         wq, bq, wscales, total = memo[1]
         cache = state.setdefault('primitives', {}) if state is not None else None
-        acc = conv_int32(self.layers['conv'], x, wq, bq, token=id(memo) if cache is not None
-                         else None, cache=cache)
+        token = id(memo) if cache is not None else None
+        acc = conv_int32(self.layers['conv'], x, wq, bq, token=token, cache=cache)
         shape = (1, -1) + (1,) * (acc.ndim - 2)
+        act = self.layers.get('act') if self.with_act else None
+        kind = _act_kind(act)
         if self.calibrated():
             lo, hi = F32(self.min_calib_range), F32(self.max_calib_range)
             out = self.out_dtype()
             out_scale = quantize_scale(out, lo, hi)
             requant = (out_scale / data_scale / wscales).astype(F32)
-            y = acc.astype(F32) * requant.reshape(shape)
+            if not self.with_sum and kind in (None, 'relu', 'bounded_relu'):
+                # a relu's output is uint8: its saturation is the relu (MXNet: a bounded
+                # relu without a sum is the output range's clipping)
+                y = _requantize(acc, requant, out, token, cache)
+                if y is not None:
+                    return [y] + rng(lo, hi)
+            y = _requantize(acc, requant, F32, token, cache)
+            if y is None:
+                y = acc.astype(F32)
+                y *= requant.reshape(shape)
         else:
             # one weight scale; the int32 result keeps MXNet's product range
             out_scale = F32(data_scale * wscales[0])
@@ -284,23 +304,29 @@ class SgMKLDNNConv(_SgBase):
             out = np.dtype(np.int32)
             y = acc.astype(np.float64)
         if self.with_act:
-            act = self.layers.get('act')
-            kind = _act_kind(act)
             if kind == 'bounded_relu':
                 # MXNet: without a sum the output range does the clipping (no post-op);
                 # with one the bound is scaled onto the output levels
                 if self.with_sum:
                     y = _apply_act(y, kind, act, out_scale)
+            elif kind == 'relu':
+                np.maximum(y, y.dtype.type(0), out=y)
             else:
                 y = _apply_act(y, kind, act)
         if self.with_sum:
             s = items[self.sum_input]
             smin, smax = scalar(items[n + 2]), scalar(items[n + 3])
             sum_scale = F32(out_scale / quantize_scale(s.dtype, smin, smax))
-            y = y + s.astype(F32) * sum_scale
+            t = s.astype(F32)
+            t *= sum_scale
+            y = y + t if y.dtype != F32 else np.add(y, t, out=y)
         if self.with_postsum_act:
             act = self.layers.get('postsum_act')
-            y = _apply_act(y, _act_kind(act), act, out_scale)
+            kind = _act_kind(act)
+            if kind == 'relu':
+                np.maximum(y, y.dtype.type(0), out=y)
+            else:
+                y = _apply_act(y, kind, act, out_scale)
         if self.with_sum and out != np.int32 and items[self.sum_input].dtype != out:
             # MXNet computes into the sum operand's buffer, whose oneDNN descriptor keeps
             # the operand's type (mkldnn_conv.cc): the result saturates to that type and

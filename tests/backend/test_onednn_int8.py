@@ -71,3 +71,103 @@ def test_quantized_conv_same_bits_with_and_without_the_kernel(monkeypatch):
     without = op.forward(np, [x, w, b] + r, [], False)
     for a, c in zip(with_kernel, without):
         np.testing.assert_array_equal(a, c)
+
+
+@pytest.mark.parametrize('dtype', ['uint8', 'int8', 'float32'])
+def test_int8_requantize_rounds_and_saturates_as_numpy(dtype):
+    be = _backend()
+    acc = np.moveaxis(RNG.randint(-400000, 400000, (3, 7, 5, 24)).astype(np.int32), -1, 1)
+    acc[0, :, 0, 0] = np.arange(-12, 12) * 2 + 1      # odd sums: halves at scale 0.5
+    scales = RNG.uniform(1e-4, 1e-3, 24).astype(np.float32)
+    scales[:] = np.where(np.arange(24) % 3 == 0, np.float32(0.5), scales)
+    y = be.int8_requantize(acc, scales, dtype, ('t', dtype), {})
+    f = acc.astype(np.float32) * scales.reshape(1, -1, 1, 1)
+    if dtype == 'float32':
+        ref = f
+    else:
+        info = np.iinfo(dtype)
+        ref = np.clip(np.rint(f), info.min, info.max).astype(dtype)
+    assert y.dtype == np.dtype(dtype) and y.shape == acc.shape
+    assert np.moveaxis(y, 1, -1).flags.c_contiguous         # the layout kept
+    np.testing.assert_array_equal(y, ref)
+    assert be.int8_requantize(acc.astype(np.int64), scales, dtype, 't', {}) is None
+
+
+def test_int8_conv_chains_channels_last_and_keeps_constant_weights():
+    be = _backend()
+    x = RNG.randint(0, 256, (2, 16, 9, 9)).astype(np.uint8)
+    w = RNG.randint(-127, 128, (16, 16, 3, 3)).astype(np.int8)     # -w fits
+    cache = {}
+    y = be.int8_conv(x, w, None, (1, 1), (1, 1), (1, 1), 1, token=1, cache=cache)
+    assert np.moveaxis(y, 1, -1).flags.c_contiguous
+    np.testing.assert_array_equal(y, _conv_ref(x, w, None, (1, 1), (1, 1)))
+    # a channels-last input taken as it lies
+    x2 = np.clip(y, 0, 255).astype(np.uint8)
+    assert np.moveaxis(x2, 1, -1).flags.c_contiguous
+    y2 = be.int8_conv(x2, w, None, (1, 1), (1, 1), (1, 1), 1, token=1, cache=cache)
+    np.testing.assert_array_equal(y2, _conv_ref(x2, w, None, (1, 1), (1, 1)))
+    # the same token: the weights are not reordered again (a stale copy is kept on
+    # purpose: the token is the caller's promise)
+    prims = [p for p in cache.values() if p is not None]
+    before = sum(p.const_reorders for p in prims)
+    be.int8_conv(x2, w, None, (1, 1), (1, 1), (1, 1), 1, token=1, cache=cache)
+    assert sum(p.const_reorders for p in prims) == before
+    y3 = be.int8_conv(x2, -w, None, (1, 1), (1, 1), (1, 1), 1, token=2, cache=cache)
+    np.testing.assert_array_equal(y3, -y2)
+
+
+def _resnet_block():
+    import symgraph as mx
+    data = mx.sym.var('data')
+
+    def conv_bn(x, name, relu):
+        c = mx.sym.Convolution(x, kernel=(3, 3), pad=(1, 1), num_filter=16, no_bias=True,
+                               name=name + '_conv')
+        b = mx.sym.BatchNorm(c, fix_gamma=False, name=name + '_bn')
+        return mx.sym.Activation(b, act_type='relu', name=name + '_relu') if relu else b
+
+    x = conv_bn(data, 'stem', True)
+    h = conv_bn(conv_bn(x, 'a', True), 'b', False)
+    x = mx.sym.Activation(h + x, act_type='relu', name='out_relu')
+    x = mx.sym.Pooling(x, global_pool=True, pool_type='avg', kernel=(1, 1), name='pool')
+    return mx.sym.FullyConnected(mx.sym.Flatten(x), num_hidden=5, name='fc')
+
+
+def test_fused_int8_network_same_bits_with_and_without_the_kernels(monkeypatch):
+    """A quantized residual block (_sg_mkldnn_conv with relu, without, with a sum): the
+    oneDNN path (channels-last int32 sums, requantization in a scaled reorder) gives
+    NumPy's bits."""
+    import symgraph as mx
+    from symgraph.ops import quantized_nn, subgraph_mkldnn
+    be = _backend()
+    sym = _resnet_block()
+    shape = (4, 3, 12, 12)
+    arg_shapes, _, aux_shapes = sym.infer_shape(data=shape)
+    rng = np.random.RandomState(5)
+    args = {n: mx.nd.array(rng.uniform(-0.5, 0.5, s)) for n, s in
+            zip(sym.list_arguments(), arg_shapes) if n != 'data'}
+    auxs = {n: mx.nd.array(rng.uniform(0.5, 1.5, s) if n.endswith('var') else
+                           rng.uniform(-0.1, 0.1, s))
+            for n, s in zip(sym.list_auxiliary_states(), aux_shapes)}
+    x = rng.uniform(0, 1, shape).astype(np.float32)
+    qsym, qargs, qauxs = mx.contrib.quant.quantize_model_mkldnn(
+        sym, args, auxs, label_names=None, calib_mode='naive',
+        calib_data=mx.io.NDArrayIter(x, batch_size=4), num_calib_examples=4,
+        quantized_dtype='auto')
+
+    def run():
+        given = dict(qargs, data=mx.nd.array(x))
+        exe = qsym.bind(mx.cpu(), {k: given[k] for k in qsym.list_arguments()},
+                        aux_states={k: qauxs[k] for k in qsym.list_auxiliary_states()},
+                        grad_req='null')
+        outs = [exe.forward(is_train=False)[0].asnumpy() for _ in range(2)]
+        np.testing.assert_array_equal(outs[0], outs[1])
+        return outs[0]
+
+    calls = dict(be.calls)
+    fast = run()
+    assert be.calls.get('int8_requantize', 0) > calls.get('int8_requantize', 0)
+    assert be.calls.get('int8_conv', 0) > calls.get('int8_conv', 0)
+    monkeypatch.setattr(quantized_nn, '_kernel', lambda name: None)
+    monkeypatch.setattr(subgraph_mkldnn, '_requantize', lambda *a: None)
+    np.testing.assert_array_equal(fast, run())

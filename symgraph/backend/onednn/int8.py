@@ -19,8 +19,11 @@ from .bf16 import desc
 __all__ = ['Int8Mixin', 'S8', 'U8', 'S32']
 
 #: oneDNN's dnnl_data_type_t codes
-S32, S8, U8 = 4, 5, 6
-_CODE = {np.dtype(np.int8): S8, np.dtype(np.uint8): U8, np.dtype(np.int32): S32}
+F32, S32, S8, U8 = 3, 4, 5, 6
+_CODE = {np.dtype(np.int8): S8, np.dtype(np.uint8): U8, np.dtype(np.int32): S32,
+         np.dtype(np.float32): F32}
+#: DNNL_ARG_ATTR_SCALES | DNNL_ARG_SRC: the runtime scales of a reorder's source
+_ARG_SRC_SCALES = 4096 | _lib.ARG_SRC
 _VP = ctypes.c_void_p
 
 
@@ -115,6 +118,61 @@ class Int8Mixin:
             return None
         arrays = [x, w, y] + ([_plain(bias)] if bias is not None else [])
         self.execute(key, prim, arrays, token)
+        return y
+
+    def int8_requantize(self, acc, scales, dtype, token, cache):
+        """``acc`` (int32 (N, C, *S), as :meth:`int8_conv` writes it) times the float32
+        per-channel ``scales`` (C,), as float32 (``dtype`` float32) or rounded to nearest
+        even and saturated into int8/uint8, in one reorder that keeps ``acc``'s layout:
+        ``float32(acc) * scale`` then oneDNN's conversion, the bits of NumPy's
+        ``np.clip(np.rint(acc.astype(float32) * scales), lo, hi).astype(dtype)``. The
+        scales are the layer's constants, fixed per ``token`` (kept in ``cache``, a dict
+        of the caller's). None when declined."""
+        dtype = np.dtype(dtype)
+        if acc.dtype != np.int32 or dtype not in _CODE or acc.ndim < 2 \
+                or scales.shape != (acc.shape[1],):
+            return None
+        acc = _activation(acc)
+        strides = tuple(s // 4 for s in acc.strides)
+        last = not acc.flags.c_contiguous
+        y = _channels_last(acc.shape, dtype) if last else np.empty(acc.shape, dtype)
+        ystrides = tuple(s // dtype.itemsize for s in y.strides)
+        key = ('int8_requantize', acc.shape, strides, dtype.str, token)
+
+        def build():
+            lib = self.lib
+            fn = lib.dnnl_primitive_attr_set_scales_mask
+            fn.argtypes, fn.restype = [_VP, ctypes.c_int, ctypes.c_int], ctypes.c_int
+            mds = [desc(lib, acc.shape, S32, strides=strides),
+                   desc(lib, acc.shape, _CODE[dtype], strides=ystrides),
+                   desc(lib, scales.shape, F32)]
+            attr, pd = _VP(), _VP()
+            try:
+                check(lib.dnnl_primitive_attr_create(ctypes.byref(attr)),
+                      'dnnl_primitive_attr_create')
+                check(fn(attr, _lib.ARG_SRC, 2), 'dnnl_primitive_attr_set_scales_mask')
+                check(lib.dnnl_reorder_primitive_desc_create(
+                    ctypes.byref(pd), mds[0], self.engine, mds[1], self.engine, attr),
+                    'dnnl_reorder_primitive_desc_create')
+                prim = Primitive(self, pd, [(_lib.ARG_SRC, mds[0], False),
+                                            (_lib.ARG_DST, mds[1], True)])
+                # the scales are no argument Primitive knows: a memory object on a copy
+                # the primitive keeps
+                prim.scales = np.array(scales, np.float32)
+                mem = prim._memory(self, mds[2], prim.scales.ctypes.data)
+                prim.exec_args = (_lib.ExecArg * (prim.nargs + 1))(
+                    *list(prim.exec_args), _lib.ExecArg(_ARG_SRC_SCALES, mem))
+                prim.nargs += 1
+                return prim
+            finally:
+                if attr:
+                    lib.dnnl_primitive_attr_destroy(attr)
+                self._destroy(mds)
+
+        prim = self.primitive(key, build, cache)
+        if prim is None:
+            return None
+        self.execute(key, prim, [acc, y])
         return y
 
     def int8_matmul(self, x, w):

@@ -1424,6 +1424,10 @@ class CpuKernels(typing.Protocol):
         """int32 ``acc`` (N, C, *S) times per-channel float32 ``scales``: float32, or
         rounded to nearest even and saturated into int8/uint8 ``dtype``; or None."""
 
+    def int8_add(self, y, s, scale, relu, dtype, cache):
+        """float32 ``y`` plus int8/uint8 ``s`` times ``scale`` (a relu where ``relu``),
+        rounded to nearest even and saturated into int8/uint8 ``dtype``; or None."""
+
     def rnn_forward(self, mode, x, w, hx, cx, H, L, D, is_train):
         """The fused ``RNN`` operator's forward (float32; no projection, state clipping,
         sequence lengths or dropout): ``(y, hy, cy, kept)``, ``kept`` what

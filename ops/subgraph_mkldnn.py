@@ -34,6 +34,14 @@ def _requantize(acc, scales, dtype, token, cache):
     return None if kernel is None else kernel(acc, scales, dtype, token, cache)
 
 
+def _add(y, s, scale, relu, dtype, cache):
+    """The backend's fused residual sum (``CpuKernels.int8_add``), or None."""
+    if cache is None or 'int8_add' not in CPU_KERNELS:
+        return None
+    kernel = cpu_kernel('int8_add')
+    return None if kernel is None else kernel(y, s, scale, relu, dtype, cache)
+
+
 #: activations after which MXNet's fused layer writes uint8 (IsOutputUInt8)
 _RELU_LIKE = ('relu', 'sigmoid', 'softrelu', 'bounded_relu')
 
@@ -317,6 +325,14 @@ class SgMKLDNNConv(_SgBase):
             s = items[self.sum_input]
             smin, smax = scalar(items[n + 2]), scalar(items[n + 3])
             sum_scale = F32(out_scale / quantize_scale(s.dtype, smin, smax))
+            post = _act_kind(self.layers.get('postsum_act')) if self.with_postsum_act \
+                else None
+            if out != np.int32 and y.dtype == F32 and post in (None, 'relu'):
+                # the sum, the relu and the saturation in one oneDNN primitive (into the
+                # sum operand's type: see below)
+                z = _add(y, s, sum_scale, post == 'relu', s.dtype, cache)
+                if z is not None:
+                    return [z if z.dtype == out else z.view(out)] + rng(lo, hi)
             t = s.astype(F32)
             t *= sum_scale
             y = y + t if y.dtype != F32 else np.add(y, t, out=y)

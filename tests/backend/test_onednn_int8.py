@@ -93,6 +93,31 @@ def test_int8_requantize_rounds_and_saturates_as_numpy(dtype):
     assert be.int8_requantize(acc.astype(np.int64), scales, dtype, 't', {}) is None
 
 
+@pytest.mark.parametrize('dtype,relu', [('float32', False), ('float32', True),
+                                        ('uint8', True), ('int8', False), ('int8', True)])
+@pytest.mark.parametrize('sdtype', ['uint8', 'int8'])
+def test_int8_add_rounds_each_step_as_numpy(dtype, relu, sdtype):
+    """y + float32(s * scale): two roundings, as NumPy's float32 (a fused multiply-add
+    would differ in the last bit of many of these)."""
+    be = _backend()
+    y = np.moveaxis(RNG.uniform(-300, 300, (4, 6, 7, 32)).astype(np.float32), -1, 1)
+    y.flat[:64] = np.arange(64) - 31.5                  # halves: ties to even
+    lo, hi = (0, 256) if sdtype == 'uint8' else (-128, 128)
+    s = np.moveaxis(RNG.randint(lo, hi, (4, 6, 7, 32)).astype(sdtype), -1, 1)
+    scale = np.float32(0.7371234)
+    got = be.int8_add(y, s, scale, relu, dtype, {})
+    t = s.astype(np.float32)
+    t *= scale
+    ref = y + t
+    if relu:
+        ref = np.maximum(ref, np.float32(0))
+    if dtype != 'float32':
+        info = np.iinfo(dtype)
+        ref = np.clip(np.rint(ref), info.min, info.max).astype(dtype)
+    assert got.dtype == np.dtype(dtype) and np.moveaxis(got, 1, -1).flags.c_contiguous
+    np.testing.assert_array_equal(got, ref)
+
+
 def test_int8_conv_chains_channels_last_and_keeps_constant_weights():
     be = _backend()
     x = RNG.randint(0, 256, (2, 16, 9, 9)).astype(np.uint8)
@@ -135,8 +160,8 @@ def _resnet_block():
 
 def test_fused_int8_network_same_bits_with_and_without_the_kernels(monkeypatch):
     """A quantized residual block (_sg_mkldnn_conv with relu, without, with a sum): the
-    oneDNN path (channels-last int32 sums, requantization in a scaled reorder) gives
-    NumPy's bits."""
+    oneDNN path (channels-last int32 sums, requantization in a scaled reorder, the
+    residual sum in a binary primitive) gives NumPy's bits."""
     import symgraph as mx
     from symgraph.ops import quantized_nn, subgraph_mkldnn
     be = _backend()
@@ -168,6 +193,8 @@ def test_fused_int8_network_same_bits_with_and_without_the_kernels(monkeypatch):
     fast = run()
     assert be.calls.get('int8_requantize', 0) > calls.get('int8_requantize', 0)
     assert be.calls.get('int8_conv', 0) > calls.get('int8_conv', 0)
+    assert be.calls.get('int8_add', 0) > calls.get('int8_add', 0)
     monkeypatch.setattr(quantized_nn, '_kernel', lambda name: None)
     monkeypatch.setattr(subgraph_mkldnn, '_requantize', lambda *a: None)
+    monkeypatch.setattr(subgraph_mkldnn, '_add', lambda *a: None)
     np.testing.assert_array_equal(fast, run())

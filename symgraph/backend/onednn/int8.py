@@ -22,8 +22,26 @@ __all__ = ['Int8Mixin', 'S8', 'U8', 'S32']
 F32, S32, S8, U8 = 3, 4, 5, 6
 _CODE = {np.dtype(np.int8): S8, np.dtype(np.uint8): U8, np.dtype(np.int32): S32,
          np.dtype(np.float32): F32}
-#: DNNL_ARG_ATTR_SCALES | DNNL_ARG_SRC: the runtime scales of a reorder's source
+#: DNNL_ARG_ATTR_SCALES | DNNL_ARG_SRC (_1): the runtime scales of a source
 _ARG_SRC_SCALES = 4096 | _lib.ARG_SRC
+_ARG_SRC_1_SCALES = 4096 | _lib.ARG_SRC_1
+
+
+def _set_scales_mask(lib, attr, arg, mask):
+    fn = lib.dnnl_primitive_attr_set_scales_mask
+    fn.argtypes, fn.restype = [_VP, ctypes.c_int, ctypes.c_int], ctypes.c_int
+    check(fn(attr, arg, mask), 'dnnl_primitive_attr_set_scales_mask')
+
+
+def _with_scales(backend, prim, md, arg, values):
+    """``prim`` also given the float32 ``values`` as the runtime scales ``arg`` (a copy it
+    keeps as ``prim.scales``: an argument Primitive does not know)."""
+    prim.scales = np.array(values, np.float32)
+    mem = prim._memory(backend, md, prim.scales.ctypes.data)
+    prim.exec_args = (_lib.ExecArg * (prim.nargs + 1))(*list(prim.exec_args),
+                                                       _lib.ExecArg(arg, mem))
+    prim.nargs += 1
+    return prim
 _VP = ctypes.c_void_p
 
 
@@ -141,8 +159,6 @@ class Int8Mixin:
 
         def build():
             lib = self.lib
-            fn = lib.dnnl_primitive_attr_set_scales_mask
-            fn.argtypes, fn.restype = [_VP, ctypes.c_int, ctypes.c_int], ctypes.c_int
             mds = [desc(lib, acc.shape, S32, strides=strides),
                    desc(lib, acc.shape, _CODE[dtype], strides=ystrides),
                    desc(lib, scales.shape, F32)]
@@ -150,20 +166,13 @@ class Int8Mixin:
             try:
                 check(lib.dnnl_primitive_attr_create(ctypes.byref(attr)),
                       'dnnl_primitive_attr_create')
-                check(fn(attr, _lib.ARG_SRC, 2), 'dnnl_primitive_attr_set_scales_mask')
+                _set_scales_mask(lib, attr, _lib.ARG_SRC, 2)
                 check(lib.dnnl_reorder_primitive_desc_create(
                     ctypes.byref(pd), mds[0], self.engine, mds[1], self.engine, attr),
                     'dnnl_reorder_primitive_desc_create')
                 prim = Primitive(self, pd, [(_lib.ARG_SRC, mds[0], False),
                                             (_lib.ARG_DST, mds[1], True)])
-                # the scales are no argument Primitive knows: a memory object on a copy
-                # the primitive keeps
-                prim.scales = np.array(scales, np.float32)
-                mem = prim._memory(self, mds[2], prim.scales.ctypes.data)
-                prim.exec_args = (_lib.ExecArg * (prim.nargs + 1))(
-                    *list(prim.exec_args), _lib.ExecArg(_ARG_SRC_SCALES, mem))
-                prim.nargs += 1
-                return prim
+                return _with_scales(self, prim, mds[2], _ARG_SRC_SCALES, scales)
             finally:
                 if attr:
                     lib.dnnl_primitive_attr_destroy(attr)
@@ -174,6 +183,52 @@ class Int8Mixin:
             return None
         self.execute(key, prim, [acc, y])
         return y
+
+    def int8_add(self, y, s, scale, relu, dtype, cache):
+        """float32 ``y`` plus ``s`` (int8/uint8, the shape of ``y``) times the float32
+        ``scale``, a relu where ``relu``, rounded to nearest even and saturated into
+        int8/uint8 ``dtype`` (or float32), in one oneDNN binary primitive: ``y + float32(s * scale)``,
+        each step rounded as NumPy's float32 arithmetic (the bits of
+        ``saturate(maximum(y + s.astype(float32) * scale, 0), dtype)``). The result keeps
+        ``y``'s layout; ``cache``: the caller's dict (one layer's). None when declined."""
+        dtype = np.dtype(dtype)
+        if y.dtype != np.float32 or s.dtype not in (np.int8, np.uint8) \
+                or dtype not in _CODE or dtype == np.int32 or s.shape != y.shape \
+                or y.ndim < 2:
+            return None
+        y, s = _activation(y), _activation(s)
+        last = not y.flags.c_contiguous
+        out = _channels_last(y.shape, dtype) if last else np.empty(y.shape, dtype)
+        st = [tuple(v // a.itemsize for v in a.strides) for a in (y, s, out)]
+        key = ('int8_add', y.shape, tuple(st), s.dtype.str, dtype.str, bool(relu))
+
+        def build():
+            lib = self.lib
+            mds = [desc(lib, y.shape, F32, strides=st[0]),
+                   desc(lib, y.shape, _CODE[s.dtype], strides=st[1]),
+                   desc(lib, y.shape, _CODE[dtype], strides=st[2]), desc(lib, (1,), F32)]
+            attr, pd = None, _VP()
+            try:
+                attr = self._post_ops_attr((('eltwise', 'relu', 0.0),) if relu else ())
+                _set_scales_mask(lib, attr, _lib.ARG_SRC_1, 0)
+                check(lib.dnnl_binary_primitive_desc_create(
+                    ctypes.byref(pd), self.engine, _lib.BINARY_ADD, mds[0], mds[1], mds[2],
+                    attr), 'dnnl_binary_primitive_desc_create')
+                prim = Primitive(self, pd, [(_lib.ARG_SRC, mds[0], False),
+                                            (_lib.ARG_SRC_1, mds[1], False),
+                                            (_lib.ARG_DST, mds[2], True)])
+                return _with_scales(self, prim, mds[3], _ARG_SRC_1_SCALES, [0.0])
+            finally:
+                if attr:
+                    lib.dnnl_primitive_attr_destroy(attr)
+                self._destroy(mds)
+
+        prim = self.primitive(key, build, cache)
+        if prim is None:
+            return None
+        prim.scales[0] = scale
+        self.execute(key, prim, [y, s, out])
+        return out
 
     def int8_matmul(self, x, w):
         """``x @ w.T`` of 2-D uint8/int8 ``x`` (M, K) and int8 ``w`` (N, K), exact in

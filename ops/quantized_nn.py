@@ -111,6 +111,18 @@ def conv_int32(conv, x, w, bias=None, token=None, cache=None):
     return y
 
 
+def conv_requantized(conv, x, w, bias, token, cache, scales, dtype, relu):
+    """The backend's int8 convolution requantized in the same primitive
+    (``float32(sums + bias) * scales``, a relu where ``relu``, as ``dtype``), or None
+    where it declines or is missing (the caller then requantizes :func:`conv_int32`'s
+    sums itself)."""
+    kernel = _kernel('int8_conv')
+    if kernel is None or token is None:
+        return None
+    return kernel(x, w, bias, conv.st, conv.pd, conv.dl, conv.num_group, token=token,
+                  cache=cache, scales=scales, dtype=dtype, relu=relu)
+
+
 @register
 class QuantizedFullyConnected(_WeightedBase, params_from=FullyConnected):
     """int8/uint8 data times int8 weights into int32 (MXNet's oneDNN quantized FC: the

@@ -23,7 +23,7 @@ from symgraph.opdef import CPU_KERNELS, Operator, Param, ShapeError, Step, cpu_k
 
 from ._specfun import erf
 from .quantized import F32, INT32_MAX, max_abs, quantize_scale, rng, saturate, scalar
-from .quantized_nn import conv_int32, int_matmul, product_range
+from .quantized_nn import conv_int32, conv_requantized, int_matmul, product_range
 
 def _requantize(acc, scales, dtype, token, cache):
     """The backend's per-channel requantization of an int32 ``acc`` (see
@@ -286,10 +286,10 @@ class SgMKLDNNConv(_SgBase):
         wq, bq, wscales, total = memo[1]
         cache = state.setdefault('primitives', {}) if state is not None else None
         token = id(memo) if cache is not None else None
-        acc = conv_int32(self.layers['conv'], x, wq, bq, token=token, cache=cache)
-        shape = (1, -1) + (1,) * (acc.ndim - 2)
+        conv = self.layers['conv']
         act = self.layers.get('act') if self.with_act else None
         kind = _act_kind(act)
+        acc = None
         if self.calibrated():
             lo, hi = F32(self.min_calib_range), F32(self.max_calib_range)
             out = self.out_dtype()
@@ -297,21 +297,35 @@ class SgMKLDNNConv(_SgBase):
             requant = (out_scale / data_scale / wscales).astype(F32)
             if not self.with_sum and kind in (None, 'relu', 'bounded_relu'):
                 # a relu's output is uint8: its saturation is the relu (MXNet: a bounded
-                # relu without a sum is the output range's clipping)
+                # relu without a sum is the output range's clipping); all in one primitive
+                y = conv_requantized(conv, x, wq, bq, token, cache, requant, out, False)
+                if y is not None:
+                    return [y] + rng(lo, hi)
+                acc = conv_int32(conv, x, wq, bq, token=token, cache=cache)
                 y = _requantize(acc, requant, out, token, cache)
                 if y is not None:
                     return [y] + rng(lo, hi)
-            y = _requantize(acc, requant, F32, token, cache)
+            y = None
+            if self.with_sum and kind in (None, 'relu'):
+                y = conv_requantized(conv, x, wq, bq, token, cache, requant, F32,
+                                     kind == 'relu')
+                if y is not None:
+                    act = kind = None       # applied
+            if y is None:
+                if acc is None:
+                    acc = conv_int32(conv, x, wq, bq, token=token, cache=cache)
+                y = _requantize(acc, requant, F32, token, cache)
             if y is None:
                 y = acc.astype(F32)
-                y *= requant.reshape(shape)
+                y *= requant.reshape((1, -1) + (1,) * (acc.ndim - 2))
         else:
             # one weight scale; the int32 result keeps MXNet's product range
             out_scale = F32(data_scale * wscales[0])
             lo, hi = product_range(x.dtype, dmin, dmax, total[0], total[1])
             out = np.dtype(np.int32)
+            acc = conv_int32(conv, x, wq, bq, token=token, cache=cache)
             y = acc.astype(np.float64)
-        if self.with_act:
+        if kind is not None:
             if kind == 'bounded_relu':
                 # MXNet: without a sum the output range does the clipping (no post-op);
                 # with one the bound is scaled onto the output levels

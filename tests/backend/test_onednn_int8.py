@@ -118,6 +118,32 @@ def test_int8_add_rounds_each_step_as_numpy(dtype, relu, sdtype):
     np.testing.assert_array_equal(got, ref)
 
 
+@pytest.mark.parametrize('dtype,relu', [('uint8', False), ('int8', False), ('float32', True),
+                                        ('float32', False)])
+@pytest.mark.parametrize('channels_last', [False, True])
+def test_int8_conv_requantized_in_the_primitive(dtype, relu, channels_last):
+    """float32(sums + bias) * scale (a relu), rounded and saturated: the bits of the int32
+    sums requantized by NumPy."""
+    be = _backend()
+    x = RNG.randint(0, 256, (2, 16, 9, 9)).astype(np.uint8)
+    if channels_last:
+        x = np.moveaxis(np.ascontiguousarray(np.moveaxis(x, 1, -1)), -1, 1)
+    w = RNG.randint(-128, 128, (32, 16, 3, 3)).astype(np.int8)
+    b = RNG.randint(-9000, 9000, 32).astype(np.int32)
+    scales = RNG.uniform(1e-4, 2e-3, 32).astype(np.float32)
+    y = be.int8_conv(x, w, b, (1, 1), (1, 1), (1, 1), 1, token=7, cache={}, scales=scales,
+                     dtype=dtype, relu=relu)
+    f = _conv_ref(x, w, b, (1, 1), (1, 1)).astype(np.float32) * scales.reshape(1, -1, 1, 1)
+    if relu:
+        f = np.maximum(f, np.float32(0))
+    if dtype != 'float32':
+        info = np.iinfo(dtype)
+        f = np.clip(np.rint(f), info.min, info.max).astype(dtype)
+    assert y.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(y, f)
+    assert be.int8_conv(x, w, b, (1, 1), (1, 1), (1, 1), 1, scales=scales) is None  # no token
+
+
 def test_int8_conv_chains_channels_last_and_keeps_constant_weights():
     be = _backend()
     x = RNG.randint(0, 256, (2, 16, 9, 9)).astype(np.uint8)
@@ -160,8 +186,9 @@ def _resnet_block():
 
 def test_fused_int8_network_same_bits_with_and_without_the_kernels(monkeypatch):
     """A quantized residual block (_sg_mkldnn_conv with relu, without, with a sum): the
-    oneDNN path (channels-last int32 sums, requantization in a scaled reorder, the
-    residual sum in a binary primitive) gives NumPy's bits."""
+    oneDNN path (requantization fused into the convolution, or in a scaled reorder after
+    its channels-last int32 sums; the residual sum in a binary primitive) gives NumPy's
+    bits."""
     import symgraph as mx
     from symgraph.ops import quantized_nn, subgraph_mkldnn
     be = _backend()
@@ -191,9 +218,13 @@ def test_fused_int8_network_same_bits_with_and_without_the_kernels(monkeypatch):
 
     calls = dict(be.calls)
     fast = run()
-    assert be.calls.get('int8_requantize', 0) > calls.get('int8_requantize', 0)
     assert be.calls.get('int8_conv', 0) > calls.get('int8_conv', 0)
     assert be.calls.get('int8_add', 0) > calls.get('int8_add', 0)
+    # the requantization in a reorder after the int32 sums instead of in the convolution
+    monkeypatch.setattr(subgraph_mkldnn, 'conv_requantized', lambda *a: None)
+    calls = dict(be.calls)
+    np.testing.assert_array_equal(fast, run())
+    assert be.calls.get('int8_requantize', 0) > calls.get('int8_requantize', 0)
     monkeypatch.setattr(quantized_nn, '_kernel', lambda name: None)
     monkeypatch.setattr(subgraph_mkldnn, '_requantize', lambda *a: None)
     monkeypatch.setattr(subgraph_mkldnn, '_add', lambda *a: None)

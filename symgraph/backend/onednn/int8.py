@@ -27,6 +27,40 @@ _ARG_SRC_SCALES = 4096 | _lib.ARG_SRC
 _ARG_SRC_1_SCALES = 4096 | _lib.ARG_SRC_1
 
 
+#: dnnl_binary_mul, and DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1: the tensor of
+#: a primitive's first post-op, a binary one
+_BINARY_MUL = 0x1fff1
+_ARG_POST_OP_0_SRC_1 = 32768 | _lib.ARG_SRC_1
+
+
+def _requant_attr(lib, channels, ndim, relu):
+    """A primitive attribute whose post-ops multiply the result by a per-channel float32
+    tensor (1, C, 1, ...) (a binary post-op: one float32 multiply, as NumPy's) and, where
+    ``relu``, apply a relu; and that tensor's descriptor. The caller destroys both."""
+    fn = lib.dnnl_post_ops_append_binary
+    fn.argtypes, fn.restype = [_VP, ctypes.c_int, _VP], ctypes.c_int
+    md = desc(lib, (1, channels) + (1,) * (ndim - 2), F32)
+    attr, ops = _VP(), _VP()
+    try:
+        check(lib.dnnl_primitive_attr_create(ctypes.byref(attr)), 'dnnl_primitive_attr_create')
+        check(lib.dnnl_post_ops_create(ctypes.byref(ops)), 'dnnl_post_ops_create')
+        check(fn(ops, _BINARY_MUL, md), 'dnnl_post_ops_append_binary')
+        if relu:
+            check(lib.dnnl_post_ops_append_eltwise(ops, _lib.ELTWISE_RELU, 0.0, 0.0),
+                  'dnnl_post_ops_append_eltwise')
+        check(lib.dnnl_primitive_attr_set_post_ops(attr, ops),
+              'dnnl_primitive_attr_set_post_ops')
+    except Exception:
+        if attr:
+            lib.dnnl_primitive_attr_destroy(attr)
+        lib.dnnl_memory_desc_destroy(md)
+        raise
+    finally:
+        if ops:
+            lib.dnnl_post_ops_destroy(ops)
+    return attr, md
+
+
 def _set_scales_mask(lib, attr, arg, mask):
     fn = lib.dnnl_primitive_attr_set_scales_mask
     fn.argtypes, fn.restype = [_VP, ctypes.c_int, ctypes.c_int], ctypes.c_int
@@ -73,7 +107,8 @@ class Int8Mixin:
     #: NumPy's exact float64 product is as quick
     INT8_MIN_MACS = 1 << 14
 
-    def int8_conv(self, x, w, bias, stride, pad, dilate, groups, token=None, cache=None):
+    def int8_conv(self, x, w, bias, stride, pad, dilate, groups, token=None, cache=None,
+                  scales=None, dtype=np.int32, relu=False):
         """The exact int32 convolution of uint8/int8 ``x`` (N, C, *S) with int8 ``w``
         (F, C / groups, *K), plus int32 ``bias`` (F,) or None, or None (declined).
 
@@ -82,7 +117,15 @@ class Int8Mixin:
         when it is such a view too. With a ``token`` the weights and bias are constants:
         reordered into the primitive's own buffer only when the token changes (``cache``,
         a dict of the caller's, keeps that primitive with one layer; see
-        :meth:`primitive`)."""
+        :meth:`primitive`).
+
+        With per-channel float32 ``scales`` (and a ``token``) the sums are requantized in
+        the same primitive: ``float32(sum) * scale`` (a binary post-op), a relu where
+        ``relu``, written as ``dtype`` (float32, or int8/uint8 rounded to nearest even and
+        saturated): the bits of :meth:`int8_requantize` on the int32 result."""
+        dtype = np.dtype(dtype)
+        if scales is not None and (token is None or dtype not in _CODE):
+            return None
         if x.dtype not in (np.int8, np.uint8) or w.dtype != np.int8 or x.ndim not in (4, 5) \
                 or (bias is not None and bias.dtype != np.int32):
             return None
@@ -97,10 +140,11 @@ class Int8Mixin:
             (groups, w.shape[0] // groups) + tuple(w.shape[1:])
         xstrides = tuple(s // x.itemsize for s in x.strides)
         last = _moved(x).flags.c_contiguous and x.shape[1] > 1
-        y = _channels_last(yshape, np.int32)
-        ystrides = tuple(s // 4 for s in y.strides)
+        y = _channels_last(yshape, dtype)
+        ystrides = tuple(s // dtype.itemsize for s in y.strides)
         key = ('int8_conv', x.shape, x.dtype.str, xstrides, last, w.shape, stride, pad, dilate,
-               groups, bias is not None, token is not None)
+               groups, bias is not None, token is not None, dtype.str, bool(relu),
+               token if scales is not None else None)
         const = ('const',) if token is not None else ()
 
         def build():
@@ -109,25 +153,36 @@ class Int8Mixin:
             try:
                 mds.append(desc(lib, x.shape, _CODE[x.dtype], strides=xstrides))
                 mds.append(desc(lib, wshape, S8))
-                mds.append(desc(lib, yshape, S32, strides=ystrides))
+                mds.append(desc(lib, yshape, _CODE[dtype], strides=ystrides))
                 # a C-order input: oneDNN's int8 kernels take channels last (or blocked),
                 # the reference kernel anything else (~50x slower): reordered first
                 mds.append(desc(lib, x.shape, _CODE[x.dtype], strides=xstrides,
                                 any_layout=not last))
                 mds.append(desc(lib, wshape, S8, any_layout=True))
-                mds.append(desc(lib, yshape, S32, strides=ystrides))
+                mds.append(desc(lib, yshape, _CODE[dtype], strides=ystrides))
                 bmd = None
                 if bias is not None:
                     bmd = desc(lib, bias.shape, S32)
                     mds.append(bmd)
+                attr = smd = None
+                if scales is not None:
+                    attr, smd = _requant_attr(lib, yshape[1], len(yshape), relu)
+                    mds.append(smd)
                 geom = self._geometry(x.shape, yshape, w.shape[2:], stride, pad, dilate)
-                pd = self._fwd_pd(_lib.FORWARD_INFERENCE, mds[3:6], geom, bmd, None)
+                try:
+                    pd = self._fwd_pd(_lib.FORWARD_INFERENCE, mds[3:6], geom, bmd, attr)
+                finally:
+                    if attr:
+                        lib.dnnl_primitive_attr_destroy(attr)
                 args = [(_lib.ARG_SRC, mds[0], False),
                         (_lib.ARG_WEIGHTS, mds[1], False) + const,
                         (_lib.ARG_DST, mds[2], True)]
                 if bias is not None:
                     args.append((_lib.ARG_BIAS, bmd, False) + const)
-                return Primitive(self, pd, args)
+                prim = Primitive(self, pd, args)
+                if scales is not None:
+                    _with_scales(self, prim, smd, _ARG_POST_OP_0_SRC_1, scales)
+                return prim
             finally:
                 self._destroy(mds)
 

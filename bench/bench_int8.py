@@ -198,6 +198,9 @@ def main():
             for key in args.nets.split(','):
                 for dtype in ('float32', 'int8'):
                     for name, r in runners.items():
+                        # the other framework's OpenMP threads spin a while after its
+                        # last call (Intel OpenMP's KMP_BLOCKTIME: 200 ms): let them sleep
+                        time.sleep(0.3)
                         got = r.measure(key, dtype, repeats[key])
                         k = (key, dtype, name)
                         if k not in best or got['ms'] < best[k]['ms']:

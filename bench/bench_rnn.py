@@ -3,6 +3,7 @@
     python bench/bench_rnn.py                                   # symgraph only
     python bench/bench_rnn.py --mxnet /work/mxvenv/bin/python   # + MXNet (oneDNN kernels)
     python bench/bench_rnn.py --profile                         # + cProfile of symgraph
+    python bench/bench_rnn.py --numpy-rnn                       # + symgraph's NumPy RNN
 
 Workload (float32, CPU): ``mx.sym.RNN(mode='lstm', num_layers=2, state_size=256)`` over
 data (T=35, N=32, C=256) with ``state_outputs``, bound with ``simple_bind`` (grad_req
@@ -15,8 +16,8 @@ file runs again under that interpreter (``--worker``, ``import mxnet as mx``), s
 parameters, data and head gradients (NumPy ``RandomState``) are identical; each workload
 prints a check value (sum |d parameters|) that must agree between the frameworks.
 Times are the best of several rounds after a warm-up; both frameworks get the same
-number of threads (``--threads``, default 2: OMP_NUM_THREADS for MXNet, OpenBLAS's
-threads for NumPy).  MXNet runs with its default oneDNN (MKLDNN) RNN kernels only: with
+number of threads (``--threads``, default 2: OMP_NUM_THREADS for MXNet and for
+symgraph's oneDNN, whose RNN primitives run the layer, OpenBLAS's threads for NumPy).  MXNet runs with its default oneDNN (MKLDNN) RNN kernels only: with
 MXNET_MKLDNN_ENABLED=0 its CPU ``_backward_RNN`` fails in 1.9.1 (``Check failed:
 in_data.size() == num_inputs (4 vs. 3)`` for an LSTM), so there is no other CPU path to
 compare with.
@@ -100,6 +101,20 @@ class Runner:
         return {'ms': 1e3 * best_of(fn, repeat, rounds, self.sync), 'check': check}
 
 
+class NumpyRnnRunner(Runner):
+    """A :class:`Runner` whose RNN runs on the NumPy path (oneDNN's RNN primitives routed
+    off while it measures: ``symgraph.backend.onednn.routing.RNN_MODES``)."""
+
+    def measure(self, key):
+        from symgraph.backend.onednn import routing
+        modes = routing.RNN_MODES
+        routing.RNN_MODES = ()
+        try:
+            return super().measure(key)
+        finally:
+            routing.RNN_MODES = modes
+
+
 class Worker:
     """This script under another interpreter (MXNet), timing workloads on request."""
 
@@ -162,6 +177,9 @@ def main(argv=None):
     ap.add_argument('--passes', type=int, default=2,
                     help='interleaved passes over the frameworks; the best is kept')
     ap.add_argument('--profile', action='store_true', help='cProfile the symgraph side')
+    ap.add_argument('--numpy-rnn', action='store_true',
+                    help="also time symgraph's NumPy RNN path (oneDNN's RNN primitives off), "
+                    'interleaved with the rest')
     ap.add_argument('--worker', action='store_true', help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:         # under the MXNet interpreter: the same workloads
@@ -171,8 +189,11 @@ def main(argv=None):
         return
     # NumPy's OpenBLAS reads its thread count when it loads (this module imported NumPy
     # already): start again with the count in the environment
-    if os.environ.get('OPENBLAS_NUM_THREADS') != str(args.threads):
+    # (and oneDNN's OpenMP threads theirs: the RNN runs on oneDNN's RNN primitives)
+    if os.environ.get('OPENBLAS_NUM_THREADS') != str(args.threads) \
+            or os.environ.get('OMP_NUM_THREADS') != str(args.threads):
         os.environ['OPENBLAS_NUM_THREADS'] = str(args.threads)
+        os.environ['OMP_NUM_THREADS'] = str(args.threads)
         argv = sys.argv[1:] if argv is None else list(argv)
         os.execv(sys.executable, [sys.executable, os.path.abspath(__file__)] + argv)
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
@@ -182,6 +203,8 @@ def main(argv=None):
           'of %d interleaved passes' % (os.cpu_count(), args.threads, os.getloadavg()[0],
                                          args.passes))
     runners = [('symgraph', Runner(lambda: None))]
+    if args.numpy_rnn:
+        runners.append(('symgraph, NumPy RNN path', NumpyRnnRunner(lambda: None)))
     if args.mxnet:
         runners.append(('MXNet 1.9.1, MKLDNN on (default)',
                         Worker(args.mxnet, True, args.threads)))
@@ -195,7 +218,8 @@ def main(argv=None):
                 if r['ms'] < best['ms']:
                     res[(name, key)] = r
     for _, runner in runners[1:]:
-        runner.close()
+        if isinstance(runner, Worker):
+            runner.close()
     load = os.getloadavg()[0]
     print('load average at the end %.1f%s' % (load, ' (above the core count: other work '
                                               'shares the CPU, times are noisy)'
@@ -211,8 +235,8 @@ def main(argv=None):
             ref = res[(name, key)]['ms']
             line += ' | %7.1f ms  ratio %5.2fx' % (ref, ours / ref)
         print(line)
-    if args.mxnet:
-        print('ratio = symgraph / MXNet time (below 1: symgraph is faster)')
+    if len(runners) > 1:
+        print("ratio = symgraph / that column's time (below 1: symgraph is faster)")
     print('check values (sum |d parameters|), which must agree:')
     for key, _, _ in table:
         print('  %-14s' % key + ''.join('  %s %.6g' % (name.split(',')[-1].strip(),

@@ -134,6 +134,30 @@ class _Layout:
         return out
 
 
+class _Kept(Kept):
+    """The RNN Step's state: what oneDNN's training forwards keep for their backward (a
+    :class:`Kept`, holding at most a few calls: each keeps tens of MB of workspaces), and
+    ``spare``, the workspaces of calls whose output is gone or that kept nothing, which
+    the next forward takes instead of allocating (fresh memory made the step 2x slower:
+    the kernel's page faults)."""
+
+    __slots__ = ('spare',)
+
+    def __init__(self):
+        super().__init__(limit=4)
+        self.spare = []
+
+    def recycle(self):
+        """Move the workspaces of entries whose arrays died into :attr:`spare`; return
+        it."""
+        for key, entry in list(self._entries.items()):
+            if entry[0]() is None or entry[1]() is None:
+                del self._entries[key]
+                self.spare.extend(ws for _, _, ws in entry[2][0])
+        del self.spare[8:]
+        return self.spare
+
+
 @register
 class RNN(Operator):
     """Fused multi-layer recurrent layers (vanilla RNN, LSTM, GRU) over (T, N, C) data."""
@@ -273,7 +297,7 @@ class RNN(Operator):
     def bind(self, ctx, in_shapes, in_dtypes):
         """A Step whose state keeps the oneDNN forward's per-layer workspaces of training
         forwards for backward, by output and data (a :class:`symgraph.opdef.Kept`)."""
-        return Step(self, ctx, Kept(), shareable=True)
+        return Step(self, ctx, _Kept(), shareable=True)
 
     def _onednn(self, xp, lay, inputs):
         """Whether this call may go through the CPU kernels (oneDNN's RNN primitives):
@@ -289,15 +313,17 @@ class RNN(Operator):
             return None
         x, w, hx = inputs[0], inputs[1], inputs[2]
         cx = inputs[3] if self.mode == 'lstm' else None
-        got = kernel(self.mode, x, w, hx, cx, lay.H, lay.L, lay.D, is_train)
+        spare = state.recycle() if isinstance(state, _Kept) else None
+        got = kernel(self.mode, x, w, hx, cx, lay.H, lay.L, lay.D, is_train, spare)
         if got is None:
             return None
         y, hy, cy, kept = got
-        if state is not None:
-            if is_train:
-                state.keep(y, x, (kept, hy, cy))
-            else:
-                state.forget(y)
+        if is_train and state is not None:
+            # (the last layer's output is ``y`` itself, which the entry holds weakly)
+            kept[-1] = (kept[-1][0], None, kept[-1][2])
+            state.keep(y, x, (kept, hy, cy))
+        elif spare is not None:
+            spare.extend(ws for _, _, ws in kept)
         outs = [y]
         if self.state_outputs:
             outs.append(hy)
@@ -532,6 +558,8 @@ class RNN(Operator):
                 return None
             got = (fwd[3], fwd[1], fwd[2])
         kept, hy, cy = got
+        if kept[-1][1] is None:         # (a kept training forward's: its output)
+            kept = kept[:-1] + [(kept[-1][0], outputs[0], kept[-1][2])]
         dhy = dcy = None
         if self.state_outputs:
             dhy = out_grads[1]

@@ -1428,10 +1428,11 @@ class CpuKernels(typing.Protocol):
         """float32 ``y`` plus int8/uint8 ``s`` times ``scale`` (a relu where ``relu``),
         rounded to nearest even and saturated into int8/uint8 ``dtype``; or None."""
 
-    def rnn_forward(self, mode, x, w, hx, cx, H, L, D, is_train):
+    def rnn_forward(self, mode, x, w, hx, cx, H, L, D, is_train, spare=None):
         """The fused ``RNN`` operator's forward (float32; no projection, state clipping,
         sequence lengths or dropout): ``(y, hy, cy, kept)``, ``kept`` what
-        :meth:`rnn_backward` takes (training only), or None."""
+        :meth:`rnn_backward` takes, or None; ``spare``: the caller's list of workspaces
+        no longer in use, which the kernel may take instead of allocating."""
 
     def rnn_backward(self, mode, x, w, hx, cx, H, L, D, kept, hy, cy, dy, dhy, dcy):
         """The fused ``RNN`` operator's gradients ``(dx, dw, dhx, dcx)`` from what

@@ -182,3 +182,22 @@ def test_executor_training_steps_keep_the_workspace(backend, monkeypatch):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
     if not _refused(backend):
         assert ran == 3 * 2       # two layers a step, no forward run again for a backward
+
+
+def test_workspaces_are_reused_and_entries_bounded(backend):
+    """The Step keeps the workspaces of a few calls only, and a forward takes those of a
+    call whose output is gone instead of allocating (fresh tens of MB each call cost page
+    faults)."""
+    op = get_op('RNN')(mode='lstm', state_size=4, num_layers=2, state_outputs=True)
+    step = op.bind(None, None, None)
+    state = step.state
+    ins = _inputs(op, T=3, N=2, C=3)
+    seen = {}           # id -> the workspace itself (held: ids stay unique)
+    for _ in range(6):
+        outs, grads = _step(op, ins, state=state)
+        del outs, grads
+        for _, _, v in list(state._entries.values()):
+            seen.update((id(ws), ws) for _, _, ws in v[0])
+    assert len(state._entries) <= 2
+    if not _refused(backend):
+        assert 2 <= len(seen) <= 4      # two layers' workspaces, in at most two sets

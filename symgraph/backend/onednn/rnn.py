@@ -111,6 +111,16 @@ class _Geom:
                 strided_desc(lib, (1, D, H, G, H), (D * ds, ds, 1, H * H, H)))
 
 
+def _take(spare, nbytes):
+    """A uint8 array of ``nbytes``: one taken out of list ``spare`` (or None) when it has
+    one of that size, else a new one."""
+    if spare:
+        for i, a in enumerate(spare):
+            if a.nbytes == nbytes:
+                return spare.pop(i)
+    return np.empty(nbytes, np.uint8)
+
+
 class RnnMixin:
     """``rnn_forward`` / ``rnn_backward`` of the backend (mixed into ``Backend``)."""
 
@@ -287,12 +297,18 @@ class RnnMixin:
         return out
 
     # ------------------------------------------------------------------ kernels
-    def rnn_forward(self, mode, x, w, hx, cx, H, L, D, is_train):
+    def rnn_forward(self, mode, x, w, hx, cx, H, L, D, is_train, spare=None):
         """The fused RNN's forward over (T, N, C) float32 ``x`` with MXNet's parameter
         vector ``w``, initial states ``hx`` (L*D, N, H) and ``cx`` (LSTM; else None):
-        ``(y, hy, cy, kept)`` -- ``kept`` (training only, else None) is what
-        :meth:`rnn_backward` takes -- or None when oneDNN does not take it. Inference runs
-        the training primitive too (see :meth:`_rnn_forward_prim`)."""
+        ``(y, hy, cy, kept)`` -- ``kept`` is what :meth:`rnn_backward` takes: per layer
+        (input, output, workspace) -- or None when oneDNN does not take it. Inference runs
+        the training primitive too (see :meth:`_rnn_forward_prim`).
+
+        ``spare``: a list of uint8 arrays no longer in use (workspaces of earlier calls,
+        which the caller keeps): a workspace of the size a layer needs is taken from it
+        (removed) instead of allocated. The workspaces are large (44 MB for a
+        bidirectional 256-unit layer over T=35, N=32), and fresh ones cost the kernel's
+        page faults at every call: the training step took twice its time."""
         T, N, C = x.shape
         layers, bpos = self._rnn_layers(mode, C, H, L, D)
         if w.shape != (bpos + L * D * 2 * GATES[mode] * H,):
@@ -304,7 +320,7 @@ class RnnMixin:
         hy = np.empty((L * D, N, H), np.float32)
         cy = np.empty((L * D, N, H), np.float32) if lstm else None
         inp = np.ascontiguousarray(x, np.float32)
-        kept = [] if is_train else None
+        kept = []
         for layer, (cin, wpos) in enumerate(layers):
             g = _Geom(mode, T, N, cin, H, D, wpos)
             key, prim = self._rnn_forward_prim(g)
@@ -316,11 +332,10 @@ class RnnMixin:
             s = slice(layer * D, (layer + 1) * D)
             arrays = [inp, hx[s]] + ([cx[s]] if lstm else []) + [wl, wi, bias, y, hy[s]]
             arrays += [cy[s]] if lstm else []
-            ws = np.empty(prim.sizes[len(arrays)], np.uint8)
+            ws = _take(spare, prim.sizes[len(arrays)])
             arrays.append(ws)
             self.execute(key, prim, arrays)
-            if is_train:
-                kept.append((inp, y, ws))
+            kept.append((inp, y, ws))
             inp = y
         return inp, hy, cy, kept
 

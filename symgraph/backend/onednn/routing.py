@@ -184,10 +184,10 @@ def _routed_kernels(be):
 
     rnn_fwd, rnn_bwd = be.rnn_forward, be.rnn_backward
 
-    def rnn_forward(mode, x, w, hx, cx, H, L, D, is_train):
+    def rnn_forward(mode, x, w, hx, cx, H, L, D, is_train, spare=None):
         if mode not in RNN_MODES or x.dtype is not _F32 or w.dtype is not _F32:
             return None
-        return rnn_fwd(mode, x, w, hx, cx, H, L, D, is_train)
+        return rnn_fwd(mode, x, w, hx, cx, H, L, D, is_train, spare)
 
     def rnn_backward(mode, x, w, hx, cx, H, L, D, kept, hy, cy, dy, dhy, dcy):
         if mode not in RNN_MODES or x.dtype is not _F32 or w.dtype is not _F32:

@@ -106,6 +106,12 @@ class _Geom:
         if self.mode == 'gru':
             return (strided_desc(lib, (1, D, C, G, H), (D * G * H * C, G * H * C, 1, H * C, C)),
                     strided_desc(lib, (1, D, H, G, H), (D * G * H * H, G * H * H, 1, H * H, H)))
+        if D == 1:
+            # one direction: the strides of the unit dimensions are dense ldgoi's, so that
+            # the descriptor equals the backward's chosen layout and its weights and
+            # weight gradients need no reorder
+            return (strided_desc(lib, (1, 1, C, G, H), (G * H * C, G * H * C, 1, H * C, C)),
+                    strided_desc(lib, (1, 1, H, G, H), (G * H * H, G * H * H, 1, H * H, H)))
         ds = self.dstride
         return (strided_desc(lib, (1, D, C, G, H), (D * ds, ds, 1, H * C, C)),
                 strided_desc(lib, (1, D, H, G, H), (D * ds, ds, 1, H * H, H)))
@@ -349,7 +355,7 @@ class RnnMixin:
         w = np.ascontiguousarray(w, np.float32)
         hx = np.ascontiguousarray(hx, np.float32)
         cx = np.ascontiguousarray(cx, np.float32) if lstm else None
-        dw = np.zeros(w.shape, np.float32)
+        dw = np.empty(w.shape, np.float32)     # (every entry is written below)
         dhx = np.empty(hx.shape, np.float32)
         dcx = np.empty(cx.shape, np.float32) if lstm else None
         zeros = np.zeros(hx.shape, np.float32)

@@ -1424,6 +1424,9 @@ class CpuKernels(typing.Protocol):
         """int32 ``acc`` (N, C, *S) times per-channel float32 ``scales``: float32, or
         rounded to nearest even and saturated into int8/uint8 ``dtype``; or None."""
 
+    def int8_pool(self, x, kind, kernel, stride, pad_l, pad_r, yshape):
+        """Max pooling (``kind`` 'max') of int8/uint8 ``x`` into ``yshape``, or None."""
+
     def int8_add(self, y, s, scale, relu, dtype, cache):
         """float32 ``y`` plus int8/uint8 ``s`` times ``scale`` (a relu where ``relu``),
         rounded to nearest even and saturated into int8/uint8 ``dtype``; or None."""

@@ -18,8 +18,8 @@ reference formulas (``quantize.py``).
 """
 import numpy as np
 
-from symgraph.opdef import Operator, Param, ShapeError, TypeInferenceError, register, \
-    unify_shape
+from symgraph.opdef import CPU_KERNELS, Operator, Param, ShapeError, TypeInferenceError, \
+    cpu_kernel, register, unify_shape
 
 from .nn import Activation
 from .pooling import Pooling
@@ -317,8 +317,19 @@ class QuantizedPooling(QuantizedBase, params_from=Pooling):
 
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
-        y = self.float_op.forward(np, [x.astype(np.float64)], [], False)[0]
-        return [saturate(y, x.dtype)] + [a.copy() for a in inputs[1:3]]
+        y = self._max_onednn(x) if self.pool_type == 'max' else None
+        if y is None:
+            y = saturate(self.float_op.forward(np, [x.astype(np.float64)], [], False)[0],
+                         x.dtype)
+        return [y] + [a.copy() for a in inputs[1:3]]
+
+    def _max_onednn(self, x):
+        """Max pooling by the backend on the integers as they lie, or None."""
+        if 'int8_pool' not in CPU_KERNELS:
+            return None
+        kernel = cpu_kernel('int8_pool')
+        spec = self.float_op._onednn_spec(x.shape, 'forward') if kernel else None
+        return None if spec is None else kernel(x, *spec)
 
 
 @register

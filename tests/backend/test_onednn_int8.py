@@ -144,6 +144,34 @@ def test_int8_conv_requantized_in_the_primitive(dtype, relu, channels_last):
     assert be.int8_conv(x, w, b, (1, 1), (1, 1), (1, 1), 1, scales=scales) is None  # no token
 
 
+@pytest.mark.parametrize('dtype', ['uint8', 'int8'])
+@pytest.mark.parametrize('channels_last', [False, True])
+@pytest.mark.parametrize('kernel,stride,pad,conv', [((3, 3), (2, 2), (1, 1), 'valid'),
+                                                     ((2, 2), (2, 2), (0, 0), 'full'),
+                                                     ((3, 3), (2, 2), (0, 0), 'full'),
+                                                     ((3, 3), (1, 1), (0, 0), 'valid')])
+def test_quantized_max_pooling_same_bits_with_and_without_the_kernel(
+        monkeypatch, dtype, channels_last, kernel, stride, pad, conv):
+    from symgraph.ops import quantized
+    be = _backend()
+    lo, hi = (0, 256) if dtype == 'uint8' else (-128, 128)
+    x = RNG.randint(lo, hi, (4, 32, 23, 23)).astype(dtype)     # (big enough to route)
+    if channels_last:
+        x = np.moveaxis(np.ascontiguousarray(np.moveaxis(x, 1, -1)), -1, 1)
+    r = [np.float32([-1.0]), np.float32([1.0])]
+    op = get_op('_contrib_quantized_pooling')(kernel=kernel, stride=stride, pad=pad,
+                                               pool_type='max', pooling_convention=conv)
+    calls = be.calls.get('int8_pool', 0)
+    fast = op.forward(np, [x] + r, [], False)
+    # (windows under 9 elements: the routing's float32 limits keep them in NumPy)
+    assert be.calls.get('int8_pool', 0) == calls + (np.prod(kernel) >= 9)
+    monkeypatch.setattr(quantized, 'CPU_KERNELS', frozenset())
+    slow = op.forward(np, [x] + r, [], False)
+    assert fast[0].dtype == slow[0].dtype == np.dtype(dtype)
+    for a, b in zip(fast, slow):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_int8_conv_chains_channels_last_and_keeps_constant_weights():
     be = _backend()
     x = RNG.randint(0, 256, (2, 16, 9, 9)).astype(np.uint8)

@@ -285,6 +285,35 @@ class Int8Mixin:
         self.execute(key, prim, [y, s, out])
         return out
 
+    def int8_pool(self, x, kind, kernel, stride, pad_l, pad_r, yshape):
+        """Max pooling (``kind`` 'max': exact in any type) of int8/uint8 ``x`` (N, C, *S),
+        taken as it lies (C order or channels last) and written in its layout, or None.
+        The other kinds decline (the caller's NumPy average rounds as MXNet's)."""
+        if kind != 'max' or x.dtype not in (np.int8, np.uint8) or x.ndim < 3:
+            return None
+        x = _activation(x)
+        last = not x.flags.c_contiguous
+        yshape = tuple(int(v) for v in yshape)
+        y = _channels_last(yshape, x.dtype) if last else np.empty(yshape, x.dtype)
+        xs = tuple(x.strides)
+        ys = tuple(y.strides)
+        key = ('int8_pool', x.shape, xs, x.dtype.str, yshape, tuple(kernel), tuple(stride),
+               tuple(pad_l), tuple(pad_r))
+
+        def build():
+            code = _CODE[x.dtype]
+            mds = [desc(self.lib, x.shape, code, strides=xs),
+                   desc(self.lib, yshape, code, strides=ys)]
+            try:
+                pd = self._pool_fwd_pd(_lib.FORWARD_INFERENCE, _lib.POOLING_MAX, mds[0],
+                                       mds[1], self._pool_geom(kernel, stride, pad_l, pad_r))
+                return Primitive(self, pd, [(_lib.ARG_SRC, mds[0], False),
+                                            (_lib.ARG_DST, mds[1], True)])
+            finally:
+                self._destroy(mds)
+
+        return y if self.run(key, build, [x, y]) else None
+
     def int8_matmul(self, x, w):
         """``x @ w.T`` of 2-D uint8/int8 ``x`` (M, K) and int8 ``w`` (N, K), exact in
         int32, or None (declined)."""

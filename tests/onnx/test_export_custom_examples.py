@@ -31,9 +31,30 @@ def _example(name):
         spec = importlib.util.spec_from_file_location('onnx_example_custom_' + name,
                                                       os.path.join(EXAMPLES, name + '.py'))
         mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
+        with warnings.catch_warnings():
+            # tests/operator may have run the example already: its op registered again
+            warnings.filterwarnings('ignore', message='custom operator .* registered again')
+            spec.loader.exec_module(mod)
         _LOADED[name] = mod
     return _LOADED[name]
+
+
+@pytest.fixture(autouse=True, scope='module')
+def _restore_registries():
+    """The examples register their ops (and softmax its ONNX exporter) when loaded; the
+    registries are put back afterwards, so that another test loading the examples later
+    (tests/operator) registers them afresh, without a re-registration warning."""
+    from symgraph.onnx._registry import CUSTOM_EXPORTERS
+    from symgraph.operator import api
+    names = ('softmax', 'proposal_target')
+    saved = [(reg, {n: reg[n] for n in names if n in reg})
+             for reg in (api._PROPS, CUSTOM_EXPORTERS)]
+    yield
+    for reg, old in saved:
+        for n in names:
+            reg.pop(n, None)
+        reg.update(old)
+    _LOADED.clear()
 
 
 def _compare(ref, got, rtol=1e-4):

@@ -497,6 +497,49 @@ def _scan(ctx):
     return list(final) + list(outputs)
 
 
+@_register('Loop')
+def _loop(ctx):
+    """ONNX Loop as ``while_loop``. Loop tests its condition after each step (the body's
+    first output) and stops at the trip count M, so two loop variables are added before
+    the Loop's own: a step counter and the condition flag; ``cond`` is ``flag and counter
+    < M``. M must be a constant (``max_iterations``, which a symgraph graph needs for the
+    size of its stacked outputs); they are zero-padded to M rows where ONNX stops earlier.
+    The body sees the counter as an int64 array of shape (1,), not a scalar."""
+    if not ctx.has(0) or not ctx.is_const(0):
+        raise ctx.error('a Loop without a constant trip count M (a symgraph while_loop '
+                        'needs max_iterations, the size of its stacked outputs)',
+                        NotImplementedError)
+    trips = int(np.asarray(ctx.const(0)).reshape(-1)[0])
+    if trips < 1:
+        raise ctx.error('trip count M=%d: a while_loop runs at least one step' % trips,
+                        NotImplementedError)
+    body_graph = ctx.attr('body')
+    n_vars = len(ctx.inputs) - 2
+    n_scan = len(body_graph.output) - 1 - n_vars
+    if ctx.has(1):
+        flag0 = S.reshape(S.cast(ctx.sym(1), dtype='float32'), shape=(1,))
+    else:
+        flag0 = S.ones(shape=(1,), dtype='float32')
+    counter0 = S.zeros(shape=(1,), dtype='float32')
+    init = [counter0, flag0] + [ctx.sym(2 + k) for k in range(n_vars)]
+
+    def cond(counter, flag, *_):
+        return flag * (counter < trips)
+
+    def func(counter, flag, *loop_vars):
+        outs = ctx.imp.subgraph(body_graph, [S.cast(counter, dtype='int64'),
+                                             S.cast(flag, dtype='bool')] + list(loop_vars),
+                                shapes=[(1,), (1,)] + [None] * n_vars)
+        # times the old flag (1 whenever a step runs): while_loop wants every loop
+        # variable read by the step
+        new_flag = flag * S.reshape(S.cast(outs[0], dtype='float32'), shape=(1,))
+        return outs[1 + n_vars:], [counter + 1, new_flag] + outs[1:1 + n_vars]
+    outputs, states = S.contrib.while_loop(cond, func, init, max_iterations=trips,
+                                           name=ctx.name or 'while_loop')
+    outputs = outputs if isinstance(outputs, list) else [outputs]
+    return list(states[2:]) + outputs[:n_scan]
+
+
 @_register('NonMaxSuppression')
 def _nms(ctx):
     raise ctx.error('its output has a data-dependent number of rows, which a symgraph '

@@ -256,7 +256,8 @@ class OnnxImporter:
         except Exception as e:      # noqa: BLE001 - a model ONNX cannot infer still imports
             _LOG.info('ONNX shape inference failed on %s: %s', self.source, e)
             inferred = self.graph
-        for vi in list(inferred.value_info) + list(inferred.input) + list(inferred.output):
+        for vi in list(inferred.value_info) + list(inferred.input) + list(inferred.output) \
+                + _body_value_infos(inferred):
             t = vi.type.tensor_type
             if not t.HasField('shape'):
                 continue
@@ -372,22 +373,30 @@ class OnnxImporter:
                 self.consts[name] = np.asarray(value)
         return True
 
-    def subgraph(self, graph, inputs=()):
+    def subgraph(self, graph, inputs=(), shapes=None):
         """The outputs of a control-flow body (an ``If`` branch, a ``Scan`` body) as
         Symbols: its graph inputs are ``inputs`` (Symbols, in order), its nodes see this
-        graph's tensors; the parameters they make are this import's."""
+        graph's tensors; the parameters they make are this import's. ``shapes``: the
+        inputs' shapes where they are not the body's declared ones (None: declared)."""
         from onnx import numpy_helper
         child = OnnxImporter.__new__(OnnxImporter)
         child.__dict__.update(self.__dict__)
         child.syms, child.consts = dict(self.syms), dict(self.consts)
         child._shapes = dict(self._shapes)
-        for vi, sym in zip(graph.input, inputs):
+        child._input_shapes = dict(self._input_shapes)
+        for k, (vi, sym) in enumerate(zip(graph.input, inputs)):
             child.syms[vi.name] = sym
             child.consts.pop(vi.name, None)
             t = vi.type.tensor_type
-            if t.HasField('shape'):     # the body's declared input shapes
-                child._shapes[vi.name] = tuple(d.dim_value if d.dim_value > 0 else None
-                                               for d in t.shape.dim)
+            shape = shapes[k] if shapes is not None and shapes[k] is not None else None
+            if shape is None and t.HasField('shape'):     # the body's declared shapes
+                shape = tuple(d.dim_value if d.dim_value > 0 else None for d in t.shape.dim)
+            if shape is not None:
+                child._shapes[vi.name] = shape
+                # a body variable (a while_loop's loop variable): symgraph's inference
+                # of the body's values needs its shape
+                if None not in shape and sym.list_inputs() == [sym.name]:
+                    child._input_shapes[sym.name] = shape
         for t in graph.initializer:
             child.consts[t.name] = numpy_helper.to_array(t)
         for node in graph.node:
@@ -406,6 +415,17 @@ class OnnxImporter:
         outs = [(g.name, tuple(d.dim_value for d in g.type.tensor_type.shape.dim))
                 for g in self.graph.output]
         return {'input_tensor_data': ins, 'output_tensor_data': outs}
+
+
+def _body_value_infos(graph):
+    """The value infos of every control-flow body nested in ``graph`` (ONNX names are
+    unique across a model's scopes, so they key one table with the outer graph's)."""
+    out = []
+    for node in graph.node:
+        for a in node.attribute:
+            for body in ([a.g] if a.type == a.GRAPH else list(a.graphs)):
+                out += list(body.value_info) + list(body.output) + _body_value_infos(body)
+    return out
 
 
 def _source(model_file):

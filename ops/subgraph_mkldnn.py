@@ -10,7 +10,10 @@ scale uncalibrated) at ``127.5 / max|w|`` and the bias to int32 at the data's an
 scales, accumulates int8 products exactly, scales the sums onto the calibrated output
 range (``min_calib_range``/``max_calib_range``: uint8 after a relu, else int8; int32
 uncalibrated) and applies the post-ops in oneDNN's order (activation, sum, post-sum
-activation), rounding to nearest even and saturating once at the end.
+activation), rounding to nearest even and saturating once at the end. With the oneDNN
+backend the calibrated layer runs as one int8 convolution primitive (scales, bias, relu
+and the uint8/int8 output fused; activations channels last), a residual sum as one more
+(backend/onednn/int8.py); NumPy computes the same bits otherwise.
 
 Inputs in symgraph's order (arguments, then auxiliary states; the JSON keeps MXNet's,
 ``mxnet_input_order``): data, weight, [bias], [gamma, beta], [sum], then quantized

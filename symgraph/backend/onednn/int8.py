@@ -1,11 +1,20 @@
-"""int8 kernels of the oneDNN backend: the exact int32 convolution and inner product of
-uint8/int8 data with int8 weights (``dnnl_u8``/``dnnl_s8`` in, ``dnnl_s32`` out), which
-oneDNN runs with AVX-512 VNNI (``vpdpbusd``) where the CPU has it.
+"""int8 kernels of the oneDNN backend: convolution and inner product of uint8/int8 data
+with int8 weights (``dnnl_u8``/``dnnl_s8`` in), which oneDNN runs with AVX-512 VNNI
+(``vpdpbusd``) where the CPU has it, and the steps around them in a quantized network.
 
-The kernels return the integer sums only: the quantized operators (ops/quantized_nn.py,
-ops/subgraph_mkldnn.py) apply MXNet's scales, bias and post-ops to them in NumPy, so that
-the result is the same bits with or without this backend. Mixed into ``conv.Backend``;
-operators reach it through ``opdef.cpu_kernel('int8_conv')`` / ``('int8_matmul')``.
+The convolution writes channels last (the layout oneDNN's int8 kernels work in) and takes
+a channels-last input as it lies, so that the activations of a quantized plan stay
+channels last between layers; a layer's int8 weights and int32 bias are constants
+reordered once per token. The convolution gives either the exact int32 sums, or (a
+fused ``_sg_mkldnn_conv``) the requantized result in the same primitive: ``float32(sums
++ bias) * scale`` per channel as a binary post-op, a relu, then oneDNN's conversion to
+uint8/int8 (round to nearest even, saturate). :meth:`Int8Mixin.int8_requantize` does that
+scaling in a reorder, :meth:`Int8Mixin.int8_add` a residual sum (``y + float32(s *
+scale)``, relu, saturate) in a binary primitive, :meth:`Int8Mixin.int8_pool` max pooling
+on the integers. Each computes the bits of the NumPy arithmetic the quantized operators
+(ops/quantized_nn.py, ops/subgraph_mkldnn.py) fall back to, float32 rounding step by step
+(no fused multiply-add: the tests compare them bit for bit). Mixed into ``conv.Backend``;
+operators reach it through ``opdef.cpu_kernel('int8_conv')`` and the like.
 """
 import ctypes
 

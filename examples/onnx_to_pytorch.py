@@ -67,6 +67,9 @@ def main(argv=None):
                     help='NAME=D1,D2,... of each data input (default data=2,3,16,16)')
     ap.add_argument('-o', '--output', default='model.onnx', help='the ONNX file to write')
     ap.add_argument('--atol', type=float, default=1e-4)
+    # onnx2torch 1.5 converts operators up to opset 17 (Identity of opset 21 has no
+    # converter there): the default exports at 13, the oldest opset mx.onnx writes
+    ap.add_argument('--opset', type=int, default=13, help='ONNX opset (default 13)')
     args = ap.parse_args(argv)
     shapes = dict(args.shape or [('data', (2, 3, 16, 16))])
 
@@ -80,7 +83,8 @@ def main(argv=None):
 
     # 2. ONNX, checked by onnx.checker and ONNX Runtime against step 1
     mx.onnx.export_model(sym, [arg_params, aux_params], list(shapes.values()),
-                         onnx_file_path=args.output, verify=True)
+                         onnx_file_path=args.output, verify=True,
+                         opset_version=args.opset)
     print('exported %s (checked by onnx.checker and ONNX Runtime)' % args.output)
 
     # 3. PyTorch

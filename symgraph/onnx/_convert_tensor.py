@@ -27,6 +27,13 @@ def _one(g, node):
 def _reshape(g, node):
     x, out = _one(g, node)
     in_shape, out_shape = g.in_shape(node, 0), g.out_shape(node, 0)
+    codes = tuple(g.attr(node, 'shape') or ())
+    if g.dynamic and codes and not g.attr(node, 'reverse') and all(c >= -1 for c in codes) \
+            and list(codes).count(-1) <= 1:
+        # MXNet's codes 0 (copy) and -1 (the rest) are ONNX's: written as given, every
+        # dynamic axis (not the batch alone) stays free
+        reshape(g, x, list(codes), out)
+        return
     shape = list(out_shape)
     if g.dynamic and shape and in_shape:
         # the batch axis stays symbolic: copied where it stays first (ONNX's 0), else
@@ -180,7 +187,14 @@ def _slice_axis(g, node):
     x, out = _one(g, node)
     shape = g.in_shape(node, 0)
     axis = g.attr(node, 'axis') % len(shape)
-    a, b, _ = _bounds(g.attr(node, 'begin'), g.attr(node, 'end'), 1, shape[axis])
+    begin, end = g.attr(node, 'begin'), g.attr(node, 'end')
+    if g.dynamic and (end is None or end != 0):
+        # ONNX Slice counts negative bounds from the end as MXNet does: no size folded
+        # (a dynamic axis stays free); None is the end
+        slice_(g, x, [begin], [np.iinfo(np.int64).max if end is None else end], [axis],
+               None, out)
+        return
+    a, b, _ = _bounds(begin, end, 1, shape[axis])
     slice_(g, x, [a], [b], [axis], None, out)
 
 

@@ -20,6 +20,7 @@ from ..base import ArgumentError, ArgumentTypeError
 from ..graph.infer import infer_shapes, infer_types
 from ..ndarray import NDArray, load as _nd_load
 from ..symbol import Symbol, load as _sym_load
+from ._dynamic_axes import check_dynamic_axes
 from ._registry import CONVERTERS, CUSTOM_EXPORTERS, ExportError
 
 __all__ = ['export_model', 'ExportGraph', 'get_operator_support', 'MIN_OPSET', 'DEFAULT_OPSET']
@@ -100,6 +101,7 @@ class ExportGraph:
             self._node_names = set()
             self.initializers = {}      # name -> TensorProto
             self.domains = set()
+            self.origins = {}           # ONNX node name -> the symgraph node it is from
         self.nodes = []
         self._names = {}                # (id(node), i) -> ONNX name
         self.current = None
@@ -215,6 +217,7 @@ class ExportGraph:
             k += 1
             node_name = '%s_%d' % (base, k)
         names.add(node_name)
+        self._root.origins[node_name] = self.current
         attrs = {k: self._attr_value(v) for k, v in attrs.items() if v is not None}
         self.nodes.append(self._helper.make_node(op_type, list(inputs), outputs,
                                                  name=node_name, domain=domain or None,
@@ -510,6 +513,42 @@ def export_onnx_model(sym, params, in_shapes=None, in_types=np.float32, verbose=
                 len(a) != len(b) for a, b in zip(dynamic_input_shapes, in_shapes)):
             raise ArgumentError('export_model: dynamic_input_shapes must give one shape '
                                 'of the same rank for each of in_shapes')
+    g, shapes, dtypes, index = _convert_graph(order, data, labels, in_shapes, in_types,
+                                              params, opset, dynamic, verbose)
+    if dynamic and dynamic_input_shapes is not None:
+        # every converter may fold a shape: the export at other sizes of the declared
+        # dynamic axes must write the same model, else the node that differs is named
+        check_dynamic_axes(g, in_shapes, dynamic_input_shapes, [n.name for n in data],
+                           lambda alt: _convert_graph(order, data, labels, alt, in_types,
+                                                      params, opset, dynamic, False)[0])
+    out_names = g._finish_outputs(graph.outputs)
+    # graph inputs: the data Variables (MXNet's order), with their given or free dims
+    dims = dynamic_input_shapes if dynamic_input_shapes is not None else \
+        [[None] * len(s) for s in in_shapes]
+    inputs = [helper.make_tensor_value_info(
+        n.name, _tensor_type(t), list(d) if dynamic else list(s))
+        for n, s, t, d in zip(data, in_shapes, in_types, dims)]
+    outputs = []
+    for name, (n, i) in zip(out_names, graph.outputs):
+        key = (index[id(n)], i)
+        shape = [None] * len(shapes[key]) if dynamic else list(shapes[key])
+        outputs.append(helper.make_tensor_value_info(name, _tensor_type(dtypes[key]), shape))
+    used = {x for node in _walk_nodes(g.nodes) for x in node.input} | set(out_names)
+    inits = [t for k, t in g.initializers.items() if k in used]
+    onnx_graph = helper.make_graph(g.nodes, 'mxnet_converted_model', inputs, outputs,
+                                   initializer=inits)
+    opsets = [helper.make_opsetid('', opset)] + [helper.make_opsetid(d, 1)
+                                                 for d in sorted(g.domains)]
+    model = helper.make_model(onnx_graph, opset_imports=opsets,
+                              producer_name='symgraph')
+    model.ir_version = helper.find_min_ir_version_for(opsets, ignore_unknown=True)
+    return model
+
+
+def _convert_graph(order, data, labels, in_shapes, in_types, params, opset, dynamic,
+                   verbose):
+    """Infer the graph's shapes and dtypes for ``in_shapes`` and convert every node:
+    (ExportGraph, shapes, dtypes, node index)."""
     known_s, known_t = {}, {}
     for n, s, t in zip(data, in_shapes, in_types):
         known_s[n], known_t[n] = s, np.dtype(t)
@@ -538,28 +577,7 @@ def export_onnx_model(sym, params, in_shapes=None, in_types=np.float32, verbose=
         g.current = node
         g._convert(node)
     g.current = None
-    out_names = g._finish_outputs(graph.outputs)
-    # graph inputs: the data Variables (MXNet's order), with their given or free dims
-    dims = dynamic_input_shapes if dynamic_input_shapes is not None else \
-        [[None] * len(s) for s in in_shapes]
-    inputs = [helper.make_tensor_value_info(
-        n.name, _tensor_type(t), list(d) if dynamic else list(s))
-        for n, s, t, d in zip(data, in_shapes, in_types, dims)]
-    outputs = []
-    for name, (n, i) in zip(out_names, graph.outputs):
-        key = (index[id(n)], i)
-        shape = [None] * len(shapes[key]) if dynamic else list(shapes[key])
-        outputs.append(helper.make_tensor_value_info(name, _tensor_type(dtypes[key]), shape))
-    used = {x for node in _walk_nodes(g.nodes) for x in node.input} | set(out_names)
-    inits = [t for k, t in g.initializers.items() if k in used]
-    onnx_graph = helper.make_graph(g.nodes, 'mxnet_converted_model', inputs, outputs,
-                                   initializer=inits)
-    opsets = [helper.make_opsetid('', opset)] + [helper.make_opsetid(d, 1)
-                                                 for d in sorted(g.domains)]
-    model = helper.make_model(onnx_graph, opset_imports=opsets,
-                              producer_name='symgraph')
-    model.ir_version = helper.find_min_ir_version_for(opsets, ignore_unknown=True)
-    return model
+    return g, shapes, dtypes, index
 
 
 def _walk_nodes(nodes):

@@ -5,8 +5,8 @@ Converters build shapes from the sizes symgraph inferred for the export's ``in_s
 with ``dynamic=True`` they keep the batch axis symbolic, but a size that follows from
 another dynamic axis (a sequence length) may still be written as a constant, and the
 model would then break, or silently compute something else, at another size. So the
-graph is converted a second time with every declared dynamic axis (other than axis 0)
-at another size: the two ONNX graphs must be the same, node for node and constant for
+graph is converted a second time with every declared dynamic axis (the batch too, when
+another axis is declared) at another size: the two ONNX graphs must be the same, node for node and constant for
 constant; the first node that differs names the symgraph node whose converter folded
 the size, in an :class:`ExportError`.
 """
@@ -19,9 +19,13 @@ __all__ = ['check_dynamic_axes']
 
 
 def _free_axes(in_shapes, dims):
-    """``[(input index, axis)]`` of the dynamic axes other than 0 (None or a name)."""
-    return [(k, a) for k, d in enumerate(dims) for a in range(1, len(d))
+    """``[(input index, axis)]`` of the dynamic axes (None or a name), empty where only
+    axes 0 are (the batch, which the converters keep symbolic). Axes 0 are varied with
+    the others: an RNN's begin state has the batch at axis 1, which must follow data's
+    axis 0."""
+    free = [(k, a) for k, d in enumerate(dims) for a in range(len(d))
             if not isinstance(d[a], int) and len(in_shapes[k]) > a]
+    return free if any(a > 0 for _, a in free) else []
 
 
 def _other_shapes(in_shapes, free, step):
@@ -65,7 +69,7 @@ def check_dynamic_axes(g, in_shapes, dims, names, convert):
     axes = ', '.join('axis %d of %r' % (a, names[k]) for k, a in free)
     if other is None:
         raise ExportError('ONNX export: the graph does not accept other sizes of the '
-                          'dynamic %s (declared in dynamic_input_shapes): %s'
+                          'dynamic axes (%s, declared in dynamic_input_shapes): %s'
                           % (axes, errors[-1]))
     nodes_a, inits_a = _signature(g)
     nodes_b, inits_b = _signature(other)
@@ -77,9 +81,10 @@ def check_dynamic_axes(g, in_shapes, dims, names, convert):
             return
         node_a = (nodes_a + nodes_b)[min(len(nodes_a), len(nodes_b))]
     origin = g.origins.get(node_a.name)
-    message = ('its ONNX form (node %r, %s) holds a size that depends on the dynamic %s '
-               '(declared in dynamic_input_shapes), so the model would not run at other '
-               'sizes; export with that axis fixed' % (node_a.name, node_a.op_type, axes))
+    message = ('its ONNX form (node %r, %s) holds a size that depends on the dynamic axes '
+               '(%s, declared in dynamic_input_shapes), so the model would not run at '
+               'other sizes; export with the axis it depends on fixed'
+               % (node_a.name, node_a.op_type, axes))
     if origin is None:
         raise ExportError('ONNX export: ' + message)
     g.error(origin, message)

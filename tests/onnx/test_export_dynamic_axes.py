@@ -44,6 +44,25 @@ def _word_lm(vocab, embed, hidden, layers, mode='lstm'):
     return mx.sym.Group([mx.sym.softmax(pred)] + [out[k] for k in range(1, len(args) - 1)])
 
 
+def test_language_model_with_free_batch_and_sequence():
+    """The batch free too: at axis 0 of data and axis 1 of the begin states."""
+    rng = np.random.RandomState(5)
+    vocab, n, t, hidden, layers = 13, 2, 4, 5, 1
+    sym = _word_lm(vocab, 3, hidden, layers, 'lstm')
+    state = (layers, n, hidden)
+    arg_shapes, _, _ = sym.infer_shape(data=(n, t), rnn_state=state)
+    names = ['data', 'rnn_state', 'rnn_state_cell']
+    params = {k: (0.4 * rng.standard_normal(s)).astype(np.float32)
+              for k, s in zip(sym.list_arguments(), arg_shapes) if k not in names}
+    model = _export(sym, params, [(n, t), state, state],
+                    [('N', 'T'), (layers, 'N', hidden), (layers, 'N', hidden)])
+    for batch, length in ((n, t), (5, 3), (1, 8)):
+        inputs = {k: rng.standard_normal((layers, batch, hidden)).astype(np.float32)
+                  for k in names[1:]}
+        inputs['data'] = rng.randint(0, vocab, (batch, length)).astype(np.float32)
+        _compare(forward(sym, inputs, params), run_onnx(model, inputs))
+
+
 @pytest.mark.parametrize('mode', ['lstm', 'gru'])
 def test_language_model_at_two_sequence_lengths(mode):
     rng = np.random.RandomState(0)
@@ -106,7 +125,7 @@ def test_a_folded_sequence_size_is_an_error_naming_the_node():
     flat = mx.sym.reshape(data, shape=(0, -3), name='merge_steps')
     sym = mx.sym.sum(mx.sym.tanh(flat), axis=1)
     with pytest.raises(mx.onnx.ExportError, match=r"merge_steps.*Reshape.*depends on the "
-                                                  r"dynamic axis 1 of 'data'"):
+                                                  r"dynamic axes.*axis 1 of 'data'"):
         export_onnx_model(sym, {}, [(2, 4, 3)], dynamic=True,
                           dynamic_input_shapes=[(None, None, 3)])
     # the same graph with only the batch free exports (and the check stays out of it)
@@ -134,6 +153,7 @@ def test_a_graph_that_takes_no_other_size_is_an_error():
     data = mx.sym.var('data')
     sym = mx.sym.reshape(data, shape=(0, 12), name='merge_steps')
     with pytest.raises(mx.onnx.ExportError, match=r"does not accept other sizes of the "
-                                                  r"dynamic axis 1 of 'data'.*merge_steps"):
+                                                  r"dynamic axes.*axis 1 of 'data'.*"
+                                                  r"merge_steps"):
         export_onnx_model(sym, {}, [(2, 4, 3)], dynamic=True,
                           dynamic_input_shapes=[(None, None, 3)])

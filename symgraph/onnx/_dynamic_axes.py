@@ -6,9 +6,9 @@ with ``dynamic=True`` they keep the batch axis symbolic, but a size that follows
 another dynamic axis (a sequence length) may still be written as a constant, and the
 model would then break, or silently compute something else, at another size. So the
 graph is converted a second time with every declared dynamic axis (the batch too, when
-another axis is declared) at another size: the two ONNX graphs must be the same, node for node and constant for
-constant; the first node that differs names the symgraph node whose converter folded
-the size, in an :class:`ExportError`.
+another axis is declared) at another size: the two ONNX graphs must be the same, node
+for node and constant for constant; the first node that differs names the symgraph node
+whose converter folded the size, in an :class:`ExportError`.
 """
 import warnings
 

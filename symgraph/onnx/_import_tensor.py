@@ -346,6 +346,11 @@ def _pad(ctx):
         raise ctx.error('negative pads', NotImplementedError)
     if mode not in ('constant', 'edge', 'reflect'):
         raise ctx.error('pad mode %r' % mode, NotImplementedError)
+    dtype = ctx.dtype(0)
+    if mode == 'constant' and dtype is not None and dtype.kind not in 'f':
+        # symgraph's Pad (MXNet's) takes floating point data only: integer and boolean
+        # tensors are padded by concatenating constant blocks along each padded axis
+        return _pad_by_concat(ctx, ctx.sym(0), ctx.need_shape(0), begin, end, value, dtype)
     lift = max(0, 4 - rank)
     begin, end = [0] * lift + begin, [0] * lift + end
     if len(begin) > 5 or any(begin[:2]) or any(end[:2]):
@@ -362,6 +367,24 @@ def _pad(ctx):
                                                        pads[rank:]))
         out = S.reshape(out, shape=out_shape, name=ctx.name)
     return out
+
+
+def _pad_by_concat(ctx, x, shape, begin, end, value, dtype):
+    cur = list(shape)
+    padded = [a for a in range(len(cur)) if begin[a] or end[a]]
+    for k, axis in enumerate(padded):
+        parts = []
+        for width, where in ((begin[axis], 'begin'), (None, None), (end[axis], 'end')):
+            if where is None:
+                parts.append(x)
+            elif width:
+                block = tuple(cur[:axis] + [width] + cur[axis + 1:])
+                parts.append(S.full(shape=block, val=value, dtype=dtype.name,
+                                    name=ctx.sub('pad%d_%s' % (axis, where))))
+        cur[axis] += begin[axis] + end[axis]
+        last = k == len(padded) - 1
+        x = S.concat(*parts, dim=axis, name=ctx.name if last else ctx.sub('pad%d' % axis))
+    return x
 
 
 @_register('Resize', 'Upsample')

@@ -143,6 +143,18 @@ class ConvertContext:
                              'fixed dimensions)' % self.inputs[i], NotImplementedError)
         return s
 
+    def dtype(self, i):
+        """NumPy dtype of input ``i`` where known (a constant, or ONNX's inference), else
+        None."""
+        name = self.inputs[i]
+        if name in self.imp.consts:
+            return self.imp.consts[name].dtype
+        code = self.imp._dtypes.get(name)
+        if code is None:
+            return None
+        from onnx import helper
+        return np.dtype(helper.tensor_dtype_to_np_dtype(code))
+
     def out_shape(self, j=0):
         return self.imp.static_shape(self.outputs[j]) if j < len(self.outputs) else None
 
@@ -179,6 +191,7 @@ class OnnxImporter:
         self._vars = {}             # constant name -> its Variable
         self._names = set()
         self._shapes = {}           # tensor name -> tuple (dims None where unknown)
+        self._dtypes = {}           # tensor name -> ONNX elem_type, where ONNX inferred it
         self._input_shapes = {}     # static graph-input shapes, for symgraph inference
 
     # -- tensors ------------------------------------------------------------------
@@ -259,6 +272,8 @@ class OnnxImporter:
         for vi in list(inferred.value_info) + list(inferred.input) + list(inferred.output) \
                 + _body_value_infos(inferred):
             t = vi.type.tensor_type
+            if t.elem_type:
+                self._dtypes[vi.name] = t.elem_type
             if not t.HasField('shape'):
                 continue
             self._shapes[vi.name] = tuple(d.dim_value if d.HasField('dim_value')

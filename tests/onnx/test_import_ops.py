@@ -442,3 +442,17 @@ def test_grid_sample(align):
     m = model([N('GridSample', ['x', 'g'], ['y'], align_corners=align)],
               {'x': x, 'g': grid}, ['y'], opset=16)
     check(m, {'x': x, 'g': grid}, atol=1e-5, exact_ops=['BilinearSampler'])
+
+
+def test_constant_pad_of_integer_and_boolean_tensors_of_any_axis():
+    # symgraph's Pad (MXNet's) takes floating point data of 4-D/5-D only: integer and
+    # boolean tensors, and the first two axes, pad through concatenated constant blocks
+    x = np.arange(12, dtype=np.int32).reshape(3, 4)
+    b = np.array([[True, False], [False, True]])
+    nodes = [N('Pad', ['x', 'pads', 'pv'], ['xi'], mode='constant'),
+             N('Pad', ['b', 'bpads'], ['bb'], mode='constant')]
+    inits = {'pads': _i64([1, 0, 2, 3]), 'pv': np.array(7, np.int32),
+             'bpads': _i64([0, 1, 1, 0])}
+    m = model(nodes, {'x': x, 'b': b}, ['xi', 'bb'], inits)
+    sym = check(m, {'x': x, 'b': b})
+    assert 'Pad' not in sym.tojson()

@@ -99,7 +99,8 @@ class QuantizedBase(Operator):
             for k, p in params_from._params.items():
                 if k not in vars(cls):
                     setattr(cls, k, p)      # (the same Param: its name is k in both)
-            cls.param_order = params_from.param_order
+            if 'param_order' not in vars(cls):      # (a class may give its own order)
+                cls.param_order = params_from.param_order
             cls.key_var_num_args = getattr(params_from, 'key_var_num_args', None)
         super().__init_subclass__(**kw)
 

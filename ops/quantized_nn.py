@@ -179,6 +179,9 @@ class QuantizedBatchNorm(QuantizedBase, params_from=BatchNorm):
     name = '_contrib_quantized_batch_norm'
     min_calib_range = Param(float, None, doc='calibrated minimum of the output')
     max_calib_range = Param(float, None, doc='calibrated maximum of the output')
+    # MXNet's signature: BatchNorm's parameters, then the calibrated range
+    param_order = ('eps', 'momentum', 'fix_gamma', 'use_global_stats', 'output_mean_var',
+                   'axis', 'cudnn_off', 'min_calib_range', 'max_calib_range')
 
     def list_arguments(self):
         return ['data', 'gamma', 'beta', 'min_data', 'max_data']

@@ -98,6 +98,8 @@ class _NoCLibrary:
     """``mxnet.base._LIB`` where there is no libmxnet: every function raises."""
 
     def __getattr__(self, name):
+        if name.startswith('__'):       # introspection (doctest's __wrapped__, copy, pickle)
+            raise AttributeError(name)
         raise NotSupportedError('symgraph has no C library: MXNet C API function %s is not '
                                 'available' % name)
 

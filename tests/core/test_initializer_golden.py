@@ -33,7 +33,9 @@ ERROR_DIFFERENCES = {
 
 @pytest.fixture(scope='module')
 def ours():
-    return init_probes.run(mx)
+    # automatic names counted from 0 (leakyrelu0_gamma), whatever ran before in the process
+    with mx.name.NameManager():
+        return init_probes.run(mx)
 
 
 def test_every_probe_is_compared(ours):

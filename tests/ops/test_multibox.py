@@ -245,7 +245,8 @@ def test_forward(case):
 # ----------------------------------------------------------------------------------
 def test_contrib_and_npx_names():
     d = mx.sym.var('d')
-    s = mx.sym.contrib.MultiBoxPrior(d, sizes=(0.5, 0.25))
+    with mx.name.NameManager():     # names counted from 0 whatever ran before
+        s = mx.sym.contrib.MultiBoxPrior(d, sizes=(0.5, 0.25))
     assert s.list_outputs() == ['multiboxprior0_output']
     assert s.infer_shape(d=(2, 3, 4, 5))[1] == [(1, 40, 4)]
     for n in ('prior', 'target', 'detection'):

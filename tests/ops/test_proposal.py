@@ -156,7 +156,8 @@ def test_anchors_match_classic_generate_anchors():
 
 def test_symbol_outputs_and_shapes():
     c, b, i = mx.sym.var('c'), mx.sym.var('b'), mx.sym.var('i')
-    s = mx.sym.contrib.Proposal(c, b, i, output_score=True, rpn_post_nms_top_n=7)
+    with mx.name.NameManager():     # names counted from 0 whatever ran before
+        s = mx.sym.contrib.Proposal(c, b, i, output_score=True, rpn_post_nms_top_n=7)
     assert s.list_arguments() == ['c', 'b', 'i']
     assert s.list_outputs() == ['proposal0_output', 'proposal0_score']
     assert s.infer_shape(c=(1, 24, 4, 5)) == (

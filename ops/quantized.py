@@ -16,6 +16,8 @@ even and saturated, as oneDNN's reorders do; scales are float32 products compute
 MXNet's order. The first-generation ``_contrib_quantize``/``_contrib_dequantize`` keep the
 reference formulas (``quantize.py``).
 """
+import functools
+
 import numpy as np
 
 from symgraph.opdef import CPU_KERNELS, Operator, Param, ShapeError, TypeInferenceError, \
@@ -80,6 +82,24 @@ def _int_dtype(t, allowed, what):
     if t is not None and np.dtype(t).name not in allowed:
         raise TypeInferenceError('%s: %s must be %s, got %s'
                                  % (what, 'data', ' or '.join(allowed), np.dtype(t).name))
+
+
+def on_host(forward):
+    """``forward`` run in NumPy on host copies when called with CuPy (``xp`` not NumPy),
+    its results and auxiliary updates copied back to the device. The int8 operators
+    compute what MXNet 1.9.1's CPU build (oneDNN) computes, rounding step for step; on a
+    GPU they give those same bits by computing on the host (MXNet's own GPU build runs
+    only some of them, through cuDNN, with other rounding)."""
+    @functools.wraps(forward)
+    def run(self, xp, inputs, aux, is_train):
+        if xp is np:
+            return forward(self, xp, inputs, aux, is_train)
+        host_aux = [xp.asnumpy(a) for a in aux]
+        outs = forward(self, np, [xp.asnumpy(a) for a in inputs], host_aux, is_train)
+        for a, h in zip(aux, host_aux):
+            a[...] = xp.asarray(h)
+        return [xp.asarray(o) for o in outs]
+    return run
 
 
 class QuantizedBase(Operator):
@@ -191,6 +211,7 @@ class QuantizeV2(Operator):
         out = out_type_of(self.out_type, self.min_calib_range if self.calibrated() else None)
         return [t], [out, np.dtype(F32), np.dtype(F32)], []
 
+    @on_host
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
         if x.dtype in (np.int8, np.uint8):
@@ -252,6 +273,7 @@ class Requantize(Operator):
         f = np.dtype(F32)
         return [np.dtype(np.int32), f, f], [out, f, f], []
 
+    @on_host
     def forward(self, xp, inputs, aux, is_train):
         x, lo, hi = inputs[0], scalar(inputs[1]), scalar(inputs[2])
         data_scale = max_abs(lo, hi)
@@ -316,6 +338,7 @@ class QuantizedPooling(QuantizedBase, params_from=Pooling):
             raise TypeInferenceError('_contrib_quantized_pooling only supports pool_type '
                                      'max or avg, got %r' % self.pool_type)
 
+    @on_host
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
         y = self._max_onednn(x) if self.pool_type == 'max' else None
@@ -358,6 +381,7 @@ class QuantizedConcat(QuantizedBase, params_from=Concat):
         f = np.dtype(F32)
         return list(in_types[:n]) + [f] * (2 * n), [out, f, f], []
 
+    @on_host
     def forward(self, xp, inputs, aux, is_train):
         n = self.num_args
         data = inputs[:n]
@@ -419,6 +443,7 @@ class QuantizedElemwiseAdd(_QuantizedBinary):
 
     name = '_contrib_quantized_elemwise_add'
 
+    @on_host
     def forward(self, xp, inputs, aux, is_train):
         a, b = inputs[0], inputs[1]
         amin, amax, bmin, bmax = (scalar(v) for v in inputs[2:6])
@@ -491,6 +516,7 @@ class QuantizedElemwiseMul(_QuantizedBinary):
         out = np.dtype(np.int8 if self.calibrated() else np.int32)
         return [np.dtype(np.int8)] * 2 + [f] * 4, [out, f, f], []
 
+    @on_host
     def forward(self, xp, inputs, aux, is_train):
         a, b = inputs[0], inputs[1]
         amin, amax, bmin, bmax = (scalar(v) for v in inputs[2:6])

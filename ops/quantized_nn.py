@@ -18,7 +18,7 @@ from .conv import Convolution
 from .indexing import Embedding
 from .nn import FullyConnected
 from .norm import BatchNorm
-from .quantized import (F32, INT8_RANGE, UINT8_RANGE, QuantizedBase, _int_dtype, max_abs,
+from .quantized import (F32, INT8_RANGE, UINT8_RANGE, QuantizedBase, _int_dtype, max_abs, on_host,
                         one_level, rng, saturate, scalar)
 
 
@@ -82,6 +82,7 @@ class QuantizedConv(_WeightedBase, params_from=Convolution):
             raise TypeInferenceError('_contrib_quantized_conv only supports num_group=1, '
                                      'got %d' % self.num_group)
 
+    @on_host
     def forward(self, xp, inputs, aux, is_train):
         x, w = inputs[0], inputs[1]
         r = self.ranges(inputs)
@@ -131,6 +132,7 @@ class QuantizedFullyConnected(_WeightedBase, params_from=FullyConnected):
 
     name = '_contrib_quantized_fully_connected'
 
+    @on_host
     def forward(self, xp, inputs, aux, is_train):
         x, w = inputs[0], inputs[1]
         r = self.ranges(inputs)
@@ -204,6 +206,7 @@ class QuantizedBatchNorm(QuantizedBase, params_from=BatchNorm):
         f = np.dtype(F32)
         return [in_types[0]] + [f] * 4, [np.dtype(np.int8), f, f], [f, f]
 
+    @on_host
     def forward(self, xp, inputs, aux, is_train):
         if self.min_calib_range is None or self.max_calib_range is None:
             raise TypeInferenceError('_contrib_quantized_batch_norm needs min_calib_range '

@@ -130,6 +130,11 @@ def test_op_body_cupy_matches_numpy(case):
             res[xp.__name__] = [cupy.asnumpy(o) for o in outs] + \
                 [cupy.asnumpy(a) for a in aux]
         for k, (g, c) in enumerate(zip(res['cupy'], res['numpy'])):
+            if case.op == 'RNN' and k == len(op.list_outputs()) - 1:
+                # RNN's hidden reserve is the backward's workspace, laid out by the path
+                # that ran: on the CPU oneDNN's primitives (which leave it unwritten and
+                # keep their own workspace), on the GPU the CuPy body's
+                continue
             _compare(g, c, dtype, 'output/aux %d (%s)' % (k, dtype))
 
 

@@ -224,6 +224,36 @@ def load(path):
     return lib
 
 
+#: dnnl_cpu_isa_t masks: an ISA value holds every bit of the ISAs below it
+ISA_AVX2_VNNI = 0xf
+ISA_AVX512_CORE_VNNI = 0x67
+ISA_AVX512_CORE_BF16 = 0xe7
+
+
+def effective_isa(lib):
+    """oneDNN's ``dnnl_get_effective_cpu_isa()`` (what it dispatches to on this CPU, under
+    ``ONEDNN_MAX_CPU_ISA``), or 0 where the library lacks the function."""
+    fn = getattr(lib, 'dnnl_get_effective_cpu_isa', None)
+    if fn is None:
+        return 0
+    fn.argtypes = []
+    fn.restype = ctypes.c_int
+    return int(fn())
+
+
+def has_vnni(isa):
+    """Whether oneDNN's int8 dot products use VNNI here: without it (plain AVX2/AVX-512)
+    its u8 x s8 kernels add pairs of products in saturating 16 bits (vpmaddubsw), which
+    is not the exact int32 sum MXNet's quantized operators define."""
+    return (isa & ISA_AVX2_VNNI) == ISA_AVX2_VNNI or \
+        (isa & ISA_AVX512_CORE_VNNI) == ISA_AVX512_CORE_VNNI
+
+
+def has_bf16(isa):
+    """Whether oneDNN has its native bfloat16 kernels here (AVX-512 BF16 or above)."""
+    return (isa & ISA_AVX512_CORE_BF16) == ISA_AVX512_CORE_BF16
+
+
 def impl_name(lib, pd):
     """The name of the implementation a primitive descriptor chose ('brgconv:avx2',
     'ref:any', ...)."""

@@ -116,6 +116,16 @@ class Int8Mixin:
     #: NumPy's exact float64 product is as quick
     INT8_MIN_MACS = 1 << 14
 
+    @property
+    def int8_dot_exact(self):
+        """Whether oneDNN's int8 convolution and inner product give exact int32 sums on
+        this CPU (VNNI; see :func:`_lib.has_vnni`): without, both kernels decline."""
+        exact = self.__dict__.get('_int8_dot_exact')
+        if exact is None:
+            exact = self.__dict__['_int8_dot_exact'] = _lib.has_vnni(
+                _lib.effective_isa(self.lib))
+        return exact
+
     def int8_conv(self, x, w, bias, stride, pad, dilate, groups, token=None, cache=None,
                   scales=None, dtype=np.int32, relu=False):
         """The exact int32 convolution of uint8/int8 ``x`` (N, C, *S) with int8 ``w``
@@ -132,6 +142,8 @@ class Int8Mixin:
         the same primitive: ``float32(sum) * scale`` (a binary post-op), a relu where
         ``relu``, written as ``dtype`` (float32, or int8/uint8 rounded to nearest even and
         saturated): the bits of :meth:`int8_requantize` on the int32 result."""
+        if not self.int8_dot_exact:
+            return None
         dtype = np.dtype(dtype)
         if scales is not None and (token is None or dtype not in _CODE):
             return None
@@ -326,6 +338,8 @@ class Int8Mixin:
     def int8_matmul(self, x, w):
         """``x @ w.T`` of 2-D uint8/int8 ``x`` (M, K) and int8 ``w`` (N, K), exact in
         int32, or None (declined)."""
+        if not self.int8_dot_exact:
+            return None
         if x.dtype not in (np.int8, np.uint8) or w.dtype != np.int8 or x.ndim != 2 \
                 or w.ndim != 2 or x.shape[1] != w.shape[1]:
             return None

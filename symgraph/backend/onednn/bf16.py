@@ -258,23 +258,9 @@ class Bf16Mixin:
         if not is_bf16(x) or not 0 <= axis < x.ndim or x.size == 0:
             return None
         x = _plain(x)
-        alg = _lib.SOFTMAX_LOG if log else _lib.SOFTMAX_ACCURATE
-        key = ('softmax_forward_bf16', x.shape, axis, alg)
-
-        def build():
-            md = desc(self.lib, x.shape)
-            try:
-                pd = _VP()
-                check(self.lib.dnnl_softmax_forward_primitive_desc_create(
-                    ctypes.byref(pd), self.engine, _lib.FORWARD_INFERENCE, alg, md, md, axis,
-                    None), 'dnnl_softmax_forward_primitive_desc_create')
-                return Primitive(self, pd, [(_lib.ARG_SRC, md, False),
-                                            (_lib.ARG_DST, md, True)])
-            finally:
-                self._destroy([md])
-
-        y = np.empty(x.shape, x.dtype)
-        return y if self.run(key, build, [x, y]) else None
+        # (LayerMixin's, on the same Backend)
+        return self.softmax_forward_as(x, axis, log, 'softmax_forward_bf16',
+                                       lambda: desc(self.lib, x.shape))
 
     def pool_forward_bf16(self, x, kind, kernel, stride, pad_l, pad_r, yshape,
                           out_layout=None):

@@ -295,12 +295,18 @@ class LayerMixin:
         says."""
         if axis != x.ndim - 1 or _declines(x, LIMITS.get('log_softmax' if log else 'softmax')):
             return None
-        x = as_f32(x)
+        return self.softmax_forward_as(as_f32(x), axis, log, 'softmax_forward',
+                                       lambda: strided_desc(self.lib, x.shape))
+
+    def softmax_forward_as(self, x, axis, log, tag, make_desc):
+        """The softmax (log-softmax) primitive on ``x`` as it is (float32 or bfloat16:
+        ``make_desc()`` gives its memory descriptor), into a new array of its dtype, or
+        None; ``tag`` keys the cached primitive."""
         alg = _lib.SOFTMAX_LOG if log else _lib.SOFTMAX_ACCURATE
-        key = ('softmax_forward', x.shape, axis, alg)
+        key = (tag, x.shape, axis, alg)
 
         def build():
-            md = strided_desc(self.lib, x.shape)
+            md = make_desc()
             try:
                 pd = _VP()
                 check(self.lib.dnnl_softmax_forward_primitive_desc_create(
@@ -311,7 +317,7 @@ class LayerMixin:
             finally:
                 self._destroy([md])
 
-        y = np.empty(x.shape, np.float32)
+        y = np.empty(x.shape, x.dtype)
         return y if self.run(key, build, [x, y]) else None
 
     def softmax_backward(self, y, dy, axis, log=False):

@@ -1,6 +1,8 @@
 """bfloat16 variants of the operators the CPU backend has bfloat16 kernels for:
 Convolution (also as the inference passes' FusedConvolution: BatchNorm folded, activation
-and residual sum after it), FullyConnected, Activation, softmax / log_softmax and Pooling.
+and residual sum after it), FullyConnected (also as FusedFullyConnected: BatchNorm folded),
+Activation, softmax / log_softmax, Pooling, BatchNorm (float32 parameters and statistics,
+as MXNet's bf16 lists keep them) and Concat.
 
 A plan (or ``mx.nd``) given bfloat16 inputs asks the ``instead`` rule table with the reason
 ``'bfloat16'`` (rows in ``ops/_cpu_rules.py``) and runs the variant made here: its forward
@@ -18,8 +20,11 @@ from symgraph.opdef import Step, cpu_kernel, is_bfloat16, takes_bfloat16
 
 from ._fused import eltwise_post_ops
 from .conv import Convolution, FusedConvolution
-from .nn import _ACT_ALPHA, Activation, FullyConnected
+from ._util import norm_axis
+from .nn import _ACT_ALPHA, Activation, FullyConnected, FusedFullyConnected
+from .norm import BatchNorm
 from .pooling import Pooling, PoolingChannelsLast
+from .slicing import Concat
 from .softmax import LogSoftmax, Softmax
 
 _F32 = np.dtype(np.float32)
@@ -213,10 +218,95 @@ class Bf16FusedConvolution(FusedConvolution):
         return add(y, args[at][0], relu=bool(post))
 
 
+@takes_bfloat16
+class Bf16BatchNorm(_Bf16Kernel, BatchNorm):
+    """BatchNorm on bfloat16 data (oneDNN's bf16 batch normalisation): gamma, beta and the
+    running statistics stay float32, as do the mean and inverse std outputs (MXNet 1.9.1's
+    bf16 lists keep BatchNorm's parameters in float32, and its MKLDNN kernel takes them
+    so). Inference normalises with the running statistics; a training forward with the
+    batch's (oneDNN accumulates them in float32) updates the running ones as the float32
+    operator does. Anything the kernel declines, and backward, in float32, rounded."""
+
+    def forward(self, xp, inputs, aux, is_train, out=None, state=None):
+        if xp is np:
+            outs = self._bf16_bn(inputs, aux, is_train)
+            if outs is not None:
+                return outs
+        x_type = inputs[0].dtype
+        wide = BatchNorm.forward(self, xp, [_wide(a) for a in inputs],
+                                 [_wide(a) for a in aux], is_train)
+        # (only the data output follows the data's type; mean and inverse std are the
+        # parameters')
+        return [wide[0].astype(x_type) if is_bfloat16(x_type) else wide[0]] + wide[1:]
+
+    def _bf16_bn(self, inputs, aux, is_train):
+        data, gamma, beta = inputs
+        moving_mean, moving_var = aux
+        kern = cpu_kernel('batch_norm_forward_bf16')
+        if kern is None or not is_bfloat16(data.dtype) or not 2 <= data.ndim <= 5 \
+                or self.axis % data.ndim != 1 \
+                or any(a.dtype != _F32 for a in (gamma, beta, moving_mean, moving_var)):
+            return None
+        eps, mom, rest = self._f32_constants()
+        if self.fix_gamma:
+            gamma[...] = 1          # (as the float32 operator: what a checkpoint saves)
+        if is_train and not self.use_global_stats:
+            r = kern(data, gamma, beta, eps)
+            if r is None:
+                return None
+            y, mean, var = r
+            moving_mean *= mom
+            moving_mean += mean * rest
+            moving_var *= mom
+            moving_var += var * rest
+        else:
+            y = kern(data, gamma, beta, eps, moving_mean, moving_var)
+            if y is None:
+                return None
+            mean, var = moving_mean.copy(), moving_var
+        inv = np.add(var, eps, dtype=np.float32)
+        np.sqrt(inv, out=inv)
+        return [y, mean, np.divide(1.0, inv, out=inv)]
+
+
+@takes_bfloat16
+class Bf16Concat(_Bf16Kernel, Concat):
+    """Concat of bfloat16 arrays (oneDNN's concat primitive: a copy, exact)."""
+
+    def _bf16_forward(self, inputs, is_train):
+        kern = cpu_kernel('concat_bf16')
+        if kern is None or not _all_bf16(inputs):
+            return None
+        return kern(list(inputs), norm_axis(self.dim, inputs[0].ndim))
+
+
+@takes_bfloat16
+class Bf16FusedFullyConnected(FusedFullyConnected):
+    """The inference passes' FullyConnected with BatchNorm folded in, on bfloat16 data:
+    the folded weights and bias rounded to bfloat16 once per fold, the product through
+    oneDNN's bf16 matmul; anything else in float32, rounded."""
+
+    def compute(self, xp, base, per, state, dest=None):
+        fc, x, w = self.base, base[0], base[1]
+        if xp is np and _all_bf16(base[:2]) and w.ndim == 2:
+            kern = cpu_kernel('fc_forward_bf16')
+            if kern is not None:
+                wf, bf, _ = self.folded(np, w, None if fc.no_bias else base[2], per, state,
+                                        (-1, 1))
+                x2 = x.reshape(x.shape[0], -1) if fc.flatten else x
+                y = kern(x2, wf, bf) if x2.ndim == 2 else None
+                if y is not None:
+                    return y
+        wide = super().compute(xp, [_wide(a) for a in base],
+                               [[_wide(a) for a in arrays] for arrays in per], None)
+        return wide.astype(x.dtype) if is_bfloat16(x.dtype) else wide
+
+
 #: operator class -> its bfloat16 variant
 VARIANTS = {Convolution: Bf16Convolution, FullyConnected: Bf16FullyConnected,
             Activation: Bf16Activation, Softmax: Bf16Softmax, LogSoftmax: Bf16LogSoftmax,
-            Pooling: Bf16Pooling, PoolingChannelsLast: Bf16PoolingChannelsLast}
+            Pooling: Bf16Pooling, PoolingChannelsLast: Bf16PoolingChannelsLast,
+            BatchNorm: Bf16BatchNorm, Concat: Bf16Concat}
 
 
 def bf16_instead(op, in_dtypes):
@@ -225,5 +315,7 @@ def bf16_instead(op, in_dtypes):
         return None
     if type(op) is FusedConvolution:
         return Bf16FusedConvolution(op.base, op.post_ops, out_layout=op.out_layout)
+    if type(op) is FusedFullyConnected:
+        return Bf16FusedFullyConnected(op.base, op.post_ops)
     cls = VARIANTS.get(type(op))
     return None if cls is None else cls(**op._values)

@@ -29,6 +29,7 @@ from .norm import BatchNorm, BatchNormWithReLU
 from .norm_layers import LRN, LRNInference
 from .optimizer_updates import NAGMomUpdate
 from .pooling import Pooling, PoolingChannelsLast
+from .slicing import Concat
 from .softmax import LogSoftmax, Softmax
 from .syncbn import SyncBatchNorm
 from .unary import BlockGrad, Copy
@@ -378,5 +379,8 @@ RULES = (
     ('instead', Activation, _bf16_instead),
     ('instead', Softmax, _bf16_instead),
     ('instead', LogSoftmax, _bf16_instead),
+    ('instead', BatchNorm, _bf16_instead),
+    ('instead', Concat, _bf16_instead),
+    ('instead', FusedFullyConnected, _bf16_instead),
     ('instead', NAGMomUpdate, _nag_instead),
 )

@@ -1354,6 +1354,14 @@ class CpuKernels(typing.Protocol):
     def add_bf16(self, a, b, relu=False):
         """a + b (relu'd) of bfloat16 arrays, in bfloat16, or None."""
 
+    def batch_norm_forward_bf16(self, x, gamma, beta, eps, mean=None, var=None):
+        """Batch normalisation of bfloat16 ``x`` with float32 scale, shift and statistics:
+        y (bfloat16) with the given ``mean``/``var``, or (y, batch mean, batch variance)
+        when ``mean`` is None; or None."""
+
+    def concat_bf16(self, arrays, axis):
+        """bfloat16 ``arrays`` joined along ``axis`` (non-negative), or None."""
+
     def pool_forward(self, x, kind, kernel, stride, pad_l, pad_r, yshape, is_train,
                      out_layout=None, global_pool=False):
         """(output, workspace) of max/avg pooling (``global_pool``: one window over all of

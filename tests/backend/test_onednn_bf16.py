@@ -187,3 +187,125 @@ def test_bf16_inference_graph_through_the_passes_matches_float32(be):
     ref = res['float32']
     np.testing.assert_allclose(res['bfloat16'], ref, rtol=0,
                                atol=0.05 * np.abs(ref).max())
+
+
+def _channels_last(a):
+    return np.moveaxis(np.ascontiguousarray(np.moveaxis(a, 1, -1)), -1, 1)
+
+
+@pytest.mark.parametrize('shape', [(4, 8, 5, 6), (6, 16), (2, 16, 3, 4, 5), (3, 5, 7)])
+def test_batch_norm_matches_float32(be, shape):
+    """bf16 data, float32 scale/shift/statistics (MXNet's bf16 BatchNorm keeps them so):
+    inference with the given statistics and a training forward's batch statistics, against
+    the float32 kernel on the same (bf16-exact) values."""
+    rng = np.random.RandomState(shape[1])
+    c = shape[1]
+    x = bf(rng.normal(0.3, 2, shape))
+    g, b = rng.uniform(0.5, 1.5, c).astype(np.float32), rng.normal(0, .2, c).astype(np.float32)
+    m = rng.normal(0, .2, c).astype(np.float32)
+    v = rng.uniform(.5, 1.5, c).astype(np.float32)
+    want = be.batch_norm_forward(f32(x), g, b, 1e-3, m, v, is_train=False)
+    got = be.batch_norm_forward_bf16(x, g, b, 1e-3, m, v)
+    close(got, want, 1)
+    y, mean, var = be.batch_norm_forward_bf16(x, g, b, 1e-3)
+    wy, wmean, wvar = be.batch_norm_forward(f32(x), g, b, 1e-3)
+    assert mean.dtype == var.dtype == np.float32
+    np.testing.assert_allclose(mean, wmean, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(var, wvar, rtol=1e-5)
+    close(y, wy, 1)
+    if len(shape) == 4:         # channels last in, channels last out
+        got = be.batch_norm_forward_bf16(_channels_last(x), g, b, 1e-3, m, v)
+        assert np.moveaxis(got, 1, -1).flags.c_contiguous
+        close(got, want, 1)
+    assert be.batch_norm_forward_bf16(f32(x), g, b, 1e-3, m, v) is None     # float32 data
+
+
+def test_concat_is_exact(be):
+    rng = np.random.RandomState(7)
+    for axis in range(4):
+        a = bf(rng.normal(size=(2, 3, 4, 5)))
+        shape = list(a.shape)
+        shape[axis] = 6
+        b = bf(rng.normal(size=shape))
+        got = be.concat_bf16([a, b, a[::-1]], axis)
+        want = np.concatenate([a, b, a[::-1]], axis)
+        assert got.dtype == BF16 and got.shape == want.shape
+        np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+    assert be.concat_bf16([a, f32(a)], 0) is None                 # a float32 input
+    assert be.concat_bf16([a, bf(np.ones((2, 3, 4, 6)))], 1) is None   # shapes disagree
+
+
+def test_batch_norm_and_concat_operators_in_bf16(be):
+    """mx.nd's BatchNorm (bf16 data, float32 parameters, as amp converts it) and Concat
+    reach the bf16 kernels; inference and a training forward (running statistics
+    updated) match float32; the gradient (computed in float32) matches float32's."""
+    rng = np.random.RandomState(8)
+    x = bf(rng.normal(0.5, 2, (4, 6, 5, 5)))
+    params = [rng.uniform(0.5, 1.5, 6), rng.normal(0, .2, 6), rng.normal(0, .2, 6),
+              rng.uniform(.5, 1.5, 6)]
+    calls = dict(be.calls)
+    res = {}
+    for dt in (np.float32, BF16):
+        g, b, m, v = (mx.nd.array(p, dtype=np.float32) for p in params)
+        data = mx.nd.array(x, dtype=dt)
+        inf = mx.nd.BatchNorm(data, g, b, m, v, fix_gamma=False, use_global_stats=True)
+        data.attach_grad()
+        with mx.autograd.record():
+            y = mx.nd.BatchNorm(data, g, b, m, v, fix_gamma=False, momentum=0.5)
+            z = mx.nd.concat(y, data, dim=1)
+        z.backward(mx.nd.array(np.arange(z.size).reshape(z.shape) % 7 - 3.0, dtype=dt))
+        res[np.dtype(dt).name] = (inf.asnumpy(), z.asnumpy(), m.asnumpy(), v.asnumpy(),
+                                  data.grad.asnumpy())
+    (inf, z, m, v, dx), want = res['bfloat16'], res['float32']
+    assert inf.dtype == z.dtype == dx.dtype == BF16 and m.dtype == np.float32
+    close(inf, want[0], 1)
+    close(z, want[1], 1)
+    # the batch's raw data half of the concatenation is the data itself, bit for bit
+    np.testing.assert_array_equal(z[:, 6:].view(np.uint16), x.view(np.uint16))
+    np.testing.assert_allclose(m, want[2], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(v, want[3], rtol=1e-5)
+    close(dx, want[4], 2)
+    for k in ('batch_norm_forward_bf16', 'concat_bf16'):
+        assert be.calls.get(k, 0) > calls.get(k, 0), k
+
+
+def test_bf16_graph_fuses_as_float32_and_widens_nothing(be):
+    """amp.convert_model's bf16 graph through the inference passes: the same fusions as
+    float32 (BatchNorm folded into convolution and FullyConnected, relu and the residual
+    sum as post-ops), and every node in a bf16 kernel's variant: none computes widened to
+    float32 (opdef.WidenedStep)."""
+    from symgraph.contrib import amp
+    from symgraph.opdef import WidenedStep
+    d = mx.sym.var('data')
+    c = mx.sym.Convolution(d, kernel=(3, 3), pad=(1, 1), num_filter=8, name='c1')
+    r = mx.sym.Activation(mx.sym.BatchNorm(c, fix_gamma=False, name='bn1'), act_type='relu')
+    c2 = mx.sym.Convolution(r, kernel=(3, 3), pad=(1, 1), num_filter=8, name='c2')
+    s = mx.sym.Activation(c2 + r, act_type='relu')
+    h = mx.sym.BatchNorm(mx.sym.concat(s, r, dim=1), fix_gamma=False, name='bn3')
+    h = mx.sym.Pooling(h, kernel=(2, 2), stride=(2, 2), pool_type='max')
+    f = mx.sym.BatchNorm(mx.sym.FullyConnected(h, num_hidden=10, name='fc'), name='bnf')
+    out = mx.sym.softmax(mx.sym.Activation(f, act_type='relu'))
+    rng = np.random.RandomState(9)
+    arg_shapes, _, aux_shapes = out.infer_shape(data=(2, 3, 8, 8))
+    arg = {n: mx.nd.array(rng.normal(0, 0.3, s)) for n, s in
+           zip(out.list_arguments(), arg_shapes) if n != 'data'}
+    aux = {n: mx.nd.array(rng.uniform(0.5, 1.5, s)) for n, s in
+           zip(out.list_auxiliary_states(), aux_shapes)}
+    x = mx.nd.array(rng.normal(size=(2, 3, 8, 8)))
+    res, fused = {}, {}
+    for target in ('float32', 'bfloat16'):
+        sym, a, b = (out, arg, aux) if target == 'float32' else amp.convert_model(
+            out, arg, aux, target_dtype='bfloat16', cast_optional_params=True)
+        exe = sym.bind(mx.cpu(), dict(a, data=x), aux_states=b, grad_req='null')
+        res[target] = exe.forward(is_train=False)[0].asnumpy()
+        plan = exe._passes.plan()
+        ops = [plan.run_op[id(n)] for n in plan.steps]
+        fused[target] = sorted(o.describe() for o in ops if hasattr(o, 'post_ops'))
+        if target == 'bfloat16':
+            assert not [type(o).__name__ for n, o in zip(plan.steps, ops)
+                        if isinstance(plan.bound[id(n)], WidenedStep)]
+            assert {'Bf16FusedConvolution', 'Bf16FusedFullyConnected', 'Bf16Concat',
+                    'Bf16BatchNorm'} <= {type(o).__name__ for o in ops}
+    assert fused['bfloat16'] == fused['float32'] and len(fused['float32']) == 3
+    np.testing.assert_allclose(res['bfloat16'], res['float32'], rtol=0,
+                               atol=0.02 * np.abs(res['float32']).max())

@@ -1,5 +1,6 @@
 """bfloat16 kernels of the oneDNN backend: convolution, inner product (as a matmul),
-eltwise activations, softmax and pooling on ``ml_dtypes.bfloat16`` arrays.
+eltwise activations, softmax, pooling, batch normalisation and concatenation on
+``ml_dtypes.bfloat16`` arrays.
 
 oneDNN's bf16 primitives (data type ``dnnl_bf16`` = 2) read and write bfloat16 and
 accumulate in float32 (AVX-512 BF16 instructions where the CPU has them, as this
@@ -19,6 +20,7 @@ import numpy as np
 
 from . import _lib
 from ._core import Primitive
+from ._core import as_f32, channels_last_strides
 from ._lib import check
 from .layers import ELTWISE, POOL
 
@@ -28,6 +30,8 @@ _SLOW = ('ref', 'gemm', 'x64:gemm')
 #: oneDNN's data type enum (dnnl_data_type_t)
 BF16 = 2
 F32 = _lib.F32
+#: DNNL_ARG_MULTIPLE_SRC: the concat primitive's i-th source is this + i
+ARG_MULTIPLE_SRC = 1024
 
 
 def is_bf16(a):
@@ -324,3 +328,94 @@ class Bf16Mixin:
 
         y = np.empty_like(a)            # (in a's memory order)
         return y if self.run(key, build, [a, b, y]) else None
+
+    def batch_norm_forward_bf16(self, x, gamma, beta, eps, mean=None, var=None):
+        """Batch normalisation of bfloat16 ``x`` (N, C, ...; taken as it lies, C order or
+        channels last; y in the same layout), the scale, shift and statistics float32 (as
+        MXNet 1.9.1's MKLDNN BatchNorm keeps them for bf16 data): y (bfloat16) with the
+        given ``mean``/``var`` (inference, the running statistics), or (y, batch mean,
+        batch variance) when ``mean`` is None (a training forward; the statistics
+        float32, accumulated in float32 by oneDNN); None when not taken. The primitive
+        runs channels last (oneDNN's jit kernels), reordered at its edges for C-order
+        data, as the float32 one."""
+        if not is_bf16(x) or not 2 <= x.ndim <= 5 or not x.size:
+            return None
+        x = _dense(x)
+        xs = _elem_strides(x)
+        c = x.shape[1]
+        stats = mean is None
+        flags = _lib.USE_SCALE | _lib.USE_SHIFT | (0 if stats else _lib.USE_GLOBAL_STATS)
+        prop = _lib.FORWARD_TRAINING if stats else _lib.FORWARD_INFERENCE
+        key = ('batch_norm_forward_bf16', x.shape, xs, float(eps), flags)
+
+        def build():
+            lib = self.lib
+            mds = [desc(lib, x.shape, strides=xs), desc(lib, (c,), F32)]
+            try:
+                lay = x.shape if x.ndim < 3 else channels_last_strides(x.shape)
+                mds.append(desc(lib, x.shape, strides=None if x.ndim < 3 else lay))
+                pd = self._bn_fwd_pd(mds[2], eps, flags, prop)
+                cmd = mds[1]
+                return Primitive(self, pd, [
+                    (_lib.ARG_SRC, mds[0], False), (_lib.ARG_SCALE, cmd, False),
+                    (_lib.ARG_SHIFT, cmd, False), (_lib.ARG_DST, mds[0], True),
+                    (_lib.ARG_MEAN, cmd, stats), (_lib.ARG_VARIANCE, cmd, stats)])
+            finally:
+                self._destroy(mds)
+
+        y = np.empty_like(x)            # (in x's memory order)
+        if stats:
+            mean, var = np.empty(c, np.float32), np.empty(c, np.float32)
+        else:
+            mean, var = as_f32(mean), as_f32(var)
+        if not self.run(key, build, [x, as_f32(gamma), as_f32(beta), y, mean, var]):
+            return None
+        return (y, mean, var) if stats else y
+
+    def concat_bf16(self, arrays, axis):
+        """The bfloat16 ``arrays`` (of one ndim, equal but for ``axis``, non-negative)
+        joined along ``axis`` by oneDNN's concat primitive (a copy: exact), in C order, or
+        None."""
+        if not arrays or not all(is_bf16(a) for a in arrays) \
+                or not 0 <= axis < arrays[0].ndim:
+            return None
+        arrays = [_plain(a) for a in arrays]
+        ref = arrays[0].shape
+        if any(a.ndim != len(ref) or a.shape[:axis] != ref[:axis]
+               or a.shape[axis + 1:] != ref[axis + 1:] for a in arrays):
+            return None
+        yshape = ref[:axis] + (sum(a.shape[axis] for a in arrays),) + ref[axis + 1:]
+        if not all(yshape) or any(a.size == 0 for a in arrays):
+            return None
+        key = ('concat_bf16', tuple(a.shape for a in arrays), axis)
+
+        def build():
+            lib = self.lib
+            mds = [desc(lib, a.shape) for a in arrays]
+            try:
+                mds.append(desc(lib, yshape))
+                pd = _VP()
+                check(_concat_pd_create(lib)(
+                    ctypes.byref(pd), self.engine, mds[-1], len(arrays), axis,
+                    (_VP * len(arrays))(*mds[:-1]), None),
+                    'dnnl_concat_primitive_desc_create')
+                return Primitive(self, pd, [(ARG_MULTIPLE_SRC + i, md, False)
+                                            for i, md in enumerate(mds[:-1])]
+                                 + [(_lib.ARG_DST, mds[-1], True)])
+            finally:
+                self._destroy(mds)
+
+        y = np.empty(yshape, arrays[0].dtype)
+        return y if self.run(key, build, arrays + [y]) else None
+
+
+def _concat_pd_create(lib):
+    """``dnnl_concat_primitive_desc_create`` of ``lib``, declared (once per library)."""
+    fn = getattr(lib, '_sg_concat_pd_create', None)
+    if fn is None:
+        # (a function object of its own: the library's shared attribute stays as it is)
+        fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_VP), _VP, _VP, ctypes.c_int,
+                              ctypes.c_int, ctypes.POINTER(_VP), _VP)(
+            ('dnnl_concat_primitive_desc_create', lib))
+        lib._sg_concat_pd_create = fn
+    return fn

@@ -16,6 +16,10 @@ worker processes, least over the passes): less sensitive to other load than the 
   with ``batch_size=64`` and ``num_workers`` 0 / 2 (the issue asks ``loader2`` >= 1.7 x
   ``loader0``).
 
+``--only record_iter`` times the record iterator alone (the DataLoader runs are skipped).
+MXNet decodes with at most max(cores / 2 - 1, 1) of its ``preprocess_threads``: one on a
+2-core machine (it logs 'use 1 threads for decoding').
+
 The file runs itself under MXNet's interpreter (``--worker``, ``import mxnet as mx``) on
 the same files. Each framework runs alone (2 cores). Colour JPEGs are decoded by OpenCV
 where ``cv2`` imports (``symgraph[image-fast]``), else by Pillow: say which in results.
@@ -87,7 +91,7 @@ def _rate(make_batches, count, passes):
     return best, cpu
 
 
-def run(mx, directory, count, passes):
+def run(mx, directory, count, passes, only=None):
     rec, idx = os.path.join(directory, 'b.rec'), os.path.join(directory, 'b.idx')
     out = {}
     it = mx.io.ImageRecordIter(path_imgrec=rec, path_imgidx=idx, data_shape=(3, 56, 56),
@@ -100,6 +104,8 @@ def run(mx, directory, count, passes):
             batch.data[0].wait_to_read()
             yield 64 - batch.pad
     out['record_iter'] = _rate(record_iter, count, passes)
+    if only == 'record_iter':
+        return out
     vision = mx.gluon.data.vision
     tf = vision.transforms.Compose([vision.transforms.ToTensor(),
                                     vision.transforms.Normalize((0.485, 0.456, 0.406),
@@ -122,23 +128,26 @@ def main():
     ap.add_argument('--mxnet', help="MXNet 1.9.1's python, to run the same workloads")
     ap.add_argument('--images', type=int, default=2000)
     ap.add_argument('--passes', type=int, default=2)
+    ap.add_argument('--only', choices=['record_iter'],
+                    help='time only this part (the DataLoader runs are skipped)')
     ap.add_argument('--worker', help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:                         # under MXNet's interpreter
         import mxnet as mx
-        print(json.dumps(run(mx, args.worker, args.images, args.passes)))
+        print(json.dumps(run(mx, args.worker, args.images, args.passes, args.only)))
         sys.stdout.flush()
         os._exit(0)                         # MXNet may hang at interpreter exit
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
     import symgraph as mx
     with tempfile.TemporaryDirectory() as directory:
         write_records(mx, directory, args.images)
-        results = {'symgraph': run(mx, directory, args.images, args.passes)}
+        results = {'symgraph': run(mx, directory, args.images, args.passes, args.only)}
         if args.mxnet:
             env = dict(os.environ, MXNET_MKLDNN_ENABLED='0')
             proc = subprocess.run([args.mxnet, os.path.abspath(__file__), '--worker',
                                    directory, '--images', str(args.images),
-                                   '--passes', str(args.passes)],
+                                   '--passes', str(args.passes)] +
+                                  (['--only', args.only] if args.only else []),
                                   env=env, stdout=subprocess.PIPE, check=True, text=True)
             results['mxnet'] = json.loads(proc.stdout.strip().splitlines()[-1])
     print('images/s   ' + '  '.join('%12s' % k for k in results['symgraph']))
@@ -148,17 +157,22 @@ def main():
     for name, res in results.items():
         print('%-10s ' % name + '  '.join('%12.1f' % v[1] for v in res.values()))
     sym = results['symgraph']
+    if 'loader2' in sym:
+        _loader_bounds(sym)
+    if 'mxnet' in results:
+        for key, value in sym.items():
+            print('%s symgraph / mxnet: %.2f (CPU per image %.2f)'
+                  % (key, value[0] / results['mxnet'][key][0],
+                     value[1] / results['mxnet'][key][1]))
+
+
+def _loader_bounds(sym):
     print('loader2 / loader0 (symgraph): %.2f' % (sym['loader2'][0] / sym['loader0'][0]))
     # the in-process loader keeps one core busy, two workers at most two: on two free
     # cores the workers' gain is at most this (a bound that load on the machine does not
     # move, unlike the ratio of the rates above)
     print('loader2 / loader0 bound on two free cores, 2 x CPU per image loader0 / loader2: '
           '%.2f' % (2 * sym['loader0'][1] / sym['loader2'][1]))
-    if 'mxnet' in results:
-        for key, value in sym.items():
-            print('%s symgraph / mxnet: %.2f (CPU per image %.2f)'
-                  % (key, value[0] / results['mxnet'][key][0],
-                     value[1] / results['mxnet'][key][1]))
 
 
 if __name__ == '__main__':

@@ -17,8 +17,9 @@ worker processes, least over the passes): less sensitive to other load than the 
   ``loader0``).
 
 ``--only record_iter`` times the record iterator alone (the DataLoader runs are skipped).
-MXNet decodes with at most max(cores / 2 - 1, 1) of its ``preprocess_threads``: one on a
-2-core machine (it logs 'use 1 threads for decoding').
+MXNet decodes with its engine's OpenMP thread count whatever ``preprocess_threads`` says
+(half the cores without OMP_NUM_THREADS: one on 2 cores; it logs 'use 1 threads for
+decoding'; src/io/iter_image_recordio_2.cc, src/engine/openmp.cc).
 
 The file runs itself under MXNet's interpreter (``--worker``, ``import mxnet as mx``) on
 the same files. Each framework runs alone (2 cores). Colour JPEGs are decoded by OpenCV

@@ -4,6 +4,8 @@
     python bench/bench_rnn.py --mxnet /work/mxvenv/bin/python   # + MXNet (oneDNN kernels)
     python bench/bench_rnn.py --profile                         # + cProfile of symgraph
     python bench/bench_rnn.py --numpy-rnn                       # + symgraph's NumPy RNN
+    python bench/bench_rnn.py --projection 128                  # + LSTMP workloads
+    python bench/bench_rnn.py --dtype bfloat16                  # symgraph in bfloat16
 
 Workload (float32, CPU): ``mx.sym.RNN(mode='lstm', num_layers=2, state_size=256)`` over
 data (T=35, N=32, C=256) with ``state_outputs``, bound with ``simple_bind`` (grad_req
@@ -21,6 +23,14 @@ symgraph's oneDNN, whose RNN primitives run the layer, OpenBLAS's threads for Nu
 MXNET_MKLDNN_ENABLED=0 its CPU ``_backward_RNN`` fails in 1.9.1 (``Check failed:
 in_data.size() == num_inputs (4 vs. 3)`` for an LSTM), so there is no other CPU path to
 compare with.
+
+``--projection P`` adds the LSTM with ``projection_size=P`` (LSTMP): a training step
+(symgraph only: MXNet 1.9.1's CPU build has no LSTMP training) and an inference forward
+(MXNet: its native CPU kernel; its oneDNN path takes no projection). ``--dtype bfloat16``
+runs symgraph's workloads in bfloat16 (data, parameters, states, head gradients: oneDNN's
+bf16 RNN with AVX-512 BF16); MXNet 1.9.1 has no bfloat16 RNN (a bf16 network runs its RNN
+in float32, AMP's FP32_FUNCS), so its column stays the float32 step, and the check values
+then agree within bfloat16 rounding only.
 """
 import argparse
 import json
@@ -33,6 +43,7 @@ import numpy as np
 
 mx = None           # symgraph, or mxnet in a --worker process
 T, N, C, H, LAYERS = 35, 32, 256, 256, 2
+OPTS = {'projection': None, 'dtype': 'float32'}     # set by main() / the worker's argv
 
 
 def best_of(fn, repeat, rounds, sync):
@@ -49,32 +60,41 @@ def best_of(fn, repeat, rounds, sync):
     return best
 
 
-def lstm_exe(bidirectional):
-    """A bound 2-layer LSTM with deterministic inputs and parameters, and its head grads."""
+def lstm_exe(bidirectional, projection=None, train=True):
+    """A bound 2-layer LSTM (LSTMP with ``projection``) with deterministic inputs and
+    parameters in ``OPTS['dtype']``, and its head grads."""
     d = 2 if bidirectional else 1
+    kw = {} if projection is None else {'projection_size': projection}
+    P = H if projection is None else projection
     net = mx.sym.RNN(mx.sym.var('data'), mx.sym.var('parameters'), mx.sym.var('state'),
                      mx.sym.var('state_cell'), mode='lstm', state_size=H, num_layers=LAYERS,
-                     bidirectional=bidirectional, state_outputs=True, name='lstm')
-    exe = net.simple_bind(mx.cpu(), grad_req='write', data=(T, N, C),
-                          state=(LAYERS * d, N, H), state_cell=(LAYERS * d, N, H))
+                     bidirectional=bidirectional, state_outputs=True, name='lstm', **kw)
+    dtype = OPTS['dtype']
+    exe = net.simple_bind(mx.cpu(), grad_req='write' if train else 'null', data=(T, N, C),
+                          type_dict={k: dtype for k in net.list_arguments()},
+                          state=(LAYERS * d, N, P), state_cell=(LAYERS * d, N, H))
     rng = np.random.RandomState(0)
     bound = 1.0 / np.sqrt(H)
     for name in net.list_arguments():
         a = exe.arg_dict[name]
         a[:] = rng.uniform(-bound if name == 'parameters' else -1,
                            bound if name == 'parameters' else 1, a.shape)
-    heads = [mx.nd.array(rng.uniform(-1, 1, o.shape)) for o in exe.outputs]
+    heads = [mx.nd.array(rng.uniform(-1, 1, o.shape), dtype=dtype) for o in exe.outputs]
     return exe, heads
+
+
+def _abs_sum(a):
+    return float(np.abs(a.asnumpy().astype(np.float64)).sum())
 
 
 def workloads():
     """name -> (description, zero-argument setup returning (fn, repeat, rounds, check))."""
-    def train(bidirectional):
+    def train(bidirectional, projection=None):
         def setup():
-            exe, heads = lstm_exe(bidirectional)
+            exe, heads = lstm_exe(bidirectional, projection)
             exe.forward(is_train=True)
             exe.backward(heads)
-            check = float(np.abs(exe.grad_dict['parameters'].asnumpy()).sum())
+            check = _abs_sum(exe.grad_dict['parameters'])
 
             def step():
                 exe.forward(is_train=True)
@@ -82,8 +102,24 @@ def workloads():
             return step, 5, 3, check
         return setup
 
-    return [('lstm_train', 'LSTM 2x256, T=35, N=32: fwd+bwd', train(False)),
-            ('bilstm_train', 'BiLSTM 2x256, T=35, N=32: fwd+bwd', train(True))]
+    def infer(bidirectional, projection):
+        def setup():
+            exe, _ = lstm_exe(bidirectional, projection, train=False)
+            check = _abs_sum(exe.forward(is_train=False)[0])
+
+            def step():
+                exe.forward(is_train=False)
+            return step, 10, 3, check
+        return setup
+
+    tag = '' if OPTS['dtype'] == 'float32' else ' ' + OPTS['dtype']
+    out = [('lstm_train', 'LSTM 2x256, T=35, N=32: fwd+bwd' + tag, train(False)),
+           ('bilstm_train', 'BiLSTM 2x256, T=35, N=32: fwd+bwd' + tag, train(True))]
+    P = OPTS['projection']
+    if P:
+        out += [('lstmp_train', 'LSTMP 2x256/%d: fwd+bwd%s' % (P, tag), train(False, P)),
+                ('lstmp_infer', 'LSTMP 2x256/%d: inference%s' % (P, tag), infer(False, P))]
+    return out
 
 
 class Runner:
@@ -96,7 +132,14 @@ class Runner:
 
     def measure(self, key):
         if key not in self.ready:
-            self.ready[key] = self.setups[key]()
+            try:
+                self.ready[key] = self.setups[key]()
+            except Exception as e:      # (MXNet: no LSTMP training on its CPU build)
+                if mx.__name__ != 'mxnet':
+                    raise
+                self.ready[key] = str(e).strip().splitlines()[-1][:80]
+        if isinstance(self.ready[key], str):
+            return {'ms': None, 'check': None, 'error': self.ready[key]}
         fn, repeat, rounds, check = self.ready[key]
         return {'ms': 1e3 * best_of(fn, repeat, rounds, self.sync), 'check': check}
 
@@ -122,7 +165,9 @@ class Worker:
         env = dict(os.environ, OMP_NUM_THREADS=str(threads),
                    MXNET_MKLDNN_ENABLED='1' if mkldnn else '0',
                    MXNET_STORAGE_FALLBACK_LOG_VERBOSE='0', MXNET_SUBGRAPH_VERBOSE='0')
-        self.proc = subprocess.Popen([python, os.path.abspath(__file__), '--worker'],
+        extra = [] if not OPTS['projection'] else ['--projection', str(OPTS['projection'])]
+        # (always float32: MXNet 1.9.1 has no bfloat16 RNN)
+        self.proc = subprocess.Popen([python, os.path.abspath(__file__), '--worker'] + extra,
                                      env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      text=True)
 
@@ -180,8 +225,16 @@ def main(argv=None):
     ap.add_argument('--numpy-rnn', action='store_true',
                     help="also time symgraph's NumPy RNN path (oneDNN's RNN primitives off), "
                     'interleaved with the rest')
+    ap.add_argument('--projection', type=int, default=None, metavar='P',
+                    help='add LSTMP workloads (projection_size=P): training (symgraph only) '
+                    'and inference')
+    ap.add_argument('--dtype', default='float32', choices=('float32', 'bfloat16'),
+                    help="symgraph's data and parameter type (MXNet's stays float32)")
     ap.add_argument('--worker', action='store_true', help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    OPTS['projection'] = args.projection
+    if not args.worker:
+        OPTS['dtype'] = args.dtype
     if args.worker:         # under the MXNet interpreter: the same workloads
         import mxnet
         mx = mxnet
@@ -200,13 +253,14 @@ def main(argv=None):
     import symgraph
     mx = symgraph
     print('%d cores, %d threads per framework, load average %.1f; ms per step, best round '
-          'of %d interleaved passes' % (os.cpu_count(), args.threads, os.getloadavg()[0],
-                                         args.passes))
+          'of %d interleaved passes; symgraph in %s' % (
+              os.cpu_count(), args.threads, os.getloadavg()[0], args.passes, args.dtype))
     runners = [('symgraph', Runner(lambda: None))]
     if args.numpy_rnn:
         runners.append(('symgraph, NumPy RNN path', NumpyRnnRunner(lambda: None)))
     if args.mxnet:
-        runners.append(('MXNet 1.9.1, MKLDNN on (default)',
+        runners.append(('MXNet 1.9.1, MKLDNN on (default)' if args.dtype == 'float32'
+                        else 'MXNet 1.9.1 (float32: no bf16 RNN)',
                         Worker(args.mxnet, True, args.threads)))
     table = workloads()
     res = {}
@@ -215,7 +269,7 @@ def main(argv=None):
             for name, runner in runners:
                 r = runner.measure(key)
                 best = res.setdefault((name, key), r)
-                if r['ms'] < best['ms']:
+                if r['ms'] is not None and r['ms'] < best['ms']:
                     res[(name, key)] = r
     for _, runner in runners[1:]:
         if isinstance(runner, Worker):
@@ -233,15 +287,18 @@ def main(argv=None):
         line = '%-36s %7.1f ms' % (desc, ours)
         for name, _ in runners[1:]:
             ref = res[(name, key)]['ms']
-            line += ' | %7.1f ms  ratio %5.2fx' % (ref, ours / ref)
+            line += (' | %7.1f ms  ratio %5.2fx' % (ref, ours / ref) if ref is not None
+                     else ' | %-29s' % 'n/a (refused)')
         print(line)
     if len(runners) > 1:
         print("ratio = symgraph / that column's time (below 1: symgraph is faster)")
-    print('check values (sum |d parameters|), which must agree:')
+    print('check values (sum |d parameters|; inference: sum |output|), which must agree%s:'
+          % ('' if args.dtype == 'float32' else ' within bfloat16 rounding'))
     for key, _, _ in table:
-        print('  %-14s' % key + ''.join('  %s %.6g' % (name.split(',')[-1].strip(),
-                                                       res[(name, key)]['check'])
-                                        for name, _ in runners))
+        print('  %-14s' % key + ''.join(
+            '  %s %s' % (name.split(',')[-1].strip(), 'n/a' if res[(name, key)]['check']
+                         is None else '%.6g' % res[(name, key)]['check'])
+            for name, _ in runners))
     if args.profile:
         profile()
 

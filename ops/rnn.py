@@ -33,7 +33,8 @@ import math
 import numpy as np
 
 from symgraph.opdef import (Kept, Operator, Param, ShapeError, Step, TypeInferenceError,
-                            cpu_kernel, np_dtype, random_state, register, unify_shape)
+                            cpu_kernel, is_bfloat16, np_dtype, random_state, register,
+                            takes_bfloat16, unify_shape)
 from symgraph.base import ParameterError
 
 _GATES = {'rnn_relu': 1, 'rnn_tanh': 1, 'lstm': 4, 'gru': 3}
@@ -158,7 +159,20 @@ class _Kept(Kept):
         return self.spare
 
 
+def _widen(arrays):
+    """float32 copies of the bfloat16 arrays of a list (the others as they are)."""
+    return [a.astype(np.float32) if a is not None and is_bfloat16(a.dtype) else a
+            for a in arrays]
+
+
+def _narrow_grads(grads, inputs):
+    """Gradients in their inputs' types (a bfloat16 input's rounded)."""
+    return [g if g is None or g.dtype == x.dtype else g.astype(x.dtype)
+            for g, x in zip(grads, inputs)]
+
+
 @register
+@takes_bfloat16
 class RNN(Operator):
     """Fused multi-layer recurrent layers (vanilla RNN, LSTM, GRU) over (T, N, C) data."""
 
@@ -300,28 +314,56 @@ class RNN(Operator):
         return Step(self, ctx, _Kept(), shareable=True)
 
     def _onednn(self, xp, lay, inputs):
-        """Whether this call may go through the CPU kernels (oneDNN's RNN primitives):
-        NumPy arrays, and none of projection, state clipping, sequence lengths or
-        (training) dropout."""
-        return xp is np and not (lay.proj or lay.clip or self.use_sequence_length
-                                 or lay.dropout) and isinstance(inputs[0], np.ndarray)
+        """Whether this call may go through the CPU kernels (oneDNN's RNN primitives, which
+        take projection and, layer by layer, the dropout between layers): NumPy arrays and
+        neither state clipping nor sequence lengths, which oneDNN has no option for (they
+        stay on the NumPy path)."""
+        return xp is np and not (lay.clip or self.use_sequence_length) \
+            and isinstance(inputs[0], np.ndarray)
 
-    def _forward_onednn(self, lay, inputs, is_train, state):
-        """The outputs from oneDNN's RNN primitives, or None where they decline."""
+    def _draw_masks(self, xp, lay, shape):
+        """The dropout factors between layers of a training forward: per layer, None
+        (the first) or a (T, N, D*P) float64 array of 0 and 1/(1-p) (each path rounds it
+        to its type), drawn in order from the operator's generator (a seeded run drops
+        the same positions on both paths)."""
+        masks = [None]
+        for _ in range(1, lay.L):
+            keep = random_state(xp).random_sample(shape) >= self.p
+            masks.append(keep * (1.0 / (1.0 - self.p)))
+        return masks
+
+    def _forward_onednn(self, lay, inputs, is_train, state, masks):
+        """The outputs from oneDNN's RNN primitives, or None where they decline.
+
+        ``masks``: the dropout masks of a training forward (:meth:`_draw_masks`), kept
+        with the workspaces and written to the reserve's mask views (ones in inference),
+        from which a backward that finds nothing kept takes them to run the training
+        forward again."""
         kernel = cpu_kernel('rnn_forward')
         if kernel is None:
             return None
         x, w, hx = inputs[0], inputs[1], inputs[2]
         cx = inputs[3] if self.mode == 'lstm' else None
+        if masks is not None:
+            masks = [None] + [m.astype(np.float32) for m in masks[1:]]
         spare = state.recycle() if isinstance(state, _Kept) else None
-        got = kernel(self.mode, x, w, hx, cx, lay.H, lay.L, lay.D, is_train, spare)
+        got = kernel(self.mode, x, w, hx, cx, lay.H, lay.L, lay.D, is_train, spare,
+                     self.projection_size, masks)
         if got is None:
             return None
+        reserve = np.empty((lay.reserve_size(),), x.dtype)
+        if lay.dropout:
+            r = lay.views(reserve)
+            for l in range(1, lay.L):
+                if masks is None:
+                    r[('mask', l)].fill(1)
+                else:
+                    r[('mask', l)][...] = masks[l]
         y, hy, cy, kept = got
         if is_train and state is not None:
             # (the last layer's output is ``y`` itself, which the entry holds weakly)
             kept[-1] = (kept[-1][0], None, kept[-1][2])
-            state.keep(y, x, (kept, hy, cy))
+            state.keep(y, x, (kept, hy, cy, masks))
         elif spare is not None:
             spare.extend(ws for _, _, ws in kept)
         outs = [y]
@@ -329,25 +371,38 @@ class RNN(Operator):
             outs.append(hy)
             if cy is not None:
                 outs.append(cy)
-        # the reserve (the NumPy backward's) stays unwritten: the backward of this forward
-        # reads what the state kept, or runs oneDNN's training forward again
-        return outs + [np.empty((lay.reserve_size(),), x.dtype)]
+        # the rest of the reserve (the NumPy backward's) stays unwritten: the backward of
+        # this forward reads what the state kept, or runs oneDNN's training forward again
+        return outs + [reserve]
 
     def forward(self, xp, inputs, aux, is_train, state=None):
         x, w, hx = inputs[0], inputs[1], inputs[2]
-        cx = inputs[3] if self.mode == 'lstm' else None
         T, N, C = x.shape
         lay = _Layout(self, T, N, C)
         if w.shape != (lay.param_size(),):
             raise ShapeError('RNN: argument %r has shape %s, expected %s'
                              % ('parameters', tuple(w.shape), (lay.param_size(),)))
+        return self._forward(xp, lay, inputs, is_train, state)
+
+    def _forward(self, xp, lay, inputs, is_train, state, masks=None):
+        """The outputs, on oneDNN where it takes the call, else on NumPy (``masks``:
+        dropout masks already drawn, or None to draw them when training)."""
+        x = inputs[0]
+        if masks is None and lay.dropout and is_train:
+            masks = self._draw_masks(xp, lay, (lay.T, lay.N, lay.D * lay.P))
         if self._onednn(xp, lay, inputs):
-            got = self._forward_onednn(lay, inputs, is_train, state)
+            got = self._forward_onednn(lay, inputs, is_train, state, masks)
             if got is not None:
                 return got
-        return self._forward_numpy(xp, lay, inputs, is_train)
+        if is_bfloat16(x.dtype):
+            # no bfloat16 kernel here (the CPU lacks AVX-512 BF16, or the case is one
+            # oneDNN declines): float32 on widened copies, outputs rounded, as MXNet 1.9.1
+            # runs RNN (AMP's FP32_FUNCS) between casts
+            outs = self._forward(xp, lay, _widen(inputs), is_train, None, masks)
+            return [o.astype(x.dtype) for o in outs]
+        return self._forward_numpy(xp, lay, inputs, is_train, masks)
 
-    def _forward_numpy(self, xp, lay, inputs, is_train):
+    def _forward_numpy(self, xp, lay, inputs, is_train, masks=None):
         x, w, hx = inputs[0], inputs[1], inputs[2]
         cx = inputs[3] if self.mode == 'lstm' else None
         T, N = lay.T, lay.N
@@ -361,9 +416,12 @@ class RNN(Operator):
         for l in range(lay.L):
             if l > 0:
                 if lay.dropout and is_train:
-                    keep = random_state(xp).random_sample(inp.shape) >= self.p
                     m = r[('mask', l)]
-                    m[...] = keep * (1.0 / (1.0 - self.p))
+                    if masks is None:
+                        keep = random_state(xp).random_sample(inp.shape) >= self.p
+                        m[...] = keep * (1.0 / (1.0 - self.p))
+                    else:
+                        m[...] = masks[l]
                     inp = inp * m
                 elif lay.dropout:
                     r[('mask', l)].fill(1)
@@ -541,7 +599,8 @@ class RNN(Operator):
         return dht, dcn
 
     def _backward_onednn(self, lay, out_grads, inputs, outputs, need, state):
-        """The gradients from oneDNN's RNN primitives, or None where they decline."""
+        """The gradients from oneDNN's RNN primitives (float32), or None where they
+        decline."""
         kernel = cpu_kernel('rnn_backward')
         if kernel is None:
             return None
@@ -551,13 +610,19 @@ class RNN(Operator):
         got = None if state is None else state.get(outputs[0], x)
         if got is None:
             # the forward that made the outputs kept nothing (an inference forward, or
-            # another Step's): oneDNN's training forward again, for its workspaces
+            # another Step's): oneDNN's training forward again, for its workspaces, with
+            # the dropout masks the forward left in the reserve
+            masks = None
+            if lay.dropout:
+                r = lay.views(outputs[-1])
+                masks = [None] + [r[('mask', l)].astype(np.float32)
+                                  for l in range(1, lay.L)]
             fwd = cpu_kernel('rnn_forward')(self.mode, x, w, hx, cx, lay.H, lay.L, lay.D,
-                                            True)
+                                            True, None, self.projection_size, masks)
             if fwd is None:
                 return None
-            got = (fwd[3], fwd[1], fwd[2])
-        kept, hy, cy = got
+            got = (fwd[3], fwd[1], fwd[2], masks)
+        kept, hy, cy, masks = got
         if kept[-1][1] is None:         # (a kept training forward's: its output)
             kept = kept[:-1] + [(kept[-1][0], outputs[0], kept[-1][2])]
         dhy = dcy = None
@@ -565,9 +630,9 @@ class RNN(Operator):
             dhy = out_grads[1]
             dcy = out_grads[2] if is_lstm else None
         dy = out_grads[0]
-        dy = np.zeros(outputs[0].shape, x.dtype) if dy is None else dy
+        dy = np.zeros(outputs[0].shape, np.float32) if dy is None else dy
         res = kernel(self.mode, x, w, hx, cx, lay.H, lay.L, lay.D, kept, hy, cy, dy, dhy,
-                     dcy)
+                     dcy, self.projection_size, masks)
         if res is None:
             return None
         grads = [g if nd else None for g, nd in zip(res[:3], need)]
@@ -586,9 +651,19 @@ class RNN(Operator):
         if self._onednn(xp, lay, inputs):
             got = self._backward_onednn(lay, out_grads, inputs, outputs, need, state)
             if got is not None:
-                return got
-            # the forward may have run on oneDNN, which leaves the reserve unwritten
-            outputs = self._forward_numpy(xp, lay, inputs, True)
+                return _narrow_grads(got, inputs)
+            if not is_bfloat16(x.dtype):
+                # the forward may have run on oneDNN, which leaves the reserve unwritten
+                # but for its dropout masks
+                masks = None
+                if lay.dropout:
+                    r = lay.views(outputs[-1])
+                    masks = [None] + [r[('mask', l)] for l in range(1, lay.L)]
+                outputs = self._forward_numpy(xp, lay, inputs, True, masks)
+        if is_bfloat16(x.dtype):
+            # float32 on widened copies, the gradients rounded to the inputs' type
+            return _narrow_grads(self.backward(xp, _widen(out_grads), _widen(inputs),
+                                               _widen(outputs), aux, need), inputs)
         r = lay.views(outputs[-1])
         params = lay.split_params(w)
         mask = self._lengths_mask(xp, inputs, T, N)

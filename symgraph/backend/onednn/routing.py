@@ -73,8 +73,9 @@ POOL_GLOBAL_MIN = 1 << 14
 
 
 #: the fused RNN's modes through oneDNN's RNN primitives (``rnn_forward`` /
-#: ``rnn_backward``); the others, and the cases these kernels do not take (projection,
-#: state clipping, sequence lengths, dropout in training), run on NumPy. An empty tuple
+#: ``rnn_backward``: float32, bfloat16 with AVX-512 BF16; projection and dropout between
+#: layers included); the others, and the cases these kernels do not take (state
+#: clipping, sequence lengths: oneDNN has neither), run on NumPy. An empty tuple
 #: sends every RNN to NumPy (bench/bench_rnn.py's ``--numpy-rnn`` lifts it to compare).
 RNN_MODES = ('lstm', 'gru', 'rnn_tanh', 'rnn_relu')
 
@@ -183,16 +184,30 @@ def _routed_kernels(be):
         return pool_bwd(dy, ws, kind, kernel, stride, pad_l, pad_r, xshape, out=out)
 
     rnn_fwd, rnn_bwd = be.rnn_forward, be.rnn_backward
+    # the RNN kernels take float32, and bfloat16 where oneDNN has its native bf16 kernels
+    # (AVX-512 BF16: below it the operator computes in float32 and rounds). Projection
+    # (LSTMP), dropout between layers (the operator's masks) and both directions are the
+    # kernels' own; state clipping and sequence lengths have no oneDNN counterpart and
+    # stay on NumPy (the operator never asks for them: ops/rnn.py's ``_onednn``)
+    from ._lib import effective_isa, has_bf16
+    rnn_bf16 = has_bf16(effective_isa(be.lib))
 
-    def rnn_forward(mode, x, w, hx, cx, H, L, D, is_train, spare=None):
-        if mode not in RNN_MODES or x.dtype is not _F32 or w.dtype is not _F32:
-            return None
-        return rnn_fwd(mode, x, w, hx, cx, H, L, D, is_train, spare)
+    def rnn_takes(x, w):
+        if x.dtype is _F32 and w.dtype is _F32:
+            return True
+        return rnn_bf16 and x.dtype == w.dtype and x.dtype.name == 'bfloat16'
 
-    def rnn_backward(mode, x, w, hx, cx, H, L, D, kept, hy, cy, dy, dhy, dcy):
-        if mode not in RNN_MODES or x.dtype is not _F32 or w.dtype is not _F32:
+    def rnn_forward(mode, x, w, hx, cx, H, L, D, is_train, spare=None, P=None,
+                    masks=None):
+        if mode not in RNN_MODES or not rnn_takes(x, w):
             return None
-        return rnn_bwd(mode, x, w, hx, cx, H, L, D, kept, hy, cy, dy, dhy, dcy)
+        return rnn_fwd(mode, x, w, hx, cx, H, L, D, is_train, spare, P, masks)
+
+    def rnn_backward(mode, x, w, hx, cx, H, L, D, kept, hy, cy, dy, dhy, dcy, P=None,
+                     masks=None):
+        if mode not in RNN_MODES or not rnn_takes(x, w):
+            return None
+        return rnn_bwd(mode, x, w, hx, cx, H, L, D, kept, hy, cy, dy, dhy, dcy, P, masks)
 
     return {'rnn_forward': rnn_forward, 'rnn_backward': rnn_backward,
             'eltwise_forward': eltwise_forward, 'eltwise_backward': eltwise_backward,

@@ -22,7 +22,7 @@ which answers when its rows are written (or with its exception and traceback). N
 threads, no pickled arrays: ``multiprocessing.Pool``'s task and result threads cost the
 main process ~25 us per image, as much as a third of the decoding itself.
 
-Used only where ``image_record._PROCESSES`` is on (off by default: see there why), with
+Used only where ``_record_batches._PROCESSES`` is on (off by default: see there why), with
 the 'fork' start method (the workers inherit the iterator's decoding function,
 which need not be picklable) and for parts long enough to repay starting the processes
 (:data:`MIN_RECORDS`); the iterator uses threads otherwise.

@@ -41,8 +41,10 @@ from .. import ndarray as nd
 from .. import recordio
 from ..base import ArgumentError, ArgumentTypeError, MissingFileError, NotSupportedError
 from ..context import cpu
-from .image_record import (_DRAWS, _Draws, _RecordBatches, _decode, _float, _hls_to_rgb,
-                           _part_keys, _resize, _rgb_to_hls, _saturate)
+from ._image_aug import _DRAWS, _Draws, _hls_to_rgb, _resize, _rgb_to_hls, _saturate
+from ._image_decode import _decode
+from ._record_batches import _RecordBatches, _part_keys
+from .image_record import _float
 from .native import MXDataIter, _as_bool, _as_int, _as_shape
 
 __all__ = ['ImageDetRecordIter']

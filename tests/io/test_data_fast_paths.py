@@ -77,7 +77,7 @@ def test_image_record_iter_with_opencv_within_one_grey_level(tmp_path, monkeypat
 
 
 def test_decoding_threads_read_records_as_the_reader(tmp_path):
-    from symgraph.io.image_record import _Spans
+    from symgraph.io._record_batches import _Spans
     magic = recordio._MAGIC_BYTES
     # records split where their payload holds the magic number, an empty one, records the
     # index leaves out (gaps between the runs)
@@ -254,7 +254,7 @@ def test_image_resize_cubic_gradient_is_the_adjoint():
     dict(data_shape=(3, 20, 18), rand_crop=True, shuffle=True, dtype='uint8', seed=3),
     dict(data_shape=(3, 20, 20), rand_mirror=True, scale=1 / 255., dtype='int8')])
 def test_image_record_iter_crop_fast_path_equals_the_general_path(tmp_path, monkeypatch, kw):
-    from symgraph.io import image_record
+    from symgraph.io import _image_decode
     # JPEGs of several sizes (one smaller than data_shape: resized, the general path), a
     # PNG (the general path)
     images = [_image(20 + i % 3, 22 + i % 5, seed=i) for i in range(21)] + [_image(12, 14)]
@@ -268,7 +268,7 @@ def test_image_record_iter_crop_fast_path_equals_the_general_path(tmp_path, monk
     w.close()
 
     def batches(fast):
-        monkeypatch.setattr(image_record, '_FAST_CROP', fast)
+        monkeypatch.setattr(_image_decode, '_FAST_CROP', fast)
         it = mx.io.ImageRecordIter(path_imgrec=rec, path_imgidx=str(tmp_path / 'j.idx'),
                                    batch_size=5, **kw)
         out = []

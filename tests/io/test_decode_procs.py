@@ -14,7 +14,7 @@ import pytest
 
 import symgraph as mx
 from symgraph import recordio
-from symgraph.io import _decode_procs, image_record
+from symgraph.io import _decode_procs, _record_batches
 
 Image = pytest.importorskip('PIL.Image')
 pytestmark = pytest.mark.skipif(not _decode_procs.available(),
@@ -42,7 +42,7 @@ def rec(tmp_path_factory):
 
 
 def _make(rec, processes, monkeypatch, **kw):
-    monkeypatch.setattr(image_record, '_PROCESSES', processes)
+    monkeypatch.setattr(_record_batches, '_PROCESSES', processes)
     monkeypatch.setattr(_decode_procs, 'MIN_RECORDS', 0)
     args = dict(path_imgrec=rec[0], path_imgidx=rec[1], data_shape=(3, 18, 18),
                 batch_size=4, rand_crop=True, rand_mirror=True, preprocess_threads=2)

@@ -84,11 +84,19 @@ class MXRecordIO(object):
     >>> record.close()
     """
 
-    #: the read buffer: large for sequential reading (the kernel copies into a buffer that
-    #: stays in cache, in large reads, and each record is copied out of it: ~20% faster
-    #: than reading each record straight into its own new bytes); MXIndexedRecordIO, read
-    #: at random, keeps Python's default (a seek outside the buffer refills it)
+    #: the largest read into the buffer: one system call for many small records, each then
+    #: sliced out of it (MXIndexedRecordIO, read at random, reads less: ``_SMALL_READ``
+    #: after each seek outside the buffer, more only while the reads stay in order)
     _READ_BUFFER = 1 << 20
+    #: a record payload of at least this many bytes is read straight from the file into its
+    #: own bytes (one copy, the kernel's, as ``dd`` makes) rather than through the buffer
+    #: (two copies; in Python's BufferedReader ~25% of the time of reading page-cached
+    #: 20-120 KB records; one more system call for the next head costs less)
+    _DIRECT = 1 << 15
+    #: the first read after a direct read or a seek elsewhere (the next head and a small
+    #: record or two: a large record after it is read directly too, so little is copied in
+    #: vain); the next reads double until ``_READ_BUFFER`` while small records follow
+    _SMALL_READ = 1 << 13
 
     def __init__(self, uri, flag):
         if not isinstance(uri, (str, bytes, os.PathLike)):
@@ -99,6 +107,14 @@ class MXRecordIO(object):
         self.is_open = False
         self.writable = flag == 'w'
         self._file = None
+        self._fd = -1
+        # a reader's buffer: the file's bytes from offset _base (the last read, a bytes
+        # object: a record is one slice of it), the next record's head at _buf[_lo]; the
+        # reader keeps its own position (it reads with pread)
+        self._buf = b''
+        self._base = self._lo = 0
+        self._chunk = self._READ_BUFFER
+        self._size = None
         # seek + read of read_idx as one step for threads sharing a reader (a DataLoader's
         # thread pool, decoding threads)
         self._lock = threading.RLock()
@@ -110,8 +126,13 @@ class MXRecordIO(object):
             self._file = open(self.uri, 'wb')
             self.writable = True
         elif self.flag == 'r':
-            self._file = open(self.uri, 'rb', buffering=self._READ_BUFFER)
+            self._file = open(self.uri, 'rb', buffering=0)
             self.writable = False
+            self._fd = self._file.fileno()
+            self._size = os.fstat(self._fd).st_size
+            self._buf = b''
+            self._base = self._lo = 0
+            self._chunk = self._READ_BUFFER
         else:
             raise ArgumentError("Invalid flag %r: 'r' (read) or 'w' (write)" % (self.flag,))
         self.pid = os.getpid()
@@ -138,6 +159,8 @@ class MXRecordIO(object):
         d = dict(self.__dict__)
         d['_file'] = None
         d['_lock'] = None
+        d['_buf'] = b''
+        d['_fd'] = -1
         return d
 
     def __setstate__(self, d):
@@ -165,6 +188,8 @@ class MXRecordIO(object):
             return
         self._file.close()
         self._file = None
+        self._fd = -1
+        self._buf = b''
         self.is_open = False
         self.pid = None
 
@@ -222,49 +247,97 @@ class MXRecordIO(object):
                 self._require(writing=False)
                 self._check_pid(allow_reset=False)
             # the common case in few steps (Python's per-record cost is what separates
-            # reading page-cached records from dd): a record in one part, read whole
-            f = self._file
-            head = f.read(8)
-            if len(head) == 8:
-                magic, lrec = _HEAD.unpack(head)
-                if magic == _MAGIC and lrec >> 29 == 0:
-                    length = lrec & _LEN_MASK
-                    data = f.read(length)
-                    pad = -length % 4
-                    got = len(f.read(pad)) if pad and len(data) == length else 0
-                    if len(data) == length and got == pad:
-                        return data
-                    f.seek(-8 - len(data) - got, 1)
-                    return self._read()
-            f.seek(-len(head), 1)
+            # reading page-cached records from dd): a record in one part, a slice of the
+            # buffer, or read straight into its own bytes if large
+            buf, lo = self._buf, self._lo
+            if len(buf) - lo < 8:
+                buf, lo = self._fill(8), 0
+                if len(buf) < 8:
+                    return self._read()         # the end of the file, or a truncated head
+            magic, lrec = _HEAD.unpack_from(buf, lo)
+            if magic == _MAGIC:
+                if lrec < self._DIRECT:                         # one part, small
+                    need = 8 + ((lrec + 3) & ~3)
+                    if lo + need > len(buf):
+                        buf, lo = self._fill(need), 0
+                        if len(buf) < need:
+                            return self._read()     # a truncated record
+                    self._lo = lo + need
+                    return buf[lo + 8:lo + 8 + lrec]
+                if lrec >> 29 == 0:                             # one part, large
+                    start = self._base + lo + 8
+                    stop = start + ((lrec + 3) & ~3)
+                    if stop <= self._size:
+                        data = _pread_some(self._fd, lrec, start)
+                        if len(data) == lrec:
+                            self._buf, self._base, self._lo = b'', stop, 0
+                            self._chunk = self._SMALL_READ
+                            return data
             return self._read()
+
+    def _skip_to(self, offset):
+        """Empty the buffer, the next head at file byte ``offset`` (after a direct read)."""
+        self._buf, self._base, self._lo = b'', offset, 0
+        self._chunk = self._SMALL_READ
+
+    def _fill(self, need):
+        """Read the file again from the next head on, at least ``need`` bytes (fewer at the
+        end of the file); returns the new buffer. A record cut at the end of the last buffer
+        is read again whole (the kernel's copy, not one more of ours)."""
+        self._base += self._lo
+        self._lo = 0
+        self._buf = _pread(self._fd, max(need, self._chunk), self._base)
+        self._chunk = min(2 * self._chunk, self._READ_BUFFER)
+        return self._buf
+
+    def _payload(self, length, pad):
+        """The payload of the record whose head is the buffer's next 8 bytes (which it
+        passes), and how many of its payload and padding bytes the file holds."""
+        if length < self._DIRECT:
+            buf = self._buf
+            if self._lo + 8 + length + pad > len(buf):
+                buf = self._fill(8 + length + pad)
+            lo = self._lo + 8
+            got = min(len(buf) - lo, length + pad)
+            if got == length + pad:
+                self._lo = lo + length + pad
+            return buf[lo:lo + min(length, got)], got
+        start = self._base + self._lo + 8
+        data = _pread(self._fd, length, start)
+        if len(data) < length:
+            return data, len(data)
+        if start + length + pad > self._size:
+            self._size = os.fstat(self._fd).st_size     # the file may have grown
+        got = length + max(0, min(pad, self._size - start - length))
+        if got == length + pad:
+            self._skip_to(start + length + pad)
+        return data, got
 
     def _read(self):
         self._require(writing=False)
         self._check_pid(allow_reset=False)
-        f = self._file
         parts = []
         while True:
-            head = f.read(8)
-            if not head and not parts:
+            offset = self._base + self._lo
+            have = len(self._buf) - self._lo
+            if have < 8:
+                have = len(self._fill(8))
+            if not have and not parts:
                 return None
-            if len(head) < 8:
+            if have < 8:
                 raise RecordIOError('%s: truncated record header at byte offset %d'
-                                    % (self.uri, f.tell() - len(head)))
-            magic, lrec = _HEAD.unpack(head)
+                                    % (self.uri, offset))
+            magic, lrec = _HEAD.unpack_from(self._buf, self._lo)
             if magic != _MAGIC:
                 raise RecordIOError('%s: bad magic number 0x%08x at byte offset %d (not a '
                                     'RecordIO file, or a wrong index offset)'
-                                    % (self.uri, magic, f.tell() - 8))
+                                    % (self.uri, magic, offset))
             cflag, length = lrec >> 29, lrec & _LEN_MASK
             pad = -length % 4
-            # read the payload alone (one copy) and the padding apart, rather than slicing
-            # the padding off a second copy
-            data = f.read(length)
-            got = len(data) + (len(f.read(pad)) if pad and len(data) == length else 0)
+            data, got = self._payload(length, pad)
             if got < length + pad:
                 raise RecordIOError('%s: truncated record at byte offset %d (%d bytes of %d)'
-                                    % (self.uri, f.tell() - got - 8, got, length + pad))
+                                    % (self.uri, offset, got, length + pad))
             if cflag == 0:
                 return data
             parts.append(data)
@@ -272,8 +345,28 @@ class MXRecordIO(object):
                 break
             if cflag not in (1, 2):
                 raise RecordIOError('%s: bad continuation flag %d at byte offset %d'
-                                    % (self.uri, cflag, f.tell() - length - pad - 8))
+                                    % (self.uri, cflag, offset))
         return _MAGIC_BYTES.join(parts)
+
+
+if hasattr(os, 'pread'):
+    _pread_some = os.pread
+else:                                           # Windows: no pread (a reader's descriptor
+    def _pread_some(fd, size, offset):          # position is its own, under its lock)
+        os.lseek(fd, offset, os.SEEK_SET)
+        return os.read(fd, size)
+
+
+def _pread(fd, size, offset):
+    """``size`` bytes of the file ``fd`` from byte ``offset`` (fewer at its end), read
+    into a new bytes object by the kernel (no copy after its)."""
+    data = _pread_some(fd, size, offset)
+    while len(data) < size:                     # a short read before the end of the file
+        more = _pread_some(fd, size - len(data), offset + len(data))
+        if not more:
+            break
+        data += more
+    return data
 
 
 class MXIndexedRecordIO(MXRecordIO):
@@ -306,7 +399,7 @@ class MXIndexedRecordIO(MXRecordIO):
     ([0, 1, 2, 3, 4], b'record_3')
     """
 
-    _READ_BUFFER = io.DEFAULT_BUFFER_SIZE
+    _READ_BUFFER = 1 << 16
 
     def __init__(self, idx_path, uri, flag, key_type=int):
         self.idx_path = os.fsdecode(idx_path)
@@ -324,7 +417,6 @@ class MXIndexedRecordIO(MXRecordIO):
         if self.writable:
             self.fidx = open(self.idx_path, 'w')
             return
-        self._size = os.fstat(self._file.fileno()).st_size
         with open(self.idx_path, 'r') as fidx:
             for lineno, line in enumerate(fidx, 1):
                 line = line.strip()
@@ -372,7 +464,11 @@ class MXIndexedRecordIO(MXRecordIO):
         if not 0 <= pos < self._size:
             raise RecordIOError('%s: key %r points at byte offset %d, past the end of %s '
                                 '(%d bytes)' % (self.idx_path, idx, pos, self.uri, self._size))
-        self._file.seek(pos)
+        if 0 <= pos - self._base < len(self._buf):     # already in the buffer
+            self._lo = pos - self._base
+        else:
+            self._buf, self._base, self._lo = b'', pos, 0
+            self._chunk = self._SMALL_READ
 
     def tell(self):
         """The current write position (bytes written so far)."""

@@ -187,6 +187,69 @@ def test_bad_magic_names_file_and_offset(tmp_path):
         rec.read()
 
 
+def _mixed_payloads():
+    """Records around the reader's thresholds: tiny, around the direct-read size, large,
+    split ones (the magic number at an aligned offset) small and large, empty."""
+    rng = np.random.RandomState(3)
+    direct = recordio.MXRecordIO._DIRECT
+    sizes = [0, 1, 5, 700, direct - 9, direct - 1, direct, direct + 3, 3 * direct + 2, 17,
+             5 * direct, 2, 9000, 40000]
+    out = [rng.bytes(int(n)) for n in sizes]
+    out.append(b'abcd' + probes.MAGIC + rng.bytes(direct + 7))
+    out.append(rng.bytes(2 * direct) + probes.MAGIC + b'xy')
+    out.append(b'')
+    return out
+
+
+@pytest.mark.parametrize('read_buffer', [None, 64, 4096])
+def test_reads_records_of_every_size(tmp_path, read_buffer):
+    # large records are read straight into their bytes, small ones sliced out of the
+    # buffer; a record cut at the buffer's end is read again from its head
+    path, idx = str(tmp_path / 'm.rec'), str(tmp_path / 'm.idx')
+    payloads = _mixed_payloads()
+    with recordio.MXIndexedRecordIO(idx, path, 'w') as rec:
+        for i, p in enumerate(payloads):
+            rec.write_idx(i, p)
+
+    class Reader(recordio.MXRecordIO):
+        _READ_BUFFER = read_buffer or recordio.MXRecordIO._READ_BUFFER
+        _SMALL_READ = min(read_buffer or 1 << 13, 1 << 13)
+    for _ in range(2):
+        reader = Reader(path, 'r')
+        assert [reader.read() for _ in payloads] + [reader.read()] == payloads + [None]
+        reader.reset()      # and again from the start
+        assert reader.read() == payloads[0]
+        reader.close()
+    indexed = recordio.MXIndexedRecordIO(idx, path, 'r')
+    order = list(range(len(payloads)))
+    for keys in (order, order[::-1], list(np.random.RandomState(0).permutation(order))):
+        assert [indexed.read_idx(int(k)) for k in keys] == [payloads[k] for k in keys]
+    # sequential reads after a read_idx go on from the record after it
+    indexed.read_idx(7)
+    assert indexed.read() == payloads[8]
+
+
+def test_truncated_large_record(tmp_path):
+    path = str(tmp_path / 'big.rec')
+    payloads = _mixed_payloads()[:9]            # ends with a large record (3 * _DIRECT + 2)
+    with recordio.MXRecordIO(path, 'w') as rec:
+        for p in payloads:
+            rec.write(p)
+    size = os.path.getsize(path)
+    start = size - 8 - len(payloads[-1]) - 2
+    for cut, got in ((size - 1, len(payloads[-1]) + 1), (size - 2, len(payloads[-1])),
+                     (start + 100, 92)):
+        with open(path, 'r+b') as f:
+            f.truncate(cut)
+        rec = recordio.MXRecordIO(path, 'r')
+        assert [rec.read() for _ in payloads[:-1]] == payloads[:-1]
+        with pytest.raises(recordio.RecordIOError, match=r'big.rec: truncated record at byte '
+                           r'offset %d \(%d bytes of %d\)' % (start, got,
+                                                               len(payloads[-1]) + 2)):
+            rec.read()
+        rec.close()
+
+
 def test_index_past_the_end(tmp_path):
     idx = str(tmp_path / 'p.idx')
     with open(_golden('packed.idx')) as f:

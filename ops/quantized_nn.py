@@ -112,16 +112,17 @@ def conv_int32(conv, x, w, bias=None, token=None, cache=None):
     return y
 
 
-def conv_requantized(conv, x, w, bias, token, cache, scales, dtype, relu):
+def conv_requantized(conv, x, w, bias, token, cache, scales, dtype, relu, **fused_sum):
     """The backend's int8 convolution requantized in the same primitive
     (``float32(sums + bias) * scales``, a relu where ``relu``, as ``dtype``), or None
     where it declines or is missing (the caller then requantizes :func:`conv_int32`'s
-    sums itself)."""
+    sums itself). ``fused_sum``: ``summand``, ``sum_scale`` and ``post_relu``, a
+    residual sum in the same primitive (see ``int8_conv`` in backend/onednn/int8.py)."""
     kernel = _kernel('int8_conv')
     if kernel is None or token is None:
         return None
     return kernel(x, w, bias, conv.st, conv.pd, conv.dl, conv.num_group, token=token,
-                  cache=cache, scales=scales, dtype=dtype, relu=relu)
+                  cache=cache, scales=scales, dtype=dtype, relu=relu, **fused_sum)
 
 
 @register

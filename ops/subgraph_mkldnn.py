@@ -11,9 +11,10 @@ scales, accumulates int8 products exactly, scales the sums onto the calibrated o
 range (``min_calib_range``/``max_calib_range``: uint8 after a relu, else int8; int32
 uncalibrated) and applies the post-ops in oneDNN's order (activation, sum, post-sum
 activation), rounding to nearest even and saturating once at the end. With the oneDNN
-backend the calibrated layer runs as one int8 convolution primitive (scales, bias, relu
-and the uint8/int8 output fused; activations channels last), a residual sum as one more
-(backend/onednn/int8.py); NumPy computes the same bits otherwise.
+backend the calibrated layer runs as one int8 convolution primitive (scales, bias, relu,
+the residual sum with its relu and the uint8/int8 output fused; activations channels
+last; backend/onednn/int8.py); NumPy computes the same bits otherwise (the sum as one
+fused multiply-add, as oneDNN's sum post-op: tests/golden/make_int8_sum.py).
 
 Inputs in symgraph's order (arguments, then auxiliary states; the JSON keeps MXNet's,
 ``mxnet_input_order``): data, weight, [bias], [gamma, beta], [sum], then quantized
@@ -37,12 +38,12 @@ def _requantize(acc, scales, dtype, token, cache):
     return None if kernel is None else kernel(acc, scales, dtype, token, cache)
 
 
-def _add(y, s, scale, relu, dtype, cache):
-    """The backend's fused residual sum (``CpuKernels.int8_add``), or None."""
-    if cache is None or 'int8_add' not in CPU_KERNELS:
-        return None
-    kernel = cpu_kernel('int8_add')
-    return None if kernel is None else kernel(y, s, scale, relu, dtype, cache)
+def _fma(y, s, scale):
+    """float32 ``y + s * scale`` rounded once, as oneDNN's sum post-op (a fused multiply-add,
+    what MXNet's build runs) computes it: the int8/uint8 ``s`` times the float32 ``scale``
+    is exact in float64, and so is the sum (rounded once to float32) wherever ``|y|`` is
+    zero or above 2**-20 of the product."""
+    return (s.astype(np.float64) * float(scale) + y).astype(F32)
 
 
 #: activations after which MXNet's fused layer writes uint8 (IsOutputUInt8)
@@ -308,16 +309,22 @@ class SgMKLDNNConv(_SgBase):
                 y = _requantize(acc, requant, out, token, cache)
                 if y is not None:
                     return [y] + rng(lo, hi)
-            y = None
             if self.with_sum and kind in (None, 'relu'):
-                y = conv_requantized(conv, x, wq, bq, token, cache, requant, F32,
-                                     kind == 'relu')
-                if y is not None:
-                    act = kind = None       # applied
-            if y is None:
-                if acc is None:
-                    acc = conv_int32(conv, x, wq, bq, token=token, cache=cache)
-                y = _requantize(acc, requant, F32, token, cache)
+                # the conv, the relu, the sum, the post-sum relu and the saturation in one
+                # primitive, into the summand's type (see the end)
+                s = items[self.sum_input]
+                post = _act_kind(self.layers.get('postsum_act')) \
+                    if self.with_postsum_act else None
+                if post in (None, 'relu') and s.dtype in (np.int8, np.uint8):
+                    z = conv_requantized(conv, x, wq, bq, token, cache, requant, s.dtype,
+                                         kind == 'relu', summand=s,
+                                         sum_scale=self._sum_scale(items, out_scale),
+                                         post_relu=post == 'relu')
+                    if z is not None:
+                        return [z if z.dtype == out else z.view(out)] + rng(lo, hi)
+            if acc is None:
+                acc = conv_int32(conv, x, wq, bq, token=token, cache=cache)
+            y = _requantize(acc, requant, F32, token, cache)
             if y is None:
                 y = acc.astype(F32)
                 y *= requant.reshape((1, -1) + (1,) * (acc.ndim - 2))
@@ -340,19 +347,11 @@ class SgMKLDNNConv(_SgBase):
                 y = _apply_act(y, kind, act)
         if self.with_sum:
             s = items[self.sum_input]
-            smin, smax = scalar(items[n + 2]), scalar(items[n + 3])
-            sum_scale = F32(out_scale / quantize_scale(s.dtype, smin, smax))
-            post = _act_kind(self.layers.get('postsum_act')) if self.with_postsum_act \
-                else None
-            if out != np.int32 and y.dtype == F32 and post in (None, 'relu'):
-                # the sum, the relu and the saturation in one oneDNN primitive (into the
-                # sum operand's type: see below)
-                z = _add(y, s, sum_scale, post == 'relu', s.dtype, cache)
-                if z is not None:
-                    return [z if z.dtype == out else z.view(out)] + rng(lo, hi)
-            t = s.astype(F32)
-            t *= sum_scale
-            y = y + t if y.dtype != F32 else np.add(y, t, out=y)
+            sum_scale = self._sum_scale(items, out_scale)
+            if y.dtype == F32:
+                y = _fma(y, s, sum_scale)
+            else:
+                y = y + s.astype(F32) * sum_scale
         if self.with_postsum_act:
             act = self.layers.get('postsum_act')
             kind = _act_kind(act)
@@ -366,6 +365,14 @@ class SgMKLDNNConv(_SgBase):
             # its bytes are the output (an int8 operand caps a uint8 output at 127)
             return [saturate(y, items[self.sum_input].dtype).view(out)] + rng(lo, hi)
         return [saturate(y, out)] + rng(lo, hi)
+
+    def _sum_scale(self, items, out_scale):
+        """MXNet's scale of the residual sum's operand: the output's levels per level of
+        the operand's calibrated range."""
+        s = items[self.sum_input]
+        n = self.graph_inputs()
+        return F32(out_scale / quantize_scale(s.dtype, scalar(items[n + 2]),
+                                              scalar(items[n + 3])))
 
     def _quantize_weights(self, items, data_scale):
         """(int8 weights, int32 bias or None, per-channel float32 scales, (min, max))."""

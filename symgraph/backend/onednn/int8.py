@@ -7,13 +7,15 @@ a channels-last input as it lies, so that the activations of a quantized plan st
 channels last between layers; a layer's int8 weights and int32 bias are constants
 reordered once per token. The convolution gives either the exact int32 sums, or (a
 fused ``_sg_mkldnn_conv``) the requantized result in the same primitive: ``float32(sums
-+ bias) * scale`` per channel as a binary post-op, a relu, then oneDNN's conversion to
-uint8/int8 (round to nearest even, saturate). :meth:`Int8Mixin.int8_requantize` does that
-scaling in a reorder, :meth:`Int8Mixin.int8_add` a residual sum (``y + float32(s *
-scale)``, relu, saturate) in a binary primitive, :meth:`Int8Mixin.int8_pool` max pooling
-on the integers. Each computes the bits of the NumPy arithmetic the quantized operators
-(ops/quantized_nn.py, ops/subgraph_mkldnn.py) fall back to, float32 rounding step by step
-(no fused multiply-add: the tests compare them bit for bit). Mixed into ``conv.Backend``;
++ bias) * scale`` per channel as a binary post-op, a relu, where the layer has one the
+residual sum (oneDNN's sum post-op on the summand copied into the output: ``fma(s,
+sum_scale, y)``, one rounding, as MXNet's build) and a relu, then oneDNN's conversion to
+uint8/int8 (round to nearest even, saturate). :meth:`Int8Mixin.int8_requantize` does the
+scaling in a reorder, :meth:`Int8Mixin.int8_add` a residual sum of a float32 result in a
+binary primitive (``y + float32(s * scale)``, two roundings), :meth:`Int8Mixin.int8_pool`
+max pooling on the integers. Each computes the bits of the NumPy arithmetic the quantized
+operators (ops/quantized_nn.py, ops/subgraph_mkldnn.py) fall back to (the tests compare
+them bit for bit). Mixed into ``conv.Backend``;
 operators reach it through ``opdef.cpu_kernel('int8_conv')`` and the like.
 """
 import ctypes
@@ -42,10 +44,13 @@ _BINARY_MUL = 0x1fff1
 _ARG_POST_OP_0_SRC_1 = 32768 | _lib.ARG_SRC_1
 
 
-def _requant_attr(lib, channels, ndim, relu):
+def _requant_attr(lib, channels, ndim, relu, sum_scale=None, post_relu=False):
     """A primitive attribute whose post-ops multiply the result by a per-channel float32
     tensor (1, C, 1, ...) (a binary post-op: one float32 multiply, as NumPy's) and, where
-    ``relu``, apply a relu; and that tensor's descriptor. The caller destroys both."""
+    ``relu``, apply a relu; with a ``sum_scale``, add what the destination held times that
+    scale (oneDNN's sum post-op: one fused multiply-add, as MXNet's oneDNN does it) and,
+    where ``post_relu``, apply another relu; and that tensor's descriptor. The caller
+    destroys both."""
     fn = lib.dnnl_post_ops_append_binary
     fn.argtypes, fn.restype = [_VP, ctypes.c_int, _VP], ctypes.c_int
     md = desc(lib, (1, channels) + (1,) * (ndim - 2), F32)
@@ -57,6 +62,13 @@ def _requant_attr(lib, channels, ndim, relu):
         if relu:
             check(lib.dnnl_post_ops_append_eltwise(ops, _lib.ELTWISE_RELU, 0.0, 0.0),
                   'dnnl_post_ops_append_eltwise')
+        if sum_scale is not None:
+            # data type undef: the destination's own (the summand is copied into it)
+            check(lib.dnnl_post_ops_append_sum(ops, float(sum_scale), 0, 0),
+                  'dnnl_post_ops_append_sum')
+            if post_relu:
+                check(lib.dnnl_post_ops_append_eltwise(ops, _lib.ELTWISE_RELU, 0.0, 0.0),
+                      'dnnl_post_ops_append_eltwise')
         check(lib.dnnl_primitive_attr_set_post_ops(attr, ops),
               'dnnl_primitive_attr_set_post_ops')
     except Exception:
@@ -127,7 +139,8 @@ class Int8Mixin:
         return exact
 
     def int8_conv(self, x, w, bias, stride, pad, dilate, groups, token=None, cache=None,
-                  scales=None, dtype=np.int32, relu=False):
+                  scales=None, dtype=np.int32, relu=False, summand=None, sum_scale=1.0,
+                  post_relu=False):
         """The exact int32 convolution of uint8/int8 ``x`` (N, C, *S) with int8 ``w``
         (F, C / groups, *K), plus int32 ``bias`` (F,) or None, or None (declined).
 
@@ -141,11 +154,20 @@ class Int8Mixin:
         With per-channel float32 ``scales`` (and a ``token``) the sums are requantized in
         the same primitive: ``float32(sum) * scale`` (a binary post-op), a relu where
         ``relu``, written as ``dtype`` (float32, or int8/uint8 rounded to nearest even and
-        saturated): the bits of :meth:`int8_requantize` on the int32 result."""
+        saturated): the bits of :meth:`int8_requantize` on the int32 result.
+
+        With a ``summand`` (int8/uint8, the output's shape, and ``dtype`` its type: MXNet's
+        fused residual sum computes into the summand's buffer) that is added too, in the
+        same primitive: ``fma(summand, sum_scale, y)`` (one rounding: oneDNN's sum post-op,
+        what MXNet 1.9.1's build runs), then a relu where ``post_relu``, then the
+        conversion. The summand is copied into the output first; it stays unchanged."""
         if not self.int8_dot_exact:
             return None
         dtype = np.dtype(dtype)
         if scales is not None and (token is None or dtype not in _CODE):
+            return None
+        if summand is not None and (scales is None or summand.dtype != dtype
+                                    or dtype not in (np.int8, np.uint8)):
             return None
         if x.dtype not in (np.int8, np.uint8) or w.dtype != np.int8 or x.ndim not in (4, 5) \
                 or (bias is not None and bias.dtype != np.int32):
@@ -161,11 +183,15 @@ class Int8Mixin:
             (groups, w.shape[0] // groups) + tuple(w.shape[1:])
         xstrides = tuple(s // x.itemsize for s in x.strides)
         last = _moved(x).flags.c_contiguous and x.shape[1] > 1
+        if summand is not None and tuple(summand.shape) != yshape:
+            return None
         y = _channels_last(yshape, dtype)
         ystrides = tuple(s // dtype.itemsize for s in y.strides)
+        fused_sum = None if summand is None else float(np.float32(sum_scale))
         key = ('int8_conv', x.shape, x.dtype.str, xstrides, last, w.shape, stride, pad, dilate,
                groups, bias is not None, token is not None, dtype.str, bool(relu),
-               token if scales is not None else None)
+               token if scales is not None else None, fused_sum,
+               bool(post_relu) and summand is not None)
         const = ('const',) if token is not None else ()
 
         def build():
@@ -187,7 +213,8 @@ class Int8Mixin:
                     mds.append(bmd)
                 attr = smd = None
                 if scales is not None:
-                    attr, smd = _requant_attr(lib, yshape[1], len(yshape), relu)
+                    attr, smd = _requant_attr(lib, yshape[1], len(yshape), relu, fused_sum,
+                                              post_relu)
                     mds.append(smd)
                 geom = self._geometry(x.shape, yshape, w.shape[2:], stride, pad, dilate)
                 try:
@@ -210,6 +237,8 @@ class Int8Mixin:
         prim = self.primitive(key, build, cache)
         if prim is None:
             return None
+        if summand is not None:
+            np.copyto(y, summand)
         arrays = [x, w, y] + ([_plain(bias)] if bias is not None else [])
         self.execute(key, prim, arrays, token)
         return y

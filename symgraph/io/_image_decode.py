@@ -5,6 +5,7 @@ views, normalised into the batch's row).
 """
 import io as _io
 import struct
+import threading
 
 import numpy as np
 
@@ -39,6 +40,52 @@ def _decode(buf, channels):
 
 
 _IR_HEAD = struct.Struct(recordio._IR_FORMAT)
+#: image sizes whose decoding buffers a thread keeps (more: it drops them all)
+_KEEP_SIZES = 8
+
+
+def _rgbx_decoder():
+    """``recordio._decode_jpeg_rgbx`` for one image at a time per thread: Pillow's entry
+    points looked up once, and each thread decodes into a buffer of its own, kept (with
+    Pillow's mapping of it) per image size, instead of a new array and mapping per image.
+    The (H, W, 4) array returned is valid until the thread's next call (the crop-only
+    path copies its crop into the batch first); None where the fast path does not apply
+    (as ``_decode_jpeg_rgbx``), or None instead of the function without Pillow."""
+    try:
+        from PIL import Image
+        map_buffer, jpeg_decoder = Image.core.map_buffer, Image.core.jpeg_decoder
+    except (ImportError, AttributeError):
+        return None
+    jpeg_size = recordio._jpeg_size
+    local = threading.local()
+
+    def decode(buf):
+        size = jpeg_size(buf)
+        if size is None:
+            return None
+        try:
+            buffers = local.buffers
+        except AttributeError:
+            buffers = local.buffers = {}
+        kept = buffers.get(size)
+        h, w = size
+        try:
+            if kept is None:
+                if len(buffers) >= _KEEP_SIZES:
+                    buffers.clear()
+                out = np.empty((h, w, 4), np.uint8)
+                # Image.frombuffer's mapping of our array, writable here
+                kept = buffers[size] = out, map_buffer(out, (w, h), 'raw', 0, ('RGBX', 0, 1))
+            decoder = jpeg_decoder('RGBX', 'RGB', '')
+            decoder.setimage(kept[1], (0, 0, w, h))
+            consumed, err = decoder.decode(buf)     # libjpeg, without the GIL
+            decoder.cleanup()
+        except Exception:               # a Pillow without these internals, bad data
+            return None
+        if consumed >= 0 or err != 0:   # truncated or failed: the general path reports it
+            return None
+        return kept[0]
+    return decode
 #: take the crop-only fast path where it applies (tests compare it with the general one)
 _FAST_CROP = True
 
@@ -63,8 +110,9 @@ def _crop_only(p, imglist):
         return None
     rand_crop, mirror, rand_mirror = p['rand_crop'], p['mirror'], p['rand_mirror']
     unpack_from, size = _IR_HEAD.unpack_from, recordio._IR_SIZE
-    decode, decode_cv = recordio._decode_jpeg_rgbx, recordio._decode_jpeg_cv
+    decode_cv = recordio._decode_jpeg_cv
     use_cv = recordio._opencv_jpeg() is not None
+    decode = _rgbx_decoder() or recordio._decode_jpeg_rgbx
 
     def crop_only(raw, draws, out, normalize):
         if len(raw) <= size:

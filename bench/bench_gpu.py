@@ -10,7 +10,15 @@ Usage (on a machine with an NVIDIA GPU, CuPy, and ideally PyTorch + torchvision)
 * NMS of 10,000 clustered boxes: the bitmask kernel alone and ``contrib.nms`` (host sort
   included) against ``torchvision.ops.nms``;
 * ring all-reduce of 64 MB per buffer over 4 logical devices on one GPU, against the
-  device's copy bandwidth (and NCCL's all-reduce when there are two or more GPUs).
+  device's copy bandwidth (and NCCL's all-reduce when there are two or more GPUs);
+* ``--cudnn`` instead: the cuDNN backend (``symgraph.backend.cudnn``) against symgraph's
+  own kernels and PyTorch, per operator (convolution on the ResNet-18 layers, BatchNorm,
+  max pooling, softmax / log_softmax, relu), with the relative difference of the results.
+  Written without a GPU (issue 34); its first run is the next GPU session's.
+
+The sections above time symgraph's own kernels: ``bench/run_gpu.sh bench`` runs them with
+``SYMGRAPH_CUDNN=0`` (with cuDNN loaded the executor would route convolution and
+BatchNorm to it).
 
 Writes ``results.json`` and ``results.md`` (a table for ``bench/RESULTS.md``) under
 ``--out``. A missing PyTorch/torchvision leaves their columns empty instead of failing.
@@ -148,6 +156,236 @@ def bench_batchnorm(cp, torch, repeat, shrink=1):
         rows.append(row)
         print('batchnorm', row, flush=True)
     return rows
+
+
+class _OursOnly:
+    """Within: the operators' helpers run symgraph's own CUDA kernels (cuDNN's kernel table
+    answers None), whatever ``symgraph.backend.cudnn`` loaded."""
+
+    def __enter__(self):
+        from symgraph.backend import cudnn
+        self._mod, self._saved = cudnn, cudnn.kernel
+        cudnn.kernel = lambda name: None
+        return self
+
+    def __exit__(self, *exc):
+        self._mod.kernel = self._saved
+
+
+def _maxdiff(cp, a, b):
+    """max |a - b| / (max |b| + 1): the relative disagreement of two results."""
+    a, b = cp.asnumpy(a), cp.asnumpy(b)
+    return float(np.abs(a - b).max() / (np.abs(b).max() + 1.0))
+
+
+def bench_cudnn(cp, torch, repeat, batch, shrink=1):
+    """cuDNN through symgraph.backend.cudnn against symgraph's own CUDA kernels and
+    PyTorch (its cuDNN), operator by operator, forward + backward, float32 without TF32.
+
+    Written without a GPU (issue 34): never run yet. The 'rel diff' columns compare
+    cuDNN's results with our kernels' (relative to the largest value)."""
+    from symgraph.backend import cudnn
+    from symgraph.ops import _conv_impl as ci, norm, softmax as sm
+    from symgraph.ops.pooling import Pooling
+    import types
+    cudnn.reset()
+    be = cudnn.backend()
+    if be is None:
+        print('cudnn: not loaded (%s)' % cudnn.reason(), flush=True)
+        return {'loaded': False, 'reason': cudnn.reason()}
+    sync = cp.cuda.Device().synchronize
+    tsync = torch.cuda.synchronize if torch is not None else None
+    F = torch.nn.functional if torch is not None else None
+    out = {'loaded': True, 'version': '.'.join(map(str, be.version)), 'path': be.path,
+           'tf32': be.tf32, 'conv': [], 'batchnorm': [], 'other': []}
+    rng = np.random.RandomState(2)
+
+    def three(row, ours, mine, ref=None):
+        with _OursOnly():
+            row['ours_ms'] = 1e3 * timeit(ours, sync, repeat)
+        row['cudnn_ms'] = 1e3 * timeit(mine, sync, repeat)
+        if ref is not None:
+            row['torch_ms'] = 1e3 * timeit(ref, tsync, repeat)
+        return row
+
+    for name, c_in, c_out, k, s, p, hw in RESNET18:
+        c_in, c_out, hw = max(1, c_in // shrink), max(1, c_out // shrink), max(k, hw // shrink)
+        x = cp.asarray(rng.standard_normal((batch, c_in, hw, hw)).astype(np.float32))
+        w = cp.asarray((rng.standard_normal((c_out, c_in, k, k)) * 0.05).astype(np.float32))
+        st, pd, dl = (s, s), (p, p), (1, 1)
+        y = be.conv_forward(x, w, None, st, pd, dl, 1)
+        dy = cp.asarray(rng.standard_normal(y.shape).astype(np.float32))
+
+        def ours():
+            ci.conv_forward(cp, x, w, None, st, pd, dl, 1)
+            ci.conv_backward_data(cp, dy, w, x.shape, st, pd, dl, 1)
+            ci.conv_backward_weight(cp, x, dy, (k, k), st, pd, dl, 1)
+
+        def mine():
+            be.conv_forward(x, w, None, st, pd, dl, 1)
+            be.conv_backward_data(dy, w, x.shape, st, pd, dl, 1)
+            be.conv_backward_weights(x, dy, w.shape, st, pd, dl, 1)
+        ref = None
+        if torch is not None:
+            tx = torch.as_tensor(cp.asnumpy(x), device='cuda').requires_grad_()
+            tw = torch.as_tensor(cp.asnumpy(w), device='cuda').requires_grad_()
+            tdy = torch.as_tensor(cp.asnumpy(dy), device='cuda')
+
+            def ref():
+                F.conv2d(tx, tw, stride=s, padding=p).backward(tdy)
+        row = three({'layer': name, 'input': list(x.shape)}, ours, mine, ref)
+        with _OursOnly():
+            y0 = ci.conv_forward(cp, x, w, None, st, pd, dl, 1)
+            dx0 = ci.conv_backward_data(cp, dy, w, x.shape, st, pd, dl, 1)
+            dw0 = ci.conv_backward_weight(cp, x, dy, (k, k), st, pd, dl, 1)
+        row['rel_diff'] = max(
+            _maxdiff(cp, y, y0),
+            _maxdiff(cp, be.conv_backward_data(dy, w, x.shape, st, pd, dl, 1), dx0),
+            _maxdiff(cp, be.conv_backward_weights(x, dy, w.shape, st, pd, dl, 1), dw0))
+        out['conv'].append(row)
+        print('cudnn conv', row, flush=True)
+
+    for shape in BN_SHAPES:
+        shape = (max(1, batch * shape[0] // 32 // shrink),) + tuple(
+            max(1, d // shrink) for d in shape[1:])
+        c = shape[1]
+        x = cp.asarray(rng.standard_normal(shape).astype(np.float32))
+        dy = cp.asarray(rng.standard_normal(shape).astype(np.float32))
+        gamma, beta = cp.ones(c, np.float32), cp.zeros(c, np.float32)
+        mm, mv = cp.zeros(c, np.float32), cp.ones(c, np.float32)
+        op = types.SimpleNamespace(eps=1e-3, momentum=0.9, fix_gamma=False,
+                                   use_global_stats=False)
+
+        def ours():
+            _, m0, i0 = norm._gpu_bn_forward(cp, op, x, gamma, beta, mm, mv, True)
+            norm._gpu_bn_backward(cp, op, dy, x, gamma, m0, i0)
+
+        def mine():
+            _, m1, i1 = be.batchnorm_forward(x, gamma, beta, mm, mv, 1e-3, 0.9, False, True)
+            be.batchnorm_backward(dy, x, gamma, m1, i1, 1e-3, False)
+        ref = None
+        if torch is not None:
+            tx = torch.as_tensor(cp.asnumpy(x), device='cuda').requires_grad_()
+            g = torch.ones(c, device='cuda', requires_grad=True)
+            b = torch.zeros(c, device='cuda', requires_grad=True)
+            rm, rv = torch.zeros(c, device='cuda'), torch.ones(c, device='cuda')
+            tdy = torch.as_tensor(cp.asnumpy(dy), device='cuda')
+
+            def ref():
+                F.batch_norm(tx, rm, rv, g, b, training=True, momentum=0.1,
+                             eps=1e-3).backward(tdy)
+        row = three({'shape': list(shape)}, ours, mine, ref)
+        with _OursOnly():
+            y0, m0, i0 = norm._gpu_bn_forward(cp, op, x, gamma, beta, mm, mv, True)
+            dx0 = norm._gpu_bn_backward(cp, op, dy, x, gamma, m0, i0)[0]
+        y1, m1, i1 = be.batchnorm_forward(x, gamma, beta, mm, mv, 1e-3, 0.9, False, True)
+        dx1 = be.batchnorm_backward(dy, x, gamma, m1, i1, 1e-3, False)[0]
+        row['rel_diff'] = max(_maxdiff(cp, y1, y0), _maxdiff(cp, dx1, dx0))
+        out['batchnorm'].append(row)
+        print('cudnn batchnorm', row, flush=True)
+
+    # pooling (ResNet's stem max pooling), softmax (1000 classes), relu
+    hw = max(3, 112 // shrink)
+    x = cp.asarray(rng.standard_normal((batch, max(1, 64 // shrink), hw, hw))
+                   .astype(np.float32))
+    pool = Pooling(kernel=(3, 3), stride=(2, 2), pad=(1, 1), pool_type='max')
+    yp = be.pool_forward(x, 'max', (3, 3), (2, 2), (1, 1))
+    dyp = cp.asarray(rng.standard_normal(yp.shape).astype(np.float32))
+
+    def ours():
+        pool._pool_grad(cp, x, pool._pool(cp, x), dyp)
+
+    def mine():
+        be.pool_backward(x, be.pool_forward(x, 'max', (3, 3), (2, 2), (1, 1)), dyp, 'max',
+                         (3, 3), (2, 2), (1, 1))
+    ref = None
+    if torch is not None:
+        tx = torch.as_tensor(cp.asnumpy(x), device='cuda').requires_grad_()
+        tdy = torch.as_tensor(cp.asnumpy(dyp), device='cuda')
+
+        def ref():
+            F.max_pool2d(tx, 3, 2, 1).backward(tdy)
+    row = three({'op': 'max pool 3x3/2', 'input': list(x.shape)}, ours, mine, ref)
+    with _OursOnly():
+        y0 = pool._pool(cp, x)
+    row['rel_diff'] = _maxdiff(cp, yp, y0)
+    out['other'].append(row)
+    print('cudnn pool', row, flush=True)
+
+    for log in (False, True):
+        xs = cp.asarray(rng.standard_normal((batch * 16, 1000)).astype(np.float32))
+        dys = cp.asarray(rng.standard_normal(xs.shape).astype(np.float32))
+        fn = sm.log_softmax if log else sm.softmax
+
+        def ours():
+            yy = fn(cp, xs, -1)
+            if log:
+                dys - cp.exp(yy) * dys.sum(axis=-1, keepdims=True)
+            else:
+                yy * (dys - (dys * yy).sum(axis=-1, keepdims=True))
+
+        def mine():
+            be.softmax_backward(be.softmax_forward(xs, -1, log), dys, -1, log)
+        ref = None
+        if torch is not None:
+            tx = torch.as_tensor(cp.asnumpy(xs), device='cuda').requires_grad_()
+            tdy = torch.as_tensor(cp.asnumpy(dys), device='cuda')
+            tf = F.log_softmax if log else F.softmax
+
+            def ref():
+                tf(tx, dim=-1).backward(tdy)
+        row = three({'op': 'log_softmax' if log else 'softmax', 'input': list(xs.shape)},
+                    ours, mine, ref)
+        row['rel_diff'] = _maxdiff(cp, be.softmax_forward(xs, -1, log), fn(cp, xs, -1))
+        out['other'].append(row)
+        print('cudnn softmax', row, flush=True)
+
+    xr = cp.asarray(rng.standard_normal((batch, max(1, 64 // shrink), max(1, 56 // shrink),
+                                         max(1, 56 // shrink))).astype(np.float32))
+    dyr = cp.asarray(rng.standard_normal(xr.shape).astype(np.float32))
+
+    def ours():
+        yy = cp.maximum(xr, 0)
+        dyr * (yy > 0)
+
+    def mine():
+        yy = be.activation_forward(xr, 'relu')
+        be.activation_backward(xr, yy, dyr, 'relu')
+    ref = None
+    if torch is not None:
+        tx = torch.as_tensor(cp.asnumpy(xr), device='cuda').requires_grad_()
+        tdy = torch.as_tensor(cp.asnumpy(dyr), device='cuda')
+
+        def ref():
+            F.relu(tx).backward(tdy)
+    row = three({'op': 'relu (CuPy elementwise as ours)', 'input': list(xr.shape)}, ours,
+                mine, ref)
+    row['rel_diff'] = _maxdiff(cp, be.activation_forward(xr, 'relu'), cp.maximum(xr, 0))
+    out['other'].append(row)
+    print('cudnn relu', row, flush=True)
+    return out
+
+
+def cudnn_markdown(res, batch):
+    """The cuDNN section's tables (ours / cuDNN: above 1 means cuDNN is faster)."""
+    if not res.get('loaded'):
+        return '## cuDNN backend\n\nnot loaded: %s\n' % res.get('reason')
+    lines = ['## cuDNN backend %s (%s), batch %d, TF32 %s: forward + backward'
+             % (res['version'], res['path'], batch, 'on' if res['tf32'] else 'off'), '',
+             '| case | input | ours ms | cuDNN ms | PyTorch ms | ours/cuDNN | cuDNN/PyTorch '
+             '| rel diff |', '|---|---|---|---|---|---|---|---|']
+    for kind, rows in (('conv', res['conv']), ('bn', res['batchnorm']),
+                       ('', res['other'])):
+        for r in rows:
+            case = r.get('layer') or r.get('op') or 'BatchNorm'
+            t = r.get('torch_ms')
+            lines.append('| %s | %s | %.3f | %.3f | %s | %.2f | %s | %.1e |' % (
+                ('%s %s' % (kind, case)).strip(), 'x'.join(map(str, r.get('input')
+                                                               or r.get('shape'))),
+                r['ours_ms'], r['cudnn_ms'], '%.3f' % t if t else '-',
+                r['ours_ms'] / r['cudnn_ms'], '%.2f' % (r['cudnn_ms'] / t) if t else '-',
+                r['rel_diff']))
+    return '\n'.join(lines) + '\n'
 
 
 def bench_nms(cp, torch, repeat, n=10000):
@@ -336,6 +574,9 @@ def main(argv=None):
     ap.add_argument('--smoke', action='store_true',
                     help='tiny sizes, 1 repeat: checks the script end to end (CI runs it on '
                          'the strict CuPy stand-in); the figures mean nothing')
+    ap.add_argument('--cudnn', action='store_true',
+                    help='only the cuDNN section (symgraph.backend.cudnn vs our kernels vs '
+                         'PyTorch), to results_cudnn.json / results_cudnn.md')
     args = ap.parse_args(argv)
     shrink, boxes, mbytes = 1, 10000, 64
     if args.quick:
@@ -353,6 +594,16 @@ def main(argv=None):
         'cupy': cp.__version__, 'torch': getattr(torch, '__version__', None),
         'batch': args.batch, 'repeat': args.repeat,
     }
+    if args.cudnn:
+        results['cudnn'] = bench_cudnn(cp, torch, args.repeat, args.batch, shrink)
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, 'results_cudnn.json'), 'w') as f:
+            json.dump(results, f, indent=1)
+        text = cudnn_markdown(results['cudnn'], args.batch)
+        with open(os.path.join(args.out, 'results_cudnn.md'), 'w') as f:
+            f.write(text)
+        print(text)
+        return results
     results['conv'] = bench_conv(cp, torch, args.repeat, args.batch, shrink)
     results['batchnorm'] = bench_batchnorm(cp, torch, args.repeat, shrink)
     results['nms'] = bench_nms(cp, torch, args.repeat, boxes)

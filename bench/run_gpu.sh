@@ -6,8 +6,17 @@
 #   sanitizer  compute-sanitizer memcheck, racecheck and synccheck over the kernel tests
 #              (CuPy's memory pool off, so out-of-bounds accesses hit real allocation ends);
 #   bench      bench/bench_gpu.py (conv / BatchNorm vs cuDNN, NMS vs torchvision, ring
-#              all-reduce), ending with the table of issue 5's targets.
-# Usage: bench/run_gpu.sh [--quick] [tests] [sanitizer | memcheck racecheck synccheck] [bench]
+#              all-reduce), ending with the table of issue 5's targets; run with
+#              SYMGRAPH_CUDNN=0, so "ours" is symgraph's own kernels;
+#   cudnn      the cuDNN backend (issue 34; written without a GPU, first run here): which
+#              library loaded (or why none), tests/backend/test_cudnn.py -m gpu (cuDNN vs
+#              our kernels: conv fwd/bwd, BatchNorm, pooling, softmax, activation), the
+#              operator suite tests/gpu/test_gpu_suite.py once with SYMGRAPH_CUDNN=1 and
+#              once with 0 (every OpCase on both paths), and bench_gpu.py --cudnn (cuDNN vs
+#              ours vs PyTorch). Run it FIRST on a new GPU machine: the tests step uses
+#              cuDNN whenever it loads; if cudnn fails, run the rest with SYMGRAPH_CUDNN=0.
+# Usage: bench/run_gpu.sh [--quick] [cudnn] [tests] [sanitizer | memcheck racecheck synccheck]
+#        [bench]
 # (no step named: all). With pytest-xdist installed the GPU tests run in $XDIST processes
 # (default 8): a fresh machine compiles every CuPy elementwise kernel the suite meets.
 # Results go to $RESULTS (default bench/results_gpu). Where $OUT is set (the device tool),
@@ -24,12 +33,12 @@ STEPS=()
 for arg in "$@"; do
     case "$arg" in
         --quick) QUICK="--quick" ;;
-        tests|bench|memcheck|racecheck|synccheck) STEPS+=("$arg") ;;
+        tests|bench|cudnn|memcheck|racecheck|synccheck) STEPS+=("$arg") ;;
         sanitizer) STEPS+=(memcheck racecheck synccheck) ;;
         *) echo "unknown argument: $arg" >&2; exit 2 ;;
     esac
 done
-[ ${#STEPS[@]} = 0 ] && STEPS=(tests memcheck racecheck synccheck bench)
+[ ${#STEPS[@]} = 0 ] && STEPS=(cudnn tests memcheck racecheck synccheck bench)
 mkdir -p "$RESULTS"
 status=0
 
@@ -48,6 +57,28 @@ step "environment"
 if ! "$PY" -c "import sys, symgraph.cuda as c; sys.exit(0 if c.available() else 1)"; then
     echo "no CUDA GPU visible to CuPy (or symgraph is not installed): nothing to run" >&2
     exit 2
+fi
+
+if wants cudnn; then
+    step "cuDNN backend"
+    "$PY" -c "
+import logging; logging.basicConfig(level=logging.INFO)
+from symgraph.backend import cudnn
+be = cudnn.backend()
+print('cudnn', 'loaded %s from %s' % ('.'.join(map(str, be.version)), be.path) if be
+      else 'NOT loaded: %s' % cudnn.reason())
+" 2>&1 | tee "$RESULTS/cudnn_env.txt"
+    "$PY" -m pytest -q -rs -p no:cacheprovider -m gpu tests/backend/test_cudnn.py \
+        --junitxml="$RESULTS/cudnn_tests.xml" 2>&1 | tee "$RESULTS/cudnn_tests.log"
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
+    for on in 1 0; do
+        SYMGRAPH_CUDNN=$on "$PY" -m pytest -q -p no:cacheprovider -m gpu \
+            tests/gpu/test_gpu_suite.py 2>&1 | tee "$RESULTS/cudnn_suite_$on.log"
+        [ "${PIPESTATUS[0]}" = 0 ] || status=1
+    done
+    "$PY" bench/bench_gpu.py --cudnn --out "$RESULTS" $QUICK 2>&1 \
+        | tee "$RESULTS/bench_cudnn.log"
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
 fi
 
 if wants tests; then
@@ -86,13 +117,15 @@ done
 
 if wants bench; then
     step "benchmarks"
-    "$PY" bench/bench_gpu.py --out "$RESULTS" $QUICK 2>&1 | tee "$RESULTS/bench.log"
+    SYMGRAPH_CUDNN=0 "$PY" bench/bench_gpu.py --out "$RESULTS" $QUICK 2>&1 \
+        | tee "$RESULTS/bench.log"
     [ "${PIPESTATUS[0]}" = 0 ] || status=1
 fi
 
 if [ -n "${OUT:-}" ] && [ -d "${OUT}" ]; then
     # the device tool brings back at most 8 files: the report and one tarball
     [ -f "$RESULTS/results.md" ] && cp "$RESULTS/results.md" "$OUT/"
+    [ -f "$RESULTS/results_cudnn.md" ] && cp "$RESULTS/results_cudnn.md" "$OUT/"
     tar czf "$OUT/results_gpu_$(date -u +%H%M%S).tgz" -C "$(dirname "$RESULTS")" \
         "$(basename "$RESULTS")"
 fi

@@ -27,6 +27,8 @@ from math import prod
 
 import numpy as np
 
+from symgraph.opdef import gpu_kernel
+
 from ._util import F32, KERNELS, on_backend
 
 _TRANSPOSED_BWD = True
@@ -269,6 +271,12 @@ def _backend(xp, *arrays):
     return KERNELS if KERNELS.loaded() else None
 
 
+def _cudnn(xp, name):
+    """cuDNN's kernel ``name`` for CuPy arrays (:func:`symgraph.opdef.gpu_kernel`: None
+    without the library or a GPU, one log line saying why), else None."""
+    return None if xp is np else gpu_kernel(name)
+
+
 def conv_forward(xp, x, w, b, stride, pad, dilate, groups, after=None, dest=None,
                  site=None):
     """Cross-correlation of x (N, C, *S) with w (F, C/groups, *K), plus bias b (F,) or None.
@@ -295,6 +303,12 @@ def conv_forward(xp, x, w, b, stride, pad, dilate, groups, after=None, dest=None
                                x.shape[:1] + (w.shape[0],) + out, out=dest)
     if xp is np:
         y = on_backend(site, (x, w, b, dest), onednn)
+        if y is not None:
+            return y
+    else:
+        kern = _cudnn(xp, 'conv_forward')
+        y = None if kern is None or tuple(after) != tuple(pad) else kern(
+            x, w, b, stride, pad, dilate, groups, out=dest)
         if y is not None:
             return y
     out = out_size()
@@ -333,6 +347,12 @@ def conv_backward_data(xp, dy, w, shape, stride, pad, dilate, groups, dyt=None, 
         dx = on_backend(site, (dy, w, dest), onednn)
         if dx is not None:
             return dx
+    else:
+        kern = _cudnn(xp, 'conv_backward_data')
+        dx = None if kern is None else kern(dy, w, tuple(shape), stride, pad, dilate,
+                                             groups, out=dest)
+        if dx is not None:
+            return dx
     kernel = w.shape[2:]
     out = dy.shape[2:]
     f = w.shape[0]
@@ -363,6 +383,13 @@ def conv_backward_weight(xp, x, dy, kernel, stride, pad, dilate, groups, dyt=Non
                 x, dy, (dy.shape[1], x.shape[1] // groups) + tuple(kernel), stride, pad,
                 dilate, groups, out=dest)
         dw = on_backend(site, (x, dy, dest), onednn)
+        if dw is not None:
+            return dw
+    else:
+        kern = _cudnn(xp, 'conv_backward_weights')
+        dw = None if kern is None else kern(
+            x, dy, (dy.shape[1], x.shape[1] // groups) + tuple(kernel), stride, pad, dilate,
+            groups, out=dest)
         if dw is not None:
             return dw
     out = dy.shape[2:]

@@ -11,8 +11,8 @@ from math import prod
 
 import numpy as np
 
-from symgraph.opdef import (Operator, Param, ShapeError, Step, cpu_kernel, random_state,
-                            register, same_type, unify_shape)
+from symgraph.opdef import (Operator, Param, ShapeError, Step, cpu_kernel, gpu_kernel,
+                            random_state, register, same_type, unify_shape)
 
 from ._fused import FusedOperator
 from ._specfun import erf
@@ -203,6 +203,12 @@ def _sigmoid(xp, x):
     return xp.where(x >= 0, r, e * r).astype(x.dtype, copy=False)
 
 
+def _cudnn_activation():
+    """cuDNN's activation forward (:func:`symgraph.opdef.gpu_kernel`; it declines the kinds
+    its routing table keeps on CuPy's elementwise kernels), or None."""
+    return gpu_kernel('activation_forward')
+
+
 @register
 class Activation(Operator):
     """Elementwise ``relu``, ``sigmoid``, ``tanh``, ``softrelu`` or ``softsign``."""
@@ -244,8 +250,8 @@ class Activation(Operator):
         a = self.act_type
         if dest is None:
             # the CPU kernel where it takes the kind and size (it declines softsign: none
-            # in oneDNN)
-            kern = cpu_kernel('eltwise_forward') if xp is np else None
+            # in oneDNN); on CuPy cuDNN's where its routing sends the kind there
+            kern = cpu_kernel('eltwise_forward') if xp is np else _cudnn_activation()
             y = None if kern is None else kern(x, a, _ACT_ALPHA.get(a, 0.0))
             return [self._fn(xp)(x) if y is None else y]
         if a == 'relu':

@@ -15,7 +15,7 @@ from math import prod
 
 import numpy as np
 
-from symgraph.opdef import Kept, Param, Step, register
+from symgraph.opdef import Kept, Param, Step, gpu_kernel, register
 
 from ._norm import BatchNormBase, bshape
 from ._util import F32, KERNELS, acc, f32, on_backend
@@ -55,7 +55,15 @@ def _c_order(d):
 
 def _gpu_bn_forward(xp, op, data, gamma, beta, moving_mean, moving_var, is_train, dest=None):
     """BatchNorm forward with the fused kernels: [out, mean, inv_std] (out written into
-    ``dest`` when given)."""
+    ``dest`` when given); cuDNN's first where it is loaded and takes the case."""
+    kern = gpu_kernel('batchnorm_forward')
+    r = None if kern is None else kern(data, gamma, beta, moving_mean, moving_var,
+                                        f32(op.eps), f32(op.momentum), op.fix_gamma,
+                                        is_train and not op.use_global_stats, out=dest)
+    if r is not None:
+        if dest is not None and r[0] is not dest:
+            dest[...] = r[0]
+        return [r[0] if dest is None else dest, r[1], r[2]]
     from symgraph.cuda import loader
     n, c = data.shape[:2]
     x3 = data.reshape(n, c, -1)
@@ -72,7 +80,15 @@ def _gpu_bn_forward(xp, op, data, gamma, beta, moving_mean, moving_var, is_train
 
 def _gpu_bn_backward(xp, op, dy, data, gamma, mean, inv, dest=None):
     """BatchNorm backward with the fused kernels: [dx, dgamma, dbeta], from the mean and
-    inverse std that forward saved as its outputs (dx written into ``dest`` when given)."""
+    inverse std that forward saved as its outputs (dx written into ``dest`` when given);
+    cuDNN's first (batch statistics only) where it is loaded and takes the case."""
+    kern = None if op.use_global_stats else gpu_kernel('batchnorm_backward')
+    r = None if kern is None else kern(dy, data, gamma, mean, inv, f32(op.eps),
+                                        op.fix_gamma, out=dest)
+    if r is not None:
+        if dest is not None and r[0] is not dest:
+            dest[...] = r[0]
+        return [r[0] if dest is None else dest, r[1], r[2]]
     from symgraph.cuda import loader
     n, c = data.shape[:2]
     dx, dgamma, dbeta = loader.batchnorm_backward(

@@ -16,8 +16,8 @@ import math
 
 import numpy as np
 
-from symgraph.opdef import Kept, Operator, Param, ShapeError, Step, cpu_kernel, register, \
-    same_type
+from symgraph.opdef import Kept, Operator, Param, ShapeError, Step, cpu_kernel, gpu_kernel, \
+    register, same_type
 
 from ._conv_impl import _pad, _windows
 from .conv import Deconvolution
@@ -237,8 +237,37 @@ class Pooling(Operator):
         return cpu_kernel('pool_backward')(dy, ws, kind, kernel, stride, pad_l, pad_r,
                                            x.shape, out=dest, x=x)
 
+    def _cudnn_spec(self, xp, x):
+        """(kind, kernel, stride, pad) when this pooling of CuPy array ``x`` may go through
+        cuDNN (:func:`symgraph.opdef.gpu_kernel`), else None: max / avg, not global, and windows
+        that stay inside the symmetric padding (cuDNN's output size is the 'valid' one)."""
+        if xp is np or self.global_pool or self.pool_type not in ('max', 'avg'):
+            return None
+        kernel, stride, pad, out = self.geometry(x.shape[2:])
+        if any((s + 2 * p - k) // t + 1 != o
+               for s, k, t, p, o in zip(x.shape[2:], kernel, stride, pad, out)):
+            return None
+        if self.pool_type == 'max':
+            kind = 'max'
+        else:
+            kind = 'avg_exclude' if self.count_include_pad is False else 'avg_include'
+        return kind, tuple(kernel), tuple(stride), tuple(pad)
+
+    def _pool_cudnn(self, xp, x, y=None, dy=None, dest=None):
+        """cuDNN's forward (``y`` None) or backward, or None."""
+        spec = self._cudnn_spec(xp, x)
+        if spec is None:
+            return None
+        if y is None:
+            kern = gpu_kernel('pool_forward')
+            return None if kern is None else kern(x, *spec)
+        kern = gpu_kernel('pool_backward')
+        return None if kern is None else kern(x, y, dy, *spec, out=dest)
+
     def _pool(self, xp, x, is_train=False, state=None):
         y = self._pool_onednn(xp, x, is_train, state)
+        if y is None:
+            y = self._pool_cudnn(xp, x)
         if y is not None:
             return y
         kernel, stride, pad, out = self.geometry(x.shape[2:])
@@ -278,6 +307,8 @@ class Pooling(Operator):
         for global average/sum pooling, which copies into any layout) where the path
         allows, else a new array."""
         dx = self._pool_grad_onednn(xp, x, y, dy, dest, state)
+        if dx is None:
+            dx = self._pool_cudnn(xp, x, y, dy, dest)
         if dx is not None:
             return dx
         kernel, stride, pad, out = self.geometry(x.shape[2:])

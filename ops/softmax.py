@@ -9,7 +9,7 @@ cannot be used.
 import numpy as np
 
 from symgraph.opdef import (Operator, Param, ShapeError, TypeInferenceError, cpu_kernel,
-                            is_bfloat16, register)
+                            gpu_kernel, is_bfloat16, register)
 
 from ._util import norm_axis
 from symgraph.base import ArgumentError
@@ -27,12 +27,24 @@ def log_softmax(xp, x, axis):
     return s - xp.log(xp.exp(s).sum(axis=axis, keepdims=True))
 
 
+def _cudnn_softmax(op, xp, x, log):
+    """The same on CuPy arrays through cuDNN (:func:`symgraph.opdef.gpu_kernel`), or None: no
+    library or GPU, a temperature, a length, an output dtype other than the input's."""
+    if op.temperature not in (None, 1.0) or op.use_length \
+            or (op.dtype is not None and np.dtype(op.dtype) != x.dtype):
+        return None
+    kernel = gpu_kernel('softmax_forward')
+    return None if kernel is None else kernel(x, norm_axis(op.axis, x.ndim), log)
+
+
 def _onednn_softmax(op, xp, x, log):
     """softmax / log_softmax of x along op.axis through the CPU backend's kernel, or None:
     not a NumPy array, a temperature, a length or an output dtype of its own, no backend,
     or the kernel declines (sizes, dtypes and axes are its routing: only the last axis, from
     the size its ``LIMITS`` table says)."""
-    if xp is not np or op.temperature not in (None, 1.0) or op.use_length \
+    if xp is not np:
+        return _cudnn_softmax(op, xp, x, log)
+    if op.temperature not in (None, 1.0) or op.use_length \
             or (op.dtype is not None and np.dtype(op.dtype) != np.float32):
         return None
     kernel = cpu_kernel('softmax_forward')

@@ -85,6 +85,16 @@ SWITCHES = {s.name: s for s in (
            'an operator called again on the very arrays of an earlier call replays that '
            "call's oneDNN primitives (the same values bit for bit); off: every call is "
            'worked out anew', 'when the backend first loads'),
+    Switch('CUDNN', 'flag', True,
+           "the cuDNN GPU backend (convolution, BatchNorm, pooling, softmax on CuPy arrays); "
+           "off: symgraph's own CUDA kernels", 'when the backend first loads (the first GPU '
+           'operator that asks)'),
+    Switch('CUDNN_LIB', 'path', None,
+           'the libcudnn.so.9 (or .so.8) to load instead of the nvidia-cudnn wheels\' or '
+           "the system's", 'when the cuDNN backend first loads'),
+    Switch('TF32', 'flag', False,
+           'float32 convolutions on cuDNN may use TF32 tensor cores (off, as MXNet: '
+           'float32 math)', 'when the cuDNN backend first loads'),
     Switch('INFERENCE_PASSES', 'names', _PASSES,
            'the inference passes an executor without gradients runs forward(is_train=False) '
            'through (unset: all); exe.debug_str() ends with what each did', 'at bind',

@@ -36,7 +36,8 @@ runtime services an operator may use
     :func:`random_state` (the generator to draw from), :func:`device_group` (the other
     devices of a data-parallel step, for collective operators such as SyncBatchNorm) and
     :func:`cpu_kernel` (a kernel of the :class:`CpuKernels` protocol: oneDNN's for NumPy
-    float32 arrays, or None; :func:`cpu_backend`, the backend object, is for tests and
+    float32 arrays, or None; :func:`gpu_kernel` likewise cuDNN's for CuPy arrays;
+    :func:`cpu_backend`, the backend object, is for tests and
     tools, never operators); the core lends the backend scratch memory with
     :func:`lend_scratch`; :class:`Kept` holds what a Step keeps for the very arrays it was
     made from; :func:`same_bits` and :class:`Snapshot` tell whether arrays changed since a
@@ -67,6 +68,7 @@ __all__ = ['Param', 'Operator', 'register', 'get_op', 'unknown_operator', 'list_
            'random_state', 'using_random_state', 'DeviceGroup', 'device_group',
            'using_device_group', 'ProcessGroup', 'process_group', 'set_process_group',
            'Subgraph', 'SubgraphRunner', 'cpu_backend', 'PostOp', 'CpuKernels', 'cpu_kernel',
+           'gpu_kernel',
            'lend_scratch', 'same_bits', 'Snapshot', 'Step', 'Kept', 'format_value', 'param_names',
            'positional_params', 'split_positional', 'bind_step', 'takes_bfloat16',
            'is_bfloat16', 'bfloat16', 'as_dtype']
@@ -1475,6 +1477,21 @@ def cpu_kernel(name):
 
 #: [the backend's kernel table] once :func:`cpu_kernel` was first asked
 _KERNEL_TABLE = []
+
+
+def gpu_kernel(name):
+    """The GPU backend's kernel ``name`` for CuPy arrays (cuDNN's, through
+    ``symgraph.backend.cudnn.kernel``: a function that returns None to decline), or None
+    where cuDNN is off, missing or has no GPU (one log line says why); the operator then
+    runs symgraph's own CUDA kernels. Ask only with CuPy arrays in hand (the backend finds
+    CuPy among the imported modules, importing nothing)."""
+    if not _CUDNN_MODULE:
+        from symgraph.backend import cudnn
+        _CUDNN_MODULE.append(cudnn)
+    return _CUDNN_MODULE[0].kernel(name)
+
+
+_CUDNN_MODULE = []
 
 
 def cpu_backend():

@@ -45,6 +45,37 @@ def test_direct_jpeg_decode_equals_pillow(kw, monkeypatch):
     np.testing.assert_array_equal(rgb, want)
 
 
+def test_thread_kept_jpeg_buffers_decode_as_pillow(monkeypatch):
+    """ImageRecordIter's per-thread decoder (a buffer kept per image size, dropped beyond
+    _KEEP_SIZES sizes) gives Image.open's pixels; another thread gets its own buffers."""
+    import threading
+    from symgraph.io import _image_decode
+    monkeypatch.setattr(_image_decode, '_KEEP_SIZES', 2)
+    decode = _image_decode._rgbx_decoder()
+    sizes = [(37, 53), (37, 53), (20, 31), (37, 53), (12, 9), (37, 53)]
+    got_all = []                            # (kept alive: ids stay distinct)
+    for i, (h, w) in enumerate(sizes):
+        data = _jpeg(_image(h, w, seed=i), progressive=i % 2 == 1)
+        got = decode(memoryview(data))
+        want = np.asarray(Image.open(io.BytesIO(data)).convert('RGB'))
+        assert got.shape == (h, w, 4)
+        np.testing.assert_array_equal(got[..., :3], want)
+        got_all.append(got)
+    # the (37, 53) images share a buffer until a third size drops the kept ones
+    assert got_all[1] is got_all[0] and got_all[3] is got_all[0]
+    assert got_all[5] is not got_all[0]
+    data = _jpeg(_image(37, 53, seed=7))
+    main = decode(data)
+    other = []
+    thread = threading.Thread(target=lambda: other.append(decode(data)))
+    thread.start()
+    thread.join()
+    assert other[0] is not main
+    np.testing.assert_array_equal(other[0], main)
+    for bad in (_jpeg(_image(9, 9)[..., 0]), data[:len(data) // 2], b'', b'\xff\xd8\xff'):
+        assert decode(bad) is None          # gray, truncated, not a JPEG
+
+
 @pytest.mark.parametrize('kw', [{}, {'progressive': True}, {'subsampling': 0},
                                 {'quality': 40, 'optimize': True}])
 def test_opencv_jpeg_decode_within_one_grey_level_of_pillow(kw, monkeypatch):

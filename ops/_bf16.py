@@ -180,42 +180,60 @@ class Bf16FusedConvolution(FusedConvolution):
                                [[_wide(a) for a in arrays] for arrays in per], None)
         return wide.astype(x.dtype) if is_bfloat16(x.dtype) else wide
 
+    def _spec(self, x, w, b, state):
+        """(data shape, yshape, all oneDNN post-ops, index of the sum or None, the
+        post-ops before it, after it), or None where the kernel does not take the chain;
+        worked out once per data shape (kept in the Step's state)."""
+        got = None if state is None else state.get('bf16_spec')
+        if got is not None and got[0] == x.shape:
+            return got[1]
+        conv = self.base
+        rest = self.post_ops[self.n_affine:]
+        spec = None
+        if all(p.kind in ('sum', 'eltwise') for p in rest):
+            ops = eltwise_post_ops(rest)
+            at = ops.index(('sum',)) if ('sum',) in ops else None
+            post = () if at is None else ops[at + 1:]
+            if post in ((), (('eltwise', 'relu', 0.0),)):
+                shapes = [x.shape, w.shape] + ([] if b is None else [b.shape])
+                yshape = conv.infer_shape([tuple(s) for s in shapes])[1][0]
+                spec = (tuple(yshape), ops, at, ops if at is None else ops[:at], post)
+        if state is not None:
+            state['bf16_spec'] = (x.shape, spec)
+        return spec
+
     def _bf16(self, base, per, state, dest):
         conv, x, w = self.base, base[0], base[1]
         b = None if conv.no_bias else base[2]
-        k = self.n_affine
-        rest, args = self.post_ops[k:], per[k:]
-        if any(p.kind not in ('sum', 'eltwise') for p in rest):
+        spec = self._spec(x, w, b, state)
+        if spec is None:
             return None
-        ops = eltwise_post_ops(rest)
-        at = ops.index(('sum',)) if ('sum',) in ops else None
-        pre = ops if at is None else ops[:at]
-        post = () if at is None else ops[at + 1:]
-        if post not in ((), (('eltwise', 'relu', 0.0),)):
-            return None
+        yshape, ops, at, pre, post = spec
         kern = cpu_kernel('conv_forward_bf16')
         add = cpu_kernel('add_bf16')
         if kern is None or (at is not None and add is None):
             return None
         wf, bf, token = self.folded(np, w, b, per, state, (-1,) + (1,) * (w.ndim - 1))
-        shapes = [x.shape, w.shape] + ([] if b is None else [b.shape])
-        yshape = conv.infer_shape([tuple(s) for s in shapes])[1][0]
         # (the folded weights are constants: reordered once per token, in this layer's
-        # own primitive where the Step keeps one)
+        # own primitive where the Step keeps one; a call on the same arrays as the last
+        # one, every forward of an inference plan, is replayed from the memo)
         token = token if state is not None else None
         cache = None if state is None else state['primitives']
+        memo = None if state is None else state['memo']
+        k = self.n_affine
         if at is not None and self.out_layout is not None:
             # the sum as oneDNN's post-op (into the residual's memory where the plan
             # gives it): no second pass over the activations
             y = kern(x, wf, bf, conv.st, conv.pd, conv.dl, conv.num_group, yshape, False,
-                     ops, self.out_layout, token, cache, args[at][0], dest)
+                     ops, self.out_layout, token, cache, per[k + at][0], dest, memo)
             if y is not None:
                 return y
         y = kern(x, wf, bf, conv.st, conv.pd, conv.dl, conv.num_group, yshape, False, pre,
-                 self.out_layout, token, cache)
+                 self.out_layout, token, cache, out=None if at is not None else dest,
+                 memo=None if at is not None else memo)
         if y is None or at is None:
             return y
-        return add(y, args[at][0], relu=bool(post))
+        return add(y, per[k + at][0], relu=bool(post))
 
 
 @takes_bfloat16

@@ -13,8 +13,8 @@ bfloat16 is ``ml_dtypes.bfloat16`` (``symgraph.base.bfloat16()``).
 """
 import numpy as np
 
-from symgraph.opdef import (MXNetError, Operator, Param, TypeInferenceError, is_bfloat16,
-                            np_dtype, register, takes_bfloat16)
+from symgraph.opdef import (MXNetError, Operator, Param, TypeInferenceError, cpu_kernel,
+                            is_bfloat16, np_dtype, register, takes_bfloat16)
 
 _F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
 _CAST_TYPES = ('float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8')
@@ -52,7 +52,17 @@ class AMPCast(Operator):
 
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
-        return [x.astype(self._out(x.dtype), copy=False)]
+        t = self._out(x.dtype)
+        if xp is np and t != x.dtype and (x.dtype == _F32 and is_bfloat16(t)
+                                          or t == _F32 and is_bfloat16(x.dtype)):
+            # between float32 and bfloat16 by oneDNN's reorder, as MXNet 1.9.1's CPU
+            # amp_cast (one threaded pass; ml_dtypes' cast is a scalar loop). Like
+            # MXNet's, it flushes float32 denormals to zero on the way to bfloat16.
+            kern = cpu_kernel('cast_bf16')
+            y = None if kern is None else kern(x)
+            if y is not None:
+                return [y]
+        return [x.astype(t, copy=False)]
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need):
         return [out_grads[0].astype(inputs[0].dtype, copy=False) if need[0] else None]

@@ -292,12 +292,16 @@ def test_bf16_graph_fuses_as_float32_and_widens_nothing(be):
     aux = {n: mx.nd.array(rng.uniform(0.5, 1.5, s)) for n, s in
            zip(out.list_auxiliary_states(), aux_shapes)}
     x = mx.nd.array(rng.normal(size=(2, 3, 8, 8)))
+    x2 = rng.normal(size=(2, 3, 8, 8))
     res, fused = {}, {}
     for target in ('float32', 'bfloat16'):
         sym, a, b = (out, arg, aux) if target == 'float32' else amp.convert_model(
             out, arg, aux, target_dtype='bfloat16', cast_optional_params=True)
-        exe = sym.bind(mx.cpu(), dict(a, data=x), aux_states=b, grad_req='null')
+        exe = sym.bind(mx.cpu(), dict(a, data=x.copy()), aux_states=b, grad_req='null')
         res[target] = exe.forward(is_train=False)[0].asnumpy()
+        # a second batch: the layers replay their recorded calls on the same buffers
+        exe.arg_dict['data'][:] = x2
+        res[target + '2'] = exe.forward(is_train=False)[0].asnumpy()
         plan = exe._passes.plan()
         ops = [plan.run_op[id(n)] for n in plan.steps]
         fused[target] = sorted(o.describe() for o in ops if hasattr(o, 'post_ops'))
@@ -307,5 +311,38 @@ def test_bf16_graph_fuses_as_float32_and_widens_nothing(be):
             assert {'Bf16FusedConvolution', 'Bf16FusedFullyConnected', 'Bf16Concat',
                     'Bf16BatchNorm'} <= {type(o).__name__ for o in ops}
     assert fused['bfloat16'] == fused['float32'] and len(fused['float32']) == 3
-    np.testing.assert_allclose(res['bfloat16'], res['float32'], rtol=0,
-                               atol=0.02 * np.abs(res['float32']).max())
+    for k in ('', '2'):
+        np.testing.assert_allclose(res['bfloat16' + k], res['float32' + k], rtol=0,
+                                   atol=0.02 * np.abs(res['float32' + k]).max())
+    assert np.abs(res['float322'] - res['float32']).max() > 0.1
+
+
+def test_cast_is_mxnets_amp_cast(be):
+    """float32 -> bfloat16 by oneDNN's reorder rounds to nearest even, as ml_dtypes does,
+    and flushes float32 denormals to zero, as MXNet 1.9.1's amp_cast (a oneDNN reorder)
+    does; bfloat16 -> float32 is exact. amp_cast between the two goes through it."""
+    rng = np.random.RandomState(10)
+    x = rng.normal(size=(4, 3, 8, 8)).astype(np.float32)
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 3.4e38, 1e-30, -2.5],
+                       np.float32)
+    ties = np.array([0x3f808000, 0x3f818000, 0x3f80c000, 0xbf808000], np.uint32)
+    x.flat[:8] = special
+    x.flat[8:12] = ties.view(np.float32)
+    x.flat[12:14] = [1e-40, -3e-39]                 # float32 denormals
+    got = be.cast_bf16(x)
+    want = x.astype(BF16)
+    want.flat[12:14] = np.array([0.0, -0.0], np.float32).astype(BF16)    # (signed)
+    assert got.dtype == BF16
+    np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+    back = be.cast_bf16(got)
+    assert back.dtype == np.float32
+    np.testing.assert_array_equal(back.view(np.uint32), f32(got).view(np.uint32))
+    xl = _channels_last(x)                          # taken as it lies
+    assert np.moveaxis(be.cast_bf16(xl), 1, -1).flags.c_contiguous
+    assert be.cast_bf16(np.ones(3, np.float16)) is None
+    calls = be.calls.get('cast_bf16', 0)
+    y = mx.nd.amp_cast(mx.nd.array(x), dtype='bfloat16').asnumpy()
+    np.testing.assert_array_equal(y.view(np.uint16), got.view(np.uint16))
+    np.testing.assert_array_equal(
+        mx.nd.amp_cast(mx.nd.array(got, dtype=BF16), dtype='float32').asnumpy(), back)
+    assert be.calls.get('cast_bf16', 0) == calls + 2

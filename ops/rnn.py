@@ -20,10 +20,16 @@ MXNet 1.9.1 semantics (src/operator/rnn-inl.h, rnn_impl.h):
   reverse direction starts at its own last step); outputs past the length are 0 and the
   returned states are those of the last valid step.
 
-MXNet runs projection (inference only), state clipping and sequence lengths on the GPU
-(cuDNN) only; here all of them run, forward and backward, on both array modules.
-Differences: dropout draws from NumPy's/CuPy's generator (MXNet: std::mt19937), so the
-dropped positions differ for the same seed.
+MXNet runs state clipping and sequence lengths on the GPU (cuDNN) only, and projection
+on the GPU and, in inference only, on the CPU; here all of them run, forward and backward,
+on both array modules. Differences: dropout draws from NumPy's/CuPy's generator (MXNet:
+std::mt19937), so the dropped positions differ for the same seed.
+
+On the CPU the layers run on oneDNN's RNN primitives where the backend takes the call
+(``cpu_kernel('rnn_forward')``): float32, bfloat16 with AVX-512 BF16 (MXNet 1.9.1 has no
+bfloat16 RNN; elsewhere this operator computes in float32 and rounds), projection, and
+dropout applied between the layers with masks drawn as the NumPy path draws them; state
+clipping and sequence lengths, which oneDNN has no option for, stay on NumPy.
 
 The backward pass reads what the forward kept in a hidden output ``reserve`` (MXNet's
 reserve space): gate activations, carried states, layer inputs and dropout masks.

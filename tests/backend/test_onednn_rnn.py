@@ -444,3 +444,22 @@ def test_bf16_against_mxnet(mode, backend):
     got = op.backward(np, [h.astype(bf) for h in heads] + [None], args, outs, [],
                       [True] * len(args), state=state)
     _bf16_close(outs[:-1] + got, want + [grads[k] for k in names])
+
+
+def test_bf16_routed_off_runs_float32_kernels_and_rounds(backend, monkeypatch):
+    """``routing.RNN_BF16`` off: a bfloat16 RNN runs oneDNN's float32 primitives on
+    widened copies (forward, and the backward's training forward again) and its results
+    are exactly theirs rounded."""
+    bf = bfloat16()
+    monkeypatch.setattr(routing, 'RNN_BF16', False)
+    op = get_op('RNN')(mode='gru', state_size=5, num_layers=2, bidirectional=True,
+                       state_outputs=True)
+    ins = [a.astype(bf) for a in _inputs(op, T=4, N=2, C=3, seed=20)]
+    calls = dict(backend.calls)
+    outs, grads = _step(op, ins, state=Kept())
+    if not _refused(backend):
+        assert backend.calls['rnn_backward'] - calls.get('rnn_backward', 0) == 2
+    want = _step(op, [a.astype(np.float32) for a in ins], state=Kept())
+    for a, b in zip(outs + grads, want[0] + want[1]):
+        assert a.dtype == bf
+        np.testing.assert_array_equal(a.astype(np.float32), b.astype(bf).astype(np.float32))

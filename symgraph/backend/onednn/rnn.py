@@ -188,7 +188,8 @@ class RnnMixin:
     #: the data types of a bfloat16 layer's arguments by role (the others are bfloat16):
     #: the bias and every gradient are float32 (oneDNN's bf16 RNN accumulates its
     #: gradients in float32; the operator rounds them to the inputs' type)
-    _BF16_F32_ROLES = frozenset(('bias', 'diff'))
+    _BF16_F32_ROLES = frozenset(('bias', 'diff_layer', 'diff_iter', 'diff_iter_c',
+                                 'diff_weights', 'diff_bias'))
 
     def _rnn_descs(self, g):
         """Descriptors of one layer's arguments, in a dict (the caller destroys them):
@@ -202,16 +203,18 @@ class RnnMixin:
                 return F32
             return g.dt
         mds = {}
-        for pre, role in (('', 'data'), ('diff_', 'diff')):
-            t = dt(role)
+        for pre in ('', 'diff_'):
+            t = dt(pre + 'layer')
             mds[pre + 'src_layer'] = _desc(lib, (T, N, C), t)
-            mds[pre + 'src_iter'] = _desc(lib, (1, D, N, P), t)
-            mds[pre + 'src_iter_c'] = _desc(lib, (1, D, N, H), t) if lstm else None
             mds[pre + 'dst_layer'] = _desc(lib, (T, N, D * P), t)
+            t = dt(pre + 'iter')
+            mds[pre + 'src_iter'] = _desc(lib, (1, D, N, P), t)
             mds[pre + 'dst_iter'] = _desc(lib, (1, D, N, P), t)
+            t = dt(pre + 'iter_c')
+            mds[pre + 'src_iter_c'] = _desc(lib, (1, D, N, H), t) if lstm else None
             mds[pre + 'dst_iter_c'] = _desc(lib, (1, D, N, H), t) if lstm else None
-            mds[pre + 'bias'] = _desc(lib, (1, D, g.nbias, H), dt('bias') if not pre else t)
-            wt = dt('weights') if not pre else t
+            mds[pre + 'bias'] = _desc(lib, (1, D, g.nbias, H), dt(pre + 'bias'))
+            wt = dt(pre + 'weights')
             mds[pre + 'w_layer_any'] = _any(lib, (1, D, C, G, H), wt)
             mds[pre + 'w_iter_any'] = _any(lib, (1, D, P, G, H), wt)
             mds[pre + 'w_proj_any'] = _any(lib, (1, D, H, P), wt) if g.proj else None

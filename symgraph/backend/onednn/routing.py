@@ -78,6 +78,13 @@ POOL_GLOBAL_MIN = 1 << 14
 #: clipping, sequence lengths: oneDNN has neither), run on NumPy. An empty tuple
 #: sends every RNN to NumPy (bench/bench_rnn.py's ``--numpy-rnn`` lifts it to compare).
 RNN_MODES = ('lstm', 'gru', 'rnn_tanh', 'rnn_relu')
+#: bfloat16 RNNs through oneDNN's bf16 RNN primitives (where the CPU has AVX-512 BF16);
+#: False computes them in float32 (oneDNN's float32 primitives) and rounds. At the
+#: bench's 2x256 LSTM (T=35, N=32, 1 thread, loaded 2-core AVX-512 BF16 machine) the two
+#: took the same time, 122 / 117 ms (BiLSTM 305 / 314; float32 63 / 161): oneDNN 3.2's
+#: bf16 backward is its reference RNN with bf16 GEMMs, twice the float32 one's time
+#: (bench/bench_rnn.py --dtype bfloat16 times both)
+RNN_BF16 = True
 
 
 def takes(name, size=None, kind=None):
@@ -195,7 +202,7 @@ def _routed_kernels(be):
     def rnn_takes(x, w):
         if x.dtype is _F32 and w.dtype is _F32:
             return True
-        return rnn_bf16 and x.dtype == w.dtype and x.dtype.name == 'bfloat16'
+        return RNN_BF16 and rnn_bf16 and x.dtype == w.dtype and x.dtype.name == 'bfloat16'
 
     def rnn_forward(mode, x, w, hx, cx, H, L, D, is_train, spare=None, P=None,
                     masks=None):

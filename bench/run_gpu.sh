@@ -59,6 +59,11 @@ if ! "$PY" -c "import sys, symgraph.cuda as c; sys.exit(0 if c.available() else 
     exit 2
 fi
 
+PARALLEL=()
+if "$PY" -c "import xdist" 2>/dev/null && [ "${XDIST:-8}" -gt 1 ]; then
+    PARALLEL=(-n "${XDIST:-8}" -p no:benchmark)   # pytest-benchmark objects to xdist
+fi
+
 if wants cudnn; then
     step "cuDNN backend"
     "$PY" -c "
@@ -72,7 +77,7 @@ print('cudnn', 'loaded %s from %s' % ('.'.join(map(str, be.version)), be.path) i
         --junitxml="$RESULTS/cudnn_tests.xml" 2>&1 | tee "$RESULTS/cudnn_tests.log"
     [ "${PIPESTATUS[0]}" = 0 ] || status=1
     for on in 1 0; do
-        SYMGRAPH_CUDNN=$on "$PY" -m pytest -q -p no:cacheprovider -m gpu \
+        SYMGRAPH_CUDNN=$on "$PY" -m pytest -q -p no:cacheprovider "${PARALLEL[@]}" -m gpu \
             tests/gpu/test_gpu_suite.py 2>&1 | tee "$RESULTS/cudnn_suite_$on.log"
         [ "${PIPESTATUS[0]}" = 0 ] || status=1
     done
@@ -83,10 +88,6 @@ fi
 
 if wants tests; then
     step "GPU tests"
-    PARALLEL=()
-    if "$PY" -c "import xdist" 2>/dev/null && [ "${XDIST:-8}" -gt 1 ]; then
-        PARALLEL=(-n "${XDIST:-8}" -p no:benchmark)   # pytest-benchmark objects to xdist
-    fi
     "$PY" -m pytest -q -p no:cacheprovider "${PARALLEL[@]}" -m gpu tests \
         --junitxml="$RESULTS/gpu_tests.xml" 2>&1 | tee "$RESULTS/gpu_tests.log"
     [ "${PIPESTATUS[0]}" = 0 ] || status=1

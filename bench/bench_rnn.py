@@ -30,8 +30,9 @@ compare with.
 runs symgraph's workloads in bfloat16 (data, parameters, states, head gradients: oneDNN's
 bf16 RNN with AVX-512 BF16); MXNet 1.9.1 has no bfloat16 RNN (a bf16 network runs its RNN
 in float32, AMP's FP32_FUNCS), so its column stays the float32 step, and the check values
-then agree within bfloat16 rounding only. A second symgraph column then times its
-bfloat16 RNN computed in float32 on oneDNN and rounded (``routing.RNN_BF16`` off).
+then agree within bfloat16 rounding only. A second symgraph column then times the other
+route of ``routing.RNN_BF16`` (oneDNN's bf16 RNN primitives, or float32 ones on widened
+copies, rounded: the default).
 """
 import argparse
 import json
@@ -159,17 +160,17 @@ class NumpyRnnRunner(Runner):
             routing.RNN_MODES = modes
 
 
-class WidenedBf16Runner(Runner):
-    """A :class:`Runner` whose bfloat16 RNN computes in float32 on oneDNN and rounds
-    (oneDNN's bf16 RNN primitives routed off: ``routing.RNN_BF16``)."""
+class Bf16RouteRunner(Runner):
+    """A :class:`Runner` with ``routing.RNN_BF16`` (oneDNN's bf16 RNN primitives, or
+    float32 ones on widened copies and rounded) the other way round while it measures."""
 
     def measure(self, key):
         from symgraph.backend.onednn import routing
-        routing.RNN_BF16 = False
+        routing.RNN_BF16 = not routing.RNN_BF16
         try:
             return super().measure(key)
         finally:
-            routing.RNN_BF16 = True
+            routing.RNN_BF16 = not routing.RNN_BF16
 
 
 class Worker:
@@ -271,7 +272,10 @@ def main(argv=None):
               os.cpu_count(), args.threads, os.getloadavg()[0], args.passes, args.dtype))
     runners = [('symgraph', Runner(lambda: None))]
     if args.dtype == 'bfloat16':
-        runners.append(('symgraph, bf16 as float32+round', WidenedBf16Runner(lambda: None)))
+        from symgraph.backend.onednn import routing
+        runners.append(('symgraph, ' + ('bf16 as float32+round' if routing.RNN_BF16
+                                        else "oneDNN's bf16 RNN"),
+                        Bf16RouteRunner(lambda: None)))
     if args.numpy_rnn:
         runners.append(('symgraph, NumPy RNN path', NumpyRnnRunner(lambda: None)))
     if args.mxnet:

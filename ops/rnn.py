@@ -26,9 +26,10 @@ on both array modules. Differences: dropout draws from NumPy's/CuPy's generator 
 std::mt19937), so the dropped positions differ for the same seed.
 
 On the CPU the layers run on oneDNN's RNN primitives where the backend takes the call
-(``cpu_kernel('rnn_forward')``): float32, bfloat16 with AVX-512 BF16 (MXNet 1.9.1 has no
-bfloat16 RNN; elsewhere this operator computes in float32 and rounds), projection, and
-dropout applied between the layers with masks drawn as the NumPy path draws them; state
+(``cpu_kernel('rnn_forward')``): float32, projection, and dropout applied between the
+layers with masks drawn as the NumPy path draws them; bfloat16 in float32 on widened copies,
+rounded (MXNet 1.9.1 has no bfloat16 RNN and runs it so in a bf16 network), or, where the
+backend routes it (``routing.RNN_BF16``, AVX-512 BF16), on oneDNN's bf16 primitives; state
 clipping and sequence lengths, which oneDNN has no option for, stay on NumPy.
 
 The backward pass reads what the forward kept in a hidden output ``reserve`` (MXNet's
@@ -338,13 +339,15 @@ class RNN(Operator):
             masks.append(keep * (1.0 / (1.0 - self.p)))
         return masks
 
-    def _forward_onednn(self, lay, inputs, is_train, state, masks):
+    def _forward_onednn(self, lay, inputs, is_train, state, masks, narrow=None):
         """The outputs from oneDNN's RNN primitives, or None where they decline.
 
         ``masks``: the dropout masks of a training forward (:meth:`_draw_masks`), kept
         with the workspaces and written to the reserve's mask views (ones in inference),
         from which a backward that finds nothing kept takes them to run the training
-        forward again."""
+        forward again. ``narrow``: the bfloat16 inputs ``inputs`` are float32 copies of
+        (float32 primitives on them): the outputs are rounded to their type, and the entry
+        kept under them holds the float32 copies, on which the backward computes."""
         kernel = cpu_kernel('rnn_forward')
         if kernel is None:
             return None
@@ -357,7 +360,14 @@ class RNN(Operator):
                      self.projection_size, masks)
         if got is None:
             return None
-        reserve = np.empty((lay.reserve_size(),), x.dtype)
+        y, hy, cy, kept = got
+        src = x if narrow is None else narrow[0]
+        if narrow is not None:
+            ty = src.dtype
+            outs = [y.astype(ty), hy.astype(ty)] + ([] if cy is None else [cy.astype(ty)])
+        else:
+            outs = [y, hy] + ([] if cy is None else [cy])
+        reserve = np.empty((lay.reserve_size(),), src.dtype)
         if lay.dropout:
             r = lay.views(reserve)
             for l in range(1, lay.L):
@@ -365,18 +375,16 @@ class RNN(Operator):
                     r[('mask', l)].fill(1)
                 else:
                     r[('mask', l)][...] = masks[l]
-        y, hy, cy, kept = got
         if is_train and state is not None:
-            # (the last layer's output is ``y`` itself, which the entry holds weakly)
-            kept[-1] = (kept[-1][0], None, kept[-1][2])
-            state.keep(y, x, (kept, hy, cy, masks))
+            if narrow is None:
+                # (the last layer's output is ``y`` itself, which the entry holds weakly)
+                kept[-1] = (kept[-1][0], None, kept[-1][2])
+            state.keep(outs[0], src, (kept, hy, cy, masks,
+                                      None if narrow is None else inputs))
         elif spare is not None:
             spare.extend(ws for _, _, ws in kept)
-        outs = [y]
-        if self.state_outputs:
-            outs.append(hy)
-            if cy is not None:
-                outs.append(cy)
+        if not self.state_outputs:
+            outs = outs[:1]
         # the rest of the reserve (the NumPy backward's) stays unwritten: the backward of
         # this forward reads what the state kept, or runs oneDNN's training forward again
         return outs + [reserve]
@@ -401,11 +409,16 @@ class RNN(Operator):
             if got is not None:
                 return got
         if is_bfloat16(x.dtype):
-            # no bfloat16 kernel here (the CPU lacks AVX-512 BF16, or the case is one
-            # oneDNN declines): float32 on widened copies, outputs rounded, as MXNet 1.9.1
-            # runs RNN (AMP's FP32_FUNCS) between casts
-            outs = self._forward(xp, lay, _widen(inputs), is_train, None, masks)
-            return [o.astype(x.dtype) for o in outs]
+            # no bfloat16 kernel here (the CPU lacks AVX-512 BF16, routing.RNN_BF16 is
+            # off, or oneDNN declines the case): float32 on widened copies, outputs
+            # rounded, as MXNet 1.9.1 runs RNN (AMP's FP32_FUNCS) between casts
+            wide = _widen(inputs)
+            if self._onednn(xp, lay, wide):
+                got = self._forward_onednn(lay, wide, is_train, state, masks, inputs)
+                if got is not None:
+                    return got
+            return [o.astype(x.dtype) for o in self._forward_numpy(xp, lay, wide, is_train,
+                                                                   masks)]
         return self._forward_numpy(xp, lay, inputs, is_train, masks)
 
     def _forward_numpy(self, xp, lay, inputs, is_train, masks=None):
@@ -614,7 +627,11 @@ class RNN(Operator):
         is_lstm = self.mode == 'lstm'
         cx = inputs[3] if is_lstm else None
         got = None if state is None else state.get(outputs[0], x)
-        if got is None:
+        if got is not None and got[4] is not None:
+            # a bfloat16 forward computed in float32 (see _forward_onednn): its copies
+            x, w, hx = got[4][0], got[4][1], got[4][2]
+            cx = got[4][3] if is_lstm else None
+        elif got is None:
             # the forward that made the outputs kept nothing (an inference forward, or
             # another Step's): oneDNN's training forward again, for its workspaces, with
             # the dropout masks the forward left in the reserve
@@ -627,8 +644,8 @@ class RNN(Operator):
                                             True, None, self.projection_size, masks)
             if fwd is None:
                 return None
-            got = (fwd[3], fwd[1], fwd[2], masks)
-        kept, hy, cy, masks = got
+            got = (fwd[3], fwd[1], fwd[2], masks, None)
+        kept, hy, cy, masks, _ = got
         if kept[-1][1] is None:         # (a kept training forward's: its output)
             kept = kept[:-1] + [(kept[-1][0], outputs[0], kept[-1][2])]
         dhy = dcy = None

@@ -353,9 +353,12 @@ def test_dropout_inference_is_the_plain_stack(backend, monkeypatch):
 
 
 # ---------------------------------------------------------------------- bfloat16
-def _native_bf16(backend):
+def _native_bf16(backend, monkeypatch):
+    """oneDNN's bf16 RNN primitives routed on (``routing.RNN_BF16``, off by default: not
+    faster than float32-and-round here), or a skip below AVX-512 BF16."""
     if not _lib.has_bf16(_lib.effective_isa(backend.lib)):
         pytest.skip("oneDNN has no native bfloat16 kernels on this CPU's ISA")
+    monkeypatch.setattr(routing, 'RNN_BF16', True)
 
 
 def _bf16_close(got, want, tol=0.015, mean_tol=0.002):
@@ -378,7 +381,7 @@ def test_bf16_kernels_match_float32(mode, backend, monkeypatch):
     """bfloat16 data, parameters and states through oneDNN's bf16 RNN (AVX-512 BF16):
     outputs and gradients in bfloat16, within bfloat16 rounding of the float32 NumPy path
     on the same (rounded) values."""
-    _native_bf16(backend)
+    _native_bf16(backend, monkeypatch)
     bf = bfloat16()
     op = get_op('RNN')(mode=mode, state_size=8, num_layers=2, bidirectional=True,
                        state_outputs=True)
@@ -396,7 +399,7 @@ def test_bf16_kernels_match_float32(mode, backend, monkeypatch):
 def test_bf16_projection_inference_on_onednn(backend, monkeypatch):
     """bfloat16 LSTMP: oneDNN's bf16 forward in inference; training (oneDNN 3.2 has no
     bf16 LSTMP backward) computes in float32 and rounds."""
-    _native_bf16(backend)
+    _native_bf16(backend, monkeypatch)
     bf = bfloat16()
     op = get_op('RNN')(mode='lstm', state_size=8, projection_size=4, num_layers=2,
                        bidirectional=True, state_outputs=True)
@@ -427,12 +430,15 @@ def test_bf16_without_kernels_computes_in_float32_and_rounds(backend, monkeypatc
         np.testing.assert_array_equal(a.astype(np.float32), b.astype(bf).astype(np.float32))
 
 
+@pytest.mark.parametrize('bf16_kernels', [False, True])
 @pytest.mark.parametrize('mode', ['lstm', 'gru'])
-def test_bf16_against_mxnet(mode, backend):
+def test_bf16_against_mxnet(mode, bf16_kernels, backend, monkeypatch):
     """Against MXNet 1.9.1, which runs RNN in float32 in a bfloat16 network (AMP's
     FP32_FUNCS; it has no bf16 RNN): its outputs and gradients on the bfloat16-rounded
-    inputs, which this operator's bfloat16 results (oneDNN's bf16 kernels with AVX-512
-    BF16, else float32 and rounded) must match within bfloat16 rounding."""
+    inputs, which this operator's bfloat16 results (float32 and rounded, by default; or
+    oneDNN's bf16 kernels, with AVX-512 BF16) must match within bfloat16 rounding."""
+    if bf16_kernels:
+        _native_bf16(backend, monkeypatch)
     bf = bfloat16()
     ins, want, heads, grads = _golden('bf16_' + mode)
     op = get_op('RNN')(mode=mode, state_size=8, num_layers=2, bidirectional=True,
@@ -448,8 +454,8 @@ def test_bf16_against_mxnet(mode, backend):
 
 def test_bf16_routed_off_runs_float32_kernels_and_rounds(backend, monkeypatch):
     """``routing.RNN_BF16`` off: a bfloat16 RNN runs oneDNN's float32 primitives on
-    widened copies (forward, and the backward's training forward again) and its results
-    are exactly theirs rounded."""
+    widened copies, the backward on the float32 copies and workspaces its forward kept
+    (no forward again), and its results are exactly theirs rounded."""
     bf = bfloat16()
     monkeypatch.setattr(routing, 'RNN_BF16', False)
     op = get_op('RNN')(mode='gru', state_size=5, num_layers=2, bidirectional=True,
@@ -458,6 +464,7 @@ def test_bf16_routed_off_runs_float32_kernels_and_rounds(backend, monkeypatch):
     calls = dict(backend.calls)
     outs, grads = _step(op, ins, state=Kept())
     if not _refused(backend):
+        assert backend.calls['rnn_forward'] - calls.get('rnn_forward', 0) == 2
         assert backend.calls['rnn_backward'] - calls.get('rnn_backward', 0) == 2
     want = _step(op, [a.astype(np.float32) for a in ins], state=Kept())
     for a, b in zip(outs + grads, want[0] + want[1]):

@@ -73,18 +73,19 @@ POOL_GLOBAL_MIN = 1 << 14
 
 
 #: the fused RNN's modes through oneDNN's RNN primitives (``rnn_forward`` /
-#: ``rnn_backward``: float32, bfloat16 with AVX-512 BF16; projection and dropout between
+#: ``rnn_backward``: float32, bfloat16 with ``RNN_BF16``; projection and dropout between
 #: layers included); the others, and the cases these kernels do not take (state
 #: clipping, sequence lengths: oneDNN has neither), run on NumPy. An empty tuple
 #: sends every RNN to NumPy (bench/bench_rnn.py's ``--numpy-rnn`` lifts it to compare).
 RNN_MODES = ('lstm', 'gru', 'rnn_tanh', 'rnn_relu')
 #: bfloat16 RNNs through oneDNN's bf16 RNN primitives (where the CPU has AVX-512 BF16);
-#: False computes them in float32 (oneDNN's float32 primitives) and rounds. At the
-#: bench's 2x256 LSTM (T=35, N=32, 1 thread, loaded 2-core AVX-512 BF16 machine) the two
-#: took the same time, 122 / 117 ms (BiLSTM 305 / 314; float32 63 / 161): oneDNN 3.2's
-#: bf16 backward is its reference RNN with bf16 GEMMs, twice the float32 one's time
-#: (bench/bench_rnn.py --dtype bfloat16 times both)
-RNN_BF16 = True
+#: off, they compute in float32 on oneDNN's float32 primitives and round, as MXNet 1.9.1
+#: runs RNN in a bf16 network (it has no bf16 RNN). Off: at the bench's 2x256 LSTM (T=35,
+#: N=32; loaded 2-core AVX-512 BF16 machine, CPU time per training step) the bf16
+#: primitives took 126 ms (BiLSTM 298 ms), float32-and-round 67 ms (177 ms), float32 63
+#: (154): oneDNN 3.2's bf16 RNN backward is its reference implementation, twice the
+#: float32 one's time, and its forward 1.3x (bench/bench_rnn.py --dtype bfloat16 times both)
+RNN_BF16 = False
 
 
 def takes(name, size=None, kind=None):
@@ -191,8 +192,9 @@ def _routed_kernels(be):
         return pool_bwd(dy, ws, kind, kernel, stride, pad_l, pad_r, xshape, out=out)
 
     rnn_fwd, rnn_bwd = be.rnn_forward, be.rnn_backward
-    # the RNN kernels take float32, and bfloat16 where oneDNN has its native bf16 kernels
-    # (AVX-512 BF16: below it the operator computes in float32 and rounds). Projection
+    # the RNN kernels take float32, and bfloat16 with RNN_BF16 where oneDNN has its native
+    # bf16 kernels (AVX-512 BF16; otherwise the operator computes in float32 and rounds).
+    # Projection
     # (LSTMP), dropout between layers (the operator's masks) and both directions are the
     # kernels' own; state clipping and sequence lengths have no oneDNN counterpart and
     # stay on NumPy (the operator never asks for them: ops/rnn.py's ``_onednn``)

@@ -250,8 +250,11 @@ class MXRecordIO(object):
             # reading page-cached records from dd): a record in one part, a slice of the
             # buffer, or read straight into its own bytes if large
             buf, lo = self._buf, self._lo
-            if len(buf) - lo < 8:
-                buf, lo = self._fill(8), 0
+            if len(buf) - lo < 8:               # (_fill's work, inline: every large record)
+                self._base += lo
+                self._buf = buf = _pread_some(self._fd, self._chunk, self._base)
+                self._lo = lo = 0
+                self._chunk = min(2 * self._chunk, self._READ_BUFFER)
                 if len(buf) < 8:
                     return self._read()         # the end of the file, or a truncated head
             magic, lrec = _HEAD.unpack_from(buf, lo)

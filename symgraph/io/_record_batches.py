@@ -153,7 +153,9 @@ class _Work(object):
 #: threads (with OpenCV; 0.87 of it with Pillow) but made half the images per second in
 #: paired runs under load (their workers stayed runnable yet unscheduled twice as long);
 #: they take the GIL out of the per-image Python, which may pay on machines with more
-#: cores: measure there before switching it on. Tests switch it on.
+#: cores: measure there before switching it on. Re-measured with Pillow (same-run
+#: alternating passes, load average ~6 on 2 cores): images/s 0.62 of MXNet's against the
+#: threads' 0.68, and 1.00 against 1.14: still off. Tests switch it on.
 _PROCESSES = False
 
 

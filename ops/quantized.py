@@ -43,6 +43,18 @@ def saturate(x, dtype):
     return np.clip(np.rint(x), info.min, info.max).astype(dtype)
 
 
+def _scaled(x, scale, dtype):
+    """float32 ``x`` (N, C, ...) times the float32 ``scale``, rounded to nearest even and
+    saturated into int8/uint8 ``dtype`` (the bits of :func:`saturate`) by the CPU
+    backend's scaled reorder (``int8_requantize``), or None."""
+    if x.dtype != F32 or x.ndim < 2 or 'int8_requantize' not in CPU_KERNELS:
+        return None
+    kernel = cpu_kernel('int8_requantize')
+    if kernel is None:
+        return None
+    return kernel(x, np.full(x.shape[1], scale, F32), dtype, ('quantize', float(scale)), None)
+
+
 def max_abs(a, b):
     return F32(max(abs(float(a)), abs(float(b))))
 
@@ -229,7 +241,10 @@ class QuantizeV2(Operator):
         out = out_type_of(self.out_type, self.min_calib_range if self.calibrated() else None)
         real = max_abs(lo, hi)
         scale = F32((INT8_RANGE if out == np.int8 else UINT8_RANGE) / real)
-        q = saturate(x.astype(F32) * scale, out)
+        # calibrated (one scale for every call): the backend's scaled reorder, else NumPy
+        q = _scaled(x, scale, out) if self.calibrated() else None
+        if q is None:
+            q = saturate(x.astype(F32) * scale, out)
         if out == np.int8:
             return [q] + rng(-real, real)
         return [q] + rng(lo, hi)

@@ -312,9 +312,9 @@ def test_fused_int8_network_same_bits_with_and_without_the_kernels(monkeypatch):
     calls = dict(be.calls)
     fast = run()
     done = {k: v - calls.get(k, 0) for k, v in be.calls.items() if v != calls.get(k, 0)}
-    # 3 quantized convolutions (the third with the sum), twice; the float32 stem's own
-    assert done.get('int8_conv') == 6 and 'int8_add' not in done \
-        and 'int8_requantize' not in done, done
+    # twice: the data's quantization (a scaled reorder), 3 quantized convolutions (the
+    # third with the sum), nothing else
+    assert done == {'int8_requantize': 2, 'int8_conv': 6}, done
     # the requantization in a reorder after the int32 sums instead of in the convolution
     monkeypatch.setattr(subgraph_mkldnn, 'conv_requantized', lambda *a, **k: None)
     calls = dict(be.calls)
@@ -362,3 +362,31 @@ def test_residual_sum_rounds_once_as_mxnet(monkeypatch):
     monkeypatch.setattr(subgraph_mkldnn, '_fma',
                         lambda y, s, k: y + s.astype(np.float32) * np.float32(k))
     assert (run() != want).any()
+
+
+@pytest.mark.parametrize('lo,hi', [(0.0, 1.0), (-0.7, 1.3)])
+def test_calibrated_quantize_same_bits_with_and_without_the_kernel(monkeypatch, lo, hi):
+    """_contrib_quantize_v2 with a calibrated range: the backend's scaled reorder (float32
+    in, uint8/int8 out) rounds halves to even and saturates as NumPy does."""
+    import symgraph as mx
+    from symgraph.ops import quantized
+    be = _backend()
+    x = RNG.uniform(-1.5, 1.5, (4, 3, 10, 10)).astype(np.float32)
+    real = max(abs(lo), abs(hi))
+    q = 127.5 if lo < 0 else 255.5
+    x.flat[:40] = (np.arange(40) - 20.5) / np.float32(q / real)      # near halves
+    x.flat[40:44] = [np.inf, -np.inf, 1e30, -1e30]
+
+    def run():
+        out = mx.nd.contrib.quantize_v2(mx.nd.array(x), min_calib_range=lo,
+                                        max_calib_range=hi, out_type='auto')
+        return [o.asnumpy() for o in out]
+
+    calls = be.calls.get('int8_requantize', 0)
+    fast = run()
+    assert be.calls.get('int8_requantize', 0) == calls + 1
+    assert fast[0].dtype == np.dtype(np.uint8 if lo >= 0 else np.int8)
+    monkeypatch.setattr(quantized, 'cpu_kernel', lambda name: None)
+    slow = run()
+    for a, b in zip(fast, slow):
+        np.testing.assert_array_equal(a, b)

@@ -116,6 +116,10 @@ def _activation(a):
     return np.ascontiguousarray(a)
 
 
+#: the axes order that views a channels-last array (N, *S, C) as (N, C, *S), by ndim
+_TO_FIRST = {n: (0, n - 1) + tuple(range(1, n - 1)) for n in range(3, 6)}
+
+
 def _channels_last(shape, dtype):
     """A new (N, C, *S) array of ``dtype`` lying channels last."""
     return np.moveaxis(np.empty((shape[0],) + tuple(shape[2:]) + (shape[1],), dtype), -1, 1)
@@ -163,6 +167,47 @@ class Int8Mixin:
         conversion. The summand is copied into the output first; it stays unchanged."""
         if not self.int8_dot_exact:
             return None
+        # what a call works out from its arguments' shapes, layouts and types, kept per
+        # signature (a layer's calls repeat it every step: ~100 us of Python each)
+        try:
+            sig = (x.shape, x.strides, x.dtype, w.shape, w.strides, w.dtype,
+                   None if bias is None else (bias.dtype, bias.shape), stride, pad, dilate,
+                   groups, token, scales is None, dtype, relu,
+                   None if summand is None else (summand.dtype, summand.shape), sum_scale,
+                   post_relu)
+            plans = self.__dict__.setdefault('_int8_conv_plans', {})
+            plan = plans.get(sig, 0)
+        except TypeError:           # an unhashable argument (a list): worked out each call
+            sig, plans, plan = None, {}, 0
+        if plan == 0:
+            plan = self._int8_conv_plan(x, w, bias, stride, pad, dilate, groups, token,
+                                        scales, dtype, relu, summand, sum_scale, post_relu)
+            if sig is not None:
+                if len(plans) >= 4096:
+                    plans.clear()
+                plans[sig] = plan
+        if plan is None:
+            return None
+        key, build, ycl, ydtype, plain_x, plain_w = plan
+        prim = self.primitive(key, lambda: build(scales), cache)
+        if prim is None:
+            return None
+        if plain_x:
+            x = np.ascontiguousarray(x)
+        if plain_w:
+            w = np.ascontiguousarray(w)
+        y = np.empty(ycl, ydtype).transpose(_TO_FIRST[len(ycl)])
+        if summand is not None:
+            np.copyto(y, summand)
+        arrays = [x, w, y] + ([_plain(bias)] if bias is not None else [])
+        self.execute(key, prim, arrays, token)
+        return y
+
+    def _int8_conv_plan(self, x, w, bias, stride, pad, dilate, groups, token, scales, dtype,
+                        relu, summand, sum_scale, post_relu):
+        """(primitive key, its build(scales), the channels-last output shape and its dtype,
+        whether ``x`` and ``w`` need a C-order copy) of an :meth:`int8_conv` call, or None
+        (declined)."""
         dtype = np.dtype(dtype)
         if scales is not None and (token is None or dtype not in _CODE):
             return None
@@ -172,6 +217,7 @@ class Int8Mixin:
         if x.dtype not in (np.int8, np.uint8) or w.dtype != np.int8 or x.ndim not in (4, 5) \
                 or (bias is not None and bias.dtype != np.int32):
             return None
+        x0, w0 = x, w
         x, w = _activation(x), _plain(w)
         stride, pad, dilate = (tuple(int(v) for v in t) for t in (stride, pad, dilate))
         out = tuple((s + 2 * p - d * (k - 1) - 1) // t + 1 for s, k, t, p, d in
@@ -194,7 +240,7 @@ class Int8Mixin:
                bool(post_relu) and summand is not None)
         const = ('const',) if token is not None else ()
 
-        def build():
+        def build(scales):
             lib = self.lib
             mds = []
             try:
@@ -234,25 +280,19 @@ class Int8Mixin:
             finally:
                 self._destroy(mds)
 
-        prim = self.primitive(key, build, cache)
-        if prim is None:
-            return None
-        if summand is not None:
-            np.copyto(y, summand)
-        arrays = [x, w, y] + ([_plain(bias)] if bias is not None else [])
-        self.execute(key, prim, arrays, token)
-        return y
+        return key, build, (yshape[0],) + yshape[2:] + (yshape[1],), dtype, x is not x0, \
+            w is not w0
 
     def int8_requantize(self, acc, scales, dtype, token, cache):
-        """``acc`` (int32 (N, C, *S), as :meth:`int8_conv` writes it) times the float32
-        per-channel ``scales`` (C,), as float32 (``dtype`` float32) or rounded to nearest
-        even and saturated into int8/uint8, in one reorder that keeps ``acc``'s layout:
-        ``float32(acc) * scale`` then oneDNN's conversion, the bits of NumPy's
-        ``np.clip(np.rint(acc.astype(float32) * scales), lo, hi).astype(dtype)``. The
-        scales are the layer's constants, fixed per ``token`` (kept in ``cache``, a dict
-        of the caller's). None when declined."""
+        """``acc`` (int32 (N, C, *S), as :meth:`int8_conv` writes it, or float32: a
+        quantization) times the float32 per-channel ``scales`` (C,), as float32 (``dtype``
+        float32) or rounded to nearest even and saturated into int8/uint8, in one reorder
+        that keeps ``acc``'s layout: ``float32(acc) * scale`` then oneDNN's conversion, the
+        bits of NumPy's ``np.clip(np.rint(acc.astype(float32) * scales), lo,
+        hi).astype(dtype)``. The scales are constants, fixed per ``token`` (kept in ``cache``, a dict of the
+        caller's, or None: this thread's cache). None when declined."""
         dtype = np.dtype(dtype)
-        if acc.dtype != np.int32 or dtype not in _CODE or acc.ndim < 2 \
+        if acc.dtype not in (np.int32, np.float32) or dtype not in _CODE or acc.ndim < 2 \
                 or scales.shape != (acc.shape[1],):
             return None
         acc = _activation(acc)
@@ -260,11 +300,11 @@ class Int8Mixin:
         last = not acc.flags.c_contiguous
         y = _channels_last(acc.shape, dtype) if last else np.empty(acc.shape, dtype)
         ystrides = tuple(s // dtype.itemsize for s in y.strides)
-        key = ('int8_requantize', acc.shape, strides, dtype.str, token)
+        key = ('int8_requantize', acc.shape, strides, acc.dtype.str, dtype.str, token)
 
         def build():
             lib = self.lib
-            mds = [desc(lib, acc.shape, S32, strides=strides),
+            mds = [desc(lib, acc.shape, _CODE[acc.dtype], strides=strides),
                    desc(lib, acc.shape, _CODE[dtype], strides=ystrides),
                    desc(lib, scales.shape, F32)]
             attr, pd = _VP(), _VP()

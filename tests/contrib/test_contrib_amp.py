@@ -190,6 +190,14 @@ def test_conversion_errors():
                            fp32_ops=['FullyConnected'])
     with pytest.raises(ParameterError, match='NoSuchOp'):
         amp.convert_symbol(fc, fp32_ops=['NoSuchOp'])
+    # MXNet 1.9.1 asserts the lists (its tests expect AssertionError): both catch them,
+    # for bfloat16 too, whose lists lack elemwise_add
+    with pytest.raises(AssertionError, match="elemwise_add"):
+        amp.convert_symbol(fc, target_dtype='bfloat16', target_dtype_ops=['FullyConnected'],
+                           fp32_ops=['elemwise_add'])
+    with pytest.raises(AssertionError, match='two or more'):
+        amp.convert_symbol(fc, target_dtype='bfloat16', target_dtype_ops=['Activation'],
+                           conditional_fp32_ops=[('Activation', 'act_type', ['selu'])])
     with pytest.raises(ArgumentTypeError, match=r'\(str, str, list of str\)'):
         amp.convert_symbol(fc, conditional_fp32_ops=[('Activation', 'act_type', 'relu')])
     with pytest.raises(ArgumentTypeError, match='arg_params'):

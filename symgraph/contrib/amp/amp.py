@@ -40,6 +40,13 @@ __all__ = ['init', 'convert_model', 'list_lp16_ops', 'list_fp32_ops',
 
 _LOG = logging.getLogger(__name__)
 
+
+class AMPListError(ParameterError, AssertionError):
+    """Operator lists given to :func:`convert_symbol` that do not fit: an operator in two
+    lists, or in none of AMP's. MXNet 1.9.1 checks these with ``assert`` statements (its
+    tests expect AssertionError); this is also a ValueError, as symgraph's bad arguments
+    are."""
+
 #: operators whose outputs MXNet 1.9.1 names (``FListOutputNames``): a cast after output i
 #: of such a node is named ``<node>_<output name>_amp_cast_<dtype>``, after any other
 #: operator ``<node>_<i>_amp_cast_<dtype>``. Read from MXNet's sources: the operators
@@ -410,12 +417,12 @@ def convert_symbol(sym, target_dtype='float16', target_dtype_ops=None, fp32_ops=
                          (list(conditional), fp32_ops, 'conditional_fp32_ops', 'fp32_ops')):
         common = set(a) & set(b)
         if common:
-            raise ParameterError('amp.convert_symbol: operators cannot be in two or more '
+            raise AMPListError('amp.convert_symbol: operators cannot be in two or more '
                                  'lists: %s are in %s and %s' % (sorted(common), an, bn))
     illegal = set(target_dtype_ops) | set(fp32_ops) | set(conditional)
     illegal -= _all_names(mod, target)
     if illegal:
-        raise ParameterError('amp.convert_symbol: %s not in any of amp.list_lp16_ops, '
+        raise AMPListError('amp.convert_symbol: %s not in any of amp.list_lp16_ops, '
                              'list_fp32_ops, list_lp16_fp32_ops, list_conditional_fp32_ops'
                              % sorted(illegal))
     order = sym.graph().order

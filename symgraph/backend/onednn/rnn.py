@@ -1,4 +1,5 @@
-"""The fused ``RNN`` operator's layers through oneDNN's RNN primitives (float32).
+"""The fused ``RNN`` operator's layers through oneDNN's RNN primitives (float32, and
+bfloat16 where the routing sends it: ``routing.RNN_BF16``).
 
 One primitive per layer (both directions of a bidirectional layer in one,
 ``bidirectional_concat``): MXNet's layers differ in their input size (the first takes the
@@ -14,7 +15,15 @@ the weight gradients are written back through the same strides. LSTM's gates (i,
 are oneDNN's (i, f, c~, o); the two biases MXNet keeps per gate are summed into oneDNN's
 one. GRU: MXNet's gates (r, z, n) are oneDNN's (u, r, o) reordered (a copy), and MXNet's
 "linear before reset" cell is oneDNN's ``lbr_gru``, whose fourth bias gate is MXNet's
-``b_hn``. Vanilla RNNs: tanh or relu cells.
+``b_hn``. Vanilla RNNs: tanh or relu cells. LSTMP (``projection_size`` P): a direction's
+weights are ``i2h`` (4H, C), ``h2h`` (4H, P) and ``h2r`` (P, H), the last read in place as
+oneDNN's ``weights_projection`` (H, P) 'io' through strides (1, H); the layers carry P-sized
+states and outputs. Dropout between layers: the operator's masks multiply each layer's
+input here, and the gradient passed down in the backward.
+
+bfloat16: data, states and weights bf16, bias float32 (MXNet's two summed in float32),
+every gradient float32 (oneDNN 3.2's bf16 RNN backward takes no other: its reference
+implementation with bf16 GEMMs); no bf16 LSTMP training (its execution is 'unimplemented').
 
 Training keeps, per layer, the layer's input and output, its last states and the
 primitive's workspace (what the backward primitive reads): :meth:`RnnMixin.rnn_forward`

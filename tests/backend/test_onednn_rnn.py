@@ -452,20 +452,24 @@ def test_bf16_against_mxnet(mode, bf16_kernels, backend, monkeypatch):
     _bf16_close(outs[:-1] + got, want + [grads[k] for k in names])
 
 
-def test_bf16_routed_off_runs_float32_kernels_and_rounds(backend, monkeypatch):
+@pytest.mark.parametrize('p', [0.0, 0.3])
+def test_bf16_routed_off_runs_float32_kernels_and_rounds(p, backend, monkeypatch):
     """``routing.RNN_BF16`` off: a bfloat16 RNN runs oneDNN's float32 primitives on
     widened copies, the backward on the float32 copies and workspaces its forward kept
-    (no forward again), and its results are exactly theirs rounded."""
+    (no forward again), and its results are exactly theirs rounded (with dropout: the
+    same masks for the same seed)."""
     bf = bfloat16()
     monkeypatch.setattr(routing, 'RNN_BF16', False)
     op = get_op('RNN')(mode='gru', state_size=5, num_layers=2, bidirectional=True,
-                       state_outputs=True)
+                       state_outputs=True, p=p)
     ins = [a.astype(bf) for a in _inputs(op, T=4, N=2, C=3, seed=20)]
     calls = dict(backend.calls)
+    np.random.seed(21)
     outs, grads = _step(op, ins, state=Kept())
     if not _refused(backend):
         assert backend.calls['rnn_forward'] - calls.get('rnn_forward', 0) == 2
         assert backend.calls['rnn_backward'] - calls.get('rnn_backward', 0) == 2
+    np.random.seed(21)
     want = _step(op, [a.astype(np.float32) for a in ins], state=Kept())
     for a, b in zip(outs + grads, want[0] + want[1]):
         assert a.dtype == bf

@@ -35,10 +35,10 @@ def _wide(a):
 
 
 class _Bf16Kernel:
-    """The variant's compute: ``_bf16_forward`` (a kernel call, or None), else the
-    operator's own float32 forward on widened copies, rounded; backward likewise in
-    float32. No state; arrays offered to write into (``out=``, ``grad_out=``) are left
-    alone (its results are new arrays, which the executor copies in)."""
+    """The variant's compute: ``_bf16_forward`` (a kernel call, or None; ``dest``: the
+    array offered for the output, which a kernel may write into), else the operator's own
+    float32 forward on widened copies, rounded; backward likewise in float32. No state;
+    other results are new arrays, which the executor copies in."""
 
     def bind(self, ctx, in_shapes, in_dtypes):
         return Step(self, ctx)
@@ -48,7 +48,7 @@ class _Bf16Kernel:
 
     def forward(self, xp, inputs, aux, is_train, out=None, **kw):
         if xp is np:
-            y = self._bf16_forward(inputs, is_train)
+            y = self._bf16_forward(inputs, is_train, out[0] if out else None)
             if y is not None:
                 return [y]
         x_type = inputs[0].dtype
@@ -65,7 +65,7 @@ class _Bf16Kernel:
         return [g if g is None or x is None or g.dtype == x.dtype else g.astype(x.dtype)
                 for g, x in zip(grads, inputs)]
 
-    def _bf16_forward(self, inputs, is_train):
+    def _bf16_forward(self, inputs, is_train, dest=None):
         raise NotImplementedError
 
 
@@ -77,7 +77,7 @@ def _all_bf16(arrays):
 class Bf16Convolution(_Bf16Kernel, Convolution):
     """Convolution in bfloat16 (oneDNN's bf16 convolution; float32 or bf16 bias)."""
 
-    def _bf16_forward(self, inputs, is_train):
+    def _bf16_forward(self, inputs, is_train, dest=None):
         x, w = inputs[0], inputs[1]
         b = None if self.no_bias else inputs[2]
         kern = cpu_kernel('conv_forward_bf16')
@@ -92,7 +92,7 @@ class Bf16Convolution(_Bf16Kernel, Convolution):
 class Bf16FullyConnected(_Bf16Kernel, FullyConnected):
     """FullyConnected in bfloat16 (oneDNN's bf16 matmul)."""
 
-    def _bf16_forward(self, inputs, is_train):
+    def _bf16_forward(self, inputs, is_train, dest=None):
         x, w = inputs[0], inputs[1]
         b = None if self.no_bias else inputs[2]
         kern = cpu_kernel('fc_forward_bf16')
@@ -111,7 +111,7 @@ class Bf16FullyConnected(_Bf16Kernel, FullyConnected):
 class Bf16Activation(_Bf16Kernel, Activation):
     """Activation in bfloat16 (oneDNN's bf16 eltwise; softsign in float32)."""
 
-    def _bf16_forward(self, inputs, is_train):
+    def _bf16_forward(self, inputs, is_train, dest=None):
         kern = cpu_kernel('eltwise_forward_bf16')
         a = self.act_type
         if kern is None or a == 'softsign':
@@ -130,7 +130,7 @@ def _softmax_bf16(op, x, log):
 class Bf16Softmax(_Bf16Kernel, Softmax):
     """softmax in bfloat16 (oneDNN's bf16 softmax)."""
 
-    def _bf16_forward(self, inputs, is_train):
+    def _bf16_forward(self, inputs, is_train, dest=None):
         return _softmax_bf16(self, inputs[0], False)
 
 
@@ -138,7 +138,7 @@ class Bf16Softmax(_Bf16Kernel, Softmax):
 class Bf16LogSoftmax(_Bf16Kernel, LogSoftmax):
     """log_softmax in bfloat16 (oneDNN's bf16 log-softmax)."""
 
-    def _bf16_forward(self, inputs, is_train):
+    def _bf16_forward(self, inputs, is_train, dest=None):
         return _softmax_bf16(self, inputs[0], True)
 
 
@@ -146,7 +146,7 @@ class Bf16LogSoftmax(_Bf16Kernel, LogSoftmax):
 class Bf16Pooling(_Bf16Kernel, Pooling):
     """Pooling in bfloat16 (oneDNN's bf16 pooling forward; max and average)."""
 
-    def _bf16_forward(self, inputs, is_train):
+    def _bf16_forward(self, inputs, is_train, dest=None):
         x = inputs[0]
         kern = cpu_kernel('pool_forward_bf16')
         if kern is None or self.layout not in (None, 'NCW', 'NCHW', 'NCDHW'):
@@ -155,7 +155,7 @@ class Bf16Pooling(_Bf16Kernel, Pooling):
         if spec is None:
             return None
         kind, kernel, stride, pad_l, pad_r, out = spec
-        return kern(x, kind, kernel, stride, pad_l, pad_r, out, self.out_layout)
+        return kern(x, kind, kernel, stride, pad_l, pad_r, out, self.out_layout, out=dest)
 
 
 @takes_bfloat16
@@ -291,7 +291,7 @@ class Bf16BatchNorm(_Bf16Kernel, BatchNorm):
 class Bf16Concat(_Bf16Kernel, Concat):
     """Concat of bfloat16 arrays (oneDNN's concat primitive: a copy, exact)."""
 
-    def _bf16_forward(self, inputs, is_train):
+    def _bf16_forward(self, inputs, is_train, dest=None):
         kern = cpu_kernel('concat_bf16')
         if kern is None or not _all_bf16(inputs):
             return None

@@ -124,6 +124,14 @@ def test_inner_product_eltwise_softmax_pooling_add(be):
                                'channels_last')
     assert np.moveaxis(got, 1, -1).flags.c_contiguous
     close(got, f32(img).reshape(2, 3, 3, 2, 3, 2).max(axis=(3, 5)), 0)
+    # into the plan's buffer where it lies as the output does, else into a new array
+    buf = _channels_last(np.zeros((2, 3, 3, 3), BF16))
+    assert be.pool_forward_bf16(img_l, 'max', (2, 2), (2, 2), (0, 0), (0, 0), (2, 3, 3, 3),
+                                'channels_last', out=buf) is buf
+    close(buf, f32(got), 0)
+    other = np.zeros((2, 3, 3, 3), BF16)
+    assert be.pool_forward_bf16(img_l, 'max', (2, 2), (2, 2), (0, 0), (0, 0), (2, 3, 3, 3),
+                                'channels_last', out=other) is not other
     close(be.add_bf16(img, img[::-1].copy(), relu=True),
           np.maximum(f32(img) + f32(img[::-1]), 0), 1)
 

@@ -321,10 +321,11 @@ class Bf16Mixin:
                                        lambda: desc(self.lib, x.shape))
 
     def pool_forward_bf16(self, x, kind, kernel, stride, pad_l, pad_r, yshape,
-                          out_layout=None):
+                          out_layout=None, out=None):
         """Inference pooling of bfloat16 ``x`` (N, C, *S; taken as it lies, C order or
         channels last) into ``yshape`` (``kind`` as the float32 ``pool_forward`` takes it),
-        written channels last where ``out_layout`` says so, or None."""
+        written channels last where ``out_layout`` says so (into ``out`` when it is such
+        an array apart from ``x``), or None."""
         if not is_bf16(x) or kind not in POOL:
             return None
         x = _dense(x)
@@ -336,7 +337,8 @@ class Bf16Mixin:
             out_layout = None if x.flags.c_contiguous else 'channels_last'
         key = ('pool_forward_bf16', x.shape, xs, yshape, kind, tuple(kernel), tuple(stride),
                tuple(pad_l), tuple(pad_r), out_layout)
-        y = _empty(yshape, x.dtype, out_layout)
+        y = out if _takes(out, yshape, _layout_strides(yshape, out_layout)) \
+            and not np.may_share_memory(out, x) else _empty(yshape, x.dtype, out_layout)
 
         def build():
             # (pooling takes its source's layout as given)

@@ -19,10 +19,10 @@ parameters, data and head gradients (NumPy ``RandomState``) are identical; each 
 prints a check value (sum |d parameters|) that must agree between the frameworks.
 Times are the best of several rounds after a warm-up; both frameworks get the same
 number of threads (``--threads``, default 2: OMP_NUM_THREADS for MXNet and for
-symgraph's oneDNN, whose RNN primitives run the layer, OpenBLAS's threads for NumPy).  MXNet runs with its default oneDNN (MKLDNN) RNN kernels only: with
-MXNET_MKLDNN_ENABLED=0 its CPU ``_backward_RNN`` fails in 1.9.1 (``Check failed:
-in_data.size() == num_inputs (4 vs. 3)`` for an LSTM), so there is no other CPU path to
-compare with.
+symgraph's oneDNN, whose RNN primitives run the layer, OpenBLAS's threads for NumPy).
+MXNet runs with its default oneDNN (MKLDNN) RNN kernels only: with MXNET_MKLDNN_ENABLED=0
+its CPU ``_backward_RNN`` fails in 1.9.1 (``Check failed: in_data.size() == num_inputs
+(4 vs. 3)`` for an LSTM), so there is no other CPU path to compare with.
 
 ``--projection P`` adds the LSTM with ``projection_size=P`` (LSTMP): a training step
 (symgraph only: MXNet 1.9.1's CPU build has no LSTMP training) and an inference forward

@@ -132,7 +132,10 @@ class _SgBase(Operator):
 
     def graph_inputs(self):
         """Number of the fused graph's inputs (the node's float inputs)."""
-        return len(self.subgraphs[0].list_inputs()) if self.subgraphs else 0
+        n = self.__dict__.get('_graph_inputs')
+        if n is None:
+            n = len(self.subgraphs[0].list_inputs()) if self.subgraphs else 0
+        return n
 
     def bind(self, ctx, in_shapes, in_dtypes):
         return Step(self, ctx, state={})
@@ -166,7 +169,8 @@ class SgMKLDNNConv(_SgBase):
         layers, sum_input = _layers(self.subgraphs[0])
         if 'conv' not in layers:
             raise ShapeError('_sg_mkldnn_conv: its graph holds no Convolution')
-        self._fix(layers=layers, sum_input=sum_input)
+        self._fix(layers=layers, sum_input=sum_input,
+                  _graph_inputs=len(self.subgraphs[0].list_inputs()))
 
     # --- structure (MXNet order: data, weight, [bias], [gamma, beta, mean, var], [sum],
     #     [min_data, max_data, [min_sum, max_sum]])
@@ -281,13 +285,15 @@ class SgMKLDNNConv(_SgBase):
         x = items[0]
         n = self.graph_inputs()
         dmin, dmax = scalar(items[n]), scalar(items[n + 1])
-        data_scale = quantize_scale(x.dtype, dmin, dmax)
         key = (float(dmin), float(dmax))
         if memo is None or memo[0] != key:
-            memo = (key, self._quantize_weights(items, data_scale))
+            data_scale = quantize_scale(x.dtype, dmin, dmax)
+            # (the weights, and the output's scales worked out once for this data range)
+            memo = (key, self._quantize_weights(items, data_scale), data_scale, {})
             if state is not None:
                 state['weights'] = memo
         wq, bq, wscales, total = memo[1]
+        data_scale = memo[2]
         cache = state.setdefault('primitives', {}) if state is not None else None
         token = id(memo) if cache is not None else None
         conv = self.layers['conv']
@@ -295,10 +301,14 @@ class SgMKLDNNConv(_SgBase):
         kind = _act_kind(act)
         acc = None
         if self.calibrated():
-            lo, hi = F32(self.min_calib_range), F32(self.max_calib_range)
-            out = self.out_dtype()
-            out_scale = quantize_scale(out, lo, hi)
-            requant = (out_scale / data_scale / wscales).astype(F32)
+            derived = memo[3].get('out')
+            if derived is None:
+                lo, hi = F32(self.min_calib_range), F32(self.max_calib_range)
+                out = self.out_dtype()
+                out_scale = quantize_scale(out, lo, hi)
+                requant = (out_scale / data_scale / wscales).astype(F32)
+                derived = memo[3]['out'] = (lo, hi, out, out_scale, requant)
+            lo, hi, out, out_scale, requant = derived
             if not self.with_sum and kind in (None, 'relu', 'bounded_relu'):
                 # a relu's output is uint8: its saturation is the relu (MXNet: a bounded
                 # relu without a sum is the output range's clipping); all in one primitive

@@ -356,11 +356,22 @@ class QuantizedPooling(QuantizedBase, params_from=Pooling):
     @on_host
     def forward(self, xp, inputs, aux, is_train):
         x = inputs[0]
-        y = self._max_onednn(x) if self.pool_type == 'max' else None
+        y = self._max_onednn(x) if self.pool_type == 'max' else self._global_average(x)
         if y is None:
             y = saturate(self.float_op.forward(np, [x.astype(np.float64)], [], False)[0],
                          x.dtype)
         return [y] + [a.copy() for a in inputs[1:3]]
+
+    def _global_average(self, x):
+        """Global average pooling of the integers, or None (not that): their exact int64
+        sums over the count in float64, rounded and saturated (the bits of the float64
+        mean, without a float64 copy of the data)."""
+        op = self.float_op
+        if not (op.global_pool and op.pool_type == 'avg') or x.ndim < 3 \
+                or op._channels_last(x.ndim) or not x.size:
+            return None
+        s = x.sum(axis=tuple(range(2, x.ndim)), dtype=np.int64, keepdims=True)
+        return saturate(s / float(np.prod(x.shape[2:])), x.dtype)
 
     def _max_onednn(self, x):
         """Max pooling by the backend on the integers as they lie, or None."""

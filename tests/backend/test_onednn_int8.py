@@ -390,3 +390,29 @@ def test_calibrated_quantize_same_bits_with_and_without_the_kernel(monkeypatch, 
     slow = run()
     for a, b in zip(fast, slow):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize('dtype', ['uint8', 'int8'])
+@pytest.mark.parametrize('spatial', [(2, 2), (7, 7), (3,)])
+@pytest.mark.parametrize('channels_last', [False, True])
+def test_quantized_global_average_pooling_same_bits_as_the_float64_mean(
+        monkeypatch, dtype, spatial, channels_last):
+    """Global average pooling of int8/uint8 data by int64 sums: the float64 mean's bits
+    (halves, which a 2x2 window makes, rounded to even), whatever the layout."""
+    from symgraph.ops import quantized
+    info = np.iinfo(dtype)
+    x = RNG.randint(info.min, info.max + 1, (3, 5) + spatial).astype(dtype)
+    x[0, 0] = info.max                                            # saturating sums
+    x[0, 1].flat[0] += 1 if x[0, 1].flat[0] < info.max else -1    # (a half, often)
+    if channels_last:
+        x = np.moveaxis(np.ascontiguousarray(np.moveaxis(x, 1, -1)), -1, 1)
+    op = get_op('_contrib_quantized_pooling')(pool_type='avg', global_pool=True,
+                                              kernel=(1,) * len(spatial))
+    ins = [x, np.array([-1.0], np.float32), np.array([1.0], np.float32)]
+    fast = op.forward(np, ins, [], False)
+    monkeypatch.setattr(quantized.QuantizedPooling, '_global_average', lambda self, x: None)
+    slow = op.forward(np, ins, [], False)
+    assert fast[0].shape == slow[0].shape == (3, 5) + (1,) * len(spatial)
+    for a, b in zip(fast, slow):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)

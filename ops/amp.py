@@ -59,7 +59,7 @@ class AMPCast(Operator):
             # amp_cast (one threaded pass; ml_dtypes' cast is a scalar loop). Like
             # MXNet's, it flushes float32 denormals to zero on the way to bfloat16.
             kern = cpu_kernel('cast_bf16')
-            y = None if kern is None else kern(x)
+            y = None if kern is None else kern(x, t)
             if y is not None:
                 return [y]
         return [x.astype(t, copy=False)]

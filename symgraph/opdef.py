@@ -1364,8 +1364,9 @@ class CpuKernels(typing.Protocol):
     def concat_bf16(self, arrays, axis):
         """bfloat16 ``arrays`` joined along ``axis`` (non-negative), or None."""
 
-    def cast_bf16(self, x, out=None):
-        """float32 ``x`` as bfloat16 or bfloat16 ``x`` as float32, or None."""
+    def cast_bf16(self, x, dtype, out=None):
+        """float32 ``x`` as ``dtype`` (ml_dtypes' bfloat16) or bfloat16 ``x`` as float32
+        (``dtype`` float32), or None."""
 
     def pool_forward(self, x, kind, kernel, stride, pad_l, pad_r, yshape, is_train,
                      out_layout=None, global_pool=False):

@@ -337,17 +337,18 @@ def test_cast_is_mxnets_amp_cast(be):
     x.flat[:8] = special
     x.flat[8:12] = ties.view(np.float32)
     x.flat[12:14] = [1e-40, -3e-39]                 # float32 denormals
-    got = be.cast_bf16(x)
+    got = be.cast_bf16(x, BF16)
     want = x.astype(BF16)
     want.flat[12:14] = np.array([0.0, -0.0], np.float32).astype(BF16)    # (signed)
     assert got.dtype == BF16
     np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
-    back = be.cast_bf16(got)
+    back = be.cast_bf16(got, np.float32)
     assert back.dtype == np.float32
     np.testing.assert_array_equal(back.view(np.uint32), f32(got).view(np.uint32))
     xl = _channels_last(x)                          # taken as it lies
-    assert np.moveaxis(be.cast_bf16(xl), 1, -1).flags.c_contiguous
-    assert be.cast_bf16(np.ones(3, np.float16)) is None
+    assert np.moveaxis(be.cast_bf16(xl, BF16), 1, -1).flags.c_contiguous
+    assert be.cast_bf16(np.ones(3, np.float16), BF16) is None
+    assert be.cast_bf16(x, np.float16) is None
     calls = be.calls.get('cast_bf16', 0)
     y = mx.nd.amp_cast(mx.nd.array(x), dtype='bfloat16').asnumpy()
     np.testing.assert_array_equal(y.view(np.uint16), got.view(np.uint16))

@@ -20,7 +20,6 @@ import threading
 import numpy as np
 
 from . import _lib
-from ...base import bfloat16
 from ._core import Primitive
 from ._core import _aligned, as_f32, channels_last_strides
 from ._lib import check
@@ -465,19 +464,21 @@ class Bf16Mixin:
         return y if self.run(key, build, arrays + [y]) else None
 
 
-    def cast_bf16(self, x, out=None):
-        """float32 ``x`` as bfloat16 (rounded to nearest even, as ml_dtypes' ``astype``
-        rounds), or bfloat16 ``x`` as float32, by oneDNN's reorder: one pass on the
+    def cast_bf16(self, x, dtype, out=None):
+        """float32 ``x`` as bfloat16 (``dtype``: the caller's ml_dtypes bfloat16, as the
+        backend imports nothing beyond NumPy; rounded to nearest even, as ml_dtypes'
+        ``astype`` rounds), or bfloat16 ``x`` as float32 (``dtype`` float32), by oneDNN's
+        reorder: one pass on the
         OpenMP threads, where ml_dtypes' cast is a scalar loop (an amp_cast of a batch
         of images). ``x`` taken as it lies (C order or channels last), the result in the
         same layout, into ``out`` when it is such an array of the result's type; None for
         other dtypes."""
-        to_bf16 = x.dtype == np.float32
-        if not (to_bf16 or is_bf16(x)) or not x.size:
+        dtype = np.dtype(dtype)
+        to_bf16 = x.dtype == np.float32 and dtype.name == 'bfloat16'
+        if not (to_bf16 or is_bf16(x) and dtype == np.float32) or not x.size:
             return None
         x = _dense(x)
         xs = _elem_strides(x)
-        dtype = bfloat16() if to_bf16 else np.dtype(np.float32)
         if not (isinstance(out, np.ndarray) and out.dtype == dtype and out.shape == x.shape
                 and out.flags.writeable and _elem_strides(out) == xs
                 and not np.may_share_memory(out, x)):

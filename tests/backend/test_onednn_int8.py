@@ -196,6 +196,11 @@ def test_int8_conv_fuses_the_residual_sum(dtype, relu, post_relu, kernel, stride
     assert y.dtype == np.dtype(dtype) and np.moveaxis(y, 1, -1).flags.c_contiguous
     np.testing.assert_array_equal(y, ref)
     np.testing.assert_array_equal(s, s_before)           # the summand untouched
+    # a summand in C order (copied into the channels-last output by a reorder)
+    y2 = be.int8_conv(x, w, b, (stride,) * 2, pad, (1, 1), 1, token=3, cache=cache,
+                      scales=scales, dtype=dtype, relu=relu,
+                      summand=np.ascontiguousarray(s), sum_scale=k, post_relu=post_relu)
+    np.testing.assert_array_equal(y2, ref)
     impls = [p.impl() for p in cache.values() if p is not None]
     assert impls and not any(i.startswith('ref') for i in impls), impls
     # declined: no requantization, or a summand of another type or shape
@@ -313,8 +318,8 @@ def test_fused_int8_network_same_bits_with_and_without_the_kernels(monkeypatch):
     fast = run()
     done = {k: v - calls.get(k, 0) for k, v in be.calls.items() if v != calls.get(k, 0)}
     # twice: the data's quantization (a scaled reorder), 3 quantized convolutions (the
-    # third with the sum), nothing else
-    assert done == {'int8_requantize': 2, 'int8_conv': 6}, done
+    # third with the sum, its summand copied into its output first), nothing else
+    assert done == {'int8_requantize': 2, 'int8_conv': 6, 'int8_copy': 2}, done
     # the requantization in a reorder after the int32 sums instead of in the convolution
     monkeypatch.setattr(subgraph_mkldnn, 'conv_requantized', lambda *a, **k: None)
     calls = dict(be.calls)

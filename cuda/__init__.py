@@ -53,8 +53,36 @@ def _unshadow_cuda_namespace():
             sys.modules['cuda'] = shadow
 
 
+def _tf32_to_cupy():
+    """Hand ``SYMGRAPH_TF32`` to cuBLAS: CuPy's float32 matmuls (FullyConnected, dot,
+    batch_dot) use TF32 tensor cores where its ``CUPY_TF32`` is above 0, which CuPy reads
+    at its first float32 matmul. Set explicitly, ``SYMGRAPH_TF32`` decides; unset, a
+    ``CUPY_TF32`` of the user's stays and otherwise TF32 is off (MXNet's float32 math).
+    Done before CuPy is handed out, once per process."""
+    if _TF32_DONE:
+        return
+    try:
+        from .. import config          # symgraph.config: the one reader of the switches
+    except ImportError:                # this folder loaded as a top-level ``cuda``
+        return
+    on = '1' if config.flag('TF32') else '0'
+    if (config.raw('TF32') or '').strip():
+        if os.environ.get('CUPY_TF32', on) != on:
+            _log.info('SYMGRAPH_TF32=%s overrides CUPY_TF32=%s', config.raw('TF32'),
+                      os.environ['CUPY_TF32'])
+        os.environ['CUPY_TF32'] = on
+    else:
+        os.environ.setdefault('CUPY_TF32', on)
+    _TF32_DONE.append(True)
+
+
+_TF32_DONE = []
+
+
 def import_cupy():
-    """Import and return CuPy (raises ImportError where it is not installed)."""
+    """Import and return CuPy (raises ImportError where it is not installed), with
+    ``CUPY_TF32`` set from ``SYMGRAPH_TF32`` first (:func:`_tf32_to_cupy`)."""
+    _tf32_to_cupy()
     cupy = sys.modules.get('cupy')
     if cupy is None:
         _unshadow_cuda_namespace()

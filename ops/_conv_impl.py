@@ -271,19 +271,21 @@ def _backend(xp, *arrays):
     return KERNELS if KERNELS.loaded() else None
 
 
-def _cudnn(xp, name):
+def _cudnn(xp, name, off=False):
     """cuDNN's kernel ``name`` for CuPy arrays (:func:`symgraph.opdef.gpu_kernel`: None
-    without the library or a GPU, one log line saying why), else None."""
-    return None if xp is np else gpu_kernel(name)
+    without the library or a GPU, one log line saying why), else None; None too where the
+    node says ``cudnn_off`` (``off``)."""
+    return None if xp is np or off else gpu_kernel(name)
 
 
 def conv_forward(xp, x, w, b, stride, pad, dilate, groups, after=None, dest=None,
-                 site=None):
+                 site=None, cudnn_off=False):
     """Cross-correlation of x (N, C, *S) with w (F, C/groups, *K), plus bias b (F,) or None.
 
     ``pad`` pads before each spatial axis and ``after`` (default ``pad``) after it; negative
     values crop. ``site``: (the Step's replays, tag) of a call the CPU backend may replay
-    on the same arrays (see ``BackendCore.record``).
+    on the same arrays (see ``BackendCore.record``). ``cudnn_off``: CuPy arrays never go to
+    cuDNN (the node's ``cudnn_off``), only to symgraph's own kernels.
     """
     kernel = w.shape[2:]
     after = pad if after is None else after
@@ -306,7 +308,7 @@ def conv_forward(xp, x, w, b, stride, pad, dilate, groups, after=None, dest=None
         if y is not None:
             return y
     else:
-        kern = _cudnn(xp, 'conv_forward')
+        kern = _cudnn(xp, 'conv_forward', cudnn_off)
         y = None if kern is None or tuple(after) != tuple(pad) else kern(
             x, w, b, stride, pad, dilate, groups, out=dest)
         if y is not None:
@@ -332,12 +334,13 @@ def _flat_grad(xp, dy, grid=None):
 
 
 def conv_backward_data(xp, dy, w, shape, stride, pad, dilate, groups, dyt=None, dest=None,
-                       site=None):
+                       site=None, cudnn_off=False):
     """Gradient of :func:`conv_forward` with respect to x of ``shape``, given dy (N, F, *O).
 
     With unit stride this is a convolution of the padded dy with the flipped, transposed
     kernel (an im2col and a GEMM); otherwise a GEMM and :func:`_col2im`. ``dyt`` is dy
-    already in (F, N*P) layout when the caller has it. ``site``: as :func:`conv_forward`.
+    already in (F, N*P) layout when the caller has it. ``site``, ``cudnn_off``: as
+    :func:`conv_forward`.
     """
     if xp is np:
         def onednn():
@@ -348,7 +351,7 @@ def conv_backward_data(xp, dy, w, shape, stride, pad, dilate, groups, dyt=None, 
         if dx is not None:
             return dx
     else:
-        kern = _cudnn(xp, 'conv_backward_data')
+        kern = _cudnn(xp, 'conv_backward_data', cudnn_off)
         dx = None if kern is None else kern(dy, w, tuple(shape), stride, pad, dilate,
                                              groups, out=dest)
         if dx is not None:
@@ -366,16 +369,17 @@ def conv_backward_data(xp, dy, w, shape, stride, pad, dilate, groups, dyt=None, 
         # rows the forward never reached (larger input than the output needs) get zero
         after = [s - o - b + d * (k - 1) for s, o, b, k, d
                  in zip(shape[2:], out, before, kernel, dilate)]
-        return conv_forward(xp, dy, wt, None, stride, before, dilate, groups, after, dest)
+        return conv_forward(xp, dy, wt, None, stride, before, dilate, groups, after, dest,
+                            cudnn_off=cudnn_off)
     dyt = _flat_grad(xp, dy) if dyt is None else dyt
     cols = _grouped_matmul(xp, w.reshape(f, -1), dyt, groups, trans_a=True)
     return _col2im(xp, cols, shape, kernel, stride, pad, dilate, out, dest)
 
 
 def conv_backward_weight(xp, x, dy, kernel, stride, pad, dilate, groups, dyt=None,
-                         dest=None, site=None):
+                         dest=None, site=None, cudnn_off=False):
     """Gradient of :func:`conv_forward` with respect to w (F, C/groups, *kernel).
-    ``site``: as :func:`conv_forward`."""
+    ``site``, ``cudnn_off``: as :func:`conv_forward`."""
     if xp is np:
         def onednn():
             be = _backend(xp, x, dy)
@@ -386,7 +390,7 @@ def conv_backward_weight(xp, x, dy, kernel, stride, pad, dilate, groups, dyt=Non
         if dw is not None:
             return dw
     else:
-        kern = _cudnn(xp, 'conv_backward_weights')
+        kern = _cudnn(xp, 'conv_backward_weights', cudnn_off)
         dw = None if kern is None else kern(
             x, dy, (dy.shape[1], x.shape[1] // groups) + tuple(kernel), stride, pad, dilate,
             groups, out=dest)

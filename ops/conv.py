@@ -39,7 +39,8 @@ class _ConvBase(Operator):
     num_filter = Param(int, doc='number of output channels', minimum=1)
     num_group = Param(int, 1, doc='number of groups')
     cudnn_tune = Param(str, None, doc='ignored (cuDNN algorithm choice)', choices=_TUNE)
-    cudnn_off = Param(bool, False, doc='ignored')
+    cudnn_off = Param(bool, False, doc="don't use cuDNN for this node (symgraph's own CUDA "
+                      'kernels on a GPU)')
     layout = Param(str, None, doc='NCW, NCHW or NCDHW; Convolution also NWC, NHWC or NDHWC',
                    choices=_LAYOUTS)
 
@@ -214,18 +215,20 @@ class Convolution(_ConvBase):
         if self.channels_last:
             view = _first_view(xp, dest)
             y = conv_forward(xp, _first(xp, inputs[0]), _first(xp, inputs[1]), b, self.st,
-                             self.pd, self.dl, self.num_group, dest=view)
+                             self.pd, self.dl, self.num_group, dest=view,
+                             cudnn_off=self.cudnn_off)
             return [_last(xp, y, view, dest)]
         return [conv_forward(xp, inputs[0], inputs[1], b, self.st, self.pd, self.dl,
-                             self.num_group, dest=dest, site=(replays, 'f'))]
+                             self.num_group, dest=dest, site=(replays, 'f'),
+                             cudnn_off=self.cudnn_off)]
 
     def fast_forward(self, xp, is_train, in_dtypes=None):
         if self.channels_last:
             return None
-        st, pd, dl, g = self.st, self.pd, self.dl, self.num_group
+        st, pd, dl, g, off = self.st, self.pd, self.dl, self.num_group, self.cudnn_off
         if self.no_bias:
-            return lambda x, w: conv_forward(xp, x, w, None, st, pd, dl, g)
-        return lambda x, w, b: conv_forward(xp, x, w, b, st, pd, dl, g)
+            return lambda x, w: conv_forward(xp, x, w, None, st, pd, dl, g, cudnn_off=off)
+        return lambda x, w, b: conv_forward(xp, x, w, b, st, pd, dl, g, cudnn_off=off)
 
     def backward(self, xp, out_grads, inputs, outputs, aux, need, grad_out=None,
                  replays=None):
@@ -238,12 +241,12 @@ class Convolution(_ConvBase):
         if need[0]:
             grads[0] = conv_backward_data(xp, dy, w, x.shape, self.st, self.pd, self.dl,
                                           self.num_group, dest=_offered(grad_out, 0),
-                                          site=(replays, 'bd'))
+                                          site=(replays, 'bd'), cudnn_off=self.cudnn_off)
         if need[1]:
             grads[1] = conv_backward_weight(xp, x, dy, self.kernel, self.st, self.pd,
                                             self.dl, self.num_group,
                                             dest=_offered(grad_out, 1),
-                                            site=(replays, 'bw'))
+                                            site=(replays, 'bw'), cudnn_off=self.cudnn_off)
         if not self.no_bias and need[2]:
             grads[2] = self.backward_bias(xp, dy)
         return grads
@@ -258,13 +261,13 @@ class Convolution(_ConvBase):
             dest = _offered(grad_out, 0)
             view = _first_view(xp, dest)
             dx = conv_backward_data(xp, dyf, w, x.shape, self.st, self.pd, self.dl,
-                                    self.num_group, dest=view)
+                                    self.num_group, dest=view, cudnn_off=self.cudnn_off)
             grads[0] = _last(xp, dx, view, dest)
         if need[1]:
             dest = _offered(grad_out, 1)
             view = _first_view(xp, dest)
             dw = conv_backward_weight(xp, x, dyf, self.kernel, self.st, self.pd, self.dl,
-                                      self.num_group, dest=view)
+                                      self.num_group, dest=view, cudnn_off=self.cudnn_off)
             grads[1] = _last(xp, dw, view, dest)
         if not self.no_bias and need[2]:
             grads[2] = dy.reshape(-1, dy.shape[-1]).sum(axis=0)
@@ -346,7 +349,7 @@ class Deconvolution(_ConvBase):
         pad, _ = self.pad_adj(x.shape[2:])
         shape = (x.shape[0], self.num_filter) + self.out_spatial(x.shape[2:])
         y = conv_backward_data(xp, x, w, shape, self.st, pad, self.dl, self.num_group,
-                               dest=dest)
+                               dest=dest, cudnn_off=self.cudnn_off)
         if b is not None:
             y += b.reshape((-1,) + (1,) * len(self.kernel))
         return y
@@ -362,10 +365,11 @@ class Deconvolution(_ConvBase):
         grads = [None] * len(inputs)
         if need[0]:
             grads[0] = conv_forward(xp, dy, w, None, self.st, pad, self.dl, self.num_group,
-                                    dest=_offered(grad_out, 0))
+                                    dest=_offered(grad_out, 0), cudnn_off=self.cudnn_off)
         if need[1]:
             grads[1] = conv_backward_weight(xp, dy, x, self.kernel, self.st, pad, self.dl,
-                                            self.num_group, dest=_offered(grad_out, 1))
+                                            self.num_group, dest=_offered(grad_out, 1),
+                                            cudnn_off=self.cudnn_off)
         if not self.no_bias and need[2]:
             grads[2] = dy.sum(axis=(0,) + tuple(range(2, dy.ndim)))
         return grads
@@ -431,7 +435,7 @@ class FusedConvolution(FusedOperator):
         # (straight into the plan's buffer when nothing follows; else the post-ops
         # write it last: the buffer may be the residual's own storage)
         y = conv_forward(xp, x, wf, bf, conv.st, conv.pd, conv.dl, conv.num_group,
-                         dest=None if rest else dest)
+                         dest=None if rest else dest, cudnn_off=conv.cudnn_off)
         return self.apply_rest(xp, y, per, k, dest)
 
 

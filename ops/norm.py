@@ -55,8 +55,9 @@ def _c_order(d):
 
 def _gpu_bn_forward(xp, op, data, gamma, beta, moving_mean, moving_var, is_train, dest=None):
     """BatchNorm forward with the fused kernels: [out, mean, inv_std] (out written into
-    ``dest`` when given); cuDNN's first where it is loaded and takes the case."""
-    kern = gpu_kernel('batchnorm_forward')
+    ``dest`` when given); cuDNN's first where it is loaded, takes the case and the node
+    has no ``cudnn_off``."""
+    kern = None if op.cudnn_off else gpu_kernel('batchnorm_forward')
     r = None if kern is None else kern(data, gamma, beta, moving_mean, moving_var,
                                         f32(op.eps), f32(op.momentum), op.fix_gamma,
                                         is_train and not op.use_global_stats, out=dest)
@@ -81,8 +82,9 @@ def _gpu_bn_forward(xp, op, data, gamma, beta, moving_mean, moving_var, is_train
 def _gpu_bn_backward(xp, op, dy, data, gamma, mean, inv, dest=None):
     """BatchNorm backward with the fused kernels: [dx, dgamma, dbeta], from the mean and
     inverse std that forward saved as its outputs (dx written into ``dest`` when given);
-    cuDNN's first (batch statistics only) where it is loaded and takes the case."""
-    kern = None if op.use_global_stats else gpu_kernel('batchnorm_backward')
+    cuDNN's first (batch statistics only) where it is loaded, takes the case and the node
+    has no ``cudnn_off``."""
+    kern = None if op.use_global_stats or op.cudnn_off else gpu_kernel('batchnorm_backward')
     r = None if kern is None else kern(dy, data, gamma, mean, inv, f32(op.eps),
                                         op.fix_gamma, out=dest)
     if r is not None:
@@ -115,7 +117,8 @@ class BatchNorm(BatchNormBase):
     use_global_stats = Param(bool, False, doc='normalise with the running statistics')
     output_mean_var = Param(bool, False, doc='also output the mean and the inverse std')
     axis = Param(int, 1, doc='channel axis')
-    cudnn_off = Param(bool, False, doc='ignored')
+    cudnn_off = Param(bool, False, doc="don't use cuDNN for this node (symgraph's own CUDA "
+                      'kernels on a GPU)')
     min_calib_range = Param(float, None, doc='ignored (quantisation)')
     max_calib_range = Param(float, None, doc='ignored (quantisation)')
 

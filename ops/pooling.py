@@ -62,7 +62,8 @@ class Pooling(Operator):
     kernel = Param('shape', (), doc='window size: (w,), (h, w) or (d, h, w)')
     pool_type = Param(str, 'max', choices=('max', 'avg', 'sum', 'lp'))
     global_pool = Param(bool, False, doc='pool over the whole spatial extent')
-    cudnn_off = Param(bool, False, doc='ignored')
+    cudnn_off = Param(bool, False, doc="don't use cuDNN for this node (symgraph's own CUDA "
+                      'kernels on a GPU)')
     pooling_convention = Param(str, 'valid', choices=('valid', 'full', 'same'))
     stride = Param('shape', (), doc='stride, default 1 per axis')
     pad = Param('shape', (), doc='padding, default 0 per axis')
@@ -240,8 +241,10 @@ class Pooling(Operator):
     def _cudnn_spec(self, xp, x):
         """(kind, kernel, stride, pad) when this pooling of CuPy array ``x`` may go through
         cuDNN (:func:`symgraph.opdef.gpu_kernel`), else None: max / avg, not global, and windows
-        that stay inside the symmetric padding (cuDNN's output size is the 'valid' one)."""
-        if xp is np or self.global_pool or self.pool_type not in ('max', 'avg'):
+        that stay inside the symmetric padding (cuDNN's output size is the 'valid' one), and
+        not where the node says ``cudnn_off``."""
+        if (xp is np or self.cudnn_off or self.global_pool
+                or self.pool_type not in ('max', 'avg')):
             return None
         kernel, stride, pad, out = self.geometry(x.shape[2:])
         if any((s + 2 * p - k) // t + 1 != o

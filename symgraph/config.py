@@ -93,8 +93,11 @@ SWITCHES = {s.name: s for s in (
            'the libcudnn.so.9 (or .so.8) to load instead of the nvidia-cudnn wheels\' or '
            "the system's", 'when the cuDNN backend first loads'),
     Switch('TF32', 'flag', False,
-           'float32 convolutions on cuDNN may use TF32 tensor cores (off, as MXNet: '
-           'float32 math)', 'when the cuDNN backend first loads'),
+           'float32 convolutions on cuDNN and float32 matmuls on cuBLAS (FullyConnected, '
+           'dot, batch_dot: CuPy\'s CUPY_TF32, which this sets; unset, a CUPY_TF32 of '
+           'your own stays) may use TF32 tensor cores (off, as MXNet: float32 math)',
+           'when the cuDNN backend first loads; for cuBLAS when symgraph first hands out '
+           'CuPy (the first GPU context)'),
     Switch('INFERENCE_PASSES', 'names', _PASSES,
            'the inference passes an executor without gradients runs forward(is_train=False) '
            'through (unset: all); exe.debug_str() ends with what each did', 'at bind',

@@ -662,3 +662,149 @@ def test_operators_fall_back_on_the_stand_in_with_one_line(fresh, caplog):
     recs = _records(caplog)
     assert len(recs) == 1, [r.getMessage() for r in recs]
     assert "symgraph's CUDA kernels" in recs[0].getMessage()
+
+
+# ---------------------------------------------------------------- cudnn_off
+def _fake_kernels(monkeypatch):
+    """Every cuDNN kernel replaced by a fake that records its name and declines (returns
+    None), so the operator still computes with symgraph's own kernels."""
+    calls = []
+
+    def fake(name):
+        return lambda *a, **k: calls.append(name)
+    monkeypatch.setitem(cudnn._state, 'kernels', {n: fake(n) for n in cudnn.KERNELS})
+    return calls
+
+
+def _cudnn_off_run(cudnn_off):
+    """Convolution, Deconvolution, BatchNorm (training) and Pooling forward and backward on
+    mx.gpu(0): the outputs and gradients as NumPy arrays."""
+    import symgraph as mx
+    rng = np.random.default_rng(3)
+    ctx = mx.gpu(0)
+    x = mx.nd.array(rng.standard_normal((2, 3, 6, 6)), ctx=ctx)
+    w = mx.nd.array(rng.standard_normal((4, 3, 3, 3)), ctx=ctx)
+    wd = mx.nd.array(rng.standard_normal((3, 2, 3, 3)), ctx=ctx)
+    gamma, beta = mx.nd.ones((3,), ctx=ctx), mx.nd.zeros((3,), ctx=ctx)
+    mean, var = mx.nd.zeros((3,), ctx=ctx), mx.nd.ones((3,), ctx=ctx)
+    for a in (x, w, wd, gamma, beta):
+        a.attach_grad()
+    with mx.autograd.record():
+        c = mx.nd.Convolution(x, w, kernel=(3, 3), num_filter=4, no_bias=True, pad=(1, 1),
+                              cudnn_off=cudnn_off)
+        d = mx.nd.Deconvolution(x, wd, kernel=(3, 3), num_filter=2, no_bias=True,
+                                cudnn_off=cudnn_off)
+        b = mx.nd.BatchNorm(x, gamma, beta, mean, var, fix_gamma=False, cudnn_off=cudnn_off)
+        p = mx.nd.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type='max',
+                          cudnn_off=cudnn_off)
+        loss = c.sum() + (d * d).sum() + (b * b).sum() + (p * p).sum()
+    loss.backward()
+    return [a.asnumpy() for a in (c, d, b, p, x.grad, w.grad, wd.grad, gamma.grad)]
+
+
+@pytest.mark.gpu
+def test_cudnn_off_keeps_the_node_off_cudnn(fresh, monkeypatch):
+    """Without cudnn_off every operator asks cuDNN (here a fake that declines); with it,
+    none does, and the results are the same (symgraph's kernels compute both)."""
+    from symgraph.context import num_gpus
+    if num_gpus() < 1:
+        pytest.skip('needs CuPy with a device (the strict stand-in: SYMGRAPH_STRICT_CUPY=4)')
+    calls = _fake_kernels(monkeypatch)
+    on = _cudnn_off_run(False)
+    assert set(calls) == {'conv_forward', 'conv_backward_data', 'conv_backward_weights',
+                          'batchnorm_forward', 'batchnorm_backward', 'pool_forward',
+                          'pool_backward'}, calls
+    del calls[:]
+    off = _cudnn_off_run(True)
+    assert calls == []
+    for a, b in zip(on, off):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_cudnn_off_in_the_conv_helpers(fresh, monkeypatch):
+    """ops/_conv_impl.py's helpers on CuPy arrays (the strict stand-in): cudnn_off=True
+    never asks cuDNN, also where the data gradient runs as a convolution."""
+    import os
+    import sys
+    here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'cuda')
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import strict_cupy
+    from symgraph.ops import _conv_impl as ci
+    calls = _fake_kernels(monkeypatch)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 3, 5, 5)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    one = (1, 1)
+    with strict_cupy.installed(1) as cp:
+        xc, wc = cp.asarray(x), cp.asarray(w)
+        for off in (True, False):
+            y = ci.conv_forward(cp, xc, wc, None, one, one, one, 1, cudnn_off=off)
+            ci.conv_backward_data(cp, y, wc, x.shape, one, one, one, 1, cudnn_off=off)
+            ci.conv_backward_weight(cp, xc, y, (3, 3), one, one, one, 1, cudnn_off=off)
+            if off:
+                assert calls == []
+    # without cudnn_off: each helper asks once; the declined data gradient runs as a
+    # convolution (unit stride), which asks for conv_forward again
+    assert calls == ['conv_forward', 'conv_backward_data', 'conv_forward',
+                     'conv_backward_weights'], calls
+
+
+# ---------------------------------------------------------------- TF32 for cuBLAS
+@pytest.mark.parametrize('ours, theirs, want', [
+    (None, None, '0'),          # MXNet's float32 math by default
+    (None, '1', '1'),           # the user's own CUPY_TF32 stays when SYMGRAPH_TF32 is unset
+    ('1', None, '1'), ('on', '0', '1'),
+    ('0', '1', '0'), ('', '1', '1'),
+])
+def test_tf32_reaches_cupy(monkeypatch, caplog, ours, theirs, want):
+    from symgraph import cuda
+    monkeypatch.setattr(cuda, '_TF32_DONE', [])
+    for var, value in (('SYMGRAPH_TF32', ours), ('CUPY_TF32', theirs)):
+        if value is None:
+            monkeypatch.delenv(var, raising=False)
+        else:
+            monkeypatch.setenv(var, value)
+    with caplog.at_level(logging.INFO, logger='symgraph.cuda'):
+        cuda._tf32_to_cupy()
+    import os
+    assert os.environ['CUPY_TF32'] == want
+    overrides = [r for r in caplog.records if 'overrides CUPY_TF32' in r.getMessage()]
+    assert len(overrides) == (theirs is not None and (ours or '').strip() != ''
+                              and theirs != want)
+    monkeypatch.setenv('SYMGRAPH_TF32', '0' if want == '1' else '1')
+    cuda._tf32_to_cupy()                                    # once per process
+    assert os.environ['CUPY_TF32'] == want
+
+
+def test_tf32_bad_value_names_the_variable(monkeypatch):
+    from symgraph import cuda
+    monkeypatch.setattr(cuda, '_TF32_DONE', [])
+    monkeypatch.setenv('SYMGRAPH_TF32', 'fast')
+    with pytest.raises(ValueError, match="SYMGRAPH_TF32 must be 0 or 1 .*got 'fast'"):
+        cuda._tf32_to_cupy()
+
+
+@pytest.mark.parametrize('ours, want', [(None, '0'), ('1', '1')])
+def test_tf32_is_set_before_cupy_imports(tmp_path, ours, want):
+    """A fresh process whose ``cupy`` records CUPY_TF32 at its import: a GPU context (which
+    imports CuPy through symgraph.cuda.import_cupy) sets it first."""
+    import os
+    import subprocess
+    import sys
+    (tmp_path / 'cupy').mkdir()
+    (tmp_path / 'cupy' / '__init__.py').write_text(
+        'import os\nAT_IMPORT = os.environ.get("CUPY_TF32")\n')
+    env = {k: v for k, v in os.environ.items()
+           if k not in ('SYMGRAPH_STRICT_CUPY', 'CUPY_TF32', 'SYMGRAPH_TF32')}
+    env['PYTHONPATH'] = str(tmp_path)
+    if ours is not None:
+        env['SYMGRAPH_TF32'] = ours
+    code = ('import symgraph as mx, sys\n'
+            'assert "cupy" not in sys.modules\n'
+            'from symgraph.context import _cupy\n'
+            'print(_cupy().AT_IMPORT)\n')
+    out = subprocess.run([sys.executable, '-c', code], env=env, cwd=str(tmp_path),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == want

@@ -31,6 +31,7 @@ from .optimizer_updates import NAGMomUpdate
 from .pooling import Pooling, PoolingChannelsLast
 from .slicing import Concat
 from .softmax import LogSoftmax, Softmax
+from .subgraph_mkldnn import SgMKLDNNConv
 from .syncbn import SyncBatchNorm
 from .unary import BlockGrad, Copy
 
@@ -329,6 +330,13 @@ def _syncbn_instead(op, why, *facts):
     return type(op)(**dict(op._values, key=facts[0]))
 
 
+def _sg_conv_instead(op, why, *facts):
+    """A bound executor's calibrated quantized _sg_mkldnn_conv: the variant writing into
+    the storage plan's buffers (channels last; the residual sum over its summand's
+    storage where the plan gives it in place)."""
+    return op.into_variant() if why == 'node' else None
+
+
 def _nag_instead(op, why, *facts):
     """mx.nd's out= is the weight itself: the kernel that reads the weight after writing
     it, as MXNet's in-place update does."""
@@ -362,6 +370,7 @@ RULES = (
     ('writes_layout', BatchNorm, _bn_writes),
     ('out_layout', FusedConvolution, _own_out_layout),
     ('out_layout', PoolingChannelsLast, _own_out_layout),
+    ('out_layout', SgMKLDNNConv, _own_out_layout),
     ('grad_same', ElemwiseAddReLU, _add_relu_grad_same),
     ('grad_inplace', ElemwiseAddReLU, _add_relu_grad_inplace),
     ('grad_inplace', Activation, _activation_grad_inplace),
@@ -383,4 +392,5 @@ RULES = (
     ('instead', Concat, _bf16_instead),
     ('instead', FusedFullyConnected, _bf16_instead),
     ('instead', NAGMomUpdate, _nag_instead),
+    ('instead', SgMKLDNNConv, _sg_conv_instead),
 )

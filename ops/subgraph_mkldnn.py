@@ -162,6 +162,27 @@ class SgMKLDNNConv(_SgBase):
     with_act = Param(bool, False, doc='an activation follows')
     with_sum = Param(bool, False, doc='a residual sum follows')
     with_postsum_act = Param(bool, False, doc='an activation follows the sum')
+    #: the layout of output 0 in the storage plan's buffers (rules.OUT_LAYOUT): C order;
+    #: the variant an executor runs writes channels last (:class:`SgMKLDNNConvInto`)
+    out_layout = None
+
+    @property
+    def inplace(self):
+        """The output may take the summand's storage (MXNet's FInplaceOption of the fused
+        convolution: its sum is computed into the summand's buffer)."""
+        if not self.with_sum or not self.subgraphs or self.sum_input is None:
+            return ()
+        ours = self.list_arguments() + self.list_auxiliary_states()
+        return ((ours.index(self._mx_names()[self.sum_input]), 0),)
+
+    def into_variant(self):
+        """This node as :class:`SgMKLDNNConvInto` (a calibrated quantized one), else
+        None."""
+        if not (self.quantized and self.calibrated()) or isinstance(self, SgMKLDNNConvInto):
+            return None
+        new = object.__new__(SgMKLDNNConvInto)
+        new._fix(**self.__dict__)           # (a fresh copy nobody holds yet)
+        return new
 
     def check(self):
         if not self.subgraphs:
@@ -280,7 +301,7 @@ class SgMKLDNNConv(_SgBase):
             w = (w * alpha.reshape((-1,) + (1,) * (w.ndim - 1))).astype(F32)
         return w, b
 
-    def _quantized_forward(self, items, state):
+    def _quantized_forward(self, items, state, out=None):
         memo = state.get('weights') if state is not None else None
         x = items[0]
         n = self.graph_inputs()
@@ -300,6 +321,8 @@ class SgMKLDNNConv(_SgBase):
         act = self.layers.get('act') if self.with_act else None
         kind = _act_kind(act)
         acc = None
+        into = out if out is not None else [None] * 3
+        dest = into[0]
         if self.calibrated():
             derived = memo[3].get('out')
             if derived is None:
@@ -312,13 +335,14 @@ class SgMKLDNNConv(_SgBase):
             if not self.with_sum and kind in (None, 'relu', 'bounded_relu'):
                 # a relu's output is uint8: its saturation is the relu (MXNet: a bounded
                 # relu without a sum is the output range's clipping); all in one primitive
-                y = conv_requantized(conv, x, wq, bq, token, cache, requant, out, False)
+                y = conv_requantized(conv, x, wq, bq, token, cache, requant, out, False,
+                                     out=dest)
                 if y is not None:
-                    return [y] + rng(lo, hi)
+                    return self._results(y, lo, hi, into)
                 acc = conv_int32(conv, x, wq, bq, token=token, cache=cache)
                 y = _requantize(acc, requant, out, token, cache)
                 if y is not None:
-                    return [y] + rng(lo, hi)
+                    return self._results(y, lo, hi, into)
             if self.with_sum and kind in (None, 'relu'):
                 # the conv, the relu, the sum, the post-sum relu and the saturation in one
                 # primitive, into the summand's type (see the end)
@@ -326,12 +350,16 @@ class SgMKLDNNConv(_SgBase):
                 post = _act_kind(self.layers.get('postsum_act')) \
                     if self.with_postsum_act else None
                 if post in (None, 'relu') and s.dtype in (np.int8, np.uint8):
+                    # (into the plan's buffer, as the summand's type: where the plan gave
+                    # the summand's own storage, no copy of it first)
                     z = conv_requantized(conv, x, wq, bq, token, cache, requant, s.dtype,
                                          kind == 'relu', summand=s,
                                          sum_scale=self._sum_scale(items, out_scale),
-                                         post_relu=post == 'relu')
+                                         post_relu=post == 'relu',
+                                         out=None if dest is None else dest.view(s.dtype))
                     if z is not None:
-                        return [z if z.dtype == out else z.view(out)] + rng(lo, hi)
+                        return self._results(z if z.dtype == out else z.view(out), lo, hi,
+                                             into)
             if acc is None:
                 acc = conv_int32(conv, x, wq, bq, token=token, cache=cache)
             y = _requantize(acc, requant, F32, token, cache)
@@ -376,6 +404,22 @@ class SgMKLDNNConv(_SgBase):
             return [saturate(y, items[self.sum_input].dtype).view(out)] + rng(lo, hi)
         return [saturate(y, out)] + rng(lo, hi)
 
+    @staticmethod
+    def _results(y, lo, hi, into):
+        """[y, min, max], into the offered arrays ``into`` where given (y itself where
+        the kernel wrote into ``into[0]``)."""
+        d = into[0]
+        if d is not None and y is not d and y.dtype == d.dtype and y.shape == d.shape \
+                and y.strides == d.strides \
+                and y.__array_interface__['data'][0] == d.__array_interface__['data'][0]:
+            y = d                   # (a view of it: the executor then copies nothing)
+        ranges = rng(lo, hi)
+        for k in (1, 2):
+            if into[k] is not None:
+                into[k][...] = ranges[k - 1]
+                ranges[k - 1] = into[k]
+        return [y] + ranges
+
     def _sum_scale(self, items, out_scale):
         """MXNet's scale of the residual sum's operand: the output's levels per level of
         the operand's calibrated range."""
@@ -405,6 +449,21 @@ class SgMKLDNNConv(_SgBase):
         if b is not None:
             bq = saturate(b * (scales * data_scale).astype(F32), np.int32)
         return wq, bq, scales, (F32(wmin.min()), F32(wmax.max()))
+
+
+class SgMKLDNNConvInto(SgMKLDNNConv):
+    """A calibrated quantized ``_sg_mkldnn_conv`` as an executor runs it (made by the
+    ``instead`` row of ``ops/_cpu_rules.py`` for ``'node'``; not registered): it writes
+    into the storage plan's buffers (``out=``), output 0 lying channels last as oneDNN's
+    int8 kernels write it; with a residual sum, the plan gives output 0 the summand's
+    storage where the summand dies here in that layout and type (:attr:`inplace`), and
+    the sum is computed over it as MXNet does, with no copy of the summand first."""
+
+    writes_into = True
+    out_layout = 'channels_last'
+
+    def forward(self, xp, inputs, aux, is_train, state=None, out=None):
+        return self._quantized_forward(self._to_mx(list(inputs) + list(aux)), state, out)
 
 
 @register

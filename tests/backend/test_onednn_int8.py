@@ -318,8 +318,9 @@ def test_fused_int8_network_same_bits_with_and_without_the_kernels(monkeypatch):
     fast = run()
     done = {k: v - calls.get(k, 0) for k, v in be.calls.items() if v != calls.get(k, 0)}
     # twice: the data's quantization (a scaled reorder), 3 quantized convolutions (the
-    # third with the sum, its summand copied into its output first), nothing else
-    assert done == {'int8_requantize': 2, 'int8_conv': 6, 'int8_copy': 2}, done
+    # third with the sum, computed over its summand's buffer in place: the stem's output,
+    # which the first convolution read before), nothing else: no copy of the summand
+    assert done == {'int8_requantize': 2, 'int8_conv': 6}, done
     # the requantization in a reorder after the int32 sums instead of in the convolution
     monkeypatch.setattr(subgraph_mkldnn, 'conv_requantized', lambda *a, **k: None)
     calls = dict(be.calls)
@@ -328,6 +329,151 @@ def test_fused_int8_network_same_bits_with_and_without_the_kernels(monkeypatch):
     monkeypatch.setattr(quantized_nn, '_kernel', lambda name: None)
     monkeypatch.setattr(subgraph_mkldnn, '_requantize', lambda *a: None)
     np.testing.assert_array_equal(fast, run())
+
+
+def _quantized(sym, shape, seed=5):
+    """(quantized symbol, its arguments and auxiliary states, data) of ``sym``, calibrated
+    (naive) on one batch of ``shape``."""
+    import symgraph as mx
+    arg_shapes, _, aux_shapes = sym.infer_shape(data=shape)
+    rng = np.random.RandomState(seed)
+    args = {n: mx.nd.array(rng.uniform(-0.5, 0.5, s)) for n, s in
+            zip(sym.list_arguments(), arg_shapes) if n != 'data'}
+    auxs = {n: mx.nd.array(rng.uniform(0.5, 1.5, s) if n.endswith('var') else
+                           rng.uniform(-0.1, 0.1, s))
+            for n, s in zip(sym.list_auxiliary_states(), aux_shapes)}
+    x = rng.uniform(0, 1, shape).astype(np.float32)
+    qsym, qargs, qauxs = mx.contrib.quant.quantize_model_mkldnn(
+        sym, args, auxs, label_names=None, calib_mode='naive',
+        calib_data=mx.io.NDArrayIter(x, batch_size=shape[0]), num_calib_examples=shape[0],
+        quantized_dtype='auto')
+    return qsym, dict(qargs, data=mx.nd.array(x)), qauxs
+
+
+def _bind_forward(qsym, args, auxs):
+    """(executor, its inference output) of ``qsym`` run twice (the same bits)."""
+    import symgraph as mx
+    exe = qsym.bind(mx.cpu(), {k: args[k] for k in qsym.list_arguments()},
+                    aux_states={k: auxs[k] for k in qsym.list_auxiliary_states()},
+                    grad_req='null')
+    outs = [exe.forward(is_train=False)[0].asnumpy() for _ in range(2)]
+    np.testing.assert_array_equal(outs[0], outs[1])
+    return exe, outs[0]
+
+
+def _sum_nodes(exe):
+    """Per fused convolution with a sum in the executor's inference plan: (whether the plan
+    gave its output the summand's storage, the summand's dtype, the output's dtype,
+    whether the output's buffer lies channels last)."""
+    plan = exe._passes.plan() or exe._plan
+    st = plan.storage()
+    slot = {k: i for i, k in enumerate(st.keys)}
+    found = []
+    for n in plan.steps:
+        op = plan.run_op[id(n)]
+        if getattr(op, 'name', None) != '_sg_mkldnn_conv' or not op.with_sum:
+            continue
+        assert op.writes_into and op.inplace
+        (j, i), = op.inplace
+        src, out = plan.in_entries(n)[j], plan.out_entries(n)[i]
+        assert out in slot
+        same = src in slot and st.offset[slot[src]] == st.offset[slot[out]]
+        found.append((same, plan.dtypes[src].name, plan.dtypes[out].name,
+                      st.layouts[slot[out]]))
+    return found
+
+
+def test_residual_sum_takes_its_summands_storage_only_where_it_dies_there(monkeypatch):
+    """The storage plan gives a fused residual sum's output the summand's buffer (MXNet's
+    in-place sum, no copy of the summand) where the summand is read last by that node, in
+    the same type and layout (channels last, as the int8 convolutions write); it refuses
+    where another node reads the summand later (here a third branch), and where the types
+    differ (an int8 summand under a uint8 post-sum relu: the summand is then copied). The
+    values are the NumPy path's either way."""
+    import symgraph as mx
+    from symgraph.ops import quantized_nn, subgraph_mkldnn
+    data = mx.sym.var('data')
+
+    def conv_bn(x, name, relu, filters=16):
+        c = mx.sym.Convolution(x, kernel=(3, 3), pad=(1, 1), num_filter=filters,
+                               no_bias=True, name=name + '_conv')
+        b = mx.sym.BatchNorm(c, fix_gamma=False, name=name + '_bn')
+        return mx.sym.Activation(b, act_type='relu', name=name + '_relu') if relu else b
+
+    def pool(x, name):
+        return mx.sym.Pooling(x, global_pool=True, pool_type='avg', kernel=(1, 1), name=name)
+
+    stem = conv_bn(data, 'stem', True)
+    # block 1: identity summand (uint8), read first by a_conv, last by the sum: in place
+    y1 = mx.sym.Activation(conv_bn(conv_bn(stem, 'a', True), 'b', False) + stem,
+                           act_type='relu', name='r1')
+    # block 2: its summand y1 is read again later (c_conv after the sum): refused
+    y2 = mx.sym.Activation(conv_bn(conv_bn(y1, 'd', True), 'e', False) + y1,
+                           act_type='relu', name='r2')
+    late = conv_bn(y1, 'c', True)
+    # block 3: a projection summand (int8, no relu) into a uint8 output: refused (types)
+    proj = conv_bn(y2, 'p', False)
+    y3 = mx.sym.Activation(conv_bn(y2, 'f', False) + proj, act_type='relu', name='r3')
+    net = mx.sym.FullyConnected(mx.sym.Flatten(mx.sym.Concat(pool(y3, 'p1'),
+                                                             pool(late, 'p2'))),
+                                num_hidden=5, name='fc')
+    qsym, args, auxs = _quantized(net, (4, 3, 12, 12))
+    be = onednn.backend()
+    fast_path = be is not None and be.int8_dot_exact
+    calls = dict(be.calls) if be is not None else {}
+    exe, fast = _bind_forward(qsym, args, auxs)
+    assert _sum_nodes(exe) == [(True, 'uint8', 'uint8', 'channels_last'),
+                               (False, 'uint8', 'uint8', 'channels_last'),
+                               (False, 'int8', 'uint8', 'channels_last')]
+    if fast_path:
+        done = {k: v - calls.get(k, 0) for k, v in be.calls.items()}
+        assert done.get('int8_copy') == 4, done     # two copies per forward, not three
+    monkeypatch.setattr(quantized_nn, '_kernel', lambda name: None)
+    monkeypatch.setattr(subgraph_mkldnn, '_requantize', lambda *a: None)
+    exe2, slow = _bind_forward(qsym, args, auxs)
+    np.testing.assert_array_equal(fast, slow)
+    # the NumPy path runs the same plan (its results copied into the buffers)
+    assert _sum_nodes(exe2) == _sum_nodes(exe)
+
+
+def test_int8_conv_writes_into_the_given_output_and_sums_in_place():
+    """``out``: the result is written there (and returned) where it lies as the result
+    does; given the summand itself, the sum is computed over it with no copy (the
+    backend's int8_copy not called); an ``out`` overlapping the data, or not lying
+    channels last, gets a new array; a summand overlapping ``out`` elsewhere is not
+    copied over itself."""
+    be = _backend()
+    x = np.moveaxis(RNG.randint(0, 256, (2, 10, 10, 32)).astype(np.uint8), -1, 1)
+    w = RNG.randint(-128, 128, (32, 32, 3, 3)).astype(np.int8)
+    b = RNG.randint(-9000, 9000, 32).astype(np.int32)
+    scales = RNG.uniform(1e-4, 5e-4, 32).astype(np.float32)
+    k = np.float32(0.61)
+    kw = dict(token=4, cache={}, scales=scales, dtype=np.uint8, relu=True, sum_scale=k,
+              post_relu=True)
+    s = np.moveaxis(RNG.randint(0, 256, (2, 10, 10, 32)).astype(np.uint8), -1, 1)
+    want = be.int8_conv(x, w, b, (1, 1), (1, 1), (1, 1), 1, summand=s, **kw)
+    assert not np.shares_memory(want, s)
+    copies = be.calls.get('int8_copy', 0)
+    dest = np.moveaxis(np.empty((2, 10, 10, 32), np.uint8), -1, 1)
+    got = be.int8_conv(x, w, b, (1, 1), (1, 1), (1, 1), 1, summand=s, out=dest, **kw)
+    assert got is dest and be.calls.get('int8_copy', 0) == copies + 1
+    np.testing.assert_array_equal(got, want)
+    s_own = s.copy(order='K')
+    got = be.int8_conv(x, w, b, (1, 1), (1, 1), (1, 1), 1, summand=s_own, out=s_own, **kw)
+    assert got is s_own and be.calls.get('int8_copy', 0) == copies + 1     # no copy
+    np.testing.assert_array_equal(got, want)
+    # an out in C order, or one lying over the data: a new array
+    for bad in (np.empty((2, 32, 10, 10), np.uint8), x):
+        got = be.int8_conv(x, w, b, (1, 1), (1, 1), (1, 1), 1, summand=s, out=bad, **kw)
+        assert got is not bad and not np.shares_memory(got, bad)
+        np.testing.assert_array_equal(got, want)
+    # a summand overlapping out elsewhere (shifted by one image): a new array
+    buf = np.moveaxis(np.empty((3, 10, 10, 32), np.uint8), -1, 1)
+    buf[1:] = s
+    got = be.int8_conv(x, w, b, (1, 1), (1, 1), (1, 1), 1, summand=buf[1:], out=buf[:2],
+                       **kw)
+    assert not np.shares_memory(got, buf)
+    np.testing.assert_array_equal(got, want)
 
 
 def _int8_sum_golden():

@@ -8,8 +8,9 @@ channels last between layers; a layer's int8 weights and int32 bias are constant
 reordered once per token. The convolution gives either the exact int32 sums, or (a
 fused ``_sg_mkldnn_conv``) the requantized result in the same primitive: ``float32(sums
 + bias) * scale`` per channel as a binary post-op, a relu, where the layer has one the
-residual sum (oneDNN's sum post-op on the summand copied into the output: ``fma(s,
-sum_scale, y)``, one rounding, as MXNet's build) and a relu, then oneDNN's conversion to
+residual sum (oneDNN's sum post-op over the summand's own buffer where the caller gives
+it as the output, MXNet's in-place sum, else over a copy: ``fma(s, sum_scale, y)``, one
+rounding, as MXNet's build) and a relu, then oneDNN's conversion to
 uint8/int8 (round to nearest even, saturate). :meth:`Int8Mixin.int8_requantize` does the
 scaling in a reorder, :meth:`Int8Mixin.int8_add` a residual sum of a float32 result in a
 binary primitive (``y + float32(s * scale)``, two roundings), :meth:`Int8Mixin.int8_pool`
@@ -125,6 +126,22 @@ def _channels_last(shape, dtype):
     return np.moveaxis(np.empty((shape[0],) + tuple(shape[2:]) + (shape[1],), dtype), -1, 1)
 
 
+def _lies_as(a, ycl, dtype):
+    """Whether ``a`` is the (N, C, *S) view of a C-order (N, *S, C) array of shape
+    ``ycl`` and ``dtype`` (what :meth:`Int8Mixin.int8_conv` writes)."""
+    if not isinstance(a, np.ndarray) or a.dtype != dtype or a.ndim != len(ycl) \
+            or a.shape != (ycl[0], ycl[-1]) + tuple(ycl[1:-1]):
+        return False
+    return _moved(a).flags.c_contiguous and a.flags.writeable and a.flags.aligned
+
+
+def _same_array(a, b):
+    """Whether ``a`` and ``b`` are the same elements (one memory, shape and strides)."""
+    return a is b or (a.__array_interface__['data'][0] == b.__array_interface__['data'][0]
+                      and a.shape == b.shape and a.strides == b.strides
+                      and a.dtype.itemsize == b.dtype.itemsize)
+
+
 class Int8Mixin:
     """The int8 kernels (see the module docstring)."""
 
@@ -144,7 +161,7 @@ class Int8Mixin:
 
     def int8_conv(self, x, w, bias, stride, pad, dilate, groups, token=None, cache=None,
                   scales=None, dtype=np.int32, relu=False, summand=None, sum_scale=1.0,
-                  post_relu=False):
+                  post_relu=False, out=None):
         """The exact int32 convolution of uint8/int8 ``x`` (N, C, *S) with int8 ``w``
         (F, C / groups, *K), plus int32 ``bias`` (F,) or None, or None (declined).
 
@@ -164,7 +181,12 @@ class Int8Mixin:
         fused residual sum computes into the summand's buffer) that is added too, in the
         same primitive: ``fma(summand, sum_scale, y)`` (one rounding: oneDNN's sum post-op,
         what MXNet 1.9.1's build runs), then a relu where ``post_relu``, then the
-        conversion. The summand is copied into the output first; it stays unchanged."""
+        conversion. The summand is copied into the output first (a reorder), unless it is
+        the output itself: ``out`` (an array lying as the result does: (N, F, *S') of
+        ``dtype``, channels last) is written and returned instead of a new array where it
+        does not overlap ``x``; given the summand's own storage (MXNet's in-place sum, an
+        executor's storage plan giving the output that buffer), the sum is computed over
+        it with no copy. Otherwise the summand stays unchanged."""
         if not self.int8_dot_exact:
             return None
         # what a call works out from its arguments' shapes, layouts and types, kept per
@@ -196,8 +218,12 @@ class Int8Mixin:
             x = np.ascontiguousarray(x)
         if plain_w:
             w = np.ascontiguousarray(w)
-        y = np.empty(ycl, ydtype).transpose(_TO_FIRST[len(ycl)])
-        if summand is not None:
+        y = out if out is not None and _lies_as(out, ycl, ydtype) \
+            and not np.may_share_memory(out, x) else None
+        if y is None or (summand is not None and not _same_array(summand, y)
+                         and np.may_share_memory(summand, y)):
+            y = np.empty(ycl, ydtype).transpose(_TO_FIRST[len(ycl)])
+        if summand is not None and not _same_array(summand, y):
             self._int8_copy(summand, y)
         arrays = [x, w, y] + ([_plain(bias)] if bias is not None else [])
         self.execute(key, prim, arrays, token)

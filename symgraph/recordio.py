@@ -44,6 +44,11 @@ _MAGIC = 0xced7230a
 _MAGIC_BYTES = struct.pack('<I', _MAGIC)
 _LEN_MASK = (1 << 29) - 1
 _HEAD = struct.Struct('<II')
+#: after a record read directly from the file, only the next head (8 bytes) is read, and
+#: the record behind it straight into its own bytes if its payload has at least this many
+#: bytes (a smaller one starts a buffer again): an 8 KB refill for the head copied 8 KB in
+#: vain per large record, and a 20-32 KB record after it was copied twice
+_DIRECT_AFTER = 1 << 12
 #: this process's id, kept by a fork handler: a read compares it with its opener's (a
 #: getpid() system call per record was a tenth of the time of reading page-cached records)
 _PID = [os.getpid()]
@@ -93,10 +98,13 @@ class MXRecordIO(object):
     #: (two copies; in Python's BufferedReader ~25% of the time of reading page-cached
     #: 20-120 KB records; one more system call for the next head costs less)
     _DIRECT = 1 << 15
-    #: the first read after a direct read or a seek elsewhere (the next head and a small
-    #: record or two: a large record after it is read directly too, so little is copied in
-    #: vain); the next reads double until ``_READ_BUFFER`` while small records follow
+    #: the first buffer read after a seek elsewhere, or after a direct read once a small
+    #: record follows; the next reads double until ``_READ_BUFFER`` while small records
+    #: follow
     _SMALL_READ = 1 << 13
+    #: whether the file is read from start to end (posix_fadvise SEQUENTIAL: a larger
+    #: read-ahead from disk); MXIndexedRecordIO reads at random
+    _SEQUENTIAL = True
 
     def __init__(self, uri, flag):
         if not isinstance(uri, (str, bytes, os.PathLike)):
@@ -114,10 +122,14 @@ class MXRecordIO(object):
         self._buf = b''
         self._base = self._lo = 0
         self._chunk = self._READ_BUFFER
+        # >= 0: the file offset of the next head, which read() reads alone (after a record
+        # read directly; the buffer is then empty); -1: the buffer's state holds
+        self._head = -1
         self._size = None
+        self._pread = _pread_some
         # seek + read of read_idx as one step for threads sharing a reader (a DataLoader's
-        # thread pool, decoding threads)
-        self._lock = threading.RLock()
+        # thread pool, decoding threads); not reentrant (cheaper): read_idx calls _next
+        self._lock = threading.Lock()
         self.open()
 
     def open(self):
@@ -129,10 +141,23 @@ class MXRecordIO(object):
             self._file = open(self.uri, 'rb', buffering=0)
             self.writable = False
             self._fd = self._file.fileno()
-            self._size = os.fstat(self._fd).st_size
             self._buf = b''
             self._base = self._lo = 0
             self._chunk = self._READ_BUFFER
+            self._head = -1
+            if self._file.seekable():
+                self._size = os.fstat(self._fd).st_size
+                self._pread = _pread_some
+                if self._SEQUENTIAL and hasattr(os, 'posix_fadvise'):
+                    try:
+                        os.posix_fadvise(self._fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
+                    except OSError:
+                        pass
+            else:
+                # a pipe (a FIFO, /dev/stdin): read in order, as dmlc's stream does; the
+                # size is unknown (a record cut by the end of the stream is still found)
+                self._size = _UNKNOWN_SIZE
+                self._pread = _PipeReader(self._fd, self.uri).pread
         else:
             raise ArgumentError("Invalid flag %r: 'r' (read) or 'w' (write)" % (self.flag,))
         self.pid = os.getpid()
@@ -161,11 +186,14 @@ class MXRecordIO(object):
         d['_lock'] = None
         d['_buf'] = b''
         d['_fd'] = -1
+        d['_pread'] = None
+        d['_head'] = -1
         return d
 
     def __setstate__(self, d):
         self.__dict__ = d
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()
+        self._pread = _pread_some
         is_open = d['is_open']
         self.is_open = False
         if is_open:
@@ -190,6 +218,8 @@ class MXRecordIO(object):
         self._file = None
         self._fd = -1
         self._buf = b''
+        self._head = -1
+        self._pread = _pread_some
         self.is_open = False
         self.pid = None
 
@@ -243,40 +273,74 @@ class MXRecordIO(object):
             and the offset of the record.
         """
         with self._lock:
-            if not self.is_open or self.writable or self.pid != _PID[0]:
-                self._require(writing=False)
-                self._check_pid(allow_reset=False)
-            # the common case in few steps (Python's per-record cost is what separates
-            # reading page-cached records from dd): a record in one part, a slice of the
-            # buffer, or read straight into its own bytes if large
-            buf, lo = self._buf, self._lo
-            if len(buf) - lo < 8:               # (_fill's work, inline: every large record)
-                self._base += lo
-                self._buf = buf = _pread_some(self._fd, self._chunk, self._base)
-                self._lo = lo = 0
-                self._chunk = min(2 * self._chunk, self._READ_BUFFER)
-                if len(buf) < 8:
-                    return self._read()         # the end of the file, or a truncated head
+            pos = self._head
+            if pos >= 0 and self.pid == _PID[0]:
+                # after a record read directly (close() and other processes end this
+                # state): the next head alone, and the record behind it straight into its
+                # own bytes if it is in one part and not small
+                fd, pread = self._fd, self._pread
+                head = pread(fd, 8, pos)
+                if len(head) == 8:
+                    magic, lrec = _HEAD.unpack(head)
+                    if magic == _MAGIC and _DIRECT_AFTER <= lrec <= _LEN_MASK:
+                        stop = pos + 8 + ((lrec + 3) & ~3)
+                        if stop <= self._size:
+                            data = pread(fd, lrec, pos + 8)
+                            if len(data) == lrec:
+                                self._head = stop
+                                return data
+                # a small record, a split one, an error or the end: the general path
+                self._head = -1
+                self._buf, self._base, self._lo = b'', pos, 0
+                self._chunk = self._SMALL_READ
+            return self._next()
+
+    def _next(self):
+        """:meth:`read` under the lock. The common case in few steps (Python's per-record
+        cost is what separates reading page-cached records from dd): a record in one part,
+        a slice of the buffer, or read straight from the file into its own bytes (one copy,
+        the kernel's, as dd makes) if it is not in the buffer and large; after such a record
+        :meth:`read` reads only the next head, and a record of ``_DIRECT_AFTER`` bytes or
+        more behind it directly too. Split records, errors and the end take
+        :meth:`_read`."""
+        if not self.is_open or self.writable or self.pid != _PID[0]:
+            self._require(writing=False)
+            self._check_pid(allow_reset=False)
+        buf = self._buf
+        lo = self._lo
+        if len(buf) - lo >= 8:
             magic, lrec = _HEAD.unpack_from(buf, lo)
-            if magic == _MAGIC:
-                if lrec < self._DIRECT:                         # one part, small
-                    need = 8 + ((lrec + 3) & ~3)
-                    if lo + need > len(buf):
-                        buf, lo = self._fill(need), 0
-                        if len(buf) < need:
-                            return self._read()     # a truncated record
+        else:
+            base = self._base + lo
+            buf = self._pread(self._fd, self._chunk, base)
+            self._buf, self._base, self._lo = buf, base, 0
+            self._chunk = min(2 * self._chunk, self._READ_BUFFER)
+            if len(buf) < 8:
+                return self._read()         # the end of the file, or a truncated head
+            lo = 0
+            magic, lrec = _HEAD.unpack_from(buf, 0)
+        if magic == _MAGIC:
+            need = 8 + ((lrec + 3) & ~3)
+            if lo + need <= len(buf):                       # one part, in the buffer
+                if lrec >> 29 == 0:
                     self._lo = lo + need
                     return buf[lo + 8:lo + 8 + lrec]
-                if lrec >> 29 == 0:                             # one part, large
-                    start = self._base + lo + 8
-                    stop = start + ((lrec + 3) & ~3)
-                    if stop <= self._size:
-                        data = _pread_some(self._fd, lrec, start)
-                        if len(data) == lrec:
-                            self._buf, self._base, self._lo = b'', stop, 0
-                            self._chunk = self._SMALL_READ
-                            return data
-            return self._read()
+            elif lrec < self._DIRECT:                       # one part, small
+                buf = self._fill(need)
+                if len(buf) < need:
+                    return self._read()     # a truncated record
+                self._lo = need
+                return buf[8:8 + lrec]
+            elif lrec >> 29 == 0:                           # one part, large
+                start = self._base + lo + 8
+                stop = start + need - 8
+                if stop <= self._size:
+                    data = self._pread(self._fd, lrec, start)
+                    if len(data) == lrec:
+                        self._buf, self._base, self._lo = b'', stop, 0
+                        self._head = stop       # read() reads the next head alone
+                        return data
+        return self._read()
 
     def _skip_to(self, offset):
         """Empty the buffer, the next head at file byte ``offset`` (after a direct read)."""
@@ -289,7 +353,7 @@ class MXRecordIO(object):
         is read again whole (the kernel's copy, not one more of ours)."""
         self._base += self._lo
         self._lo = 0
-        self._buf = _pread(self._fd, max(need, self._chunk), self._base)
+        self._buf = _pread(self._pread, self._fd, max(need, self._chunk), self._base)
         self._chunk = min(2 * self._chunk, self._READ_BUFFER)
         return self._buf
 
@@ -306,7 +370,7 @@ class MXRecordIO(object):
                 self._lo = lo + length + pad
             return buf[lo:lo + min(length, got)], got
         start = self._base + self._lo + 8
-        data = _pread(self._fd, length, start)
+        data = _pread(self._pread, self._fd, length, start)
         if len(data) < length:
             return data, len(data)
         if start + length + pad > self._size:
@@ -359,17 +423,68 @@ else:                                           # Windows: no pread (a reader's 
         os.lseek(fd, offset, os.SEEK_SET)
         return os.read(fd, size)
 
+#: a pipe's size for the checks against the file's end (unknown: the reads find the end)
+_UNKNOWN_SIZE = 1 << 62
 
-def _pread(fd, size, offset):
+
+def _pread(pread, fd, size, offset):
     """``size`` bytes of the file ``fd`` from byte ``offset`` (fewer at its end), read
-    into a new bytes object by the kernel (no copy after its)."""
-    data = _pread_some(fd, size, offset)
+    into a new bytes object by the kernel (no copy after its) with ``pread``
+    (:func:`os.pread` or a :class:`_PipeReader`'s)."""
+    data = pread(fd, size, offset)
     while len(data) < size:                     # a short read before the end of the file
-        more = _pread_some(fd, size - len(data), offset + len(data))
+        more = pread(fd, size - len(data), offset + len(data))
         if not more:
             break
         data += more
     return data
+
+
+class _PipeReader(object):
+    """:func:`os.pread` for a file that cannot seek (a FIFO, ``/dev/stdin``): reads it in
+    order. It keeps the bytes of its last answer, since the reader may ask again from an
+    offset inside them (a record cut at the end of its buffer is read again from its
+    head); an offset before them is refused, one past the stream's position skips bytes
+    (the padding after a record read directly)."""
+
+    def __init__(self, fd, uri):
+        self.fd = fd
+        self.uri = uri
+        self.start = 0          # the stream offset of data[0]
+        self.data = b''
+        self.eof = False
+
+    def pread(self, fd, size, offset):
+        if offset < self.start:
+            raise io.UnsupportedOperation(
+                '%s is not seekable (a pipe): cannot read byte offset %d again after byte '
+                'offset %d (MXIndexedRecordIO needs a regular file)'
+                % (self.uri, offset, self.start))
+        pos = self.start + len(self.data)       # the stream's position
+        if offset >= pos:
+            while pos < offset and not self.eof:
+                skipped = len(os.read(fd, min(offset - pos, 1 << 20)))
+                self.eof = not skipped
+                pos += skipped
+            self.start, self.data = pos, b''
+            if pos < offset:
+                return b''
+            have = b''
+        else:
+            have = self.data[offset - self.start:] if offset > self.start else self.data
+            if len(have) >= size:
+                self.start, self.data = offset, have
+                return have[:size] if len(have) > size else have
+        parts = [have] if have else []
+        need = size - len(have)
+        while need > 0 and not self.eof:
+            more = os.read(fd, need)
+            self.eof = not more
+            need -= len(more)
+            parts.append(more)
+        data = parts[0] if len(parts) == 1 else b''.join(parts)
+        self.start, self.data = offset, data
+        return data
 
 
 class MXIndexedRecordIO(MXRecordIO):
@@ -403,6 +518,7 @@ class MXIndexedRecordIO(MXRecordIO):
     """
 
     _READ_BUFFER = 1 << 16
+    _SEQUENTIAL = False
 
     def __init__(self, idx_path, uri, flag, key_type=int):
         self.idx_path = os.fsdecode(idx_path)
@@ -467,6 +583,7 @@ class MXIndexedRecordIO(MXRecordIO):
         if not 0 <= pos < self._size:
             raise RecordIOError('%s: key %r points at byte offset %d, past the end of %s '
                                 '(%d bytes)' % (self.idx_path, idx, pos, self.uri, self._size))
+        self._head = -1
         if 0 <= pos - self._base < len(self._buf):     # already in the buffer
             self._lo = pos - self._base
         else:
@@ -482,7 +599,7 @@ class MXIndexedRecordIO(MXRecordIO):
         """The record of key ``idx``."""
         with self._lock:
             self.seek(idx)
-            return self.read()
+            return self._next()
 
     def write_idx(self, idx, buf):
         """Appends ``buf`` as the record of key ``idx`` and indexes it."""

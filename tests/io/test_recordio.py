@@ -381,3 +381,118 @@ def test_threads_share_one_reader(tmp_path):
     finally:
         sys.setswitchinterval(interval)
     assert not bad
+
+
+def test_head_alone_after_a_direct_read(tmp_path):
+    # after a record read straight from the file, read() reads the next head alone (8
+    # bytes) and a record of _DIRECT_AFTER bytes or more behind it directly; a smaller
+    # one, a split one or the end go back to the buffer
+    direct, after = recordio.MXRecordIO._DIRECT, recordio._DIRECT_AFTER
+    rng = np.random.RandomState(5)
+    sizes = [direct + 5, after, after - 1, 9001, 2 * direct, 0, direct + 1, after + 3,
+             direct + 2, 6, 3 * direct]
+    payloads = [rng.bytes(n) for n in sizes]
+    payloads.insert(9, rng.bytes(direct) + probes.MAGIC + b'split')   # after direct + 2
+    path = str(tmp_path / 'h.rec')
+    offsets = []
+    with recordio.MXRecordIO(path, 'w') as rec:
+        for p in payloads:
+            offsets.append(rec._file.tell())
+            rec.write(p)
+    size = os.path.getsize(path)
+
+    class Reader(recordio.MXRecordIO):
+        _READ_BUFFER = 1 << 14          # the first record is cut at the buffer's end
+    reader = Reader(path, 'r')
+    calls = []
+
+    def pread(fd, n, offset):
+        calls.append((n, offset))
+        return os.pread(fd, n, offset)
+    reader._pread = pread
+    got = []
+    for i in range(len(payloads) + 1):
+        del calls[:]
+        got.append(reader.read())
+        if i in (1, 7, 8):                  # directly, behind a head read alone
+            assert calls == [(8, offsets[i]), (len(payloads[i]), offsets[i] + 8)]
+        if i == 2:                          # 4095 bytes: a buffer again
+            assert calls[0] == (8, offsets[i]) and calls[1][1] == offsets[i]
+            assert calls[1][0] >= recordio.MXRecordIO._SMALL_READ
+        if i == 3:                          # 9001 bytes after a small one: buffered
+            assert calls == [(16384, offsets[i])]
+    assert got == payloads + [None]
+    assert calls[0] == (8, size)            # the end, found by a head read alone
+    # a file cut in a record read behind a head alone
+    cut = offsets[3] + 8 + 5000
+    with open(path, 'r+b') as f:
+        f.truncate(cut)
+    reader = recordio.MXRecordIO(path, 'r')
+    assert [reader.read() for _ in range(3)] == payloads[:3]
+    with pytest.raises(recordio.RecordIOError, match=r'h.rec: truncated record at byte '
+                       r'offset %d \(5000 bytes of 9004\)' % offsets[3]):
+        reader.read()
+    # a closed reader, another process's reader, a seek: none reads at the kept head
+    with open(str(tmp_path / 'h.idx'), 'w') as f:
+        f.write(''.join('%d\t%d\n' % (i, o) for i, o in enumerate(offsets[:3])))
+
+    class Indexed(recordio.MXIndexedRecordIO):
+        _READ_BUFFER = 1 << 14
+    reader = Indexed(str(tmp_path / 'h.idx'), path, 'r')
+    assert reader.read() == payloads[0] and reader._head >= 0
+    assert reader.read_idx(1) == payloads[1] and reader.read() == payloads[2]
+    assert reader.read_idx(0) == payloads[0] and reader._head >= 0
+    reader.pid = -1
+    with pytest.raises(RuntimeError, match='multiple processes'):
+        reader.read()
+    reader.close()
+    with pytest.raises(RuntimeError, match='closed'):
+        reader.read()
+
+
+def _feed(path, fifo, chunk):
+    """Write the file's bytes into the FIFO, ``chunk`` bytes at a time (a slow writer: the
+    reader sees short reads)."""
+    data = _bytes(path)
+    with open(fifo, 'wb', buffering=0) as f:
+        for i in range(0, len(data), chunk):
+            f.write(data[i:i + chunk])
+
+
+@pytest.mark.skipif(not hasattr(os, 'mkfifo'), reason='FIFOs')
+@pytest.mark.parametrize('chunk', [1 << 20, 4093])
+def test_reads_a_pipe(tmp_path, chunk):
+    # a file that cannot seek (a FIFO, /dev/stdin) is read in order, as dmlc's stream does
+    import threading
+    path, fifo = str(tmp_path / 'p.rec'), str(tmp_path / 'fifo')
+    payloads = _mixed_payloads()
+    offsets = []
+    with recordio.MXRecordIO(path, 'w') as rec:
+        for p in payloads:
+            offsets.append(rec._file.tell())
+            rec.write(p)
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=_feed, args=(path, fifo, chunk))
+    writer.start()
+    try:
+        reader = recordio.MXRecordIO(fifo, 'r')
+        assert [reader.read() for _ in payloads] + [reader.read()] == payloads + [None]
+        reader.close()
+    finally:
+        writer.join(30)
+    # a stream cut inside a large record (3 * _DIRECT + 2 bytes)
+    cut = str(tmp_path / 'cut.rec')
+    with open(cut, 'wb') as f:
+        f.write(_bytes(path)[:offsets[8] + 8 + 1000])
+    writer = threading.Thread(target=_feed, args=(cut, fifo, chunk))
+    writer.start()
+    try:
+        reader = recordio.MXRecordIO(fifo, 'r')
+        assert [reader.read() for _ in payloads[:8]] == payloads[:8]
+        with pytest.raises(recordio.RecordIOError, match=r'fifo: truncated record at byte '
+                           r'offset %d \(1000 bytes of %d\)' % (offsets[8],
+                                                                   len(payloads[8]) + 2)):
+            reader.read()
+        reader.close()
+    finally:
+        writer.join(30)

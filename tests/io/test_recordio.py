@@ -496,3 +496,40 @@ def test_reads_a_pipe(tmp_path, chunk):
         reader.close()
     finally:
         writer.join(30)
+
+
+def test_threads_share_sequential_reads(tmp_path):
+    # read() from several threads: each record once, whole (the pread of a large record
+    # releases the GIL between reading its head and moving on)
+    import threading
+    path = str(tmp_path / 's.rec')
+    rng = np.random.RandomState(1)
+    payloads = [b'%d:' % i + rng.bytes(int(n)) for i, n in
+                enumerate(rng.choice([3000, 9000, 40000, 70000], 200))]
+    with recordio.MXRecordIO(path, 'w') as rec:
+        for p in payloads:
+            rec.write(p)
+    reader = recordio.MXRecordIO(path, 'r')
+    got, bad = [], []
+
+    def work():
+        try:
+            while True:
+                data = reader.read()
+                if data is None:
+                    return
+                got.append(data)
+        except Exception as err:        # noqa: BLE001 - reported below
+            bad.append(err)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not bad
+    assert sorted(got) == sorted(payloads)

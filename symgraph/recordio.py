@@ -272,7 +272,9 @@ class MXRecordIO(object):
             (a ValueError) on a bad magic number or a truncated record, naming the file
             and the offset of the record.
         """
-        with self._lock:
+        lock = self._lock
+        lock.acquire()          # (not `with`: 0.2 us less a record in CPython 3.11)
+        try:
             pos = self._head
             if pos >= 0 and self.pid == _PID[0]:
                 # after a record read directly (close() and other processes end this
@@ -294,6 +296,8 @@ class MXRecordIO(object):
                 self._buf, self._base, self._lo = b'', pos, 0
                 self._chunk = self._SMALL_READ
             return self._next()
+        finally:
+            lock.release()
 
     def _next(self):
         """:meth:`read` under the lock. The common case in few steps (Python's per-record

@@ -371,6 +371,7 @@ RULES = (
     ('out_layout', FusedConvolution, _own_out_layout),
     ('out_layout', PoolingChannelsLast, _own_out_layout),
     ('out_layout', SgMKLDNNConv, _own_out_layout),
+    ('inplace_any_dtype', SgMKLDNNConv, _always),
     ('grad_same', ElemwiseAddReLU, _add_relu_grad_same),
     ('grad_inplace', ElemwiseAddReLU, _add_relu_grad_inplace),
     ('grad_inplace', Activation, _activation_grad_inplace),

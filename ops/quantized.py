@@ -46,13 +46,16 @@ def saturate(x, dtype):
 def _scaled(x, scale, dtype):
     """float32 ``x`` (N, C, ...) times the float32 ``scale``, rounded to nearest even and
     saturated into int8/uint8 ``dtype`` (the bits of :func:`saturate`) by the CPU
-    backend's scaled reorder (``int8_requantize``), or None."""
+    backend's scaled reorder (``int8_requantize``), or None. Images ((N, C, *S), 2 or 3
+    spatial axes) come out lying channels last, the layout the backend's int8
+    convolutions read (one reorder instead of a second one there)."""
     if x.dtype != F32 or x.ndim < 2 or 'int8_requantize' not in CPU_KERNELS:
         return None
     kernel = cpu_kernel('int8_requantize')
     if kernel is None:
         return None
-    return kernel(x, np.full(x.shape[1], scale, F32), dtype, ('quantize', float(scale)), None)
+    return kernel(x, np.full(x.shape[1], scale, F32), dtype, ('quantize', float(scale)), None,
+                  channels_last=x.ndim in (4, 5))
 
 
 def max_abs(a, b):

@@ -169,7 +169,9 @@ class SgMKLDNNConv(_SgBase):
     @property
     def inplace(self):
         """The output may take the summand's storage (MXNet's FInplaceOption of the fused
-        convolution: its sum is computed into the summand's buffer)."""
+        convolution: its sum is computed into the summand's buffer), an int8 summand
+        under a uint8 output too (the ``inplace_any_dtype`` row: the output is its bytes,
+        saturated to int8, as MXNet's; see the end of the forward)."""
         if not self.with_sum or not self.subgraphs or self.sum_input is None:
             return ()
         ours = self.list_arguments() + self.list_auxiliary_states()

@@ -22,7 +22,8 @@ from ..base import MXNetError
 
 __all__ = ['RuleTable', 'register_rule', 'register_rules', 'TABLES', 'instead',
            'INFERENCE_IDENTITY', 'INFERENCE_UNUSED_INPUTS', 'POST_OP', 'FUSE_POST_OPS',
-           'FUSE_TRAINING', 'READS_LAYOUT', 'WRITES_LAYOUT', 'OUT_LAYOUT', 'GRAD_INPLACE',
+           'FUSE_TRAINING', 'READS_LAYOUT', 'WRITES_LAYOUT', 'OUT_LAYOUT', 'INPLACE_ANY_DTYPE',
+           'GRAD_INPLACE',
            'GRAD_SAME', 'GRAD_WRITES_INTO', 'SCRATCH_BYTES', 'INSTEAD']
 
 
@@ -118,6 +119,11 @@ OUT_LAYOUT = RuleTable('out_layout', None, """\
 fn(op) -> the layout of output 0 as an inference layout variant writes it (None: C order):
 the storage plan lays out the buffer it offers a writes_into operator's output so, and
 gives an output the storage of an input (Operator.inplace) only in the same layout.""")
+INPLACE_ANY_DTYPE = RuleTable('inplace_any_dtype', False, """\
+fn(op) -> bool: the Operator.inplace pairs hold for an input of another dtype of the same
+item size too (the operator computes over the input's bytes in the input's type, and those
+bytes are the output: MXNet's fused residual sum into an int8 summand under a uint8
+output). Without a row the storage plan shares storage in one dtype only.""")
 
 # --- gradients in the storage plan (graph/storage.py, graph/codegen.py) ------------------
 GRAD_INPLACE = RuleTable('grad_inplace', (), """\
@@ -158,7 +164,7 @@ The result keeps op's inputs and outputs; the graph, its JSON and mx.nd keep op.
 #: every table by name (what :func:`register_rules` rows name)
 TABLES = {t.name: t for t in (
     INFERENCE_IDENTITY, INFERENCE_UNUSED_INPUTS, POST_OP, FUSE_POST_OPS, FUSE_TRAINING,
-    READS_LAYOUT, WRITES_LAYOUT, OUT_LAYOUT, GRAD_INPLACE, GRAD_SAME, GRAD_WRITES_INTO,
+    READS_LAYOUT, WRITES_LAYOUT, OUT_LAYOUT, INPLACE_ANY_DTYPE, GRAD_INPLACE, GRAD_SAME, GRAD_WRITES_INTO,
     SCRATCH_BYTES, INSTEAD)}
 
 

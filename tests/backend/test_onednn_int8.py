@@ -386,10 +386,10 @@ def _sum_nodes(exe):
 def test_residual_sum_takes_its_summands_storage_only_where_it_dies_there(monkeypatch):
     """The storage plan gives a fused residual sum's output the summand's buffer (MXNet's
     in-place sum, no copy of the summand) where the summand is read last by that node, in
-    the same type and layout (channels last, as the int8 convolutions write); it refuses
-    where another node reads the summand later (here a third branch), and where the types
-    differ (an int8 summand under a uint8 post-sum relu: the summand is then copied). The
-    values are the NumPy path's either way."""
+    the same layout (channels last, as the int8 convolutions write) and item size (an int8
+    summand under a uint8 post-sum relu too: Operator.inplace_any_dtype); it refuses where
+    another node reads the summand later (here a third branch: the summand is then
+    copied). The values are the NumPy path's either way."""
     import symgraph as mx
     from symgraph.ops import quantized_nn, subgraph_mkldnn
     data = mx.sym.var('data')
@@ -411,7 +411,7 @@ def test_residual_sum_takes_its_summands_storage_only_where_it_dies_there(monkey
     y2 = mx.sym.Activation(conv_bn(conv_bn(y1, 'd', True), 'e', False) + y1,
                            act_type='relu', name='r2')
     late = conv_bn(y1, 'c', True)
-    # block 3: a projection summand (int8, no relu) into a uint8 output: refused (types)
+    # block 3: a projection summand (int8, no relu) into a uint8 output: in place too
     proj = conv_bn(y2, 'p', False)
     y3 = mx.sym.Activation(conv_bn(y2, 'f', False) + proj, act_type='relu', name='r3')
     net = mx.sym.FullyConnected(mx.sym.Flatten(mx.sym.Concat(pool(y3, 'p1'),
@@ -424,10 +424,18 @@ def test_residual_sum_takes_its_summands_storage_only_where_it_dies_there(monkey
     exe, fast = _bind_forward(qsym, args, auxs)
     assert _sum_nodes(exe) == [(True, 'uint8', 'uint8', 'channels_last'),
                                (False, 'uint8', 'uint8', 'channels_last'),
-                               (False, 'int8', 'uint8', 'channels_last')]
+                               (True, 'int8', 'uint8', 'channels_last')]
     if fast_path:
         done = {k: v - calls.get(k, 0) for k, v in be.calls.items()}
-        assert done.get('int8_copy') == 4, done     # two copies per forward, not three
+        assert done.get('int8_copy') == 2, done     # one copy per forward, not three
+    # without the inplace_any_dtype row the plan shares storage in one dtype only
+    from symgraph.graph import rules
+    with monkeypatch.context() as m:
+        m.setitem(rules.INPLACE_ANY_DTYPE._rows, subgraph_mkldnn.SgMKLDNNConv, None)
+        m.setattr(rules.INPLACE_ANY_DTYPE, '_resolved', {})
+        exe3, same = _bind_forward(qsym, args, auxs)
+        assert [f[0] for f in _sum_nodes(exe3)] == [True, False, False]
+    np.testing.assert_array_equal(fast, same)
     monkeypatch.setattr(quantized_nn, '_kernel', lambda name: None)
     monkeypatch.setattr(subgraph_mkldnn, '_requantize', lambda *a: None)
     exe2, slow = _bind_forward(qsym, args, auxs)
@@ -537,6 +545,10 @@ def test_calibrated_quantize_same_bits_with_and_without_the_kernel(monkeypatch, 
     fast = run()
     assert be.calls.get('int8_requantize', 0) == calls + 1
     assert fast[0].dtype == np.dtype(np.uint8 if lo >= 0 else np.int8)
+    # an image lies channels last, as the int8 convolutions read it (no second reorder)
+    assert np.moveaxis(mx.nd.contrib.quantize_v2(
+        mx.nd.array(x), min_calib_range=lo, max_calib_range=hi)[0]._data, 1, -1) \
+        .flags.c_contiguous
     monkeypatch.setattr(quantized, 'cpu_kernel', lambda name: None)
     slow = run()
     for a, b in zip(fast, slow):

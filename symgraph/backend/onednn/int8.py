@@ -334,24 +334,27 @@ class Int8Mixin:
         return key, build, (yshape[0],) + yshape[2:] + (yshape[1],), dtype, x is not x0, \
             w is not w0
 
-    def int8_requantize(self, acc, scales, dtype, token, cache):
+    def int8_requantize(self, acc, scales, dtype, token, cache, channels_last=False):
         """``acc`` (int32 (N, C, *S), as :meth:`int8_conv` writes it, or float32: a
         quantization) times the float32 per-channel ``scales`` (C,), as float32 (``dtype``
         float32) or rounded to nearest even and saturated into int8/uint8, in one reorder
         that keeps ``acc``'s layout: ``float32(acc) * scale`` then oneDNN's conversion, the
         bits of NumPy's ``np.clip(np.rint(acc.astype(float32) * scales), lo,
         hi).astype(dtype)``. The scales are constants, fixed per ``token`` (kept in ``cache``, a dict of the
-        caller's, or None: this thread's cache). None when declined."""
+        caller's, or None: this thread's cache). ``channels_last``: an (N, C, *S) result
+        lies channels last whatever ``acc``'s layout (the same reorder changes it: a
+        quantized network's float32 input goes straight into the layout its int8
+        convolutions read). None when declined."""
         dtype = np.dtype(dtype)
         if acc.dtype not in (np.int32, np.float32) or dtype not in _CODE or acc.ndim < 2 \
                 or scales.shape != (acc.shape[1],):
             return None
         acc = _activation(acc)
         strides = tuple(s // 4 for s in acc.strides)
-        last = not acc.flags.c_contiguous
+        last = not acc.flags.c_contiguous or (channels_last and acc.ndim in (4, 5))
         y = _channels_last(acc.shape, dtype) if last else np.empty(acc.shape, dtype)
         ystrides = tuple(s // dtype.itemsize for s in y.strides)
-        key = ('int8_requantize', acc.shape, strides, acc.dtype.str, dtype.str, token)
+        key = ('int8_requantize', acc.shape, strides, acc.dtype.str, dtype.str, token, last)
 
         def build():
             lib = self.lib

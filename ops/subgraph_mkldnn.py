@@ -14,7 +14,11 @@ activation), rounding to nearest even and saturating once at the end. With the o
 backend the calibrated layer runs as one int8 convolution primitive (scales, bias, relu,
 the residual sum with its relu and the uint8/int8 output fused; activations channels
 last; backend/onednn/int8.py); NumPy computes the same bits otherwise (the sum as one
-fused multiply-add, as oneDNN's sum post-op: tests/golden/make_int8_sum.py).
+fused multiply-add, as oneDNN's sum post-op: tests/golden/make_int8_sum.py). A bound
+executor runs :class:`SgMKLDNNConvInto`, which writes into the storage plan's buffers;
+the residual sum declares MXNet's in-place option (:attr:`SgMKLDNNConv.inplace`), so
+that the plan gives its output the summand's buffer where the summand dies there and the
+sum is computed over it, with no copy of the summand first.
 
 Inputs in symgraph's order (arguments, then auxiliary states; the JSON keeps MXNet's,
 ``mxnet_input_order``): data, weight, [bias], [gamma, beta], [sum], then quantized

@@ -86,6 +86,82 @@ def test_convolution_matches_float32(be, c, stride, pad):
                                 residual=res) is None
 
 
+@pytest.mark.parametrize('wide', [False, True])
+def test_convolution_widened_to_float32_kernels_matches(be, wide):
+    """The bf16 convolution run by oneDNN's float32 kernel on its widened operands (the
+    route bf16_conv_widens picks where the bf16 kernels are slower, as on AVX-512 BF16
+    cores without AMX) and by the bf16 kernel: both within bfloat16 rounding of float32,
+    within one rounding step of each other, with the relu post-op, the residual sum (in
+    place and into a new array), bias float32 or bfloat16, C order and channels last; the
+    kernel is the float32 one exactly when widened."""
+    from symgraph.backend.onednn import _lib
+    rng = np.random.RandomState(5)
+    x = bf(rng.normal(size=(2, 16, 9, 11)))
+    w = bf(rng.normal(0, 0.3, size=(32, 16, 3, 3)))
+    b32 = rng.normal(size=32).astype(np.float32)
+    want = conv_ref(be, f32(x), f32(w), b32, (1, 1), (1, 1))
+    xl = np.moveaxis(np.ascontiguousarray(np.moveaxis(x, 1, -1)), -1, 1)
+    relu = (('eltwise', 'relu', 0.0),)
+    for b in (b32, bf(b32)):
+        ref = want if b is b32 else conv_ref(be, f32(x), f32(w), f32(b), (1, 1), (1, 1))
+        got = be.conv_forward_bf16(x, w, b, (1, 1), (1, 1), (1, 1), 1, ref.shape,
+                                   wide=wide)
+        assert got.flags.c_contiguous
+        close(got, ref)
+        got_cl = be.conv_forward_bf16(xl, w, b, (1, 1), (1, 1), (1, 1), 1, ref.shape,
+                                      post_ops=relu, out_layout='channels_last', token=1,
+                                      cache={}, wide=wide)
+        assert np.moveaxis(got_cl, 1, -1).flags.c_contiguous
+        close(got_cl, np.maximum(ref, 0))
+        other = be.conv_forward_bf16(xl, w, b, (1, 1), (1, 1), (1, 1), 1, ref.shape,
+                                     post_ops=relu, out_layout='channels_last',
+                                     wide=not wide)
+        np.testing.assert_allclose(f32(got_cl), f32(other), rtol=2 ** -7, atol=1e-6)
+    res = np.moveaxis(np.ascontiguousarray(np.moveaxis(
+        bf(rng.normal(size=want.shape)), 1, -1)), -1, 1)
+    ref = np.maximum(want + f32(res), 0)
+    ops = (('sum',), ('eltwise', 'relu', 0.0))
+    for token in (None, 7):
+        kw = dict(post_ops=ops, out_layout='channels_last', residual=res, token=token,
+                  cache={}, wide=wide)
+        got = be.conv_forward_bf16(xl, w, b32, (1, 1), (1, 1), (1, 1), 1, want.shape, **kw)
+        assert got is not res
+        close(got, ref, 3)
+        mine = res.copy(order='K')     # (channels last, as res)
+        kw['residual'] = mine
+        got = be.conv_forward_bf16(xl, w, b32, (1, 1), (1, 1), (1, 1), 1, want.shape,
+                                   out=mine, **kw)
+        assert got is mine
+        close(got, ref, 3)
+        # replayed on the same arrays (an inference plan's second forward): the sum
+        # starts again from the residual's values, which the caller writes afresh
+        mine[...] = res
+        got = be.conv_forward_bf16(xl, w, b32, (1, 1), (1, 1), (1, 1), 1, want.shape,
+                                   out=mine, memo={}, **kw)
+        close(got, ref, 3)
+    names = {_lib.impl_name(be.lib, p.pd) for k, p in be._thread().cache.items()
+             if p and k[0] == 'conv_forward_bf16' and k[-1] == wide}
+    assert names and all(('bf16' in n) != wide and 'ref' not in n for n in names), names
+
+
+def test_the_widening_choice_is_timed_once_and_can_be_set(be):
+    """bf16_conv_widens times the two routes once per backend and keeps its answer; a
+    caller's setting wins, and convolutions follow it."""
+    from symgraph.backend.onednn import _lib
+    assert be.bf16_conv_f32 is None
+    first = be.bf16_conv_widens(BF16)
+    assert isinstance(first, bool) and be.bf16_conv_f32 is first
+    assert be.bf16_conv_widens(BF16) is first
+    x, w = bf(np.ones((1, 16, 8, 8))), bf(np.full((16, 16, 3, 3), 0.5))
+    for choice in (True, False):
+        be.bf16_conv_f32 = choice
+        y = be.conv_forward_bf16(x, w, None, (1, 1), (1, 1), (1, 1), 1, (1, 16, 8, 8))
+        assert f32(y)[0, 0, 4, 4] == 72.0           # 16 * 9 * 0.5, exact in both
+        prim = be._thread().cache[next(k for k in be._thread().cache
+                                       if k[0] == 'conv_forward_bf16' and k[-1] == choice)]
+        assert ('bf16' in _lib.impl_name(be.lib, prim.pd)) != choice
+
+
 def test_the_kernels_are_onednns_bf16_ones(be):
     from symgraph.backend.onednn import _lib
     x, w = bf(np.ones((1, 16, 8, 8))), bf(np.ones((16, 16, 3, 3)))

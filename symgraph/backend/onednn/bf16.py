@@ -8,6 +8,9 @@ project's machines do; emulated on AVX-512 cores without them), as MXNet 1.9.1's
 bf16 operators do. Arrays come and go in plain C order; the primitives choose their own
 layouts (``format_tag_any``) and the shared :class:`~._core.Primitive` reorders at their
 edges, as the float32 kernels do. Biases may be float32 or bfloat16 (oneDNN takes both).
+Where oneDNN's bf16 convolution is slower than its float32 one (AVX-512 BF16 without AMX;
+timed once, ``Bf16Mixin.bf16_conv_widens``), convolutions run the float32 kernel on their
+operands widened exactly at its edges, the output rounded to bfloat16: the same arithmetic.
 
 Every method returns None where it does not take the case (not bfloat16, a geometry
 oneDNN refuses): the operator then computes in float32 and rounds
@@ -15,6 +18,7 @@ oneDNN refuses): the operator then computes in float32 and rounds
 this module never imports ml_dtypes.
 """
 import ctypes
+import sys
 import threading
 
 import numpy as np
@@ -129,7 +133,7 @@ class Bf16Mixin:
 
     def conv_forward_bf16(self, x, w, b, stride, pad, dilate, groups, yshape,
                           is_train=False, post_ops=(), out_layout=None, token=None,
-                          cache=None, residual=None, out=None, memo=None):
+                          cache=None, residual=None, out=None, memo=None, wide=None):
         """y = post_ops(conv(x, w) + b) in bfloat16 (x and w bfloat16; b None, float32 or
         bfloat16), or None. ``post_ops`` as the float32 fused convolution takes them
         (eltwise only). ``x`` is taken as it lies (C order or channels last: oneDNN's
@@ -152,7 +156,15 @@ class Bf16Mixin:
         ``memo``: a dict of the caller's (one layer's, as ``cache``) where a call with a
         ``token`` into ``out`` is kept, as the float32 fused convolution keeps it: a call
         on the very arrays of this thread's last one (an inference plan's buffers and
-        folded weights, every forward) runs the primitive on them again at once."""
+        folded weights, every forward) runs the primitive on them again at once.
+
+        ``wide``: run oneDNN's float32 convolution on the operands widened to float32 (exact:
+        a bfloat16 is a float32 with a shorter mantissa, and so is each product of two)
+        by reorders at its edges, the post-ops and the sum applied in float32 as the bf16
+        kernel applies them and y rounded to bfloat16 by the reorder after it: the bf16
+        kernel's arithmetic (float32 accumulation) but for the order of the sums. None:
+        as :meth:`bf16_conv_widens` finds it faster on this CPU (AVX-512 BF16 without AMX:
+        oneDNN's bf16 kernels there are about 1.7x slower than its float32 ones)."""
         if memo is not None and out is not None:
             last = memo.get(threading.get_ident())
             if last is not None and last[0] is x and last[1] is w and last[2] is b \
@@ -171,9 +183,10 @@ class Bf16Mixin:
         b = None if b is None else _plain(b)
         yshape = tuple(int(s) for s in yshape)
         prop = _lib.FORWARD_TRAINING if is_train else _lib.FORWARD_INFERENCE
+        wide = self.bf16_conv_widens(x.dtype) if wide is None else bool(wide)
         key = ('conv_forward_bf16', x.shape, xs, w.shape, yshape, tuple(stride), tuple(pad),
                tuple(dilate), groups, None if b is None else _dnnl_type(b), prop,
-               tuple(post_ops), out_layout)
+               tuple(post_ops), out_layout, wide)
         ystrides = _layout_strides(yshape, out_layout)
         if not _takes(out, yshape, ystrides) or np.may_share_memory(out, x):
             out = None
@@ -212,8 +225,29 @@ class Bf16Mixin:
                     mds.append(bmd)
                 geom = self._geometry(x.shape, yshape, w.shape[2:], stride, pad, dilate)
                 attr = self._post_ops_attr(post_ops) if post_ops else None
+                if wide:
+                    prim = self._wide_conv(prop, mds, x, xs, wshape, y, yshape, b, bmd,
+                                           geom, attr, token, summed)
+                    if prim is not None:
+                        if attr is not None:
+                            lib.dnnl_primitive_attr_destroy(attr)
+                        return prim
                 try:
                     pd = self._fwd_pd(prop, mds[3:6], geom, bmd, attr)
+                    if cl and _lib.impl_name(lib, pd).startswith(_SLOW) \
+                            and x.flags.c_contiguous:
+                        # (few channels, C-order data: the first convolution) the data
+                        # reordered channels last, the output written as it lies: no
+                        # reorder of the (larger) output from oneDNN's blocked layout
+                        mds.append(desc(lib, x.shape, strides=channels_last_strides(x.shape)))
+                        mds.append(desc(lib, wshape, any_layout=True))
+                        mds.append(desc(lib, yshape, strides=_elem_strides(y)))
+                        pd2 = self._fwd_pd(prop, mds[-3:], geom, bmd, attr)
+                        if _lib.impl_name(lib, pd2).startswith(_SLOW):
+                            lib.dnnl_primitive_desc_destroy(pd2)
+                        else:
+                            lib.dnnl_primitive_desc_destroy(pd)
+                            pd = pd2
                     if cl and _lib.impl_name(lib, pd).startswith(_SLOW):
                         # only a slow kernel for the layouts as they lie (few channels):
                         # oneDNN's own layouts, reordered at the edges
@@ -236,10 +270,14 @@ class Bf16Mixin:
 
         arrays = [x, w, y] + ([b] if b is not None else [])
         if token is None:
+            if wide and summed:
+                arrays.append(y)
             return y if self.run(key, build, arrays) else None
         prim = self.primitive(key + ('const',), build, cache)
         if prim is None:
             return None
+        if prim.inout_src:
+            arrays.append(y)            # (the sum's summand: y holds the residual)
         self.execute(key, prim, arrays, token)
         if memo is not None and y is out and (not summed or in_place) and x is x_in \
                 and w is w_in and b is b_in:
@@ -247,6 +285,89 @@ class Bf16Mixin:
             memo[threading.get_ident()] = (x_in, w_in, b_in, res_in, out, tuple(post_ops),
                                            out_layout, key, prim, arrays)
         return y
+
+    #: whether bfloat16 convolutions run as oneDNN's float32 kernel on their widened
+    #: operands (see :meth:`conv_forward_bf16`): None until :meth:`bf16_conv_widens` has
+    #: timed it on this CPU (a caller may set it)
+    bf16_conv_f32 = None
+
+    def bf16_conv_widens(self, dtype):
+        """Whether bfloat16 convolutions run as oneDNN's float32 kernel on their widened
+        operands: timed once per backend on a 3x3 convolution of 64 channels (ResNet-50's
+        first stage at batch 8, channels last; 3 timed runs of each, about 0.2 s in all:
+        smaller ones drown in a busy machine's noise), by the process's CPU time (which a
+        busy machine disturbs far less than the wall clock). The float32 route is taken
+        where it is clearly faster (by a fifth) than oneDNN's bf16 kernel: on this
+        project's AVX-512 BF16 Intel VM without AMX (``vdpbf16ps`` does no more
+        multiply-adds a cycle than two float32 FMAs there), not where the bf16 kernels
+        are the fast ones (the AMD EPYC VM: ResNet-50 in bf16 took 0.54x its float32
+        time, bench/RESULTS.md). ``dtype``: the caller's bfloat16 dtype (this module
+        imports no ml_dtypes)."""
+        got = self.bf16_conv_f32
+        if got is None:
+            got = self.bf16_conv_f32 = self._time_bf16_conv(dtype)
+        return got
+
+    def _time_bf16_conv(self, dtype):
+        clock = _cpu_clock()
+        if clock is None:
+            return False
+        rng = np.random.RandomState(0)
+        shape = (8, 64, 56, 56)
+        x = np.moveaxis(rng.normal(size=(8, 56, 56, 64)).astype(np.float32).astype(dtype),
+                        -1, 1)
+        w = rng.normal(0, 0.05, size=(64, 64, 3, 3)).astype(np.float32).astype(dtype)
+        best = {False: float('inf'), True: float('inf')}
+        caches = {False: {}, True: {}}
+        for rep in range(4):
+            for wide in (False, True):
+                t = clock()
+                y = self.conv_forward_bf16(x, w, None, (1, 1), (1, 1), (1, 1), 1, shape,
+                                           out_layout='channels_last', token=1,
+                                           cache=caches[wide], wide=wide)
+                if y is None:
+                    return False
+                if rep:                 # (the first: building, reordering the weights)
+                    best[wide] = min(best[wide], clock() - t)
+        return best[True] < 0.8 * best[False]
+
+    def _wide_conv(self, prop, mds, x, xs, wshape, y, yshape, b, bmd, geom, attr, token,
+                   summed):
+        """The convolution of :meth:`conv_forward_bf16` by oneDNN's float32 kernel on the
+        bfloat16 operands widened (exactly) by reorders at its edges, the output (post-ops
+        and sum applied in float32, as the bf16 kernel applies them) rounded to bfloat16 by
+        the reorder after it; None where no fast float32 kernel takes the layouts."""
+        lib = self.lib
+        cl = not x.flags.c_contiguous or not y.flags.c_contiguous
+        f32 = []
+        try:
+            if cl:
+                f32.append(desc(lib, x.shape, F32, strides=xs))
+                f32.append(desc(lib, wshape, F32, any_layout=True))
+                f32.append(desc(lib, yshape, F32, strides=_elem_strides(y)))
+            else:
+                f32 += [desc(lib, sh, F32, any_layout=True)
+                        for sh in (x.shape, wshape, yshape)]
+            fbmd = None
+            if b is not None:
+                fbmd = desc(lib, b.shape, F32)
+                f32.append(fbmd)
+            try:
+                pd = self._fwd_pd(prop, f32[:3], geom, fbmd, attr)
+            except _lib.DnnlError:
+                return None
+            if _lib.impl_name(lib, pd).startswith(_SLOW):
+                lib.dnnl_primitive_desc_destroy(pd)
+                return None
+            const = ('const',) if token is not None else ()
+            args = [(_lib.ARG_SRC, mds[0], False),
+                    (_lib.ARG_WEIGHTS, mds[1], False) + const,
+                    (_lib.ARG_DST, mds[2], ('inout', mds[2]) if summed else True)]
+            if b is not None:
+                args.append((_lib.ARG_BIAS, bmd, False) + const)
+            return Primitive(self, pd, args)
+        finally:
+            self._destroy(f32)
 
     def fc_forward_bf16(self, x, w, b):
         """y = x @ w.T + b for 2-D bfloat16 ``x`` (m, k) and ``w`` (n, k) (b: None,
@@ -501,6 +622,30 @@ class Bf16Mixin:
 
         y = np.empty_like(x, dtype) if out is None else out     # (in x's memory order)
         return y if self.run(key, build, [x, y]) else None
+
+class _Timespec(ctypes.Structure):
+    _fields_ = [('sec', ctypes.c_long), ('nsec', ctypes.c_long)]
+
+
+def _cpu_clock():
+    """A function reading this process's CPU time (all threads) in seconds: libc's
+    ``clock_gettime(CLOCK_PROCESS_CPUTIME_ID)`` (Linux; the backend imports no ``time``),
+    or None elsewhere."""
+    if not sys.platform.startswith('linux'):
+        return None
+    try:
+        fn = ctypes.CDLL(None).clock_gettime
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.POINTER(_Timespec)]
+    fn.restype = ctypes.c_int
+    ts = _Timespec()
+
+    def clock():
+        fn(2, ctypes.byref(ts))         # CLOCK_PROCESS_CPUTIME_ID
+        return ts.sec + 1e-9 * ts.nsec
+    return clock
+
 
 def _concat_pd_create(lib):
     """``dnnl_concat_primitive_desc_create`` of ``lib``, declared (once per library)."""

@@ -227,7 +227,7 @@ class Bf16Mixin:
                 attr = self._post_ops_attr(post_ops) if post_ops else None
                 if wide:
                     prim = self._wide_conv(prop, mds, x, xs, wshape, y, yshape, b, bmd,
-                                           geom, attr, token, summed)
+                                           geom, post_ops, token)
                     if prim is not None:
                         if attr is not None:
                             lib.dnnl_primitive_attr_destroy(attr)
@@ -269,15 +269,15 @@ class Bf16Mixin:
                 self._destroy(mds)
 
         arrays = [x, w, y] + ([b] if b is not None else [])
-        if token is None:
-            if wide and summed:
-                arrays.append(y)
-            return y if self.run(key, build, arrays) else None
-        prim = self.primitive(key + ('const',), build, cache)
+        prim = self.primitive(key, build) if token is None else \
+            self.primitive(key + ('const',), build, cache)
         if prim is None:
             return None
-        if prim.inout_src:
-            arrays.append(y)            # (the sum's summand: y holds the residual)
+        if len(prim.user) > len(arrays):
+            arrays.append(y)            # (a widened sum's summand: y holds it)
+        if token is None:
+            self.execute(key, prim, arrays)
+            return y
         self.execute(key, prim, arrays, token)
         if memo is not None and y is out and (not summed or in_place) and x is x_in \
                 and w is w_in and b is b_in:
@@ -331,12 +331,55 @@ class Bf16Mixin:
                     best[wide] = min(best[wide], clock() - t)
         return best[True] < 0.8 * best[False]
 
-    def _wide_conv(self, prop, mds, x, xs, wshape, y, yshape, b, bmd, geom, attr, token,
-                   summed):
+    def _wide_conv(self, prop, mds, x, xs, wshape, y, yshape, b, bmd, geom, post_ops,
+                   token):
         """The convolution of :meth:`conv_forward_bf16` by oneDNN's float32 kernel on the
         bfloat16 operands widened (exactly) by reorders at its edges, the output (post-ops
-        and sum applied in float32, as the bf16 kernel applies them) rounded to bfloat16 by
-        the reorder after it; None where no fast float32 kernel takes the layouts."""
+        applied in float32, as the bf16 kernel applies them) rounded to bfloat16 by the
+        reorder after it; None where no fast float32 kernel takes the layouts. The sum
+        is a binary add post-op reading the bfloat16 summand (``y``, which holds it) as
+        it lies: no widened copy of it."""
+        lib = self.lib
+        at = next((i for i, p in enumerate(post_ops) if p[0] == 'sum'), None)
+        attr = self._post_ops_attr(post_ops) if post_ops and at is None else None
+        if at is not None:
+            attr = self._wide_sum_attr(post_ops, at, mds[2])
+        try:
+            return self._wide_conv_pd(prop, mds, x, xs, wshape, y, yshape, b, bmd, geom,
+                                      attr, token, at)
+        finally:
+            if attr is not None:
+                lib.dnnl_primitive_attr_destroy(attr)
+
+    def _wide_sum_attr(self, post_ops, at, ymd):
+        """The post-ops of a widened convolution with the sum (at ``at``) as a binary add
+        of the bfloat16 tensor of ``ymd``."""
+        lib = self.lib
+        fn = lib.dnnl_post_ops_append_binary
+        fn.argtypes, fn.restype = [_VP, ctypes.c_int, _VP], ctypes.c_int
+        attr, ops = _VP(), _VP()
+        check(lib.dnnl_primitive_attr_create(ctypes.byref(attr)), 'dnnl_primitive_attr_create')
+        try:
+            check(lib.dnnl_post_ops_create(ctypes.byref(ops)), 'dnnl_post_ops_create')
+            try:
+                for i, op in enumerate(post_ops):
+                    if i == at:
+                        check(fn(ops, _lib.BINARY_ADD, ymd), 'dnnl_post_ops_append_binary')
+                    else:
+                        check(lib.dnnl_post_ops_append_eltwise(ops, ELTWISE[op[1]], op[2],
+                                                               0.0),
+                              'dnnl_post_ops_append_eltwise')
+                check(lib.dnnl_primitive_attr_set_post_ops(attr, ops),
+                      'dnnl_primitive_attr_set_post_ops')
+            finally:
+                lib.dnnl_post_ops_destroy(ops)
+        except Exception:
+            lib.dnnl_primitive_attr_destroy(attr)
+            raise
+        return attr
+
+    def _wide_conv_pd(self, prop, mds, x, xs, wshape, y, yshape, b, bmd, geom, attr, token,
+                      at):
         lib = self.lib
         cl = not x.flags.c_contiguous or not y.flags.c_contiguous
         f32 = []
@@ -362,9 +405,13 @@ class Bf16Mixin:
             const = ('const',) if token is not None else ()
             args = [(_lib.ARG_SRC, mds[0], False),
                     (_lib.ARG_WEIGHTS, mds[1], False) + const,
-                    (_lib.ARG_DST, mds[2], ('inout', mds[2]) if summed else True)]
+                    (_lib.ARG_DST, mds[2], True)]
             if b is not None:
                 args.append((_lib.ARG_BIAS, bmd, False) + const)
+            if at is not None:
+                # DNNL_ARG_ATTR_MULTIPLE_POST_OP(at) | DNNL_ARG_SRC_1 (oneDNN 3.2: base
+                # 32768, as int8.py has it): the summand
+                args.append((32768 * (at + 1) | _lib.ARG_SRC_1, mds[2], False))
             return Primitive(self, pd, args)
         finally:
             self._destroy(f32)

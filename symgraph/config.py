@@ -85,6 +85,13 @@ SWITCHES = {s.name: s for s in (
            'an operator called again on the very arrays of an earlier call replays that '
            "call's oneDNN primitives (the same values bit for bit); off: every call is "
            'worked out anew', 'when the backend first loads'),
+    Switch('BF16_CONV', 'choice', 'auto',
+           "which oneDNN kernel runs a bfloat16 convolution: 'bf16' its bfloat16 kernel, "
+           "'float32' its float32 kernel on the operands widened exactly (output rounded to "
+           "bfloat16; the same arithmetic but for summation order), 'auto' the faster of "
+           'the two on this CPU, timed once per process (0.3 s; float32 where the CPU has '
+           'AVX-512 BF16 but no AMX and bf16 is the slower)',
+           'at the first bfloat16 convolution', words=('auto', 'bf16', 'float32')),
     Switch('CUDNN', 'flag', True,
            "the cuDNN GPU backend (convolution, BatchNorm, pooling, softmax on CuPy arrays); "
            "off: symgraph's own CUDA kernels", 'when the backend first loads (the first GPU '

@@ -162,6 +162,20 @@ def test_the_widening_choice_is_timed_once_and_can_be_set(be):
         assert ('bf16' in _lib.impl_name(be.lib, prim.pd)) != choice
 
 
+@pytest.mark.parametrize('word, wide', [('bf16', False), ('float32', True)])
+def test_the_route_is_pinned_by_the_switch(be, monkeypatch, word, wide):
+    """SYMGRAPH_BF16_CONV=bf16|float32 pins the route without timing it (for bit-for-bit
+    runs across processes); a bad word is refused naming the variable."""
+    monkeypatch.setattr(type(be), '_time_bf16_conv',
+                        lambda self, dtype: pytest.fail('timed although pinned'))
+    monkeypatch.setenv('SYMGRAPH_BF16_CONV', word)
+    assert be.bf16_conv_widens(BF16) is wide and be.bf16_conv_f32 is wide
+    be.bf16_conv_f32 = None
+    monkeypatch.setenv('SYMGRAPH_BF16_CONV', 'fp32')
+    with pytest.raises(ValueError, match='SYMGRAPH_BF16_CONV'):
+        be.bf16_conv_widens(BF16)
+
+
 def test_the_kernels_are_onednns_bf16_ones(be):
     from symgraph.backend.onednn import _lib
     x, w = bf(np.ones((1, 16, 8, 8))), bf(np.ones((16, 16, 3, 3)))

@@ -24,6 +24,7 @@ import threading
 import numpy as np
 
 from . import _lib
+from ... import config
 from ._core import Primitive
 from ._core import _aligned, as_f32, channels_last_strides
 from ._lib import check
@@ -303,10 +304,13 @@ class Bf16Mixin:
         multiply-adds a cycle than two float32 FMAs there), not where the bf16 kernels
         are the fast ones (the AMD EPYC VM: ResNet-50 in bf16 took 0.54x its float32
         time, bench/RESULTS.md). ``dtype``: the caller's bfloat16 dtype (this module
-        imports no ml_dtypes)."""
+        imports no ml_dtypes). ``SYMGRAPH_BF16_CONV=bf16|float32`` pins the route (for
+        bit-for-bit runs across processes and machines)."""
         got = self.bf16_conv_f32
         if got is None:
-            got = self.bf16_conv_f32 = self._time_bf16_conv(dtype)
+            how = config.choice('BF16_CONV')        # SYMGRAPH_BF16_CONV pins the route
+            got = (how == 'float32') if how != 'auto' else self._time_bf16_conv(dtype)
+            self.bf16_conv_f32 = got
         return got
 
     def _time_bf16_conv(self, dtype):

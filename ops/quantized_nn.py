@@ -40,12 +40,14 @@ def _kernel(name):
     return cpu_kernel(name) if name in CPU_KERNELS else None
 
 
-def int_matmul(x, w):
+def int_matmul(x, w, token=None, cache=None):
     """x (M, K) @ w.T (N, K) of int8/uint8 arrays as exact int32 (the backend's int8
-    inner product where it takes them, else float64 sums)."""
+    inner product where it takes them, else float64 sums). With a ``token`` (and the
+    caller's ``cache`` dict) ``w`` is one layer's constant, reordered by the backend only
+    when the token changes."""
     kernel = _kernel('int8_matmul')
     if kernel is not None:
-        y = kernel(x, w)
+        y = kernel(x, w) if token is None else kernel(x, w, token=token, cache=cache)
         if y is not None:
             return y
     return (x.astype(np.float64) @ w.astype(np.float64).T).astype(np.int32)

@@ -67,6 +67,33 @@ def test_int8_matmul_is_exact(dtype):
     np.testing.assert_array_equal(y, x.astype(np.int64) @ w.astype(np.int64).T)
 
 
+@pytest.mark.parametrize('dtype', ['uint8', 'int8'])
+def test_int8_matmul_constant_weights_reordered_once_per_token(dtype):
+    # a layer's constant weights (a token): oneDNN's inner product on them reordered into
+    # its blocked layout once, not the matmul that copies them every call
+    be = _backend()
+    lo, hi = (0, 256) if dtype == 'uint8' else (-128, 128)
+    x = RNG.randint(lo, hi, (16, 320)).astype(dtype)
+    w = RNG.randint(-128, 128, (40, 320)).astype(np.int8)
+    cache = {}
+    ref = x.astype(np.int64) @ w.astype(np.int64).T
+    for _ in range(3):
+        y = be.int8_matmul(x, w, token=1, cache=cache)
+        assert y is not None and y.dtype == np.int32
+        np.testing.assert_array_equal(y, ref)
+    (prim,) = cache.values()
+    assert prim.const_reorders == 1
+    assert be.cached_primitives().get(('int8_matmul', 16, 320, 40, x.dtype.str, True)) is None
+    # new values under a new token are reordered again; under the old token they are not
+    w2 = RNG.randint(-128, 128, (40, 320)).astype(np.int8)
+    np.testing.assert_array_equal(be.int8_matmul(x, w2, token=2, cache=cache),
+                                  x.astype(np.int64) @ w2.astype(np.int64).T)
+    assert prim.const_reorders == 2
+    np.testing.assert_array_equal(be.int8_matmul(x, w, token=2, cache=cache),
+                                  x.astype(np.int64) @ w2.astype(np.int64).T)
+    assert prim.const_reorders == 2
+
+
 def test_declines_what_it_does_not_take():
     be = _backend()
     w = np.ones((4, 3, 3, 3), np.int8)
@@ -579,3 +606,52 @@ def test_quantized_global_average_pooling_same_bits_as_the_float64_mean(
     for a, b in zip(fast, slow):
         assert a.dtype == b.dtype
         np.testing.assert_array_equal(a, b)
+
+
+def _quantized_fc_model():
+    import symgraph as mx
+    rng = np.random.RandomState(3)
+    sym = mx.sym.FullyConnected(mx.sym.relu(mx.sym.var('data')), num_hidden=48, name='fc')
+    arg = {'fc_weight': mx.nd.array(rng.randn(48, 400).astype(np.float32) * 0.1),
+           'fc_bias': mx.nd.array(rng.randn(48).astype(np.float32))}
+    x = rng.rand(16, 400).astype(np.float32)
+    qsym, qarg, _ = mx.contrib.quantization.quantize_model_mkldnn(
+        sym, arg, {}, ctx=mx.cpu(), calib_mode='naive',
+        calib_data=mx.io.NDArrayIter(x, batch_size=16), num_calib_examples=16,
+        quantized_dtype='auto')
+    return qsym, qarg, x
+
+
+def _forward(qsym, args, x, exe=None):
+    import symgraph as mx
+    if exe is None:
+        exe = qsym.simple_bind(mx.cpu(), grad_req='null', data=x.shape,
+                               type_dict=dict({k: v.dtype for k, v in args.items()},
+                                              data='float32'))
+    for k, v in args.items():
+        exe.arg_dict[k][:] = v
+    return exe, exe.forward(is_train=False, data=mx.nd.array(x))[0].asnumpy()
+
+
+def test_quantized_fc_constant_weights_same_bits_and_follow_new_weights(monkeypatch):
+    # _sg_mkldnn_fully_connected hands its int8 weights to the inner product as a layer's
+    # constant (reordered once per bound executor); the bits are those of NumPy's integer
+    # product, and new weights written in (with their new range) are taken
+    _backend()
+    from symgraph.ops import quantized_nn
+    qsym, qarg, x = _quantized_fc_model()
+    w = qarg['fc_weight_quantize'].asnumpy()
+    args2 = dict(qarg, fc_weight_quantize=w[::-1].copy() // 2,
+                 fc_weight_quantize_min=qarg['fc_weight_quantize_min'] / 2,
+                 fc_weight_quantize_max=qarg['fc_weight_quantize_max'] / 2)
+    exe, out = _forward(qsym, qarg, x)
+    _, again = _forward(qsym, qarg, x, exe)
+    _, out2 = _forward(qsym, args2, x, exe)
+    with monkeypatch.context() as m:
+        m.setattr(quantized_nn, '_kernel', lambda name: None)
+        _, ref = _forward(qsym, qarg, x)
+        _, ref2 = _forward(qsym, args2, x)
+    np.testing.assert_array_equal(out, ref)
+    np.testing.assert_array_equal(again, ref)
+    np.testing.assert_array_equal(out2, ref2)
+    assert not np.array_equal(ref, ref2)

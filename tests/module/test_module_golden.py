@@ -176,13 +176,16 @@ def _values(mod, prefix, val_it):
 @pytest.fixture(scope='module')
 def sensitivity(run, tmp_path_factory):
     """{value key: float32 sensitivity}: how far each trained value (a whole tensor's
-    largest change) moves when the initial parameters move by one ulp, over two random
+    largest change) moves when the initial parameters move by one ulp, over eight random
     such moves. It measures the float32 conditioning of this very run, whatever the
-    machine's kernels."""
+    machine's kernels. Eight, not two: lenet_sgd sits at a tie (a max-pool or ReLU
+    decision) that about half of the one-ulp moves flip, moving it 5.04e-5; on the Intel
+    AVX-512 VM of 2026-12-02 oneDNN's kernels flip it against MXNet's run, and seeds 1
+    and 2 happened not to (seeds 3, 6, 7, 9, 10, 12 of 1-12 did)."""
     name, mod, _, prefix, val_it = run
     base = _values(mod, prefix, val_it)
     spread = dict.fromkeys(base, 0.0)
-    for seed in (1, 2):
+    for seed in range(1, 9):
         m, _, p, v = train(name, tmp_path_factory.mktemp('%s_ulp%d' % (name, seed)),
                            perturb=seed)
         for k, val in _values(m, p, v).items():

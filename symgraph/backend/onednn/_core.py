@@ -425,6 +425,17 @@ class BackendCore:
             t.recording = None   # a list while record() runs
         return t
 
+    def reorder_primitive(self, src_md, dst_md, attr=None):
+        """A :class:`Primitive` (arguments: source, destination) copying memory laid out
+        as ``src_md`` into ``dst_md`` by a oneDNN reorder, which converts the data type
+        and layout on the way (``attr``: its attributes, e.g. scales, or None)."""
+        pd = _VP()
+        check(self.lib.dnnl_reorder_primitive_desc_create(
+            ctypes.byref(pd), src_md, self.engine, dst_md, self.engine, attr),
+            'dnnl_reorder_primitive_desc_create')
+        return Primitive(self, pd, [(_lib.ARG_SRC, src_md, False),
+                                    (_lib.ARG_DST, dst_md, True)])
+
     def primitive(self, key, build, cache=None):
         """The primitive cached under ``key`` in this thread (made by ``build()`` ->
         Primitive on first use), or None when oneDNN refuses (a refusal is cached too).

@@ -663,12 +663,7 @@ class Bf16Mixin:
             mds = [desc(self.lib, x.shape, src, strides=xs),
                    desc(self.lib, x.shape, dst, strides=xs)]
             try:
-                pd = _VP()
-                check(self.lib.dnnl_reorder_primitive_desc_create(
-                    ctypes.byref(pd), mds[0], self.engine, mds[1], self.engine, None),
-                    'dnnl_reorder_primitive_desc_create')
-                return Primitive(self, pd, [(_lib.ARG_SRC, mds[0], False),
-                                            (_lib.ARG_DST, mds[1], True)])
+                return self.reorder_primitive(mds[0], mds[1])
             finally:
                 self._destroy(mds)
 

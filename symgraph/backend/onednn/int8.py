@@ -241,12 +241,7 @@ class Int8Mixin:
                 mds = [desc(self.lib, src.shape, code, strides=src.strides),
                        desc(self.lib, dst.shape, code, strides=dst.strides)]
                 try:
-                    pd = _VP()
-                    check(self.lib.dnnl_reorder_primitive_desc_create(
-                        ctypes.byref(pd), mds[0], self.engine, mds[1], self.engine, None),
-                        'dnnl_reorder_primitive_desc_create')
-                    return Primitive(self, pd, [(_lib.ARG_SRC, mds[0], False),
-                                                (_lib.ARG_DST, mds[1], True)])
+                    return self.reorder_primitive(mds[0], mds[1])
                 finally:
                     self._destroy(mds)
 
@@ -361,16 +356,12 @@ class Int8Mixin:
             mds = [desc(lib, acc.shape, _CODE[acc.dtype], strides=strides),
                    desc(lib, acc.shape, _CODE[dtype], strides=ystrides),
                    desc(lib, scales.shape, F32)]
-            attr, pd = _VP(), _VP()
+            attr = _VP()
             try:
                 check(lib.dnnl_primitive_attr_create(ctypes.byref(attr)),
                       'dnnl_primitive_attr_create')
                 _set_scales_mask(lib, attr, _lib.ARG_SRC, 2)
-                check(lib.dnnl_reorder_primitive_desc_create(
-                    ctypes.byref(pd), mds[0], self.engine, mds[1], self.engine, attr),
-                    'dnnl_reorder_primitive_desc_create')
-                prim = Primitive(self, pd, [(_lib.ARG_SRC, mds[0], False),
-                                            (_lib.ARG_DST, mds[1], True)])
+                prim = self.reorder_primitive(mds[0], mds[1], attr)
                 return _with_scales(self, prim, mds[2], _ARG_SRC_SCALES, scales)
             finally:
                 if attr:

@@ -346,42 +346,14 @@ class Bf16Mixin:
         it lies: no widened copy of it."""
         lib = self.lib
         at = next((i for i, p in enumerate(post_ops) if p[0] == 'sum'), None)
-        attr = self._post_ops_attr(post_ops) if post_ops and at is None else None
-        if at is not None:
-            attr = self._wide_sum_attr(post_ops, at, mds[2])
+        attr = self._post_ops_attr(post_ops, None if at is None else mds[2]) \
+            if post_ops else None
         try:
             return self._wide_conv_pd(prop, mds, x, xs, wshape, y, yshape, b, bmd, geom,
                                       attr, token, at)
         finally:
             if attr is not None:
                 lib.dnnl_primitive_attr_destroy(attr)
-
-    def _wide_sum_attr(self, post_ops, at, ymd):
-        """The post-ops of a widened convolution with the sum (at ``at``) as a binary add
-        of the bfloat16 tensor of ``ymd``."""
-        lib = self.lib
-        fn = lib.dnnl_post_ops_append_binary
-        fn.argtypes, fn.restype = [_VP, ctypes.c_int, _VP], ctypes.c_int
-        attr, ops = _VP(), _VP()
-        check(lib.dnnl_primitive_attr_create(ctypes.byref(attr)), 'dnnl_primitive_attr_create')
-        try:
-            check(lib.dnnl_post_ops_create(ctypes.byref(ops)), 'dnnl_post_ops_create')
-            try:
-                for i, op in enumerate(post_ops):
-                    if i == at:
-                        check(fn(ops, _lib.BINARY_ADD, ymd), 'dnnl_post_ops_append_binary')
-                    else:
-                        check(lib.dnnl_post_ops_append_eltwise(ops, ELTWISE[op[1]], op[2],
-                                                               0.0),
-                              'dnnl_post_ops_append_eltwise')
-                check(lib.dnnl_primitive_attr_set_post_ops(attr, ops),
-                      'dnnl_primitive_attr_set_post_ops')
-            finally:
-                lib.dnnl_post_ops_destroy(ops)
-        except Exception:
-            lib.dnnl_primitive_attr_destroy(attr)
-            raise
-        return attr
 
     def _wide_conv_pd(self, prop, mds, x, xs, wshape, y, yshape, b, bmd, geom, attr, token,
                       at):

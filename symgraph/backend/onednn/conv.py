@@ -164,18 +164,25 @@ class Backend(BackendCore, NormMixin, LayerMixin, RoutingMixin, Bf16Mixin, Int8M
             return create(free)
         return self._prefer_fast(create, free, shapes)
 
-    def _post_ops_attr(self, post_ops):
+    def _post_ops_attr(self, post_ops, sum_md=None):
         """A primitive attribute holding ``post_ops``: ('sum',) adds what the destination
-        held before; ('eltwise', kind, alpha) applies an activation of
-        :data:`.layers.ELTWISE`. The caller destroys it."""
+        held before (with ``sum_md``, as a binary add post-op reading the tensor that
+        memory descriptor describes, in its own data type); ('eltwise', kind, alpha)
+        applies an activation of :data:`.layers.ELTWISE`. The caller destroys it."""
         lib = self.lib
+        if sum_md is not None:
+            binary = lib.dnnl_post_ops_append_binary
+            binary.argtypes, binary.restype = [_VP, ctypes.c_int, _VP], ctypes.c_int
         attr, ops = _VP(), _VP()
         check(lib.dnnl_primitive_attr_create(ctypes.byref(attr)), 'dnnl_primitive_attr_create')
         try:
             check(lib.dnnl_post_ops_create(ctypes.byref(ops)), 'dnnl_post_ops_create')
             try:
                 for op in post_ops:
-                    if op[0] == 'sum':
+                    if op[0] == 'sum' and sum_md is not None:
+                        check(binary(ops, _lib.BINARY_ADD, sum_md),
+                              'dnnl_post_ops_append_binary')
+                    elif op[0] == 'sum':
                         check(lib.dnnl_post_ops_append_sum(ops, 1.0, 0, 0),
                               'dnnl_post_ops_append_sum')
                     else:
